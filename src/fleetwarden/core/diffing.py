@@ -1,0 +1,360 @@
+"""The four-layer node-pool diff: desired ``NodePoolSpec`` vs the nodes that carry it.
+
+L1 labels, L2 taints, L3 allocatable, L4 kubelet version, SPEC (instance type, OS image, disk,
+pool membership) and COUNT. Pure and fast: one pass over a pool's nodes (plus one for L3
+medians); findings are aggregated so one drift shown by many nodes is one finding.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fleetwarden.core import osfamilies, versions
+from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
+from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
+from fleetwarden.core.pools import NodePoolSpec, Provider
+from fleetwarden.core.quantities import parse_quantity
+from fleetwarden.core.rules import DiffOptions, apply_rules
+
+__all__ = ["ClusterDiff", "diff_cluster", "diff_pool", "group_nodes"]
+
+_GIB = float(2**30)
+_Key = tuple[Layer, str, object, object, Severity]
+
+
+class _Collector:
+    """Aggregates per-node observations into findings keyed by what differs."""
+
+    __slots__ = ("_nodes", "cluster", "pool", "source")
+
+    def __init__(self, cluster: str, pool: str | None, source: str | None) -> None:
+        self.cluster, self.pool, self.source = cluster, pool, source
+        self._nodes: dict[_Key, list[str]] = {}
+
+    def add(
+        self,
+        layer: Layer,
+        field_: str,
+        expected: object,
+        actual: object,
+        severity: Severity,
+        node: str | None,
+    ) -> None:
+        key = (layer, field_, _hashable(expected), _hashable(actual), severity)
+        names = self._nodes.get(key)
+        if names is None:
+            names = self._nodes[key] = []
+        if node is not None:
+            names.append(node)
+
+    def findings(self) -> list[Finding]:
+        out = []
+        for (layer, field_, expected, actual, severity), names in self._nodes.items():
+            out.append(
+                Finding(
+                    cluster=self.cluster,
+                    pool=self.pool,
+                    layer=layer,
+                    field=field_,
+                    expected=_jsonable(expected),
+                    actual=_jsonable(actual),
+                    severity=severity,
+                    nodes=tuple(sorted(names)),
+                    source=self.source,
+                )
+            )
+        return out
+
+
+def _hashable(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _jsonable(value: object) -> JsonValue:
+    if isinstance(value, tuple):
+        return list(value)
+    return value  # type: ignore[return-value]
+
+
+def _count_expectation(spec: NodePoolSpec) -> JsonValue:
+    if spec.min_size is not None or spec.max_size is not None:
+        lo = "" if spec.min_size is None else str(spec.min_size)
+        hi = "" if spec.max_size is None else str(spec.max_size)
+        return f"{lo}..{hi}"
+    return spec.desired_size
+
+
+def diff_pool(
+    spec: NodePoolSpec,
+    nodes: Sequence[ObservedNode],
+    *,
+    cluster: str | None = None,
+    options: DiffOptions = DiffOptions(),
+) -> list[Finding]:
+    """All findings for one pool, given the nodes that belong to it (possibly none)."""
+    cluster_name = cluster or spec.cluster or ""
+    out = _Collector(cluster_name, spec.name, spec.source or None)
+    _diff_count(spec, nodes, out)
+    if nodes:
+        _diff_nodes(spec, nodes, out, options)
+        _diff_allocatable(spec, nodes, out, options)
+        _diff_versions_mixed(spec, nodes, out)
+    return apply_rules(out.findings(), severities=options.severities, ignores=options.ignores)
+
+
+def _diff_count(spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector) -> None:
+    n = len(nodes)
+    expected = _count_expectation(spec)
+    if n == 0:
+        floor = spec.min_size if spec.min_size is not None else spec.desired_size
+        if floor is None:
+            severity = Severity.INFO if spec.provider is Provider.KARPENTER else Severity.MEDIUM
+        else:
+            severity = Severity.HIGH if floor > 0 else Severity.INFO
+        out.add(Layer.COUNT, "nodeCount", expected, 0, severity, None)
+        return
+    if spec.min_size is not None and n < spec.min_size:
+        out.add(Layer.COUNT, "nodeCount", expected, n, Severity.HIGH, None)
+    elif spec.max_size is not None and n > spec.max_size:
+        out.add(Layer.COUNT, "nodeCount", expected, n, Severity.MEDIUM, None)
+    elif (
+        spec.min_size is None
+        and spec.max_size is None
+        and spec.desired_size is not None
+        and n != spec.desired_size
+    ):
+        sev = Severity.HIGH if n < spec.desired_size else Severity.MEDIUM
+        out.add(Layer.COUNT, "nodeCount", expected, n, sev, None)
+
+
+def _diff_nodes(
+    spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector, options: DiffOptions
+) -> None:
+    """L1, L2, L4 (per node) and SPEC, in one pass."""
+    labels = tuple(spec.labels.items())
+    transient = frozenset(options.transient_taints) | {t.key for t in spec.startup_taints}
+    want_taints = {(t.key, t.effect): (t.value or "") for t in spec.taints}
+    types = frozenset(spec.instance_types)
+    single_type: JsonValue = (
+        spec.instance_types[0] if len(spec.instance_types) == 1 else list(spec.instance_types)
+    )
+    requirements = spec.requirements
+    version = spec.kubernetes_version
+    family = spec.os_family
+    disk = spec.disk_size_gib
+    disk_lo = disk * (1 - options.disk_tolerance) if disk else 0.0
+    disk_hi = disk * (1 + 0.05) if disk else 0.0
+    add = out.add
+
+    for node in nodes:
+        name = node.name
+        node_labels = node.labels
+        # L1: every pool label, with the node's value
+        for key, value in labels:
+            have = node_labels.get(key)
+            if have != value:
+                add(Layer.L1, f"labels.{key}", value, have, Severity.HIGH, name)
+        # L2: taints, set equality by key + value + effect
+        if want_taints or node.taints:
+            seen = set()
+            for t in node.taints:
+                if t.key in transient:
+                    continue
+                k = (t.key, t.effect)
+                seen.add(k)
+                have_value = t.value or ""
+                if k not in want_taints:
+                    add(
+                        Layer.L2,
+                        f"taints.{t.key}:{t.effect}",
+                        None,
+                        have_value,
+                        Severity.HIGH,
+                        name,
+                    )
+                elif want_taints[k] != have_value:
+                    add(
+                        Layer.L2,
+                        f"taints.{t.key}:{t.effect}",
+                        want_taints[k],
+                        have_value,
+                        Severity.HIGH,
+                        name,
+                    )
+            for k, want in want_taints.items():
+                if k not in seen:
+                    add(Layer.L2, f"taints.{k[0]}:{k[1]}", want, None, Severity.HIGH, name)
+        # L4: kubelet version
+        if version and node.kubelet_version:
+            ok = versions.matches(version, node.kubelet_version)
+            if ok is False:
+                add(Layer.L4, "kubeletVersion", version, node.kubelet_version, Severity.HIGH, name)
+        # SPEC: instance type
+        itype = node.instance_type
+        if itype is not None:
+            if types and itype not in types:
+                add(Layer.SPEC, "instanceType", single_type, itype, Severity.CRITICAL, name)
+            for req in requirements:
+                if req.satisfied_by(node_labels) is False:
+                    is_type = req.key in (
+                        "node.kubernetes.io/instance-type",
+                        "beta.kubernetes.io/instance-type",
+                    )
+                    field_ = "instanceType" if is_type else f"requirements.{req.key}"
+                    vals = ", ".join(req.values)
+                    rule = (
+                        f"{req.operator} [{vals}]"
+                        if is_type
+                        else f"{req.key} {req.operator} [{vals}]"
+                    )
+                    actual = itype if is_type else node_labels.get(req.key)
+                    sev = Severity.CRITICAL if is_type else Severity.HIGH
+                    add(Layer.SPEC, field_, rule, actual, sev, name)
+        # SPEC: OS image family
+        if family and node.os_image:
+            have_family = osfamilies.family_of_image(node.os_image)
+            if have_family is not None and have_family != family:
+                add(Layer.SPEC, "osImage", family, node.os_image, Severity.HIGH, name)
+        # SPEC: disk size, seen as the ephemeral-storage capacity of the root filesystem
+        if disk:
+            raw = node.capacity.get("ephemeral-storage")
+            if raw:
+                try:
+                    gib = parse_quantity(raw) / _GIB
+                except ValueError:
+                    gib = None
+                if gib is not None and not (disk_lo <= gib <= disk_hi):
+                    add(Layer.SPEC, "diskSize", disk, round(gib), Severity.MEDIUM, name)
+
+
+def _diff_allocatable(
+    spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector, options: DiffOptions
+) -> None:
+    """L3: allocatable within tolerance of the pool's expectation, else of its own median."""
+    tol = options.tolerance
+    heterogeneous = spec.heterogeneous or len(spec.instance_types) > 1
+    for resource in options.resources:
+        stated = spec.allocatable.get(resource)
+        if stated is not None:
+            try:
+                want = parse_quantity(stated)
+            except ValueError:
+                continue
+            _flag_outliers(resource, stated, want, nodes, tol, out)
+            continue
+        groups: dict[str | None, list[ObservedNode]] = defaultdict(list)
+        for node in nodes:
+            groups[node.instance_type if heterogeneous else None].append(node)
+        for members in groups.values():
+            if len(members) < options.median_min_nodes:
+                continue
+            values = []
+            for node in members:
+                raw = node.allocatable.get(resource)
+                if raw is None:
+                    continue
+                try:
+                    values.append((parse_quantity(raw), raw))
+                except ValueError:
+                    continue
+            if len(values) < options.median_min_nodes:
+                continue
+            values.sort(key=lambda pair: pair[0])
+            median_value, median_raw = values[(len(values) - 1) // 2]
+            _flag_outliers(resource, median_raw, median_value, members, tol, out)
+
+
+def _flag_outliers(
+    resource: str,
+    expected_raw: str,
+    expected: float,
+    nodes: Iterable[ObservedNode],
+    tol: float,
+    out: _Collector,
+) -> None:
+    if expected <= 0:
+        return
+    severity = Severity.HIGH if resource == "memory" else Severity.MEDIUM
+    for node in nodes:
+        raw = node.allocatable.get(resource)
+        if raw is None:
+            continue
+        try:
+            have = parse_quantity(raw)
+        except ValueError:
+            continue
+        if abs(have - expected) / expected > tol:
+            out.add(Layer.L3, f"allocatable.{resource}", expected_raw, raw, severity, node.name)
+
+
+def _diff_versions_mixed(
+    spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector
+) -> None:
+    """A pool whose nodes run more than one kubelet version (an upgrade under way or stuck)."""
+    seen: dict[tuple[int, int, int | None], str] = {}
+    for node in nodes:
+        if node.kubelet_version:
+            parsed = versions.parse_version(node.kubelet_version)
+            if parsed is not None and parsed not in seen:
+                seen[parsed] = node.kubelet_version
+    if len(seen) > 1:
+        actual = [seen[k] for k in sorted(seen, key=lambda v: (v[0], v[1], v[2] or 0))]
+        out.add(
+            Layer.L4, "kubeletVersion.mixed", spec.kubernetes_version, actual, Severity.MEDIUM, None
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDiff:
+    cluster: str
+    findings: list[Finding]
+    pools: int
+    nodes: int
+    grouped: Mapping[str | None, list[ObservedNode]] = field(default_factory=dict)
+
+
+def group_nodes(
+    nodes: Iterable[ObservedNode], *, options: DiffOptions = DiffOptions()
+) -> dict[str | None, list[ObservedNode]]:
+    """Nodes by pool name (``None``: no pool label). Control-plane nodes are left out
+    unless ``include_control_plane``."""
+    labels = options.pool_labels or POOL_LABELS
+    groups: dict[str | None, list[ObservedNode]] = defaultdict(list)
+    for node in nodes:
+        if node.is_control_plane and not options.include_control_plane:
+            continue
+        groups[pool_of(node, pool_labels=labels)].append(node)
+    return groups
+
+
+def diff_cluster(
+    cluster: str,
+    specs: Sequence[NodePoolSpec],
+    nodes: Sequence[ObservedNode],
+    *,
+    options: DiffOptions = DiffOptions(),
+) -> ClusterDiff:
+    """Every pool of one cluster, plus nodes that belong to no desired pool."""
+    grouped = group_nodes(nodes, options=options)
+    findings: list[Finding] = []
+    known = set()
+    for spec in specs:
+        known.add(spec.name)
+        findings.extend(
+            diff_pool(spec, grouped.get(spec.name, ()), cluster=cluster, options=options)
+        )
+    strays: list[Finding] = []
+    for pool_name, members in grouped.items():
+        if pool_name in known:
+            continue
+        collector = _Collector(cluster, pool_name, None)
+        for node in members:
+            collector.add(Layer.SPEC, "pool", None, pool_name, Severity.MEDIUM, node.name)
+        strays.extend(collector.findings())
+    findings.extend(apply_rules(strays, severities=options.severities, ignores=options.ignores))
+    counted = sum(len(v) for v in grouped.values())
+    return ClusterDiff(
+        cluster=cluster, findings=findings, pools=len(specs), nodes=counted, grouped=grouped
+    )

@@ -1,0 +1,135 @@
+"""Desired node pools: what a pool should look like, read from any supported format."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from types import MappingProxyType
+
+__all__ = [
+    "EFFECTS",
+    "NodePoolSpec",
+    "Provider",
+    "Requirement",
+    "Taint",
+    "Unresolved",
+    "normalise_effect",
+]
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_EFFECT_ALIASES = {
+    "noschedule": "NoSchedule",
+    "no_schedule": "NoSchedule",
+    "prefernoschedule": "PreferNoSchedule",
+    "prefer_no_schedule": "PreferNoSchedule",
+    "noexecute": "NoExecute",
+    "no_execute": "NoExecute",
+}
+
+
+def normalise_effect(text: str) -> str:
+    """Map provider spellings (``NO_SCHEDULE``, ``NoSchedule``) to the Kubernetes one."""
+    effect = _EFFECT_ALIASES.get(text.strip().lower())
+    if effect is None:
+        raise ValueError(f"unknown taint effect {text!r} (expected one of {', '.join(EFFECTS)})")
+    return effect
+
+
+class Provider(StrEnum):
+    AWS = "aws"
+    AZURE = "azure"
+    GCP = "gcp"
+    KARPENTER = "karpenter"
+    CAPI = "capi"
+    GENERIC = "generic"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Taint:
+    key: str
+    value: str | None
+    effect: str
+
+    @property
+    def field_name(self) -> str:
+        return f"taints.{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A Karpenter / node-affinity style requirement on node labels."""
+
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist | Gt | Lt
+    values: tuple[str, ...] = ()
+
+    def satisfied_by(self, labels: Mapping[str, str]) -> bool | None:
+        """True/False, or None when the node does not carry the label (cannot tell)."""
+        value = labels.get(self.key)
+        op = self.operator
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if value is None:
+            return None
+        if op == "In":
+            return value in self.values
+        if op == "NotIn":
+            return value not in self.values
+        if op in ("Gt", "Lt") and self.values:
+            try:
+                have, bound = int(value), int(self.values[0])
+            except ValueError:
+                return None
+            return have > bound if op == "Gt" else have < bound
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Unresolved:
+    """A desired value the source does not pin down (a Terraform variable, an expression)."""
+
+    field: str
+    expression: str
+
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class NodePoolSpec:
+    """The desired state of one node pool in one cluster.
+
+    ``None`` means "not stated by the source": the diff engine then does not check that fact.
+    A fact the source states through something unresolvable is listed in ``unresolved``.
+    """
+
+    name: str
+    cluster: str | None
+    provider: Provider = Provider.GENERIC
+    source: str = ""
+    source_format: str = ""
+    instance_types: tuple[str, ...] = ()
+    requirements: tuple[Requirement, ...] = ()
+    disk_size_gib: int | None = None
+    disk_type: str | None = None
+    min_size: int | None = None
+    max_size: int | None = None
+    desired_size: int | None = None
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    kubernetes_version: str | None = None
+    os_family: str | None = None
+    allocatable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    unresolved: tuple[Unresolved, ...] = ()
+    heterogeneous: bool = False  # Karpenter: many instance types by design
+
+    def with_cluster(self, cluster: str) -> NodePoolSpec:
+        return replace(self, cluster=cluster)
+
+    @property
+    def key(self) -> tuple[str | None, str]:
+        return (self.cluster, self.name)

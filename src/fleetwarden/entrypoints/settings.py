@@ -1,0 +1,136 @@
+"""The YAML config file (``--config``): scan options, severity overrides, ignore rules, limits.
+
+Example::
+
+    scan:
+      tolerance: 0.05                 # L3: allowed deviation of allocatable
+      resources: [cpu, memory, pods]
+      poolLabels: [example.com/pool]  # consulted before the provider labels
+      extraTransientTaints: [example.com/draining]
+      includeControlPlane: false
+      severities:                     # LAYER/field glob -> severity; first match wins
+        "L1/labels.team": low
+        "SPEC/osImage": critical
+      ignore:
+        - {cluster: "dev-*", field: "labels.*"}
+        - {pool: "batch", layer: "L3"}
+    limits:
+      desiredFileBytes: 16777216
+      nodesFileBytes: 2147483648
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from fleetwarden.adapters.files import DEFAULT_DESIRED_LIMIT, DEFAULT_NODES_LIMIT
+from fleetwarden.core.findings import Severity
+from fleetwarden.core.nodes import POOL_LABELS
+from fleetwarden.core.rules import DEFAULT_TRANSIENT_TAINTS, DiffOptions, IgnoreRule, SeverityRule
+from fleetwarden.formats.errors import FormatError
+
+__all__ = ["CONFIG_SCHEMA", "Settings", "load_settings"]
+
+_SEVERITIES = [s.value for s in Severity]
+_GLOB = {"type": "string", "minLength": 1}
+CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "scan": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "tolerance": {"type": "number", "minimum": 0, "maximum": 1},
+                "diskTolerance": {"type": "number", "minimum": 0, "maximum": 1},
+                "resources": {"type": "array", "items": {"type": "string"}},
+                "poolLabels": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                "transientTaints": {"type": "array", "items": {"type": "string"}},
+                "extraTransientTaints": {"type": "array", "items": {"type": "string"}},
+                "includeControlPlane": {"type": "boolean"},
+                "medianMinNodes": {"type": "integer", "minimum": 1},
+                "severities": {"type": "object", "additionalProperties": {"enum": _SEVERITIES}},
+                "ignore": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "minProperties": 1,
+                        "properties": {"cluster": _GLOB, "pool": _GLOB, "field": _GLOB,
+                                       "layer": _GLOB},
+                    },
+                },
+            },
+        },
+        "limits": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "desiredFileBytes": {"type": "integer", "minimum": 1},
+                "nodesFileBytes": {"type": "integer", "minimum": 1},
+            },
+        },
+    },
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    diff: DiffOptions = field(default_factory=DiffOptions)
+    desired_file_limit: int = DEFAULT_DESIRED_LIMIT
+    nodes_file_limit: int = DEFAULT_NODES_LIMIT
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+def load_settings(path: Path | None) -> Settings:
+    if path is None:
+        return Settings()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(str(path), f"cannot read config: {exc}") from None
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise FormatError(str(path), f"YAML syntax error: {getattr(exc, 'problem', exc)}",
+                          line=mark.line + 1 if mark is not None else None) from None
+    if not isinstance(raw, Mapping):
+        raise FormatError(str(path), "the config must be a mapping")
+    return settings_from(raw, source=str(path))
+
+
+def settings_from(raw: Mapping[str, Any], *, source: str = "<config>") -> Settings:
+    validator = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
+    errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = ".".join(str(p) for p in errors[0].absolute_path) or "(top level)"
+        raise FormatError(source, errors[0].message, field=where)
+    scan = raw.get("scan", {})
+    transient = tuple(scan.get("transientTaints", DEFAULT_TRANSIENT_TAINTS)) + tuple(
+        scan.get("extraTransientTaints", ()))
+    user_labels = tuple(scan.get("poolLabels", ()))
+    diff = DiffOptions(
+        tolerance=scan.get("tolerance", 0.05),
+        disk_tolerance=scan.get("diskTolerance", 0.15),
+        resources=tuple(scan.get("resources", ("cpu", "memory", "pods"))),
+        median_min_nodes=scan.get("medianMinNodes", 3),
+        transient_taints=transient,
+        pool_labels=(*user_labels, *POOL_LABELS) if user_labels else None,
+        include_control_plane=scan.get("includeControlPlane", False),
+        severities=tuple(SeverityRule(k, Severity(v))
+                         for k, v in scan.get("severities", {}).items()),
+        ignores=tuple(IgnoreRule(**rule) for rule in scan.get("ignore", ())),
+    )
+    limits = raw.get("limits", {})
+    return Settings(
+        diff=diff,
+        desired_file_limit=limits.get("desiredFileBytes", DEFAULT_DESIRED_LIMIT),
+        nodes_file_limit=limits.get("nodesFileBytes", DEFAULT_NODES_LIMIT),
+        raw=raw,
+    )

@@ -1,0 +1,163 @@
+"""YAML / JSON documents as read from desired-state trees, and what a reader returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.formats.errors import FormatError
+
+__all__ = [
+    "Document",
+    "PoolsRead",
+    "expect_int",
+    "expect_list",
+    "expect_mapping",
+    "expect_str",
+    "parse_yaml_documents",
+]
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One YAML/JSON document of a file: ``index`` is its position in a multi-document file."""
+
+    path: str
+    index: int
+    body: Mapping[str, Any]
+
+    @property
+    def api_version(self) -> str:
+        v = self.body.get("apiVersion")
+        return v if isinstance(v, str) else ""
+
+    @property
+    def kind(self) -> str:
+        v = self.body.get("kind")
+        return v if isinstance(v, str) else ""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def name(self) -> str | None:
+        meta = self.body.get("metadata")
+        if isinstance(meta, Mapping):
+            name = meta.get("name")
+            if isinstance(name, str):
+                return name
+        return None
+
+    @property
+    def namespace(self) -> str | None:
+        meta = self.body.get("metadata")
+        if isinstance(meta, Mapping):
+            ns = meta.get("namespace")
+            if isinstance(ns, str):
+                return ns
+        return None
+
+    def where(self, field_: str) -> str:
+        """A field path qualified by the document, for error messages."""
+        label = f"{self.kind}/{self.name}" if self.kind and self.name else f"document {self.index}"
+        return f"{label}: {field_}"
+
+
+@dataclass(slots=True)
+class PoolsRead:
+    """What a reader found: pools, and which documents it recognised as its own."""
+
+    pools: list[NodePoolSpec] = field(default_factory=list)
+    claimed: set[tuple[str, int]] = field(default_factory=set)
+    notes: dict[str, str] = field(default_factory=dict)  # path -> why it held no pool
+
+    def extend(self, other: PoolsRead) -> None:
+        self.pools.extend(other.pools)
+        self.claimed |= other.claimed
+        for path, note in other.notes.items():
+            self.notes.setdefault(path, note)
+
+
+def parse_yaml_documents(path: str, text: str) -> list[Document]:
+    """All mapping documents of a YAML (or JSON) text; a ``List`` is expanded into its items.
+
+    Raises ``FormatError`` with the line for a syntax error, and for a document that is not a
+    mapping (a scalar or a list at the top level is never a Kubernetes object).
+    """
+    try:
+        raw = list(yaml.load_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        raise FormatError(path, f"YAML syntax error: {exc.problem or exc}", line=line) from None
+    except yaml.YAMLError as exc:
+        raise FormatError(path, f"YAML error: {exc}") from None
+    except (ValueError, TypeError, RecursionError) as exc:  # odd scalars, deep nesting
+        raise FormatError(path, f"cannot parse: {exc}") from None
+    docs: list[Document] = []
+    for i, body in enumerate(raw):
+        if body is None:
+            continue
+        if not isinstance(body, Mapping):
+            raise FormatError(path, f"document {i} is a {type(body).__name__}, not a mapping")
+        if body.get("kind") == "List" and isinstance(body.get("items"), list):
+            for j, item in enumerate(body["items"]):
+                if not isinstance(item, Mapping):
+                    raise FormatError(path, "not an object", field=f"items[{j}]")
+                docs.append(Document(path, len(docs), item))
+            continue
+        docs.append(Document(path, len(docs), body))
+    return docs
+
+
+def expect_mapping(doc: Document, value: Any, field_: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FormatError(doc.path, f"expected a mapping, got {_kind(value)}",
+                          field=doc.where(field_))
+    return value
+
+
+def expect_list(doc: Document, value: Any, field_: str) -> Sequence[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise FormatError(doc.path, f"expected a list, got {_kind(value)}",
+                          field=doc.where(field_))
+    return value
+
+
+def expect_str(doc: Document, value: Any, field_: str, *, allow_none: bool = True) -> str | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise FormatError(doc.path, f"expected a string, got {_kind(value)}",
+                          field=doc.where(field_))
+    return str(value)
+
+
+def expect_int(doc: Document, value: Any, field_: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        raise FormatError(doc.path, f"expected an integer, got {_kind(value)} {value!r:.40}",
+                          field=doc.where(field_))
+    if value < 0:
+        raise FormatError(doc.path, f"must not be negative, got {value}", field=doc.where(field_))
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(value),
+                                                                          type(value).__name__)

@@ -1,0 +1,122 @@
+"""fleetwarden's own desired-state format (``apiVersion: fleetwarden.io/v1alpha1``,
+``kind: NodePools``), validated with the JSON Schema in ``data/nodepools.schema.json``.
+
+Pools are defined once under ``pools:``; ``clusters:`` lists which clusters get them and with
+which per-cluster overrides (maps such as ``labels`` are merged key by key, everything else is
+replaced). A file with a single ``cluster:`` applies every pool to that cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+
+from fleetwarden.core import osfamilies
+from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.formats.documents import Document, PoolsRead
+from fleetwarden.formats.errors import FormatError
+
+__all__ = ["API_VERSION", "KIND", "read_pools", "schema"]
+
+API_VERSION = "fleetwarden.io/v1alpha1"
+KIND = "NodePools"
+_MERGED = ("labels", "allocatable")
+
+
+@cache
+def schema() -> dict[str, Any]:
+    text = resources.files("fleetwarden.data").joinpath("nodepools.schema.json").read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    return cls(schema())  # type: ignore[no-any-return]
+
+
+def read_pools(docs: Sequence[Document]) -> PoolsRead:
+    out = PoolsRead()
+    for doc in docs:
+        if doc.api_version.startswith("fleetwarden.io/") or doc.kind == KIND:
+            out.claimed.add((doc.path, doc.index))
+            out.pools.extend(_pools_of(doc))
+    return out
+
+
+def _pools_of(doc: Document) -> list[NodePoolSpec]:
+    errors = sorted(_validator().iter_errors(doc.body), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first.absolute_path) or "(top level)"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise FormatError(doc.path, f"{first.message}{more}", field=where)
+    pools: Mapping[str, Mapping[str, Any]] = doc.body["pools"]
+    clusters = doc.body.get("clusters")
+    single = doc.body.get("cluster")
+    out: list[NodePoolSpec] = []
+    if clusters is None:
+        for name, pool in pools.items():
+            out.append(_spec(doc, name, pool, single))
+        return out
+    for cluster, entry in clusters.items():
+        entry = entry or {}
+        wanted = entry.get("pools", list(pools))
+        overrides = entry.get("overrides", {})
+        for name in list(wanted) + [n for n in overrides if n not in wanted]:
+            base = pools.get(name)
+            if base is None and name not in overrides:
+                raise FormatError(doc.path, f"unknown pool {name!r} (not under pools:)",
+                                  field=f"clusters.{cluster}.pools")
+            out.append(_spec(doc, name, _merge(base or {}, overrides.get(name, {})), cluster))
+    return out
+
+
+def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if key in _MERGED and isinstance(value, Mapping):
+            merged[key] = {**merged.get(key, {}), **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def _spec(doc: Document, name: str, pool: Mapping[str, Any], cluster: str | None) -> NodePoolSpec:
+    lo, hi = pool.get("minSize"), pool.get("maxSize")
+    if lo is not None and hi is not None and lo > hi:
+        raise FormatError(doc.path, f"minSize {lo} is larger than maxSize {hi}",
+                          field=f"pools.{name}")
+    os_setting = pool.get("osImage")
+    family = None
+    if os_setting is not None:
+        family = osfamilies.family_of_setting(os_setting)
+        if family is None:
+            raise FormatError(doc.path, f"unknown OS family {os_setting!r}",
+                              field=f"pools.{name}.osImage")
+    return NodePoolSpec(
+        name=name,
+        cluster=cluster,
+        provider=Provider(pool.get("provider", "generic")),
+        source=doc.path,
+        source_format="native",
+        instance_types=tuple(pool.get("instanceTypes", ())),
+        disk_size_gib=pool.get("diskSizeGiB"),
+        disk_type=pool.get("diskType"),
+        min_size=lo,
+        max_size=hi,
+        desired_size=pool.get("desiredSize"),
+        labels=dict(pool.get("labels", {})),
+        taints=tuple(sorted(Taint(t["key"], t.get("value"), t["effect"])
+                            for t in pool.get("taints", ()))),
+        kubernetes_version=pool.get("kubernetesVersion"),
+        os_family=family,
+        allocatable={k: str(v) for k, v in pool.get("allocatable", {}).items()},
+        heterogeneous=pool.get("provider") == "karpenter" or len(pool.get("instanceTypes", ())) > 1,
+    )

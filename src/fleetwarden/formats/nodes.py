@@ -1,0 +1,123 @@
+"""Observed nodes from ``kubectl get nodes -o json`` (or ``-o yaml``): a ``List``/``NodeList``
+of Nodes, or a single Node object. JSON goes through orjson (a 100,000-node dump is large)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+import yaml
+
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.pools import Taint
+from fleetwarden.formats.errors import FormatError
+
+__all__ = ["node_from_object", "parse_nodes"]
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_EFFECTS = frozenset(("NoSchedule", "PreferNoSchedule", "NoExecute"))
+
+
+def parse_nodes(path: str, data: bytes | str) -> list[ObservedNode]:
+    """Every Node in a dump. Raises ``FormatError`` naming the file (and item/field)."""
+    body = _load(path, data)
+    if not isinstance(body, Mapping):
+        raise FormatError(path, f"expected a Node or a List of Nodes, got {type(body).__name__}")
+    kind = body.get("kind")
+    if kind == "Node":
+        return [node_from_object(body, path=path, where="")]
+    items = body.get("items")
+    if kind not in ("List", "NodeList") or not isinstance(items, list):
+        raise FormatError(path, "expected a Node or a List of Nodes (kubectl get nodes -o json)",
+                          field="kind" if kind not in ("List", "NodeList") else "items")
+    nodes = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise FormatError(path, "not an object", field=f"items[{i}]")
+        item_kind = item.get("kind", "Node")
+        if item_kind != "Node":
+            continue  # a mixed List (kubectl get nodes,pods): only Nodes matter here
+        nodes.append(node_from_object(item, path=path, where=f"items[{i}]."))
+    return nodes
+
+
+def _load(path: str, data: bytes | str) -> Any:
+    raw = data.encode() if isinstance(data, str) else data
+    if b"\x00" in raw[:8192]:
+        raise FormatError(path, "binary data, not a JSON or YAML node dump")
+    if raw.lstrip()[:1] in (b"{", b"["):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise FormatError(path, f"invalid JSON: {exc}", line=getattr(exc, "lineno", None)
+                              ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        raise FormatError(path, f"YAML syntax error: {exc.problem or exc}",
+                          line=mark.line + 1 if mark is not None else None) from None
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        raise FormatError(path, f"cannot parse: {exc}") from None
+
+
+def node_from_object(obj: Mapping[str, Any], *, path: str = "<node>", where: str = ""
+                     ) -> ObservedNode:
+    """One Node object (as the API serves it) -> ``ObservedNode``."""
+    meta = _mapping(obj.get("metadata"), path, f"{where}metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise FormatError(path, "missing or not a string", field=f"{where}metadata.name")
+    labels = _str_map(meta.get("labels"), path, f"{where}metadata.labels")
+    spec = _mapping(obj.get("spec"), path, f"{where}spec")
+    status = _mapping(obj.get("status"), path, f"{where}status")
+    info = _mapping(status.get("nodeInfo"), path, f"{where}status.nodeInfo")
+    taints_raw = spec.get("taints") or []
+    if not isinstance(taints_raw, list):
+        raise FormatError(path, "expected a list", field=f"{where}spec.taints")
+    taints = []
+    for i, t in enumerate(taints_raw):
+        if not isinstance(t, Mapping) or not isinstance(t.get("key"), str):
+            raise FormatError(path, "expected {key, value, effect}", field=f"{where}spec.taints[{i}]")
+        effect = t.get("effect")
+        if effect not in _EFFECTS:
+            raise FormatError(path, f"unknown effect {effect!r}",
+                              field=f"{where}spec.taints[{i}].effect")
+        value = t.get("value")
+        taints.append(Taint(t["key"], None if value is None else str(value), effect))
+    kubelet = info.get("kubeletVersion")
+    os_image = info.get("osImage")
+    return ObservedNode(
+        name=name,
+        labels=labels,
+        taints=tuple(taints),
+        kubelet_version=kubelet if isinstance(kubelet, str) else None,
+        os_image=os_image if isinstance(os_image, str) else None,
+        allocatable=_str_map(status.get("allocatable"), path, f"{where}status.allocatable"),
+        capacity=_str_map(status.get("capacity"), path, f"{where}status.capacity"),
+        unschedulable=bool(spec.get("unschedulable", False)),
+    )
+
+
+def _mapping(value: Any, path: str, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FormatError(path, f"expected an object, got {type(value).__name__}", field=field)
+    return value
+
+
+def _str_map(value: Any, path: str, field: str) -> dict[str, str]:
+    m = _mapping(value, path, field)
+    out = {}
+    for k, v in m.items():
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise FormatError(path, f"expected a string value, got {type(v).__name__}",
+                              field=f"{field}.{k}")
+        out[str(k)] = v if isinstance(v, str) else str(v)
+    return out
