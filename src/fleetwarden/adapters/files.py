@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,9 @@ __all__ = [
     "iter_tree",
     "load_desired",
     "load_nodes",
+    "node_sources",
     "parse_path_arg",
+    "read_node_files",
 ]
 
 DEFAULT_DESIRED_LIMIT = 16 * 2**20  # desired-state files are written by people
@@ -66,8 +68,9 @@ def _read(path: Path, limit: int) -> bytes:
     try:
         size = path.stat().st_size
         if size > limit:
-            raise FormatError(str(path), f"file too large: {size / 2**20:.1f} MiB "
-                                         f"(limit {limit / 2**20:.0f} MiB)")
+            raise FormatError(
+                str(path), f"file too large: {size / 2**20:.1f} MiB (limit {limit / 2**20:.0f} MiB)"
+            )
         with path.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
@@ -88,27 +91,30 @@ def load_desired(args: Sequence[PathArg], *, limit: int = DEFAULT_DESIRED_LIMIT)
     return out
 
 
-def load_nodes(
-    args: Sequence[PathArg],
-    *,
-    limit: int = DEFAULT_NODES_LIMIT,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> dict[str, list[ObservedNode]]:
-    """Nodes per cluster; the cluster is ``CLUSTER=`` or the file's stem.
-
-    ``on_progress(done_bytes, total_bytes)`` is called after each file.
-    """
-    files: list[tuple[str, Path]] = []
+def node_sources(args: Sequence[PathArg]) -> dict[str, list[str]]:
+    """Node dump files per cluster; the cluster is ``CLUSTER=`` or the file's stem."""
+    out: dict[str, list[str]] = {}
     for arg in args:
         for path in iter_tree(arg.path, YAML_SUFFIXES):
-            files.append((arg.cluster or path.stem, path))
-    total = sum(p.stat().st_size for _, p in files)
-    done = 0
-    out: dict[str, list[ObservedNode]] = {}
-    for cluster, path in files:
-        data = _read(path, limit)
-        out.setdefault(cluster, []).extend(parse_nodes(str(path), data))
-        done += len(data)
-        if on_progress is not None:
-            on_progress(done, total)
+            out.setdefault(arg.cluster or path.stem, []).append(str(path))
     return out
+
+
+def read_node_files(
+    paths: Sequence[str], *, limit: int = DEFAULT_NODES_LIMIT
+) -> list[ObservedNode]:
+    """All nodes of the given dumps (one cluster's). Module-level: picklable for workers."""
+    nodes: list[ObservedNode] = []
+    for path in paths:
+        nodes.extend(parse_nodes(path, _read(Path(path), limit)))
+    return nodes
+
+
+def load_nodes(
+    args: Sequence[PathArg], *, limit: int = DEFAULT_NODES_LIMIT
+) -> dict[str, list[ObservedNode]]:
+    """Nodes per cluster, read in this process."""
+    return {
+        cluster: read_node_files(paths, limit=limit)
+        for cluster, paths in node_sources(args).items()
+    }

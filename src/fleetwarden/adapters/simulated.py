@@ -187,17 +187,36 @@ _OS = {
     "gcp": "Container-Optimized OS from Google",
     "azure": "CBL-Mariner/Linux",
 }
-_KUBELET = {"aws": "v1.30.4-eks-a737599", "gcp": "v1.30.5-gke.1014001", "azure": "v1.30.3",
-            "bottlerocket": "v1.30.4-eks-a737599"}
-_POOL_LABEL = {"aws": "eks.amazonaws.com/nodegroup", "karpenter": "karpenter.sh/nodepool",
-               "gcp": "cloud.google.com/gke-nodepool", "azure": "kubernetes.azure.com/agentpool"}
-_ZONES = {"aws": ["eu-west-1a", "eu-west-1b", "eu-west-1c"],
-          "gcp": ["us-central1-a", "us-central1-b", "us-central1-f"],
-          "azure": ["southeastasia-1", "southeastasia-2", "southeastasia-3"]}
+_KUBELET = {
+    "aws": "v1.30.4-eks-a737599",
+    "gcp": "v1.30.5-gke.1014001",
+    "azure": "v1.30.3",
+    "bottlerocket": "v1.30.4-eks-a737599",
+}
+_POOL_LABEL = {
+    "aws": "eks.amazonaws.com/nodegroup",
+    "karpenter": "karpenter.sh/nodepool",
+    "gcp": "cloud.google.com/gke-nodepool",
+    "azure": "kubernetes.azure.com/agentpool",
+}
+_ZONES = {
+    "aws": ["eu-west-1a", "eu-west-1b", "eu-west-1c"],
+    "gcp": ["us-central1-a", "us-central1-b", "us-central1-f"],
+    "azure": ["southeastasia-1", "southeastasia-2", "southeastasia-3"],
+}
 
 
-def _node(name: str, provider: str, pool: str, itype: str, labels: dict[str, str],
-          taints: list[dict[str, str]], zone: str, *, os_key: str | None = None) -> dict[str, Any]:
+def _node(
+    name: str,
+    provider: str,
+    pool: str,
+    itype: str,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+    zone: str,
+    *,
+    os_key: str | None = None,
+) -> dict[str, Any]:
     shape = SHAPES[itype]
     pool_provider = "aws" if provider == "karpenter" else provider
     os_key = os_key or pool_provider
@@ -216,21 +235,32 @@ def _node(name: str, provider: str, pool: str, itype: str, labels: dict[str, str
         all_labels["karpenter.sh/capacity-type"] = "spot"
     if provider == "azure":
         all_labels["agentpool"] = pool
-    capacity = {"cpu": str(int(shape.cpu[:-1]) // 1000 + 1) if shape.cpu.endswith("m") else
-                shape.cpu, "memory": shape.memory, "pods": shape.pods,
-                "ephemeral-storage": "104845292Ki"}
+    capacity = {
+        "cpu": str(int(shape.cpu[:-1]) // 1000 + 1) if shape.cpu.endswith("m") else shape.cpu,
+        "memory": shape.memory,
+        "pods": shape.pods,
+        "ephemeral-storage": "104845292Ki",
+    }
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": all_labels},
         "spec": {"taints": [dict(t) for t in taints]} if taints else {},
         "status": {
-            "allocatable": {"cpu": shape.cpu, "memory": shape.memory, "pods": shape.pods,
-                            "ephemeral-storage": "96625420948"},
+            "allocatable": {
+                "cpu": shape.cpu,
+                "memory": shape.memory,
+                "pods": shape.pods,
+                "ephemeral-storage": "96625420948",
+            },
             "capacity": capacity,
-            "nodeInfo": {"kubeletVersion": _KUBELET[os_key], "osImage": _OS[os_key],
-                         "architecture": "amd64", "operatingSystem": "linux",
-                         "containerRuntimeVersion": "containerd://1.7.22"},
+            "nodeInfo": {
+                "kubeletVersion": _KUBELET[os_key],
+                "osImage": _OS[os_key],
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "containerRuntimeVersion": "containerd://1.7.22",
+            },
         },
     }
 
@@ -257,29 +287,97 @@ class SimulatedFleet:
 # (cluster, provider, pool, instance type, count, labels, taints)
 _POOLS: tuple[tuple[str, str, str, str, int, dict[str, str], list[dict[str, str]]], ...] = (
     ("prod-eu-1", "aws", "general", "m5.large", 20, {"team": "platform", "tier": "general"}, []),
-    ("prod-eu-1", "aws", "memory", "r5.xlarge", 4, {"workload": "memory"},
-     [{"key": "workload", "value": "memory", "effect": "NoSchedule"}]),
-    ("prod-eu-1", "aws", "gpu", "g5.xlarge", 2, {"accelerator": "nvidia"},
-     [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]),
-    ("prod-eu-1", "aws", "system", "m5.large", 2, {"role": "system"},
-     [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}]),
+    (
+        "prod-eu-1",
+        "aws",
+        "memory",
+        "r5.xlarge",
+        4,
+        {"workload": "memory"},
+        [{"key": "workload", "value": "memory", "effect": "NoSchedule"}],
+    ),
+    (
+        "prod-eu-1",
+        "aws",
+        "gpu",
+        "g5.xlarge",
+        2,
+        {"accelerator": "nvidia"},
+        [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}],
+    ),
+    (
+        "prod-eu-1",
+        "aws",
+        "system",
+        "m5.large",
+        2,
+        {"role": "system"},
+        [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}],
+    ),
     ("prod-eu-1", "karpenter", "spot", "c5.xlarge", 16, {"capacity": "spot"}, []),
-    ("prod-us-1", "gcp", "system", "e2-standard-2", 3, {"role": "system"},
-     [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}]),
-    ("prod-us-1", "gcp", "general", "e2-standard-4", 24, {"team": "platform", "tier": "general"},
-     []),
-    ("prod-us-1", "gcp", "batch", "n2-standard-8", 18, {"workload": "batch"},
-     [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]),
-    ("prod-asia-1", "azure", "system", "Standard_D2s_v5", 3, {"role": "system"},
-     [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}]),
-    ("prod-asia-1", "azure", "general", "Standard_D4s_v5", 20,
-     {"team": "platform", "tier": "general", "region": "asia"}, []),
-    ("prod-asia-1", "azure", "batch", "Standard_F8s_v2", 10, {"workload": "batch"},
-     [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]),
-    ("prod-asia-1", "azure", "spot", "Standard_D4s_v5", 1,
-     {"kubernetes.azure.com/scalesetpriority": "spot"},
-     [{"key": "kubernetes.azure.com/scalesetpriority", "value": "spot",
-       "effect": "NoSchedule"}]),
+    (
+        "prod-us-1",
+        "gcp",
+        "system",
+        "e2-standard-2",
+        3,
+        {"role": "system"},
+        [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}],
+    ),
+    (
+        "prod-us-1",
+        "gcp",
+        "general",
+        "e2-standard-4",
+        24,
+        {"team": "platform", "tier": "general"},
+        [],
+    ),
+    (
+        "prod-us-1",
+        "gcp",
+        "batch",
+        "n2-standard-8",
+        18,
+        {"workload": "batch"},
+        [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}],
+    ),
+    (
+        "prod-asia-1",
+        "azure",
+        "system",
+        "Standard_D2s_v5",
+        3,
+        {"role": "system"},
+        [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NoSchedule"}],
+    ),
+    (
+        "prod-asia-1",
+        "azure",
+        "general",
+        "Standard_D4s_v5",
+        20,
+        {"team": "platform", "tier": "general", "region": "asia"},
+        [],
+    ),
+    (
+        "prod-asia-1",
+        "azure",
+        "batch",
+        "Standard_F8s_v2",
+        10,
+        {"workload": "batch"},
+        [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}],
+    ),
+    (
+        "prod-asia-1",
+        "azure",
+        "spot",
+        "Standard_D4s_v5",
+        1,
+        {"kubernetes.azure.com/scalesetpriority": "spot"},
+        [{"key": "kubernetes.azure.com/scalesetpriority", "value": "spot", "effect": "NoSchedule"}],
+    ),
     ("prod-asia-1", "azure", "ingress", "Standard_D2s_v5", 2, {"role": "ingress"}, []),
 )
 
@@ -306,15 +404,19 @@ def build_fleet(seed: int = 2026) -> SimulatedFleet:
             seen.add(name)
             os_key = "bottlerocket" if pool == "gpu" else None
             nodes.setdefault(cluster, []).append(
-                _node(name, provider, pool, itype, labels, taints, zones[i % 3], os_key=os_key))
+                _node(name, provider, pool, itype, labels, taints, zones[i % 3], os_key=os_key)
+            )
     fleet = SimulatedFleet(nodes)
     _plant(fleet)
     return fleet
 
 
 def _pool_nodes(fleet: SimulatedFleet, cluster: str, pool: str) -> list[dict[str, Any]]:
-    return [n for n in fleet.nodes[cluster]
-            if pool in (n["metadata"]["labels"].get(k) for k in _POOL_LABEL.values())]
+    return [
+        n
+        for n in fleet.nodes[cluster]
+        if pool in (n["metadata"]["labels"].get(k) for k in _POOL_LABEL.values())
+    ]
 
 
 def _plant(fleet: SimulatedFleet) -> None:
@@ -330,8 +432,9 @@ def _plant(fleet: SimulatedFleet) -> None:
     # A cordoned node: the unschedulable taint is transient and must not be reported.
     cordoned = _pool_nodes(fleet, "prod-eu-1", "system")[0]
     cordoned["spec"]["unschedulable"] = True
-    cordoned["spec"]["taints"].append({"key": "node.kubernetes.io/unschedulable",
-                                       "effect": "NoSchedule"})
+    cordoned["spec"]["taints"].append(
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+    )
     # SPEC (Karpenter): a t3.large outside the NodePool's instance-category requirement.
     _retype(_pool_nodes(fleet, "prod-eu-1", "spot")[5], "t3.large")
     # L4: prod-us-1/general half-way through an upgrade: 6 of 24 nodes still on 1.29.
@@ -347,12 +450,14 @@ def _plant(fleet: SimulatedFleet) -> None:
         node["status"]["allocatable"]["memory"] = "9660378Ki"
     # SPEC osImage: a batch node on Ubuntu in an Azure Linux pool.
     _pool_nodes(fleet, "prod-asia-1", "batch")[2]["status"]["nodeInfo"]["osImage"] = (
-        "Ubuntu 22.04.4 LTS")
+        "Ubuntu 22.04.4 LTS"
+    )
     # SPEC pool: a node of an agent pool that nobody declared.
     stray = copy.deepcopy(_pool_nodes(fleet, "prod-asia-1", "ingress")[0])
     stray["metadata"]["name"] = "aks-legacy-31415926-vmss000000"
-    stray["metadata"]["labels"].update({"kubernetes.azure.com/agentpool": "legacy",
-                                        "agentpool": "legacy", "role": "legacy"})
+    stray["metadata"]["labels"].update(
+        {"kubernetes.azure.com/agentpool": "legacy", "agentpool": "legacy", "role": "legacy"}
+    )
     fleet.nodes["prod-asia-1"].append(stray)
     # COUNT: prod-us-1/highmem (min 1) has no node; prod-asia-1/spot (min 3) has one.
 

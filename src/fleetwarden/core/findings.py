@@ -5,9 +5,9 @@ The JSON shape is the contract in ``shared/CONTRACT.md`` (``scan --format json``
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import dataclasses
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetwarden.core.diffing import diff_cluster
+from fleetwarden.core.diffing import ClusterDiff, diff_cluster
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 
-__all__ = ["FleetReport", "Skip", "UnresolvedFact", "diff_fleet", "severity_order"]
+__all__ = [
+    "FleetReport",
+    "Skip",
+    "UnresolvedFact",
+    "assemble_report",
+    "assign_pools",
+    "diff_fleet",
+    "severity_order",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,19 +88,15 @@ def severity_order(f: Finding) -> tuple[int, str, str, str, str]:
     return (-f.severity.rank, f.cluster, f.pool or "", f.layer.value, f.field)
 
 
-def diff_fleet(
-    specs: Sequence[NodePoolSpec],
-    observed: Mapping[str, Sequence[ObservedNode]],
-    *,
-    options: DiffOptions = DiffOptions(),
-    skipped: Sequence[Skip] = (),
-) -> FleetReport:
-    """Diff every observed cluster against its desired pools.
+def assign_pools(
+    specs: Sequence[NodePoolSpec], clusters: Collection[str]
+) -> tuple[dict[str, list[NodePoolSpec]], list[Skip]]:
+    """Desired pools per observed cluster, and why the others cannot be compared.
 
-    Pools without a cluster, and pools of clusters nobody observed, cannot be compared:
-    they are reported in ``skipped`` with the reason, never silently dropped.
+    Pools without a cluster, and pools of clusters nobody observed, are reported as skipped
+    with the reason, never silently dropped.
     """
-    skips = list(skipped)
+    skips: list[Skip] = []
     by_cluster: dict[str, list[NodePoolSpec]] = defaultdict(list)
     seen: set[tuple[str, str]] = set()
     for spec in specs:
@@ -102,7 +106,7 @@ def diff_fleet(
                 Skip(where, f"pool {spec.name!r}: cluster unknown (give it as CLUSTER=PATH)")
             )
             continue
-        if spec.cluster not in observed:
+        if spec.cluster not in clusters:
             skips.append(
                 Skip(where, f"pool {spec.name!r}: no observed nodes for cluster {spec.cluster!r}")
             )
@@ -118,11 +122,19 @@ def diff_fleet(
             continue
         seen.add((spec.cluster, spec.name))
         by_cluster[spec.cluster].append(spec)
+    return by_cluster, skips
 
+
+def assemble_report(
+    results: Iterable[ClusterDiff],
+    *,
+    specs: Sequence[NodePoolSpec],
+    skipped: Sequence[Skip],
+) -> FleetReport:
     findings: list[Finding] = []
-    pools = nodes = 0
-    for cluster, cluster_nodes in observed.items():
-        result = diff_cluster(cluster, by_cluster.get(cluster, []), cluster_nodes, options=options)
+    clusters = pools = nodes = 0
+    for result in results:
+        clusters += 1
         findings.extend(result.findings)
         pools += result.pools
         nodes += result.nodes
@@ -134,9 +146,25 @@ def diff_fleet(
     ]
     return FleetReport(
         findings=findings,
-        clusters=len(observed),
+        clusters=clusters,
         pools=pools,
         nodes=nodes,
-        skipped=skips,
+        skipped=list(skipped),
         unresolved=unresolved,
     )
+
+
+def diff_fleet(
+    specs: Sequence[NodePoolSpec],
+    observed: Mapping[str, Sequence[ObservedNode]],
+    *,
+    options: DiffOptions = DiffOptions(),
+    skipped: Sequence[Skip] = (),
+) -> FleetReport:
+    """Diff every observed cluster against its desired pools."""
+    by_cluster, skips = assign_pools(specs, observed.keys())
+    results = (
+        diff_cluster(cluster, by_cluster.get(cluster, []), nodes, options=options)
+        for cluster, nodes in observed.items()
+    )
+    return assemble_report(results, specs=specs, skipped=[*skipped, *skips])

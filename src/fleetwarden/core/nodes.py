@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
 from fleetwarden.core.pools import Taint
 
@@ -41,18 +40,16 @@ CONTROL_PLANE_LABELS: tuple[str, ...] = (
     "node-role.kubernetes.io/master",
 )
 
-_EMPTY: Mapping[str, str] = MappingProxyType({})
-
 
 @dataclass(frozen=True, slots=True)
 class ObservedNode:
     name: str
-    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     kubelet_version: str | None = None
     os_image: str | None = None
-    allocatable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    capacity: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    allocatable: Mapping[str, str] = field(default_factory=dict)
+    capacity: Mapping[str, str] = field(default_factory=dict)
     unschedulable: bool = False
 
     @property

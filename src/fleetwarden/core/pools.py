@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from types import MappingProxyType
 
 __all__ = [
     "EFFECTS",
@@ -95,9 +94,6 @@ class Unresolved:
     expression: str
 
 
-_EMPTY: Mapping[str, str] = MappingProxyType({})
-
-
 @dataclass(frozen=True, slots=True)
 class NodePoolSpec:
     """The desired state of one node pool in one cluster.
@@ -118,12 +114,12 @@ class NodePoolSpec:
     min_size: int | None = None
     max_size: int | None = None
     desired_size: int | None = None
-    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     startup_taints: tuple[Taint, ...] = ()
     kubernetes_version: str | None = None
     os_family: str | None = None
-    allocatable: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    allocatable: Mapping[str, str] = field(default_factory=dict)
     unresolved: tuple[Unresolved, ...] = ()
     heterogeneous: bool = False  # Karpenter: many instance types by design
 

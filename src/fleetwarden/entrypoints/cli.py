@@ -1,7 +1,12 @@
-"""The ``fleetwarden`` command line. Exit codes: 0 clean, 1 drift at/above --fail-on, 2 bad input."""
+"""The ``fleetwarden`` command line.
+
+Exit codes: 0 clean, 1 drift at or above ``--fail-on``, 2 bad arguments or input.
+"""
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -12,11 +17,13 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from fleetwarden.adapters import files
+from fleetwarden.app.scanning import scan_clusters
 from fleetwarden.core.findings import Severity
-from fleetwarden.core.fleet import FleetReport, diff_fleet
+from fleetwarden.core.fleet import FleetReport
 from fleetwarden.entrypoints import demo as demo_mod
 from fleetwarden.entrypoints.rendering import dumps, make_console, print_report
 from fleetwarden.entrypoints.settings import Settings, load_settings
+from fleetwarden.formats.desired import DesiredRead
 from fleetwarden.formats.errors import FormatError
 
 __all__ = ["app", "main"]
@@ -33,6 +40,7 @@ app = typer.Typer(
 
 _err = Console(stderr=True)
 PROGRESS_MIN_BYTES = 1_000_000  # about a few hundred nodes of kubectl JSON
+PARALLEL_MIN_BYTES = 32 * 2**20
 
 
 class OutputFormat(StrEnum):
@@ -60,23 +68,39 @@ def exit_code(report: FleetReport, fail_on: FailOn) -> int:
 
 DesiredOpt = Annotated[
     list[str],
-    typer.Option("--desired", "-d", metavar="[CLUSTER=]PATH",
-                 help="Desired node pools: a file or directory (recursive) in any supported "
-                      "format. CLUSTER= assigns every pool found there to that cluster. Repeat."),
+    typer.Option(
+        "--desired",
+        "-d",
+        metavar="[CLUSTER=]PATH",
+        help="Desired node pools: a file or directory (recursive) in any supported "
+        "format. CLUSTER= assigns every pool found there to that cluster. Repeat.",
+    ),
 ]
 NodesOpt = Annotated[
     list[str],
-    typer.Option("--nodes", "-n", metavar="[CLUSTER=]PATH",
-                 help="`kubectl get nodes -o json|yaml` output, a file or a directory of them; "
-                      "the cluster is CLUSTER= or the file's stem. Repeat."),
+    typer.Option(
+        "--nodes",
+        "-n",
+        metavar="[CLUSTER=]PATH",
+        help="`kubectl get nodes -o json|yaml` output, a file or a directory of them; "
+        "the cluster is CLUSTER= or the file's stem. Repeat.",
+    ),
 ]
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option("--config", "-c", metavar="FILE",
-                 help="YAML config: tolerance, pool labels, severity overrides, ignore rules."),
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="YAML config: tolerance, pool labels, severity overrides, ignore rules.",
+    ),
 ]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-o", help="table for people, json for machines.")]
-FailOnOpt = Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity.")]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--format", "-o", help="table for people, json for machines.")
+]
+FailOnOpt = Annotated[
+    FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity.")
+]
 
 
 @app.command()
@@ -87,9 +111,23 @@ def scan(
     output: FormatOpt = OutputFormat.table,
     fail_on: FailOnOpt = FailOn.high,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
-    progress: Annotated[bool | None, typer.Option(
-        "--progress/--no-progress", help="Progress bar while reading node dumps "
-        "(default: on a terminal, for dumps over ~1 MB).")] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Progress bar while reading node dumps "
+            "(default: on a terminal, for dumps over ~1 MB).",
+        ),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="Worker processes (default: all cores for dumps over 32 MB, else 1).",
+        ),
+    ] = None,
 ) -> None:
     """Diff desired node pools against node dumps: labels (L1), taints (L2), allocatable (L3),
     kubelet versions (L4), instance type / OS / disk (SPEC) and node counts (COUNT).
@@ -101,10 +139,10 @@ def scan(
         desired_args = [files.parse_path_arg(a) for a in desired]
         nodes_args = [files.parse_path_arg(a) for a in nodes]
         loaded = files.load_desired(desired_args, limit=settings.desired_file_limit)
-        observed = _load_nodes(nodes_args, settings, progress)
+        sources = files.node_sources(nodes_args)
+        report = _scan(loaded, sources, settings, progress, jobs)
     except FormatError as exc:
         fail(str(exc))
-    report = diff_fleet(loaded.pools, observed, options=settings.diff, skipped=loaded.skipped)
     _emit(report, output, verbose)
     raise typer.Exit(exit_code(report, fail_on))
 
@@ -116,20 +154,48 @@ def _settings(config: Path | None) -> Settings:
         fail(str(exc))
 
 
-def _load_nodes(args: list[files.PathArg], settings: Settings, progress: bool | None
-                ) -> dict[str, list]:  # type: ignore[type-arg]
-    total = 0
-    for arg in args:
-        for p in files.iter_tree(arg.path, files.YAML_SUFFIXES):
-            total += p.stat().st_size
+def _scan(
+    loaded: DesiredRead,
+    sources: dict[str, list[str]],
+    settings: Settings,
+    progress: bool | None,
+    jobs: int | None,
+) -> FleetReport:
+    sizes = {c: sum(os.path.getsize(p) for p in paths) for c, paths in sources.items()}
+    total = sum(sizes.values())
+    if jobs is None:  # processes pay off only for big inputs
+        jobs = (os.cpu_count() or 1) if total > PARALLEL_MIN_BYTES else 1
+    load = functools.partial(files.read_node_files, limit=settings.nodes_file_limit)
     show = progress if progress is not None else (_err.is_terminal and total > PROGRESS_MIN_BYTES)
     if not show:
-        return files.load_nodes(args, limit=settings.nodes_file_limit)
-    with Progress(TextColumn("reading nodes"), BarColumn(), DownloadColumn(),
-                  TimeRemainingColumn(), console=_err, transient=True) as bar:
-        task = bar.add_task("nodes", total=total)
-        return files.load_nodes(args, limit=settings.nodes_file_limit,
-                                on_progress=lambda done, _t: bar.update(task, completed=done))
+        return scan_clusters(
+            loaded.pools, sources, load, options=settings.diff, skipped=loaded.skipped, workers=jobs
+        )
+    with Progress(
+        TextColumn("scanning node dumps"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[clusters]} clusters"),
+        TimeRemainingColumn(),
+        console=_err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("scan", total=total, clusters=0)
+        done = {"n": 0}
+
+        def advance(cluster: str) -> None:
+            done["n"] += 1
+            bar.update(task, advance=sizes[cluster], clusters=done["n"])
+
+        return scan_clusters(
+            loaded.pools,
+            sources,
+            load,
+            options=settings.diff,
+            skipped=loaded.skipped,
+            workers=jobs,
+            on_done=advance,
+        )
 
 
 def _emit(report: FleetReport, output: OutputFormat, verbose: bool) -> None:
@@ -141,10 +207,16 @@ def _emit(report: FleetReport, output: OutputFormat, verbose: bool) -> None:
 
 @app.command()
 def demo(
-    once: Annotated[bool, typer.Option("--once", help="One pass: print the findings and exit "
-                                       "(1: the demo fleet has drift).")] = False,
+    once: Annotated[
+        bool,
+        typer.Option(
+            "--once", help="One pass: print the findings and exit (1: the demo fleet has drift)."
+        ),
+    ] = False,
     output: FormatOpt = OutputFormat.table,
-    steps: Annotated[int, typer.Option(help="Live mode: number of simulated changes (0: endless).")] = 12,
+    steps: Annotated[
+        int, typer.Option(help="Live mode: number of simulated changes (0: endless).")
+    ] = 12,
     interval: Annotated[float, typer.Option(help="Live mode: seconds between changes.")] = 1.5,
     seed: Annotated[int, typer.Option(help="Random seed of the live simulation.")] = 7,
 ) -> None:
@@ -155,8 +227,14 @@ def demo(
     if once:
         _emit(report, output, verbose=False)
         raise typer.Exit(exit_code(report, FailOn.high))
-    demo_mod.run_live(make_console(), report, steps=steps, interval=interval, seed=seed,
-                      json_lines=output is OutputFormat.json)
+    demo_mod.run_live(
+        make_console(),
+        report,
+        steps=steps,
+        interval=interval,
+        seed=seed,
+        json_lines=output is OutputFormat.json,
+    )
 
 
 def main() -> None:

@@ -36,8 +36,7 @@ def demo_desired() -> DesiredRead:
     return out
 
 
-def scan_fleet(fleet: simulated.SimulatedFleet, desired: DesiredRead | None = None
-               ) -> FleetReport:
+def scan_fleet(fleet: simulated.SimulatedFleet, desired: DesiredRead | None = None) -> FleetReport:
     desired = desired or demo_desired()
     observed = {
         cluster: parse_nodes(f"demo/{cluster}/nodes.json", orjson.dumps(fleet.node_list(cluster)))
@@ -53,8 +52,9 @@ def scan_demo() -> FleetReport:
 Change = Callable[[simulated.SimulatedFleet, random.Random], str]
 
 
-def _any_node(fleet: simulated.SimulatedFleet, rng: random.Random,
-              cluster: str | None = None) -> tuple[str, dict[str, Any]]:
+def _any_node(
+    fleet: simulated.SimulatedFleet, rng: random.Random, cluster: str | None = None
+) -> tuple[str, dict[str, Any]]:
     cluster = cluster or rng.choice(sorted(fleet.nodes))
     return cluster, rng.choice(fleet.nodes[cluster])
 
@@ -62,8 +62,10 @@ def _any_node(fleet: simulated.SimulatedFleet, rng: random.Random,
 def _label_by_hand(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
     cluster, node = _any_node(fleet, rng)
     node["metadata"]["labels"]["team"] = "payments"
-    return f"oncall@example.com: kubectl label node {node['metadata']['name']} team=payments " \
-           f"--overwrite  ({cluster})"
+    return (
+        f"oncall@example.com: kubectl label node {node['metadata']['name']} team=payments "
+        f"--overwrite  ({cluster})"
+    )
 
 
 def _drop_taint(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
@@ -75,15 +77,20 @@ def _drop_taint(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
 
 
 def _console_resize(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
-    cluster, node = _any_node(fleet, rng, "prod-eu-1")
+    _, node = _any_node(fleet, rng, "prod-eu-1")
     simulated._retype(node, "t3.medium")
-    return f"arn:aws:iam::123456789012:user/alice: console changed {node['metadata']['name']} " \
-           "to t3.medium (prod-eu-1)"
+    return (
+        f"arn:aws:iam::123456789012:user/alice: console changed {node['metadata']['name']} "
+        "to t3.medium (prod-eu-1)"
+    )
 
 
 def _upgrade(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
-    behind = [n for n in fleet.nodes["prod-us-1"]
-              if n["status"]["nodeInfo"]["kubeletVersion"].startswith("v1.29")]
+    behind = [
+        n
+        for n in fleet.nodes["prod-us-1"]
+        if n["status"]["nodeInfo"]["kubeletVersion"].startswith("v1.29")
+    ]
     if not behind:
         return _label_by_hand(fleet, rng)
     for node in behind[:3]:
@@ -95,23 +102,41 @@ def _heal(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
     pristine = simulated.build_fleet()
     cluster = rng.choice(sorted(fleet.nodes))
     originals = {n["metadata"]["name"]: n for n in pristine.nodes[cluster]}
-    changed = [i for i, n in enumerate(fleet.nodes[cluster])
-               if originals.get(n["metadata"]["name"]) not in (None, n)]
+    changed = [
+        i
+        for i, n in enumerate(fleet.nodes[cluster])
+        if originals.get(n["metadata"]["name"]) not in (None, n)
+    ]
     if not changed:
         return _drop_taint(fleet, rng)
     i = rng.choice(changed)
     name = fleet.nodes[cluster][i]["metadata"]["name"]
     fleet.nodes[cluster][i] = originals[name]
-    return f"fleetwarden (policy restore): node {name} back to its last known good state " \
-           f"({cluster})"
+    return (
+        f"fleetwarden (policy restore): node {name} back to its last known good state ({cluster})"
+    )
 
 
-_CHANGES: tuple[Change, ...] = (_label_by_hand, _drop_taint, _console_resize, _upgrade, _heal,
-                                _heal)
+_CHANGES: tuple[Change, ...] = (
+    _label_by_hand,
+    _drop_taint,
+    _console_resize,
+    _upgrade,
+    _heal,
+    _heal,
+)
 
 
-def run_live(console: Console, report: FleetReport, *, steps: int, interval: float, seed: int,
-             json_lines: bool = False, sleep: Callable[[float], None] = time.sleep) -> None:
+def run_live(
+    console: Console,
+    report: FleetReport,
+    *,
+    steps: int,
+    interval: float,
+    seed: int,
+    json_lines: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
     """Print the initial state, then one simulated change per ``interval`` and its effect."""
     rng = random.Random(seed)
     fleet = simulated.build_fleet()
@@ -128,8 +153,11 @@ def run_live(console: Console, report: FleetReport, *, steps: int, interval: flo
         after = {f.id: f for f in scan_fleet(fleet, desired).findings}
         events = [("finding.appeared", after[i]) for i in after if i not in current]
         events += [("finding.cleared", current[i]) for i in current if i not in after]
-        events += [("finding.changed", after[i]) for i in after
-                   if i in current and after[i].nodes != current[i].nodes]
+        events += [
+            ("finding.changed", after[i])
+            for i in after
+            if i in current and after[i].nodes != current[i].nodes
+        ]
         current = after
         now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         if json_lines:
@@ -139,11 +167,17 @@ def run_live(console: Console, report: FleetReport, *, steps: int, interval: flo
             continue
         console.print(f"[bold]{now}[/] {what}")
         for kind, f in events:
-            mark = {"finding.appeared": "[red]+[/]", "finding.cleared": "[green]-[/]",
-                    "finding.changed": "[yellow]~[/]"}[kind]
-            console.print(f"   {mark} [{SEVERITY_STYLE[f.severity]}]{f.severity.value}[/] "
-                          f"{f.cluster}/{f.pool} {f.layer.value} {f.field}: "
-                          f"{_short(f)}", highlight=False)
+            mark = {
+                "finding.appeared": "[red]+[/]",
+                "finding.cleared": "[green]-[/]",
+                "finding.changed": "[yellow]~[/]",
+            }[kind]
+            console.print(
+                f"   {mark} [{SEVERITY_STYLE[f.severity]}]{f.severity.value}[/] "
+                f"{f.cluster}/{f.pool} {f.layer.value} {f.field}: "
+                f"{_short(f)}",
+                highlight=False,
+            )
 
 
 def _short(f: Finding) -> str:

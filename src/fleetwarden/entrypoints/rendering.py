@@ -21,6 +21,7 @@ def make_console(*, stderr: bool = False) -> Console:
     probe = Console(stderr=stderr)
     return probe if probe.is_terminal else Console(stderr=stderr, width=200)
 
+
 SEVERITY_STYLE = {
     Severity.CRITICAL: "bold white on red",
     Severity.HIGH: "bold red",
@@ -56,8 +57,13 @@ def findings_table(findings: Sequence[Finding], *, title: str | None = None) -> 
     for f in findings:
         table.add_row(
             Text(f.severity.value, style=SEVERITY_STYLE[f.severity]),
-            f.cluster, f.pool or "—", f.layer.value, f.field,
-            _cell(f.expected), _cell(f.actual), _nodes(f.nodes),
+            f.cluster,
+            f.pool or "—",
+            f.layer.value,
+            f.field,
+            _cell(f.expected),
+            _cell(f.actual),
+            _nodes(f.nodes),
         )
     return table
 
@@ -76,8 +82,12 @@ def print_report(console: Console, report: FleetReport, *, verbose: bool = False
             for s in report.skipped:
                 console.print(f"[dim]skipped {s.path}: {s.reason}[/]")
         else:
-            console.print(f"[dim]{len(report.skipped)} skipped (files or pools); "
-                          "--verbose or --format json lists them[/]")
+            console.print(
+                f"[dim]{len(report.skipped)} skipped (files or pools); "
+                "--verbose or --format json lists them[/]"
+            )
     if report.unresolved:
-        console.print(f"[dim]{len(report.unresolved)} desired values are unresolved "
-                      "(variables/expressions) and were not checked[/]")
+        console.print(
+            f"[dim]{len(report.unresolved)} desired values are unresolved "
+            "(variables/expressions) and were not checked[/]"
+        )

@@ -61,8 +61,12 @@ CONFIG_SCHEMA: dict[str, Any] = {
                         "type": "object",
                         "additionalProperties": False,
                         "minProperties": 1,
-                        "properties": {"cluster": _GLOB, "pool": _GLOB, "field": _GLOB,
-                                       "layer": _GLOB},
+                        "properties": {
+                            "cluster": _GLOB,
+                            "pool": _GLOB,
+                            "field": _GLOB,
+                            "layer": _GLOB,
+                        },
                     },
                 },
             },
@@ -98,8 +102,11 @@ def load_settings(path: Path | None) -> Settings:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise FormatError(str(path), f"YAML syntax error: {getattr(exc, 'problem', exc)}",
-                          line=mark.line + 1 if mark is not None else None) from None
+        raise FormatError(
+            str(path),
+            f"YAML syntax error: {getattr(exc, 'problem', exc)}",
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
     if not isinstance(raw, Mapping):
         raise FormatError(str(path), "the config must be a mapping")
     return settings_from(raw, source=str(path))
@@ -113,7 +120,8 @@ def settings_from(raw: Mapping[str, Any], *, source: str = "<config>") -> Settin
         raise FormatError(source, errors[0].message, field=where)
     scan = raw.get("scan", {})
     transient = tuple(scan.get("transientTaints", DEFAULT_TRANSIENT_TAINTS)) + tuple(
-        scan.get("extraTransientTaints", ()))
+        scan.get("extraTransientTaints", ())
+    )
     user_labels = tuple(scan.get("poolLabels", ()))
     diff = DiffOptions(
         tolerance=scan.get("tolerance", 0.05),
@@ -123,8 +131,9 @@ def settings_from(raw: Mapping[str, Any], *, source: str = "<config>") -> Settin
         transient_taints=transient,
         pool_labels=(*user_labels, *POOL_LABELS) if user_labels else None,
         include_control_plane=scan.get("includeControlPlane", False),
-        severities=tuple(SeverityRule(k, Severity(v))
-                         for k, v in scan.get("severities", {}).items()),
+        severities=tuple(
+            SeverityRule(k, Severity(v)) for k, v in scan.get("severities", {}).items()
+        ),
         ignores=tuple(IgnoreRule(**rule) for rule in scan.get("ignore", ())),
     )
     limits = raw.get("limits", {})

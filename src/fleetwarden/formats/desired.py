@@ -67,8 +67,9 @@ def read_desired(files: Sequence[SourceFile], *, cluster: str | None = None) -> 
         if path in found.notes:
             out.skipped.append(Skip(path, found.notes[path]))
             continue
-        kinds = Counter(d.kind or "(no kind)" for d in parsed if (d.path, d.index) not in
-                        found.claimed)
+        kinds = Counter(
+            d.kind or "(no kind)" for d in parsed if (d.path, d.index) not in found.claimed
+        )
         what = ", ".join(sorted(kinds)) if kinds else "empty"
         out.skipped.append(Skip(path, f"no node-pool definition ({what})"))
     for tf in tf_files:

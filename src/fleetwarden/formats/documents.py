@@ -121,8 +121,9 @@ def expect_mapping(doc: Document, value: Any, field_: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise FormatError(doc.path, f"expected a mapping, got {_kind(value)}",
-                          field=doc.where(field_))
+        raise FormatError(
+            doc.path, f"expected a mapping, got {_kind(value)}", field=doc.where(field_)
+        )
     return value
 
 
@@ -130,8 +131,7 @@ def expect_list(doc: Document, value: Any, field_: str) -> Sequence[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise FormatError(doc.path, f"expected a list, got {_kind(value)}",
-                          field=doc.where(field_))
+        raise FormatError(doc.path, f"expected a list, got {_kind(value)}", field=doc.where(field_))
     return value
 
 
@@ -139,8 +139,9 @@ def expect_str(doc: Document, value: Any, field_: str, *, allow_none: bool = Tru
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise FormatError(doc.path, f"expected a string, got {_kind(value)}",
-                          field=doc.where(field_))
+        raise FormatError(
+            doc.path, f"expected a string, got {_kind(value)}", field=doc.where(field_)
+        )
     return str(value)
 
 
@@ -148,16 +149,25 @@ def expect_int(doc: Document, value: Any, field_: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value)
-        raise FormatError(doc.path, f"expected an integer, got {_kind(value)} {value!r:.40}",
-                          field=doc.where(field_))
+        if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+            return int(value.strip())
+        raise FormatError(
+            doc.path,
+            f"expected an integer, got {_kind(value)} {value!r:.40}",
+            field=doc.where(field_),
+        )
     if value < 0:
         raise FormatError(doc.path, f"must not be negative, got {value}", field=doc.where(field_))
     return value
 
 
 def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
-            int: "an integer", float: "a number", type(None): "null"}.get(type(value),
-                                                                          type(value).__name__)
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)

@@ -52,14 +52,20 @@ def _pools_of(doc: Document) -> list[NodePoolSpec]:
         for i, raw in enumerate(expect_list(doc, doc.body.get(section), section)):
             where = f"{section}[{i}]"
             ng = expect_mapping(doc, raw, where)
-            pools.append(_pool_of(doc, ng, where, cluster=cluster, version=version,
-                                  managed=managed))
+            pools.append(
+                _pool_of(doc, ng, where, cluster=cluster, version=version, managed=managed)
+            )
     return pools
 
 
 def _pool_of(
-    doc: Document, ng: Mapping[str, Any], where: str, *, cluster: str | None,
-    version: str | None, managed: bool,
+    doc: Document,
+    ng: Mapping[str, Any],
+    where: str,
+    *,
+    cluster: str | None,
+    version: str | None,
+    managed: bool,
 ) -> NodePoolSpec:
     name = expect_str(doc, ng.get("name"), f"{where}.name", allow_none=False)
     assert name is not None
@@ -70,10 +76,16 @@ def _pool_of(
     for j, t in enumerate(expect_list(doc, ng.get("instanceTypes"), f"{where}.instanceTypes")):
         types.append(str(expect_str(doc, t, f"{where}.instanceTypes[{j}]", allow_none=False)))
     dist = expect_mapping(doc, ng.get("instancesDistribution"), f"{where}.instancesDistribution")
-    for j, t in enumerate(expect_list(doc, dist.get("instanceTypes"),
-                                      f"{where}.instancesDistribution.instanceTypes")):
-        types.append(str(expect_str(doc, t, f"{where}.instancesDistribution.instanceTypes[{j}]",
-                                    allow_none=False)))
+    for j, t in enumerate(
+        expect_list(doc, dist.get("instanceTypes"), f"{where}.instancesDistribution.instanceTypes")
+    ):
+        types.append(
+            str(
+                expect_str(
+                    doc, t, f"{where}.instancesDistribution.instanceTypes[{j}]", allow_none=False
+                )
+            )
+        )
     desired = expect_int(doc, ng.get("desiredCapacity"), f"{where}.desiredCapacity")
     lo = expect_int(doc, ng.get("minSize"), f"{where}.minSize")
     hi = expect_int(doc, ng.get("maxSize"), f"{where}.maxSize")

@@ -12,3 +12,10 @@ class FormatError(ValueError):
         self.path, self.reason, self.field, self.line = path, reason, field, line
         where = path if line is None else f"{path}:{line}"
         super().__init__(f"{where}: {field}: {reason}" if field else f"{where}: {reason}")
+
+    def __reduce__(self) -> tuple[object, ...]:  # survives a trip through a worker process
+        return (_rebuild, (self.path, self.reason, self.field, self.line))
+
+
+def _rebuild(path: str, reason: str, field: str | None, line: int | None) -> FormatError:
+    return FormatError(path, reason, field=field, line=line)

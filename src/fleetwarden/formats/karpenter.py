@@ -103,8 +103,9 @@ def _requirements(doc: Document, raw: Any, where: str) -> tuple[Requirement, ...
         key = expect_str(doc, r.get("key"), f"{where}[{i}].key", allow_none=False)
         op = expect_str(doc, r.get("operator"), f"{where}[{i}].operator", allow_none=False)
         if op not in _OPERATORS:
-            raise FormatError(doc.path, f"unknown operator {op!r}", field=doc.where(
-                f"{where}[{i}].operator"))
+            raise FormatError(
+                doc.path, f"unknown operator {op!r}", field=doc.where(f"{where}[{i}].operator")
+            )
         values = tuple(
             str(expect_str(doc, v, f"{where}[{i}].values[{j}]", allow_none=False))
             for j, v in enumerate(expect_list(doc, r.get("values"), f"{where}[{i}].values"))
@@ -132,8 +133,11 @@ def _taints(doc: Document, raw: Any, where: str) -> tuple[Taint, ...]:
 
 
 def _os_family(
-    doc: Document, tmpl_spec: Mapping[str, Any], classes: Mapping[tuple[str, str], Document],
-    *, legacy: bool,
+    doc: Document,
+    tmpl_spec: Mapping[str, Any],
+    classes: Mapping[tuple[str, str], Document],
+    *,
+    legacy: bool,
 ) -> str | None:
     """The OS family from the referenced node class, when it is in the same tree."""
     ref_field = "providerRef" if legacy else "nodeClassRef"

@@ -72,8 +72,11 @@ def _pools_of(doc: Document) -> list[NodePoolSpec]:
         for name in list(wanted) + [n for n in overrides if n not in wanted]:
             base = pools.get(name)
             if base is None and name not in overrides:
-                raise FormatError(doc.path, f"unknown pool {name!r} (not under pools:)",
-                                  field=f"clusters.{cluster}.pools")
+                raise FormatError(
+                    doc.path,
+                    f"unknown pool {name!r} (not under pools:)",
+                    field=f"clusters.{cluster}.pools",
+                )
             out.append(_spec(doc, name, _merge(base or {}, overrides.get(name, {})), cluster))
     return out
 
@@ -91,15 +94,17 @@ def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, An
 def _spec(doc: Document, name: str, pool: Mapping[str, Any], cluster: str | None) -> NodePoolSpec:
     lo, hi = pool.get("minSize"), pool.get("maxSize")
     if lo is not None and hi is not None and lo > hi:
-        raise FormatError(doc.path, f"minSize {lo} is larger than maxSize {hi}",
-                          field=f"pools.{name}")
+        raise FormatError(
+            doc.path, f"minSize {lo} is larger than maxSize {hi}", field=f"pools.{name}"
+        )
     os_setting = pool.get("osImage")
     family = None
     if os_setting is not None:
         family = osfamilies.family_of_setting(os_setting)
         if family is None:
-            raise FormatError(doc.path, f"unknown OS family {os_setting!r}",
-                              field=f"pools.{name}.osImage")
+            raise FormatError(
+                doc.path, f"unknown OS family {os_setting!r}", field=f"pools.{name}.osImage"
+            )
     return NodePoolSpec(
         name=name,
         cluster=cluster,
@@ -113,8 +118,9 @@ def _spec(doc: Document, name: str, pool: Mapping[str, Any], cluster: str | None
         max_size=hi,
         desired_size=pool.get("desiredSize"),
         labels=dict(pool.get("labels", {})),
-        taints=tuple(sorted(Taint(t["key"], t.get("value"), t["effect"])
-                            for t in pool.get("taints", ()))),
+        taints=tuple(
+            sorted(Taint(t["key"], t.get("value"), t["effect"]) for t in pool.get("taints", ()))
+        ),
         kubernetes_version=pool.get("kubernetesVersion"),
         os_family=family,
         allocatable={k: str(v) for k, v in pool.get("allocatable", {}).items()},

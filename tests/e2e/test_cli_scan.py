@@ -1,0 +1,256 @@
+"""The `fleetwarden` command as pipelines call it: exit codes, JSON contract, messages.
+
+Runs the installed console script in a subprocess, the way users and CI do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXE = shutil.which("fleetwarden", path=str(Path(sys.executable).parent)) or "fleetwarden"
+
+EKSCTL = """\
+apiVersion: eksctl.io/v1alpha5
+kind: ClusterConfig
+metadata: {name: duckboat, version: "1.21"}
+managedNodeGroups:
+  - name: custom-1
+    instanceType: m6gd.2xlarge
+    minSize: 1
+    maxSize: 3
+    amiFamily: AmazonLinux2
+    taints: [{key: type, value: hound, effect: NoSchedule}]
+"""
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [EXE, *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
+    )
+
+
+@pytest.fixture()
+def tree(tmp_path: Path, realdata: Path) -> Path:
+    (tmp_path / "desired").mkdir()
+    (tmp_path / "desired" / "eksctl.yaml").write_text(EKSCTL)
+    (tmp_path / "desired" / "README.yaml").write_text("just: notes\n")
+    nodes = json.loads((realdata / "nodes" / "honeycomb-eks-nodelist-arm64.json").read_text())
+    (tmp_path / "duckboat.json").write_text(json.dumps(nodes))
+    return tmp_path
+
+
+def test_clean_real_cluster_exits_0_with_contract_json(tree):
+    r = run(
+        "scan",
+        "--desired",
+        str(tree / "desired"),
+        "--nodes",
+        str(tree / "duckboat.json"),
+        "--format",
+        "json",
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["findings"] == []
+    assert out["summary"] == {
+        "clusters": 1,
+        "pools": 1,
+        "nodes": 2,
+        "findings": 0,
+        "bySeverity": {"critical": 0, "high": 0, "medium": 0, "low": 0, "info": 0},
+    }
+    assert {
+        "path": str(tree / "desired" / "README.yaml"),
+        "reason": "no node-pool definition (just: no kind)",
+    } != out["skipped"][0]
+    assert out["skipped"][0]["path"].endswith("README.yaml")
+    assert "no node-pool definition" in out["skipped"][0]["reason"]
+
+
+def test_seed_000_incident_is_critical_and_exits_1(tree):
+    nodes = json.loads((tree / "duckboat.json").read_text())
+    nodes["items"][1]["metadata"]["labels"]["node.kubernetes.io/instance-type"] = "t4g.medium"
+    (tree / "duckboat.json").write_text(json.dumps(nodes))
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"), "-o", "json")
+    assert r.returncode == 1
+    (f,) = json.loads(r.stdout)["findings"]
+    assert {
+        k: f[k]
+        for k in ("cluster", "pool", "layer", "field", "expected", "actual", "severity", "nodes")
+    } == {
+        "cluster": "duckboat",
+        "pool": "custom-1",
+        "layer": "SPEC",
+        "field": "instanceType",
+        "expected": "m6gd.2xlarge",
+        "actual": "t4g.medium",
+        "severity": "critical",
+        "nodes": ["duckboat-02"],
+    }
+    assert f["source"].endswith("eksctl.yaml")
+    # --fail-on critical+ still fails; a table for people names the drift
+    assert (
+        run(
+            "scan",
+            "-d",
+            str(tree / "desired"),
+            "-n",
+            str(tree / "duckboat.json"),
+            "--fail-on",
+            "critical",
+        ).returncode
+        == 1
+    )
+    table = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"))
+    assert "instanceType" in table.stdout and "t4g.medium" in table.stdout
+
+
+def test_cluster_override_and_unknown_cluster_is_skipped_with_reason(tree, realdata):
+    karpenter = realdata / "karpenter" / "karpenter-v1-spot.yaml"
+    r = run("scan", "-d", str(karpenter), "-n", f"duckboat={tree / 'duckboat.json'}", "-o", "json")
+    out = json.loads(r.stdout)
+    assert any("cluster unknown" in s["reason"] for s in out["skipped"])
+    r = run(
+        "scan",
+        "-d",
+        f"duckboat={karpenter}",
+        "-n",
+        f"duckboat={tree / 'duckboat.json'}",
+        "-o",
+        "json",
+    )
+    out = json.loads(r.stdout)
+    assert out["summary"]["pools"] == 1
+    # the real nodes are in nodegroup custom-1, which the Karpenter file does not define
+    assert {(f["pool"], f["field"]) for f in out["findings"]} >= {
+        ("custom-1", "pool"),
+        ("spot", "nodeCount"),
+    }
+
+
+BAD = [
+    ("truncated.yaml", EKSCTL[: EKSCTL.index("effect")], "YAML syntax error"),
+    ("cut-mid-file.yaml", EKSCTL[:120], "managedNodeGroups[0]"),
+    ("wrongtype.yaml", EKSCTL.replace("minSize: 1", "minSize: [1]"), "minSize"),
+    ("binary.yaml", "\x00\x01\x02\x03", "binary data"),
+    ("broken.tf", 'resource "aws_eks_node_group" "x" {\n  node_group_name = \n', "HCL"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "needle"), BAD, ids=[b[0] for b in BAD])
+def test_bad_desired_input_exits_2_naming_the_file(tree, name, text, needle):
+    bad = tree / "desired" / name
+    bad.write_text(text)
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"))
+    assert r.returncode == 2
+    assert str(bad) in r.stderr and needle in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_50_mb_file_is_refused_with_exit_2(tree):
+    big = tree / "desired" / "huge.yaml"
+    with big.open("w") as fh:
+        fh.write("a: " + "x" * (50 * 2**20) + "\n")
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"))
+    assert r.returncode == 2
+    assert "huge.yaml" in r.stderr and "too large" in r.stderr
+
+
+def test_missing_paths_and_bad_arguments_exit_2(tree):
+    r = run("scan", "-d", str(tree / "nope"), "-n", str(tree / "duckboat.json"))
+    assert r.returncode == 2 and "no such file" in r.stderr
+    r = run(
+        "scan",
+        "-d",
+        str(tree / "desired"),
+        "-n",
+        str(tree / "duckboat.json"),
+        "--fail-on",
+        "severe",
+    )
+    assert r.returncode == 2
+    r = run("scan", "-d", str(tree / "desired"))
+    assert r.returncode == 2 and "--nodes" in r.stderr
+
+
+def test_config_overrides_severity_and_ignores(tree):
+    nodes = json.loads((tree / "duckboat.json").read_text())
+    nodes["items"][1]["spec"]["taints"] = []
+    (tree / "duckboat.json").write_text(json.dumps(nodes))
+    cfg = tree / "cfg.yaml"
+    cfg.write_text('scan:\n  severities: {"L2/taints.*": low}\n')
+    r = run(
+        "scan",
+        "-d",
+        str(tree / "desired"),
+        "-n",
+        str(tree / "duckboat.json"),
+        "-c",
+        str(cfg),
+        "-o",
+        "json",
+    )
+    assert r.returncode == 0
+    (f,) = json.loads(r.stdout)["findings"]
+    assert (f["field"], f["severity"]) == ("taints.type:NoSchedule", "low")
+    cfg.write_text("scan:\n  ignore: [{pool: custom-*, layer: L2}]\n")
+    r = run(
+        "scan",
+        "-d",
+        str(tree / "desired"),
+        "-n",
+        str(tree / "duckboat.json"),
+        "-c",
+        str(cfg),
+        "-o",
+        "json",
+    )
+    assert json.loads(r.stdout)["findings"] == []
+    cfg.write_text("scan:\n  tolerance: lots\n")
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"), "-c", str(cfg))
+    assert r.returncode == 2 and "cfg.yaml" in r.stderr and "scan.tolerance" in r.stderr
+
+
+def test_demo_once_finds_planted_drift_in_every_layer_and_exits_1():
+    r = run("demo", "--once", "--format", "json")
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    s = out["summary"]
+    assert s["clusters"] >= 3 and s["pools"] >= 12 and s["nodes"] >= 100
+    layers = {f["layer"] for f in out["findings"]}
+    assert layers == {"L1", "L2", "L3", "L4", "SPEC", "COUNT"}
+    incident = [
+        f for f in out["findings"] if f["field"] == "instanceType" and f["severity"] == "critical"
+    ]
+    assert incident[0]["expected"] == "m5.large" and incident[0]["actual"] == "t3.medium"
+    assert incident[0]["nodes"] == ["ip-10-0-1-23.eu-west-1.compute.internal"]
+    # the cordoned node's transient taint is not drift
+    assert not any("unschedulable" in f["field"] for f in out["findings"])
+
+
+def test_demo_live_mode_prints_changes_and_finding_events():
+    r = run("demo", "--steps", "4", "--interval", "0", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert sum(1 for x in lines if x["type"] == "change") == 4
+    assert {x["type"] for x in lines} <= {
+        "change",
+        "finding.appeared",
+        "finding.cleared",
+        "finding.changed",
+    }
+
+
+def test_help_explains_the_commands():
+    r = run("scan", "--help")
+    assert r.returncode == 0
+    for needle in ("--desired", "--nodes", "--fail-on", "--format", "CLUSTER="):
+        assert needle in r.stdout

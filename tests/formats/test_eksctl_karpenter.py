@@ -1,0 +1,263 @@
+"""eksctl ClusterConfig and Karpenter NodePool/Provisioner readers over the real corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from fleetwarden.core.pools import Requirement, Taint
+from fleetwarden.formats import eksctl, karpenter
+from fleetwarden.formats.documents import parse_yaml_documents
+from fleetwarden.formats.errors import FormatError
+from tests.conftest import realdata_files
+
+
+def _read(path: Path, reader):
+    return reader(parse_yaml_documents(str(path), path.read_text()))
+
+
+@pytest.mark.parametrize("path", realdata_files("eksctl", ".yaml"), ids=lambda p: p.name)
+def test_every_eksctl_file_yields_pools_or_a_reason(realdata, path):
+    got = _read(path, eksctl.read_pools)
+    assert got.pools or got.notes.get(str(path))
+    for pool in got.pools:
+        assert pool.cluster and pool.name and pool.source == str(path)
+
+
+@pytest.mark.parametrize("path", realdata_files("karpenter", ".yaml"), ids=lambda p: p.name)
+def test_every_karpenter_file_yields_pools_or_a_reason(realdata, path):
+    got = _read(path, karpenter.read_pools)
+    assert got.pools or got.notes.get(str(path))
+    for pool in got.pools:
+        assert pool.cluster is None  # Karpenter objects never name their cluster
+        assert pool.heterogeneous
+
+
+# file, pool -> facts read from the real file
+EKSCTL_FACTS = [
+    (
+        "eksctl-05-advanced-nodegroups.yaml",
+        "ng1-public",
+        dict(
+            cluster="cluster-5",
+            instance_types=("m5.xlarge",),
+            min_size=2,
+            max_size=8,
+            desired_size=None,
+            disk_size_gib=100,
+            disk_type="gp2",
+            os_family="amazonlinux2",
+            labels={"nodegroup-type": "frontend-workloads"},
+            taints=(),
+        ),
+    ),
+    (
+        "eksctl-05-advanced-nodegroups.yaml",
+        "ng3-private-b",
+        dict(
+            instance_types=("c3.8xlarge",),
+            min_size=4,
+            max_size=4,
+            desired_size=4,
+            taints=(Taint("special", "true", "NoSchedule"),),
+        ),
+    ),
+    (
+        "eksctl-08-spot-instances.yaml",
+        "ng-1",
+        dict(instance_types=("t3.small", "t3.medium"), min_size=2, max_size=5),
+    ),
+    (
+        "eksctl-15-managed-nodes.yaml",
+        "managed-ng-public",
+        dict(
+            min_size=2,
+            max_size=4,
+            desired_size=3,
+            disk_size_gib=20,
+            labels={"role": "worker"},
+            taints=(Taint("key1", "value1", "NoSchedule"), Taint("key2", None, "NoExecute")),
+        ),
+    ),
+    ("eksctl-20-bottlerocket.yaml", "ng1-public", dict(os_family="bottlerocket")),
+    (
+        "eksctl-23-kubeflow-spot-instance.yaml",
+        "1-gpu-spot-g5-xlarge",
+        dict(
+            kubernetes_version="1.14",
+            instance_types=("g5.xlarge",),
+            min_size=0,
+            max_size=10,
+            taints=(Taint("spotInstance", "true", "PreferNoSchedule"),),
+        ),
+    ),
+    (
+        "eksctl-34-taints.yaml",
+        "mng1-public",
+        dict(
+            cluster="taints-1",
+            taints=(
+                Taint("your.domain.com/memory-pressure", "true", "PreferNoSchedule"),
+                Taint("your.domain.com/needs-auth", "true", "NoExecute"),
+            ),
+        ),
+    ),
+    ("eksctl-14-windows-nodes.yaml", "windows-ng", dict(os_family="windows")),
+]
+
+
+@pytest.mark.parametrize(
+    ("file", "pool", "facts"), EKSCTL_FACTS, ids=[f"{f}:{p}" for f, p, _ in EKSCTL_FACTS]
+)
+def test_eksctl_facts_read_from_real_files(realdata, file, pool, facts):
+    got = {p.name: p for p in _read(realdata / "eksctl" / file, eksctl.read_pools).pools}
+    spec = got[pool]
+    for key, want in facts.items():
+        have = getattr(spec, key)
+        assert (dict(have) if key == "labels" else have) == want, key
+
+
+def test_eksctl_auto_mode_has_no_pool_and_says_why(realdata):
+    got = _read(realdata / "eksctl" / "eksctl-42-auto-mode.yaml", eksctl.read_pools)
+    assert not got.pools
+    assert "Auto Mode" in next(iter(got.notes.values()))
+
+
+KARPENTER_FACTS = [
+    (
+        "karpenter-v1-general-purpose.yaml",
+        "general-purpose",
+        dict(
+            os_family="amazonlinux2023",
+            requirements=(
+                Requirement("kubernetes.io/arch", "In", ("amd64",)),
+                Requirement("kubernetes.io/os", "In", ("linux",)),
+                Requirement("karpenter.sh/capacity-type", "In", ("on-demand",)),
+                Requirement("karpenter.k8s.aws/instance-category", "In", ("c", "m", "r")),
+                Requirement("karpenter.k8s.aws/instance-generation", "Gt", ("2",)),
+            ),
+        ),
+    ),
+    (
+        "karpenter-v1beta1-large-instances.yaml",
+        "large-instances",
+        dict(
+            os_family="amazonlinux2",
+            requirements=(
+                Requirement("karpenter.k8s.aws/instance-cpu", "Gt", ("3",)),
+                Requirement("karpenter.k8s.aws/instance-memory", "Gt", ("8191",)),
+            ),
+        ),
+    ),
+    (
+        "karpenter-v1alpha5-provisioner-general-purpose.yaml",
+        "default",
+        dict(
+            requirements=(
+                Requirement("karpenter.k8s.aws/instance-family", "In", ("c5", "m5", "r5")),
+                Requirement(
+                    "karpenter.k8s.aws/instance-size", "NotIn", ("nano", "micro", "small", "large")
+                ),
+            )
+        ),
+    ),
+    ("karpenter-v1-bottlerocket.yaml", "default", dict(os_family="bottlerocket")),
+    ("karpenter-v1-windows-2022.yaml", "windows2022", dict(os_family="windows")),
+]
+
+
+@pytest.mark.parametrize(
+    ("file", "pool", "facts"), KARPENTER_FACTS, ids=[f"{f}:{p}" for f, p, _ in KARPENTER_FACTS]
+)
+def test_karpenter_facts_read_from_real_files(realdata, file, pool, facts):
+    got = {p.name: p for p in _read(realdata / "karpenter" / file, karpenter.read_pools).pools}
+    for key, want in facts.items():
+        assert getattr(got[pool], key) == want, key
+
+
+def test_karpenter_multiple_arch_gives_two_pools(realdata):
+    got = _read(realdata / "karpenter" / "karpenter-v1-multiple-arch.yaml", karpenter.read_pools)
+    assert sorted(p.name for p in got.pools) == ["amd64", "arm64"]
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        (
+            "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\nmetadata: {name: c}\n"
+            "nodeGroups: {a: 1}\n",
+            "nodeGroups",
+        ),
+        (
+            "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\nmetadata: {name: c}\n"
+            "nodeGroups: [{name: a, minSize: many}]\n",
+            "nodeGroups[0].minSize",
+        ),
+        (
+            "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\nmetadata: {name: c}\n"
+            "nodeGroups: [{name: a, taints: [{key: k, effect: Sometimes}]}]\n",
+            "nodeGroups[0].taints[0].effect",
+        ),
+        (
+            "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\nmetadata: {name: c}\n"
+            "managedNodeGroups: [{labels: {a: b}}]\n",
+            "managedNodeGroups[0].name",
+        ),
+    ],
+)
+def test_eksctl_wrong_types_name_the_field(text, field):
+    with pytest.raises(FormatError) as err:
+        eksctl.read_pools(parse_yaml_documents("bad.yaml", text))
+    assert err.value.path == "bad.yaml"
+    assert field in str(err.value)
+
+
+def test_karpenter_unknown_operator_is_an_error():
+    text = (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+        "  template:\n    spec:\n      requirements: [{key: a, operator: Near}]\n"
+    )
+    with pytest.raises(FormatError, match="operator"):
+        karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_real_documents_give_pools_or_format_error(realdata, data):
+    files = realdata_files("eksctl", ".yaml") + realdata_files("karpenter", ".yaml")
+    path = data.draw(st.sampled_from(files))
+    docs = parse_yaml_documents(str(path), path.read_text())
+    doc = data.draw(st.sampled_from(docs))
+    body = _mutate(doc.body, data)
+    assume(isinstance(body, dict))  # the YAML layer already rejects non-mapping documents
+    from fleetwarden.formats.documents import Document
+
+    mutated = [Document(doc.path, doc.index, body)]
+    for reader in (eksctl.read_pools, karpenter.read_pools):
+        try:
+            reader(mutated)
+        except FormatError as exc:
+            assert exc.path == str(path)
+
+
+def _mutate(value, data):
+    """Replace one randomly chosen nested value with arbitrary JSON-ish data."""
+    if isinstance(value, dict) and value and data.draw(st.booleans()):
+        key = data.draw(st.sampled_from(sorted(value, key=str)))
+        return {**value, key: _mutate(value[key], data)}
+    if isinstance(value, list) and value and data.draw(st.booleans()):
+        i = data.draw(st.integers(0, len(value) - 1))
+        return [*value[:i], _mutate(value[i], data), *value[i + 1 :]]
+    return data.draw(_json)

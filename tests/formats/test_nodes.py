@@ -1,0 +1,115 @@
+"""Observed nodes from real `kubectl get nodes` output (../shared/realdata/nodes)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetwarden.core.nodes import pool_of
+from fleetwarden.core.pools import Taint
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.nodes import parse_nodes
+from tests.conftest import realdata_files
+
+COUNTS = {
+    "honeycomb-eks-nodelist-arm64.json": 2,
+    "openshift-baremetal-node-worker-0.json": 1,
+    "openshift-gcp-node-master-0-vw6lz.json": 1,
+    "openshift-gcp-node-worker-b-q6vs9.json": 1,
+    "openshift-gcp-node-worker-c-k5w6k.json": 1,
+    "popeye-kind-nodelist.yaml": 5,
+    "regolibrary-kind-node-v1.25.json": 1,
+    "regolibrary-minikube-node-v1.23.json": 1,
+    "troubleshoot-nodelist-mixed-doks-microk8s-aws.json": 7,
+}
+
+
+@pytest.mark.parametrize("path", realdata_files("nodes"), ids=lambda p: p.name)
+def test_every_real_dump_parses(realdata, path):
+    nodes = parse_nodes(str(path), path.read_bytes())
+    assert len(nodes) == COUNTS[path.name]
+    assert all(n.name for n in nodes)
+
+
+def test_facts_read_from_the_eks_dump(realdata):
+    path = realdata / "nodes" / "honeycomb-eks-nodelist-arm64.json"
+    n = parse_nodes(str(path), path.read_bytes())[0]
+    assert n.name == "duckboat-01"
+    assert pool_of(n) == "custom-1"
+    assert n.instance_type == "m6gd.2xlarge"
+    assert n.kubelet_version == "v1.21.2-13+d2965f0db10712"
+    assert n.os_image == "Amazon Linux 2"
+    assert n.taints == (Taint("type", "hound", "NoSchedule"),)
+    assert n.allocatable["memory"] == "31127824Ki"
+
+
+def test_doks_pool_label_and_yaml_dump(realdata):
+    path = realdata / "nodes" / "troubleshoot-nodelist-mixed-doks-microk8s-aws.json"
+    pools = {n.name: pool_of(n) for n in parse_nodes(str(path), path.read_bytes())}
+    assert pools["biggernode-3i745"] == "biggernode"
+    assert pools["repldev-marc"] is None
+    kind = realdata / "nodes" / "popeye-kind-nodelist.yaml"
+    nodes = parse_nodes(str(kind), kind.read_bytes())
+    assert nodes[0].is_control_plane and not nodes[1].is_control_plane
+    assert nodes[1].taints == (Taint("t2", None, "NoSchedule"),)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b'{"kind": "List", "items": [', "invalid JSON"),
+        (b"\x00\x01\x02binary", "binary data"),
+        (b'{"kind": "Pod"}', "kind"),
+        (b'{"kind": "List", "items": [42]}', "items[0]"),
+        (
+            b'{"kind": "List", "items": [{"metadata": {"name": "a", "labels": []}}]}',
+            "items[0].metadata.labels",
+        ),
+        (
+            b'{"kind": "List", "items": [{"metadata": {"name": "a"}, '
+            b'"spec": {"taints": [{"key": "k", "effect": "Bad"}]}}]}',
+            "items[0].spec.taints[0].effect",
+        ),
+        (b"kind: List\nitems:\n  - metadata: {name: [unclosed\n", "YAML syntax error"),
+        (b"\xff\xfe\xfa not utf8", "UTF-8"),
+    ],
+)
+def test_bad_dumps_give_a_precise_error(data, needle):
+    with pytest.raises(FormatError) as err:
+        parse_nodes("nodes.json", data)
+    assert err.value.path == "nodes.json"
+    assert needle in str(err.value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_arbitrary_bytes_never_raise_anything_but_format_error(data):
+    with contextlib.suppress(FormatError):
+        parse_nodes("x.json", data)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_truncated_real_dumps_fail_cleanly(realdata, data):
+    path = data.draw(st.sampled_from(realdata_files("nodes")))
+    raw = path.read_bytes()
+    cut = data.draw(st.integers(0, len(raw) - 1))
+    try:
+        parse_nodes(str(path), raw[:cut])
+    except FormatError as exc:
+        assert exc.path == str(path)
+
+
+def test_kubectl_list_with_other_kinds_keeps_only_nodes():
+    body = {
+        "kind": "List",
+        "items": [
+            {"kind": "Pod", "metadata": {"name": "p"}},
+            {"kind": "Node", "metadata": {"name": "n"}},
+        ],
+    }
+    assert [n.name for n in parse_nodes("x.json", json.dumps(body).encode())] == ["n"]
