@@ -6,7 +6,7 @@
 2. Diff only: the nodes parsed once into memory, then ``diff_fleet`` timed alone (one core:
    the code is single-threaded), best of 3.
 3. End to end: the real CLI, ``fleetwarden scan -d desired.yaml -n nodes/ -o json``, in a
-   subprocess; wall time (best of 3) and peak RSS from getrusage of the child.
+   subprocess; wall time (best of 3) and peak RSS summed over its process tree (workers too).
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -89,7 +87,7 @@ def main() -> None:
         summary = json.loads(r.stdout)["summary"]
         print(
             f"end to end: fleetwarden scan of {summary['nodes']} nodes: best {min(walls):.2f}s "
-            f"(runs {', '.join(f'{w:.2f}' for w in walls)}); peak RSS {peak:.0f} MiB; "
+            f"(runs {', '.join(f'{w:.2f}' for w in walls)}); peak RSS of the process tree {peak:.0f} MiB; "
             f"{summary['findings']} findings"
         )
         print(
