@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fleetgen
+import proctree
 
 from fleetwarden.adapters.files import load_desired, load_nodes, parse_path_arg
 from fleetwarden.core.fleet import diff_fleet
@@ -76,18 +77,19 @@ def main() -> None:
             "json",
             "--no-progress",
         ]
-        walls = []
+        walls, peaks = [], []
         for _ in range(3):
-            t = time.perf_counter()
-            r = subprocess.run(cmd, capture_output=True, check=False)
-            walls.append(time.perf_counter() - t)
+            r, wall, tree_peak = proctree.run_measured(cmd)
+            walls.append(wall)
+            peaks.append(tree_peak)
             if r.returncode not in (0, 1):
                 raise SystemExit(r.stderr.decode())
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        peak = max(peaks)
         summary = json.loads(r.stdout)["summary"]
         print(
             f"end to end: fleetwarden scan of {summary['nodes']} nodes: best {min(walls):.2f}s "
-            f"(runs {', '.join(f'{w:.2f}' for w in walls)}); peak RSS of the process tree {peak:.0f} MiB; "
+            f"(runs {', '.join(f'{w:.2f}' for w in walls)}); "
+            f"peak RSS of the process tree {peak:.0f} MiB; "
             f"{summary['findings']} findings"
         )
         print(
