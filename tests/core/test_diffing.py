@@ -69,35 +69,82 @@ def _mutate(items, index, fn):
 
 MUTATIONS = [
     # (id, mutation on node 1, layer, field, expected, actual, severity)
-    ("label removed",
-     lambda n: n["metadata"]["labels"].pop("kubernetes.io/arch"),
-     Layer.L1, "labels.kubernetes.io/arch", "arm64", None, Severity.HIGH),
-    ("label changed by hand",
-     lambda n: n["metadata"]["labels"].__setitem__("kubernetes.io/arch", "amd64"),
-     Layer.L1, "labels.kubernetes.io/arch", "arm64", "amd64", Severity.HIGH),
-    ("taint removed",
-     lambda n: n["spec"].pop("taints"),
-     Layer.L2, "taints.type:NoSchedule", "hound", None, Severity.HIGH),
-    ("taint value changed",
-     lambda n: n["spec"]["taints"][0].__setitem__("value", "beagle"),
-     Layer.L2, "taints.type:NoSchedule", "hound", "beagle", Severity.HIGH),
-    ("extra taint",
-     lambda n: n["spec"]["taints"].append({"key": "x", "value": "y", "effect": "NoExecute"}),
-     Layer.L2, "taints.x:NoExecute", None, "y", Severity.HIGH),
-    ("instance type changed in the console",
-     lambda n: n["metadata"]["labels"].__setitem__("node.kubernetes.io/instance-type",
-                                                   "t4g.medium"),
-     Layer.SPEC, "instanceType", "m6gd.2xlarge", "t4g.medium", Severity.CRITICAL),
-    ("os image changed",
-     lambda n: n["status"]["nodeInfo"].__setitem__("osImage", "Bottlerocket OS 1.9.0"),
-     Layer.SPEC, "osImage", "amazonlinux2", "Bottlerocket OS 1.9.0", Severity.HIGH),
+    (
+        "label removed",
+        lambda n: n["metadata"]["labels"].pop("kubernetes.io/arch"),
+        Layer.L1,
+        "labels.kubernetes.io/arch",
+        "arm64",
+        None,
+        Severity.HIGH,
+    ),
+    (
+        "label changed by hand",
+        lambda n: n["metadata"]["labels"].__setitem__("kubernetes.io/arch", "amd64"),
+        Layer.L1,
+        "labels.kubernetes.io/arch",
+        "arm64",
+        "amd64",
+        Severity.HIGH,
+    ),
+    (
+        "taint removed",
+        lambda n: n["spec"].pop("taints"),
+        Layer.L2,
+        "taints.type:NoSchedule",
+        "hound",
+        None,
+        Severity.HIGH,
+    ),
+    (
+        "taint value changed",
+        lambda n: n["spec"]["taints"][0].__setitem__("value", "beagle"),
+        Layer.L2,
+        "taints.type:NoSchedule",
+        "hound",
+        "beagle",
+        Severity.HIGH,
+    ),
+    (
+        "extra taint",
+        lambda n: n["spec"]["taints"].append({"key": "x", "value": "y", "effect": "NoExecute"}),
+        Layer.L2,
+        "taints.x:NoExecute",
+        None,
+        "y",
+        Severity.HIGH,
+    ),
+    (
+        "instance type changed in the console",
+        lambda n: n["metadata"]["labels"].__setitem__(
+            "node.kubernetes.io/instance-type", "t4g.medium"
+        ),
+        Layer.SPEC,
+        "instanceType",
+        "m6gd.2xlarge",
+        "t4g.medium",
+        Severity.CRITICAL,
+    ),
+    (
+        "os image changed",
+        lambda n: n["status"]["nodeInfo"].__setitem__("osImage", "Bottlerocket OS 1.9.0"),
+        Layer.SPEC,
+        "osImage",
+        "amazonlinux2",
+        "Bottlerocket OS 1.9.0",
+        Severity.HIGH,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("mutation", "layer", "field", "expected", "actual", "severity"),
-                         [m[1:] for m in MUTATIONS], ids=[m[0] for m in MUTATIONS])
-def test_planted_drift_is_found_exactly(eks_items, mutation, layer, field, expected, actual,
-                                        severity):
+@pytest.mark.parametrize(
+    ("mutation", "layer", "field", "expected", "actual", "severity"),
+    [m[1:] for m in MUTATIONS],
+    ids=[m[0] for m in MUTATIONS],
+)
+def test_planted_drift_is_found_exactly(
+    eks_items, mutation, layer, field, expected, actual, severity
+):
     items = _mutate(eks_items, 1, mutation)
     findings = diff_pool(eks_spec(), nodes_of(items))
     assert [(f.layer, f.field, f.expected, f.actual, f.severity, f.nodes) for f in findings] == [
@@ -106,12 +153,18 @@ def test_planted_drift_is_found_exactly(eks_items, mutation, layer, field, expec
 
 
 def test_kubelet_version_drift_reports_node_and_mixed_pool(eks_items):
-    items = _mutate(eks_items, 0, lambda n: n["status"]["nodeInfo"].__setitem__(
-        "kubeletVersion", "v1.20.7-eks-d88609"))
+    items = _mutate(
+        eks_items,
+        0,
+        lambda n: n["status"]["nodeInfo"].__setitem__("kubeletVersion", "v1.20.7-eks-d88609"),
+    )
     findings = {(f.field, f.severity): f for f in diff_pool(eks_spec(), nodes_of(items))}
     node = findings[("kubeletVersion", Severity.HIGH)]
-    assert (node.expected, node.actual, node.nodes) == ("1.21", "v1.20.7-eks-d88609",
-                                                       ("duckboat-01",))
+    assert (node.expected, node.actual, node.nodes) == (
+        "1.21",
+        "v1.20.7-eks-d88609",
+        ("duckboat-01",),
+    )
     mixed = findings[("kubeletVersion.mixed", Severity.MEDIUM)]
     assert mixed.actual == ["v1.20.7-eks-d88609", "v1.21.2-13+d2965f0db10712"]
     assert len(findings) == 2
@@ -128,22 +181,34 @@ def test_allocatable_against_stated_expectation(eks_items):
     # real allocatable memory is 31127824Ki; 10 % more expected -> both nodes are off
     spec = eks_spec(allocatable={"memory": "34240606Ki"})
     (f,) = diff_pool(spec, nodes_of(eks_items))
-    assert (f.layer, f.field, f.expected, f.actual) == (Layer.L3, "allocatable.memory",
-                                                        "34240606Ki", "31127824Ki")
+    assert (f.layer, f.field, f.expected, f.actual) == (
+        Layer.L3,
+        "allocatable.memory",
+        "34240606Ki",
+        "31127824Ki",
+    )
     # within 5 %: nothing
     assert diff_pool(eks_spec(allocatable={"memory": "30000000Ki"}), nodes_of(eks_items)) == []
 
 
 def test_allocatable_against_pool_median_finds_fragmented_node(realdata):
-    items = [i for i in _items(realdata, DOKS)
-             if i["metadata"]["labels"].get("doks.digitalocean.com/node-pool") == "pool-yd23sqk7u"]
+    items = [
+        i
+        for i in _items(realdata, DOKS)
+        if i["metadata"]["labels"].get("doks.digitalocean.com/node-pool") == "pool-yd23sqk7u"
+    ]
     assert len(items) == 3
     spec = NodePoolSpec(name="pool-yd23sqk7u", cluster="do", instance_types=("s-2vcpu-4gb",))
     assert diff_pool(spec, nodes_of(items)) == []
     items = _mutate(items, 2, lambda n: n["status"]["allocatable"].__setitem__("memory", "2800Mi"))
     (f,) = diff_pool(spec, nodes_of(items))
     assert (f.layer, f.field, f.expected, f.actual, f.severity) == (
-        Layer.L3, "allocatable.memory", "3110Mi", "2800Mi", Severity.HIGH)
+        Layer.L3,
+        "allocatable.memory",
+        "3110Mi",
+        "2800Mi",
+        Severity.HIGH,
+    )
     assert f.nodes == (items[2]["metadata"]["name"],)
 
 
@@ -153,8 +218,13 @@ def test_median_needs_enough_nodes(eks_items):
 
 
 def test_transient_taints_are_ignored_and_configurable(eks_items):
-    items = _mutate(eks_items, 1, lambda n: n["spec"]["taints"].append(
-        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}))
+    items = _mutate(
+        eks_items,
+        1,
+        lambda n: n["spec"]["taints"].append(
+            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+        ),
+    )
     assert diff_pool(eks_spec(), nodes_of(items)) == []
     strict = DiffOptions(transient_taints=())
     (f,) = diff_pool(eks_spec(), nodes_of(items), options=strict)
@@ -165,12 +235,21 @@ def test_count_below_min_above_max_and_empty(eks_items):
     nodes = nodes_of(eks_items)
     (low,) = diff_pool(eks_spec(min_size=3, max_size=5), nodes)
     assert (low.layer, low.field, low.expected, low.actual, low.severity) == (
-        Layer.COUNT, "nodeCount", "3..5", 2, Severity.HIGH)
+        Layer.COUNT,
+        "nodeCount",
+        "3..5",
+        2,
+        Severity.HIGH,
+    )
     (high,) = diff_pool(eks_spec(min_size=0, max_size=1), nodes)
     assert (high.actual, high.severity) == (2, Severity.MEDIUM)
     (empty,) = diff_pool(eks_spec(), [])
-    assert (empty.layer, empty.field, empty.actual, empty.nodes) == (Layer.COUNT, "nodeCount", 0,
-                                                                     ())
+    assert (empty.layer, empty.field, empty.actual, empty.nodes) == (
+        Layer.COUNT,
+        "nodeCount",
+        0,
+        (),
+    )
     (zero_ok,) = diff_pool(eks_spec(min_size=0), [])
     assert zero_ok.severity is Severity.INFO
 
@@ -190,19 +269,32 @@ def test_cluster_reports_unknown_pools_and_skips_control_plane(realdata):
 
 def test_karpenter_requirements_flag_instance_outside_them(eks_items):
     spec = eks_spec(
-        provider=Provider.KARPENTER, instance_types=(), heterogeneous=True, min_size=None,
+        provider=Provider.KARPENTER,
+        instance_types=(),
+        heterogeneous=True,
+        min_size=None,
         max_size=None,
-        requirements=(Requirement("node.kubernetes.io/instance-type", "In",
-                                  ("m6gd.2xlarge", "m6g.2xlarge")),
-                      Requirement("kubernetes.io/arch", "In", ("arm64",))),
+        requirements=(
+            Requirement("node.kubernetes.io/instance-type", "In", ("m6gd.2xlarge", "m6g.2xlarge")),
+            Requirement("kubernetes.io/arch", "In", ("arm64",)),
+        ),
     )
     assert diff_pool(spec, nodes_of(eks_items)) == []
-    items = _mutate(eks_items, 0, lambda n: n["metadata"]["labels"].__setitem__(
-        "node.kubernetes.io/instance-type", "c7g.large"))
+    items = _mutate(
+        eks_items,
+        0,
+        lambda n: n["metadata"]["labels"].__setitem__(
+            "node.kubernetes.io/instance-type", "c7g.large"
+        ),
+    )
     (f,) = diff_pool(spec, nodes_of(items))
     assert (f.layer, f.field, f.expected, f.actual, f.severity) == (
-        Layer.SPEC, "instanceType", "In [m6gd.2xlarge, m6g.2xlarge]", "c7g.large",
-        Severity.CRITICAL)
+        Layer.SPEC,
+        "instanceType",
+        "In [m6gd.2xlarge, m6g.2xlarge]",
+        "c7g.large",
+        Severity.CRITICAL,
+    )
 
 
 def test_severity_overrides_and_ignores(eks_items):
@@ -233,8 +325,9 @@ _vals = st.text(alphabet="abcxyz0123", max_size=6)
 
 
 @settings(max_examples=300, deadline=None)
-@given(want=st.dictionaries(_keys, _vals, max_size=6), have=st.dictionaries(_keys, _vals,
-                                                                             max_size=8))
+@given(
+    want=st.dictionaries(_keys, _vals, max_size=6), have=st.dictionaries(_keys, _vals, max_size=8)
+)
 def test_l1_reports_exactly_the_pool_labels_a_node_lacks_or_differs_on(want, have):
     spec = NodePoolSpec(name="p", cluster="c", labels=want)
     node = node_from_object({"metadata": {"name": "n", "labels": {**have, "agentpool": "p"}}})
@@ -244,20 +337,34 @@ def test_l1_reports_exactly_the_pool_labels_a_node_lacks_or_differs_on(want, hav
     assert got == {f"labels.{k}" for k, v in want.items() if have.get(k) != v}
 
 
-_taint = st.builds(Taint, key=_keys, value=st.one_of(st.none(), _vals),
-                   effect=st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute"]))
+_taint = st.builds(
+    Taint,
+    key=_keys,
+    value=st.one_of(st.none(), _vals),
+    effect=st.sampled_from(["NoSchedule", "PreferNoSchedule", "NoExecute"]),
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(want=st.lists(_taint, max_size=4, unique_by=lambda t: (t.key, t.effect)),
-       have=st.lists(_taint, max_size=4, unique_by=lambda t: (t.key, t.effect)))
+@given(
+    want=st.lists(_taint, max_size=4, unique_by=lambda t: (t.key, t.effect)),
+    have=st.lists(_taint, max_size=4, unique_by=lambda t: (t.key, t.effect)),
+)
 def test_l2_is_set_equality_by_key_value_effect(want, have):
     spec = NodePoolSpec(name="p", cluster="c", taints=tuple(want))
-    node = node_from_object({"metadata": {"name": "n", "labels": {"agentpool": "p"}},
-                             "spec": {"taints": [{"key": t.key, "value": t.value,
-                                                  "effect": t.effect} for t in have]}},)
-    findings = [f for f in diff_pool(spec, [node], options=DiffOptions(transient_taints=()))
-                if f.layer is Layer.L2]
+    node = node_from_object(
+        {
+            "metadata": {"name": "n", "labels": {"agentpool": "p"}},
+            "spec": {
+                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in have]
+            },
+        },
+    )
+    findings = [
+        f
+        for f in diff_pool(spec, [node], options=DiffOptions(transient_taints=()))
+        if f.layer is Layer.L2
+    ]
     norm = lambda ts: {(t.key, t.effect, t.value or "") for t in ts}  # noqa: E731
     assert (not findings) == (norm(want) == norm(have))
 
@@ -269,8 +376,39 @@ def test_a_pool_described_by_its_own_node_has_no_drift(realdata, data):
     item = data.draw(st.sampled_from([i for i in items if i.get("status")]))
     node = node_from_object(item)
     spec = NodePoolSpec(
-        name="p", cluster="c", labels=dict(node.labels),
-        taints=node.taints, instance_types=(node.instance_type,) if node.instance_type else (),
-        kubernetes_version=node.kubelet_version, allocatable=dict(node.allocatable),
+        name="p",
+        cluster="c",
+        labels=dict(node.labels),
+        taints=node.taints,
+        instance_types=(node.instance_type,) if node.instance_type else (),
+        kubernetes_version=node.kubelet_version,
+        allocatable=dict(node.allocatable),
     )
     assert [f for f in diff_pool(spec, [node]) if f.layer is not Layer.COUNT] == []
+
+
+def test_unresolved_taints_and_labels_are_not_checked(eks_items):
+    from fleetwarden.core.pools import Unresolved
+
+    spec = eks_spec(
+        taints=(),
+        labels={},
+        unresolved=(Unresolved("taints", 'dynamic "taint"'), Unresolved("labels", "var.labels")),
+    )
+    assert diff_pool(spec, nodes_of(eks_items)) == []  # the real nodes' taint is not "extra"
+    assert [f.field for f in diff_pool(eks_spec(taints=()), nodes_of(eks_items))] == [
+        "taints.type:NoSchedule"
+    ]
+
+
+def test_prefix_named_pools_claim_their_generated_node_groups(eks_items):
+    items = copy.deepcopy(eks_items)
+    for n in items:
+        n["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] = "custom-1-20261129abcdef"
+    labels = {"kubernetes.io/arch": "arm64"}
+    spec = eks_spec(name="custom", name_prefix="custom-", labels=labels)
+    result = diff_cluster("duckboat", [spec], nodes_of(items))
+    assert result.findings == []
+    other = eks_spec(name="custom", name_prefix=None, labels=labels)
+    fields = {f.field for f in diff_cluster("duckboat", [other], nodes_of(items)).findings}
+    assert fields == {"nodeCount", "pool"}

@@ -133,7 +133,11 @@ def _diff_nodes(
     spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector, options: DiffOptions
 ) -> None:
     """L1, L2, L4 (per node) and SPEC, in one pass."""
-    labels = tuple(spec.labels.items())
+    unresolved = spec.unresolved_fields
+    # a fact the source leaves open (a variable, a dynamic block) is not checked at all:
+    # an empty set would otherwise read as "no labels/taints" and report false drift
+    labels = () if "labels" in unresolved else tuple(spec.labels.items())
+    check_taints = "taints" not in unresolved
     transient = frozenset(options.transient_taints) | {t.key for t in spec.startup_taints}
     want_taints = {(t.key, t.effect): (t.value or "") for t in spec.taints}
     types = frozenset(spec.instance_types)
@@ -157,7 +161,7 @@ def _diff_nodes(
             if have != value:
                 add(Layer.L1, f"labels.{key}", value, have, Severity.HIGH, name)
         # L2: taints, set equality by key + value + effect
-        if want_taints or node.taints:
+        if check_taints and (want_taints or node.taints):
             seen = set()
             for t in node.taints:
                 if t.key in transient:
@@ -339,12 +343,15 @@ def diff_cluster(
     """Every pool of one cluster, plus nodes that belong to no desired pool."""
     grouped = group_nodes(nodes, options=options)
     findings: list[Finding] = []
-    known = set()
+    known = {spec.name for spec in specs}
     for spec in specs:
-        known.add(spec.name)
-        findings.extend(
-            diff_pool(spec, grouped.get(spec.name, ()), cluster=cluster, options=options)
-        )
+        members = grouped.get(spec.name)
+        if members is None and spec.name_prefix:
+            prefix = spec.name_prefix
+            claimed = [k for k in grouped if k and k not in known and k.startswith(prefix)]
+            members = [n for k in claimed for n in grouped[k]]
+            known.update(claimed)
+        findings.extend(diff_pool(spec, members or (), cluster=cluster, options=options))
     strays: list[Finding] = []
     for pool_name, members in grouped.items():
         if pool_name in known:

@@ -122,6 +122,13 @@ class NodePoolSpec:
     allocatable: Mapping[str, str] = field(default_factory=dict)
     unresolved: tuple[Unresolved, ...] = ()
     heterogeneous: bool = False  # Karpenter: many instance types by design
+    # The provider names the real pool ``<name_prefix><generated suffix>`` (Terraform
+    # ``node_group_name_prefix``, terraform-aws-eks ``use_name_prefix``): match by prefix.
+    name_prefix: str | None = None
+
+    @property
+    def unresolved_fields(self) -> frozenset[str]:
+        return frozenset(u.field for u in self.unresolved)
 
     def with_cluster(self, cluster: str) -> NodePoolSpec:
         return replace(self, cluster=cluster)
