@@ -24,8 +24,7 @@ def test_import_linter_contracts_hold():
 
 
 MODULES = sorted(
-    m.name for m in pkgutil.walk_packages(fleetwarden.__path__, "fleetwarden.")
-    if not m.ispkg
+    m.name for m in pkgutil.walk_packages(fleetwarden.__path__, "fleetwarden.") if not m.ispkg
 )
 
 
