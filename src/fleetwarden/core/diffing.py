@@ -18,7 +18,14 @@ from fleetwarden.core.pools import NodePoolSpec, Provider
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.core.rules import DiffOptions, apply_rules
 
-__all__ = ["ClusterDiff", "diff_cluster", "diff_pool", "group_nodes"]
+__all__ = [
+    "ClusterDiff",
+    "PoolIndex",
+    "diff_cluster",
+    "diff_pool",
+    "diff_strays",
+    "group_nodes",
+]
 
 _GIB = float(2**30)
 _Key = tuple[Layer, str, object, object, Severity]
@@ -333,6 +340,45 @@ def group_nodes(
     return groups
 
 
+class PoolIndex:
+    """Which desired pool a node group (the value of its pool label) belongs to.
+
+    Exact names win; a pool with ``name_prefix`` claims groups named ``<prefix><suffix>``.
+    """
+
+    def __init__(self, specs: Sequence[NodePoolSpec]) -> None:
+        self.specs = {s.name: s for s in specs}
+        self._prefixed = [s for s in specs if s.name_prefix]
+        self._cache: dict[str | None, NodePoolSpec | None] = {}
+
+    def spec_for(self, group: str | None) -> NodePoolSpec | None:
+        if group in self._cache:
+            return self._cache[group]
+        found = self.specs.get(group) if group is not None else None
+        if found is None and group:
+            for spec in self._prefixed:
+                assert spec.name_prefix is not None
+                if group.startswith(spec.name_prefix):
+                    found = spec
+                    break
+        self._cache[group] = found
+        return found
+
+
+def diff_strays(
+    cluster: str,
+    group: str | None,
+    nodes: Sequence[ObservedNode],
+    *,
+    options: DiffOptions = DiffOptions(),
+) -> list[Finding]:
+    """Nodes whose pool is not in the desired state (or who carry no pool label at all)."""
+    collector = _Collector(cluster, group, None)
+    for node in nodes:
+        collector.add(Layer.SPEC, "pool", None, group, Severity.MEDIUM, node.name)
+    return apply_rules(collector.findings(), severities=options.severities, ignores=options.ignores)
+
+
 def diff_cluster(
     cluster: str,
     specs: Sequence[NodePoolSpec],
@@ -342,25 +388,17 @@ def diff_cluster(
 ) -> ClusterDiff:
     """Every pool of one cluster, plus nodes that belong to no desired pool."""
     grouped = group_nodes(nodes, options=options)
+    index = PoolIndex(specs)
+    members: dict[str, list[ObservedNode]] = {spec.name: [] for spec in specs}
     findings: list[Finding] = []
-    known = {spec.name for spec in specs}
+    for group, group_nodes_ in grouped.items():
+        spec = index.spec_for(group)
+        if spec is None:
+            findings.extend(diff_strays(cluster, group, group_nodes_, options=options))
+        else:
+            members[spec.name].extend(group_nodes_)
     for spec in specs:
-        members = grouped.get(spec.name)
-        if members is None and spec.name_prefix:
-            prefix = spec.name_prefix
-            claimed = [k for k in grouped if k and k not in known and k.startswith(prefix)]
-            members = [n for k in claimed for n in grouped[k]]
-            known.update(claimed)
-        findings.extend(diff_pool(spec, members or (), cluster=cluster, options=options))
-    strays: list[Finding] = []
-    for pool_name, members in grouped.items():
-        if pool_name in known:
-            continue
-        collector = _Collector(cluster, pool_name, None)
-        for node in members:
-            collector.add(Layer.SPEC, "pool", None, pool_name, Severity.MEDIUM, node.name)
-        strays.extend(collector.findings())
-    findings.extend(apply_rules(strays, severities=options.severities, ignores=options.ignores))
+        findings.extend(diff_pool(spec, members[spec.name], cluster=cluster, options=options))
     counted = sum(len(v) for v in grouped.values())
     return ClusterDiff(
         cluster=cluster, findings=findings, pools=len(specs), nodes=counted, grouped=grouped

@@ -103,7 +103,11 @@ def finding_id(
     """A stable id: the same drift (same place, same values) always has the same id.
 
     The node list is deliberately not part of it: one more node showing the same drift
-    *changes* a finding rather than creating a new one.
+    *changes* a finding rather than creating a new one. Pool-level states whose actual value
+    moves with time (a node count, the set of kubelet versions in a pool mid-upgrade) are
+    identified without it, for the same reason.
     """
+    if layer is Layer.COUNT or field_.endswith(".mixed"):
+        actual = None
     key = json.dumps([cluster, pool, layer.value, field_, expected, actual], sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:16]

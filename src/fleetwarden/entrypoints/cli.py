@@ -21,6 +21,7 @@ from fleetwarden.app.scanning import scan_clusters
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.fleet import FleetReport
 from fleetwarden.entrypoints import demo as demo_mod
+from fleetwarden.entrypoints import deprecations_cmd, watch_cmd
 from fleetwarden.entrypoints.rendering import dumps, make_console, print_report
 from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.desired import DesiredRead
@@ -235,6 +236,12 @@ def demo(
         seed=seed,
         json_lines=output is OutputFormat.json,
     )
+
+
+deprecations_cmd.register(app)
+
+
+watch_cmd.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Ports: ``typing.Protocol`` seams between the app and the outside world, with their errors."""

@@ -1,0 +1,6 @@
+"""A thin async Kubernetes REST client over httpx: list, watch, get, patch, probe.
+
+Why not kubernetes_asyncio / lightkube: fleetwarden needs exact control of watch semantics
+(resourceVersion resume, bookmarks, relist on 410 Gone) and one transport seam for tests; the
+API it uses is small. Transport failures are mapped to ``errors``; nothing else escapes.
+"""

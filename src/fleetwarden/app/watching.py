@@ -1,0 +1,479 @@
+"""Watching live clusters: nodes, health and membership, in one process for many clusters.
+
+Per cluster: list + watch Nodes (resourceVersion resume, bookmarks, relist on 410 Gone,
+jittered back-off on errors) into a bounded cache; every change re-diffs only the affected pool
+and emits the findings that appear, change or clear. A prober turns ``/readyz`` and
+``/version`` into health and upgrade events. ``FleetWatcher`` adds, reconnects and removes
+clusters as kubeconfig contexts and Argo CD cluster Secrets say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from fleetwarden.core.clusters import ClusterEndpoint
+from fleetwarden.core.diffing import PoolIndex, diff_pool, diff_strays
+from fleetwarden.core.lifecycle import (
+    ClusterHealth,
+    HealthTracker,
+    LifecycleEvent,
+    LifecycleType,
+    ProbeResult,
+)
+from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.formats.argocd_clusters import endpoint_from_secret, is_cluster_secret
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.nodes import node_from_object
+from fleetwarden.ports.kube import ApiError, ClientFactory, Gone, KubeApi, KubeError, Transient
+
+__all__ = ["Backoff", "ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
+
+Event = FindingEvent | LifecycleEvent
+Emit = Callable[[Event], Awaitable[None] | None]
+NODES = "/api/v1/nodes"
+SECRET_SELECTOR = "argocd.argoproj.io/secret-type=cluster"
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Backoff:
+    """Exponential back-off with full jitter (AWS architecture blog's "full jitter")."""
+
+    base: float = 0.2
+    cap: float = 30.0
+    attempt: int = 0
+    rng: random.Random = field(default_factory=random.Random)
+
+    def next(self) -> float:
+        delay = self.rng.uniform(0, min(self.cap, self.base * 2**self.attempt))
+        self.attempt += 1
+        return delay
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    probe_interval: float = 10.0
+    probe_timeout: float = 5.0
+    failure_threshold: int = 3
+    max_nodes: int = 50_000  # per cluster; beyond this the cache refuses nodes and says so
+    watch_timeout: int = 300
+    options: DiffOptions = field(default_factory=DiffOptions)
+
+
+async def _emit(emit: Emit, event: Event) -> None:
+    result = emit(event)
+    if result is not None:
+        await result
+
+
+class ClusterWatcher:
+    """One cluster: node cache, targeted re-diffs, health probes."""
+
+    def __init__(
+        self,
+        endpoint: ClusterEndpoint,
+        client: KubeApi,
+        specs: Sequence[NodePoolSpec],
+        tracker: FindingTracker,
+        emit: Emit,
+        *,
+        settings: WatchSettings = WatchSettings(),
+        now: Callable[[], datetime] = _utcnow,
+        on_upgrade: Callable[[str, str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.endpoint, self.client, self.cluster = endpoint, client, endpoint.name
+        self.index = PoolIndex(specs)
+        self.tracker, self.emit, self.settings, self.now = tracker, emit, settings, now
+        self.on_upgrade = on_upgrade
+        self.nodes: dict[str, ObservedNode] = {}
+        self.groups: dict[str | None, set[str]] = {}
+        self.health = HealthTracker(self.cluster, failure_threshold=settings.failure_threshold)
+        self.resource_version: str | None = None
+        self.synced = asyncio.Event()
+        self.relists = 0
+        self._pool_labels = settings.options.pool_labels or POOL_LABELS
+        self._full = False
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.watch_nodes(), name=f"nodes:{self.cluster}")
+            tg.create_task(self.probe_forever(), name=f"probe:{self.cluster}")
+
+    # --- nodes ---------------------------------------------------------------------------
+
+    async def watch_nodes(self) -> None:
+        backoff = Backoff()
+        while True:
+            try:
+                if self.resource_version is None:
+                    await self.relist()
+                assert self.resource_version is not None
+                async for ev in self.client.watch(
+                    NODES,
+                    resource_version=self.resource_version,
+                    timeout_seconds=self.settings.watch_timeout,
+                ):
+                    self.resource_version = ev.resource_version or self.resource_version
+                    if ev.type != "BOOKMARK":
+                        await self.apply(ev.type, ev.object)
+                    backoff.reset()
+            except Gone:
+                self.resource_version = None  # too old: list again, then resume
+            except (Transient, ApiError) as exc:
+                delay = backoff.next()
+                if isinstance(exc, ApiError):
+                    delay = max(delay, 5.0)  # 401/403 will not heal in milliseconds
+                await asyncio.sleep(delay)
+
+    async def relist(self) -> None:
+        """Replace the cache with a fresh list and re-diff every pool; emit only differences."""
+        result = await self.client.list(NODES)
+        before = {g: len(names) for g, names in self.groups.items()}
+        self.nodes.clear()
+        self.groups.clear()
+        for obj in result.items:
+            self._store(obj)
+        self.resource_version = result.resource_version
+        self.relists += 1
+        scopes = (
+            {self._scope(g) for g in self.groups}
+            | {s[1] for s in self.tracker.scopes_of(self.cluster)}
+            | set(self.index.specs)
+        )
+        for scope in scopes:
+            await self._rediff(scope)
+        if self.synced.is_set():
+            for group in set(before) | set(self.groups):
+                await self._scaled(group, before.get(group, 0))
+        self.synced.set()
+
+    def _scope(self, group: str | None) -> str | None:
+        spec = self.index.spec_for(group)
+        return spec.name if spec else group
+
+    def _store(self, obj: Mapping[str, Any]) -> ObservedNode | None:
+        try:
+            node = node_from_object(obj, path=f"{self.cluster}:node")
+        except FormatError:
+            return None  # a node we cannot read is not ours to judge
+        if node.name not in self.nodes and len(self.nodes) >= self.settings.max_nodes:
+            self._full = True
+            return None
+        if node.is_control_plane and not self.settings.options.include_control_plane:
+            return None
+        self.nodes[node.name] = node
+        self.groups.setdefault(pool_of(node, pool_labels=self._pool_labels), set()).add(node.name)
+        return node
+
+    def _forget(self, name: str) -> tuple[bool, str | None]:
+        """Drop a node from the cache: (was it cached, its group)."""
+        old = self.nodes.pop(name, None)
+        if old is None:
+            return False, None
+        group = pool_of(old, pool_labels=self._pool_labels)
+        members = self.groups.get(group)
+        if members is not None:
+            members.discard(name)
+            if not members:
+                del self.groups[group]
+        return True, group
+
+    async def apply(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """One watch event: update the cache, re-diff the pool(s) it touched."""
+        meta = obj.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(name, str):
+            return
+        had, old_group = self._forget(name)
+        has, new_group = False, None
+        if kind != "DELETED":
+            node = self._store(obj)
+            if node is not None:
+                has, new_group = True, pool_of(node, pool_labels=self._pool_labels)
+        affected = ([old_group] if had else []) + ([new_group] if has else [])
+        for scope in dict.fromkeys(self._scope(g) for g in affected):
+            await self._rediff(scope)
+        if (had, old_group) != (has, new_group):
+            if had:
+                count = len(self.groups.get(old_group, ()))
+                await self._scaled(old_group, count + 1)
+            if has:
+                count = len(self.groups.get(new_group, ()))
+                await self._scaled(new_group, count - 1)
+
+    async def _scaled(self, group: str | None, before: int) -> None:
+        after = len(self.groups.get(group, ()))
+        if after != before and group is not None:
+            await _emit(
+                self.emit,
+                LifecycleEvent(
+                    LifecycleType.SCALED,
+                    self.cluster,
+                    self.now(),
+                    {"pool": group, "from": before, "to": after},
+                ),
+            )
+
+    def nodes_of(self, scope: str | None) -> list[ObservedNode]:
+        spec = self.index.specs.get(scope) if scope is not None else None
+        if spec is None:
+            names = self.groups.get(scope, ())
+        else:
+            names = [
+                n for g, members in self.groups.items() if self._scope(g) == scope for n in members
+            ]
+        return [self.nodes[n] for n in names]
+
+    async def _rediff(self, scope: str | None) -> None:
+        options = self.settings.options
+        spec = self.index.specs.get(scope) if scope is not None else None
+        nodes = self.nodes_of(scope)
+        if spec is not None:
+            findings = diff_pool(spec, nodes, cluster=self.cluster, options=options)
+        elif nodes:
+            findings = diff_strays(self.cluster, scope, nodes, options=options)
+        else:
+            findings = []
+        for event in self.tracker.update((self.cluster, scope), findings, now=self.now()):
+            await _emit(self.emit, event)
+
+    # --- health --------------------------------------------------------------------------
+
+    async def probe_once(self) -> None:
+        timeout = self.settings.probe_timeout
+        try:
+            ready, detail = await asyncio.wait_for(self.client.readyz(timeout=timeout), timeout + 1)
+            version = await asyncio.wait_for(self.client.version(timeout=timeout), timeout + 1)
+            result = ProbeResult(ready=ready, version=version or None, detail=detail)
+        except (KubeError, TimeoutError) as exc:
+            result = ProbeResult(ready=None, error=str(exc) or "timed out")
+        for event in self.health.observe(result, now=self.now()):
+            await _emit(self.emit, event)
+            if event.type is LifecycleType.UPGRADED and self.on_upgrade is not None:
+                await self.on_upgrade(self.cluster, str(event.details["to"]))
+
+    async def probe_forever(self) -> None:
+        while True:
+            await self.probe_once()
+            await asyncio.sleep(self.settings.probe_interval)
+
+
+@dataclass
+class _Running:
+    endpoint: ClusterEndpoint
+    watcher: ClusterWatcher
+    task: asyncio.Task[None]
+
+
+class FleetWatcher:
+    """Many clusters in one process; clusters come and go with their discovery source."""
+
+    def __init__(
+        self,
+        specs: Sequence[NodePoolSpec],
+        client_factory: ClientFactory,
+        emit: Emit,
+        *,
+        settings: WatchSettings = WatchSettings(),
+        now: Callable[[], datetime] = _utcnow,
+        on_upgrade: Callable[[str, str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.specs_by_cluster: dict[str, list[NodePoolSpec]] = {}
+        for spec in specs:
+            if spec.cluster:
+                self.specs_by_cluster.setdefault(spec.cluster, []).append(spec)
+        self.client_factory, self.emit, self.settings, self.now = (
+            client_factory,
+            emit,
+            settings,
+            now,
+        )
+        self.on_upgrade = on_upgrade
+        self.tracker = FindingTracker()
+        self.running: dict[str, _Running] = {}
+        self._secret_to_cluster: dict[str, str] = {}
+        self._tg: asyncio.TaskGroup | None = None
+
+    async def run(
+        self, endpoints: Sequence[ClusterEndpoint] = (), argocd: tuple[KubeApi, str] | None = None
+    ) -> None:
+        async with asyncio.TaskGroup() as tg:
+            self._tg = tg
+            for endpoint in endpoints:
+                await self.add(endpoint)
+            if argocd is not None:
+                tg.create_task(self.watch_cluster_secrets(*argocd), name="argocd-secrets")
+
+    def watcher(self, cluster: str) -> ClusterWatcher | None:
+        running = self.running.get(cluster)
+        return running.watcher if running else None
+
+    async def add(self, endpoint: ClusterEndpoint) -> None:
+        if endpoint.name in self.running:
+            await self.update(endpoint)
+            return
+        assert self._tg is not None, "FleetWatcher.run() is not running"
+        client = self.client_factory(endpoint)
+        watcher = ClusterWatcher(
+            endpoint,
+            client,
+            self.specs_by_cluster.get(endpoint.name, []),
+            self.tracker,
+            self.emit,
+            settings=self.settings,
+            now=self.now,
+            on_upgrade=self.on_upgrade,
+        )
+        task = self._tg.create_task(self._run_watcher(watcher), name=f"cluster:{endpoint.name}")
+        self.running[endpoint.name] = _Running(endpoint, watcher, task)
+        await _emit(
+            self.emit,
+            LifecycleEvent(
+                LifecycleType.ADDED,
+                endpoint.name,
+                self.now(),
+                {
+                    "server": endpoint.server,
+                    "source": endpoint.source.value,
+                    "pools": len(self.specs_by_cluster.get(endpoint.name, [])),
+                },
+            ),
+        )
+
+    async def _run_watcher(self, watcher: ClusterWatcher) -> None:
+        try:
+            await watcher.run()
+        finally:
+            await watcher.client.aclose()
+
+    async def update(self, endpoint: ClusterEndpoint) -> None:
+        """New credentials or server: reconnect, keep the findings (no duplicates follow)."""
+        running = self.running.get(endpoint.name)
+        if running is None:
+            await self.add(endpoint)
+            return
+        if running.endpoint.fingerprint == endpoint.fingerprint:
+            return
+        await self._stop(endpoint.name)
+        assert self._tg is not None
+        client = self.client_factory(endpoint)
+        watcher = ClusterWatcher(
+            endpoint,
+            client,
+            self.specs_by_cluster.get(endpoint.name, []),
+            self.tracker,
+            self.emit,
+            settings=self.settings,
+            now=self.now,
+            on_upgrade=self.on_upgrade,
+        )
+        task = self._tg.create_task(self._run_watcher(watcher), name=f"cluster:{endpoint.name}")
+        self.running[endpoint.name] = _Running(endpoint, watcher, task)
+        await _emit(
+            self.emit,
+            LifecycleEvent(
+                LifecycleType.ADDED,
+                endpoint.name,
+                self.now(),
+                {"server": endpoint.server, "source": endpoint.source.value, "reconnected": True},
+            ),
+        )
+
+    async def _stop(self, cluster: str) -> None:
+        running = self.running.pop(cluster, None)
+        if running is None:
+            return
+        running.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running.task
+
+    async def remove(self, cluster: str, *, reason: str) -> None:
+        if cluster not in self.running:
+            return
+        await self._stop(cluster)
+        for event in self.tracker.drop_cluster(cluster, now=self.now(), reason=reason):
+            await _emit(self.emit, event)
+        await _emit(
+            self.emit,
+            LifecycleEvent(LifecycleType.REMOVED, cluster, self.now(), {"reason": reason}),
+        )
+
+    # --- Argo CD cluster Secrets ---------------------------------------------------------
+
+    async def watch_cluster_secrets(self, client: KubeApi, namespace: str) -> None:
+        path = f"/api/v1/namespaces/{namespace}/secrets"
+        backoff = Backoff()
+        rv: str | None = None
+        while True:
+            try:
+                if rv is None:
+                    listed = await client.list(path, label_selector=SECRET_SELECTOR)
+                    seen = set()
+                    for obj in listed.items:
+                        seen.add(_secret_key(obj))
+                        await self._on_secret("ADDED", obj)
+                    for key in set(self._secret_to_cluster) - seen:
+                        cluster = self._secret_to_cluster.pop(key)
+                        await self.remove(cluster, reason=f"Argo CD secret {key} deleted")
+                    rv = listed.resource_version
+                async for ev in client.watch(
+                    path, resource_version=rv, label_selector=SECRET_SELECTOR
+                ):
+                    rv = ev.resource_version or rv
+                    if ev.type != "BOOKMARK":
+                        await self._on_secret(ev.type, ev.object)
+                    backoff.reset()
+            except Gone:
+                rv = None
+            except (Transient, ApiError) as exc:
+                await asyncio.sleep(max(backoff.next(), 5.0 if isinstance(exc, ApiError) else 0))
+
+    async def _on_secret(self, kind: str, obj: Mapping[str, Any]) -> None:
+        key = _secret_key(obj)
+        if kind == "DELETED" or not is_cluster_secret(obj):
+            cluster = self._secret_to_cluster.pop(key, None)
+            if cluster is not None:
+                await self.remove(cluster, reason=f"Argo CD secret {key} deleted")
+            return
+        try:
+            endpoint = endpoint_from_secret(obj)
+        except FormatError as exc:
+            await _emit(
+                self.emit,
+                LifecycleEvent(
+                    LifecycleType.HEALTH,
+                    key,
+                    self.now(),
+                    {
+                        "from": None,
+                        "to": ClusterHealth.UNKNOWN.value,
+                        "reason": f"unusable cluster secret: {exc}",
+                    },
+                ),
+            )
+            return
+        old = self._secret_to_cluster.get(key)
+        if old is not None and old != endpoint.name:  # renamed: the old cluster is gone
+            await self.remove(old, reason=f"Argo CD secret {key} renamed the cluster")
+        self._secret_to_cluster[key] = endpoint.name
+        await self.add(endpoint)
+
+
+def _secret_key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

@@ -1,0 +1,103 @@
+"""Cluster health and lifecycle (seed 003): probe results in, state transitions out.
+
+Healthy: ``/readyz`` answers 200. Degraded: the server answers but is not ready. Unreachable:
+no answer ``failure_threshold`` times in a row. Unknown: not probed yet. A change of
+``/version`` is an upgrade.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["ClusterHealth", "HealthTracker", "LifecycleEvent", "LifecycleType", "ProbeResult"]
+
+
+class ClusterHealth(StrEnum):
+    UNKNOWN = "Unknown"
+    HEALTHY = "Healthy"
+    DEGRADED = "Degraded"
+    UNREACHABLE = "Unreachable"
+
+
+class LifecycleType(StrEnum):
+    ADDED = "cluster.added"
+    REMOVED = "cluster.removed"
+    HEALTH = "cluster.health"
+    UPGRADED = "cluster.upgraded"
+    SCALED = "pool.scaled"
+    DEPRECATIONS = "cluster.deprecations"
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleEvent:
+    type: LifecycleType
+    cluster: str
+    at: datetime
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type.value,
+            "cluster": self.cluster,
+            "at": self.at.isoformat().replace("+00:00", "Z"),
+            **self.details,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """``ready`` None: no answer at all (``error`` says why)."""
+
+    ready: bool | None
+    version: str | None = None
+    detail: str = ""
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class HealthTracker:
+    cluster: str
+    failure_threshold: int = 3
+    state: ClusterHealth = ClusterHealth.UNKNOWN
+    version: str | None = None
+    failures: int = 0
+
+    def observe(self, probe: ProbeResult, *, now: datetime) -> list[LifecycleEvent]:
+        events: list[LifecycleEvent] = []
+        if probe.ready is None:
+            self.failures += 1
+            new = (
+                ClusterHealth.UNREACHABLE if self.failures >= self.failure_threshold else self.state
+            )
+        else:
+            self.failures = 0
+            new = ClusterHealth.HEALTHY if probe.ready else ClusterHealth.DEGRADED
+        if new != self.state:
+            events.append(
+                LifecycleEvent(
+                    LifecycleType.HEALTH,
+                    self.cluster,
+                    now,
+                    {
+                        "from": self.state.value,
+                        "to": new.value,
+                        "reason": probe.error or probe.detail or None,
+                    },
+                )
+            )
+            self.state = new
+        if probe.version:
+            if self.version is not None and probe.version != self.version:
+                events.append(
+                    LifecycleEvent(
+                        LifecycleType.UPGRADED,
+                        self.cluster,
+                        now,
+                        {"from": self.version, "to": probe.version},
+                    )
+                )
+            self.version = probe.version
+        return events

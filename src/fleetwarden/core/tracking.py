@@ -1,0 +1,82 @@
+"""Which findings appeared, changed or cleared since last time — the same drift reported once.
+
+Findings are keyed by their stable id; ``update`` replaces the findings of one scope (a pool of a
+cluster, or a whole cluster) and returns the events, so re-diffing after a relist or a
+reconnect emits nothing for drift that was already known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from fleetwarden.core.findings import Finding
+
+__all__ = ["FindingEvent", "FindingEventType", "FindingTracker", "Scope"]
+
+Scope = tuple[str, str | None]  # (cluster, pool); pool None: nodes of no desired pool
+
+
+class FindingEventType(StrEnum):
+    APPEARED = "finding.appeared"
+    CHANGED = "finding.changed"
+    CLEARED = "finding.cleared"
+
+
+@dataclass(frozen=True, slots=True)
+class FindingEvent:
+    type: FindingEventType
+    finding: Finding
+    at: datetime
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type.value,
+            "id": self.finding.id,
+            "finding": self.finding.to_json(),
+            "at": self.at.isoformat().replace("+00:00", "Z"),
+        }
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+class FindingTracker:
+    def __init__(self) -> None:
+        self._by_scope: dict[Scope, dict[str, Finding]] = {}
+
+    def current(self) -> list[Finding]:
+        return [f for scope in self._by_scope.values() for f in scope.values()]
+
+    def update(self, scope: Scope, findings: list[Finding], *, now: datetime) -> list[FindingEvent]:
+        before = self._by_scope.get(scope, {})
+        after = {f.id: f for f in findings}
+        events = [
+            FindingEvent(FindingEventType.CLEARED, f, now)
+            for fid, f in before.items()
+            if fid not in after
+        ]
+        for fid, f in after.items():
+            old = before.get(fid)
+            if old is None:
+                events.append(FindingEvent(FindingEventType.APPEARED, f, now))
+            elif old.nodes != f.nodes or old.severity != f.severity or old.actual != f.actual:
+                events.append(FindingEvent(FindingEventType.CHANGED, f, now))
+        if after:
+            self._by_scope[scope] = after
+        else:
+            self._by_scope.pop(scope, None)
+        return events
+
+    def scopes_of(self, cluster: str) -> list[Scope]:
+        return [s for s in self._by_scope if s[0] == cluster]
+
+    def drop_cluster(self, cluster: str, *, now: datetime, reason: str) -> list[FindingEvent]:
+        events = []
+        for scope in self.scopes_of(cluster):
+            for f in self._by_scope.pop(scope).values():
+                events.append(FindingEvent(FindingEventType.CLEARED, f, now, reason=reason))
+        return events

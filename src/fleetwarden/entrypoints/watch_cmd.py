@@ -1,0 +1,177 @@
+"""``fleetwarden watch``: live clusters, findings and lifecycle events as they happen."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Group
+from rich.live import Live
+from rich.text import Text
+
+from fleetwarden.adapters import files
+from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
+from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
+from fleetwarden.core.fleet import severity_order
+from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.entrypoints.rendering import findings_table, make_console
+from fleetwarden.entrypoints.settings import load_settings
+from fleetwarden.formats.errors import FormatError
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def watch(
+        kubeconfig: Annotated[
+            Path,
+            typer.Option(
+                "--kubeconfig", "-k", metavar="FILE", help="Clusters to watch: one per context."
+            ),
+        ],
+        desired: Annotated[
+            list[str],
+            typer.Option(
+                "--desired",
+                "-d",
+                metavar="[CLUSTER=]PATH",
+                help="Desired node pools (as for scan). Contexts are matched by cluster name.",
+            ),
+        ],
+        context: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--context", metavar="NAME", help="Only these contexts (repeat). Default: all."
+            ),
+        ] = None,
+        argocd_secrets: Annotated[
+            str | None,
+            typer.Option(
+                "--argocd-secrets",
+                metavar="NAMESPACE",
+                help="Also watch Argo CD cluster Secrets in this namespace (of --argocd-context): "
+                "a Secret created adds a cluster, updated reconnects it, deleted removes it.",
+            ),
+        ] = None,
+        argocd_context: Annotated[
+            str | None,
+            typer.Option(
+                "--argocd-context",
+                metavar="NAME",
+                help="The context that holds the Argo CD Secrets (default: the first one).",
+            ),
+        ] = None,
+        config: Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE")] = None,
+        output: Annotated[
+            str,
+            typer.Option("--format", "-o", help="table (live view) or json (one event per line)."),
+        ] = "table",
+        probe_interval: Annotated[
+            float, typer.Option(help="Seconds between /readyz and /version probes.")
+        ] = 10.0,
+        duration: Annotated[
+            float | None,
+            typer.Option(help="Stop after this many seconds (default: run until interrupted)."),
+        ] = None,
+    ) -> None:
+        """Watch live clusters: every node change re-diffs its pool at once; findings that
+        appear, change or clear and cluster events (added, removed, health, upgraded, pool
+        scaled) are printed as they happen."""
+        from fleetwarden.entrypoints.cli import fail  # the one error path of the CLI
+
+        if output not in ("table", "json"):
+            fail(f"--format must be table or json, not {output!r}")
+        try:
+            settings = load_settings(config)
+            loaded = files.load_desired(
+                [files.parse_path_arg(a) for a in desired], limit=settings.desired_file_limit
+            )
+            endpoints = load_kubeconfig(kubeconfig, contexts=context or ())
+            argocd = None
+            if argocd_secrets:
+                pool = load_kubeconfig(
+                    kubeconfig, contexts=[argocd_context] if argocd_context else ()
+                )
+                if not pool:
+                    fail(f"{kubeconfig}: no context to read Argo CD secrets from")
+                argocd = (pool[0], argocd_secrets)
+        except FormatError as exc:
+            fail(str(exc))
+        watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
+        runner = _JsonSink() if output == "json" else _LiveSink()
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_run(loaded.pools, endpoints, argocd, watch_settings, runner, duration))
+
+
+async def _run(specs, endpoints, argocd, settings, sink, duration) -> None:  # type: ignore[no-untyped-def]
+    fleet = FleetWatcher(specs, http_client_factory, sink.emit, settings=settings)
+    argocd_client = http_client_factory(argocd[0]) if argocd else None
+    sink.fleet = fleet
+    try:
+        async with asyncio.timeout(duration):
+            async with sink:
+                await fleet.run(endpoints, (argocd_client, argocd[1]) if argocd_client else None)
+    except TimeoutError:
+        pass
+    finally:
+        if argocd_client is not None:
+            await argocd_client.aclose()
+
+
+class _JsonSink:
+    fleet: FleetWatcher | None = None
+
+    async def __aenter__(self) -> _JsonSink:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        sys.stdout.flush()
+
+    def emit(self, event: Event) -> None:
+        sys.stdout.write(json.dumps(event.to_json()) + "\n")
+        sys.stdout.flush()
+
+
+class _LiveSink:
+    fleet: FleetWatcher | None = None
+
+    def __init__(self) -> None:
+        self.console = make_console()
+        self.log: deque[Text] = deque(maxlen=12)
+        self.live = Live(console=self.console, auto_refresh=False, transient=False)
+
+    async def __aenter__(self) -> _LiveSink:
+        self.live.__enter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.live.__exit__(None, None, None)
+
+    def emit(self, event: Event) -> None:
+        data = event.to_json()
+        if isinstance(event, FindingEvent):
+            f = event.finding
+            line = (
+                f"{data['at']} {event.type.value:<16} {f.severity.value:<8} {f.cluster}/"
+                f"{f.pool} {f.layer.value} {f.field}: {f.expected!r} -> {f.actual!r}"
+            )
+        else:
+            rest = {k: v for k, v in data.items() if k not in ("type", "cluster", "at")}
+            line = f"{data['at']} {data['type']:<16} {data['cluster']} {rest}"
+        self.log.append(Text(line))
+        current = sorted(self.fleet.tracker.current(), key=severity_order) if self.fleet else []
+        self.live.update(
+            Group(
+                findings_table(current, title=f"{len(current)} findings"),
+                Text("recent events:", style="bold"),
+                *self.log,
+            ),
+            refresh=True,
+        )

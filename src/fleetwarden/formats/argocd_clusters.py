@@ -1,0 +1,103 @@
+"""Argo CD cluster Secrets -> ``ClusterEndpoint``.
+
+A cluster Secret carries the label ``argocd.argoproj.io/secret-type: cluster`` and, base64 in
+``data`` (or plain in ``stringData``): ``name``, ``server``, ``config`` (JSON: ``bearerToken``,
+``username``/``password``, ``tlsClientConfig`` with ``insecure``, ``caData``, ``certData``,
+``keyData``, ``serverName``) and ``namespaces`` (comma separated). Cloud credential plugins in
+``config`` (``awsAuthConfig``, ``execProviderConfig``) are not run: such a cluster is rejected
+with a reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from fleetwarden.core.clusters import ClusterEndpoint, Credentials, DiscoverySource
+from fleetwarden.formats.errors import FormatError
+
+__all__ = ["SECRET_TYPE_LABEL", "endpoint_from_secret", "is_cluster_secret"]
+
+SECRET_TYPE_LABEL = "argocd.argoproj.io/secret-type"
+
+
+def is_cluster_secret(obj: Mapping[str, Any]) -> bool:
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return isinstance(labels, Mapping) and labels.get(SECRET_TYPE_LABEL) == "cluster"
+
+
+def _fields(obj: Mapping[str, Any], where: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    data = obj.get("data") or {}
+    if not isinstance(data, Mapping):
+        raise FormatError(where, "expected a mapping", field="data")
+    for key, value in data.items():
+        try:
+            out[str(key)] = base64.b64decode(str(value), validate=True).decode("utf-8")
+        except (binascii.Error, ValueError, UnicodeDecodeError):
+            raise FormatError(where, "not valid base64 UTF-8", field=f"data.{key}") from None
+    string_data = obj.get("stringData") or {}
+    if isinstance(string_data, Mapping):
+        out.update({str(k): str(v) for k, v in string_data.items()})
+    return out
+
+
+def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    secret = f"secret {meta.get('namespace', '?')}/{meta.get('name', '?')}"
+    fields = _fields(obj, secret)
+    server = fields.get("server", "").strip()
+    if not server.startswith(("https://", "http://")):
+        raise FormatError(secret, "missing or not an http(s) URL", field="data.server")
+    name = fields.get("name", "").strip() or server
+    try:
+        config = json.loads(fields.get("config") or "{}")
+    except json.JSONDecodeError as exc:
+        raise FormatError(secret, f"not JSON: {exc.msg}", field="data.config") from None
+    if not isinstance(config, Mapping):
+        raise FormatError(secret, "expected a JSON object", field="data.config")
+    for plugin in ("awsAuthConfig", "execProviderConfig"):
+        if config.get(plugin):
+            raise FormatError(
+                secret,
+                f"uses {plugin}, which fleetwarden does not run; give the cluster a bearerToken",
+                field=f"data.config.{plugin}",
+            )
+    tls = config.get("tlsClientConfig") or {}
+    if not isinstance(tls, Mapping):
+        raise FormatError(secret, "expected an object", field="data.config.tlsClientConfig")
+
+    def b64(key: str) -> bytes | None:
+        value = tls.get(key)
+        if not value:
+            return None
+        try:
+            return base64.b64decode(str(value), validate=True)
+        except (binascii.Error, ValueError):
+            raise FormatError(
+                secret, "not valid base64", field=f"data.config.tlsClientConfig.{key}"
+            ) from None
+
+    labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
+    namespaces = tuple(n.strip() for n in fields.get("namespaces", "").split(",") if n.strip())
+    return ClusterEndpoint(
+        name=name,
+        server=server.rstrip("/"),
+        credentials=Credentials(
+            token=config.get("bearerToken") or None,
+            client_cert_pem=b64("certData"),
+            client_key_pem=b64("keyData"),
+            username=config.get("username") or None,
+            password=config.get("password") or None,
+        ),
+        ca_pem=b64("caData"),
+        insecure=bool(tls.get("insecure", False)),
+        tls_server_name=tls.get("serverName") or None,
+        namespaces=namespaces,
+        source=DiscoverySource.ARGOCD_SECRET,
+        labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+    )

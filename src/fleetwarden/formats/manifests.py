@@ -1,0 +1,147 @@
+"""Kubernetes manifests as far as API deprecations care, and the deprecations table.
+
+Manifests: multi-document YAML or JSON as written by people, ``helm template`` (``---``
+separators, ``# Source:`` comments) or ``kubectl get -o yaml|json`` (a ``List`` is expanded);
+only documents with both ``apiVersion`` and ``kind`` are API objects, the rest (values files,
+Kustomize components without them) are ignored. The table is ``data/deprecations.json``,
+converted from Pluto's ``versions.yaml`` by ``scripts/convert-deprecations``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import resources
+from typing import Any, NamedTuple
+
+from fleetwarden.core.deprecations import DeprecatedApi, MinorVersion, parse_minor
+from fleetwarden.formats.desired import SourceFile, _text
+from fleetwarden.formats.documents import Document, parse_yaml_documents
+from fleetwarden.formats.errors import FormatError
+
+__all__ = [
+    "TABLE_RESOURCE",
+    "ApiObject",
+    "api_objects",
+    "bundled_table",
+    "load_table",
+    "parse_manifests",
+]
+
+TABLE_RESOURCE = "deprecations.json"
+
+
+class ApiObject(NamedTuple):
+    path: str
+    api_version: str
+    kind: str
+    name: str | None
+    namespace: str | None
+
+
+def parse_manifests(path: str, data: bytes) -> list[Document]:
+    """Every mapping document of a YAML or JSON file; ``FormatError`` names the file/line."""
+    return parse_yaml_documents(path, _text(SourceFile(path, data)))
+
+
+def api_objects(docs: Sequence[Document]) -> list[ApiObject]:
+    """The documents that are Kubernetes objects (string ``apiVersion`` and ``kind``)."""
+    return [
+        ApiObject(d.path, d.api_version.strip(), d.kind.strip(), d.name, d.namespace)
+        for d in docs
+        if d.api_version.strip() and d.kind.strip()
+    ]
+
+
+_KEYS = {
+    "apiVersion",
+    "kind",
+    "deprecatedIn",
+    "removedIn",
+    "replacement",
+    "replacementAvailableIn",
+    "component",
+}
+
+
+def load_table(text: str, *, path: str = TABLE_RESOURCE) -> list[DeprecatedApi]:
+    """The rows of a deprecations data file (``{"source": {...}, "apis": [...]}``).
+
+    Rows listed twice must agree (Pluto repeats ``audit.k8s.io/v1alpha1 Policy`` verbatim);
+    conflicting duplicates are refused, since which one applies would be a guess.
+    """
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, f"invalid JSON: {exc.msg}", line=exc.lineno) from None
+    except RecursionError:
+        raise FormatError(path, "invalid JSON: nested too deeply") from None
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("apis"), list):
+        raise FormatError(path, "expected an object with an 'apis' list", field="apis")
+    if not isinstance(raw.get("source"), Mapping):
+        raise FormatError(
+            path, "expected an object saying where the table comes from", field="source"
+        )
+    rows: list[DeprecatedApi] = []
+    seen: dict[tuple[str, str], DeprecatedApi] = {}
+    for i, entry in enumerate(raw["apis"]):
+        row = _row(path, f"apis[{i}]", entry)
+        key = (row.api_version, row.kind)
+        if key in seen and seen[key] != row:
+            raise FormatError(
+                path,
+                f"{row.api_version} {row.kind or '(every kind)'} is listed twice, differently",
+                field=f"apis[{i}]",
+            )
+        seen.setdefault(key, row)
+        rows.append(row)
+    return rows
+
+
+def _row(path: str, where: str, entry: Any) -> DeprecatedApi:
+    if not isinstance(entry, Mapping):
+        raise FormatError(path, "expected an object", field=where)
+    unknown = sorted(set(entry) - _KEYS)
+    if unknown:
+        raise FormatError(path, f"unknown keys: {', '.join(map(str, unknown))}", field=where)
+    return DeprecatedApi(
+        api_version=_string(path, where, entry, "apiVersion"),
+        kind=_string(path, where, entry, "kind", empty_ok=True),  # "": every kind
+        deprecated_in=_minor(path, where, entry, "deprecatedIn"),
+        removed_in=_minor(path, where, entry, "removedIn"),
+        replacement=(
+            None if entry.get("replacement") is None else _string(path, where, entry, "replacement")
+        ),
+        replacement_available_in=_minor(path, where, entry, "replacementAvailableIn"),
+        component=_string(path, where, entry, "component"),
+    )
+
+
+def _string(
+    path: str, where: str, entry: Mapping[str, Any], key: str, *, empty_ok: bool = False
+) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not (empty_ok or value.strip()):
+        raise FormatError(
+            path, f"expected a non-empty string, got {value!r:.40}", field=f"{where}.{key}"
+        )
+    return value.strip()
+
+
+def _minor(path: str, where: str, entry: Mapping[str, Any], key: str) -> MinorVersion | None:
+    """``None`` (JSON null) means "not": not deprecated, not removed."""
+    if entry.get(key) is None:
+        return None
+    value = _string(path, where, entry, key)
+    parsed = parse_minor(value)
+    if parsed is None:
+        raise FormatError(path, f"expected MAJOR.MINOR, got {value!r:.40}", field=f"{where}.{key}")
+    return parsed
+
+
+@cache
+def bundled_table() -> tuple[DeprecatedApi, ...]:
+    """The table shipped in the package (package data, like ``native.schema()``)."""
+    text = resources.files("fleetwarden.data").joinpath(TABLE_RESOURCE).read_text("utf-8")
+    return tuple(load_table(text, path=f"fleetwarden/data/{TABLE_RESOURCE}"))

@@ -1,0 +1,111 @@
+"""The Kubernetes port: what the app needs from an API server, and the errors it may raise.
+
+Adapters (``adapters/kube``) implement it over HTTP and map every transport failure to these
+errors; third-party exceptions never reach the app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from fleetwarden.core.clusters import ClusterEndpoint
+
+__all__ = [
+    "ApiError",
+    "ClientFactory",
+    "Conflict",
+    "Forbidden",
+    "Gone",
+    "KubeApi",
+    "KubeError",
+    "ListResult",
+    "NotFound",
+    "Transient",
+    "Unauthorized",
+    "WatchEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK
+    object: dict[str, Any]
+
+    @property
+    def resource_version(self) -> str | None:
+        meta = self.object.get("metadata")
+        return meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+
+
+class KubeApi(Protocol):
+    cluster: str
+
+    async def list(
+        self, path: str, *, label_selector: str | None = None, limit: int = 500
+    ) -> ListResult: ...
+
+    def watch(
+        self,
+        path: str,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[WatchEvent]: ...
+
+    async def get(self, path: str, **params: Any) -> Any: ...
+
+    async def patch(self, path: str, body: Any, *, content_type: str = ...) -> Any: ...
+
+    async def readyz(self, *, timeout: float = 5.0) -> tuple[bool, str]: ...
+
+    async def version(self, *, timeout: float = 5.0) -> str: ...
+
+    async def aclose(self) -> None: ...
+
+
+ClientFactory = Callable[[ClusterEndpoint], KubeApi]
+
+
+class KubeError(Exception):
+    """Anything that went wrong talking to an API server. ``cluster`` names it."""
+
+    def __init__(self, cluster: str, message: str, *, status: int | None = None) -> None:
+        self.cluster, self.status = cluster, status
+        super().__init__(f"{cluster}: {message}")
+
+
+class Transient(KubeError):
+    """Connection refused/reset, timeouts, 429 and 5xx: retry with back-off."""
+
+
+class ApiError(KubeError):
+    """A permanent answer (4xx) that retrying will not change."""
+
+
+class Unauthorized(ApiError):
+    pass
+
+
+class Forbidden(ApiError):
+    pass
+
+
+class NotFound(ApiError):
+    pass
+
+
+class Conflict(ApiError):
+    pass
+
+
+class Gone(ApiError):
+    """410: the resourceVersion is too old; the caller must list again."""
