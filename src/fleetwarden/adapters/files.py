@@ -21,6 +21,7 @@ __all__ = [
     "load_nodes",
     "node_sources",
     "parse_path_arg",
+    "read_limited",
     "read_node_files",
 ]
 
@@ -64,7 +65,7 @@ def iter_tree(root: Path, suffixes: tuple[str, ...] = _TREE_SUFFIXES) -> Iterato
                 yield Path(dirpath) / name
 
 
-def _read(path: Path, limit: int) -> bytes:
+def read_limited(path: Path, limit: int) -> bytes:
     try:
         size = path.stat().st_size
         if size > limit:
@@ -83,7 +84,7 @@ def _read(path: Path, limit: int) -> bytes:
 def load_desired(args: Sequence[PathArg], *, limit: int = DEFAULT_DESIRED_LIMIT) -> DesiredRead:
     out = DesiredRead()
     for arg in args:
-        files = [SourceFile(str(p), _read(p, limit)) for p in iter_tree(arg.path)]
+        files = [SourceFile(str(p), read_limited(p, limit)) for p in iter_tree(arg.path)]
         got = read_desired(files, cluster=arg.cluster)
         out.pools.extend(got.pools)
         out.skipped.extend(got.skipped)
@@ -106,7 +107,7 @@ def read_node_files(
     """All nodes of the given dumps (one cluster's). Module-level: picklable for workers."""
     nodes: list[ObservedNode] = []
     for path in paths:
-        nodes.extend(parse_nodes(path, _read(Path(path), limit)))
+        nodes.extend(parse_nodes(path, read_limited(Path(path), limit)))
     return nodes
 
 

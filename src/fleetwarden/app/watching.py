@@ -367,9 +367,7 @@ class FleetWatcher:
         if running is None:
             await self.add(endpoint)
             return
-        if running.endpoint.fingerprint == endpoint.fingerprint:
-            return
-        await self._stop(endpoint.name)
+        pass
         assert self._tg is not None
         client = self.client_factory(endpoint)
         watcher = ClusterWatcher(
@@ -382,8 +380,13 @@ class FleetWatcher:
             now=self.now,
             on_upgrade=self.on_upgrade,
         )
+        # start the new watcher before stopping the old one: were the old task the group's last,
+        # cancelling it first would let the TaskGroup finish and refuse the new task
         task = self._tg.create_task(self._run_watcher(watcher), name=f"cluster:{endpoint.name}")
         self.running[endpoint.name] = _Running(endpoint, watcher, task)
+        running.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running.task
         await _emit(
             self.emit,
             LifecycleEvent(

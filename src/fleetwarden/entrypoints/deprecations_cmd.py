@@ -111,8 +111,8 @@ def scan_manifests(
     n_files = n_objects = 0
     for root in paths:
         for path in files.iter_tree(root, YAML_SUFFIXES):
-            # files._read: the size-limited reader every command shares
-            docs = manifests.parse_manifests(str(path), files._read(path, limit))
+            # the size-limited reader every command shares
+            docs = manifests.parse_manifests(str(path), files.read_limited(path, limit))
             n_files += 1
             for obj in manifests.api_objects(docs):
                 n_objects += 1

@@ -7,8 +7,10 @@ import contextlib
 import json
 import sys
 from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Group
@@ -18,13 +20,18 @@ from rich.text import Text
 from fleetwarden.adapters import files
 from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
+from fleetwarden.core import deprecations
+from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.fleet import severity_order
+from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
 from fleetwarden.entrypoints.rendering import findings_table, make_console
 from fleetwarden.entrypoints.settings import load_settings
+from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["register"]
+__all__ = ["register", "upgrade_hook"]
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +75,16 @@ def register(app: typer.Typer) -> None:
                 help="The context that holds the Argo CD Secrets (default: the first one).",
             ),
         ] = None,
+        manifests: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--manifests",
+                "-m",
+                metavar="[CLUSTER=]PATH",
+                help="Desired manifests of a cluster (all clusters without CLUSTER=): scanned for "
+                "deprecated and removed APIs whenever that cluster is upgraded.",
+            ),
+        ] = None,
         config: Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE")] = None,
         output: Annotated[
             str,
@@ -106,12 +123,39 @@ def register(app: typer.Typer) -> None:
             fail(str(exc))
         watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
         runner = _JsonSink() if output == "json" else _LiveSink()
+        hook = upgrade_hook([files.parse_path_arg(m) for m in manifests or ()], runner.emit)
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_run(loaded.pools, endpoints, argocd, watch_settings, runner, duration))
+            asyncio.run(
+                _run(loaded.pools, endpoints, argocd, watch_settings, runner, duration, hook)
+            )
 
 
-async def _run(specs, endpoints, argocd, settings, sink, duration) -> None:  # type: ignore[no-untyped-def]
-    fleet = FleetWatcher(specs, http_client_factory, sink.emit, settings=settings)
+def upgrade_hook(
+    manifests: Sequence[files.PathArg], emit: Callable[[Event], None]
+) -> Callable[[str, str], Awaitable[None]] | None:
+    """On a cluster upgrade, scan that cluster's desired manifests at the new version and emit
+    one ``cluster.deprecations`` event with what is deprecated or removed there."""
+    if not manifests:
+        return None
+
+    async def on_upgrade(cluster: str, version: str) -> None:
+        target = deprecations.parse_minor(version)
+        paths = [m.path for m in manifests if m.cluster in (None, cluster)]
+        if target is None or not paths:
+            return
+        table = DeprecationTable(manifests_format.bundled_table()).only({"k8s"})
+        try:
+            scan = await asyncio.to_thread(scan_manifests, paths, target, table)
+            details: dict[str, Any] = scan.to_json()
+        except FormatError as exc:
+            details = {"target": deprecations.format_minor(target), "error": str(exc)}
+        emit(LifecycleEvent(LifecycleType.DEPRECATIONS, cluster, datetime.now(UTC), details))
+
+    return on_upgrade
+
+
+async def _run(specs, endpoints, argocd, settings, sink, duration, hook) -> None:  # type: ignore[no-untyped-def]
+    fleet = FleetWatcher(specs, http_client_factory, sink.emit, settings=settings, on_upgrade=hook)
     argocd_client = http_client_factory(argocd[0]) if argocd else None
     sink.fleet = fleet
     try:

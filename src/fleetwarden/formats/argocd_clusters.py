@@ -46,6 +46,15 @@ def _fields(obj: Mapping[str, Any], where: str) -> dict[str, str]:
     return out
 
 
+def _text(where: str, value: Any, field_: str) -> str | None:
+    """An optional string setting; any other JSON type is refused, not coerced."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise FormatError(where, f"expected a string, got {type(value).__name__}", field=field_)
+    return value
+
+
 def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     secret = f"secret {meta.get('namespace', '?')}/{meta.get('name', '?')}"
@@ -82,21 +91,29 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
                 secret, "not valid base64", field=f"data.config.tlsClientConfig.{key}"
             ) from None
 
+    # JSON "false" (a string) must not turn verification off: only a real boolean counts
+    insecure = tls.get("insecure")
+    if insecure is not None and not isinstance(insecure, bool):
+        raise FormatError(
+            secret, "expected true or false", field="data.config.tlsClientConfig.insecure"
+        )
     labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
     namespaces = tuple(n.strip() for n in fields.get("namespaces", "").split(",") if n.strip())
     return ClusterEndpoint(
         name=name,
         server=server.rstrip("/"),
         credentials=Credentials(
-            token=config.get("bearerToken") or None,
+            token=_text(secret, config.get("bearerToken"), "data.config.bearerToken"),
             client_cert_pem=b64("certData"),
             client_key_pem=b64("keyData"),
-            username=config.get("username") or None,
-            password=config.get("password") or None,
+            username=_text(secret, config.get("username"), "data.config.username"),
+            password=_text(secret, config.get("password"), "data.config.password"),
         ),
         ca_pem=b64("caData"),
-        insecure=bool(tls.get("insecure", False)),
-        tls_server_name=tls.get("serverName") or None,
+        insecure=bool(insecure),
+        tls_server_name=_text(
+            secret, tls.get("serverName"), "data.config.tlsClientConfig.serverName"
+        ),
         namespaces=namespaces,
         source=DiscoverySource.ARGOCD_SECRET,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),

@@ -17,7 +17,7 @@ from fleetwarden.formats import capi, eksctl, karpenter, native, terraform
 from fleetwarden.formats.documents import Document, PoolsRead, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["YAML_SUFFIXES", "DesiredRead", "SourceFile", "read_desired"]
+__all__ = ["YAML_SUFFIXES", "DesiredRead", "SourceFile", "decode_text", "read_desired"]
 
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 _READERS = (native.read_pools, eksctl.read_pools, karpenter.read_pools, capi.read_pools)
@@ -43,7 +43,7 @@ def read_desired(files: Sequence[SourceFile], *, cluster: str | None = None) -> 
     docs_by_path: dict[str, list[Document]] = {}
     tf_files: list[terraform.TfFile] = []
     for f in files:
-        text = _text(f)
+        text = decode_text(f)
         if f.path.endswith(".tf"):
             tf_files.append(terraform.TfFile(f.path, text))
             continue
@@ -78,7 +78,8 @@ def read_desired(files: Sequence[SourceFile], *, cluster: str | None = None) -> 
     return out
 
 
-def _text(f: SourceFile) -> str:
+def decode_text(f: SourceFile) -> str:
+    """The file as text; binary or non-UTF-8 data is a FormatError naming the file."""
     if b"\x00" in f.data[:8192]:
         raise FormatError(f.path, "binary data, not a text file")
     try:

@@ -97,9 +97,18 @@ def _context(
     user: Mapping[str, Any],
     ctx: Mapping[str, Any],
 ) -> ContextRef:
+    # fields are named after the entry to fix: the cluster's name, not the context's
+    where = f"clusters.{ctx.get('cluster')}"
     server = cluster.get("server")
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
-        raise FormatError(path, "missing or not an http(s) URL", field=f"clusters.{name}.server")
+        raise FormatError(path, "missing or not an http(s) URL", field=f"{where}.server")
+    # a quoted "false" must not turn verification off: only a real boolean counts
+    insecure = cluster.get("insecure-skip-tls-verify")
+    if insecure is not None and not isinstance(insecure, bool):
+        raise FormatError(path, "expected true or false", field=f"{where}.insecure-skip-tls-verify")
+    server_name = cluster.get("tls-server-name")
+    if server_name is not None and not isinstance(server_name, str):
+        raise FormatError(path, "expected a string", field=f"{where}.tls-server-name")
     if "exec" in user or "auth-provider" in user:
         plugin = "exec" if "exec" in user else "auth-provider"
         raise FormatError(
@@ -129,10 +138,10 @@ def _context(
         ca_pem=_b64(
             path,
             cluster.get("certificate-authority-data"),
-            f"clusters.{name}.certificate-authority-data",
+            f"{where}.certificate-authority-data",
         ),
-        insecure=bool(cluster.get("insecure-skip-tls-verify", False)),
-        tls_server_name=cluster.get("tls-server-name"),
+        insecure=bool(insecure),
+        tls_server_name=server_name or None,
         namespaces=(str(ctx["namespace"]),) if ctx.get("namespace") else (),
         source=DiscoverySource.KUBECONFIG,
     )

@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 from fleetwarden.core.deprecations import DeprecatedApi, MinorVersion, parse_minor
-from fleetwarden.formats.desired import SourceFile, _text
+from fleetwarden.formats.desired import SourceFile, decode_text
 from fleetwarden.formats.documents import Document, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 
@@ -42,7 +42,7 @@ class ApiObject(NamedTuple):
 
 def parse_manifests(path: str, data: bytes) -> list[Document]:
     """Every mapping document of a YAML or JSON file; ``FormatError`` names the file/line."""
-    return parse_yaml_documents(path, _text(SourceFile(path, data)))
+    return parse_yaml_documents(path, decode_text(SourceFile(path, data)))
 
 
 def api_objects(docs: Sequence[Document]) -> list[ApiObject]:

@@ -1,0 +1,657 @@
+"""Watching clusters against an in-memory API server: what is emitted on list, watch events,
+410 relists and transient errors, and how the fleet adds, reconnects and removes clusters.
+
+The fake serves ``list`` from its current objects and ``watch`` from a queue the test feeds;
+a scripted ``Gone``/``Transient`` in the queue is raised by the stream. Time comes from a fake
+clock. Synchronisation is by condition (events seen, stream items acknowledged), never by sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import random
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from fleetwarden.app import watching
+from fleetwarden.app.watching import Backoff, ClusterWatcher, FleetWatcher, WatchSettings
+from fleetwarden.core.clusters import ClusterEndpoint, Credentials
+from fleetwarden.core.lifecycle import LifecycleEvent
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.ports.kube import Gone, KubeApi, ListResult, Transient, Unauthorized, WatchEvent
+
+POOL_LABEL = "eks.amazonaws.com/nodegroup"
+CLUSTER = "c1"
+END = object()  # closes the watch stream normally (its timeoutSeconds ran out)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += timedelta(seconds=seconds)
+
+
+def node(name: str, pool: str | None = "general", **labels: str) -> dict[str, Any]:
+    all_labels = {"team": "platform", **labels}
+    if pool:
+        all_labels[POOL_LABEL] = pool
+    return {"metadata": {"name": name, "labels": all_labels}}
+
+
+class FakeKube:
+    """Implements ``KubeApi`` for ``/api/v1/nodes`` in memory."""
+
+    def __init__(self, cluster: str = CLUSTER, nodes: list[dict[str, Any]] = ()) -> None:
+        self.cluster = cluster
+        self.rv = 100
+        self.objects: dict[str, dict[str, Any]] = {}
+        for obj in nodes:
+            self._put(obj)
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.list_calls = 0
+        self.watch_rvs: list[str] = []
+        self.acked = 0  # stream items the consumer has finished with
+        self.closed = False
+        self.ready: bool | Exception = True
+        self.server_version = "v1.30.2"
+
+    def _put(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[obj["metadata"]["name"]] = obj
+        return obj
+
+    # the server changes; ``silently``: the watcher is not told (it happens during a gap)
+    def upsert(self, obj: dict[str, Any], *, silently: bool = False) -> None:
+        kind = "MODIFIED" if obj["metadata"]["name"] in self.objects else "ADDED"
+        stored = self._put(obj)
+        if not silently:
+            self.queue.put_nowait(WatchEvent(kind, copy.deepcopy(stored)))
+
+    def delete(self, name: str, *, silently: bool = False) -> None:
+        obj = self.objects.pop(name)
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        if not silently:
+            self.queue.put_nowait(WatchEvent("DELETED", obj))
+
+    def bookmark(self) -> str:
+        self.rv += 1
+        self.queue.put_nowait(
+            WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": str(self.rv)}})
+        )
+        return str(self.rv)
+
+    def fail(self, exc: Exception) -> None:
+        self.queue.put_nowait(exc)
+
+    # --- KubeApi ---
+    async def list(
+        self, path: str, *, label_selector: str | None = None, limit: int = 500
+    ) -> ListResult:
+        assert path == watching.NODES
+        self.list_calls += 1
+        return ListResult(copy.deepcopy(list(self.objects.values())), str(self.rv))
+
+    async def watch(
+        self,
+        path: str,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[WatchEvent]:
+        assert path == watching.NODES
+        self.watch_rvs.append(resource_version)
+        while True:
+            item = await self.queue.get()
+            if isinstance(item, Exception):
+                self.acked += 1
+                raise item
+            if item is END:
+                self.acked += 1
+                return
+            yield item
+            self.acked += 1  # resumed: the consumer has applied the event
+
+    async def get(self, path: str, **params: Any) -> Any:
+        raise NotImplementedError
+
+    async def patch(self, path: str, body: Any, *, content_type: str = "") -> Any:
+        raise NotImplementedError
+
+    async def readyz(self, *, timeout: float = 5.0) -> tuple[bool, str]:
+        if isinstance(self.ready, Exception):
+            raise self.ready
+        return self.ready, "ok" if self.ready else "[-]etcd failed"
+
+    async def version(self, *, timeout: float = 5.0) -> str:
+        return self.server_version
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[FindingEvent | LifecycleEvent] = []
+
+    def emit(self, event: FindingEvent | LifecycleEvent) -> None:
+        self.events.append(event)
+
+    def findings(self, kind: str | None = None, since: int = 0) -> list[FindingEvent]:
+        return [
+            e
+            for e in self.events[since:]
+            if isinstance(e, FindingEvent) and (kind is None or e.type.value == kind)
+        ]
+
+    def lifecycle(self, kind: str, since: int = 0) -> list[LifecycleEvent]:
+        return [
+            e for e in self.events[since:] if isinstance(e, LifecycleEvent) and e.type.value == kind
+        ]
+
+    def summary(self, since: int = 0) -> list[tuple[Any, ...]]:
+        out: list[tuple[Any, ...]] = []
+        for e in self.events[since:]:
+            if isinstance(e, FindingEvent):
+                f = e.finding
+                out.append((e.type.value, f.pool, f.field, f.actual, f.nodes))
+            else:
+                out.append(
+                    (
+                        e.type.value,
+                        e.details.get("pool"),
+                        e.details.get("from"),
+                        e.details.get("to"),
+                    )
+                )
+        return out
+
+
+async def wait_for(cond: Callable[[], Any], timeout: float = 1.0, what: str = "") -> Any:
+    """Yield to the loop until ``cond()`` is truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = cond()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or cond}")
+        await asyncio.sleep(0.001)
+
+
+SPECS = [
+    NodePoolSpec(
+        name="general", cluster=CLUSTER, labels={"team": "platform"}, min_size=1, max_size=10
+    ),
+    NodePoolSpec(
+        name="batch", cluster=CLUSTER, labels={"team": "platform"}, min_size=1, max_size=10
+    ),
+]
+
+
+class Harness:
+    def __init__(self, fake: FakeKube, watcher: ClusterWatcher, rec: Recorder) -> None:
+        self.fake, self.watcher, self.rec = fake, watcher, rec
+        self.task: asyncio.Task[None] | None = None
+        self.sent = 0
+
+    async def start(self) -> None:
+        self.task = asyncio.create_task(self.watcher.watch_nodes())
+        await wait_for(lambda: self.fake.watch_rvs, what="first watch call")
+
+    async def settle(self) -> None:
+        """Wait until the watcher has finished with everything queued so far."""
+        want = self.fake.acked + self.fake.queue.qsize()
+        await wait_for(lambda: self.fake.acked >= want, what=f"{want} items acknowledged")
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+
+
+@pytest.fixture
+async def harness_factory():
+    made: list[Harness] = []
+
+    def make(nodes: list[dict[str, Any]], *, specs=SPECS, settings=None, clock=None):
+        fake = FakeKube(nodes=nodes)
+        rec = Recorder()
+        watcher = ClusterWatcher(
+            ClusterEndpoint(CLUSTER, "https://c1.example"),
+            fake,
+            specs,
+            FindingTracker(),
+            rec.emit,
+            settings=settings or WatchSettings(),
+            now=clock or FakeClock(),
+        )
+        h = Harness(fake, watcher, rec)
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        await h.stop()
+
+
+@pytest.fixture
+def tiny_backoff(monkeypatch):
+    """Back-offs of (almost) no time; the instances are kept to read their attempts."""
+    made: list[Backoff] = []
+
+    def factory() -> Backoff:
+        b = Backoff(base=0.0001, cap=0.0001, rng=random.Random(0))
+        made.append(b)
+        return b
+
+    monkeypatch.setattr(watching, "Backoff", factory)
+    return made
+
+
+def test_fake_keeps_up_with_the_port():
+    """If ``KubeApi`` grows a member, this fake (and the tests' trust in it) must follow."""
+    members = {n for n in vars(KubeApi) if not n.startswith("_")} | {"cluster"}
+    fake = FakeKube()
+    assert all(hasattr(fake, n) for n in members), members - set(dir(fake))
+
+
+# --- initial list -------------------------------------------------------------------------
+
+
+async def test_initial_list_emits_each_finding_once_with_the_clock_time(harness_factory):
+    clock = FakeClock()
+    h = harness_factory(
+        [node("n-1"), node("n-2", team="payments"), node("b-1", "batch"), node("s-1", pool=None)],
+        clock=clock,
+    )
+    await h.start()
+    assert h.watcher.synced.is_set() and h.fake.list_calls == 1
+    assert h.fake.watch_rvs == [str(h.fake.rv)]
+    assert sorted(h.rec.summary(), key=str) == sorted(
+        [
+            ("finding.appeared", "general", "labels.team", "payments", ("n-2",)),
+            ("finding.appeared", None, "pool", None, ("s-1",)),
+        ],
+        key=str,
+    )
+    assert {e.at for e in h.rec.events} == {clock.t}
+    assert h.rec.lifecycle("pool.scaled") == []  # the first inventory is not a scale event
+
+
+async def test_empty_desired_pool_is_reported_on_the_initial_list(harness_factory):
+    h = harness_factory([node("n-1")])
+    await h.start()
+    (count,) = h.rec.findings("finding.appeared")
+    assert (count.finding.pool, count.finding.field, count.finding.actual) == (
+        "batch",
+        "nodeCount",
+        0,
+    )
+
+
+async def test_control_plane_nodes_are_ignored(harness_factory):
+    cp = node("cp-1", pool=None, **{"node-role.kubernetes.io/control-plane": ""})
+    master = node("m-1", pool=None, **{"node-role.kubernetes.io/master": ""})
+    h = harness_factory([node("n-1"), node("b-1", "batch"), cp])
+    await h.start()
+    h.fake.upsert(master)
+    h.fake.upsert(node("cp-1", pool=None, x="y", **{"node-role.kubernetes.io/control-plane": ""}))
+    await h.settle()
+    assert sorted(h.watcher.nodes) == ["b-1", "n-1"]
+    assert h.rec.events == []  # no stray "pool" finding, no scale event
+
+
+# --- watch events -------------------------------------------------------------------------
+
+
+async def test_modified_rediffs_only_the_affected_pool(harness_factory):
+    h = harness_factory([node("n-1"), node("n-2"), node("b-1", "batch")])
+    await h.start()
+    rediffed: list[str | None] = []
+    original = h.watcher._rediff
+
+    async def spy(scope):
+        rediffed.append(scope)
+        await original(scope)
+
+    h.watcher._rediff = spy  # type: ignore[method-assign]
+    h.fake.upsert(node("n-2", team="payments"))
+    await h.settle()
+    assert rediffed == ["general"]
+    assert h.rec.summary() == [("finding.appeared", "general", "labels.team", "payments", ("n-2",))]
+    # the same drift on a second node changes the finding, it does not add one
+    h.fake.upsert(node("n-1", team="payments"))
+    await h.settle()
+    assert rediffed == ["general", "general"]
+    assert h.rec.summary()[1:] == [
+        ("finding.changed", "general", "labels.team", "payments", ("n-1", "n-2"))
+    ]
+    # healed: cleared
+    h.fake.upsert(node("n-1"))
+    h.fake.upsert(node("n-2"))
+    await h.settle()
+    assert [s[0] for s in h.rec.summary()[2:]] == ["finding.changed", "finding.cleared"]
+    assert h.watcher.resource_version == str(h.fake.rv)
+
+
+async def test_node_moving_between_pools_scales_both(harness_factory):
+    h = harness_factory([node("n-1"), node("n-2"), node("b-1", "batch")])
+    await h.start()
+    h.fake.upsert(node("n-2", "batch"))
+    await h.settle()
+    scaled = {
+        e.details["pool"]: (e.details["from"], e.details["to"])
+        for e in h.rec.lifecycle("pool.scaled")
+    }
+    assert scaled == {"general": (2, 1), "batch": (1, 2)}
+    assert len(h.rec.lifecycle("pool.scaled")) == 2
+    assert h.watcher.groups == {"general": {"n-1"}, "batch": {"b-1", "n-2"}}
+
+
+async def test_added_and_deleted_nodes_scale_and_clear(harness_factory):
+    h = harness_factory([node("n-1"), node("b-1", "batch")])
+    await h.start()
+    h.fake.upsert(node("s-1", pool=None))
+    await h.settle()
+    assert h.rec.summary() == [
+        ("finding.appeared", None, "pool", None, ("s-1",))
+    ]  # no pool: no scale
+    h.fake.upsert(node("n-2"))
+    h.fake.delete("n-1")
+    h.fake.delete("s-1")
+    h.fake.queue.put_nowait(WatchEvent("DELETED", node("never-cached")))  # nothing to say
+    await h.settle()
+    assert h.rec.summary()[1:] == [
+        ("pool.scaled", "general", 1, 2),
+        ("pool.scaled", "general", 2, 1),
+        ("finding.cleared", None, "pool", None, ("s-1",)),
+    ]
+
+
+async def test_last_node_of_a_pool_deleted_reports_the_empty_pool(harness_factory):
+    h = harness_factory([node("n-1"), node("b-1", "batch")])
+    await h.start()
+    h.fake.delete("b-1")
+    await h.settle()
+    assert h.rec.summary() == [
+        ("finding.appeared", "batch", "nodeCount", 0, ()),
+        ("pool.scaled", "batch", 1, 0),
+    ]
+
+
+# --- 410 Gone: relist ---------------------------------------------------------------------
+
+
+async def test_gone_relists_without_repeating_known_findings_and_reports_the_gap(harness_factory):
+    h = harness_factory([node("n-1", team="payments"), node("n-2"), node("b-1", "batch")])
+    await h.start()
+    known = h.rec.findings("finding.appeared")
+    assert [e.finding.nodes for e in known] == [("n-1",)]
+    before = len(h.rec.events)
+    # while the stream is down: n-2 drifts, b-1 is replaced by b-2 — nobody is told
+    h.fake.upsert(node("n-2", team="ops"), silently=True)
+    h.fake.delete("b-1", silently=True)
+    h.fake.upsert(node("b-2", "batch"), silently=True)
+    h.fake.upsert(node("b-3", "batch"), silently=True)
+    h.fake.fail(Gone(CLUSTER, "too old resource version", status=410))
+    await wait_for(lambda: len(h.fake.watch_rvs) == 2, what="watch resumed after relist")
+    assert (h.fake.list_calls, h.watcher.relists) == (2, 2)
+    assert h.fake.watch_rvs[1] == str(h.fake.rv)  # resumes from the relist, not the old rv
+    assert sorted(h.rec.summary(before), key=str) == sorted(
+        [
+            ("finding.appeared", "general", "labels.team", "ops", ("n-2",)),
+            ("pool.scaled", "batch", 1, 2),
+        ],
+        key=str,
+    )
+    assert sorted(h.watcher.nodes) == ["b-2", "b-3", "n-1", "n-2"]
+
+
+async def test_relist_that_heals_a_finding_clears_it_once(harness_factory):
+    h = harness_factory([node("n-1", team="payments"), node("b-1", "batch")])
+    await h.start()
+    h.fake.upsert(node("n-1"), silently=True)
+    h.fake.fail(Gone(CLUSTER, "expired"))
+    await wait_for(lambda: len(h.fake.watch_rvs) == 2)
+    assert [s[0] for s in h.rec.summary()] == ["finding.appeared", "finding.cleared"]
+    h.fake.fail(Gone(CLUSTER, "expired"))
+    await wait_for(lambda: len(h.fake.watch_rvs) == 3)
+    assert len(h.rec.events) == 2  # a relist with nothing new says nothing
+
+
+# --- transient errors: back off, resume ---------------------------------------------------
+
+
+async def test_transient_error_backs_off_and_resumes_from_the_last_resource_version(
+    harness_factory, tiny_backoff
+):
+    h = harness_factory([node("n-1"), node("b-1", "batch")])
+    await h.start()
+    h.fake.upsert(node("n-1", team="payments"))
+    event_rv = str(h.fake.rv)
+    h.fake.fail(Transient(CLUSTER, "connection reset"))
+    await wait_for(lambda: len(h.fake.watch_rvs) == 2, what="second watch")
+    (backoff,) = tiny_backoff
+    assert backoff.attempt == 1
+    assert h.fake.watch_rvs[1] == event_rv
+    assert h.fake.list_calls == 1  # no relist for a transient error
+    # twice in a row: the attempt grows; a bookmark moves the resume point
+    bookmark = h.fake.bookmark()
+    h.fake.fail(Transient(CLUSTER, "503"))
+    await wait_for(lambda: len(h.fake.watch_rvs) == 3)
+    assert h.fake.watch_rvs[2] == bookmark
+    assert backoff.attempt == 1  # the bookmark reset it, the error counted once
+    h.fake.fail(Transient(CLUSTER, "503"))
+    await wait_for(lambda: len(h.fake.watch_rvs) == 4)
+    assert backoff.attempt == 2
+    # a stream that simply ends (timeoutSeconds) is resumed without back-off or relist
+    h.fake.queue.put_nowait(END)
+    await wait_for(lambda: len(h.fake.watch_rvs) == 5)
+    assert (backoff.attempt, h.fake.list_calls) == (2, 1)
+    # nothing was reported twice
+    assert [s[0] for s in h.rec.summary()] == ["finding.appeared"]
+
+
+async def test_permanent_api_error_waits_at_least_five_seconds(harness_factory, monkeypatch):
+    real_sleep = asyncio.sleep
+    delays: list[float] = []
+
+    async def fake_sleep(delay: float, result: Any = None) -> Any:
+        delays.append(delay)
+        return await real_sleep(0, result)
+
+    h = harness_factory([node("n-1"), node("b-1", "batch")])
+    await h.start()
+    monkeypatch.setattr(watching.asyncio, "sleep", fake_sleep)
+    h.fake.fail(Unauthorized(CLUSTER, "401 token expired", status=401))
+    await wait_for(lambda: len(h.fake.watch_rvs) == 2)
+    monkeypatch.undo()
+    assert [d for d in delays if d > 0.01] and min(d for d in delays if d > 0.01) >= 5.0
+
+
+def test_backoff_is_full_jitter_capped_and_resettable():
+    b = Backoff(base=0.5, cap=4.0, rng=random.Random(7))
+    delays = [b.next() for _ in range(10)]
+    bounds = [min(4.0, 0.5 * 2**i) for i in range(10)]
+    assert all(0 <= d <= hi for d, hi in zip(delays, bounds, strict=True))
+    assert max(delays[5:]) <= 4.0 and b.attempt == 10
+    b.reset()
+    assert b.attempt == 0 and b.next() <= 0.5
+
+
+# --- bounded cache ------------------------------------------------------------------------
+
+
+async def test_bounded_cache_refuses_nodes_beyond_max_nodes(harness_factory):
+    nodes = [node("n-1"), node("n-2"), node("b-1", "batch"), node("n-4", team="payments")]
+    h = harness_factory(nodes, settings=WatchSettings(max_nodes=3))
+    await h.start()
+    assert sorted(h.watcher.nodes) == ["b-1", "n-1", "n-2"]
+    assert h.rec.findings() == []  # the refused node's drift is not judged
+    h.fake.upsert(node("n-5", team="payments"))
+    await h.settle()
+    assert "n-5" not in h.watcher.nodes and h.rec.events == []
+    # a cached node still updates when the cache is full
+    h.fake.upsert(node("n-1", team="payments"))
+    await h.settle()
+    assert [s[:3] for s in h.rec.summary()] == [("finding.appeared", "general", "labels.team")]
+    # room again after a delete
+    h.fake.delete("n-2")
+    h.fake.upsert(node("n-6"))
+    await h.settle()
+    assert "n-6" in h.watcher.nodes and len(h.watcher.nodes) == 3
+
+
+# --- health probes ------------------------------------------------------------------------
+
+
+async def test_probe_reports_health_and_upgrades_with_the_clock(harness_factory):
+    clock = FakeClock()
+    upgrades: list[tuple[str, str]] = []
+    h = harness_factory([], settings=WatchSettings(failure_threshold=2), clock=clock)
+
+    async def on_upgrade(cluster: str, version: str) -> None:
+        upgrades.append((cluster, version))
+
+    h.watcher.on_upgrade = on_upgrade
+    await h.watcher.probe_once()
+    h.fake.ready = Transient(CLUSTER, "connection refused")
+    clock.advance(10)
+    await h.watcher.probe_once()
+    assert h.rec.lifecycle("cluster.health")[-1].details["to"] == "Healthy"
+    clock.advance(10)
+    await h.watcher.probe_once()
+    down = h.rec.lifecycle("cluster.health")[-1]
+    assert (down.details["to"], down.at) == ("Unreachable", clock.t)
+    assert "connection refused" in down.details["reason"]
+    h.fake.ready, h.fake.server_version = True, "v1.31.0"
+    await h.watcher.probe_once()
+    assert [e.details["to"] for e in h.rec.lifecycle("cluster.health")] == [
+        "Healthy",
+        "Unreachable",
+        "Healthy",
+    ]
+    (up,) = h.rec.lifecycle("cluster.upgraded")
+    assert up.details == {"from": "v1.30.2", "to": "v1.31.0"}
+    assert upgrades == [(CLUSTER, "v1.31.0")]
+
+
+# --- FleetWatcher -------------------------------------------------------------------------
+
+
+def endpoint(token: str = "token-a", **labels: str) -> ClusterEndpoint:
+    return ClusterEndpoint(
+        CLUSTER,
+        "https://c1.example",
+        credentials=Credentials(token=token),
+        labels=tuple(labels.items()),
+    )
+
+
+class Fleet:
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+        self.nodes = nodes
+        self.clients: list[FakeKube] = []
+        self.rec = Recorder()
+        self.clock = FakeClock()
+        self.fleet = FleetWatcher(
+            SPECS,
+            self.factory,
+            self.rec.emit,
+            settings=WatchSettings(probe_interval=3600),
+            now=self.clock,
+        )
+        self.runner: asyncio.Task[None] | None = None
+
+    def factory(self, ep: ClusterEndpoint) -> FakeKube:
+        client = FakeKube(ep.name, self.nodes)
+        self.clients.append(client)
+        return client
+
+    async def start(self, *endpoints: ClusterEndpoint) -> None:
+        self.runner = asyncio.create_task(self.fleet.run(list(endpoints)))
+        await wait_for(lambda: self.clients and self.clients[-1].watch_rvs, what="watching")
+        await wait_for(lambda: self.rec.lifecycle("cluster.health"), what="first probe")
+
+    async def stop(self) -> None:
+        if self.runner is not None:
+            self.runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.runner
+
+
+@pytest.fixture
+async def fleet():
+    made: list[Fleet] = []
+
+    def make(nodes: list[dict[str, Any]]) -> Fleet:
+        f = Fleet(nodes)
+        made.append(f)
+        return f
+
+    yield make
+    for f in made:
+        await f.stop()
+
+
+async def test_remove_clears_findings_with_the_reason_then_removes_the_cluster(fleet):
+    f = fleet([node("n-1", team="payments"), node("s-1", pool=None)])
+    await f.start(endpoint())
+    assert len(f.rec.findings("finding.appeared")) == 3  # label, stray, empty batch pool
+    before = len(f.rec.events)
+    await f.fleet.remove(CLUSTER, reason="Argo CD secret argocd/cluster-c1 deleted")
+    tail = f.rec.events[before:]
+    cleared = [e for e in tail if isinstance(e, FindingEvent)]
+    assert len(cleared) == 3 and {e.type.value for e in cleared} == {"finding.cleared"}
+    assert {e.reason for e in cleared} == {"Argo CD secret argocd/cluster-c1 deleted"}
+    assert isinstance(tail[-1], LifecycleEvent) and tail[-1].type.value == "cluster.removed"
+    assert tail[-1].details == {"reason": "Argo CD secret argocd/cluster-c1 deleted"}
+    assert f.clients[0].closed and f.fleet.watcher(CLUSTER) is None
+    assert f.fleet.tracker.current() == []
+    await f.fleet.remove(CLUSTER, reason="again")  # unknown now: nothing more
+    assert len(f.rec.events) == before + 4
+
+
+async def test_update_with_the_same_fingerprint_does_nothing(fleet):
+    f = fleet([node("n-1"), node("b-1", "batch")])
+    await f.start(endpoint())
+    before = len(f.rec.events)
+    await f.fleet.update(endpoint(env="prod"))  # labels are not part of the connection
+    await f.fleet.add(endpoint())
+    assert len(f.clients) == 1 and not f.clients[0].closed
+    assert f.rec.events[before:] == []
+
+
+async def test_update_with_a_new_token_reconnects_without_repeating_findings(fleet):
+    f = fleet([node("n-1", team="payments"), node("b-1", "batch")])
+    await f.start(endpoint())
+    (added,) = f.rec.lifecycle("cluster.added")
+    assert added.details == {"server": "https://c1.example", "source": "kubeconfig", "pools": 2}
+    assert len(f.rec.findings("finding.appeared")) == 1
+    before = len(f.rec.events)
+    await f.fleet.update(endpoint("token-b"))
+    await wait_for(lambda: len(f.clients) == 2 and f.clients[1].watch_rvs, what="reconnected")
+    assert f.clients[0].closed and not f.clients[1].closed
+    assert f.clients[1].list_calls == 1
+    assert [e.details for e in f.rec.lifecycle("cluster.added", before)] == [
+        {"server": "https://c1.example", "source": "kubeconfig", "reconnected": True}
+    ]
+    assert f.rec.findings(since=before) == []  # the new watcher's list knew nothing new
+    assert f.fleet.running[CLUSTER].endpoint.credentials.token == "token-b"

@@ -1,0 +1,664 @@
+"""Cluster discovery: kubeconfig contexts and Argo CD cluster Secrets -> ``ClusterEndpoint``.
+
+Pins what is read, the errors that name the field to fix, and that credentials never show in
+``repr``/``str``. The corpus (../shared/realdata/argocd) holds Argo CD's own ApplicationSet
+cluster-generator examples, its repository Secrets and its API schema, but no cluster Secret:
+the cluster Secrets below follow the documented layout (``declarative-setup.md``), and the
+schema pins that every ``ClusterConfig`` key is either read or refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import re
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetwarden.core.clusters import ClusterEndpoint, Credentials, DiscoverySource
+from fleetwarden.formats.argocd_clusters import (
+    SECRET_TYPE_LABEL,
+    endpoint_from_secret,
+    is_cluster_secret,
+)
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.kubeconfig import FileRefs, parse_kubeconfig
+
+TOKEN = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImZ3LXRlc3QifQ.c2VjcmV0LXBheWxvYWQ.c2lnbmF0dXJl"
+CA = b"-----BEGIN CERTIFICATE-----\nMIIBfakeCA\n-----END CERTIFICATE-----\n"
+CERT = b"-----BEGIN CERTIFICATE-----\nMIIBclientcert\n-----END CERTIFICATE-----\n"
+KEY = b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIprivatekeybytes\n-----END EC PRIVATE KEY-----\n"
+PASSWORD = "hunter2-basic-auth-password"
+
+
+def b64(data: str | bytes) -> str:
+    return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+
+
+def assert_no_secrets(endpoint: ClusterEndpoint, *secrets: str | bytes) -> None:
+    shown = [repr(endpoint), str(endpoint), repr(endpoint.credentials), str(endpoint.credentials)]
+    shown.append(endpoint.fingerprint)
+    for secret in secrets:
+        needles = [secret] if isinstance(secret, str) else [secret.decode(), repr(secret)]
+        needles.append(b64(secret))
+        for text in shown:
+            for needle in needles:
+                assert needle not in text, f"{needle[:12]}... shown in {text[:60]}"
+
+
+# --- kubeconfig ---------------------------------------------------------------------------
+
+KUBECONFIG = f"""\
+apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+- name: prod-cluster
+  cluster:
+    server: https://prod.example.com:6443/
+    certificate-authority-data: {b64(CA)}
+    tls-server-name: kubernetes.default
+- name: staging-cluster
+  cluster:
+    server: https://staging.example.com
+    certificate-authority: /etc/fleetwarden/staging-ca.crt
+users:
+- name: prod-admin
+  user:
+    token: {TOKEN}
+- name: staging-user
+  user:
+    client-certificate: /etc/fleetwarden/staging.crt
+    client-key: /etc/fleetwarden/staging.key
+    tokenFile: /var/run/secrets/token
+- name: cert-user
+  user:
+    client-certificate-data: {b64(CERT)}
+    client-key-data: {b64(KEY)}
+- name: basic-user
+  user:
+    username: admin
+    password: {PASSWORD}
+contexts:
+- name: prod
+  context: {{cluster: prod-cluster, user: prod-admin, namespace: payments}}
+- name: staging
+  context: {{cluster: staging-cluster, user: staging-user}}
+- name: prod-certs
+  context: {{cluster: prod-cluster, user: cert-user}}
+- name: prod-basic
+  context: {{cluster: prod-cluster, user: basic-user}}
+"""
+
+
+def kubeconfig(**changes: Any) -> str:
+    """KUBECONFIG with entries replaced: ``users={"prod-admin": {...}}`` etc."""
+    body = yaml.safe_load(KUBECONFIG)
+    for key, entries in changes.items():
+        inner = key[:-1]
+        for name, value in entries.items():
+            for entry in body[key]:
+                if entry["name"] == name:
+                    entry[inner] = value
+    return yaml.safe_dump(body)
+
+
+def test_every_context_in_file_order_with_its_facts():
+    refs = parse_kubeconfig("kc.yaml", KUBECONFIG)
+    assert [r.endpoint.name for r in refs] == ["prod", "staging", "prod-certs", "prod-basic"]
+    prod = refs[0].endpoint
+    assert prod.server == "https://prod.example.com:6443"  # trailing slash dropped
+    assert prod.ca_pem == CA
+    assert prod.tls_server_name == "kubernetes.default"
+    assert prod.namespaces == ("payments",)
+    assert prod.credentials.token == TOKEN
+    assert prod.source is DiscoverySource.KUBECONFIG
+    assert prod.insecure is False
+    certs = refs[2].endpoint.credentials
+    assert (certs.client_cert_pem, certs.client_key_pem, certs.token) == (CERT, KEY, None)
+    basic = refs[3].endpoint.credentials
+    assert (basic.username, basic.password) == ("admin", PASSWORD)
+
+
+def test_contexts_selects_and_orders():
+    refs = parse_kubeconfig("kc.yaml", KUBECONFIG, contexts=["prod-basic", "staging"])
+    assert [r.endpoint.name for r in refs] == ["prod-basic", "staging"]
+
+
+def test_unknown_context_error_names_the_known_ones():
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", KUBECONFIG, contexts=["prod", "qa"])
+    assert err.value.field == "contexts"
+    assert "'qa'" in str(err.value)
+    assert "prod, staging, prod-certs, prod-basic" in str(err.value)
+    assert str(err.value).startswith("kc.yaml: ")
+
+
+def test_context_naming_an_unknown_cluster_is_an_error():
+    text = KUBECONFIG.replace("{cluster: staging-cluster,", "{cluster: gone,")
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", text, contexts=["staging"])
+    assert err.value.field == "contexts.staging.cluster" and "'gone'" in err.value.reason
+
+
+def test_file_references_are_returned_not_read():
+    staging = parse_kubeconfig("kc.yaml", KUBECONFIG, contexts=["staging"])[0]
+    assert staging.files == FileRefs(
+        ca="/etc/fleetwarden/staging-ca.crt",
+        client_cert="/etc/fleetwarden/staging.crt",
+        client_key="/etc/fleetwarden/staging.key",
+        token="/var/run/secrets/token",
+    )
+    assert staging.endpoint.ca_pem is None
+    assert staging.endpoint.credentials == Credentials()
+    assert parse_kubeconfig("kc.yaml", KUBECONFIG, contexts=["prod"])[0].files == FileRefs()
+
+
+@pytest.mark.parametrize(
+    ("plugin", "config"),
+    [
+        (
+            "exec",
+            {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": "aws",
+                "args": ["eks", "get-token", "--cluster-name", "prod"],
+            },
+        ),
+        ("auth-provider", {"name": "gcp", "config": {"cmd-path": "gcloud"}}),
+    ],
+)
+def test_credential_plugins_are_refused_with_what_to_do(plugin, config):
+    text = kubeconfig(users={"prod-admin": {plugin: config}})
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", text, contexts=["prod"])
+    message = str(err.value)
+    assert err.value.field == "users.prod-admin"
+    assert f"uses an {plugin} credential plugin" in message
+    assert "does not run" in message and "token or client certificate" in message
+    # the other contexts do not use it and still parse
+    assert parse_kubeconfig("kc.yaml", text, contexts=["staging"])[0].endpoint.name == "staging"
+
+
+@pytest.mark.parametrize(
+    ("changes", "context", "field"),
+    [
+        (
+            {
+                "clusters": {
+                    "prod-cluster": {"server": "https://x", "certificate-authority-data": "%%"}
+                }
+            },
+            "prod",
+            "clusters.prod-cluster.certificate-authority-data",
+        ),
+        (
+            {"users": {"cert-user": {"client-certificate-data": "not base64!"}}},
+            "prod-certs",
+            "users.cert-user.client-certificate-data",
+        ),
+        (
+            {"users": {"cert-user": {"client-key-data": "äöü"}}},
+            "prod-certs",
+            "users.cert-user.client-key-data",
+        ),
+    ],
+)
+def test_base64_errors_name_the_field(changes, context, field):
+    """The field path must point at the entry to fix: the cluster's name, not the context's."""
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", kubeconfig(**changes), contexts=[context])
+    assert err.value.field == field
+    assert err.value.reason == "not valid base64"
+    assert field in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("clusters: [unclosed", "YAML error"),
+        ("- just a list", "expected a mapping"),
+        ("clusters: [42]", "clusters[0]"),
+        ("clusters: [{name: a, cluster: [1]}]", "clusters[0].cluster"),
+    ],
+)
+def test_malformed_kubeconfig_errors_name_the_place(text, needle):
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", text)
+    assert needle in str(err.value)
+
+
+def test_server_must_be_an_http_url():
+    text = kubeconfig(clusters={"staging-cluster": {"server": "staging.example.com:443"}})
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", text, contexts=["staging"])
+    assert err.value.field == "clusters.staging-cluster.server"
+
+
+@pytest.mark.parametrize(
+    ("cluster", "field"),
+    [
+        ({"server": "https://x", "insecure-skip-tls-verify": "false"}, "insecure-skip-tls-verify"),
+        ({"server": "https://x", "tls-server-name": 6443}, "tls-server-name"),
+    ],
+)
+def test_mistyped_tls_settings_are_refused_not_guessed(cluster, field):
+    """A quoted "false" must not turn TLS verification off; a number is no server name."""
+    text = kubeconfig(clusters={"prod-cluster": cluster})
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", text, contexts=["prod"])
+    assert err.value.field == f"clusters.prod-cluster.{field}"
+
+
+def test_kubeconfig_credentials_never_print_themselves():
+    for ref in parse_kubeconfig("kc.yaml", KUBECONFIG):
+        assert_no_secrets(ref.endpoint, TOKEN, CERT, KEY, PASSWORD)
+    prod = parse_kubeconfig("kc.yaml", KUBECONFIG, contexts=["prod"])[0].endpoint
+    assert repr(prod.credentials) == "Credentials(token)"
+
+
+_yaml_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=12), st.just("https://h")
+)
+_yaml_values = st.recursive(
+    _yaml_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=8,
+)
+_cluster_keys = st.sampled_from(
+    [
+        "server",
+        "certificate-authority-data",
+        "certificate-authority",
+        "insecure-skip-tls-verify",
+        "tls-server-name",
+    ]
+)
+_user_keys = st.sampled_from(
+    ["token", "tokenFile", "client-certificate-data", "client-key-data", "username", "password"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    cluster=st.dictionaries(_cluster_keys, _yaml_scalars | st.just(b64(CA))),
+    user=st.dictionaries(_user_keys, _yaml_values | st.just(b64(KEY))),
+    namespace=_yaml_values,
+)
+def test_any_kubeconfig_entry_gives_a_usable_endpoint_or_a_format_error(cluster, user, namespace):
+    body = {
+        "clusters": [{"name": "c", "cluster": cluster}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [
+            {"name": "x", "context": {"cluster": "c", "user": "u", "namespace": namespace}}
+        ],
+    }
+    try:
+        (ref,) = parse_kubeconfig("kc.yaml", yaml.safe_dump(body))
+    except FormatError:
+        return
+    ep = ref.endpoint
+    assert re.fullmatch(r"[0-9a-f]{12}", ep.fingerprint)
+    assert isinstance(ep.insecure, bool)
+    assert ep.tls_server_name is None or isinstance(ep.tls_server_name, str)
+    assert all(isinstance(n, str) for n in ep.namespaces)
+
+
+# --- Argo CD cluster Secrets --------------------------------------------------------------
+
+
+def cluster_secret(
+    *,
+    name: str = "prod-eu",
+    server: str = "https://prod-eu.example.com/",
+    config: dict[str, Any] | None = None,
+    namespaces: str | None = "payments, ledger",
+    labels: dict[str, str] | None = None,
+    plain: bool = False,
+) -> dict[str, Any]:
+    """A cluster Secret laid out as Argo CD's declarative-setup documents it."""
+    if config is None:
+        config = {"bearerToken": TOKEN, "tlsClientConfig": {"insecure": False, "caData": b64(CA)}}
+    fields = {"name": name, "server": server, "config": json.dumps(config)}
+    if namespaces is not None:
+        fields["namespaces"] = namespaces
+    secret: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": f"cluster-{name}",
+            "namespace": "argocd",
+            "labels": {SECRET_TYPE_LABEL: "cluster", **(labels or {"env": "prod"})},
+        },
+        "type": "Opaque",
+    }
+    if plain:
+        secret["stringData"] = fields
+    else:
+        secret["data"] = {k: b64(v) for k, v in fields.items()}
+    return secret
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["data", "stringData"])
+def test_cluster_secret_facts(plain):
+    obj = cluster_secret(plain=plain)
+    assert is_cluster_secret(obj)
+    ep = endpoint_from_secret(obj)
+    assert ep.name == "prod-eu"
+    assert ep.server == "https://prod-eu.example.com"
+    assert ep.namespaces == ("payments", "ledger")
+    assert ep.credentials.token == TOKEN
+    assert ep.ca_pem == CA and ep.insecure is False
+    assert ep.source is DiscoverySource.ARGOCD_SECRET
+    assert dict(ep.labels) == {SECRET_TYPE_LABEL: "cluster", "env": "prod"}
+
+
+def test_string_data_wins_over_data_as_the_api_server_would_merge_it():
+    obj = cluster_secret()
+    obj["stringData"] = {"server": "https://override.example.com"}
+    assert endpoint_from_secret(obj).server == "https://override.example.com"
+
+
+def test_cluster_secret_tls_client_certificate_and_basic_auth():
+    config = {
+        "username": "admin",
+        "password": PASSWORD,
+        "tlsClientConfig": {
+            "insecure": True,
+            "certData": b64(CERT),
+            "keyData": b64(KEY),
+            "serverName": "api.internal",
+        },
+    }
+    ep = endpoint_from_secret(cluster_secret(config=config, namespaces=None))
+    creds = ep.credentials
+    assert (creds.client_cert_pem, creds.client_key_pem, creds.token) == (CERT, KEY, None)
+    assert (creds.username, creds.password) == ("admin", PASSWORD)
+    assert (ep.insecure, ep.tls_server_name, ep.ca_pem, ep.namespaces) == (
+        True,
+        "api.internal",
+        None,
+        (),
+    )
+    assert_no_secrets(ep, CERT, KEY, PASSWORD)
+
+
+def test_name_defaults_to_the_server():
+    ep = endpoint_from_secret(cluster_secret(name="  ", server="https://prod-eu.example.com"))
+    assert ep.name == ep.server == "https://prod-eu.example.com"
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["data", "stringData"])
+def test_bearer_token_is_kept_but_never_shown(plain):
+    ep = endpoint_from_secret(cluster_secret(plain=plain))
+    assert ep.credentials.token == TOKEN
+    assert TOKEN not in repr(ep) and TOKEN not in str(ep)
+    assert_no_secrets(ep, TOKEN, CA)
+
+
+@pytest.mark.parametrize(
+    ("plugin", "value"),
+    [
+        ("awsAuthConfig", {"clusterName": "prod-eu", "roleARN": "arn:aws:iam::1:role/argocd"}),
+        ("execProviderConfig", {"command": "argocd-k8s-auth", "args": ["gcp"]}),
+    ],
+)
+def test_cloud_credential_plugins_are_refused_with_a_reason(plugin, value):
+    obj = cluster_secret(config={plugin: value, "tlsClientConfig": {"caData": b64(CA)}})
+    with pytest.raises(FormatError) as err:
+        endpoint_from_secret(obj)
+    assert err.value.field == f"data.config.{plugin}"
+    assert err.value.path == "secret argocd/cluster-prod-eu"
+    assert f"uses {plugin}" in err.value.reason and "bearerToken" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda s: s["data"].update(server=b64("prod-eu.example.com")), "data.server"),
+        (lambda s: s["data"].pop("server"), "data.server"),
+        (lambda s: s["data"].update(name="***"), "data.name"),
+        (lambda s: s["data"].update(name=b64(b"\xff\xfe")), "data.name"),
+        (lambda s: s["data"].update(config=b64("{bearerToken: x")), "data.config"),
+        (lambda s: s["data"].update(config=b64("[1, 2]")), "data.config"),
+        (lambda s: s.update(data=["server"]), "data"),
+        (
+            lambda s: s["data"].update(config=b64('{"tlsClientConfig": "yes"}')),
+            "data.config.tlsClientConfig",
+        ),
+        (
+            lambda s: s["data"].update(config=b64('{"tlsClientConfig": {"caData": "%%"}}')),
+            "data.config.tlsClientConfig.caData",
+        ),
+        (
+            lambda s: s["data"].update(config=b64('{"bearerToken": 12345}')),
+            "data.config.bearerToken",
+        ),
+        (
+            lambda s: s["data"].update(config=b64('{"tlsClientConfig": {"insecure": "false"}}')),
+            "data.config.tlsClientConfig.insecure",
+        ),
+        (
+            lambda s: s["data"].update(config=b64('{"tlsClientConfig": {"serverName": 1}}')),
+            "data.config.tlsClientConfig.serverName",
+        ),
+    ],
+)
+def test_bad_cluster_secrets_name_the_secret_and_field(mutate, field):
+    obj = cluster_secret()
+    mutate(obj)
+    with pytest.raises(FormatError) as err:
+        endpoint_from_secret(obj)
+    assert err.value.field == field
+    assert str(err.value).startswith("secret argocd/cluster-prod-eu: ")
+    assert TOKEN not in str(err.value)
+
+
+def test_fingerprint_follows_the_connection_not_the_labels():
+    base = endpoint_from_secret(cluster_secret())
+    relabelled = endpoint_from_secret(cluster_secret(labels={"env": "staging", "tier": "1"}))
+    renamespaced = endpoint_from_secret(cluster_secret(namespaces="payments"))
+    rotated = endpoint_from_secret(
+        cluster_secret(config={"bearerToken": TOKEN + "x", "tlsClientConfig": {"caData": b64(CA)}})
+    )
+    moved = endpoint_from_secret(cluster_secret(server="https://prod-eu-2.example.com"))
+    assert relabelled.labels != base.labels
+    assert relabelled.fingerprint == renamespaced.fingerprint == base.fingerprint
+    assert len({base.fingerprint, rotated.fingerprint, moved.fingerprint}) == 3
+    new_ca = dataclasses.replace(base, ca_pem=CA + b"\n")
+    assert new_ca.fingerprint != base.fingerprint
+
+
+def test_kubeconfig_token_rotation_changes_the_fingerprint():
+    before = parse_kubeconfig("kc.yaml", KUBECONFIG, contexts=["prod"])[0].endpoint
+    after = parse_kubeconfig("kc.yaml", KUBECONFIG.replace(TOKEN, TOKEN[::-1]), contexts=["prod"])[
+        0
+    ].endpoint
+    assert after.fingerprint != before.fingerprint
+    same = parse_kubeconfig(
+        "kc.yaml", KUBECONFIG.replace("namespace: payments", "namespace: ops"), contexts=["prod"]
+    )[0].endpoint
+    assert same.fingerprint == before.fingerprint
+
+
+@pytest.mark.realdata
+def test_real_repository_secrets_are_not_cluster_secrets(realdata):
+    """Argo CD's repository Secrets carry the same label key (with ``repository``) and even a
+    bearerToken: none of them may be taken for a cluster."""
+    path = realdata / "argocd" / "argocd-repository-secrets.yaml"
+    secrets = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    assert len(secrets) == 7
+    assert {s["metadata"]["labels"][SECRET_TYPE_LABEL] for s in secrets} == {"repository"}
+    assert any("bearerToken" in s["stringData"] for s in secrets)
+    assert [s["metadata"]["name"] for s in secrets if is_cluster_secret(s)] == []
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    "name",
+    [
+        "argocd-appset-cluster-generator-with-cluster-secrets.yaml",
+        "argocd-appset-matrix-cluster-and-git.yaml",
+    ],
+)
+def test_real_cluster_generators_select_what_is_cluster_secret_accepts(realdata, name):
+    """Argo CD's own cluster generators select cluster Secrets by this label: a Secret they
+    select is one we read."""
+    doc = yaml.safe_load((realdata / "argocd" / name).read_text())
+
+    def selectors(node: Any) -> list[dict[str, str]]:
+        if isinstance(node, dict):
+            found = [node["clusters"]["selector"]["matchLabels"]] if "clusters" in node else []
+            return found + [s for v in node.values() for s in selectors(v)]
+        if isinstance(node, list):
+            return [s for v in node for s in selectors(v)]
+        return []
+
+    (labels,) = selectors(doc["spec"]["generators"])
+    assert labels == {SECRET_TYPE_LABEL: "cluster"}
+    assert is_cluster_secret({"metadata": {"labels": labels}})
+
+
+# Every ClusterConfig / TLSClientConfig key of Argo CD's API schema: read (with the
+# ClusterEndpoint attribute it lands in), refused, or knowingly not used.
+CONFIG_KEYS = {
+    "bearerToken": ("read", "token"),
+    "username": ("read", "username"),
+    "password": ("read", "password"),
+    "tlsClientConfig": ("read", None),
+    "awsAuthConfig": ("refused", None),
+    "execProviderConfig": ("refused", None),
+    "proxyUrl": ("ignored", None),  # fleetwarden connects directly
+    "disableCompression": ("ignored", None),
+}
+TLS_KEYS = {
+    "caData": "ca_pem",
+    "certData": "client_cert_pem",
+    "keyData": "client_key_pem",
+    "serverName": "tls_server_name",
+    "insecure": "insecure",
+}
+
+
+@pytest.mark.realdata
+def test_every_key_of_the_real_argocd_cluster_schema_is_accounted_for(realdata):
+    swagger = json.loads((realdata / "argocd" / "argocd-api-swagger.json").read_text())
+    defs = swagger["definitions"]
+    assert set(defs["v1alpha1ClusterConfig"]["properties"]) == set(CONFIG_KEYS)
+    assert set(defs["v1alpha1TLSClientConfig"]["properties"]) == set(TLS_KEYS)
+    tls_values = {
+        "caData": b64(CA),
+        "certData": b64(CERT),
+        "keyData": b64(KEY),
+        "serverName": "api.internal",
+        "insecure": True,
+    }
+    config = {"bearerToken": TOKEN, "username": "admin", "password": PASSWORD}
+    config |= {"tlsClientConfig": tls_values, "proxyUrl": "http://proxy:3128"}
+    ep = endpoint_from_secret(cluster_secret(config=config))
+    for key, attr in TLS_KEYS.items():
+        want = tls_values[key]
+        got = getattr(ep.credentials if "client" in attr else ep, attr)
+        assert got == (base64.b64decode(want) if key.endswith("Data") else want), key
+    for key, (kind, attr) in CONFIG_KEYS.items():
+        if kind == "read" and attr:
+            assert getattr(ep.credentials, attr) == config[key], key
+
+
+# --- hypothesis: any Secret-like mapping --------------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=10,
+)
+_tls = st.fixed_dictionaries(
+    {},
+    optional={
+        "insecure": _json,
+        "caData": st.just(b64(CA)) | _json,
+        "certData": st.just(b64(CERT)) | _json,
+        "keyData": _json,
+        "serverName": _json,
+    },
+)
+_config = st.fixed_dictionaries(
+    {},
+    optional={
+        "bearerToken": st.text(min_size=1, max_size=40) | _json,
+        "username": _json,
+        "password": _json,
+        "tlsClientConfig": _tls | _json,
+        "awsAuthConfig": _json,
+        "execProviderConfig": _json,
+    },
+)
+_config_text = _config.map(json.dumps) | st.text(max_size=30)
+_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "name": st.text(max_size=12),
+        "server": st.sampled_from(["https://a.example", "http://b:8080/", "", "ftp://c"])
+        | st.text(max_size=12),
+        "config": _config_text,
+        "namespaces": st.text(max_size=20),
+    },
+)
+
+
+@st.composite
+def secret_like(draw: st.DrawFn) -> dict[str, Any]:
+    """Mostly well-formed Secrets with arbitrary values inside, sometimes broken outright."""
+    fields = draw(_fields)
+    obj: dict[str, Any] = {}
+    where = draw(st.sampled_from(["data", "stringData", "both"]))
+    if where in ("data", "both"):
+        obj["data"] = {k: b64(v) for k, v in fields.items()}
+    if where in ("stringData", "both"):
+        obj["stringData"] = dict(fields)
+    obj["metadata"] = draw(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "name": _json,
+                "namespace": _json,
+                "labels": st.dictionaries(st.text(max_size=8), st.text(max_size=8)) | _json,
+            },
+        )
+    )
+    breakage = draw(st.sampled_from([None, None, None, "data", "stringData", "field", "meta"]))
+    if breakage in ("data", "stringData"):
+        obj[breakage] = draw(_json)
+    elif breakage == "field" and obj.get("data"):
+        key = draw(st.sampled_from(sorted(obj["data"])))
+        obj["data"][key] = draw(st.text(max_size=8))
+    elif breakage == "meta":
+        obj["metadata"] = draw(_json)
+    return obj
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=secret_like())
+def test_any_secret_like_mapping_gives_a_usable_endpoint_or_a_format_error(obj):
+    assert isinstance(is_cluster_secret(obj), bool)
+    try:
+        ep = endpoint_from_secret(obj)
+    except FormatError as exc:
+        assert str(exc).startswith("secret ")
+        return
+    assert ep.server.startswith(("https://", "http://")) and ep.name
+    creds = ep.credentials
+    for value in (creds.token, creds.username, creds.password, ep.tls_server_name):
+        assert value is None or isinstance(value, str)
+    assert isinstance(ep.insecure, bool)
+    assert re.fullmatch(r"[0-9a-f]{12}", ep.fingerprint)  # usable by FleetWatcher.update
+    token = creds.token
+    if token and len(token) >= 8:
+        without = repr(dataclasses.replace(ep, credentials=Credentials()))
+        if token not in without:
+            assert token not in repr(ep) and token not in str(ep)
