@@ -13,7 +13,7 @@ import contextlib
 import copy
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -53,7 +53,7 @@ def node(name: str, pool: str | None = "general", **labels: str) -> dict[str, An
 class FakeKube:
     """Implements ``KubeApi`` for ``/api/v1/nodes`` in memory."""
 
-    def __init__(self, cluster: str = CLUSTER, nodes: list[dict[str, Any]] = ()) -> None:
+    def __init__(self, cluster: str = CLUSTER, nodes: Iterable[dict[str, Any]] = ()) -> None:
         self.cluster = cluster
         self.rv = 100
         self.objects: dict[str, dict[str, Any]] = {}
@@ -63,7 +63,9 @@ class FakeKube:
         self.list_calls = 0
         self.watch_rvs: list[str] = []
         self.acked = 0  # stream items the consumer has finished with
-        self.closed = False
+        self.closed = self.closing = False
+        self.close_gate = asyncio.Event()
+        self.close_gate.set()
         self.ready: bool | Exception = True
         self.server_version = "v1.30.2"
 
@@ -142,6 +144,8 @@ class FakeKube:
         return self.server_version
 
     async def aclose(self) -> None:
+        self.closing = True
+        await self.close_gate.wait()  # a test may hold the close open
         self.closed = True
 
 
@@ -194,6 +198,12 @@ async def wait_for(cond: Callable[[], Any], timeout: float = 1.0, what: str = ""
         await asyncio.sleep(0.001)
 
 
+async def within(awaitable: Awaitable[Any], seconds: float = 2.0) -> Any:
+    """Await with a deadline: a fleet operation that hangs fails the test instead."""
+    async with asyncio.timeout(seconds):
+        return await awaitable
+
+
 SPECS = [
     NodePoolSpec(
         name="general", cluster=CLUSTER, labels={"team": "platform"}, min_size=1, max_size=10
@@ -208,7 +218,6 @@ class Harness:
     def __init__(self, fake: FakeKube, watcher: ClusterWatcher, rec: Recorder) -> None:
         self.fake, self.watcher, self.rec = fake, watcher, rec
         self.task: asyncio.Task[None] | None = None
-        self.sent = 0
 
     async def start(self) -> None:
         self.task = asyncio.create_task(self.watcher.watch_nodes())
@@ -223,20 +232,21 @@ class Harness:
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+                async with asyncio.timeout(2):  # a watcher that ignores cancel fails the test
+                    await self.task
 
 
 @pytest.fixture
 async def harness_factory():
     made: list[Harness] = []
 
-    def make(nodes: list[dict[str, Any]], *, specs=SPECS, settings=None, clock=None):
+    def make(nodes: list[dict[str, Any]], *, settings=None, clock=None) -> Harness:
         fake = FakeKube(nodes=nodes)
         rec = Recorder()
         watcher = ClusterWatcher(
             ClusterEndpoint(CLUSTER, "https://c1.example"),
             fake,
-            specs,
+            SPECS,
             FindingTracker(),
             rec.emit,
             settings=settings or WatchSettings(),
@@ -370,9 +380,8 @@ async def test_added_and_deleted_nodes_scale_and_clear(harness_factory):
     await h.start()
     h.fake.upsert(node("s-1", pool=None))
     await h.settle()
-    assert h.rec.summary() == [
-        ("finding.appeared", None, "pool", None, ("s-1",))
-    ]  # no pool: no scale
+    # a node of no pool is a stray finding, not a scale event
+    assert h.rec.summary() == [("finding.appeared", None, "pool", None, ("s-1",))]
     h.fake.upsert(node("n-2"))
     h.fake.delete("n-1")
     h.fake.delete("s-1")
@@ -405,7 +414,7 @@ async def test_gone_relists_without_repeating_known_findings_and_reports_the_gap
     known = h.rec.findings("finding.appeared")
     assert [e.finding.nodes for e in known] == [("n-1",)]
     before = len(h.rec.events)
-    # while the stream is down: n-2 drifts, b-1 is replaced by b-2 — nobody is told
+    # while the stream is down: n-2 drifts, b-1 makes way for b-2 and b-3; nobody is told
     h.fake.upsert(node("n-2", team="ops"), silently=True)
     h.fake.delete("b-1", silently=True)
     h.fake.upsert(node("b-2", "batch"), silently=True)
@@ -505,6 +514,10 @@ async def test_bounded_cache_refuses_nodes_beyond_max_nodes(harness_factory):
     await h.start()
     assert sorted(h.watcher.nodes) == ["b-1", "n-1", "n-2"]
     assert h.rec.findings() == []  # the refused node's drift is not judged
+    # ... and the refusal is said, once, as a cluster event
+    (full,) = h.rec.lifecycle("cluster.cache_full")
+    assert full.details["maxNodes"] == 3 and full.details["refused"] == 1
+    h.rec.events.clear()
     h.fake.upsert(node("n-5", team="payments"))
     await h.settle()
     assert "n-5" not in h.watcher.nodes and h.rec.events == []
@@ -553,6 +566,29 @@ async def test_probe_reports_health_and_upgrades_with_the_clock(harness_factory)
     assert upgrades == [(CLUSTER, "v1.31.0")]
 
 
+async def test_cancelling_a_watcher_mid_probe_stops_it(harness_factory):
+    """A cancel that lands just as ``/readyz`` answered must not be swallowed (Python 3.11's
+    ``asyncio.wait_for`` returns the result instead): the watcher would live on, and
+    ``FleetWatcher.update``/``remove`` would wait for it forever."""
+    h = harness_factory([], settings=WatchSettings(probe_interval=3600))
+    answered = asyncio.Event()
+    readyz = h.fake.readyz
+
+    async def signalling_readyz(*, timeout: float = 5.0) -> tuple[bool, str]:
+        answered.set()
+        return await readyz(timeout=timeout)
+
+    h.fake.readyz = signalling_readyz  # type: ignore[method-assign]
+    task = asyncio.create_task(h.watcher.probe_forever())
+    async with asyncio.timeout(1):
+        await answered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        async with asyncio.timeout(1):
+            await task
+    assert task.cancelled()
+
+
 # --- FleetWatcher -------------------------------------------------------------------------
 
 
@@ -594,7 +630,8 @@ class Fleet:
         if self.runner is not None:
             self.runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self.runner
+                async with asyncio.timeout(2):
+                    await self.runner
 
 
 @pytest.fixture
@@ -616,7 +653,7 @@ async def test_remove_clears_findings_with_the_reason_then_removes_the_cluster(f
     await f.start(endpoint())
     assert len(f.rec.findings("finding.appeared")) == 3  # label, stray, empty batch pool
     before = len(f.rec.events)
-    await f.fleet.remove(CLUSTER, reason="Argo CD secret argocd/cluster-c1 deleted")
+    await within(f.fleet.remove(CLUSTER, reason="Argo CD secret argocd/cluster-c1 deleted"))
     tail = f.rec.events[before:]
     cleared = [e for e in tail if isinstance(e, FindingEvent)]
     assert len(cleared) == 3 and {e.type.value for e in cleared} == {"finding.cleared"}
@@ -625,7 +662,7 @@ async def test_remove_clears_findings_with_the_reason_then_removes_the_cluster(f
     assert tail[-1].details == {"reason": "Argo CD secret argocd/cluster-c1 deleted"}
     assert f.clients[0].closed and f.fleet.watcher(CLUSTER) is None
     assert f.fleet.tracker.current() == []
-    await f.fleet.remove(CLUSTER, reason="again")  # unknown now: nothing more
+    await within(f.fleet.remove(CLUSTER, reason="again"))  # unknown now: nothing more
     assert len(f.rec.events) == before + 4
 
 
@@ -633,8 +670,8 @@ async def test_update_with_the_same_fingerprint_does_nothing(fleet):
     f = fleet([node("n-1"), node("b-1", "batch")])
     await f.start(endpoint())
     before = len(f.rec.events)
-    await f.fleet.update(endpoint(env="prod"))  # labels are not part of the connection
-    await f.fleet.add(endpoint())
+    await within(f.fleet.update(endpoint(env="prod")))  # labels are not part of the connection
+    await within(f.fleet.add(endpoint()))
     assert len(f.clients) == 1 and not f.clients[0].closed
     assert f.rec.events[before:] == []
 
@@ -646,7 +683,7 @@ async def test_update_with_a_new_token_reconnects_without_repeating_findings(fle
     assert added.details == {"server": "https://c1.example", "source": "kubeconfig", "pools": 2}
     assert len(f.rec.findings("finding.appeared")) == 1
     before = len(f.rec.events)
-    await f.fleet.update(endpoint("token-b"))
+    await within(f.fleet.update(endpoint("token-b")))
     await wait_for(lambda: len(f.clients) == 2 and f.clients[1].watch_rvs, what="reconnected")
     assert f.clients[0].closed and not f.clients[1].closed
     assert f.clients[1].list_calls == 1
@@ -655,3 +692,34 @@ async def test_update_with_a_new_token_reconnects_without_repeating_findings(fle
     ]
     assert f.rec.findings(since=before) == []  # the new watcher's list knew nothing new
     assert f.fleet.running[CLUSTER].endpoint.credentials.token == "token-b"
+
+
+async def test_two_quick_reconnects_leave_one_watcher_on_the_last_credentials(fleet):
+    f = fleet([node("n-1", team="payments"), node("b-1", "batch")])
+    await f.start(endpoint())
+    before = len(f.rec.events)
+    await within(f.fleet.update(endpoint("token-b")))
+    await within(f.fleet.update(endpoint("token-c")))
+    await wait_for(lambda: len(f.clients) == 3 and f.clients[2].watch_rvs, what="reconnected")
+    assert [c.closed for c in f.clients] == [True, True, False]
+    assert f.fleet.running[CLUSTER].endpoint.credentials.token == "token-c"
+    assert f.rec.findings(since=before) == []
+
+
+@pytest.mark.parametrize("operation", ["update", "remove"])
+async def test_cancelling_the_caller_while_a_watcher_stops_is_not_swallowed(fleet, operation):
+    """Shutdown may cancel the Argo CD Secret watcher while it waits for an old watcher to
+    stop: that cancel must reach it, or the fleet never shuts down."""
+    f = fleet([node("n-1"), node("b-1", "batch")])
+    await f.start(endpoint())
+    old = f.clients[0]
+    old.close_gate.clear()
+    if operation == "update":
+        call = asyncio.create_task(f.fleet.update(endpoint("token-b")))
+    else:
+        call = asyncio.create_task(f.fleet.remove(CLUSTER, reason="gone"))
+    await wait_for(lambda: old.closing, what="old watcher closing")
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await within(call)
+    assert call.cancelled()

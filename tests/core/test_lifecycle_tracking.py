@@ -230,13 +230,11 @@ class HealthMachine(RuleBasedStateMachine):
         events = self._observe(DOWN)
         self.streak += 1
         entering = self.streak >= self.threshold and not self.unreachable
+        # entering Unreachable comes from the state of the last answer (or Unknown)
         assert health_moves(events) == (
-            [(self.tracker_state_before_entering(), "Unreachable")] if entering else []
+            [(self.last_answer.value, "Unreachable")] if entering else []
         )
         self.unreachable = self.unreachable or entering
-
-    def tracker_state_before_entering(self) -> str:
-        return self.last_answer.value
 
     @invariant()
     def state_matches_model(self):

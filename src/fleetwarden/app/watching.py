@@ -10,7 +10,6 @@ clusters as kubeconfig contexts and Argo CD cluster Secrets say.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +107,8 @@ class ClusterWatcher:
         self.relists = 0
         self._pool_labels = settings.options.pool_labels or POOL_LABELS
         self._full = False
+        self._full_reported = False
+        self.refused = 0
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -157,6 +158,7 @@ class ClusterWatcher:
         )
         for scope in scopes:
             await self._rediff(scope)
+        await self._report_full()
         if self.synced.is_set():
             for group in set(before) | set(self.groups):
                 await self._scaled(group, before.get(group, 0))
@@ -173,6 +175,7 @@ class ClusterWatcher:
             return None  # a node we cannot read is not ours to judge
         if node.name not in self.nodes and len(self.nodes) >= self.settings.max_nodes:
             self._full = True
+            self.refused += 1
             return None
         if node.is_control_plane and not self.settings.options.include_control_plane:
             return None
@@ -200,11 +203,14 @@ class ClusterWatcher:
         if not isinstance(name, str):
             return
         had, old_group = self._forget(name)
+        refused = self.refused
         has, new_group = False, None
         if kind != "DELETED":
             node = self._store(obj)
             if node is not None:
                 has, new_group = True, pool_of(node, pool_labels=self._pool_labels)
+        if self.refused != refused:
+            await self._report_full()
         affected = ([old_group] if had else []) + ([new_group] if has else [])
         for scope in dict.fromkeys(self._scope(g) for g in affected):
             await self._rediff(scope)
@@ -215,6 +221,24 @@ class ClusterWatcher:
             if has:
                 count = len(self.groups.get(new_group, ()))
                 await self._scaled(new_group, count - 1)
+
+    async def _report_full(self) -> None:
+        """Say once that the bounded cache refused nodes: drift there is no longer seen."""
+        if self._full and not self._full_reported:
+            self._full_reported = True
+            await _emit(
+                self.emit,
+                LifecycleEvent(
+                    LifecycleType.CACHE_FULL,
+                    self.cluster,
+                    self.now(),
+                    {
+                        "maxNodes": self.settings.max_nodes,
+                        "refused": self.refused,
+                        "reason": "node cache full: further nodes of this cluster are not watched",
+                    },
+                ),
+            )
 
     async def _scaled(self, group: str | None, before: int) -> None:
         after = len(self.groups.get(group, ()))
@@ -257,8 +281,12 @@ class ClusterWatcher:
     async def probe_once(self) -> None:
         timeout = self.settings.probe_timeout
         try:
-            ready, detail = await asyncio.wait_for(self.client.readyz(timeout=timeout), timeout + 1)
-            version = await asyncio.wait_for(self.client.version(timeout=timeout), timeout + 1)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as the
+            # call completes, and the watcher could then never be stopped
+            async with asyncio.timeout(timeout + 1):
+                ready, detail = await self.client.readyz(timeout=timeout)
+            async with asyncio.timeout(timeout + 1):
+                version = await self.client.version(timeout=timeout)
             result = ProbeResult(ready=ready, version=version or None, detail=detail)
         except (KubeError, TimeoutError) as exc:
             result = ProbeResult(ready=None, error=str(exc) or "timed out")
@@ -292,6 +320,7 @@ class FleetWatcher:
         settings: WatchSettings = WatchSettings(),
         now: Callable[[], datetime] = _utcnow,
         on_upgrade: Callable[[str, str], Awaitable[None]] | None = None,
+        tracker: FindingTracker | None = None,
     ) -> None:
         self.specs_by_cluster: dict[str, list[NodePoolSpec]] = {}
         for spec in specs:
@@ -304,7 +333,7 @@ class FleetWatcher:
             now,
         )
         self.on_upgrade = on_upgrade
-        self.tracker = FindingTracker()
+        self.tracker = tracker or FindingTracker()
         self.running: dict[str, _Running] = {}
         self._secret_to_cluster: dict[str, str] = {}
         self._tg: asyncio.TaskGroup | None = None
@@ -318,6 +347,8 @@ class FleetWatcher:
                 await self.add(endpoint)
             if argocd is not None:
                 tg.create_task(self.watch_cluster_secrets(*argocd), name="argocd-secrets")
+            # runs until cancelled: clusters may come and go at any time, even all of them
+            tg.create_task(asyncio.Event().wait(), name="fleet-keepalive")
 
     def watcher(self, cluster: str) -> ClusterWatcher | None:
         running = self.running.get(cluster)
@@ -367,7 +398,8 @@ class FleetWatcher:
         if running is None:
             await self.add(endpoint)
             return
-        pass
+        if running.endpoint.fingerprint == endpoint.fingerprint:
+            return
         assert self._tg is not None
         client = self.client_factory(endpoint)
         watcher = ClusterWatcher(
@@ -384,9 +416,7 @@ class FleetWatcher:
         # cancelling it first would let the TaskGroup finish and refuse the new task
         task = self._tg.create_task(self._run_watcher(watcher), name=f"cluster:{endpoint.name}")
         self.running[endpoint.name] = _Running(endpoint, watcher, task)
-        running.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await running.task
+        await _cancel_and_wait(running.task)
         await _emit(
             self.emit,
             LifecycleEvent(
@@ -401,9 +431,7 @@ class FleetWatcher:
         running = self.running.pop(cluster, None)
         if running is None:
             return
-        running.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await running.task
+        await _cancel_and_wait(running.task)
 
     async def remove(self, cluster: str, *, reason: str) -> None:
         if cluster not in self.running:
@@ -475,6 +503,18 @@ class FleetWatcher:
             await self.remove(old, reason=f"Argo CD secret {key} renamed the cluster")
         self._secret_to_cluster[key] = endpoint.name
         await self.add(endpoint)
+
+
+async def _cancel_and_wait(task: asyncio.Task[None]) -> None:
+    """Cancel a watcher task and wait for it to end. Only *its* CancelledError is absorbed:
+    were the caller itself cancelled meanwhile, that must propagate (or shutdown would hang)."""
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
 
 
 def _secret_key(obj: Mapping[str, Any]) -> str:

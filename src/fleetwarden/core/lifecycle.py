@@ -29,6 +29,7 @@ class LifecycleType(StrEnum):
     UPGRADED = "cluster.upgraded"
     SCALED = "pool.scaled"
     DEPRECATIONS = "cluster.deprecations"
+    CACHE_FULL = "cluster.cache_full"
 
 
 @dataclass(frozen=True, slots=True)

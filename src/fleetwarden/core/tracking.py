@@ -7,6 +7,8 @@ reconnect emits nothing for drift that was already known.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -45,15 +47,29 @@ class FindingEvent:
 
 
 class FindingTracker:
-    def __init__(self) -> None:
+    """Current findings by scope. ``attribute`` (optional) names the cause of a new finding;
+    the cause stays with the finding for as long as it lasts."""
+
+    def __init__(
+        self, attribute: Callable[[Finding, datetime], dict[str, Any] | None] | None = None
+    ) -> None:
         self._by_scope: dict[Scope, dict[str, Finding]] = {}
+        self._attribute = attribute
 
     def current(self) -> list[Finding]:
         return [f for scope in self._by_scope.values() for f in scope.values()]
 
     def update(self, scope: Scope, findings: list[Finding], *, now: datetime) -> list[FindingEvent]:
         before = self._by_scope.get(scope, {})
-        after = {f.id: f for f in findings}
+        after = {}
+        for f in findings:
+            old = before.get(f.id)
+            cause = old.extra.get("cause") if old is not None else None
+            if cause is None and old is None and self._attribute is not None:
+                cause = self._attribute(f, now)
+            if cause is not None and f.extra.get("cause") is None:
+                f = dataclasses.replace(f, extra={**f.extra, "cause": cause})
+            after[f.id] = f
         events = [
             FindingEvent(FindingEventType.CLEARED, f, now)
             for fid, f in before.items()

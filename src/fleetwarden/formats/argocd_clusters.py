@@ -62,7 +62,7 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
     server = fields.get("server", "").strip()
     if not server.startswith(("https://", "http://")):
         raise FormatError(secret, "missing or not an http(s) URL", field="data.server")
-    name = fields.get("name", "").strip() or server
+    name = fields.get("name", "").strip() or server.rstrip("/")
     try:
         config = json.loads(fields.get("config") or "{}")
     except json.JSONDecodeError as exc:

@@ -1,0 +1,160 @@
+"""Change events: every node-pool or cluster change, from any source, in one canonical form.
+
+The shape follows CloudEvents 1.0 (``id``, ``source``, ``type``, ``time``, ``subject``) with
+fleetwarden's extensions: which cluster and pool changed, the provider, the operation, the
+changed fields where the payload says, and the **actor** — who did it (CloudTrail
+``userIdentity.arn``, Azure ``claims``/``caller``, GCP ``authenticationInfo.principalEmail``).
+``(source, id)`` identifies an event: a redelivery of the same pair is the same event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["ChangeEvent", "EventFlag", "Operation", "Provider", "dedupe_key", "parse_time"]
+
+
+class Provider(StrEnum):
+    AWS = "aws"
+    AZURE = "azure"
+    GCP = "gcp"
+    CLOUDEVENTS = "cloudevents"
+    ARGOCD = "argocd"
+    FLUX = "flux"
+    KUBERNETES = "kubernetes"
+
+
+class Operation(StrEnum):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    SCALE = "scale"
+    UPGRADE = "upgrade"
+    SYNC = "sync"
+    HEALTH = "health"
+    OTHER = "other"
+
+
+class EventFlag(StrEnum):
+    UNKNOWN_CLUSTER = "unknown-cluster"  # names a cluster fleetwarden does not know
+    UNKNOWN_POOL = "unknown-pool"  # names a pool no desired state defines
+    NO_CLUSTER = "no-cluster"  # the payload names no cluster at all
+    FAILED = "failed"  # the change itself failed at the provider (kept: someone tried)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEvent:
+    id: str
+    source: str
+    type: str
+    provider: Provider
+    operation: Operation
+    time: datetime | None = None
+    subject: str | None = None
+    cluster: str | None = None
+    pool: str | None = None
+    changed: tuple[str, ...] = ()
+    actor: str | None = None
+    outcome: str | None = None  # "success" | "failure" where the payload says
+    region: str | None = None
+    account: str | None = None
+    flags: tuple[EventFlag, ...] = ()
+    received_at: datetime | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)  # small, secret-free extract
+
+    @property
+    def key(self) -> str:
+        return dedupe_key(self.source, self.id)
+
+    def with_flags(self, *flags: EventFlag) -> ChangeEvent:
+        merged = tuple(dict.fromkeys((*self.flags, *flags)))
+        return _replace(self, flags=merged)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "specversion": "1.0",
+            "id": self.id,
+            "source": self.source,
+            "type": self.type,
+            "time": _iso(self.time),
+            "subject": self.subject,
+            "provider": self.provider.value,
+            "operation": self.operation.value,
+            "cluster": self.cluster,
+            "pool": self.pool,
+            "changed": list(self.changed),
+            "actor": self.actor,
+            "outcome": self.outcome,
+            "region": self.region,
+            "account": self.account,
+            "flags": [f.value for f in self.flags],
+            "receivedAt": _iso(self.received_at),
+            "detail": dict(self.detail),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ChangeEvent:
+        return cls(
+            id=str(data["id"]),
+            source=str(data["source"]),
+            type=str(data["type"]),
+            provider=Provider(data["provider"]),
+            operation=Operation(data["operation"]),
+            time=parse_time(data.get("time")),
+            subject=data.get("subject"),
+            cluster=data.get("cluster"),
+            pool=data.get("pool"),
+            changed=tuple(data.get("changed") or ()),
+            actor=data.get("actor"),
+            outcome=data.get("outcome"),
+            region=data.get("region"),
+            account=data.get("account"),
+            flags=tuple(EventFlag(f) for f in data.get("flags") or ()),
+            received_at=parse_time(data.get("receivedAt")),
+            detail=dict(data.get("detail") or {}),
+        )
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_json(), separators=(",", ":")).encode()
+
+
+def _replace(event: ChangeEvent, **changes: Any) -> ChangeEvent:
+    values = {name: getattr(event, name) for name in ChangeEvent.__dataclass_fields__}
+    values.update(changes)
+    return ChangeEvent(**values)
+
+
+def dedupe_key(source: str, event_id: str) -> str:
+    return hashlib.sha256(f"{source}\0{event_id}".encode()).hexdigest()[:32]
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """RFC 3339 timestamps as providers send them (``Z``, offsets, 7-digit fractions)."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
+    # Python 3.11 takes at most 6 fractional digits; Azure sends 7
+    if "." in text:
+        head, _, rest = text.partition(".")
+        digits = "".join(c for c in rest if c.isdigit())
+        tail = rest[len(digits) :]
+        text = f"{head}.{digits[:6]}{tail}" if digits else f"{head}{tail}"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
