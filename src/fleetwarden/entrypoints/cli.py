@@ -21,7 +21,7 @@ from fleetwarden.app.scanning import scan_clusters
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.fleet import FleetReport
 from fleetwarden.entrypoints import demo as demo_mod
-from fleetwarden.entrypoints import deprecations_cmd, watch_cmd
+from fleetwarden.entrypoints import deprecations_cmd, serve_cmd, watch_cmd
 from fleetwarden.entrypoints.rendering import dumps, make_console, print_report
 from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.desired import DesiredRead
@@ -242,6 +242,7 @@ deprecations_cmd.register(app)
 
 
 watch_cmd.register(app)
+serve_cmd.register(app)
 
 
 def main() -> None:

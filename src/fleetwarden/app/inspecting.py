@@ -1,0 +1,213 @@
+"""From queued change events to targeted inspections.
+
+Workers take deliveries from the durable queue (at-least-once), drop duplicates by event key,
+record each event for attribution, and inspect the pool it names: the first event for a pool
+is inspected at once (leading edge); further events for that pool within the debounce window
+are coalesced into one trailing inspection. A delivery is acknowledged only after the
+inspection that covers it has run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from fleetwarden.core import eventrules
+from fleetwarden.core.attribution import Attribution
+from fleetwarden.core.diffing import PoolIndex, diff_pool
+from fleetwarden.core.events import ChangeEvent
+from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
+
+__all__ = ["InspectionStats", "Inspector", "NodeSource", "snapshot_source"]
+
+NodeSource = Callable[[str], Sequence[ObservedNode] | None]  # cluster -> nodes, None: unknown
+
+
+@dataclass
+class InspectionStats:
+    processed: int = 0
+    duplicates: int = 0
+    coalesced: int = 0
+    inspections: int = 0
+    no_data: int = 0
+    record_failures: int = 0
+    latencies: list[float] = field(default_factory=list)  # seconds, event receipt -> finding
+
+
+class _SeenKeys:
+    """Keys of processed events (bounded LRU): redeliveries after a crash have no effect."""
+
+    def __init__(self, capacity: int = 200_000) -> None:
+        self.capacity = capacity
+        self._keys: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def add(self, key: str) -> None:
+        self._keys[key] = None
+        self._keys.move_to_end(key)
+        if len(self._keys) > self.capacity:
+            self._keys.popitem(last=False)
+
+
+class Inspector:
+    def __init__(
+        self,
+        queue: EventQueue,
+        specs: Sequence[NodePoolSpec],
+        nodes: NodeSource,
+        tracker: FindingTracker,
+        attribution: Attribution,
+        emit: Callable[[FindingEvent], None],
+        *,
+        options: DiffOptions = DiffOptions(),
+        debounce: float = 2.0,
+        batch: int = 256,
+        record: Callable[[Sequence[ChangeEvent]], Awaitable[None]] | None = None,
+        on_latency: Callable[[float], None] | None = None,
+        on_count: Callable[[str, int], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.queue, self.nodes, self.tracker, self.attribution = queue, nodes, tracker, attribution
+        self.emit, self.options, self.debounce, self.batch = emit, options, debounce, batch
+        self.record, self.on_latency, self.clock = record, on_latency, clock
+        self.on_count = on_count or (lambda _name, _n: None)
+        self.indexes: dict[str, PoolIndex] = {}
+        by_cluster: dict[str, list[NodePoolSpec]] = {}
+        for spec in specs:
+            if spec.cluster:
+                by_cluster.setdefault(spec.cluster, []).append(spec)
+        self.indexes = {c: PoolIndex(s) for c, s in by_cluster.items()}
+        self.seen = _SeenKeys()
+        self.stats = InspectionStats()
+        self._last_run: dict[tuple[str, str | None], float] = {}
+        self._pending: dict[tuple[str, str | None], list[Delivery]] = {}
+        self._timers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
+        self._pool_labels = options.pool_labels or POOL_LABELS
+
+    async def run(self) -> None:
+        try:
+            while True:
+                try:
+                    deliveries = await self.queue.get_batch(self.batch, timeout=0.5)
+                except QueueUnavailable:
+                    await asyncio.sleep(1.0)
+                    continue
+                if deliveries:
+                    await self.handle(deliveries)
+        finally:
+            for task in self._timers.values():
+                task.cancel()
+
+    async def handle(self, deliveries: Sequence[Delivery]) -> None:
+        now_dt = datetime.fromtimestamp(self.clock(), UTC)
+        ack_now: list[Delivery] = []
+        leading: dict[tuple[str, str | None], list[Delivery]] = {}
+        fresh: list[Delivery] = []
+        batch_keys: set[str] = set()
+        for d in deliveries:
+            if d.event.key in self.seen or d.event.key in batch_keys:
+                self.stats.duplicates += 1
+                self.on_count("duplicate", 1)
+                ack_now.append(d)
+            else:
+                batch_keys.add(d.event.key)
+                fresh.append(d)
+        if fresh and self.record is not None:
+            # the effect (the event's record) is durable before anything is acknowledged;
+            # a crash after this point redelivers, and the key is then already known
+            try:
+                await self.record([d.event for d in fresh])
+            except Exception:  # the store is down: retry the batch later, keep the loop alive
+                self.stats.record_failures += 1
+                with contextlib.suppress(QueueUnavailable):
+                    await self.queue.nack(fresh, delay=1.0)
+                    if ack_now:
+                        await self.queue.ack(ack_now)
+                return
+        for d in fresh:
+            event = d.event
+            self.seen.add(event.key)
+            self.stats.processed += 1
+            self.attribution.record(event, now=now_dt)
+            key = eventrules.coalesce_key(event)
+            if key is None or key[0] not in self.indexes:
+                ack_now.append(d)  # nothing to inspect: recorded, done
+                continue
+            last = self._last_run.get(key)
+            if key in leading:
+                leading[key].append(d)
+            elif last is None or self.clock() - last >= self.debounce:
+                leading[key] = [d]
+            else:
+                self.stats.coalesced += 1
+                self.on_count("coalesced", 1)
+                self._pending.setdefault(key, []).append(d)
+                if key not in self._timers:
+                    delay = max(0.0, last + self.debounce - self.clock())
+                    self._timers[key] = asyncio.create_task(self._trailing(key, delay))
+        for key, group in leading.items():
+            self.stats.coalesced += len(group) - 1
+            if len(group) > 1:
+                self.on_count("coalesced", len(group) - 1)
+            await self._inspect(key, group)
+        if ack_now:
+            await self.queue.ack(ack_now)
+
+    async def _trailing(self, key: tuple[str, str | None], delay: float) -> None:
+        try:
+            await asyncio.sleep(delay)
+            group = self._pending.pop(key, [])
+            if group:
+                await self._inspect(key, group)
+        finally:
+            self._timers.pop(key, None)
+
+    async def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
+        cluster, pool = key
+        self._last_run[key] = self.clock()
+        index = self.indexes[cluster]
+        nodes = self.nodes(cluster)
+        now_dt = datetime.fromtimestamp(self.clock(), UTC)
+        if nodes is None:
+            self.stats.no_data += 1
+            self.on_count("no_data", 1)
+        else:
+            specs = [index.spec_for(pool)] if pool is not None else list(index.specs.values())
+            for spec in specs:
+                if spec is None:
+                    continue  # an unknown pool: flagged on the event already
+                members = [
+                    n
+                    for n in nodes
+                    if index.spec_for(pool_of(n, pool_labels=self._pool_labels)) is spec
+                ]
+                findings = diff_pool(spec, members, cluster=cluster, options=self.options)
+                for ev in self.tracker.update((cluster, spec.name), findings, now=now_dt):
+                    self.emit(ev)
+            self.stats.inspections += 1
+            self.on_count("inspected", 1)
+        done = self.clock()
+        for d in group:
+            if d.event.received_at is not None:
+                latency = done - d.event.received_at.timestamp()
+                self.stats.latencies.append(latency)
+                if self.on_latency is not None:
+                    self.on_latency(latency)
+        with contextlib.suppress(QueueUnavailable):
+            await self.queue.ack(group)
+
+
+def snapshot_source(snapshot: Mapping[str, Sequence[ObservedNode]]) -> NodeSource:
+    """The latest known state from node dumps, for clusters without a live connection."""
+    return lambda cluster: snapshot.get(cluster)

@@ -1,0 +1,50 @@
+"""Rules over canonical change events: whom they concern, and how to batch their inspection.
+
+Pure and total: no I/O, no clock. ``flag_unknown`` marks (never drops) an event about a
+cluster or pool fleetwarden does not know; ``coalesce_key`` says which pool's inspection an
+event asks for, so a burst of events on one pool becomes one inspection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import replace
+
+from fleetwarden.core.events import ChangeEvent, EventFlag
+
+__all__ = ["coalesce_key", "flag_unknown"]
+
+_KNOWLEDGE_FLAGS = frozenset({EventFlag.UNKNOWN_CLUSTER, EventFlag.UNKNOWN_POOL})
+
+
+def flag_unknown(event: ChangeEvent, clusters: Mapping[str, Collection[str]]) -> ChangeEvent:
+    """The event, flagged against ``clusters`` (cluster name -> the pools desired state defines).
+
+    * no cluster named: NO_CLUSTER (the payload said nothing fleetwarden can act on);
+    * a cluster not in ``clusters``: UNKNOWN_CLUSTER (the pool is then unknown too; one flag
+      says it);
+    * a pool not among its cluster's pools: UNKNOWN_POOL.
+
+    Earlier UNKNOWN_* flags are recomputed, so flagging again against a newer known set (a
+    replay after a cluster was added) gives the current answer. Names compare exactly.
+    """
+    kept = tuple(f for f in event.flags if f not in _KNOWLEDGE_FLAGS)
+    extra: list[EventFlag] = []
+    if event.cluster is None:
+        extra.append(EventFlag.NO_CLUSTER)
+    elif event.cluster not in clusters:
+        extra.append(EventFlag.UNKNOWN_CLUSTER)
+    elif event.pool is not None and event.pool not in clusters[event.cluster]:
+        extra.append(EventFlag.UNKNOWN_POOL)
+    flags = tuple(dict.fromkeys((*kept, *extra)))
+    return event if flags == event.flags else replace(event, flags=flags)
+
+
+def coalesce_key(event: ChangeEvent) -> tuple[str, str | None] | None:
+    """``(cluster, pool)`` the event asks to inspect; pool None means the whole cluster.
+
+    None when the event names no cluster: there is nothing to inspect, only to record.
+    """
+    if event.cluster is None:
+        return None
+    return (event.cluster, event.pool)

@@ -1,0 +1,266 @@
+"""The event gateway: an ASGI app that authenticates, limits, parses, flags and durably queues
+change events, plus the read API (``/api/events``, ``/api/findings``), ``/healthz`` and
+``/metrics``.
+
+Answers: 202 once stored; 200 for handshakes; 401 without valid credentials (nothing stored);
+413 over the body limit; 400 for a body that does not parse (with the reason); 429 with
+Retry-After when the queue is over its limit; 503 when the queue cannot store. A surprise in a
+payload is a 400, never a 5xx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from fleetwarden.core import eventrules, signatures
+from fleetwarden.core.events import ChangeEvent
+from fleetwarden.core.findings import Finding
+from fleetwarden.entrypoints.metrics import ServiceMetrics
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.events import Parsed, Reply
+from fleetwarden.ports.queue import EventQueue, QueueFull, QueueUnavailable
+
+__all__ = ["SOURCES", "GatewayConfig", "SourceAuth", "create_app"]
+
+log = logging.getLogger("fleetwarden.gateway")
+
+SOURCES = ("aws", "azure", "gcp", "cloudevents", "argocd", "flux")
+Parser = Callable[[Any, Mapping[str, str], datetime], Parsed]
+
+
+@dataclass(frozen=True)
+class SourceAuth:
+    hmac_secrets: tuple[str, ...] = ()
+    bearer_tokens: tuple[str, ...] = ()
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.hmac_secrets or self.bearer_tokens)
+
+    def __repr__(self) -> str:  # never print secrets
+        return (
+            f"SourceAuth(hmac={len(self.hmac_secrets)} secret(s), "
+            f"bearer={len(self.bearer_tokens)} token(s))"
+        )
+
+
+@dataclass
+class GatewayConfig:
+    auth: Mapping[str, SourceAuth] = field(default_factory=dict)
+    body_limit: int = 2**20
+    replay_window: float = 300.0
+    retry_after: int = 5
+    recent_events: int = 1000
+    known_pools: Mapping[str, set[str]] = field(default_factory=dict)  # cluster -> pools
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _problem(status: int, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers or None)
+
+
+def create_app(
+    config: GatewayConfig,
+    queue: EventQueue,
+    parsers: Mapping[str, Parser],
+    *,
+    metrics: ServiceMetrics | None = None,
+    findings: Callable[[], Sequence[Finding]] = list,
+    on_reply: Callable[[str, Reply], None] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Starlette:
+    metrics = metrics or ServiceMetrics()
+    recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
+
+    def authenticate(source: str, request: Request, body: bytes) -> signatures.AuthResult:
+        auth = config.auth.get(source)
+        if auth is None or not auth.configured:
+            return signatures.AuthResult(False, f"no credentials are configured for {source}")
+        results = []
+        sig = request.headers.get("x-fleetwarden-signature")
+        if auth.hmac_secrets and sig:
+            results.append(
+                signatures.check_signature(
+                    sig, body, auth.hmac_secrets, now=clock(), window=config.replay_window
+                )
+            )
+        if auth.bearer_tokens:
+            header = request.headers.get("authorization")
+            if header and header.lower().startswith("basic ") and source == "aws":
+                results.append(signatures.check_basic(header, auth.bearer_tokens))
+            elif header:
+                results.append(signatures.check_bearer(header, auth.bearer_tokens))
+            elif source == "gcp" and request.query_params.get("token"):
+                # Pub/Sub push cannot add headers: Google documents a token in the push URL
+                results.append(
+                    signatures.check_bearer(
+                        f"Bearer {request.query_params['token']}", auth.bearer_tokens
+                    )
+                )
+        for result in results:
+            if result.ok:
+                return result
+        if results:
+            return results[0]
+        return signatures.AuthResult(
+            False, "missing credentials (X-Fleetwarden-Signature or Authorization)"
+        )
+
+    async def ingest(request: Request) -> Response:
+        source = request.path_params["source"]
+        metrics.received.labels(source).inc()
+        try:
+            body = await _read_body(request, config.body_limit)
+        except _TooLarge:
+            metrics.rejected.labels(source, "too_large").inc()
+            return _problem(413, f"body over the limit of {config.body_limit} bytes")
+        auth = authenticate(source, request, body)
+        if not auth.ok:
+            metrics.rejected.labels(source, "unauthorized").inc()
+            return _problem(401, auth.reason, **{"WWW-Authenticate": "Bearer"})
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        now = datetime.fromtimestamp(clock(), UTC)
+        try:
+            decoded = _decode(body, headers)
+            parsed = parsers[source](decoded, headers, now)
+        except FormatError as exc:
+            metrics.rejected.labels(source, "malformed").inc()
+            return _problem(400, str(exc))
+        except Exception as exc:  # a surprise in a payload is the sender's problem, not a 5xx
+            log.warning(
+                "unexpected payload error", extra={"source": source, "error": type(exc).__name__}
+            )
+            metrics.rejected.labels(source, "malformed").inc()
+            return _problem(400, f"{source} payload: cannot be processed ({type(exc).__name__})")
+        events = [eventrules.flag_unknown(e, config.known_pools) for e in parsed.events]
+        if events:
+            try:
+                await queue.put_many(events)
+            except QueueFull as exc:
+                metrics.rejected.labels(source, "queue_full").inc()
+                return _problem(429, str(exc), **{"Retry-After": str(config.retry_after)})
+            except QueueUnavailable as exc:
+                metrics.rejected.labels(source, "unavailable").inc()
+                return _problem(
+                    503, f"cannot store events: {exc}", **{"Retry-After": str(config.retry_after)}
+                )
+            metrics.accepted.labels(source).inc(len(events))
+            recent.extend(events)
+        if parsed.reply is not None:
+            metrics.handshakes.labels(source).inc()
+            if on_reply is not None:
+                on_reply(source, parsed.reply)
+            if parsed.reply.status is not None:
+                return JSONResponse(
+                    parsed.reply.body,
+                    status_code=parsed.reply.status,
+                    headers=dict(parsed.reply.headers) or None,
+                )
+        return JSONResponse(
+            {"accepted": len(events), "ids": [e.id for e in events]}, status_code=202
+        )
+
+    async def options(request: Request) -> Response:
+        # CloudEvents webhook abuse protection (validation handshake): nothing is stored
+        source = request.path_params["source"]
+        origin = request.headers.get("webhook-request-origin")
+        if not origin:
+            return Response(status_code=204, headers={"Allow": "POST, OPTIONS"})
+        metrics.handshakes.labels(source).inc()
+        headers = {"WebHook-Allowed-Origin": origin, "Allow": "POST, OPTIONS"}
+        rate = request.headers.get("webhook-request-rate")
+        if rate:
+            headers["WebHook-Allowed-Rate"] = "*"
+        return Response(status_code=200, headers=headers)
+
+    async def api_events(request: Request) -> Response:
+        raw = request.query_params.get("limit", "100")
+        if not raw.isdigit() or not 1 <= int(raw) <= config.recent_events:
+            return _problem(400, f"limit must be an integer from 1 to {config.recent_events}")
+        newest = list(recent)[-int(raw) :][::-1]
+        return Response(orjson.dumps([e.to_json() for e in newest]), media_type="application/json")
+
+    async def api_findings(request: Request) -> Response:
+        return Response(
+            orjson.dumps([f.to_json() for f in findings()]), media_type="application/json"
+        )
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def prom(request: Request) -> Response:
+        # the gauge keeps its last value when the queue cannot answer; /metrics still must
+        with contextlib.suppress(QueueUnavailable):
+            metrics.queue_depth.set(await queue.depth())
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    routes = [
+        Route("/events/{source:str}", ingest, methods=["POST"]),
+        Route("/events/{source:str}", options, methods=["OPTIONS"]),
+        Route("/api/events", api_events, methods=["GET"]),
+        Route("/api/findings", api_findings, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", prom, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes)
+
+    # unknown sources are 404, not a parser lookup error
+    known = set(parsers)
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/events/"):
+            source = scope["path"][len("/events/") :].strip("/")
+            if source not in known:
+                await _problem(
+                    404, f"unknown event source {source!r} (known: {', '.join(sorted(known))})"
+                )(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    asgi.state = app.state  # type: ignore[attr-defined]
+    asgi.recent = recent  # type: ignore[attr-defined]
+    return asgi  # type: ignore[return-value]
+
+
+def _decode(body: bytes, headers: Mapping[str, str]) -> Any:
+    """JSON bodies; CloudEvents binary mode may carry any content type (kept as bytes)."""
+    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+    if "ce-specversion" in headers and not ctype.endswith("json"):
+        return body
+    if not body.strip():
+        raise FormatError("request body", "empty body (expected JSON)")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise FormatError("request body", f"not valid JSON: {exc}") from None

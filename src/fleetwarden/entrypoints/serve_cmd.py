@@ -1,0 +1,282 @@
+"""``fleetwarden serve``: event gateway + durable queue + workers + watchers in one process.
+
+Start-up order: desired state, the queue (SQLite file or NATS JetStream), the finding tracker
+(shared by watchers and workers, so a drift is reported once whoever sees it first), the live
+watchers (kubeconfig contexts and Argo CD cluster Secrets), the inspection workers, then the
+HTTP server. SIGINT/SIGTERM stop the HTTP server first, then the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+import httpx
+import typer
+import uvicorn
+
+from fleetwarden.adapters import files
+from fleetwarden.adapters.journal import EventJournal
+from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
+from fleetwarden.adapters.queue.nats import NatsQueue
+from fleetwarden.adapters.queue.sqlite import SqliteQueue
+from fleetwarden.app.inspecting import Inspector
+from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
+from fleetwarden.core.attribution import Attribution
+from fleetwarden.core.diffing import diff_cluster
+from fleetwarden.core.findings import Finding, Severity
+from fleetwarden.core.fleet import assign_pools, severity_order
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
+from fleetwarden.entrypoints.metrics import ServiceMetrics
+from fleetwarden.entrypoints.service_config import ServiceConfig, load_service_config
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.events import Reply, parsers
+from fleetwarden.ports.queue import EventQueue
+
+__all__ = ["Service", "register"]
+
+log = logging.getLogger("fleetwarden.serve")
+
+
+@dataclass
+class Service:
+    """Everything ``serve`` runs, assembled (tests build it without the HTTP server)."""
+
+    config: ServiceConfig
+    specs: list[NodePoolSpec]
+    queue: EventQueue
+    metrics: ServiceMetrics = field(default_factory=ServiceMetrics)
+    attribution: Attribution = field(default_factory=Attribution)
+    snapshot: dict[str, list[ObservedNode]] = field(default_factory=dict)
+    events: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=5000))
+    journal: EventJournal | None = None
+
+    def __post_init__(self) -> None:
+        self.tracker = FindingTracker(
+            attribute=lambda f, now: self.attribution.cause_for(f.cluster, f.pool, now=now)
+        )
+        self.fleet = FleetWatcher(
+            self.specs,
+            http_client_factory,
+            self.emit,
+            tracker=self.tracker,
+            settings=WatchSettings(
+                probe_interval=self.config.probe_interval, options=self.config.scan.diff
+            ),
+        )
+        self.inspector = Inspector(
+            self.queue,
+            self.specs,
+            self.nodes_of,
+            self.tracker,
+            self.attribution,
+            self.emit,
+            options=self.config.scan.diff,
+            debounce=self.config.debounce,
+            on_latency=self.metrics.event_to_finding.observe,
+            on_count=self._count,
+            record=self.journal.record if self.journal is not None else None,
+        )
+        if self.journal is not None:
+            for key in self.journal.processed_keys():
+                self.inspector.seen.add(key)
+        known: dict[str, set[str]] = {}
+        for spec in self.specs:
+            if spec.cluster:
+                known.setdefault(spec.cluster, set()).add(spec.name)
+        self.gateway_config = GatewayConfig(
+            auth=self.config.auth,
+            body_limit=self.config.body_limit,
+            replay_window=self.config.replay_window,
+            known_pools=known,
+        )
+        self.app = create_app(
+            self.gateway_config,
+            self.queue,
+            parsers(),
+            metrics=self.metrics,
+            findings=self.findings,
+            on_reply=self.on_reply,
+        )
+        self._background: set[asyncio.Task[None]] = set()
+
+    def _count(self, name: str, n: int) -> None:
+        if name == "duplicate":
+            self.metrics.duplicates.inc(n)
+        elif name == "coalesced":
+            self.metrics.coalesced.inc(n)
+        else:
+            self.metrics.inspections.labels(name).inc(n)
+
+    def findings(self) -> list[Finding]:
+        return sorted(self.tracker.current(), key=severity_order)
+
+    def nodes_of(self, cluster: str) -> list[ObservedNode] | None:
+        """Live cache first; else the latest known state from node dumps."""
+        watcher = self.fleet.watcher(cluster)
+        if watcher is not None and watcher.synced.is_set():
+            return list(watcher.nodes.values())
+        return self.snapshot.get(cluster)
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event.to_json())
+        if isinstance(event, FindingEvent):
+            counts = {s: 0 for s in Severity}
+            for f in self.tracker.current():
+                counts[f.severity] += 1
+            for severity, n in counts.items():
+                self.metrics.findings.labels(severity.value).set(n)
+
+    def on_reply(self, source: str, reply: Reply) -> None:
+        if reply.kind == "sns-subscribe" and reply.url:
+            task = asyncio.get_running_loop().create_task(self._confirm_sns(reply.url))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _confirm_sns(self, url: str) -> None:
+        host = urlsplit(url).hostname  # the URL carries a token: log the host only
+        try:
+            async with httpx.AsyncClient(timeout=10.0, trust_env=True) as client:
+                resp = await client.get(url)
+            log.info(
+                "sns subscription confirmation", extra={"host": host, "status": resp.status_code}
+            )
+        except httpx.HTTPError as exc:
+            log.warning(
+                "sns subscription confirmation failed",
+                extra={"host": host, "error": type(exc).__name__},
+            )
+
+    def initial_scan(self) -> None:
+        """Findings of the latest known state (node dumps) before any event arrives."""
+        by_cluster, _ = assign_pools(self.specs, self.snapshot.keys())
+        now = datetime.now(UTC)
+        for cluster, nodes in self.snapshot.items():
+            result = diff_cluster(
+                cluster, by_cluster.get(cluster, []), nodes, options=self.config.scan.diff
+            )
+            scopes: dict[str | None, list[Finding]] = {
+                s.name: [] for s in by_cluster.get(cluster, [])
+            }
+            for f in result.findings:
+                scopes.setdefault(f.pool, []).append(f)
+            for pool, found in scopes.items():
+                for ev in self.tracker.update((cluster, pool), found, now=now):
+                    self.emit(ev)
+
+    async def run_workers(self) -> None:
+        """Watchers and inspection workers, until cancelled."""
+        endpoints = []
+        argocd = None
+        if self.config.kubeconfig:
+            path = Path(self.config.kubeconfig).expanduser()
+            endpoints = load_kubeconfig(path, contexts=self.config.contexts)
+            if self.config.argocd_namespace:
+                ctx = [self.config.argocd_context] if self.config.argocd_context else []
+                mgmt = load_kubeconfig(path, contexts=ctx)[0]
+                argocd = (http_client_factory(mgmt), self.config.argocd_namespace)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
+            tg.create_task(self.inspector.run(), name="inspector")
+
+
+def build_service(config: ServiceConfig) -> Service:
+    loaded = files.load_desired(
+        [files.parse_path_arg(a) for a in config.desired], limit=config.scan.desired_file_limit
+    )
+    snapshot = (
+        files.load_nodes(
+            [files.parse_path_arg(a) for a in config.nodes], limit=config.scan.nodes_file_limit
+        )
+        if config.nodes
+        else {}
+    )
+    queue: EventQueue
+    if config.queue.startswith("nats://"):
+        queue = NatsQueue(config.queue, max_depth=config.queue_depth)
+    else:
+        queue = SqliteQueue(config.queue_path, max_depth=config.queue_depth)
+    journal = EventJournal(config.journal) if config.journal else None
+    service = Service(config, loaded.pools, queue, snapshot=snapshot, journal=journal)
+    service.initial_scan()
+    return service
+
+
+async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None:
+    cfg = service.config
+    server = uvicorn.Server(
+        uvicorn.Config(
+            service.app,
+            host=cfg.host,
+            port=cfg.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=5,
+        )
+    )
+    workers = asyncio.create_task(service.run_workers(), name="workers")
+    try:
+        serving = asyncio.create_task(server.serve(), name="http")
+        if ready is not None:
+            while not server.started and not serving.done():
+                await asyncio.sleep(0.01)
+            ready.set()
+        done, _ = await asyncio.wait({serving, workers}, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()  # a crash of either side is not silent
+    finally:
+        server.should_exit = True
+        workers.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await workers
+        await service.queue.close()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve_command(
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                "--config",
+                "-c",
+                metavar="FILE",
+                help="Service YAML: listen, queue, desired, nodes, clusters, auth.<source>, limits "
+                "(see the README).",
+            ),
+        ] = None,
+    ) -> None:
+        """Run the event gateway (POST /events/<source>), the durable queue, the inspection
+        workers and the live watchers, with /api/events, /api/findings, /healthz and
+        /metrics."""
+        from fleetwarden.entrypoints.cli import fail
+
+        try:
+            cfg = load_service_config(config)
+            service = build_service(cfg)
+        except FormatError as exc:
+            fail(str(exc))
+        if not any(a.configured for a in cfg.auth.values()):
+            typer.echo(
+                "fleetwarden: warning: no auth.<source> is configured: every event "
+                "delivery will be refused with 401",
+                err=True,
+            )
+        typer.echo(
+            f"fleetwarden: serving on http://{cfg.host}:{cfg.port} "
+            f"(queue: {cfg.queue}, {len(service.specs)} desired pools)",
+            err=True,
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(service))

@@ -1,0 +1,222 @@
+"""``fleetwarden serve --config FILE``: the service's YAML configuration.
+
+Example::
+
+    listen: 127.0.0.1:8080
+    store: sqlite:///fleetwarden.db          # audit store (SQLAlchemy URL)
+    queue: sqlite                            # or nats://127.0.0.1:4222
+    queuePath: fleetwarden-queue.db          # the SQLite queue file
+    desired: [prod-eu-1=clusters/prod-eu-1/, fleet/pools.yaml]
+    nodes: [prod-eu-1=dumps/prod-eu-1.json]  # latest known state where no live access
+    clusters:
+      kubeconfig: ~/.kube/config
+      contexts: [prod-eu-1]
+      argocdSecrets: {namespace: argocd, context: mgmt}
+    auth:
+      aws: {bearerToken: env:FW_AWS_TOKEN}
+      azure: {bearerToken: file:/run/secrets/azure-token}
+      gcp: {bearerToken: env:FW_GCP_TOKEN}
+      cloudevents: {hmacSecret: env:FW_CE_SECRET}
+      argocd: {bearerToken: env:FW_ARGOCD_TOKEN}
+      flux: {hmacSecret: env:FW_FLUX_SECRET}
+    limits: {bodyBytes: 1048576, queueDepth: 100000}
+    debounceSeconds: 2
+    eventLog: fleetwarden-events.jsonl       # every processed event, fsync'd before its ack
+    scan: {...}                              # as for `fleetwarden scan --config`
+
+Secret values may be given as ``env:NAME`` (an environment variable) or ``file:PATH``; they are
+never logged or echoed (a missing variable is an error that names the variable, not a value).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from fleetwarden.entrypoints.gateway import SOURCES, SourceAuth
+from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_from
+from fleetwarden.formats.errors import FormatError
+
+__all__ = ["ServiceConfig", "load_service_config"]
+
+_SECRET = {"type": "string", "minLength": 1}
+_SECRETS = {"oneOf": [_SECRET, {"type": "array", "items": _SECRET, "minItems": 1}]}
+SERVICE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **CONFIG_SCHEMA["properties"],
+        "listen": {"type": "string", "pattern": r"^[^:\s]+:\d{1,5}$"},
+        "store": {"type": "string", "minLength": 1},
+        "queue": {"type": "string", "pattern": r"^(sqlite|nats://.+)$"},
+        "queuePath": {"type": "string", "minLength": 1},
+        "desired": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        "nodes": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        "clusters": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "kubeconfig": {"type": "string"},
+                "contexts": {"type": "array", "items": {"type": "string"}},
+                "argocdSecrets": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["namespace"],
+                    "properties": {"namespace": {"type": "string"}, "context": {"type": "string"}},
+                },
+                "probeIntervalSeconds": {"type": "number", "exclusiveMinimum": 0},
+            },
+        },
+        "auth": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                source: {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"hmacSecret": _SECRETS, "bearerToken": _SECRETS},
+                }
+                for source in SOURCES
+            },
+        },
+        "limits": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                **CONFIG_SCHEMA["properties"]["limits"]["properties"],
+                "bodyBytes": {"type": "integer", "minimum": 1024},
+                "queueDepth": {"type": "integer", "minimum": 1},
+            },
+        },
+        "debounceSeconds": {"type": "number", "minimum": 0},
+        "eventLog": {"type": "string", "minLength": 1},
+        "replayWindowSeconds": {"type": "number", "minimum": 1},
+    },
+}
+
+
+@dataclass
+class ServiceConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    store: str = "sqlite:///fleetwarden.db"
+    queue: str = "sqlite"
+    queue_path: str = "fleetwarden-queue.db"
+    desired: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    kubeconfig: str | None = None
+    contexts: list[str] = field(default_factory=list)
+    argocd_namespace: str | None = None
+    argocd_context: str | None = None
+    probe_interval: float = 10.0
+    auth: dict[str, SourceAuth] = field(default_factory=dict)
+    body_limit: int = 2**20
+    queue_depth: int = 100_000
+    debounce: float = 2.0
+    replay_window: float = 300.0
+    scan: Settings = field(default_factory=Settings)
+    journal: str | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"ServiceConfig(listen={self.host}:{self.port}, queue={self.queue}, auth={self.auth})"
+        )
+
+
+def _secret(value: str, where: str, source: str, env: Mapping[str, str]) -> str:
+    if value.startswith("env:"):
+        name = value[4:]
+        if name not in env or not env[name]:
+            raise FormatError(source, f"environment variable {name} is not set", field=where)
+        return env[name]
+    if value.startswith("file:"):
+        path = Path(value[5:]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise FormatError(
+                source, f"cannot read secret file {path}: {exc.strerror}", field=where
+            ) from None
+        if not text:
+            raise FormatError(source, f"secret file {path} is empty", field=where)
+        return text
+    return value
+
+
+def load_service_config(
+    path: Path | None, *, env: Mapping[str, str] | None = None
+) -> ServiceConfig:
+    env = os.environ if env is None else env
+    if path is None:
+        return ServiceConfig()
+    source = str(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise FormatError(source, f"cannot read config: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise FormatError(
+            source,
+            f"YAML syntax error: {getattr(exc, 'problem', exc)}",
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
+    if not isinstance(raw, Mapping):
+        raise FormatError(source, "the config must be a mapping")
+    errors = sorted(
+        jsonschema.Draft202012Validator(SERVICE_SCHEMA).iter_errors(raw),
+        key=lambda e: list(e.absolute_path),
+    )
+    if errors:
+        where = ".".join(str(p) for p in errors[0].absolute_path) or "(top level)"
+        # never echo a value from the auth section: it may be a secret
+        message = errors[0].message if not where.startswith("auth") else errors[0].validator
+        raise FormatError(source, str(message), field=where)
+    file_limits = {
+        k: v
+        for k, v in (raw.get("limits") or {}).items()
+        if k in ("desiredFileBytes", "nodesFileBytes")
+    }
+    scan = settings_from({"scan": raw.get("scan") or {}, "limits": file_limits}, source=source)
+    host, _, port = raw.get("listen", "127.0.0.1:8080").rpartition(":")
+    auth = {}
+    for name, spec in (raw.get("auth") or {}).items():
+
+        def values(key: str, spec: Mapping[str, Any] = spec, name: str = name) -> tuple[str, ...]:
+            v = spec.get(key)
+            items = [v] if isinstance(v, str) else list(v or ())
+            return tuple(_secret(x, f"auth.{name}.{key}", source, env) for x in items)
+
+        auth[name] = SourceAuth(
+            hmac_secrets=values("hmacSecret"), bearer_tokens=values("bearerToken")
+        )
+    clusters = raw.get("clusters") or {}
+    limits = raw.get("limits") or {}
+    argocd = clusters.get("argocdSecrets") or {}
+    return ServiceConfig(
+        host=host,
+        port=int(port),
+        store=raw.get("store", "sqlite:///fleetwarden.db"),
+        queue=raw.get("queue", "sqlite"),
+        queue_path=raw.get("queuePath", "fleetwarden-queue.db"),
+        desired=list(raw.get("desired") or ()),
+        nodes=list(raw.get("nodes") or ()),
+        kubeconfig=clusters.get("kubeconfig"),
+        contexts=list(clusters.get("contexts") or ()),
+        argocd_namespace=argocd.get("namespace"),
+        argocd_context=argocd.get("context"),
+        probe_interval=float(clusters.get("probeIntervalSeconds", 10.0)),
+        auth=auth,
+        body_limit=int(limits.get("bodyBytes", 2**20)),
+        queue_depth=int(limits.get("queueDepth", 100_000)),
+        debounce=float(raw.get("debounceSeconds", 2.0)),
+        replay_window=float(raw.get("replayWindowSeconds", 300.0)),
+        scan=scan,
+        journal=raw.get("eventLog"),
+    )

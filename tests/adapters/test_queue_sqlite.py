@@ -1,0 +1,312 @@
+"""The EventQueue contract, pinned for both backends (``queue``/``queue_kit`` run each test on
+SQLite and on a real nats-server), then what only the embedded SQLite queue promises: group
+commit, the processed-keys window, one owning process, reopening, and a kill -9 crash test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from fleetwarden.adapters.queue.sqlite import SqliteQueue
+from fleetwarden.ports.queue import Delivery, EventQueue, QueueFull, QueueUnavailable
+from tests.adapters.conftest import QueueKit, event
+from tests.support import queue_crash
+
+
+async def take(q: EventQueue, n: int, *, timeout: float = 10.0, batch: int = 50) -> list[Delivery]:
+    """Exactly the next n deliveries (fails if they do not come within timeout)."""
+    got: list[Delivery] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"only {len(got)} of {n} deliveries within {timeout}s"
+        got += await q.get_batch(min(batch, n - len(got)), min(remaining, 1.0))
+    return got
+
+
+async def take_and_ack(q: EventQueue, n: int, **kw: float) -> list[Delivery]:
+    got = await take(q, n, **kw)
+    await q.ack(got)
+    return got
+
+
+def ids(deliveries: Sequence[Delivery]) -> list[str]:
+    return sorted(d.event.id for d in deliveries)
+
+
+# --------------------------------------------------------------------------- the contract
+
+
+async def test_put_get_ack_round_trips_the_event_and_empties_the_queue(queue: EventQueue):
+    sent = event(1, actor="arn:aws:iam::1:user/alice", changed=("scaling.desired",))
+    await queue.put_many([sent])
+    assert await queue.depth() == 1
+    (got,) = await take(queue, 1)
+    assert got.event == sent
+    assert got.attempt == 1
+    await queue.ack([got])
+    assert await queue.depth() == 0
+    assert await queue.get_batch(10, 0.2) == []
+
+
+async def test_get_batch_on_an_empty_queue_returns_nothing_after_its_timeout(queue: EventQueue):
+    t0 = time.monotonic()
+    assert await queue.get_batch(10, 0.3) == []
+    assert 0.2 <= time.monotonic() - t0 < 3
+
+
+async def test_get_batch_wakes_for_an_event_put_while_it_waits(queue: EventQueue):
+    waiting = asyncio.ensure_future(queue.get_batch(10, 5.0))
+    await asyncio.sleep(0.1)  # let it start waiting (not synchronisation: the result is)
+    t0 = time.monotonic()
+    await queue.put_many([event(1)])
+    got = await asyncio.wait_for(waiting, 6)
+    assert ids(got) == ["1"]
+    assert time.monotonic() - t0 < 1.0, "woken by the put, not by a poll"
+
+
+async def test_the_same_key_is_stored_once_in_one_batch_across_puts_and_after_ack(
+    queue: EventQueue,
+):
+    await queue.put_many([event(1), event(1), event(2)])
+    await queue.put_many([event(1)])
+    assert await queue.depth() == 2
+    first = await take_and_ack(queue, 2)
+    assert ids(first) == ["1", "2"]
+    await queue.put_many([event(1), event(2)])  # redelivered by the source after processing
+    assert await queue.depth() == 0
+    assert await queue.get_batch(10, 0.3) == []
+
+
+async def test_same_id_from_another_source_is_another_event(queue: EventQueue):
+    await queue.put_many([event(1, source="a"), event(1, source="b")])
+    got = await take_and_ack(queue, 2)
+    assert sorted(d.event.source for d in got) == ["a", "b"]
+
+
+async def test_an_unacked_delivery_comes_back_after_its_lease_expires(queue: EventQueue):
+    await queue.put_many([event(1)])  # queue fixture: ack_wait=1.0
+    (first,) = await take(queue, 1)
+    assert await queue.get_batch(10, 0.3) == [], "leased: not given to anyone else"
+    t0 = time.monotonic()
+    (again,) = await take(queue, 1, timeout=10)
+    assert again.event == first.event
+    assert again.attempt == 2
+    assert time.monotonic() - t0 > 0.3
+    await queue.ack([again])
+    assert await queue.depth() == 0
+
+
+async def test_nack_with_delay_hides_the_event_until_the_delay_ends(queue: EventQueue):
+    await queue.put_many([event(1)])
+    (first,) = await take(queue, 1)
+    t0 = time.monotonic()
+    await queue.nack([first], delay=0.8)
+    assert await queue.get_batch(10, 0.3) == []
+    (again,) = await take(queue, 1, timeout=5)
+    assert time.monotonic() - t0 >= 0.7
+    assert again.attempt == 2
+    await queue.ack([again])
+
+
+async def test_nack_without_delay_redelivers_at_once(queue: EventQueue):
+    await queue.put_many([event(1)])
+    (first,) = await take(queue, 1)
+    await queue.nack([first])
+    t0 = time.monotonic()
+    (again,) = await take(queue, 1, timeout=5)
+    assert time.monotonic() - t0 < 0.9  # sooner than the 1 s lease
+    assert again.event == first.event
+
+
+async def test_put_is_refused_with_queue_full_at_max_depth_until_some_are_acked(
+    queue_kit: QueueKit,
+):
+    q = await queue_kit.open(max_depth=5)
+    for i in range(5):
+        await q.put_many([event(i)])
+    with pytest.raises(QueueFull) as full:
+        await q.put_many([event(99)])
+    assert (full.value.depth, full.value.limit) == (5, 5)
+    await take_and_ack(q, 1)
+    await q.put_many([event(99)])
+    assert await q.depth() == 5
+
+
+async def test_1000_puts_from_50_concurrent_producers_are_all_delivered_once(queue: EventQueue):
+    async def produce(task: int) -> None:
+        for i in range(20):
+            await queue.put_many([event(f"{task}-{i}")])
+
+    async with asyncio.TaskGroup() as tg:
+        for task in range(50):
+            tg.create_task(produce(task))
+    assert await queue.depth() == 1000
+    got = await take_and_ack(queue, 1000, timeout=30, batch=100)
+    assert len(set(ids(got))) == 1000
+    assert await queue.get_batch(10, 0.3) == []
+    assert await queue.depth() == 0
+
+
+async def test_two_consumers_share_the_work_and_no_event_goes_to_both(queue_kit: QueueKit):
+    producer = await queue_kit.open(ack_wait=10.0)
+    await producer.put_many([event(i) for i in range(200)])
+    consumers = [producer, await queue_kit.replica(producer)]
+    seen: list[Counter[str]] = [Counter(), Counter()]
+
+    async def consume(index: int) -> None:
+        q = consumers[index]
+        while sum(sum(c.values()) for c in seen) < 200:
+            batch = await q.get_batch(5, 0.5)
+            seen[index].update(d.event.id for d in batch)
+            await q.ack(batch)
+            await asyncio.sleep(0)  # a worker's "processing": lets the other one fetch
+
+    async with asyncio.timeout(30), asyncio.TaskGroup() as tg:
+        for index in (0, 1):
+            tg.create_task(consume(index))
+    both = seen[0] + seen[1]
+    assert len(both) == 200 and set(both.values()) == {1}, "each event to exactly one consumer"
+    assert seen[0] and seen[1], "both consumers got work"
+
+
+async def test_a_closed_queue_refuses_with_queue_unavailable(queue_kit: QueueKit):
+    q = await queue_kit.open()
+    await q.close()
+    with pytest.raises(QueueUnavailable):
+        await q.put_many([event(1)])
+
+
+# --------------------------------------------------------------------------- SQLite only
+
+
+def test_the_file_is_in_wal_mode_with_full_sync(tmp_path: Path):
+    q = SqliteQueue(tmp_path / "q.db")
+    try:
+        with sqlite3.connect(tmp_path / "q.db") as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert q._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    finally:
+        asyncio.run(q.close())
+
+
+async def test_concurrent_single_puts_share_commits(tmp_path: Path):
+    """Group commit: 200 concurrent one-event puts need far fewer than 200 transactions."""
+    q = SqliteQueue(tmp_path / "q.db")
+    try:
+        before = q.commits
+        await asyncio.gather(*(q.put_many([event(i)]) for i in range(200)))
+        assert await q.depth() == 200
+        assert q.commits - before <= 20
+    finally:
+        await q.close()
+
+
+async def test_queue_full_refuses_one_put_without_failing_the_puts_in_its_commit(tmp_path: Path):
+    q = SqliteQueue(tmp_path / "q.db", max_depth=3, batch_window=0.05)
+    try:
+        results = await asyncio.gather(
+            *(q.put_many([event(i)]) for i in range(6)), return_exceptions=True
+        )
+        assert sum(r is None for r in results) == 3
+        assert all(isinstance(r, QueueFull) for r in results if r is not None)
+        assert await q.depth() == 3
+    finally:
+        await q.close()
+
+
+async def test_processed_keys_are_forgotten_after_the_retention_window(tmp_path: Path):
+    now = [1_000_000.0]
+    q = SqliteQueue(tmp_path / "q.db", retention=3600, clock=lambda: now[0])
+    try:
+        await q.put_many([event(1)])
+        await take_and_ack(q, 1)
+        now[0] += 3000
+        await q.put_many([event(1)])
+        assert await q.depth() == 0, "still within the window: a duplicate"
+        now[0] += 700
+        await q.put_many([event(1)])
+        assert await q.depth() == 1, "past the window: a new delivery"
+    finally:
+        await q.close()
+
+
+async def test_reopening_keeps_unacked_events_and_counts_them(tmp_path: Path):
+    path = tmp_path / "q.db"
+    q = SqliteQueue(path)
+    await q.put_many([event(i) for i in range(3)])
+    await take_and_ack(q, 1)
+    await take(q, 1)  # leased, never acked: the process "dies" with the lease
+    await q.close()
+    q = SqliteQueue(path, ack_wait=3600)
+    try:
+        assert await q.depth() == 2
+        got = await take(q, 2, timeout=2)  # the dead lease is released on open
+        assert len(set(ids(got))) == 2
+    finally:
+        await q.close()
+
+
+async def test_a_second_process_cannot_open_the_same_file(tmp_path: Path):
+    path = tmp_path / "q.db"
+    q = SqliteQueue(path)
+    try:
+        code = (
+            "import sys\nfrom fleetwarden.adapters.queue.sqlite import SqliteQueue\n"
+            "from fleetwarden.ports.queue import QueueUnavailable\n"
+            "try:\n    SqliteQueue(sys.argv[1])\nexcept QueueUnavailable as e:\n"
+            "    print(e)\n    sys.exit(3)\n"
+        )
+        r = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert r.returncode == 3, r.stderr
+        assert "open in another process" in r.stdout
+    finally:
+        await q.close()
+    await SqliteQueue(path).close()  # the lock was released on close
+
+
+@pytest.mark.parametrize("content", [b"this is not a database" * 100, None])
+def test_an_unusable_file_is_queue_unavailable(tmp_path: Path, content: bytes | None):
+    if content is None:
+        path = tmp_path / "missing-dir-is-a-file" / "q.db"
+        (tmp_path / "missing-dir-is-a-file").write_text("a file where a directory should be")
+    else:
+        path = tmp_path / "q.db"
+        path.write_bytes(content)
+    with pytest.raises(QueueUnavailable, match=str(tmp_path)):
+        SqliteQueue(path)
+
+
+async def test_an_sqlite_error_during_a_put_is_queue_unavailable(tmp_path: Path):
+    q = SqliteQueue(tmp_path / "q.db")
+    try:
+        await asyncio.to_thread(q._conn.execute, "DROP TABLE events")  # a broken file
+        with pytest.raises(QueueUnavailable, match="no such table"):
+            await q.put_many([event(1)])
+    finally:
+        await q.close()
+
+
+# --------------------------------------------------------------------------- crash
+
+
+def test_kill9_of_producer_and_consumer_loses_nothing_acknowledged_sqlite(tmp_path: Path):
+    """Producer and then consumer killed -9 mid-run; a fresh consumer drains the file: every
+    event the producer saw acknowledged is processed, no acked event is delivered again,
+    and with dedupe by key nothing is processed twice."""
+    r = queue_crash.run_scenario(["--sqlite", str(tmp_path / "crash.db")])
+    assert len(r.produced) >= 100 and len(r.consumer_acked) >= 100  # re-sends repeat keys
+    assert r.produced - set(r.processed) == set(), "acknowledged events lost"
+    assert set(r.consumer_acked) & set(r.redelivered) == set(), "acked events delivered again"
+    assert [k for k, n in Counter(r.processed).items() if n > 1] == [], "processed twice"

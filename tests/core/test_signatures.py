@@ -1,0 +1,65 @@
+"""Webhook authentication: HMAC with a replay window, bearer and Basic tokens."""
+
+from __future__ import annotations
+
+import base64
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetwarden.core.signatures import check_basic, check_bearer, check_signature, sign
+
+BODY = b'{"hello": "world"}'
+
+
+def test_a_fresh_signature_of_the_exact_body_passes():
+    header = sign("s3cret", BODY, 1_000_000)
+    assert check_signature(header, BODY, ["s3cret"], now=1_000_010).ok
+
+
+def test_rotation_any_configured_secret_or_any_given_v1_matches():
+    header = sign("new", BODY, 100)
+    assert check_signature(header, BODY, ["old", "new"], now=100).ok
+    two = header + ",v1=" + "0" * 64
+    assert check_signature(two, BODY, ["new"], now=100).ok
+
+
+def test_replay_outside_the_window_fails_and_says_why():
+    header = sign("s", BODY, 1000)
+    result = check_signature(header, BODY, ["s"], now=1000 + 301)
+    assert not result.ok and "window" in result.reason
+    assert not check_signature(header, BODY, ["s"], now=1000 - 301).ok
+
+
+def test_tampered_body_wrong_secret_and_malformed_headers_fail():
+    header = sign("s", BODY, 5)
+    assert not check_signature(header, BODY + b" ", ["s"], now=5).ok
+    assert not check_signature(header, BODY, ["other"], now=5).ok
+    for bad in (None, "", "v1=abc", "t=5", "t=x,v1=ab", "garbage"):
+        assert not check_signature(bad, BODY, ["s"], now=5).ok
+
+
+def test_bearer_and_basic():
+    assert check_bearer("Bearer tok", ["tok"]).ok
+    assert check_bearer("bearer tok ", ["tok"]).ok
+    assert not check_bearer("Bearer nope", ["tok"]).ok
+    assert not check_bearer("Basic tok", ["tok"]).ok
+    assert not check_bearer(None, ["tok"]).ok
+    basic = "Basic " + base64.b64encode(b"sns:tok").decode()
+    assert check_basic(basic, ["tok"]).ok
+    assert not check_basic("Basic " + base64.b64encode(b"sns:bad").decode(), ["tok"]).ok
+    assert not check_basic("Basic %%%", ["tok"]).ok
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    header=st.one_of(st.none(), st.text(max_size=80)),
+    body=st.binary(max_size=64),
+    now=st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_value=1e12),
+)
+def test_arbitrary_headers_never_raise_and_never_pass_without_the_secret(header, body, now):
+    assert not check_signature(header, body, ["the-secret"], now=now).ok or (
+        header is not None and sign("the-secret", body, int(header.split(",")[0][2:])) in header
+    )
+    assert not check_bearer(header, ["the-secret-token"]).ok or "the-secret-token" in header
+    check_basic(header, ["x"])

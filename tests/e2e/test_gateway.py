@@ -1,0 +1,304 @@
+"""The event gateway over HTTP (ASGI, in process) with a real SQLite queue file.
+
+Pins the contract: 202 once stored, 401 without valid credentials and nothing stored, 413 over
+the body limit, 400 with the reason for a body that does not parse, 429 with Retry-After when the
+queue is full, the providers' handshakes; and a fuzz run that never gets a 5xx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fleetwarden.adapters.queue.sqlite import SqliteQueue
+from fleetwarden.core.signatures import sign
+from fleetwarden.entrypoints.gateway import SOURCES, GatewayConfig, SourceAuth, create_app
+from fleetwarden.formats.events import parsers
+
+TOKEN = "gw-test-token"
+SECRET = "gw-test-secret"
+
+EKS_EVENT = {
+    "version": "0",
+    "id": "7bf73129-1428-4cd3-a780-95db273d1602",
+    "detail-type": "AWS API Call via CloudTrail",
+    "source": "aws.eks",
+    "account": "123456789012",
+    "time": "2026-11-29T10:00:00Z",
+    "region": "eu-west-1",
+    "resources": [],
+    "detail": {
+        "eventVersion": "1.08",
+        "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::123456789012:user/alice"},
+        "eventTime": "2026-11-29T10:00:00Z",
+        "eventSource": "eks.amazonaws.com",
+        "eventName": "UpdateNodegroupConfig",
+        "awsRegion": "eu-west-1",
+        "requestParameters": {
+            "name": "prod-eu-1",
+            "nodegroupName": "general",
+            "scalingConfig": {"desiredSize": 5},
+        },
+        "eventID": "e1",
+    },
+}
+
+
+class Harness:
+    def __init__(self, tmp: Path, **config) -> None:
+        self.queue = SqliteQueue(tmp / "queue.db", max_depth=config.pop("max_depth", 1000))
+        auth = {s: SourceAuth(hmac_secrets=(SECRET,), bearer_tokens=(TOKEN,)) for s in SOURCES}
+        self.config = GatewayConfig(auth=auth, known_pools={"prod-eu-1": {"general"}}, **config)
+        self.app = create_app(self.config, self.queue, parsers())
+        self.client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url="http://gw"
+        )
+
+    async def post(self, source: str, body, *, auth: str | None = "bearer", headers=None):
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        h = {"content-type": "application/json", **(headers or {})}
+        if auth == "bearer":
+            h["authorization"] = f"Bearer {TOKEN}"
+        elif auth == "hmac":
+            h["x-fleetwarden-signature"] = sign(SECRET, raw, int(time.time()))
+        return await self.client.post(f"/events/{source}", content=raw, headers=h)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+        await self.queue.close()
+
+
+@pytest.fixture()
+async def gw(tmp_path):
+    h = Harness(tmp_path)
+    yield h
+    await h.close()
+
+
+async def test_authenticated_event_is_stored_then_acknowledged(gw):
+    r = await gw.post("aws", EKS_EVENT)
+    assert r.status_code == 202 and r.json() == {"accepted": 1, "ids": [EKS_EVENT["id"]]}
+    (d,) = await gw.queue.get_batch(10, timeout=1)
+    e = d.event
+    assert (e.cluster, e.pool, e.operation.value, e.actor) == (
+        "prod-eu-1",
+        "general",
+        "scale",
+        "arn:aws:iam::123456789012:user/alice",
+    )
+    assert e.flags == ()
+    api = await gw.client.get("/api/events?limit=5")
+    assert api.json()[0]["id"] == EKS_EVENT["id"]
+
+
+async def test_hmac_signature_also_authenticates(gw):
+    assert (await gw.post("aws", EKS_EVENT, auth="hmac")).status_code == 202
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"authorization": "Bearer wrong"},
+        {"authorization": "Basic Zm9vOmJhcg=="},
+        {"x-fleetwarden-signature": "t=1,v1=00"},
+    ],
+    ids=["none", "bad-bearer", "bad-basic", "stale-signature"],
+)
+async def test_no_or_bad_credentials_are_401_and_nothing_is_stored(gw, source, headers):
+    r = await gw.post(source, EKS_EVENT, auth=None, headers=headers)
+    assert r.status_code == 401 and r.json()["error"]
+    assert await gw.queue.depth() == 0
+
+
+async def test_unknown_cluster_is_kept_and_flagged(gw):
+    other = json.loads(json.dumps(EKS_EVENT))
+    other["id"] = "other-1"
+    other["detail"]["requestParameters"]["name"] = "mystery"
+    assert (await gw.post("aws", other)).status_code == 202
+    (d,) = await gw.queue.get_batch(10, timeout=1)
+    assert [f.value for f in d.event.flags] == ["unknown-cluster"]
+
+
+async def test_body_limit_is_413(tmp_path):
+    h = Harness(tmp_path, body_limit=2048)
+    try:
+        r = await h.post("aws", b"{" + b" " * 4096 + b"}")
+        assert r.status_code == 413
+        assert await h.queue.depth() == 0
+    finally:
+        await h.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"", "empty body"),
+        (b"[1, 2, 3]", "aws payload"),
+        (json.dumps({**EKS_EVENT, "detail": "nope"}).encode(), "detail"),
+    ],
+)
+async def test_malformed_bodies_are_400_with_the_reason(gw, body, needle):
+    r = await gw.post("aws", body)
+    assert r.status_code == 400
+    assert needle in r.json()["error"]
+    assert await gw.queue.depth() == 0
+
+
+async def test_queue_over_its_limit_is_429_with_retry_after(tmp_path):
+    h = Harness(tmp_path, max_depth=2)
+    try:
+        for i in range(2):
+            ev = {**EKS_EVENT, "id": f"fill-{i}"}
+            assert (await h.post("aws", ev)).status_code == 202
+        r = await h.post("aws", {**EKS_EVENT, "id": "one-too-many"})
+        assert r.status_code == 429 and r.headers["retry-after"]
+        assert await h.queue.depth() == 2
+    finally:
+        await h.close()
+
+
+async def test_redelivery_of_the_same_event_is_stored_once(gw):
+    for _ in range(3):
+        assert (await gw.post("aws", EKS_EVENT)).status_code == 202
+    assert await gw.queue.depth() == 1
+
+
+async def test_event_grid_subscription_validation_echoes_the_code(gw):
+    # https://learn.microsoft.com/en-us/azure/event-grid/webhook-event-delivery
+    validation = [
+        {
+            "id": "2d1781af-3a4c-4d7c-bd0c-e34b19da4e66",
+            "topic": "/subscriptions/xx",
+            "subject": "",
+            "data": {
+                "validationCode": "512d38b6-c7b8-40c8-89fe-f46f9e9622b6",
+                "validationUrl": "https://rp-eastus2.eventgrid.azure.net/x",
+            },
+            "eventType": "Microsoft.EventGrid.SubscriptionValidationEvent",
+            "eventTime": "2018-01-25T22:12:19.4556811Z",
+            "metadataVersion": "1",
+            "dataVersion": "1",
+        }
+    ]
+    r = await gw.post("azure", validation, headers={"aeg-event-type": "SubscriptionValidation"})
+    assert r.status_code == 200
+    assert r.json() == {"validationResponse": "512d38b6-c7b8-40c8-89fe-f46f9e9622b6"}
+    assert await gw.queue.depth() == 0
+
+
+async def test_cloudevents_webhook_options_handshake(gw):
+    # https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/http-webhook.md#4-abuse-protection
+    r = await gw.client.options(
+        "/events/azure",
+        headers={
+            "WebHook-Request-Origin": "eventemitter.example.com",
+            "WebHook-Request-Rate": "120",
+        },
+    )
+    assert r.status_code == 200
+    assert r.headers["webhook-allowed-origin"] == "eventemitter.example.com"
+    assert r.headers["webhook-allowed-rate"]
+
+
+async def test_real_azure_batch_sample_is_accepted(gw, realdata):
+    body = (realdata / "events" / "azure-eventgrid-MultipleEventsInSameBatch.json").read_bytes()
+    r = await gw.post("azure", body)
+    assert r.status_code == 202 and r.json()["accepted"] >= 2
+
+
+async def test_metrics_count_received_accepted_rejected(gw):
+    await gw.post("aws", EKS_EVENT)
+    await gw.post("aws", EKS_EVENT, auth=None)
+    await gw.post("aws", b"{")
+    text = (await gw.client.get("/metrics")).text
+    assert 'fleetwarden_events_received_total{source="aws"} 3.0' in text
+    assert 'fleetwarden_events_accepted_total{source="aws"} 1.0' in text
+    assert 'fleetwarden_events_rejected_total{reason="unauthorized",source="aws"} 1.0' in text
+    assert 'fleetwarden_events_rejected_total{reason="malformed",source="aws"} 1.0' in text
+    assert "fleetwarden_queue_depth 1.0" in text
+
+
+async def test_unknown_source_and_bad_limit(gw):
+    assert (await gw.client.post("/events/nope", content=b"{}")).status_code == 404
+    assert (await gw.client.get("/api/events?limit=abc")).status_code == 400
+    assert (await gw.client.get("/healthz")).json() == {"status": "ok"}
+
+
+# --- fuzz: >= 10,000 generated bodies and headers over every route ----------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_header_names = st.sampled_from(
+    [
+        "content-type",
+        "ce-specversion",
+        "ce-id",
+        "ce-source",
+        "ce-type",
+        "ce-time",
+        "aeg-event-type",
+        "x-amz-sns-message-type",
+        "webhook-request-origin",
+        "x-other",
+    ]
+)
+_bodies = st.one_of(
+    _json.map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=200),
+    st.just(json.dumps(EKS_EVENT).encode()),
+)
+
+
+@settings(
+    max_examples=10_200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    source=st.sampled_from([*SOURCES, "nope"]),
+    body=_bodies,
+    headers=st.dictionaries(
+        _header_names,
+        st.text(max_size=30).filter(lambda t: t.isprintable() and t.isascii()),
+        max_size=4,
+    ),
+    authed=st.sampled_from(["bearer", "hmac", None]),
+)
+def test_fuzz_never_5xx_and_unauthenticated_never_stores(
+    tmp_path_factory, source, body, headers, authed
+):
+    h = _fuzz_harness(tmp_path_factory)
+    before = asyncio.run(h.queue.depth())
+
+    async def go():
+        return await h.post(source, body, auth=authed, headers=headers)
+
+    r = asyncio.run(go())
+    assert r.status_code < 500, r.text
+    if authed is None and source != "nope":
+        assert r.status_code == 401
+        assert asyncio.run(h.queue.depth()) == before
+
+
+_FUZZ: dict[str, Harness] = {}
+
+
+def _fuzz_harness(factory) -> Harness:
+    if "h" not in _FUZZ:
+        _FUZZ["h"] = Harness(factory.mktemp("fuzz"), max_depth=10_000_000)
+    return _FUZZ["h"]
