@@ -67,10 +67,11 @@ class ChangeEvent:
     flags: tuple[EventFlag, ...] = ()
     received_at: datetime | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)  # small, secret-free extract
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return dedupe_key(self.source, self.id)
+    def __post_init__(self) -> None:
+        # computed once: the gateway, the queue and the workers all need it
+        object.__setattr__(self, "key", dedupe_key(self.source, self.id))
 
     def with_flags(self, *flags: EventFlag) -> ChangeEvent:
         merged = tuple(dict.fromkeys((*self.flags, *flags)))
@@ -125,7 +126,9 @@ class ChangeEvent:
 
 
 def _replace(event: ChangeEvent, **changes: Any) -> ChangeEvent:
-    values = {name: getattr(event, name) for name in ChangeEvent.__dataclass_fields__}
+    values = {
+        name: getattr(event, name) for name, f in ChangeEvent.__dataclass_fields__.items() if f.init
+    }
     values.update(changes)
     return ChangeEvent(**values)
 

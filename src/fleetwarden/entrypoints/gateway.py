@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -72,18 +73,34 @@ class _TooLarge(Exception):
     pass
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
+async def _receive_body(headers: Mapping[str, str], receive: Any, limit: int) -> bytes:
+    declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _TooLarge
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise _TooLarge
         chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
     return b"".join(chunks)
+
+
+async def _send_json(
+    send: Any, status: int, payload: Any, extra: Mapping[str, str] | None = None
+) -> None:
+    body = orjson.dumps(payload)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _problem(status: int, message: str, **headers: str) -> JSONResponse:
@@ -103,12 +120,24 @@ def create_app(
     metrics = metrics or ServiceMetrics()
     recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
 
-    def authenticate(source: str, request: Request, body: bytes) -> signatures.AuthResult:
+    received = {src: metrics.received.labels(src) for src in parsers}
+    accepted = {src: metrics.accepted.labels(src) for src in parsers}
+    rejected: dict[tuple[str, str], Any] = {}
+
+    def reject(source: str, reason: str) -> None:
+        child = rejected.get((source, reason))
+        if child is None:
+            child = rejected[(source, reason)] = metrics.rejected.labels(source, reason)
+        child.inc()
+
+    def authenticate(
+        source: str, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
+    ) -> signatures.AuthResult:
         auth = config.auth.get(source)
         if auth is None or not auth.configured:
             return signatures.AuthResult(False, f"no credentials are configured for {source}")
         results = []
-        sig = request.headers.get("x-fleetwarden-signature")
+        sig = headers.get("x-fleetwarden-signature")
         if auth.hmac_secrets and sig:
             results.append(
                 signatures.check_signature(
@@ -116,17 +145,15 @@ def create_app(
                 )
             )
         if auth.bearer_tokens:
-            header = request.headers.get("authorization")
+            header = headers.get("authorization")
             if header and header.lower().startswith("basic ") and source == "aws":
                 results.append(signatures.check_basic(header, auth.bearer_tokens))
             elif header:
                 results.append(signatures.check_bearer(header, auth.bearer_tokens))
-            elif source == "gcp" and request.query_params.get("token"):
+            elif source == "gcp" and query.get("token"):
                 # Pub/Sub push cannot add headers: Google documents a token in the push URL
                 results.append(
-                    signatures.check_bearer(
-                        f"Bearer {request.query_params['token']}", auth.bearer_tokens
-                    )
+                    signatures.check_bearer(f"Bearer {query['token']}", auth.bearer_tokens)
                 )
         for result in results:
             if result.ok:
@@ -137,59 +164,63 @@ def create_app(
             False, "missing credentials (X-Fleetwarden-Signature or Authorization)"
         )
 
-    async def ingest(request: Request) -> Response:
-        source = request.path_params["source"]
-        metrics.received.labels(source).inc()
+    async def ingest(
+        source: str, headers: Mapping[str, str], query: Mapping[str, str], receive: Any
+    ) -> tuple[int, Any, dict[str, str]]:
+        """The hot path, on raw ASGI: (status, JSON body, extra headers)."""
+        received[source].inc()
         try:
-            body = await _read_body(request, config.body_limit)
+            body = await _receive_body(headers, receive, config.body_limit)
         except _TooLarge:
-            metrics.rejected.labels(source, "too_large").inc()
-            return _problem(413, f"body over the limit of {config.body_limit} bytes")
-        auth = authenticate(source, request, body)
+            reject(source, "too_large")
+            return 413, {"error": f"body over the limit of {config.body_limit} bytes"}, {}
+        auth = authenticate(source, headers, query, body)
         if not auth.ok:
-            metrics.rejected.labels(source, "unauthorized").inc()
-            return _problem(401, auth.reason, **{"WWW-Authenticate": "Bearer"})
-        headers = {k.lower(): v for k, v in request.headers.items()}
+            reject(source, "unauthorized")
+            return 401, {"error": auth.reason}, {"www-authenticate": "Bearer"}
         now = datetime.fromtimestamp(clock(), UTC)
         try:
-            decoded = _decode(body, headers)
-            parsed = parsers[source](decoded, headers, now)
+            parsed = parsers[source](_decode(body, headers), headers, now)
         except FormatError as exc:
-            metrics.rejected.labels(source, "malformed").inc()
-            return _problem(400, str(exc))
+            reject(source, "malformed")
+            return 400, {"error": str(exc)}, {}
         except Exception as exc:  # a surprise in a payload is the sender's problem, not a 5xx
             log.warning(
                 "unexpected payload error", extra={"source": source, "error": type(exc).__name__}
             )
-            metrics.rejected.labels(source, "malformed").inc()
-            return _problem(400, f"{source} payload: cannot be processed ({type(exc).__name__})")
+            reject(source, "malformed")
+            return (
+                400,
+                {"error": f"{source} payload: cannot be processed ({type(exc).__name__})"},
+                {},
+            )
         events = [eventrules.flag_unknown(e, config.known_pools) for e in parsed.events]
         if events:
             try:
                 await queue.put_many(events)
             except QueueFull as exc:
-                metrics.rejected.labels(source, "queue_full").inc()
-                return _problem(429, str(exc), **{"Retry-After": str(config.retry_after)})
+                reject(source, "queue_full")
+                return 429, {"error": str(exc)}, {"retry-after": str(config.retry_after)}
             except QueueUnavailable as exc:
-                metrics.rejected.labels(source, "unavailable").inc()
-                return _problem(
-                    503, f"cannot store events: {exc}", **{"Retry-After": str(config.retry_after)}
+                reject(source, "unavailable")
+                return (
+                    503,
+                    {"error": f"cannot store events: {exc}"},
+                    {"retry-after": str(config.retry_after)},
                 )
-            metrics.accepted.labels(source).inc(len(events))
+            accepted[source].inc(len(events))
             recent.extend(events)
         if parsed.reply is not None:
             metrics.handshakes.labels(source).inc()
             if on_reply is not None:
                 on_reply(source, parsed.reply)
             if parsed.reply.status is not None:
-                return JSONResponse(
+                return (
+                    parsed.reply.status,
                     parsed.reply.body,
-                    status_code=parsed.reply.status,
-                    headers=dict(parsed.reply.headers) or None,
+                    {k.lower(): v for k, v in parsed.reply.headers.items()},
                 )
-        return JSONResponse(
-            {"accepted": len(events), "ids": [e.id for e in events]}, status_code=202
-        )
+        return 202, {"accepted": len(events), "ids": [e.id for e in events]}, {}
 
     async def options(request: Request) -> Response:
         # CloudEvents webhook abuse protection (validation handshake): nothing is stored
@@ -226,7 +257,6 @@ def create_app(
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes = [
-        Route("/events/{source:str}", ingest, methods=["POST"]),
         Route("/events/{source:str}", options, methods=["OPTIONS"]),
         Route("/api/events", api_events, methods=["GET"]),
         Route("/api/findings", api_findings, methods=["GET"]),
@@ -235,16 +265,27 @@ def create_app(
     ]
     app = Starlette(routes=routes)
 
-    # unknown sources are 404, not a parser lookup error
     known = set(parsers)
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/events/"):
-            source = scope["path"][len("/events/") :].strip("/")
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path.startswith("/events/"):
+            source = path[len("/events/") :].strip("/")
             if source not in known:
-                await _problem(
-                    404, f"unknown event source {source!r} (known: {', '.join(sorted(known))})"
-                )(scope, receive, send)
+                await _send_json(
+                    send,
+                    404,
+                    {
+                        "error": f"unknown event source {source!r} "
+                        f"(known: {', '.join(sorted(known))})"
+                    },
+                )
+                return
+            if scope["method"] == "POST":
+                headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+                query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+                status, payload, extra = await ingest(source, headers, query, receive)
+                await _send_json(send, status, payload, extra)
                 return
         await app(scope, receive, send)
 

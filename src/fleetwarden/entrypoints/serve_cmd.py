@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -222,6 +223,8 @@ async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None
             log_level="warning",
             access_log=False,
             lifespan="off",
+            proxy_headers=False,
+            server_header=False,
             timeout_graceful_shutdown=5,
         )
     )
@@ -241,6 +244,15 @@ async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None
         with contextlib.suppress(asyncio.CancelledError):
             await workers
         await service.queue.close()
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where installed (uvicorn[standard] brings it): several times faster socket I/O."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def register(app: typer.Typer) -> None:
@@ -278,5 +290,8 @@ def register(app: typer.Typer) -> None:
             f"(queue: {cfg.queue}, {len(service.specs)} desired pools)",
             err=True,
         )
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(service))
+        with (
+            contextlib.suppress(KeyboardInterrupt),
+            asyncio.Runner(loop_factory=_loop_factory()) as runner,
+        ):
+            runner.run(serve(service))

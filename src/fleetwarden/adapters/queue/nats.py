@@ -41,6 +41,7 @@ from typing import Any
 
 import nats.errors
 import nats.js.errors
+import orjson
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -125,7 +126,7 @@ class NatsQueue:
             *(
                 js.publish(
                     self.subject,
-                    event.to_bytes(),
+                    orjson.dumps(event.to_json()),
                     timeout=self.request_timeout,
                     stream=self.stream,
                     headers={"Nats-Msg-Id": event.key},
@@ -314,7 +315,7 @@ class NatsQueue:
 
     async def _delivery(self, msg: Msg) -> Delivery | None:
         try:
-            event = ChangeEvent.from_json(json.loads(msg.data))
+            event = ChangeEvent.from_json(orjson.loads(msg.data))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # Unreadable: redelivering it forever would only block the consumer.
             log.error("terminating unreadable queued event subject=%s: %r", msg.subject, exc)

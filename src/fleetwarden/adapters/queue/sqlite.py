@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import queue
@@ -55,6 +54,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.ports.queue import Delivery, QueueFull, QueueUnavailable
@@ -164,7 +165,7 @@ class SqliteQueue:
             return
         if self._depth >= self.max_depth:  # fast refusal; the writer checks again
             raise QueueFull(self._depth, self.max_depth)
-        rows = [(e.key, e.to_bytes()) for e in events]
+        rows = [(e.key, orjson.dumps(e.to_json())) for e in events]
         await self._submit("put", rows)
 
     async def get_batch(self, max_items: int, timeout: float) -> list[Delivery]:
@@ -403,7 +404,7 @@ class SqliteQueue:
             deliveries = []
             for seq, body, attempt in sorted(found.fetchall()):
                 try:
-                    event = ChangeEvent.from_json(json.loads(body))
+                    event = ChangeEvent.from_json(orjson.loads(body))
                 except (ValueError, KeyError, TypeError, AttributeError) as exc:
                     # Unreadable (written by another version?): it would be leased forever.
                     log.error(
