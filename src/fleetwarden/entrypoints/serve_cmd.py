@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -177,6 +178,9 @@ class Service:
 
     async def run_workers(self) -> None:
         """Watchers and inspection workers, until cancelled."""
+        if os.environ.get("FW_BENCH_NO_WORKERS") == "1":
+            # benchmarks only: measure the gateway and queue alone (events stay queued)
+            await asyncio.Event().wait()
         endpoints = []
         argocd = None
         if self.config.kubeconfig:
