@@ -160,20 +160,25 @@ class Inspector:
             self.stats.coalesced += len(group) - 1
             if len(group) > 1:
                 self.on_count("coalesced", len(group) - 1)
-            await self._inspect(key, group)
-        if ack_now:
-            await self.queue.ack(ack_now)
+            self._inspect(key, group)
+            ack_now.extend(group)
+        if ack_now:  # one acknowledgement for the whole batch, after every inspection ran
+            with contextlib.suppress(QueueUnavailable):
+                await self.queue.ack(ack_now)
 
     async def _trailing(self, key: tuple[str, str | None], delay: float) -> None:
         try:
             await asyncio.sleep(delay)
             group = self._pending.pop(key, [])
             if group:
-                await self._inspect(key, group)
+                self._inspect(key, group)
+                with contextlib.suppress(QueueUnavailable):
+                    await self.queue.ack(group)
         finally:
             self._timers.pop(key, None)
 
-    async def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
+    def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
+        """Diff the pool (or the whole cluster) now; the caller acknowledges ``group``."""
         cluster, pool = key
         self._last_run[key] = self.clock()
         index = self.indexes[cluster]
@@ -204,8 +209,6 @@ class Inspector:
                 self.stats.latencies.append(latency)
                 if self.on_latency is not None:
                     self.on_latency(latency)
-        with contextlib.suppress(QueueUnavailable):
-            await self.queue.ack(group)
 
 
 def snapshot_source(snapshot: Mapping[str, Sequence[ObservedNode]]) -> NodeSource:

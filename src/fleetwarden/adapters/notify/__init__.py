@@ -1,0 +1,201 @@
+"""Notification sinks over HTTP: a generic JSON webhook (``webhook``), Slack incoming webhooks
+(``slack``) and Alertmanager's v2 alerts API (``alertmanager``).
+
+Each sink implements ``app.notifying.Sink``: it turns a ``core.notifying.Batch`` into its
+receiver's payload and POSTs it through ``JsonPoster``, which owns what they share — timeouts,
+bounded retries with jittered back-off on 5xx, 429 and transport errors (``Retry-After``
+honoured up to the cap), and mapping every failure to ``NotifyError``. No httpx exception
+leaves this package.
+
+Secrets: a webhook URL is a credential (Slack's is nothing else). Errors, reprs and log lines
+name the sink and show its endpoint as ``scheme://host/…``; httpx's own ``HTTP Request: POST
+<url>`` log line is rewritten the same way for registered URLs; response bodies quoted in errors
+are cut short and scrubbed of the URL and tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from fleetwarden.app.notifying import NotifyError
+from fleetwarden.app.watching import Backoff
+
+__all__ = ["JsonPoster", "Response", "RetryPolicy", "redact_url"]
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = "fleetwarden/0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """At most ``attempts`` tries; full-jitter exponential back-off between them. With the
+    default 5 s timeout a send gives up within ~25 s, inside the notifier's 30 s."""
+
+    attempts: int = 3
+    base: float = 0.5  # seconds
+    cap: float = 4.0  # seconds; also the most a Retry-After is waited for
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("RetryPolicy.attempts must be >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    text: str
+
+
+def redact_url(url: str | httpx.URL, *, keep_path: bool = False) -> str:
+    """``scheme://host[:port]`` and ``/…`` for the rest (or the path, if it is not secret);
+    never user info or query."""
+    u = httpx.URL(url) if isinstance(url, str) else url
+    port = f":{u.port}" if u.port else ""
+    rest = u.path if keep_path else ("/…" if u.path not in ("", "/") else "")
+    return f"{u.scheme}://{u.host}{port}{rest}"
+
+
+class _RedactUrls(logging.Filter):
+    """Rewrites registered URLs in the ``httpx`` logger's records (it logs every request URL
+    at INFO)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: dict[str, str] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.urls or not isinstance(record.args, tuple):
+            return True
+        args = list(record.args)
+        for i, arg in enumerate(args):
+            if isinstance(arg, str | httpx.URL):
+                text = str(arg)
+                for raw, safe in self.urls.items():
+                    if raw in text:
+                        args[i] = safe
+                        break
+        record.args = tuple(args)
+        return True
+
+
+_HTTPX_LOG_FILTER = _RedactUrls()
+logging.getLogger("httpx").addFilter(_HTTPX_LOG_FILTER)
+
+
+def _scrub(text: str, secrets: Iterable[str]) -> str:
+    for s in secrets:
+        if s:
+            text = text.replace(s, "<redacted>")
+    return text
+
+
+class JsonPoster:
+    """POSTs bodies to one URL. ``post`` returns the 2xx response or raises ``NotifyError``."""
+
+    def __init__(
+        self,
+        sink: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        secret_path: bool = True,
+        secrets: Iterable[str] = (),
+        timeout: float = 5.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        parsed = httpx.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            # the URL itself is not quoted: it may be the secret
+            raise ValueError(f"sink {sink!r}: the URL must be http(s)://host/...")
+        self.sink = sink
+        self.endpoint = redact_url(parsed, keep_path=not secret_path)
+        self._url = url
+        self._secrets = tuple(s for s in (url, str(parsed), parsed.path, *secrets) if s)
+        if secret_path and parsed.path not in ("", "/"):
+            _HTTPX_LOG_FILTER.urls[str(parsed)] = self.endpoint
+            _HTTPX_LOG_FILTER.urls[url] = self.endpoint
+        self._retry = retry or RetryPolicy()
+        self._sleep, self._rng = sleep, rng or random.Random()
+        self._http = httpx.AsyncClient(
+            headers={"User-Agent": USER_AGENT, **(headers or {})},
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            transport=transport,
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"JsonPoster(sink={self.sink!r}, endpoint={self.endpoint!r})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def post(
+        self,
+        body: bytes,
+        *,
+        headers: Mapping[str, str] | None = None,
+        sign: Callable[[bytes], Mapping[str, str]] | None = None,
+    ) -> Response:
+        """``sign`` (optional) gives per-attempt headers, e.g. a fresh signature timestamp."""
+        backoff = Backoff(base=self._retry.base, cap=self._retry.cap, rng=self._rng)
+        detail, status, retryable, attempt = "not attempted", None, False, 0
+        for attempt in range(1, self._retry.attempts + 1):
+            h = {"Content-Type": "application/json", **(headers or {})}
+            if sign is not None:
+                h.update(sign(body))
+            delay: float | None = None
+            try:
+                resp = await self._http.post(self._url, content=body, headers=h)
+            except httpx.TimeoutException:
+                detail, status, retryable = "timed out", None, True
+            except httpx.TransportError as exc:
+                # the exception text may quote the URL: only its type is kept
+                detail, status, retryable = f"{type(exc).__name__}", None, True
+            else:
+                if 200 <= resp.status_code < 300:
+                    return Response(resp.status_code, resp.text)
+                status = resp.status_code
+                snippet = _scrub(resp.text.strip()[:200], self._secrets) or resp.reason_phrase
+                detail = f"HTTP {status}: {snippet}"
+                retryable = status == 429 or status >= 500
+                delay = _retry_after(resp) if retryable else None
+            if not retryable or attempt == self._retry.attempts:
+                break
+            wait = backoff.next() if delay is None else min(delay, self._retry.cap)
+            log.info(
+                "notification retry sink=%s attempt=%d wait=%.2f reason=%s",
+                self.sink,
+                attempt,
+                wait,
+                detail,
+            )
+            await self._sleep(wait)
+        # raised outside any ``except``: no httpx exception (which may hold the URL) chained
+        raise NotifyError(
+            self.sink,
+            f"POST {self.endpoint}: {detail} (after {attempt} attempt{'s' if attempt > 1 else ''})",
+            status=status,
+            attempts=attempt,
+            retryable=retryable,
+        )
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    value = resp.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: use the back-off instead

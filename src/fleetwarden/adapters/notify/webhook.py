@@ -1,0 +1,94 @@
+"""The generic JSON webhook: one POST per batch, optionally signed.
+
+Body (``webhook_payload``)::
+
+    {"version": 1, "source": "fleetwarden", "sink": "<name>", "delivery": "<batch key>",
+     "cluster": "<shared cluster or null>", "pool": "<shared pool or null>",
+     "counts": {"firing": n, "resolved": m},
+     "notifications": [Notification.to_json(), ...]}
+
+Headers: ``X-Fleetwarden-Delivery`` (the batch key: the same on every retry, so receivers can
+drop duplicates) and, when a secret is configured, ``X-Fleetwarden-Signature: t=<unix>,v1=<hex
+HMAC-SHA256(secret, "<t>.<body>")>`` (``core.signatures.sign``; receivers verify it with
+``core.signatures.check_signature``). Each attempt is signed afresh, so a retry after a long
+back-off is still inside the receiver's replay window.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from fleetwarden.adapters.notify import JsonPoster, RetryPolicy
+from fleetwarden.core.notifying import Batch
+from fleetwarden.core.signatures import sign
+
+__all__ = ["SIGNATURE_HEADER", "WebhookSink", "webhook_payload"]
+
+SIGNATURE_HEADER = "X-Fleetwarden-Signature"
+DELIVERY_HEADER = "X-Fleetwarden-Delivery"
+
+
+def webhook_payload(batch: Batch) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "source": "fleetwarden",
+        "sink": batch.sink,
+        "delivery": batch.key,
+        "cluster": batch.cluster,
+        "pool": batch.pool,
+        "counts": {"firing": len(batch.firing), "resolved": len(batch.resolved)},
+        "notifications": [n.to_json() for n in batch.notifications],
+    }
+
+
+class WebhookSink:
+    """POSTs ``webhook_payload`` as JSON. The URL is treated as a secret (it often carries a
+    token); ``headers`` (e.g. an Authorization) are never logged."""
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        *,
+        secret: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 5.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
+        **poster: Any,
+    ) -> None:
+        self.name = name
+        self._secret = secret
+        self._clock = clock
+        self._poster = JsonPoster(
+            name,
+            url,
+            headers=headers,
+            secrets=[s for s in (secret, *(headers or {}).values()) if s],
+            timeout=timeout,
+            retry=retry,
+            transport=transport,
+            **poster,
+        )
+
+    def __repr__(self) -> str:
+        signed = "signed" if self._secret else "unsigned"
+        return f"WebhookSink(name={self.name!r}, endpoint={self._poster.endpoint!r}, {signed})"
+
+    async def send(self, batch: Batch) -> None:
+        body = json.dumps(webhook_payload(batch), separators=(",", ":")).encode()
+        secret = self._secret
+
+        def signature(raw: bytes) -> dict[str, str]:
+            return {SIGNATURE_HEADER: sign(secret, raw, int(self._clock()))} if secret else {}
+
+        await self._poster.post(body, headers={DELIVERY_HEADER: batch.key}, sign=signature)
+
+    async def aclose(self) -> None:
+        await self._poster.aclose()

@@ -1,0 +1,787 @@
+"""The policy engine: (finding, route, history) → a decision, and why. Pure.
+
+*State first, action second* (Flux helm-controller): ``decide`` reads the finding, where
+ownership routes it and the guards' history, and returns a ``Decision`` value — what to do,
+whether it may run now, and every reason. It acts on nothing and changes nothing; the caller
+``record``\\ s the decision into the ``PolicyState`` (an explicit step, so a decision that is
+thrown away leaves no trace) and the shell (``app/remediating.py``) carries it out.
+
+Severity, layer and owner pick an action by the first matching ``PolicyRule``. A remediating
+action then passes the guards:
+
+* **cooldown** — the same finding is not acted on again within ``cooldown`` (its fix needs
+  time to show); the same operation (same action on the same target) requested again in that
+  time is *coalesced* onto the first decision instead of sent twice;
+* **flap** — a pool healed ``flap_heals`` times within ``flap_window`` is not healed again:
+  fleetwarden stops acting on it for ``flap_window`` and alerts. Actions on one pool within
+  ``heal_burst`` of each other are one heal (a new node missing five labels is healed once);
+* **blast radius** — at most N actions per ``window``, per cluster and fleet-wide; by default
+  N is 10 % of the pools (floor 1). Windows slide: in no interval of length ``window`` do more
+  than N actions become executable.
+
+Modes: ``dry-run`` (the default: detection stays apart from remediation, seed 002) runs the
+guards against a separate rehearsal history and marks what *would* run; ``enforce`` marks it
+executable; ``approval`` parks it until ``approve`` (``fleetwarden approve ID``) makes it
+executable for ``approval_ttl``. Statuses: ``planned`` (nothing for the remediator: ignore,
+alert, or covered by an earlier decision), ``dry-run``, ``pending-approval``, ``blocked``
+(a guard said no; the reason has the numbers), ``execute``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from typing import Any, TypeVar
+
+from fleetwarden.core.findings import Finding, Layer, Severity
+from fleetwarden.core.ownership import ArgoApp, FluxRef, Owner, Route
+from fleetwarden.core.pools import Taint
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "DEFAULT_POLICY_RULES",
+    "REMEDIATIONS",
+    "Action",
+    "Decision",
+    "DecisionTarget",
+    "Guard",
+    "Guards",
+    "Mode",
+    "NodeRestore",
+    "Policy",
+    "PolicyRule",
+    "PolicyState",
+    "Status",
+    "UnknownDecision",
+    "approve",
+    "decide",
+    "decide_all",
+    "record",
+]
+
+
+class Action(StrEnum):
+    IGNORE = "ignore"
+    ALERT = "alert"
+    SYNC = "sync"  # Argo CD sync
+    ROLLBACK = "rollback"  # Argo CD rollback
+    RECONCILE = "reconcile"  # Flux reconcile request
+    RESTORE = "restore"  # patch the nodes' labels/taints back directly
+
+
+REMEDIATIONS = frozenset({Action.SYNC, Action.ROLLBACK, Action.RECONCILE, Action.RESTORE})
+
+
+class Mode(StrEnum):
+    DRY_RUN = "dry-run"
+    ENFORCE = "enforce"
+    APPROVAL = "approval"
+
+
+class Status(StrEnum):
+    PLANNED = "planned"
+    DRY_RUN = "dry-run"
+    PENDING_APPROVAL = "pending-approval"
+    BLOCKED = "blocked"
+    EXECUTE = "execute"
+
+
+class Guard(StrEnum):
+    """Which guard stopped (or coalesced) a decision."""
+
+    COOLDOWN = "cooldown"
+    COALESCED = "coalesced"
+    FLAP = "flap"
+    QUARANTINE = "quarantine"  # stopped earlier by the flap guard, still within its window
+    BLAST_CLUSTER = "blast-radius-cluster"
+    BLAST_FLEET = "blast-radius-fleet"
+    EXPIRED = "expired"  # an approval that came too late
+
+
+# --- rules ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRule:
+    """Matches findings at or above ``min_severity`` whose layer, field, cluster and pool
+    match the globs and whose owner is ``owner`` (``None``: any owner)."""
+
+    action: Action
+    min_severity: Severity = Severity.INFO
+    layer: str = "*"
+    field: str = "*"
+    owner: Owner | None = None
+    cluster: str = "*"
+    pool: str = "*"
+    name: str = ""
+
+    def matches(self, finding: Finding, route: Route) -> bool:
+        return (
+            finding.severity.at_least(self.min_severity)
+            and (self.owner is None or route.owner is self.owner)
+            and fnmatchcase(finding.layer.value, self.layer)
+            and fnmatchcase(finding.field, self.field)
+            and fnmatchcase(finding.cluster, self.cluster)
+            and fnmatchcase(finding.pool or "", self.pool)
+        )
+
+    def describe(self) -> str:
+        parts = [f"severity>={self.min_severity.value}"]
+        for key, value in (
+            ("layer", self.layer),
+            ("field", self.field),
+            ("cluster", self.cluster),
+            ("pool", self.pool),
+        ):
+            if value != "*":
+                parts.append(f"{key}={value}")
+        if self.owner is not None:
+            parts.append(f"owner={self.owner.value}")
+        label = f"{self.name!r} " if self.name else ""
+        return f"{label}({' '.join(parts)}) -> {self.action.value}"
+
+
+DEFAULT_POLICY_RULES: tuple[PolicyRule, ...] = (
+    PolicyRule(
+        Action.RESTORE,
+        Severity.HIGH,
+        layer="L[12]",
+        owner=Owner.CLUSTER,
+        name="cluster-layer labels/taints",
+    ),
+    PolicyRule(
+        Action.SYNC, Severity.HIGH, layer="WORKLOAD", owner=Owner.CLUSTER, name="workload drift"
+    ),
+    PolicyRule(
+        Action.RECONCILE, Severity.HIGH, owner=Owner.INFRASTRUCTURE, name="infrastructure drift"
+    ),
+    PolicyRule(Action.ALERT, Severity.LOW, name="tell a human"),
+    PolicyRule(Action.IGNORE, Severity.INFO, name="informational"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Guards:
+    """Limits on remediation. ``max_per_cluster``/``max_fleet`` override the fraction."""
+
+    window: timedelta = timedelta(minutes=10)
+    fraction: float = 0.10
+    floor: int = 1
+    max_per_cluster: int | None = None
+    max_fleet: int | None = None
+    flap_heals: int = 3
+    flap_window: timedelta = timedelta(minutes=30)
+    heal_burst: timedelta = timedelta(seconds=30)
+    cooldown: timedelta = timedelta(minutes=2)
+    execute_ttl: timedelta = timedelta(minutes=5)  # an enforce decision not run by then is stale
+    pending_ttl: timedelta = timedelta(hours=1)  # how long a request waits for approval
+    approval_ttl: timedelta = timedelta(minutes=15)  # how long an approval stays executable
+
+    def __post_init__(self) -> None:
+        zero = timedelta(0)
+        for name in ("window", "flap_window", "cooldown", "execute_ttl", "pending_ttl"):
+            if getattr(self, name) <= zero:
+                raise ValueError(f"guards.{name}: must be a positive duration")
+        if self.heal_burst < zero or self.heal_burst >= self.flap_window:
+            raise ValueError("guards.heal_burst: must be >= 0 and shorter than flap_window")
+        if self.approval_ttl <= zero:
+            raise ValueError("guards.approval_ttl: must be a positive duration")
+        if not 0 < self.fraction <= 1:
+            raise ValueError(f"guards.fraction: {self.fraction} is not in (0, 1]")
+        if self.floor < 1:
+            raise ValueError("guards.floor: must be at least 1")
+        if self.flap_heals < 1:
+            raise ValueError("guards.flap_heals: must be at least 1")
+        for name in ("max_per_cluster", "max_fleet"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"guards.{name}: must be >= 0")
+
+    def cluster_limit(self, pools: int) -> int:
+        if self.max_per_cluster is not None:
+            return self.max_per_cluster
+        return max(self.floor, int(pools * self.fraction))
+
+    def fleet_limit(self, pools: int) -> int:
+        if self.max_fleet is not None:
+            return self.max_fleet
+        return max(self.floor, int(pools * self.fraction))
+
+    @property
+    def horizon(self) -> timedelta:
+        """How much history the guards look at."""
+        return max(self.window, self.flap_window, self.cooldown)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    rules: tuple[PolicyRule, ...] = DEFAULT_POLICY_RULES
+    guards: Guards = Guards()
+
+
+DEFAULT_POLICY = Policy()
+
+
+# --- decisions -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRestore:
+    """Put labels/taints back on nodes. ``labels``: key → value (``None``: remove the label).
+    ``replace``: the (key, effect) taints this restore owns; on each node they are replaced by
+    ``taints`` and every other taint is kept."""
+
+    cluster: str
+    pool: str | None
+    nodes: tuple[str, ...]
+    labels: tuple[tuple[str, str | None], ...] = ()
+    taints: tuple[Taint, ...] = ()
+    replace: tuple[tuple[str, str], ...] = ()
+
+    def describe(self) -> str:
+        what = [f"label {k}={v}" if v is not None else f"no label {k}" for k, v in self.labels]
+        owned = {(t.key, t.effect) for t in self.taints}
+        what += [f"taint {t.key}={t.value or ''}:{t.effect}" for t in self.taints]
+        what += [f"no taint {k}:{e}" for k, e in self.replace if (k, e) not in owned]
+        return f"{', '.join(what)} on {len(self.nodes)} node(s) of {self.cluster}/{self.pool}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "pool": self.pool,
+            "nodes": list(self.nodes),
+            "labels": dict(self.labels),
+            "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in self.taints],
+            "replace": [list(pair) for pair in self.replace],
+        }
+
+
+DecisionTarget = FluxRef | ArgoApp | NodeRestore
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    id: str
+    finding_id: str
+    cluster: str
+    pool: str | None
+    action: Action
+    mode: Mode
+    status: Status
+    reasons: tuple[str, ...]
+    target: DecisionTarget | None
+    at: datetime
+    notify: bool = False  # tell a human: an alert, a guard that stopped a fix, a request
+    guard: Guard | None = None
+    expires_at: datetime | None = None  # executable (or approvable) until then
+    approved_at: datetime | None = None
+
+    @property
+    def executable(self) -> bool:
+        return self.status is Status.EXECUTE
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and now > self.expires_at
+
+    def to_json(self) -> dict[str, Any]:
+        def ts(value: datetime | None) -> str | None:
+            return value.isoformat().replace("+00:00", "Z") if value else None
+
+        return {
+            "id": self.id,
+            "findingId": self.finding_id,
+            "cluster": self.cluster,
+            "pool": self.pool,
+            "action": self.action.value,
+            "mode": self.mode.value,
+            "status": self.status.value,
+            "reasons": list(self.reasons),
+            "target": self.target.to_json() if self.target else None,
+            "at": ts(self.at),
+            "notify": self.notify,
+            "guard": self.guard.value if self.guard else None,
+            "expiresAt": ts(self.expires_at),
+            "approvedAt": ts(self.approved_at),
+        }
+
+
+class UnknownDecision(LookupError):
+    """``approve`` was given an id that is not waiting for approval."""
+
+
+# --- state ---------------------------------------------------------------------------------
+
+PoolKey = tuple[str, str | None]
+_K = TypeVar("_K")
+OpKey = tuple[Action, DecisionTarget]
+
+
+@dataclass(slots=True)
+class _Ledger:
+    """What the guards need, for one kind of history (real or rehearsed). Time lists are kept
+    sorted, so a window count is one bisection even if callers' clocks step back a little."""
+
+    fleet: list[datetime] = field(default_factory=list)
+    by_cluster: dict[str, list[datetime]] = field(default_factory=dict)
+    heals: dict[PoolKey, list[datetime]] = field(default_factory=dict)  # heal start times
+    quarantine: dict[PoolKey, datetime] = field(default_factory=dict)  # pool → stopped until
+    findings: dict[str, datetime] = field(default_factory=dict)  # finding id → last acted on
+    ops: dict[OpKey, tuple[datetime, str]] = field(default_factory=dict)  # → (at, decision id)
+    pruned_at: datetime | None = None
+
+
+class PolicyState:
+    """The guards' history. ``pools``: pool count per cluster (the blast-radius base).
+    Change it only through ``record`` (and ``set_pools``)."""
+
+    __slots__ = ("_ledgers", "pending", "pools", "recorded", "waiting")
+
+    def __init__(self, pools: Mapping[str, int] | None = None) -> None:
+        self.pools: dict[str, int] = dict(pools or {})
+        self.pending: dict[str, Decision] = {}  # id → decision waiting for approval
+        self.waiting: dict[str | OpKey, str] = {}  # finding id / operation → pending id
+        self.recorded = 0
+        self._ledgers = {False: _Ledger(), True: _Ledger()}  # keyed by "rehearsal"
+
+    def set_pools(self, cluster: str, count: int) -> None:
+        self.pools[cluster] = count
+
+    def forget_pending(self, decision_id: str) -> None:
+        d = self.pending.pop(decision_id)
+        keys: list[str | OpKey] = [d.finding_id]
+        if d.target is not None:
+            keys.append((d.action, d.target))
+        for key in keys:
+            if self.waiting.get(key) == decision_id:
+                del self.waiting[key]
+
+    @property
+    def fleet_pools(self) -> int:
+        return sum(self.pools.values())
+
+    def ledger(self, *, rehearsal: bool) -> _Ledger:
+        return self._ledgers[rehearsal]
+
+    def executed_in_window(
+        self, now: datetime, window: timedelta, *, cluster: str | None = None
+    ) -> int:
+        """Real actions in [now - window, now] (fleet-wide, or of one cluster)."""
+        ledger = self._ledgers[False]
+        times = ledger.fleet if cluster is None else ledger.by_cluster.get(cluster, [])
+        return _count_since(times, now - window)
+
+
+def _count_since(times: Sequence[datetime], cutoff: datetime) -> int:
+    return len(times) - bisect_left(times, cutoff)
+
+
+# --- deciding ------------------------------------------------------------------------------
+
+
+def decide(
+    finding: Finding,
+    route: Route,
+    state: PolicyState,
+    now: datetime,
+    mode: Mode = Mode.DRY_RUN,
+    *,
+    policy: Policy = DEFAULT_POLICY,
+) -> Decision:
+    """What to do about ``finding`` now, and why. Reads ``state``; changes nothing."""
+    ref = _FindingRef(finding.id, finding.cluster, finding.pool)  # the id hashes: once
+    reasons = [f"route: {route.reason}"]
+    rule = next((r for r in policy.rules if r.matches(finding, route)), None)
+    sev = f"{finding.severity.value} {finding.layer.value}/{finding.field}"
+    if rule is None:
+        wanted = Action.ALERT
+        reasons.append(f"{sev} (owner {route.owner.value}): no policy rule matches; alerting")
+    else:
+        wanted = rule.action
+        reasons.append(f"{sev} (owner {route.owner.value}) matched rule {rule.describe()}")
+    action, target, why = _resolve(wanted, finding, route)
+    if why:
+        reasons.append(why)
+    did = _decision_id(ref.id, action, mode, now, state.recorded)
+
+    def make(status: Status, **kw: Any) -> Decision:
+        return Decision(
+            did,
+            ref.id,
+            ref.cluster,
+            ref.pool,
+            action,
+            mode,
+            status,
+            tuple(reasons),
+            target,
+            now,
+            **kw,
+        )
+
+    if action not in REMEDIATIONS or target is None:
+        return make(Status.PLANNED, notify=action is Action.ALERT)
+
+    rehearsal = mode is Mode.DRY_RUN
+    ledger = state.ledger(rehearsal=rehearsal)
+    if mode is Mode.APPROVAL:
+        waiting = state.waiting.get(ref.id) or state.waiting.get((action, target))
+        if waiting is not None:
+            reasons.append(f"already waiting for approval as {waiting}")
+            return make(Status.PLANNED, guard=Guard.COALESCED)
+    verdict = _check_guards(ref, action, target, ledger, state, now, policy.guards)
+    reasons.extend(verdict.reasons)
+    if rehearsal and verdict.guard is not None:
+        reasons.append("dry-run: nothing would be sent")
+    if verdict.guard is Guard.COALESCED:
+        return make(Status.PLANNED, guard=verdict.guard)
+    if verdict.guard is not None:
+        return make(Status.BLOCKED, guard=verdict.guard, notify=verdict.notify)
+    g = policy.guards
+    if mode is Mode.DRY_RUN:
+        reasons.append("dry-run: the intended call is recorded, not sent")
+        return make(Status.DRY_RUN)
+    if mode is Mode.APPROVAL:
+        until = now + g.pending_ttl
+        reasons.append(f"approval mode: waiting for `fleetwarden approve {did}` until {_ts(until)}")
+        return make(Status.PENDING_APPROVAL, notify=True, expires_at=until)
+    return make(Status.EXECUTE, expires_at=now + g.execute_ttl)
+
+
+def approve(
+    decision_id: str, state: PolicyState, now: datetime, *, policy: Policy = DEFAULT_POLICY
+) -> Decision:
+    """The pending decision made executable at ``now`` (guards checked again, against real
+    history) — or blocked, with the reason. Changes nothing: ``record`` the result.
+    Raises ``UnknownDecision`` when nothing with that id waits for approval."""
+    pending = state.pending.get(decision_id)
+    if pending is None:
+        raise UnknownDecision(
+            f"no decision {decision_id!r} is waiting for approval"
+            f" ({len(state.pending)} pending; see the audit log for decided ones)"
+        )
+    reasons = list(pending.reasons)
+    if pending.expired(now):
+        reasons.append(
+            f"approval at {_ts(now)} came after the request expired at {_ts(pending.expires_at)}"
+        )
+        return replace(
+            pending,
+            status=Status.BLOCKED,
+            reasons=tuple(reasons),
+            guard=Guard.EXPIRED,
+            notify=True,
+            approved_at=now,
+            expires_at=None,
+        )
+    assert pending.target is not None  # pending decisions always have one
+    g = policy.guards
+    finding = _FindingRef(pending.finding_id, pending.cluster, pending.pool)
+    verdict = _check_guards(
+        finding, pending.action, pending.target, state.ledger(rehearsal=False), state, now, g
+    )
+    reasons.extend(verdict.reasons)
+    if verdict.guard is not None:
+        status = Status.PLANNED if verdict.guard is Guard.COALESCED else Status.BLOCKED
+        return replace(
+            pending,
+            status=status,
+            reasons=tuple(reasons),
+            guard=verdict.guard,
+            notify=verdict.notify,
+            approved_at=now,
+            expires_at=None,
+        )
+    until = now + g.approval_ttl
+    reasons.append(f"approved at {_ts(now)}; executable until {_ts(until)}")
+    return replace(
+        pending,
+        status=Status.EXECUTE,
+        reasons=tuple(reasons),
+        notify=False,
+        approved_at=now,
+        expires_at=until,
+    )
+
+
+def record(decision: Decision, state: PolicyState, *, policy: Policy = DEFAULT_POLICY) -> None:
+    """Write a decision's consequences into ``state``: actions made executable (or rehearsed)
+    count against the guards; pending ones wait; a flap stops the pool."""
+    g = policy.guards
+    now = decision.approved_at or decision.at
+    state.recorded += 1
+    if decision.status is Status.PENDING_APPROVAL:
+        state.pending[decision.id] = decision
+        state.waiting[decision.finding_id] = decision.id
+        if decision.target is not None:
+            state.waiting[(decision.action, decision.target)] = decision.id
+        return
+    if decision.id in state.pending:
+        state.forget_pending(decision.id)
+    rehearsal = decision.mode is Mode.DRY_RUN
+    ledger = state.ledger(rehearsal=rehearsal)
+    key: PoolKey = (decision.cluster, decision.pool)
+    if decision.guard is Guard.FLAP:
+        ledger.quarantine[key] = now + g.flap_window
+    if decision.status in (Status.EXECUTE, Status.DRY_RUN) and decision.target is not None:
+        insort(ledger.fleet, now)
+        insort(ledger.by_cluster.setdefault(decision.cluster, []), now)
+        heals = ledger.heals.setdefault(key, [])
+        if not heals or heals[-1] < now - g.heal_burst:
+            insort(heals, now)
+        ledger.findings[decision.finding_id] = now
+        ledger.ops[(decision.action, decision.target)] = (now, decision.id)
+    _prune(ledger, state, now, g)
+
+
+def decide_all(
+    items: Iterable[tuple[Finding, Route]],
+    state: PolicyState,
+    now: datetime,
+    mode: Mode = Mode.DRY_RUN,
+    *,
+    policy: Policy = DEFAULT_POLICY,
+) -> list[Decision]:
+    """``decide`` then ``record``, one finding after the other (a storm arrives in order)."""
+    out = []
+    for finding, route in items:
+        decision = decide(finding, route, state, now, mode, policy=policy)
+        record(decision, state, policy=policy)
+        out.append(decision)
+    return out
+
+
+# --- internals -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _FindingRef:
+    id: str
+    cluster: str
+    pool: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    guard: Guard | None
+    reasons: tuple[str, ...]
+    notify: bool = False
+
+
+def _check_guards(
+    finding: _FindingRef,
+    action: Action,
+    target: DecisionTarget,
+    ledger: _Ledger,
+    state: PolicyState,
+    now: datetime,
+    g: Guards,
+) -> _Verdict:
+    pool_key: PoolKey = (finding.cluster, finding.pool)
+    pool_name = f"{finding.cluster}/{finding.pool}"
+    last = ledger.findings.get(finding.id)
+    if last is not None and last >= now - g.cooldown:
+        return _Verdict(
+            Guard.COOLDOWN,
+            (
+                f"cooldown: this finding was acted on at {_ts(last)}, "
+                f"{_span(now - last)} ago (cooldown {_span(g.cooldown)})",
+            ),
+        )
+    op = ledger.ops.get((action, target))
+    if op is not None and op[0] >= now - g.cooldown:
+        return _Verdict(
+            Guard.COALESCED,
+            (
+                f"coalesced: the same {action.value} of {_describe(target)} was decided as "
+                f"{op[1]} at {_ts(op[0])} (within the {_span(g.cooldown)} cooldown)",
+            ),
+        )
+    until = ledger.quarantine.get(pool_key)
+    if until is not None and now < until:
+        return _Verdict(
+            Guard.QUARANTINE,
+            (f"flap guard: pool {pool_name} is left alone until {_ts(until)}; alert only",),
+            notify=True,
+        )
+    heals = ledger.heals.get(pool_key, [])
+    new_heal = not heals or heals[-1] < now - g.heal_burst
+    healed = _count_since(heals, now - g.flap_window)
+    if new_heal and healed >= g.flap_heals:
+        return _Verdict(
+            Guard.FLAP,
+            (
+                f"flap guard: pool {pool_name} was healed {healed} times in the last "
+                f"{_span(g.flap_window)} (limit {g.flap_heals}); stop acting on it for "
+                f"{_span(g.flap_window)} and alert",
+            ),
+            notify=True,
+        )
+    pools = state.pools.get(finding.cluster, 0)
+    c_limit = g.cluster_limit(pools)
+    c_used = _count_since(ledger.by_cluster.get(finding.cluster, []), now - g.window)
+    basis = (
+        f"configured {g.max_per_cluster}"
+        if g.max_per_cluster is not None
+        else f"{g.fraction:.0%} of {pools} pools, floor {g.floor}"
+    )
+    if c_used >= c_limit:
+        return _Verdict(
+            Guard.BLAST_CLUSTER,
+            (
+                f"blast radius: cluster {finding.cluster} already had {c_used} of {c_limit} "
+                f"actions in the last {_span(g.window)} ({basis})",
+            ),
+            notify=True,
+        )
+    fleet = state.fleet_pools
+    f_limit = g.fleet_limit(fleet)
+    f_used = _count_since(ledger.fleet, now - g.window)
+    f_basis = (
+        f"configured {g.max_fleet}"
+        if g.max_fleet is not None
+        else f"{g.fraction:.0%} of {fleet} pools, floor {g.floor}"
+    )
+    if f_used >= f_limit:
+        return _Verdict(
+            Guard.BLAST_FLEET,
+            (
+                f"blast radius: the fleet already had {f_used} of {f_limit} actions in the last "
+                f"{_span(g.window)} ({f_basis})",
+            ),
+            notify=True,
+        )
+    heal_note = (
+        f"heal {healed + 1} of at most {g.flap_heals} in {_span(g.flap_window)}"
+        if new_heal
+        else f"part of the heal started at {_ts(heals[-1])}"
+    )
+    return _Verdict(
+        None,
+        (
+            f"guards passed: action {c_used + 1} of {c_limit} for cluster {finding.cluster} and "
+            f"{f_used + 1} of {f_limit} fleet-wide in {_span(g.window)}; "
+            f"pool {pool_name}: {heal_note}",
+        ),
+    )
+
+
+def _resolve(
+    wanted: Action, finding: Finding, route: Route
+) -> tuple[Action, DecisionTarget | None, str]:
+    """The action that can actually be taken, its target, and a note when it differs."""
+    target = route.target
+    if wanted is Action.RESTORE:
+        if not route.direct_restore:
+            if isinstance(target, ArgoApp):
+                return (
+                    Action.SYNC,
+                    target,
+                    (f"direct restore is not allowed here: sync {target.describe()} instead"),
+                )
+            return (
+                Action.ALERT,
+                None,
+                ("direct restore is not allowed here and no Argo CD application is named: alert"),
+            )
+        restore, problem = _node_restore(finding)
+        if restore is None:
+            return Action.ALERT, None, f"cannot restore directly ({problem}): alert"
+        return Action.RESTORE, restore, f"restore {restore.describe()}"
+    if wanted in (Action.SYNC, Action.ROLLBACK):
+        if isinstance(target, ArgoApp):
+            return wanted, target, f"{wanted.value} {target.describe()}"
+        return (
+            Action.ALERT,
+            None,
+            (
+                f"{wanted.value} needs an Argo CD application and the ownership map names none "
+                "for this pool: alert"
+            ),
+        )
+    if wanted is Action.RECONCILE:
+        if isinstance(target, FluxRef):
+            return wanted, target, f"reconcile {target.describe()}"
+        return (
+            Action.ALERT,
+            None,
+            ("reconcile needs a Flux object and the ownership map names none for this pool: alert"),
+        )
+    return wanted, None, ""
+
+
+def _node_restore(finding: Finding) -> tuple[NodeRestore | None, str]:
+    if not finding.nodes:
+        return None, "the finding names no node"
+    expected = finding.expected
+    if expected is not None and not isinstance(expected, str):
+        return None, f"expected value {expected!r} is not a label or taint value"
+    if finding.layer is Layer.L1 and finding.field.startswith("labels."):
+        key = finding.field[len("labels.") :]
+        return NodeRestore(
+            finding.cluster, finding.pool, finding.nodes, labels=((key, expected),)
+        ), ""
+    if finding.layer is Layer.L2 and finding.field.startswith("taints."):
+        key, sep, effect = finding.field[len("taints.") :].rpartition(":")
+        if not sep or not key:
+            return None, f"cannot read a taint key and effect from {finding.field!r}"
+        taints = () if expected is None else (Taint(key, expected or None, effect),)
+        return NodeRestore(
+            finding.cluster, finding.pool, finding.nodes, taints=taints, replace=((key, effect),)
+        ), ""
+    return None, f"{finding.layer.value}/{finding.field} is not a node label or taint"
+
+
+def _prune(ledger: _Ledger, state: PolicyState, now: datetime, g: Guards) -> None:
+    """Forget what no guard looks at any more. Lists are trimmed on every record (cheap:
+    they are sorted); maps are swept at most once per cooldown."""
+    cutoff = now - g.horizon
+    del ledger.fleet[: bisect_left(ledger.fleet, cutoff)]
+    if ledger.pruned_at is not None and now < ledger.pruned_at + g.cooldown:
+        return
+    ledger.pruned_at = now
+    ledger.by_cluster = _trimmed(ledger.by_cluster, cutoff)
+    ledger.heals = _trimmed(ledger.heals, cutoff)
+    recent = now - g.cooldown
+    ledger.findings = {k: t for k, t in ledger.findings.items() if t >= recent}
+    ledger.ops = {k: v for k, v in ledger.ops.items() if v[0] >= recent}
+    ledger.quarantine = {k: t for k, t in ledger.quarantine.items() if t > now}
+    # an expired request is kept a while so that a late `approve` says "expired", not "unknown"
+    stale = now - g.pending_ttl
+    for did in [d for d, p in state.pending.items() if p.expires_at and p.expires_at < stale]:
+        state.forget_pending(did)
+
+
+def _trimmed(times_by: dict[_K, list[datetime]], cutoff: datetime) -> dict[_K, list[datetime]]:
+    out = {}
+    for k, times in times_by.items():
+        del times[: bisect_left(times, cutoff)]
+        if times:
+            out[k] = times
+    return out
+
+
+def _decision_id(finding_id: str, action: Action, mode: Mode, now: datetime, seq: int) -> str:
+    key = f"{finding_id}|{action.value}|{mode.value}|{now.isoformat()}|{seq}"
+    return "d-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _describe(target: DecisionTarget) -> str:
+    return target.describe()
+
+
+def _ts(value: datetime | None) -> str:
+    return value.isoformat().replace("+00:00", "Z") if value else "-"
+
+
+def _span(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds % 3600 == 0 and seconds >= 3600:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0 and seconds >= 60:
+        return f"{seconds // 60}m"
+    return f"{delta.total_seconds():g}s"
