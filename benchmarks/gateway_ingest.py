@@ -143,6 +143,7 @@ class Svc:
                     "listen": f"127.0.0.1:{self.port}",
                     "queue": queue,
                     "queuePath": str(work / "queue.db"),
+                    "store": f"sqlite:///{work / 'audit.db'}",
                     "eventLog": str(self.journal),
                     "desired": [str(work / "desired.yaml")],
                     "nodes": [str(work / "nodes")],

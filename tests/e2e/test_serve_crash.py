@@ -36,15 +36,27 @@ def _free_port() -> int:
 
 def _event(i: int) -> dict:
     return {
-        "version": "0", "id": f"crash-{i:06d}", "detail-type": "AWS API Call via CloudTrail",
-        "source": "aws.eks", "account": "123456789012", "time": "2026-11-29T10:00:00Z",
-        "region": "eu-west-1", "resources": [],
-        "detail": {"eventVersion": "1.08", "eventSource": "eks.amazonaws.com",
-                   "userIdentity": {"arn": "arn:aws:iam::123456789012:user/alice"},
-                   "eventName": "UpdateNodegroupConfig", "awsRegion": "eu-west-1",
-                   "eventTime": "2026-11-29T10:00:00Z",
-                   "requestParameters": {"name": "duckboat", "nodegroupName": "custom-1",
-                                         "scalingConfig": {"desiredSize": 2}}},
+        "version": "0",
+        "id": f"crash-{i:06d}",
+        "detail-type": "AWS API Call via CloudTrail",
+        "source": "aws.eks",
+        "account": "123456789012",
+        "time": "2026-11-29T10:00:00Z",
+        "region": "eu-west-1",
+        "resources": [],
+        "detail": {
+            "eventVersion": "1.08",
+            "eventSource": "eks.amazonaws.com",
+            "userIdentity": {"arn": "arn:aws:iam::123456789012:user/alice"},
+            "eventName": "UpdateNodegroupConfig",
+            "awsRegion": "eu-west-1",
+            "eventTime": "2026-11-29T10:00:00Z",
+            "requestParameters": {
+                "name": "duckboat",
+                "nodegroupName": "custom-1",
+                "scalingConfig": {"desiredSize": 2},
+            },
+        },
     }
 
 
@@ -55,20 +67,33 @@ class Service:
         self.journal = tmp / "events.jsonl"
         (tmp / "desired.yaml").write_text(
             "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\n"
-            "metadata: {name: duckboat}\nmanagedNodeGroups:\n  - {name: custom-1}\n")
+            "metadata: {name: duckboat}\nmanagedNodeGroups:\n  - {name: custom-1}\n"
+        )
         nodes = realdata / "nodes" / "honeycomb-eks-nodelist-arm64.json"
         self.config = tmp / "svc.yaml"
-        self.config.write_text(json.dumps({
-            "listen": f"127.0.0.1:{self.port}", "queue": queue,
-            "queuePath": str(tmp / "queue.db"), "eventLog": str(self.journal),
-            "desired": [str(tmp / "desired.yaml")], "nodes": [f"duckboat={nodes}"],
-            "auth": {"aws": {"bearerToken": TOKEN}}, "debounceSeconds": 0.05,
-        }))
+        self.config.write_text(
+            json.dumps(
+                {
+                    "listen": f"127.0.0.1:{self.port}",
+                    "queue": queue,
+                    "queuePath": str(tmp / "queue.db"),
+                    "store": f"sqlite:///{tmp / 'audit.db'}",
+                    "eventLog": str(self.journal),
+                    "desired": [str(tmp / "desired.yaml")],
+                    "nodes": [f"duckboat={nodes}"],
+                    "auth": {"aws": {"bearerToken": TOKEN}},
+                    "debounceSeconds": 0.05,
+                }
+            )
+        )
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([EXE, "serve", "-c", str(self.config)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [EXE, "serve", "-c", str(self.config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -110,8 +135,11 @@ def _load(svc: Service, accepted: list[str], stop: threading.Event, start: int) 
     with httpx.Client(timeout=2) as client:
         while not stop.is_set():
             try:
-                r = client.post(f"{svc.base}/events/aws", json=_event(i),
-                                headers={"Authorization": f"Bearer {TOKEN}"})
+                r = client.post(
+                    f"{svc.base}/events/aws",
+                    json=_event(i),
+                    headers={"Authorization": f"Bearer {TOKEN}"},
+                )
                 if r.status_code == 202:
                     accepted.append(f"crash-{i:06d}")
             except httpx.HTTPError:

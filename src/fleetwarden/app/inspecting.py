@@ -72,7 +72,7 @@ class Inspector:
         *,
         options: DiffOptions = DiffOptions(),
         debounce: float = 2.0,
-        batch: int = 64,
+        batch: int = 512,
         record: Callable[[Sequence[ChangeEvent]], Awaitable[None]] | None = None,
         on_latency: Callable[[float], None] | None = None,
         on_count: Callable[[str, int], None] | None = None,

@@ -20,8 +20,15 @@ from fleetwarden.adapters import files
 from fleetwarden.app.scanning import scan_clusters
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.fleet import FleetReport
+from fleetwarden.entrypoints import (
+    approve_cmd,
+    audit_cmd,
+    deprecations_cmd,
+    fleet_cmd,
+    serve_cmd,
+    watch_cmd,
+)
 from fleetwarden.entrypoints import demo as demo_mod
-from fleetwarden.entrypoints import deprecations_cmd, serve_cmd, watch_cmd
 from fleetwarden.entrypoints.rendering import dumps, make_console, print_report
 from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.desired import DesiredRead
@@ -243,6 +250,9 @@ deprecations_cmd.register(app)
 
 watch_cmd.register(app)
 serve_cmd.register(app)
+audit_cmd.register(app)
+approve_cmd.register(app)
+fleet_cmd.register(app)
 
 
 def main() -> None:

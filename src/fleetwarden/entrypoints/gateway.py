@@ -116,6 +116,7 @@ def create_app(
     findings: Callable[[], Sequence[Finding]] = list,
     on_reply: Callable[[str, Reply], None] | None = None,
     clock: Callable[[], float] = time.time,
+    extra_routes: Sequence[Route] = (),
 ) -> Starlette:
     metrics = metrics or ServiceMetrics()
     recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
@@ -262,6 +263,7 @@ def create_app(
         Route("/api/findings", api_findings, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", prom, methods=["GET"]),
+        *extra_routes,
     ]
     app = Starlette(routes=routes)
 

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,26 +23,40 @@ from urllib.parse import urlsplit
 import httpx
 import typer
 import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from fleetwarden.adapters import files
+from fleetwarden.adapters.argocd.client import ArgoCDClient
+from fleetwarden.adapters.flux import FluxClient
 from fleetwarden.adapters.journal import EventJournal
 from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
+from fleetwarden.adapters.kube.restore import KubeNodeRestorer
 from fleetwarden.adapters.queue.nats import NatsQueue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
+from fleetwarden.adapters.storage.audit_sql import open_audit_store
+from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector
+from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.diffing import diff_cluster
+from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.ownership import OwnershipMap, parse_rules
+from fleetwarden.core.policy import Mode, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.entrypoints.service_config import ServiceConfig, load_service_config
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply, parsers
+from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.queue import EventQueue
 
 __all__ = ["Service", "register"]
@@ -62,6 +76,7 @@ class Service:
     snapshot: dict[str, list[ObservedNode]] = field(default_factory=dict)
     events: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=5000))
     journal: EventJournal | None = None
+    argocd: ArgoCDClient | None = None
 
     def __post_init__(self) -> None:
         self.tracker = FindingTracker(
@@ -87,7 +102,7 @@ class Service:
             debounce=self.config.debounce,
             on_latency=self.metrics.event_to_finding.observe,
             on_count=self._count,
-            record=self.journal.record if self.journal is not None else None,
+            record=self.record_events,
         )
         if self.journal is not None:
             for key in self.journal.processed_keys():
@@ -102,6 +117,13 @@ class Service:
             replay_window=self.config.replay_window,
             known_pools=known,
         )
+        self.remediator = Remediator(argocd=self.argocd, flux=self._flux_for, nodes=self._nodes_for)
+        self.healer = Healer(
+            ownership=OwnershipMap(parse_rules(self.config.ownership)),
+            remediator=self.remediator,
+            mode=Mode(self.config.policy_mode),
+        )
+        self.healer.set_pool_counts({c: len(p) for c, p in known.items()})
         self.app = create_app(
             self.gateway_config,
             self.queue,
@@ -109,8 +131,56 @@ class Service:
             metrics=self.metrics,
             findings=self.findings,
             on_reply=self.on_reply,
+            extra_routes=[
+                Route("/api/decisions", self._api_decisions, methods=["GET"]),
+                Route("/api/decisions/{id:str}/approve", self._api_approve, methods=["POST"]),
+            ],
         )
         self._background: set[asyncio.Task[None]] = set()
+
+    def _flux_for(self, cluster: str) -> FluxClient:
+        watcher = self.fleet.watcher(cluster)
+        if watcher is None:
+            raise KeyError(f"no live connection to cluster {cluster!r}")
+        return FluxClient(watcher.client)
+
+    def _nodes_for(self, cluster: str) -> KubeNodeRestorer:
+        watcher = self.fleet.watcher(cluster)
+        if watcher is None:
+            raise KeyError(f"no live connection to cluster {cluster!r}")
+        return KubeNodeRestorer(watcher.client)
+
+    async def record_events(self, events: Sequence[ChangeEvent]) -> None:
+        """The workers' durable effect: the event log and/or the audit store."""
+        if self.journal is not None:
+            await self.journal.record(events)
+        await self.healer.record_events(events)
+
+    def _admin_ok(self, request: Request) -> bool:
+        auth = self.config.auth.get("admin")
+        if auth is None or not auth.bearer_tokens:
+            return False
+        return check_bearer(request.headers.get("authorization"), auth.bearer_tokens).ok
+
+    async def _api_decisions(self, request: Request) -> Response:
+        status = request.query_params.get("status")
+        items = [
+            d.to_json()
+            for d in self.healer.decisions.values()
+            if status is None or d.status.value == status
+        ]
+        return JSONResponse(items[-1000:])
+
+    async def _api_approve(self, request: Request) -> Response:
+        if not self._admin_ok(request):
+            return JSONResponse(
+                {"error": "approving needs auth.admin credentials"}, status_code=401
+            )
+        try:
+            decision = await self.healer.approve(request.path_params["id"])
+        except UnknownDecision as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        return JSONResponse(decision.to_json())
 
     def _count(self, name: str, n: int) -> None:
         if name == "duplicate":
@@ -132,6 +202,7 @@ class Service:
 
     def emit(self, event: Event) -> None:
         self.events.append(event.to_json())
+        self.healer.handle(event)
         if isinstance(event, FindingEvent):
             counts = {s: 0 for s in Severity}
             for f in self.tracker.current():
@@ -178,8 +249,8 @@ class Service:
 
     async def run_workers(self) -> None:
         """Watchers and inspection workers, until cancelled."""
-        if os.environ.get("FW_BENCH_NO_WORKERS") == "1":
-            # benchmarks only: measure the gateway and queue alone (events stay queued)
+        if self.config.role == "gateway" or os.environ.get("FW_BENCH_NO_WORKERS") == "1":
+            # a gateway replica (role: gateway) only ingests; worker replicas process
             await asyncio.Event().wait()
         endpoints = []
         argocd = None
@@ -193,6 +264,7 @@ class Service:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
             tg.create_task(self.inspector.run(), name="inspector")
+            tg.create_task(self.healer.run(), name="healer")
 
 
 def build_service(config: ServiceConfig) -> Service:
@@ -212,13 +284,27 @@ def build_service(config: ServiceConfig) -> Service:
     else:
         queue = SqliteQueue(config.queue_path, max_depth=config.queue_depth)
     journal = EventJournal(config.journal) if config.journal else None
-    service = Service(config, loaded.pools, queue, snapshot=snapshot, journal=journal)
-    service.initial_scan()
-    return service
+    argocd = None
+    if config.argocd_url:
+        argocd = ArgoCDClient(
+            config.argocd_url, token=config.argocd_token, verify=not config.argocd_insecure
+        )
+    return Service(config, loaded.pools, queue, snapshot=snapshot, journal=journal, argocd=argocd)
+
+
+async def open_store(service: Service) -> None:
+    """The audit store (SQLite by default, PostgreSQL for production), migrated on open."""
+    try:
+        service.healer.audit = await open_audit_store(service.config.store)
+    except AuditStoreError as exc:
+        raise FormatError(service.config.store.split("@")[-1], f"audit store: {exc}") from None
 
 
 async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None:
     cfg = service.config
+    if service.healer.audit is None:
+        await open_store(service)
+    service.initial_scan()
     server = uvicorn.Server(
         uvicorn.Config(
             service.app,
@@ -248,6 +334,10 @@ async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None
         with contextlib.suppress(asyncio.CancelledError):
             await workers
         await service.queue.close()
+        if service.healer.audit is not None:
+            await service.healer.audit.close()
+        if service.argocd is not None:
+            await service.argocd.aclose()
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

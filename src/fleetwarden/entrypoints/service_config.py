@@ -22,6 +22,12 @@ Example::
     limits: {bodyBytes: 1048576, queueDepth: 100000}
     debounceSeconds: 2
     eventLog: fleetwarden-events.jsonl       # every processed event, fsync'd before its ack
+    role: all                                # all | gateway | worker (scale out over nats://)
+    policy: {mode: dry-run}                  # dry-run (default) | enforce | approval
+    ownership:                               # who owns which fields (defaults: seed 001)
+      - {cluster: "prod-*", field: "labels.*", owner: cluster, argocd: "{cluster}-nodes"}
+    argocd: {url: https://argocd.example.com, token: env:ARGOCD_TOKEN}
+    auth: {admin: {bearerToken: env:FW_ADMIN_TOKEN}}   # for POST /api/decisions/ID/approve
     scan: {...}                              # as for `fleetwarden scan --config`
 
 Secret values may be given as ``env:NAME`` (an environment variable) or ``file:PATH``; they are
@@ -82,7 +88,7 @@ SERVICE_SCHEMA: dict[str, Any] = {
                     "additionalProperties": False,
                     "properties": {"hmacSecret": _SECRETS, "bearerToken": _SECRETS},
                 }
-                for source in SOURCES
+                for source in (*SOURCES, "admin")
             },
         },
         "limits": {
@@ -96,6 +102,23 @@ SERVICE_SCHEMA: dict[str, Any] = {
         },
         "debounceSeconds": {"type": "number", "minimum": 0},
         "eventLog": {"type": "string", "minLength": 1},
+        "role": {"enum": ["all", "gateway", "worker"]},
+        "policy": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"mode": {"enum": ["dry-run", "enforce", "approval"]}},
+        },
+        "ownership": {"type": "array", "items": {"type": "object"}},
+        "argocd": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["url"],
+            "properties": {
+                "url": {"type": "string", "pattern": "^https?://"},
+                "token": _SECRET,
+                "insecure": {"type": "boolean"},
+            },
+        },
         "replayWindowSeconds": {"type": "number", "minimum": 1},
     },
 }
@@ -122,6 +145,12 @@ class ServiceConfig:
     replay_window: float = 300.0
     scan: Settings = field(default_factory=Settings)
     journal: str | None = None
+    role: str = "all"
+    policy_mode: str = "dry-run"
+    ownership: list[dict[str, Any]] = field(default_factory=list)
+    argocd_url: str | None = None
+    argocd_token: str | None = None
+    argocd_insecure: bool = False
 
     def __repr__(self) -> str:
         return (
@@ -219,4 +248,12 @@ def load_service_config(
         replay_window=float(raw.get("replayWindowSeconds", 300.0)),
         scan=scan,
         journal=raw.get("eventLog"),
+        role=raw.get("role", "all"),
+        policy_mode=(raw.get("policy") or {}).get("mode", "dry-run"),
+        ownership=list(raw.get("ownership") or ()),
+        argocd_url=(raw.get("argocd") or {}).get("url"),
+        argocd_token=_secret((raw.get("argocd") or {})["token"], "argocd.token", source, env)
+        if (raw.get("argocd") or {}).get("token")
+        else None,
+        argocd_insecure=bool((raw.get("argocd") or {}).get("insecure", False)),
     )

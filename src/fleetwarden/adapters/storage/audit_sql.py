@@ -1,0 +1,576 @@
+"""The SQL audit store: ``ports.audit.AuditStore`` on SQLAlchemy 2 (async).
+
+URLs
+    ``sqlite:///PATH`` (embedded default; ``sqlite://`` is in memory) and
+    ``postgresql://USER[:PASSWORD]@HOST[:PORT]/DB`` (several replicas).  Plain URLs are mapped
+    to the async drivers (``sqlite+aiosqlite``, ``postgresql+asyncpg``); other databases are
+    refused with a message.
+
+One writer at a time
+    ``append_many`` runs in one transaction that first locks the chain head: ``SELECT ... FOR
+    UPDATE`` on the single ``audit_head`` row in PostgreSQL, ``BEGIN IMMEDIATE`` in SQLite
+    (plus an ``asyncio.Lock`` per store object).  Two replicas appending at once therefore
+    queue up: the chain never forks.  Inside the lock it reads the keys already stored (a
+    re-appended event returns its stored record), seals the new drafts with
+    ``core.audit.build_records`` (redaction included), inserts them with one executemany and
+    moves the head.  SQLite runs in WAL mode with ``synchronous=FULL``: an append that
+    returned survives a power loss.
+
+Reading
+    ``iterate`` and ``verify`` read in keyset pages (``WHERE seq > last ORDER BY seq LIMIT
+    n``), each page in its own short transaction: memory stays flat, nothing holds a
+    snapshot or a lock for minutes, and appends go on meanwhile.  ``verify`` checks the chain
+    up to and beyond the head it read first, and that the head's record is there with the
+    head's hash (so records cut from the end are seen too).
+
+Schema
+    Alembic migrations in ``migrations/`` run when a store opens (under a PostgreSQL advisory
+    lock, or SQLite's write lock, so replicas starting together do not race); a schema newer
+    than this code is refused with ``AuditSchemaError``.  ``upgrade(url)`` runs them alone.
+
+Every driver error leaves this module as ``AuditUnavailable`` (or ``AuditConflict`` for an
+explicit id that is taken); the URL in messages never shows a password.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event, exc
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from fleetwarden.core import audit
+from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, VerifyResult
+from fleetwarden.ports.audit import (
+    AuditConflict,
+    AuditSchemaError,
+    AuditStoreError,
+    AuditUnavailable,
+)
+
+__all__ = [
+    "MIGRATIONS",
+    "PAGE_SIZE",
+    "SqlAuditStore",
+    "alembic_config",
+    "open_audit_store",
+    "store_url",
+    "upgrade",
+    "upgrade_async",
+]
+
+MIGRATIONS = Path(__file__).resolve().with_name("migrations")
+PAGE_SIZE = 10_000  # rows per read page: ~10 MB of rows, tens of ms of SQL per page
+_PARAMS_PER_STATEMENT = 500  # keys per IN (...) lookup, below SQLite's parameter limit
+_MIGRATION_LOCK = 0x6677_6175  # pg_advisory_xact_lock id ("fwau")
+_SQLITE_BUSY_TIMEOUT = 30.0  # seconds another writer may hold the SQLite write lock
+
+_metadata = sa.MetaData()
+# Mirrors migrations/versions (the migrations own the schema; this is for building queries).
+records = sa.Table(
+    "audit_records",
+    _metadata,
+    sa.Column("seq", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
+    sa.Column("id", sa.String(128), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("at", sa.String(32), nullable=False),
+    sa.Column("cluster", sa.String(255)),
+    sa.Column("pool", sa.String(255)),
+    sa.Column("actor", sa.Text()),
+    sa.Column("summary", sa.Text(), nullable=False),
+    sa.Column("refs", sa.Text(), nullable=False),
+    sa.Column("key", sa.String(255)),
+    sa.Column("payload", sa.Text(), nullable=False),
+    sa.Column("prev_hash", sa.String(64), nullable=False),
+    sa.Column("hash", sa.String(64), nullable=False),
+)
+head = sa.Table(
+    "audit_head",
+    _metadata,
+    sa.Column("id", sa.Integer(), primary_key=True),
+    sa.Column("seq", sa.BigInteger(), nullable=False),
+    sa.Column("hash", sa.String(64), nullable=False),
+)
+_COLUMNS = (
+    records.c.seq,
+    records.c.id,
+    records.c.kind,
+    records.c.at,
+    records.c.cluster,
+    records.c.pool,
+    records.c.actor,
+    records.c.summary,
+    records.c.refs,
+    records.c.key,
+    records.c.payload,
+    records.c.prev_hash,
+    records.c.hash,
+)
+_KEY_ARRAY = ARRAY(sa.String())
+
+
+# --------------------------------------------------------------------------- URLs
+
+
+def store_url(url: str | URL) -> URL:
+    """The async-driver form of a store URL; AuditUnavailable for anything else."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except (exc.ArgumentError, ValueError):
+        raise AuditUnavailable(
+            f"not a database URL: {_safe(str(url))!r} "
+            "(use sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE)"
+        ) from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return parsed.set(drivername="sqlite+aiosqlite")
+    if backend in ("postgresql", "postgres"):
+        query = dict(parsed.query)
+        if "sslmode" in query:  # libpq's spelling; asyncpg calls it ssl (same values)
+            query["ssl"] = query.pop("sslmode")
+        return parsed.set(drivername="postgresql+asyncpg", query=query)
+    raise AuditUnavailable(
+        f"unsupported audit store {backend!r} in {_display(parsed)}: "
+        "use sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"
+    )
+
+
+def _safe(url: str | URL) -> str:
+    if isinstance(url, URL):
+        return _display(url)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (exc.ArgumentError, ValueError):
+        return audit.scrub_text(url)
+
+
+def _display(url: URL) -> str:
+    return url.set(drivername=url.get_backend_name()).render_as_string(hide_password=True)
+
+
+def _sqlite_path(url: URL) -> Path | None:
+    """The file of an SQLite URL; None for an in-memory database."""
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _create_engine(url: URL, *, connect_timeout: float) -> AsyncEngine:
+    if url.get_backend_name() == "sqlite":
+        options: dict[str, Any] = {"connect_args": {"timeout": _SQLITE_BUSY_TIMEOUT}}
+        if _sqlite_path(url) is None:
+            options["poolclass"] = StaticPool  # one shared in-memory database
+        engine = create_async_engine(url, **options)
+        _sqlite_transactions(engine)
+        return engine
+    return create_async_engine(
+        url,
+        pool_size=2,
+        max_overflow=4,
+        pool_pre_ping=True,
+        connect_args={
+            "timeout": connect_timeout,
+            "server_settings": {"application_name": "fleetwarden-audit"},
+        },
+    )
+
+
+def _sqlite_transactions(engine: AsyncEngine) -> None:
+    """Let us say how an SQLite transaction begins: BEGIN IMMEDIATE takes the write lock at
+    once, so the head read and the insert are one atomic step across processes."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # the driver must not BEGIN on its own
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _begin(conn: sa.Connection) -> None:
+        conn.exec_driver_sql(f"BEGIN {conn.get_execution_options().get('fw_begin', 'DEFERRED')}")
+
+
+# --------------------------------------------------------------------------- migrations
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic Config built in code: script_location is the packaged migrations dir."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    if url:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def _migrate(connection: sa.Connection, *, apply: bool) -> None:
+    cfg = alembic_config()
+    script = ScriptDirectory.from_config(cfg)
+    target = script.get_current_head()
+    current = MigrationContext.configure(connection).get_current_revision()
+    if current == target:
+        return
+    if current is not None and current not in {r.revision for r in script.walk_revisions()}:
+        raise AuditSchemaError(
+            f"the audit store's schema is at revision {current!r}, newer than this "
+            f"fleetwarden knows (up to {target!r}): upgrade fleetwarden to use it"
+        )
+    if not apply:
+        raise AuditSchemaError(
+            f"the audit store's schema is at revision {current!r}, not {target!r}: "
+            "open it once with migrations (fleetwarden serve, or audit_sql.upgrade(URL))"
+        )
+    cfg.attributes["connection"] = connection
+    command.upgrade(cfg, "head")
+
+
+async def upgrade_async(url: str) -> None:
+    """Create or upgrade the schema of the store at ``url`` (what opening a store does)."""
+    store = await open_audit_store(url)
+    await store.close()
+
+
+def upgrade(url: str) -> None:
+    """``upgrade_async`` for synchronous callers (not from inside a running event loop)."""
+    asyncio.run(upgrade_async(url))
+
+
+# --------------------------------------------------------------------------- the store
+
+
+async def open_audit_store(
+    url: str,
+    *,
+    create: bool = True,
+    migrate: bool = True,
+    clock: Callable[[], datetime] | None = None,
+    page_size: int = PAGE_SIZE,
+    connect_timeout: float = 10.0,
+) -> SqlAuditStore:
+    """Connect, migrate (unless ``migrate=False``) and return a store.
+
+    ``create=False`` refuses an SQLite file that does not exist yet (read-only commands must
+    not leave an empty database behind a typo).  Raises AuditUnavailable / AuditSchemaError.
+    """
+    target = store_url(url)
+    path = _sqlite_path(target) if target.get_backend_name() == "sqlite" else None
+    if path is not None:
+        if not create and not path.is_file():
+            raise AuditUnavailable(f"no audit store at {path} (sqlite file does not exist)")
+        if not path.parent.is_dir():
+            raise AuditUnavailable(
+                f"cannot create the audit store {path}: directory {path.parent} does not exist"
+            )
+    engine = _create_engine(target, connect_timeout=connect_timeout)
+    store = SqlAuditStore(engine, target, clock=clock, page_size=page_size)
+    try:
+        await store._prepare(migrate=migrate)
+    except BaseException:
+        await engine.dispose()
+        raise
+    return store
+
+
+class SqlAuditStore:
+    """Open with ``await open_audit_store(url)``; ``async with`` closes it."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        url: URL,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        page_size: int = PAGE_SIZE,
+    ) -> None:
+        self._engine = engine
+        self._url = url
+        self._postgres = url.get_backend_name() == "postgresql"
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._page_size = page_size
+        self._write_lock = asyncio.Lock()
+
+    @property
+    def url(self) -> str:
+        """The store's URL as a person wrote it (no driver name), without its password."""
+        return _display(self._url)
+
+    @property
+    def dialect(self) -> str:
+        return "postgresql" if self._postgres else "sqlite"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    # -- errors
+
+    @contextlib.contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except AuditStoreError:
+            raise
+        except exc.IntegrityError as e:
+            raise AuditConflict(f"{what} in {self.url}: {_reason(e)}") from None
+        except (exc.SQLAlchemyError, OSError, TimeoutError) as e:
+            raise AuditUnavailable(f"{what} in {self.url} failed: {_reason(e)}") from None
+
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """A transaction that holds the chain's write lock (see the module docstring)."""
+        async with self._engine.connect() as conn:
+            conn = await conn.execution_options(fw_begin="IMMEDIATE")
+            async with conn.begin():
+                yield conn
+
+    async def _prepare(self, *, migrate: bool) -> None:
+        with self._errors("opening the audit store"), _bad_options(self.url):
+            async with self._write() as conn:
+                if self._postgres:
+                    await conn.execute(
+                        sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK}
+                    )
+                await conn.run_sync(lambda sync: _migrate(sync, apply=migrate))
+
+    # -- writing
+
+    async def append(self, draft: AuditDraft) -> AuditRecord:
+        return (await self.append_many([draft]))[0]
+
+    async def append_many(self, drafts: Sequence[AuditDraft]) -> list[AuditRecord]:
+        if not drafts:
+            return []
+        keys = list(dict.fromkeys(d.key for d in drafts if d.key is not None))
+        fresh: list[int] = []  # indices of the drafts that become new records
+        first: dict[str, int] = {}  # key -> index of the first draft with it
+        with self._errors("appending audit records"):
+            async with self._write_lock, self._write() as conn:
+                row = (
+                    await conn.execute(
+                        sa.select(head.c.seq, head.c.hash)
+                        .where(head.c.id == 1)
+                        .with_for_update()  # rendered for PostgreSQL; SQLite: BEGIN IMMEDIATE
+                    )
+                ).one()
+                stored = await self._by_key(conn, keys)
+                for i, d in enumerate(drafts):
+                    if d.key is None:
+                        fresh.append(i)
+                    elif d.key not in stored and d.key not in first:
+                        first[d.key] = i
+                        fresh.append(i)
+                new = audit.build_records(
+                    [drafts[i] for i in fresh],
+                    prev_hash=row.hash,
+                    next_seq=row.seq + 1,
+                    now=self._clock(),
+                )
+                if new:
+                    await conn.execute(records.insert(), [_row(r) for r in new])
+                    await conn.execute(
+                        head.update()
+                        .where(head.c.id == 1)
+                        .values(seq=new[-1].seq, hash=new[-1].hash)
+                    )
+        out: list[AuditRecord | None] = [None] * len(drafts)
+        for i, r in zip(fresh, new, strict=True):
+            out[i] = r
+        result: list[AuditRecord] = []
+        for i, d in enumerate(drafts):
+            rec = out[i]
+            if rec is None:  # a key stored before, or earlier in this batch
+                assert d.key is not None
+                rec = stored.get(d.key) or out[first[d.key]]
+                assert rec is not None
+            result.append(rec)
+        return result
+
+    async def _by_key(self, conn: AsyncConnection, keys: Sequence[str]) -> dict[str, AuditRecord]:
+        found: dict[str, AuditRecord] = {}
+        if self._postgres:
+            # One array parameter: an IN list of 500 parameters costs PostgreSQL (and
+            # asyncpg's statement cache) ten times more than = ANY($1).
+            chunks: list[Sequence[str]] = [keys] if keys else []
+            condition = records.c.key == sa.any_(sa.bindparam("keys", type_=_KEY_ARRAY))
+        else:
+            step = _PARAMS_PER_STATEMENT
+            chunks = [keys[i : i + step] for i in range(0, len(keys), step)]
+            condition = records.c.key.in_(sa.bindparam("keys", expanding=True))
+        stmt = sa.select(*_COLUMNS).where(condition)
+        for chunk in chunks:
+            for row in await conn.execute(stmt, {"keys": list(chunk)}):
+                rec = _record(row)
+                if rec.key is not None:
+                    found[rec.key] = rec
+        return found
+
+    # -- reading
+
+    async def last(self) -> tuple[int, str] | None:
+        with self._errors("reading the audit chain head"):
+            async with self._engine.connect() as conn:
+                row = (
+                    await conn.execute(sa.select(head.c.seq, head.c.hash).where(head.c.id == 1))
+                ).one_or_none()
+        if row is None or row.seq == 0:
+            return None
+        return int(row.seq), str(row.hash)
+
+    async def query(
+        self,
+        *,
+        cluster: str | None = None,
+        pool: str | None = None,
+        actor: str | None = None,
+        kind: AuditKind | Sequence[AuditKind] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        ref: str | None = None,
+        before_seq: int | None = None,
+        limit: int = 100,
+    ) -> list[AuditRecord]:
+        """Newest first.  ``cluster``, ``pool`` and ``actor`` match exactly, or as a glob
+        when they hold ``*`` (``--actor '*alice'`` finds an ARN ending in alice)."""
+        stmt = sa.select(*_COLUMNS)
+        for column, value in ((records.c.cluster, cluster), (records.c.pool, pool)):
+            if value is not None:
+                stmt = stmt.where(_matches(column, value))
+        if actor is not None:
+            stmt = stmt.where(_matches(records.c.actor, actor))
+        if kind is not None:
+            kinds = [kind] if isinstance(kind, str) else list(kind)
+            stmt = stmt.where(records.c.kind.in_([AuditKind(k).value for k in kinds]))
+        if since is not None:
+            stmt = stmt.where(records.c.at >= audit.format_time(since))
+        if until is not None:
+            stmt = stmt.where(records.c.at < audit.format_time(until))
+        if ref is not None:
+            stmt = stmt.where(
+                records.c.refs.like(f"%{_like_escape(json.dumps(ref))}%", escape="\\")
+            )
+        if before_seq is not None:
+            stmt = stmt.where(records.c.seq < before_seq)
+        stmt = stmt.order_by(records.c.seq.desc()).limit(max(0, limit))
+        with self._errors("querying audit records"):
+            async with self._engine.connect() as conn:
+                rows = (await conn.execute(stmt)).all()
+        return [self._readable(row) for row in rows]
+
+    async def iterate(
+        self, *, after_seq: int = 0, until_seq: int | None = None
+    ) -> AsyncIterator[AuditRecord]:
+        async for rows in self._pages(after_seq, until_seq):
+            for row in rows:
+                yield self._readable(row)
+
+    async def _pages(self, after_seq: int, until_seq: int | None) -> AsyncIterator[list[Any]]:
+        last = after_seq
+        while True:
+            rows = await self._page(last, until_seq)
+            if not rows:
+                return
+            yield rows
+            if len(rows) < self._page_size:
+                return
+            last = rows[-1][0]
+
+    async def _page(self, after_seq: int, until_seq: int | None = None) -> list[Any]:
+        """One keyset page in its own short transaction."""
+        stmt = sa.select(*_COLUMNS).where(records.c.seq > after_seq)
+        if until_seq is not None:
+            stmt = stmt.where(records.c.seq <= until_seq)
+        stmt = stmt.order_by(records.c.seq).limit(self._page_size)
+        with self._errors("reading audit records"):
+            async with self._engine.connect() as conn:
+                return list((await conn.execute(stmt)).all())
+
+    def _readable(self, row: Any) -> AuditRecord:
+        try:
+            return _record(row)
+        except (ValueError, TypeError, KeyError) as e:
+            raise AuditStoreError(
+                f"audit record seq {row[0]} (id {row[1]}) in {self.url} cannot be read "
+                f"({e}); run `fleetwarden audit verify`"
+            ) from None
+
+    async def verify(self, *, anchors: Mapping[int, str] | None = None) -> VerifyResult:
+        """Re-hash every record in seq order; the chain-head row is an anchor too.
+
+        The next page is fetched while this one is checked (the database, or aiosqlite's
+        thread, works while Python hashes).
+        """
+        current = await self.last()
+        all_anchors = dict(anchors or {})
+        if current is not None:
+            all_anchors.setdefault(current[0], current[1])
+        verifier = audit.ChainVerifier(anchors=all_anchors)
+        async with asyncio.TaskGroup() as tg:
+            pending: asyncio.Task[list[Any]] | None = tg.create_task(self._page(0))
+            while pending is not None:
+                rows = await pending
+                full = len(rows) == self._page_size
+                pending = tg.create_task(self._page(rows[-1][0])) if full else None
+                if not verifier.feed_rows(rows):
+                    if pending is not None:
+                        pending.cancel()
+                    break
+        return verifier.finish()
+
+
+_NAMES = tuple(c.name for c in _COLUMNS)
+
+
+def _row(r: AuditRecord) -> dict[str, Any]:
+    return dict(zip(_NAMES, audit.record_row(r), strict=True))
+
+
+def _record(row: Any) -> AuditRecord:
+    return audit.record_from_row(tuple(row))
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _matches(column: sa.ColumnElement[Any], value: str) -> sa.ColumnElement[bool]:
+    if "*" not in value:
+        return column == value
+    return column.like(_like_escape(value).replace("*", "%"), escape="\\")
+
+
+@contextlib.contextmanager
+def _bad_options(url: str) -> Iterator[None]:
+    """A URL query option the driver does not take (asyncpg raises TypeError for those)."""
+    try:
+        yield
+    except TypeError as e:
+        raise AuditUnavailable(f"cannot connect to {url}: {e}") from None
+
+
+def _reason(error: BaseException) -> str:
+    """One line about a driver error, without SQL, parameters or a password."""
+    original = getattr(error, "orig", None) or error
+    text = str(original).strip().splitlines()
+    line = text[0] if text else type(original).__name__
+    return audit.scrub_text(f"{type(original).__name__}: {line}"[:300])

@@ -1,0 +1,220 @@
+"""Closing the loop: findings -> route -> decision -> (intended or real) call -> audit records.
+
+Detection stays separate from remediation (seed 002): the watchers and workers only put
+finding events here. For each new or changed finding the owner is looked up, the policy
+decides (dry-run by default; guards: blast radius, flap, approval), the remediator carries out
+an executable decision (or records the intended call in dry-run), and every step is appended to
+the audit store, linked by ids: event <- finding <- decision <- action/outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from fleetwarden.app.remediating import Remediator
+from fleetwarden.core import policy as policy_mod
+from fleetwarden.core.audit import AuditDraft, AuditKind, event_draft, finding_draft, record_id
+from fleetwarden.core.events import ChangeEvent, dedupe_key
+from fleetwarden.core.ownership import OwnershipMap
+from fleetwarden.core.policy import Decision, Mode, Policy, PolicyState, Status
+from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.ports.audit import AuditStore, AuditStoreError
+
+__all__ = ["Healer"]
+
+log = logging.getLogger("fleetwarden.healing")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Healer:
+    def __init__(
+        self,
+        *,
+        ownership: OwnershipMap,
+        remediator: Remediator,
+        audit: AuditStore | None = None,
+        policy: Policy = policy_mod.DEFAULT_POLICY,
+        mode: Mode = Mode.DRY_RUN,
+        state: PolicyState | None = None,
+        notify: Callable[[FindingEvent, dict[str, Any] | None], None] | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        max_queue: int = 100_000,
+    ) -> None:
+        self.ownership, self.remediator, self.audit = ownership, remediator, audit
+        self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
+        self.state = state or PolicyState()
+        self.queue: asyncio.Queue[FindingEvent] = asyncio.Queue(maxsize=max_queue)
+        self.decisions: dict[str, Decision] = {}
+        self.dropped = 0
+        self.audit_failures = 0
+
+    def set_pool_counts(self, counts: dict[str, int]) -> None:
+        for cluster, n in counts.items():
+            self.state.set_pools(cluster, n)
+
+    # --- inputs ---------------------------------------------------------------------------
+
+    def handle(self, event: object) -> None:
+        """The emit hook: finding events are queued; anything else is ignored."""
+        if not isinstance(event, FindingEvent):
+            return
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            log.warning(
+                "healing queue full: finding event dropped", extra={"finding": event.finding.id}
+            )
+
+    async def record_events(self, events: Sequence[ChangeEvent]) -> None:
+        """The workers' durable effect: each change event in the audit store (idempotent by
+        key), before the queue delivery is acknowledged."""
+        if self.audit is not None:
+            await self.audit.append_many([event_draft(e) for e in events])
+
+    # --- the loop -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        while True:
+            first = await self.queue.get()
+            batch = [first]
+            while not self.queue.empty() and len(batch) < 512:
+                batch.append(self.queue.get_nowait())
+            await self.process(batch)
+
+    async def process(self, events: Sequence[FindingEvent]) -> list[Decision]:
+        now = self.clock()
+        drafts: list[AuditDraft] = []
+        to_run: list[Decision] = []
+        made: list[Decision] = []
+        for ev in events:
+            f = ev.finding
+            refs = []
+            cause = f.extra.get("cause")
+            if isinstance(cause, dict) and cause.get("eventId") and cause.get("source"):
+                refs.append(
+                    record_id(AuditKind.EVENT, dedupe_key(cause["source"], cause["eventId"]))
+                )
+            finding_key = f"{f.id}:{ev.type.value}:{ev.at.isoformat()}"
+            fdraft = finding_draft(f, refs=refs, key=finding_key)
+            fid = record_id(AuditKind.FINDING, finding_key)
+            drafts.append(
+                AuditDraft(
+                    kind=fdraft.kind,
+                    summary=f"{ev.type.value}: {fdraft.summary}",
+                    cluster=fdraft.cluster,
+                    pool=fdraft.pool,
+                    refs=fdraft.refs,
+                    payload={**fdraft.payload, "event": ev.type.value},
+                    key=finding_key,
+                    actor=cause.get("actor") if isinstance(cause, dict) else None,
+                )
+            )
+            if ev.type is FindingEventType.CLEARED:
+                if self.notify is not None:
+                    self.notify(ev, None)
+                continue
+            route = self.ownership.route(f)
+            decision = policy_mod.decide(f, route, self.state, now, self.mode, policy=self.policy)
+            policy_mod.record(decision, self.state, policy=self.policy)
+            self.decisions[decision.id] = decision
+            made.append(decision)
+            drafts.append(_decision_draft(decision, fid, f.cluster, f.pool))
+            if decision.status in (Status.EXECUTE, Status.DRY_RUN):
+                to_run.append(decision)
+            if self.notify is not None:
+                self.notify(ev, decision.to_json())
+        outcomes = await self.remediator.carry_out_all(to_run) if to_run else []
+        for decision, outcome in zip(to_run, outcomes, strict=True):
+            drafts.extend(_action_drafts(decision, outcome))
+        await self._append(drafts)
+        return made
+
+    async def approve(self, decision_id: str) -> Decision:
+        """Approval mode: let a pending decision run now (guards are checked again)."""
+        now = self.clock()
+        decision = policy_mod.approve(decision_id, self.state, now, policy=self.policy)
+        policy_mod.record(decision, self.state, policy=self.policy)
+        self.decisions[decision.id] = decision
+        drafts = [
+            AuditDraft(
+                kind=AuditKind.NOTE,
+                key=f"approval:{decision_id}:{now.isoformat()}",
+                summary=f"approved: {decision.action.value} -> {decision.status.value}",
+                cluster=decision.cluster,
+                pool=decision.pool,
+                refs=(decision_id,),
+                payload={"approval": decision.to_json()},
+            )
+        ]
+        if decision.status is Status.EXECUTE:
+            (outcome,) = await self.remediator.carry_out_all([decision])
+            drafts.extend(_action_drafts(decision, outcome))
+        await self._append(drafts)
+        return decision
+
+    def pending(self) -> list[Decision]:
+        return list(self.state.pending.values())
+
+    async def _append(self, drafts: list[AuditDraft]) -> None:
+        if self.audit is None or not drafts:
+            return
+        try:
+            await self.audit.append_many(drafts)
+        except AuditStoreError as exc:
+            self.audit_failures += 1
+            log.error("audit append failed", extra={"error": str(exc)})
+
+
+def _action_drafts(decision: Decision, outcome: Any) -> list[AuditDraft]:
+    """The call (sent, or only intended in dry-run) and how it ended, linked to the decision."""
+    sent = decision.status is Status.EXECUTE
+    action_id = f"act-{decision.id}"
+    calls = [c.to_json() for c in getattr(outcome, "calls", ())]
+    return [
+        AuditDraft(
+            kind=AuditKind.ACTION,
+            id=action_id,
+            key=f"action:{decision.id}",
+            summary=f"{decision.action.value} {'sent' if sent else 'intended (dry-run)'}",
+            cluster=decision.cluster,
+            pool=decision.pool,
+            refs=(decision.id,),
+            payload={"dryRun": not sent, "calls": calls},
+        ),
+        AuditDraft(
+            kind=AuditKind.OUTCOME,
+            key=f"outcome:{decision.id}",
+            summary=f"{outcome.status.value}: {decision.action.value}",
+            cluster=decision.cluster,
+            pool=decision.pool,
+            refs=(action_id,),
+            payload={"outcome": outcome.to_json()},
+        ),
+    ]
+
+
+def _decision_draft(
+    decision: Decision,
+    finding_record: str | None,
+    cluster: str | None,
+    pool: str | None,
+) -> AuditDraft:
+    refs = tuple(r for r in (finding_record,) if r)
+    return AuditDraft(
+        kind=AuditKind.DECISION,
+        id=decision.id,
+        summary=f"{decision.status.value}: {decision.action.value} — {decision.reasons[-1]}",
+        cluster=cluster or decision.cluster,
+        pool=pool or decision.pool,
+        refs=refs,
+        payload={"decision": decision.to_json()},
+        key=f"decision:{decision.id}",
+    )

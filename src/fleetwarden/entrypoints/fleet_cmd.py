@@ -1,0 +1,685 @@
+"""``fleetwarden fleet versions | diff`` and ``fleetwarden gate``: workloads across clusters.
+
+- ``fleet versions --app NAME``: the cluster x container table of images, with Git's image and
+  the image most clusters run, so a cluster that diverges from Git or from its peers stands out.
+- ``fleet diff --app NAME``: every drift of the app per cluster (image, configuration,
+  resources, replicas, dependencies), in ``scan``'s finding shape with ``layer: WORKLOAD``.
+- ``gate --app NAME``: the Argo CD PreSync gate. Exit 1 (with the reasons) when a workload of
+  the app would not schedule on the pools it targets, or when one of those pools drifts at or
+  above ``--fail-on``; exit 0 otherwise. ``deploy/argocd/presync-gate-job.yaml`` runs it.
+
+Exit codes as everywhere: 0 clean, 1 drift (or a blocked gate), 2 bad arguments or input.
+Sources are files today (``kubectl get -o json`` dumps, rendered manifests); the live Argo CD
+source plugs in through ``formats.workloads.parse_argocd_manifests`` and the watchers' cache
+through ``core.workloads.ObjectIndex``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from fleetwarden.adapters import files
+from fleetwarden.core import workloads as wl
+from fleetwarden.core.findings import Finding, Severity
+from fleetwarden.core.fleet import Skip, assign_pools, severity_order
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWorkload, decide_gate
+from fleetwarden.entrypoints.rendering import SEVERITY_STYLE, dumps, make_console
+from fleetwarden.entrypoints.settings import Settings, load_settings
+from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, read_desired
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.workloads import (
+    FleetSettings,
+    fleet_settings,
+    parse_workload_dump,
+    read_desired_workloads,
+)
+
+__all__ = [
+    "DesiredState",
+    "build_versions",
+    "gate_command",
+    "load_desired_state",
+    "load_observed",
+    "planned_workloads",
+    "register",
+    "workload_sources",
+]
+
+_err = Console(stderr=True)
+MATRIX_MAX_CONTAINERS = 8  # beyond this, one row per cluster and container reads better
+
+
+class _Format(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class _FailOn(StrEnum):
+    info = "info"
+    low = "low"
+    medium = "medium"
+    high = "high"
+    critical = "critical"
+
+
+def _fail(message: str) -> NoReturn:
+    _err.print(f"[bold red]fleetwarden: error:[/] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+AppOpt = Annotated[
+    str,
+    typer.Option(
+        "--app",
+        "-a",
+        metavar="NAME",
+        help="The Argo CD application: objects carrying its tracking annotation or "
+        "app.kubernetes.io/instance label (or fleet.appLabel), plus the desired objects.",
+    ),
+]
+DesiredOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--desired",
+        "-d",
+        metavar="[CLUSTER=]PATH",
+        help="Desired manifests: plain YAML, `kustomize build` or `helm template` output, or "
+        "a saved Argo CD /manifests response; a file or a directory (recursive). CLUSTER= "
+        "makes them that cluster's overlay. Repeat.",
+    ),
+]
+WorkloadsOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--workloads",
+        "-w",
+        metavar="[CLUSTER=]PATH",
+        help="`kubectl get deploy,sts,ds,cm,secret,hpa -A -o json` output, a file or a "
+        "directory of them; the cluster is CLUSTER= or the file's stem. Repeat.",
+    ),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="YAML config: `fleet:` (appLabel, namespace, ignoreDifferences in Argo CD's "
+        "format, severities, ignore) and `scan:` (pool diff options, for the gate).",
+    ),
+]
+FormatOpt = Annotated[
+    _Format, typer.Option("--format", "-o", help="table for people, json for machines.")
+]
+FailOnOpt = Annotated[
+    _FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity.")
+]
+
+
+# =========================================================================== loading
+
+
+@dataclass(slots=True)
+class DesiredState:
+    """Desired objects (all clusters: key None; a cluster's overlay: its name), pools, skips."""
+
+    objects: dict[str | None, list[wl.ManifestObject]] = field(default_factory=dict)
+    pools: list[NodePoolSpec] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+
+    def names(self) -> set[tuple[str, str]]:
+        return {(o.key.kind, o.key.name) for objs in self.objects.values() for o in objs}
+
+    def apps(self) -> set[str]:
+        return {o.app for objs in self.objects.values() for o in objs if o.app}
+
+    def indexes(self, clusters: Iterable[str]) -> dict[str, wl.ObjectIndex]:
+        """One desired index per cluster; clusters without an overlay share one (its models
+        are then built once for the whole fleet)."""
+        base = wl.ObjectIndex(self.objects.get(None, ()))
+        out: dict[str, wl.ObjectIndex] = {}
+        for cluster in clusters:
+            overlay = self.objects.get(cluster)
+            if not overlay:
+                out[cluster] = base
+                continue
+            merged = wl.ObjectIndex(base.objects.values())
+            for obj in overlay:
+                merged.put(obj)
+            out[cluster] = merged
+        return out
+
+
+def load_desired_state(
+    args: Sequence[files.PathArg],
+    *,
+    app_label: str | None,
+    with_pools: bool = False,
+    limit: int = files.DEFAULT_DESIRED_LIMIT,
+) -> DesiredState:
+    out = DesiredState()
+    for arg in args:
+        suffixes = (*YAML_SUFFIXES, ".tf") if with_pools else YAML_SUFFIXES
+        sources = [
+            SourceFile(str(p), files.read_limited(p, limit))
+            for p in files.iter_tree(arg.path, suffixes)
+        ]
+        got = read_desired_workloads(sources, app_label=app_label)
+        out.objects.setdefault(arg.cluster, []).extend(got.objects)
+        skipped = {s.path: s for s in got.skipped}
+        if with_pools:
+            pools = read_desired(sources, cluster=arg.cluster)
+            out.pools.extend(pools.pools)
+            has_pools = {p.source for p in pools.pools}
+            skipped = {p: s for p, s in skipped.items() if p not in has_pools}
+            if skipped:
+                pool_notes = {s.path: s.reason for s in pools.skipped}
+                skipped = {
+                    p: Skip(p, f"{s.reason}; {pool_notes[p]}") if p in pool_notes else s
+                    for p, s in skipped.items()
+                }
+        out.skipped.extend(skipped.values())
+    return out
+
+
+def workload_sources(args: Sequence[files.PathArg]) -> dict[str, list[Path]]:
+    """Dump files per cluster; the cluster is ``CLUSTER=`` or the file's stem."""
+    out: dict[str, list[Path]] = {}
+    for arg in args:
+        for path in files.iter_tree(arg.path, YAML_SUFFIXES):
+            out.setdefault(arg.cluster or path.stem, []).append(path)
+    return out
+
+
+def load_observed(
+    sources: Mapping[str, Sequence[Path]],
+    *,
+    app: str,
+    desired_names: set[tuple[str, str]],
+    app_label: str | None,
+    limit: int = files.DEFAULT_NODES_LIMIT,
+) -> dict[str, wl.ObjectIndex]:
+    """Each cluster's objects that concern ``app``: labelled for it, named like a desired
+    object, or an HPA (it may own a desired workload's replicas)."""
+
+    def want(key: wl.ObjectKey, obj_app: str | None) -> bool:
+        return (
+            obj_app == app
+            or (key.kind, key.name) in desired_names
+            or key.kind == wl.AUTOSCALER_KIND
+        )
+
+    out: dict[str, wl.ObjectIndex] = {}
+    for cluster, paths in sources.items():
+        index = wl.ObjectIndex(app_label=app_label)
+        for path in paths:
+            data = files.read_limited(path, limit)
+            for obj in parse_workload_dump(str(path), data, app_label=app_label, want=want):
+                index.put(obj)
+        out[cluster] = index
+    return out
+
+
+def _settings(config: Path | None) -> tuple[Settings, FleetSettings]:
+    try:
+        settings = load_settings(config)
+        raw = settings.raw.get("fleet")
+        if raw is not None and not isinstance(raw, Mapping):
+            raise FormatError(str(config), "expected a mapping", field="fleet")
+        return settings, fleet_settings(raw, source=str(config))
+    except FormatError as exc:
+        _fail(str(exc))
+
+
+def _check_app(app: str, desired: DesiredState) -> None:
+    if not any(o.app in (None, app) for objs in desired.objects.values() for o in objs):
+        found = ", ".join(sorted(desired.apps())) or "none"
+        _fail(
+            f"--app {app}: the desired state holds no workload, ConfigMap, Secret or HPA of "
+            f"this application (applications found: {found})"
+        )
+
+
+def _load_fleet(
+    app: str, desired: list[str], workloads: list[str], config: Path | None
+) -> tuple[DesiredState, dict[str, wl.ObjectIndex], dict[str, wl.ObjectIndex], FleetSettings]:
+    settings, fleet = _settings(config)
+    try:
+        desired_args = [files.parse_path_arg(a) for a in desired]
+        workload_args = [files.parse_path_arg(a) for a in workloads]
+        state = load_desired_state(
+            desired_args, app_label=fleet.app_label, limit=settings.desired_file_limit
+        )
+        _check_app(app, state)
+        observed = load_observed(
+            workload_sources(workload_args),
+            app=app,
+            desired_names=state.names(),
+            app_label=fleet.app_label,
+            limit=settings.nodes_file_limit,
+        )
+    except FormatError as exc:
+        _fail(str(exc))
+    return state, state.indexes(observed), observed, fleet
+
+
+# =========================================================================== fleet versions
+
+
+def build_versions(
+    app: str,
+    desired: Mapping[str, wl.ObjectIndex],
+    observed: Mapping[str, wl.ObjectIndex],
+    *,
+    namespace: str = "default",
+) -> dict[str, Any]:
+    """The ``fleet versions --format json`` document."""
+    rows = wl.fleet_versions(app, desired, observed, namespace=namespace)
+    from_git = sorted({r.cluster for r in rows if r.drift})
+    from_peers = sorted({r.cluster for r in rows if r.diverges_from_peers})
+    return {
+        "app": app,
+        "rows": [r.to_json() for r in rows],
+        "summary": {
+            "clusters": len(observed),
+            "containers": len({(r.kind, r.namespace, r.workload, r.container) for r in rows}),
+            "rows": len(rows),
+            "drift": sum(1 for r in rows if r.drift),
+            "clustersDivergingFromGit": from_git,
+            "clustersDivergingFromPeers": from_peers,
+        },
+    }
+
+
+def _short(image: str | None, desired: str | None) -> str:
+    if image is None:
+        return "—"
+    if desired and image != desired:
+        want, have = wl.ImageRef.parse(desired), wl.ImageRef.parse(image)
+        if want.repository == have.repository:
+            tail = f":{have.tag}" if have.tag else ""
+            return tail + (f"@{have.digest[:19]}" if have.digest else "")
+    return image
+
+
+def _style(row: Mapping[str, Any]) -> str:
+    if row["drift"]:
+        return "bold red"
+    return "yellow" if row["divergesFromPeers"] else ""
+
+
+def _print_versions(doc: Mapping[str, Any]) -> None:
+    console = make_console()
+    rows = doc["rows"]
+    columns: dict[tuple[str, str], str | None] = {}
+    for r in rows:
+        columns.setdefault((f"{r['kind']}/{r['workload']}", r["container"]), r["desiredImage"])
+    clusters = sorted({r["cluster"] for r in rows})
+    if rows and len(columns) <= MATRIX_MAX_CONTAINERS:
+        table = Table(title=f"images of {doc['app']}", header_style="bold", expand=False)
+        table.add_column("cluster", overflow="fold")
+        for workload, container in columns:
+            table.add_column(f"{workload}\n{container}", overflow="fold")
+        table.add_row(
+            Text("Git", style="bold"), *[Text(str(d or "—"), style="dim") for d in columns.values()]
+        )
+        cells: dict[tuple[str, tuple[str, str]], Mapping[str, Any]] = {
+            (r["cluster"], (f"{r['kind']}/{r['workload']}", r["container"])): r for r in rows
+        }
+        for cluster in clusters:
+            row_cells = []
+            for col, desired in columns.items():
+                cell = cells.get((cluster, col))
+                if cell is None:
+                    row_cells.append(Text("—", style="dim"))
+                else:
+                    row_cells.append(Text(_short(cell["image"], desired), style=_style(cell)))
+            table.add_row(cluster, *row_cells)
+        console.print(table)
+    elif rows:
+        table = Table(title=f"images of {doc['app']}", header_style="bold", expand=False)
+        for name in ("cluster", "workload", "container", "image", "Git", "peers"):
+            table.add_column(name, overflow="fold")
+        for r in rows:
+            table.add_row(
+                r["cluster"],
+                f"{r['kind']}/{r['namespace']}/{r['workload']}",
+                r["container"] + (" (init)" if r["init"] else ""),
+                Text(str(r["image"] or "—"), style=_style(r)),
+                "=" if not r["drift"] else str(r["desiredImage"] or "—"),
+                "=" if not r["divergesFromPeers"] else str(r["peerImage"] or "—"),
+            )
+        console.print(table)
+    s = doc["summary"]
+    git = ", ".join(s["clustersDivergingFromGit"]) or "none"
+    peers = ", ".join(s["clustersDivergingFromPeers"]) or "none"
+    console.print(
+        f"[bold]{s['containers']} containers in {s['clusters']} clusters[/]: {s['drift']} "
+        f"drift from Git (red); clusters diverging from Git: {git}; from their peers "
+        f"(yellow): {peers}",
+        highlight=False,
+    )
+
+
+def versions_command(
+    app: AppOpt,
+    desired: DesiredOpt,
+    workloads: WorkloadsOpt,
+    config: ConfigOpt = None,
+    output: FormatOpt = _Format.table,
+    fail_on: FailOnOpt = _FailOn.high,
+    drift_only: Annotated[
+        bool,
+        typer.Option(
+            "--drift-only",
+            help="Only rows that diverge from Git or from their peers (the summary still "
+            "counts every row).",
+        ),
+    ] = False,
+) -> None:
+    """Which image of the app runs in every cluster: a cluster x container table, marking
+    each cluster that diverges from Git and from its peers. Image drift is high: exit 1
+    with the default --fail-on.
+
+    Example: fleetwarden fleet versions --app shop -d rendered/ -w dumps/ --format json
+    """
+    _state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config)
+    doc = build_versions(app, desired_idx, observed, namespace=fleet.options.namespace)
+    if drift_only:
+        doc["rows"] = [r for r in doc["rows"] if r["drift"] or r["divergesFromPeers"]]
+    if output is _Format.json:
+        sys.stdout.write(dumps(doc) + "\n")
+    else:
+        _print_versions(doc)
+    drift = doc["summary"]["drift"] > 0
+    raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
+
+
+# =========================================================================== fleet diff
+
+
+def _by_severity(findings: Sequence[Finding]) -> dict[str, int]:
+    counts = {s.value: 0 for s in reversed(Severity)}
+    for f in findings:
+        counts[f.severity.value] += 1
+    return counts
+
+
+def _findings_table(findings: Sequence[Finding], *, title: str | None = None) -> Table:
+    table = Table(title=title, header_style="bold", expand=False)
+    for name in ("severity", "cluster", "object", "field", "expected", "actual", "note"):
+        table.add_column(name, overflow="fold")
+    for f in findings:
+        table.add_row(
+            Text(f.severity.value, style=SEVERITY_STYLE[f.severity]),
+            f.cluster,
+            f.pool or "—",
+            f.field,
+            _cell(f.expected),
+            _cell(f.actual),
+            f.message,
+        )
+    return table
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "[]"
+    return str(value)
+
+
+def diff_command(
+    app: AppOpt,
+    desired: DesiredOpt,
+    workloads: WorkloadsOpt,
+    config: ConfigOpt = None,
+    output: FormatOpt = _Format.table,
+    fail_on: FailOnOpt = _FailOn.high,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
+) -> None:
+    """Every drift of the app per cluster: image (repository, tag, digest), configuration
+    (ConfigMap/Secret content, env, envFrom), resources (requests, limits, replicas unless
+    an HPA owns them) and dependencies (sidecars, init containers, mesh injection).
+
+    Example: fleetwarden fleet diff --app shop -d rendered/ -w prod-eu-1=eu.json -w us.json
+    """
+    state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config)
+    results = wl.diff_fleet_workloads(app, desired_idx, observed, options=fleet.options)
+    findings = sorted((f for r in results for f in r.findings), key=severity_order)
+    if output is _Format.json:
+        doc = {
+            "app": app,
+            "findings": [f.to_json() for f in findings],
+            "summary": {
+                "clusters": len(results),
+                "objects": sum(r.compared for r in results),
+                "findings": len(findings),
+                "bySeverity": _by_severity(findings),
+            },
+            "skipped": [s.to_json() for s in state.skipped],
+        }
+        sys.stdout.write(dumps(doc) + "\n")
+    else:
+        console = make_console()
+        if findings:
+            console.print(_findings_table(findings, title=f"drift of {app}"))
+        parts = [f"{n} {name}" for name, n in _by_severity(findings).items() if n]
+        console.print(
+            f"[bold]{len(findings)} findings[/] ({', '.join(parts) or 'none'}) for {app} in "
+            f"{len(results)} clusters, {sum(r.compared for r in results)} objects compared",
+            highlight=False,
+        )
+        if state.skipped and verbose:
+            for s in state.skipped:
+                console.print(f"[dim]skipped {s.path}: {s.reason}[/]", highlight=False)
+    threshold = Severity(fail_on.value)
+    raise typer.Exit(1 if any(f.severity.at_least(threshold) for f in findings) else 0)
+
+
+# =========================================================================== gate
+
+
+def _pods(
+    key: wl.ObjectKey,
+    model: wl.Workload,
+    hpa_min: Mapping[tuple[str, str | None, str], int],
+    observed: wl.ObjectIndex | None,
+) -> int:
+    owned = hpa_min.get((key.kind, key.namespace, key.name))
+    if owned is not None:
+        return owned
+    if model.replicas is not None:
+        return model.replicas
+    if observed is not None and key in observed.objects:
+        live = observed.model(key)
+        if isinstance(live, wl.Workload) and live.replicas is not None:
+            return live.replicas  # Git leaves replicas to the cluster: the sync keeps them
+    return 1
+
+
+def planned_workloads(
+    app: str,
+    desired: wl.ObjectIndex,
+    observed: wl.ObjectIndex | None,
+    *,
+    namespace: str,
+) -> list[PlannedWorkload]:
+    """The app's desired workloads as the sync will apply them, with the pods that must fit."""
+    pairs = wl.pair_objects(
+        app, desired, observed or wl.ObjectIndex(), namespace=namespace, report_extra=False
+    )
+    hpa_min: dict[tuple[str, str | None, str], int] = {}
+    for pair in pairs:
+        if pair.key.kind == wl.AUTOSCALER_KIND and pair.desired is not None:
+            hpa = desired.model(pair.desired)
+            if isinstance(hpa, wl.Autoscaler):
+                hpa_min[(hpa.target_kind, pair.key.namespace, hpa.target_name)] = hpa.min_replicas
+    if observed is not None:
+        for key in observed.autoscalers():
+            hpa = observed.model(key)
+            if isinstance(hpa, wl.Autoscaler):
+                hpa_min.setdefault(
+                    (hpa.target_kind, key.namespace, hpa.target_name), hpa.min_replicas
+                )
+    out = []
+    for pair in pairs:
+        if pair.key.kind not in wl.WORKLOAD_KINDS or pair.desired is None:
+            continue
+        model = desired.model(pair.desired)
+        if isinstance(model, wl.Workload):
+            pods = _pods(pair.key, model, hpa_min, observed)
+            out.append(PlannedWorkload(model, pair.key.ref, pods))
+    return out
+
+
+def _gate_clusters(
+    app: str,
+    state: DesiredState,
+    nodes: Mapping[str, list[ObservedNode]],
+    observed: Mapping[str, wl.ObjectIndex],
+    fleet: FleetSettings,
+) -> tuple[list[GateCluster], list[str]]:
+    notes: list[str] = []
+    specs = state.pools
+    if len(nodes) == 1:  # the hook's usual case: pools of an unnamed cluster are this one's
+        only = next(iter(nodes))
+        specs = [s if s.cluster else s.with_cluster(only) for s in specs]
+    by_cluster, skips = assign_pools(specs, nodes.keys())
+    notes.extend(f"{s.path}: {s.reason}" for s in skips)
+    desired_idx = state.indexes(nodes)
+    clusters = []
+    for cluster, cluster_nodes in nodes.items():
+        planned = planned_workloads(
+            app, desired_idx[cluster], observed.get(cluster), namespace=fleet.options.namespace
+        )
+        if not planned:
+            notes.append(
+                f"cluster {cluster!r}: the app has no Deployment, StatefulSet or DaemonSet"
+            )
+        clusters.append(GateCluster(cluster, cluster_nodes, by_cluster.get(cluster, []), planned))
+    return clusters, notes
+
+
+def _print_gate(result: GateResult) -> None:
+    console = make_console()
+    if result.findings:
+        console.print(_findings_table(sorted(result.findings, key=severity_order)))
+    for note in result.notes:
+        console.print(f"[dim]note: {note}[/]", highlight=False)
+    if result.blocked:
+        console.print(f"[bold red]gate: BLOCK[/] sync of {result.app}:", highlight=False)
+        for reason in result.reasons:
+            console.print(f"  - {reason}", highlight=False)
+    else:
+        targets = sorted({t for c in result.checks for p in c.placements for t in p.targets})
+        console.print(
+            f"[bold green]gate: PASS[/] {result.app}: every workload schedules; target pools "
+            f"({', '.join(targets) or 'none'}) show no drift at or above the threshold",
+            highlight=False,
+        )
+
+
+def gate_command(
+    app: AppOpt,
+    desired: DesiredOpt,
+    nodes: Annotated[
+        list[str],
+        typer.Option(
+            "--nodes",
+            "-n",
+            metavar="[CLUSTER=]PATH",
+            help="`kubectl get nodes -o json` of the destination cluster(s). Repeat.",
+        ),
+    ],
+    workloads: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--workloads",
+            "-w",
+            metavar="[CLUSTER=]PATH",
+            help="Live workloads (optional): HPAs that own replicas, replicas Git leaves open.",
+        ),
+    ] = None,
+    config: ConfigOpt = None,
+    output: FormatOpt = _Format.table,
+    fail_on: Annotated[
+        _FailOn,
+        typer.Option("--fail-on", help="Block when a targeted pool drifts at or above this."),
+    ] = _FailOn.high,
+) -> None:
+    """Argo CD PreSync gate: exit 1 (and say why) when a workload of the app would not
+    schedule (nodeSelector, affinity, tolerations, requests vs allocatable) or a pool it
+    targets drifts at or above --fail-on; exit 0 to let the sync go ahead.
+
+    --desired holds the app's manifests and the desired node pools (any supported format).
+    Example: fleetwarden gate --app shop -d /git/shop/ -d /git/pools/ -n nodes.json
+    """
+    settings, fleet = _settings(config)
+    try:
+        state = load_desired_state(
+            [files.parse_path_arg(a) for a in desired],
+            app_label=fleet.app_label,
+            with_pools=True,
+            limit=settings.desired_file_limit,
+        )
+        _check_app(app, state)
+        node_map = files.load_nodes(
+            [files.parse_path_arg(a) for a in nodes], limit=settings.nodes_file_limit
+        )
+        if not node_map:
+            _fail("--nodes: no node dump found")
+        observed = load_observed(
+            workload_sources([files.parse_path_arg(a) for a in workloads or ()]),
+            app=app,
+            desired_names=state.names(),
+            app_label=fleet.app_label,
+            limit=settings.nodes_file_limit,
+        )
+    except FormatError as exc:
+        _fail(str(exc))
+    clusters, notes = _gate_clusters(app, state, node_map, observed, fleet)
+    result = decide_gate(app, clusters, fail_on=Severity(fail_on.value), options=settings.diff)
+    result.notes[:0] = notes
+    if output is _Format.json:
+        sys.stdout.write(dumps(result.to_json()) + "\n")
+    else:
+        _print_gate(result)
+    if result.blocked:
+        # one line on stderr too: Argo CD shows the hook's last log lines in the sync status
+        first = result.reasons[0] if result.reasons else ""
+        _err.print(
+            f"fleetwarden gate: blocked sync of {app}: {first}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    raise typer.Exit(1 if result.blocked else 0)
+
+
+# =========================================================================== wiring
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``fleet versions``, ``fleet diff`` and ``gate`` to the command line."""
+    fleet = typer.Typer(
+        name="fleet",
+        help="Workloads across clusters: which image runs where, and every drift from Git.",
+        no_args_is_help=True,
+    )
+    fleet.command("versions")(versions_command)
+    fleet.command("diff")(diff_command)
+    app.add_typer(fleet, name="fleet")
+    app.command("gate")(gate_command)

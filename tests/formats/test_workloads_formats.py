@@ -1,0 +1,321 @@
+"""Desired manifests and observed dumps read from real files (../shared/realdata/manifests):
+plain YAML trees, Kustomize and Helm output, Argo CD's /manifests response, kubectl dumps;
+and the ``fleet:`` settings."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetwarden.core import workloads as wl
+from fleetwarden.formats.desired import SourceFile
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.workloads import (
+    fleet_settings,
+    objects_from_documents,
+    parse_argocd_manifests,
+    parse_workload_dump,
+    read_desired_workloads,
+)
+from tests.conftest import realdata_files
+from tests.core.test_workloads import liveify, load_docs
+
+# objects of supported kinds per real file (Deployments, StatefulSets, ConfigMaps, HPAs)
+COUNTS = {
+    "drift-gitops-engine-deployment-desired.json": 1,
+    "drift-gitops-engine-deployment-live.json": 1,
+    "drift-gitops-engine-sealedsecret-desired.json": 0,
+    "drift-gitops-engine-sealedsecret-live.json": 0,
+    "drift-gitops-engine-smd-deploy2-desired.yaml": 1,
+    "drift-gitops-engine-smd-deploy2-live.yaml": 1,
+    "drift-gitops-engine-ssd-deploy-manual-apply-desired.yaml": 1,
+    "drift-gitops-engine-ssd-deploy-manual-apply-live.yaml": 1,
+    "microservices-demo-cartservice-with-redis.yaml": 2,
+    "microservices-demo-cloud-ops-kustomization-patches.yaml": 0,
+    "microservices-demo-frontend.yaml": 1,
+    "microservices-demo-kustomization.yaml": 0,
+    "microservices-demo-loadgenerator-initcontainer.yaml": 1,
+    "microservices-demo-otel-collector.yaml": 2,
+    "microservices-demo-release-all.yaml": 12,
+    "podinfo-deploy-backend-deployment.yaml": 1,
+    "podinfo-deploy-cache-redis-deployment.yaml": 1,
+    "podinfo-deploy-database-statefulset.yaml": 1,
+    "podinfo-kustomize-deployment.yaml": 1,
+    "podinfo-kustomize-hpa.yaml": 1,
+    "podinfo-kustomize-kustomization.yaml": 0,
+    "podinfo-kustomize-service.yaml": 0,
+}
+
+
+def source(path: Path) -> SourceFile:
+    return SourceFile(str(path), path.read_bytes())
+
+
+@pytest.mark.parametrize("path", realdata_files("manifests"), ids=lambda p: p.name)
+def test_every_real_manifest_file_reads(realdata, path):
+    got = read_desired_workloads([source(path)])
+    assert len(got.objects) == COUNTS[path.name]
+    if not got.objects:
+        (skip,) = got.skipped
+        assert skip.path == str(path)
+
+
+def test_kustomizations_are_skipped_with_what_to_do(realdata):
+    paths = [
+        realdata / "manifests" / "microservices-demo-kustomization.yaml",
+        realdata / "manifests" / "microservices-demo-cloud-ops-kustomization-patches.yaml",
+    ]
+    got = read_desired_workloads([source(p) for p in paths])
+    assert [s.reason for s in got.skipped] == ["a Kustomization: give `kustomize build` output"] * 2
+
+
+def test_a_file_of_services_says_what_it_holds(realdata):
+    got = read_desired_workloads(
+        [source(realdata / "manifests" / "podinfo-kustomize-service.yaml")]
+    )
+    assert got.skipped[0].reason == "no workload, ConfigMap, Secret or HPA (Service)"
+
+
+def test_helm_template_output_and_unrendered_templates(realdata, tmp_path):
+    docs = load_docs(realdata / "manifests" / "podinfo-kustomize-deployment.yaml")
+    rendered = "---\n# Source: podinfo/templates/deployment.yaml\n" + yaml.safe_dump(docs[0])
+    rendered += (
+        "---\n# Source: podinfo/templates/hpa.yaml\n"
+        + (realdata / "manifests" / "podinfo-kustomize-hpa.yaml").read_text()
+    )
+    chart = 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include "x" . }}\n'
+    chart += "spec:\n  replicas: {{ .Values.replicas }}\n  {{- with .Values.x }}\n"
+    got = read_desired_workloads(
+        [
+            SourceFile("out/podinfo.yaml", rendered.encode()),
+            SourceFile("chart/templates/deployment.yaml", chart.encode()),
+        ]
+    )
+    assert sorted(o.key.kind for o in got.objects) == ["Deployment", "HorizontalPodAutoscaler"]
+    assert got.skipped[0].reason.startswith("an unrendered Helm template")
+
+
+def test_a_configmap_holding_braces_is_not_mistaken_for_a_template(realdata):
+    got = read_desired_workloads(
+        [source(realdata / "manifests" / "microservices-demo-otel-collector.yaml")]
+    )
+    assert {o.key.kind for o in got.objects} == {"Deployment", "ConfigMap"}
+
+
+def test_broken_yaml_is_an_error_naming_the_file_and_line():
+    with pytest.raises(FormatError) as exc:
+        read_desired_workloads([SourceFile("bad.yaml", b"kind: Deployment\n  name: [x\n")])
+    assert exc.value.path == "bad.yaml" and exc.value.line is not None
+
+
+# --------------------------------------------------------------------------- Argo CD
+
+
+def argocd_response(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What GET /api/v1/applications/{name}/manifests returns (manifests as JSON strings)."""
+    return {
+        "manifests": [json.dumps(d) for d in docs],
+        "namespace": "boutique",
+        "server": "https://kubernetes.default.svc",
+        "revision": "4c2a8d1c7f0b5e6d",
+        "sourceType": "Kustomize",
+    }
+
+
+def test_argocd_manifest_response_gives_the_same_objects(realdata, tmp_path):
+    docs = load_docs(realdata / "manifests" / "microservices-demo-release-all.yaml")
+    from_api = parse_argocd_manifests("argocd:shop", argocd_response(docs))
+    assert [d.body for d in from_api] == docs
+    saved = tmp_path / "shop-manifests.json"
+    saved.write_text(json.dumps(argocd_response(docs)))
+    plain = read_desired_workloads(
+        [source(realdata / "manifests" / "microservices-demo-release-all.yaml")]
+    )
+    via_file = read_desired_workloads([source(saved)])
+    assert [o.key for o in via_file.objects] == [o.key for o in plain.objects]
+
+
+def test_the_live_argocd_seam_gives_indexable_objects(realdata):
+    """What the Argo CD client's manifests() returns becomes a desired index in one step."""
+    docs = load_docs(realdata / "manifests" / "microservices-demo-otel-collector.yaml")
+    objs = objects_from_documents(parse_argocd_manifests("argocd:shop", argocd_response(docs)))
+    assert sorted(o.key.kind for o in objs) == ["ConfigMap", "Deployment"]
+    assert {o.source for o in objs} == {"argocd:shop"}
+    assert len(wl.ObjectIndex(objs)) == 2
+
+
+def test_a_bad_manifest_in_the_response_is_named():
+    with pytest.raises(FormatError) as exc:
+        parse_argocd_manifests("argocd:shop", {"manifests": ['{"kind": "Deployment"}', "{bad"]})
+    assert exc.value.field == "manifests[1]"
+    with pytest.raises(FormatError):
+        parse_argocd_manifests("argocd:shop", {"items": []})
+
+
+# --------------------------------------------------------------------------- observed dumps
+
+
+def kubectl_list(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "List", "items": objs, "metadata": {"resourceVersion": ""}}
+
+
+@pytest.fixture()
+def dump(realdata) -> dict[str, Any]:
+    docs = [d for d in load_docs(realdata / "manifests" / "microservices-demo-release-all.yaml")]
+    live = [liveify(d, namespace="boutique") for d in docs if d["kind"] in wl.KINDS]
+    services = [d for d in docs if d["kind"] == "Service"]
+    secret = liveify(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "payment-keys"},
+            "stringData": {"stripe": "sk_live_TOTALLY_SECRET_VALUE"},
+        },
+        namespace="boutique",
+    )
+    return kubectl_list([*live, *services, secret])
+
+
+def test_kubectl_dump_json_and_yaml_read_the_same(dump):
+    from_json = parse_workload_dump("eu.json", json.dumps(dump, indent=4).encode())
+    from_yaml = parse_workload_dump("eu.yaml", yaml.safe_dump(dump).encode())
+    assert [o.key for o in from_json] == [o.key for o in from_yaml]
+    assert len(from_json) == 13  # 12 Deployments and the Secret; Services are not read
+    assert {o.app for o in from_json} == {"shop"}
+    assert [o.body for o in from_json] == [o.body for o in from_yaml]
+
+
+def test_secrets_are_redacted_by_the_reader(dump):
+    objs = parse_workload_dump("eu.json", json.dumps(dump).encode())
+    text = repr([o.body for o in objs])
+    assert "TOTALLY_SECRET" not in text
+    assert base64.b64encode(b"sk_live_TOTALLY_SECRET_VALUE").decode() not in text
+    secret = next(o for o in objs if o.key.kind == "Secret")
+    assert secret.body["data"]["stripe"].startswith("sha256:")
+    assert wl.LAST_APPLIED not in secret.body["metadata"].get("annotations", {})
+
+
+def test_want_filter_materialises_only_what_is_asked(dump):
+    def want(key: wl.ObjectKey, app: str | None) -> bool:
+        return key.name in ("frontend", "cartservice")
+
+    for data in (json.dumps(dump).encode(), yaml.safe_dump(dump).encode()):
+        got = parse_workload_dump("eu", data, want=want)
+        assert sorted(o.key.name for o in got) == ["cartservice", "frontend"]
+
+
+def test_configured_app_label(dump):
+    for item in dump["items"]:
+        item["metadata"].setdefault("labels", {})["example.com/app"] = "boutique"
+    objs = parse_workload_dump("eu.json", json.dumps(dump).encode(), app_label="example.com/app")
+    assert {o.app for o in objs} == {"boutique"}
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        (b'{"kind": "List", "items": [1]}', "items[0]"),
+        (b'{"kind": "List", "items": {"a": 1}}', "items"),
+        (b"[1, 2]", "[0]"),
+        (b"just text", "items"),
+    ],
+)
+def test_bad_dumps_name_the_file_and_item(data, field):
+    with pytest.raises(FormatError) as exc:
+        parse_workload_dump("eu.json", data)
+    assert exc.value.path == "eu.json" and exc.value.field == field
+
+
+def test_invalid_json_names_the_line():
+    with pytest.raises(FormatError) as exc:
+        parse_workload_dump("eu.json", b'{"kind": "List",\n "items": [}')
+    assert "invalid JSON" in exc.value.reason
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+def test_any_input_reads_or_fails_with_a_format_error(data):
+    with contextlib.suppress(FormatError):
+        parse_workload_dump("fuzz.json", data)
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_fleet_settings_from_argocd_formats():
+    settings_ = fleet_settings(
+        {
+            "appLabel": "example.com/app",
+            "namespace": "shop",
+            "ignoreDifferences": [
+                {"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]},
+                {"kind": "ConfigMap", "jqPathExpressions": ['.data["config.yaml"]']},
+            ],
+            "resourceCustomizations": {
+                "resource.customizations.ignoreDifferences.all": (
+                    "managedFieldsManagers:\n- kube-controller-manager\n"
+                ),
+                "resource.customizations.ignoreDifferences.apps_Deployment": (
+                    "jqPathExpressions:\n"
+                    '- .spec.template.spec.containers[] | select(.name == "istio-proxy")\n'
+                ),
+                "resource.customizations.ignoreDifferences.Secret": "jsonPointers: [/data/tls.crt]",
+            },
+            "severities": {"WORKLOAD/env.*": "low"},
+            "ignore": [{"cluster": "dev-*", "field": "image.*"}],
+        },
+        source="fw.yaml",
+    )
+    opts = settings_.options
+    assert settings_.app_label == "example.com/app" and opts.namespace == "shop"
+    rules = opts.ignore_differences
+    assert [(r.group, r.kind) for r in rules] == [
+        ("apps", "Deployment"),
+        ("", "ConfigMap"),
+        ("*", "*"),
+        ("apps", "Deployment"),
+        ("", "Secret"),
+    ]
+    assert rules[2].managers == ("kube-controller-manager",)
+    assert opts.ignores[0].layer == "WORKLOAD" and opts.ignores[0].cluster == "dev-*"
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        (
+            {"ignoreDifferences": [{"kind": "Deployment", "jsonPointer": ["/x"]}]},
+            "fleet.ignoreDifferences.0",
+        ),
+        (
+            {"ignoreDifferences": [{"kind": "Deployment", "jqPathExpressions": ["..x"]}]},
+            "fleet.ignoreDifferences[0]",
+        ),
+        ({"severities": {"WORKLOAD/*": "urgent"}}, "fleet.severities.WORKLOAD/*"),
+        ({"appLabel": ""}, "fleet.appLabel"),
+        (
+            {"resourceCustomizations": {"ignoreDifferences.all": "x: 1"}},
+            "fleet.resourceCustomizations.ignoreDifferences.all",
+        ),
+        (
+            {
+                "resourceCustomizations": {
+                    "resource.customizations.ignoreDifferences.all": "jsonPointers: [x]"
+                }
+            },
+            "fleet.resourceCustomizations.resource.customizations.ignoreDifferences.all",
+        ),
+    ],
+)
+def test_bad_fleet_settings_name_the_field(raw, field):
+    with pytest.raises(FormatError) as exc:
+        fleet_settings(raw, source="fw.yaml")
+    assert exc.value.path == "fw.yaml" and exc.value.field == field
