@@ -25,8 +25,9 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.scripts import run_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "k8s-test-env"
 
@@ -39,25 +40,14 @@ class K8sEnvError(RuntimeError):
 
 
 def _run(args: list[str], state_dir: str | os.PathLike | None, timeout: float) -> str:
-    env = dict(os.environ)
-    if state_dir is not None:
-        env["FW_K8S_STATE"] = str(state_dir)
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
+    return run_script(
+        "k8s-test-env",
+        args,
+        state_var="FW_K8S_STATE",
+        state_dir=state_dir,
         timeout=timeout,
+        error=K8sEnvError,
     )
-    if proc.stderr:
-        # Keep the script's progress visible (pytest shows it with -s or on failure).
-        sys.stderr.write(proc.stderr)
-    if proc.returncode != 0:
-        raise K8sEnvError(
-            f"k8s-test-env {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
-        )
-    return proc.stdout
 
 
 def start_clusters(n: int, state_dir: str | os.PathLike, timeout: float = DEFAULT_TIMEOUT) -> Path:

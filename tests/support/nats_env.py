@@ -24,8 +24,9 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.scripts import run_script
 
 __all__ = [
     "SCRIPT",
@@ -49,25 +50,14 @@ class NatsEnvError(RuntimeError):
 
 
 def _run(args: list[str], state_dir: str | os.PathLike | None, timeout: float) -> str:
-    env = dict(os.environ)
-    if state_dir is not None:
-        env["FW_NATS_STATE"] = str(state_dir)
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
+    return run_script(
+        "nats-test-env",
+        args,
+        state_var="FW_NATS_STATE",
+        state_dir=state_dir,
         timeout=timeout,
+        error=NatsEnvError,
     )
-    if proc.stderr:
-        # Keep the script's progress visible (pytest shows it with -s or on failure).
-        sys.stderr.write(proc.stderr)
-    if proc.returncode != 0:
-        raise NatsEnvError(
-            f"nats-test-env {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
-        )
-    return proc.stdout
 
 
 def _last_line(out: str, what: str) -> str:

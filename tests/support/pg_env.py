@@ -28,8 +28,9 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.scripts import run_script
 
 __all__ = [
     "SCRIPT",
@@ -56,25 +57,14 @@ class PgEnvError(RuntimeError):
 
 
 def _run(args: list[str], state_dir: str | os.PathLike | None, timeout: float) -> str:
-    env = dict(os.environ)
-    if state_dir is not None:
-        env["FW_PG_STATE"] = str(state_dir)
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
+    return run_script(
+        "pg-test-env",
+        args,
+        state_var="FW_PG_STATE",
+        state_dir=state_dir,
         timeout=timeout,
+        error=PgEnvError,
     )
-    if proc.stderr:
-        # Keep the script's progress visible (pytest shows it with -s or on failure).
-        sys.stderr.write(proc.stderr)
-    if proc.returncode != 0:
-        raise PgEnvError(
-            f"pg-test-env {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
-        )
-    return proc.stdout
 
 
 def _last_line(out: str, what: str) -> str:

@@ -358,20 +358,7 @@ class FleetWatcher:
         if endpoint.name in self.running:
             await self.update(endpoint)
             return
-        assert self._tg is not None, "FleetWatcher.run() is not running"
-        client = self.client_factory(endpoint)
-        watcher = ClusterWatcher(
-            endpoint,
-            client,
-            self.specs_by_cluster.get(endpoint.name, []),
-            self.tracker,
-            self.emit,
-            settings=self.settings,
-            now=self.now,
-            on_upgrade=self.on_upgrade,
-        )
-        task = self._tg.create_task(self._run_watcher(watcher), name=f"cluster:{endpoint.name}")
-        self.running[endpoint.name] = _Running(endpoint, watcher, task)
+        self.running[endpoint.name] = self._start(endpoint)
         await _emit(
             self.emit,
             LifecycleEvent(
@@ -385,6 +372,21 @@ class FleetWatcher:
                 },
             ),
         )
+
+    def _start(self, endpoint: ClusterEndpoint) -> _Running:
+        assert self._tg is not None, "FleetWatcher.run() is not running"
+        watcher = ClusterWatcher(
+            endpoint,
+            self.client_factory(endpoint),
+            self.specs_by_cluster.get(endpoint.name, []),
+            self.tracker,
+            self.emit,
+            settings=self.settings,
+            now=self.now,
+            on_upgrade=self.on_upgrade,
+        )
+        task = self._tg.create_task(self._run_watcher(watcher), name=f"cluster:{endpoint.name}")
+        return _Running(endpoint, watcher, task)
 
     async def _run_watcher(self, watcher: ClusterWatcher) -> None:
         try:
@@ -400,22 +402,9 @@ class FleetWatcher:
             return
         if running.endpoint.fingerprint == endpoint.fingerprint:
             return
-        assert self._tg is not None
-        client = self.client_factory(endpoint)
-        watcher = ClusterWatcher(
-            endpoint,
-            client,
-            self.specs_by_cluster.get(endpoint.name, []),
-            self.tracker,
-            self.emit,
-            settings=self.settings,
-            now=self.now,
-            on_upgrade=self.on_upgrade,
-        )
         # start the new watcher before stopping the old one: were the old task the group's last,
         # cancelling it first would let the TaskGroup finish and refuse the new task
-        task = self._tg.create_task(self._run_watcher(watcher), name=f"cluster:{endpoint.name}")
-        self.running[endpoint.name] = _Running(endpoint, watcher, task)
+        self.running[endpoint.name] = self._start(endpoint)
         await _cancel_and_wait(running.task)
         await _emit(
             self.emit,

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import yaml
 
 from fleetwarden.core.pools import NodePoolSpec
@@ -18,6 +19,7 @@ __all__ = [
     "expect_list",
     "expect_mapping",
     "expect_str",
+    "load_data",
     "parse_yaml_documents",
 ]
 
@@ -115,6 +117,39 @@ def parse_yaml_documents(path: str, text: str) -> list[Document]:
             continue
         docs.append(Document(path, len(docs), body))
     return docs
+
+
+def load_data(path: str, data: bytes | str, *, what: str = "JSON or YAML document") -> Any:
+    """One JSON (orjson) or YAML document of a dump: ``kubectl get ... -o json|yaml``.
+
+    Binary data, invalid JSON/YAML and non-UTF-8 text are a ``FormatError`` naming the file
+    (and the line where the parser says).
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    if b"\x00" in raw[:8192]:
+        raise FormatError(path, f"binary data, not a {what}")
+    if raw.lstrip()[:1] in (b"{", b"["):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise FormatError(
+                path, f"invalid JSON: {exc}", line=getattr(exc, "lineno", None)
+            ) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        raise FormatError(
+            path,
+            f"YAML syntax error: {exc.problem or exc}",
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        raise FormatError(path, f"cannot parse: {exc}") from None
 
 
 def expect_mapping(doc: Document, value: Any, field_: str) -> Mapping[str, Any]:

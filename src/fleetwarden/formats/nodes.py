@@ -11,17 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 import simdjson
-import yaml
 
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import Taint
+from fleetwarden.formats.documents import load_data
 from fleetwarden.formats.errors import FormatError
 
 __all__ = ["node_from_object", "parse_nodes"]
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _EFFECTS = frozenset(("NoSchedule", "PreferNoSchedule", "NoExecute"))
 
 
@@ -32,7 +30,7 @@ def parse_nodes(path: str, data: bytes | str) -> list[ObservedNode]:
         fast = _parse_lazy(path, raw)
         if fast is not None:
             return fast
-    body = _load(path, raw)
+    body = load_data(path, raw, what="JSON or YAML node dump")
     if not isinstance(body, Mapping):
         raise FormatError(path, f"expected a Node or a List of Nodes, got {type(body).__name__}")
     kind = body.get("kind")
@@ -100,34 +98,6 @@ def _py(value: Any) -> Any:
     if isinstance(value, simdjson.Array):
         return value.as_list()
     return value
-
-
-def _load(path: str, data: bytes | str) -> Any:
-    raw = data.encode() if isinstance(data, str) else data
-    if b"\x00" in raw[:8192]:
-        raise FormatError(path, "binary data, not a JSON or YAML node dump")
-    if raw.lstrip()[:1] in (b"{", b"["):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise FormatError(
-                path, f"invalid JSON: {exc}", line=getattr(exc, "lineno", None)
-            ) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(path, f"not UTF-8 text (byte {exc.start})") from None
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        raise FormatError(
-            path,
-            f"YAML syntax error: {exc.problem or exc}",
-            line=mark.line + 1 if mark is not None else None,
-        ) from None
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        raise FormatError(path, f"cannot parse: {exc}") from None
 
 
 def node_from_object(

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
-import orjson
 import simdjson
 import yaml
 
@@ -39,7 +38,7 @@ from fleetwarden.core.workloads import (
     key_of,
 )
 from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, decode_text
-from fleetwarden.formats.documents import Document, parse_yaml_documents
+from fleetwarden.formats.documents import Document, load_data, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
@@ -188,7 +187,7 @@ def parse_workload_dump(
         fast = _parse_lazy(path, raw, app_label, want)
         if fast is not None:
             return fast
-    body = _load(path, raw)
+    body = load_data(path, raw, what="JSON or YAML dump")
     if isinstance(body, list):
         items: Sequence[Any] = body
         where = ""
@@ -251,31 +250,6 @@ def _parse_lazy(
         if obj is not None:
             out.append(obj)
     return out
-
-
-def _load(path: str, raw: bytes) -> Any:
-    if raw.lstrip()[:1] in (b"{", b"["):
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise FormatError(
-                path, f"invalid JSON: {exc}", line=getattr(exc, "lineno", None)
-            ) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(path, f"not UTF-8 text (byte {exc.start})") from None
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        raise FormatError(
-            path,
-            f"YAML syntax error: {exc.problem or exc}",
-            line=mark.line + 1 if mark is not None else None,
-        ) from None
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        raise FormatError(path, f"cannot parse: {exc}") from None
 
 
 # =========================================================================== settings

@@ -1,0 +1,40 @@
+"""Running the project's service scripts (scripts/*-test-env) from tests: one shared runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def run_script(
+    name: str,
+    args: list[str],
+    *,
+    state_var: str,
+    state_dir: str | os.PathLike | None,
+    timeout: float,
+    error: type[Exception],
+) -> str:
+    """Run ``scripts/<name> args`` with ``state_var`` pointing at ``state_dir``; its stderr is
+    passed through (pytest shows it with -s or on failure); a non-zero exit raises ``error``
+    with the exit code and the end of stderr. Returns stdout."""
+    env = dict(os.environ)
+    if state_dir is not None:
+        env[state_var] = str(state_dir)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / name), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if proc.stderr:
+        sys.stderr.write(proc.stderr)
+    if proc.returncode != 0:
+        raise error(f"{name} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+    return proc.stdout
