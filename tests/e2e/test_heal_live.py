@@ -56,7 +56,34 @@ async def _until(cond, timeout: float = 20.0):
     raise AssertionError("timed out")
 
 
-def _config(tmp: Path, kubeconfig: str, context: str, mode: str) -> Path:
+class _Receiver:
+    """A real HTTP endpoint on 127.0.0.1 that keeps what the webhook sink posts."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["content-length"]))
+                received.append((dict(self.headers), json.loads(body)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def _config(tmp: Path, kubeconfig: str, context: str, mode: str, **extra) -> Path:
     (tmp / "desired.yaml").write_text(
         "apiVersion: fleetwarden.io/v1alpha1\nkind: NodePools\n"
         f"cluster: {context}\npools:\n  general:\n    minSize: 1\n"

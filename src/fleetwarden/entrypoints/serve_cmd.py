@@ -15,7 +15,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -33,11 +33,15 @@ from fleetwarden.adapters.flux import FluxClient
 from fleetwarden.adapters.journal import EventJournal
 from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
 from fleetwarden.adapters.kube.restore import KubeNodeRestorer
+from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
+from fleetwarden.adapters.notify.slack import SlackSink
+from fleetwarden.adapters.notify.webhook import WebhookSink
 from fleetwarden.adapters.queue.nats import NatsQueue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector
+from fleetwarden.app.notifying import Notifier
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.core.attribution import Attribution
@@ -46,6 +50,7 @@ from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.ownership import OwnershipMap, parse_rules
 from fleetwarden.core.policy import Mode, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
@@ -118,10 +123,12 @@ class Service:
             known_pools=known,
         )
         self.remediator = Remediator(argocd=self.argocd, flux=self._flux_for, nodes=self._nodes_for)
+        self.notifier = build_notifier(self.config.notify)
         self.healer = Healer(
             ownership=OwnershipMap(parse_rules(self.config.ownership)),
             remediator=self.remediator,
             mode=Mode(self.config.policy_mode),
+            notify=self.notifier.handle if self.notifier is not None else None,
         )
         self.healer.set_pool_counts({c: len(p) for c, p in known.items()})
         self.app = create_app(
@@ -265,6 +272,36 @@ class Service:
             tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
             tg.create_task(self.inspector.run(), name="inspector")
             tg.create_task(self.healer.run(), name="healer")
+            if self.notifier is not None:
+                tg.create_task(self.notifier.run(), name="notifier")
+
+
+def build_notifier(specs: Sequence[dict[str, Any]]) -> Notifier | None:
+    """Sinks from the ``notify:`` config: generic webhook, Slack, Alertmanager v2."""
+    if not specs:
+        return None
+    pairs = []
+    for spec in specs:
+        name, kind, url = spec["name"], spec["kind"], spec["url"]
+        renotify = spec.get("renotifyMinutes")
+        policy = SinkPolicy(
+            name=name,
+            min_severity=Severity(spec.get("minSeverity", "info")),
+            renotify_every=timedelta(minutes=renotify)
+            if renotify
+            else timedelta(hours=4)
+            if kind != "alertmanager"
+            else timedelta(minutes=1),
+        )
+        sink: Any
+        if kind == "slack":
+            sink = SlackSink(name, url)
+        elif kind == "alertmanager":
+            sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"))
+        else:
+            sink = WebhookSink(name, url, secret=spec.get("secret"))
+        pairs.append((policy, sink))
+    return Notifier(pairs)
 
 
 def build_service(config: ServiceConfig) -> Service:

@@ -28,6 +28,9 @@ Example::
       - {cluster: "prod-*", field: "labels.*", owner: cluster, argocd: "{cluster}-nodes"}
     argocd: {url: https://argocd.example.com, token: env:ARGOCD_TOKEN}
     auth: {admin: {bearerToken: env:FW_ADMIN_TOKEN}}   # for POST /api/decisions/ID/approve
+    notify:                                  # webhook | slack | alertmanager; urls are secrets
+      - {name: oncall, kind: slack, url: env:SLACK_WEBHOOK_URL, minSeverity: high}
+      - {name: am, kind: alertmanager, url: http://alertmanager:9093, renotifyMinutes: 1}
     scan: {...}                              # as for `fleetwarden scan --config`
 
 Secret values may be given as ``env:NAME`` (an environment variable) or ``file:PATH``; they are
@@ -103,6 +106,23 @@ SERVICE_SCHEMA: dict[str, Any] = {
         "debounceSeconds": {"type": "number", "minimum": 0},
         "eventLog": {"type": "string", "minLength": 1},
         "role": {"enum": ["all", "gateway", "worker"]},
+        "notify": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "kind", "url"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "kind": {"enum": ["webhook", "slack", "alertmanager"]},
+                    "url": _SECRET,
+                    "secret": _SECRET,
+                    "token": _SECRET,
+                    "minSeverity": {"enum": ["info", "low", "medium", "high", "critical"]},
+                    "renotifyMinutes": {"type": "number", "exclusiveMinimum": 0},
+                },
+            },
+        },
         "policy": {
             "type": "object",
             "additionalProperties": False,
@@ -146,6 +166,7 @@ class ServiceConfig:
     scan: Settings = field(default_factory=Settings)
     journal: str | None = None
     role: str = "all"
+    notify: list[dict[str, Any]] = field(default_factory=list)
     policy_mode: str = "dry-run"
     ownership: list[dict[str, Any]] = field(default_factory=list)
     argocd_url: str | None = None
@@ -249,6 +270,17 @@ def load_service_config(
         scan=scan,
         journal=raw.get("eventLog"),
         role=raw.get("role", "all"),
+        notify=[
+            {
+                **n,
+                **{
+                    k: _secret(n[k], f"notify.{n['name']}.{k}", source, env)
+                    for k in ("url", "secret", "token")
+                    if k in n
+                },
+            }
+            for n in raw.get("notify") or ()
+        ],
         policy_mode=(raw.get("policy") or {}).get("mode", "dry-run"),
         ownership=list(raw.get("ownership") or ()),
         argocd_url=(raw.get("argocd") or {}).get("url"),
