@@ -355,15 +355,22 @@ def main() -> None:
             svc.stop()
             results[f"single {label}"] = r
             print(f"single events, {label}: {json.dumps(r)}", flush=True)
-        for f in work.glob("queue.db*"):
-            f.unlink()
-        svc = Svc(work, "sqlite")
-        svc.start()
-        r = wrk(binary, f"{svc.base}", WRK_BATCH, args.seconds, 16)
-        svc.stop()
-        r["events_per_s"] = r["requests_per_s"] * 100
-        results["batch sqlite"] = r
-        print(f"CloudEvents batches of 100, sqlite: {json.dumps(r)}", flush=True)
+        for label, env, conns in (
+            ("sqlite+workers", {}, 16),
+            ("sqlite, gateway only", {"FW_BENCH_NO_WORKERS": "1"}, 64),
+        ):
+            for f in work.glob("queue.db*"):
+                f.unlink()
+            svc = Svc(work, "sqlite")
+            svc.start(env)
+            r = wrk(binary, f"{svc.base}", WRK_BATCH, args.seconds, conns)
+            svc.stop()
+            r["events_per_s"] = r["requests_per_s"] * 100
+            results[f"batch {label}"] = r
+            print(
+                f"CloudEvents batches of 100, {label}, {conns} connections: {json.dumps(r)}",
+                flush=True,
+            )
         for f in work.glob("queue.db*"):
             f.unlink()
         svc = Svc(work, "sqlite")
