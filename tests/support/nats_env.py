@@ -26,7 +26,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.support.scripts import run_script
+from tests.support.scripts import last_line, run_script
 
 __all__ = [
     "SCRIPT",
@@ -61,10 +61,7 @@ def _run(args: list[str], state_dir: str | os.PathLike | None, timeout: float) -
 
 
 def _last_line(out: str, what: str) -> str:
-    lines = [line.strip() for line in out.splitlines() if line.strip()]
-    if not lines:
-        raise NatsEnvError(f"nats-test-env {what} printed nothing")
-    return lines[-1]
+    return last_line(out, name="nats-test-env", what=what, error=NatsEnvError)
 
 
 def ensure_binary(timeout: float = DEFAULT_TIMEOUT) -> Path:

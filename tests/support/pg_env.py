@@ -30,7 +30,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.support.scripts import run_script
+from tests.support.scripts import last_line, run_script
 
 __all__ = [
     "SCRIPT",
@@ -68,10 +68,7 @@ def _run(args: list[str], state_dir: str | os.PathLike | None, timeout: float) -
 
 
 def _last_line(out: str, what: str) -> str:
-    lines = [line.strip() for line in out.splitlines() if line.strip()]
-    if not lines:
-        raise PgEnvError(f"pg-test-env {what} printed nothing")
-    return lines[-1]
+    return last_line(out, name="pg-test-env", what=what, error=PgEnvError)
 
 
 def ensure_binaries(timeout: float = DEFAULT_TIMEOUT) -> Path:

@@ -38,3 +38,11 @@ def run_script(
     if proc.returncode != 0:
         raise error(f"{name} {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-4000:]}")
     return proc.stdout
+
+
+def last_line(out: str, *, name: str, what: str, error: type[Exception]) -> str:
+    """The last non-empty line of a script's stdout (where the scripts print their result)."""
+    lines = [line.strip() for line in out.splitlines() if line.strip()]
+    if not lines:
+        raise error(f"{name} {what} printed nothing")
+    return lines[-1]
