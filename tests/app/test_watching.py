@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from fleetwarden.app import watching
-from fleetwarden.app.watching import Backoff, ClusterWatcher, FleetWatcher, WatchSettings
+from fleetwarden.app import reflecting, watching
+from fleetwarden.app.reflecting import Backoff
+from fleetwarden.app.watching import ClusterWatcher, FleetWatcher, WatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint, Credentials
 from fleetwarden.core.lifecycle import LifecycleEvent
 from fleetwarden.core.pools import NodePoolSpec
@@ -271,7 +272,7 @@ def tiny_backoff(monkeypatch):
         made.append(b)
         return b
 
-    monkeypatch.setattr(watching, "Backoff", factory)
+    monkeypatch.setattr(reflecting, "Backoff", factory)
     return made
 
 

@@ -510,25 +510,11 @@ def test_gate_rbac_is_read_only_and_consistent_with_the_job():
 # --------------------------------------------------------------------------- installed CLI
 
 
-def _wired() -> bool:
-    try:
-        r = subprocess.run([EXE, "fleet", "--help"], capture_output=True, text=True, timeout=60)
-    except OSError:
-        return False
-    return r.returncode == 0 and "versions" in r.stdout
-
-
-wired = pytest.mark.skipif(
-    not _wired(), reason="fleet/gate not wired into cli.py yet (fleet_cmd.register(app))"
-)
-
-
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=120, env=env)
 
 
-@wired
 def test_installed_fleet_diff_and_versions(fleet):
     r = run(
         "fleet",
@@ -562,7 +548,6 @@ def test_installed_fleet_diff_and_versions(fleet):
     ]
 
 
-@wired
 def test_installed_gate_passes_then_blocks(gate_tree):
     args = [
         "gate",
@@ -581,7 +566,6 @@ def test_installed_gate_passes_then_blocks(gate_tree):
     assert "blocked sync of podinfo" in r.stderr
 
 
-@wired
 def test_installed_gate_bad_input_exits_2(gate_tree):
     r = run(
         "gate",

@@ -111,15 +111,15 @@ async def _ensure_namespace(api: KubeClient, name: str) -> None:
         )
 
 
-async def apply_like_argocd(api: KubeClient, obj: dict[str, Any]) -> None:
+async def apply_like_argocd(api: KubeClient, obj: dict[str, Any], *, namespace: str = NS) -> None:
     """Server-side apply by "argocd-controller", with Argo CD's tracking annotation."""
     body = copy.deepcopy(obj)
     meta = body["metadata"]
-    meta["namespace"] = NS
+    meta["namespace"] = namespace
     meta.setdefault("annotations", {})[wl.TRACKING_ANNOTATION] = (
-        f"{APP}:{wl.GROUPS[body['kind']]}/{body['kind']}:{NS}/{meta['name']}"
+        f"{APP}:{wl.GROUPS[body['kind']]}/{body['kind']}:{namespace}/{meta['name']}"
     )
-    path = PATHS[body["kind"]].format(ns=NS) + f"/{meta['name']}"
+    path = PATHS[body["kind"]].format(ns=namespace) + f"/{meta['name']}"
     await api.request(
         "PATCH",
         path,

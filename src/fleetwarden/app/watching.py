@@ -1,22 +1,25 @@
-"""Watching live clusters: nodes, health and membership, in one process for many clusters.
+"""Watching live clusters: nodes, workloads, health and membership, many clusters at once.
 
 Per cluster: list + watch Nodes (resourceVersion resume, bookmarks, relist on 410 Gone,
 jittered back-off on errors) into a bounded cache; every change re-diffs only the affected pool
-and emits the findings that appear, change or clear. A prober turns ``/readyz`` and
-``/version`` into health and upgrade events. ``FleetWatcher`` adds, reconnects and removes
-clusters as kubeconfig contexts and Argo CD cluster Secrets say.
+and emits the findings that appear, change or clear. With followed applications
+(``desired_apps``), a ``WorkloadWatcher`` per cluster does the same for their workloads. A
+prober turns ``/readyz`` and ``/version`` into health and upgrade events. ``FleetWatcher``
+adds, reconnects and removes clusters as kubeconfig contexts and Argo CD cluster Secrets say.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetwarden.app.reflecting import Reflection, reflect
+from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint
+from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.diffing import PoolIndex, diff_pool, diff_strays
 from fleetwarden.core.lifecycle import (
     ClusterHealth,
@@ -28,13 +31,13 @@ from fleetwarden.core.lifecycle import (
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
-from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.core.tracking import FindingEvent, FindingTracker, is_app_scope
 from fleetwarden.formats.argocd_clusters import endpoint_from_secret, is_cluster_secret
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object
-from fleetwarden.ports.kube import ApiError, ClientFactory, Gone, KubeApi, KubeError, Transient
+from fleetwarden.ports.kube import ClientFactory, KubeApi, KubeError
 
-__all__ = ["Backoff", "ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
+__all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
 
 Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
@@ -44,24 +47,6 @@ SECRET_SELECTOR = "argocd.argoproj.io/secret-type=cluster"
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass
-class Backoff:
-    """Exponential back-off with full jitter (AWS architecture blog's "full jitter")."""
-
-    base: float = 0.2
-    cap: float = 30.0
-    attempt: int = 0
-    rng: random.Random = field(default_factory=random.Random)
-
-    def next(self) -> float:
-        delay = self.rng.uniform(0, min(self.cap, self.base * 2**self.attempt))
-        self.attempt += 1
-        return delay
-
-    def reset(self) -> None:
-        self.attempt = 0
 
 
 @dataclass(frozen=True)
@@ -94,17 +79,18 @@ class ClusterWatcher:
         settings: WatchSettings = WatchSettings(),
         now: Callable[[], datetime] = _utcnow,
         on_upgrade: Callable[[str, str], Awaitable[None]] | None = None,
+        workloads: WorkloadWatcher | None = None,
     ) -> None:
         self.endpoint, self.client, self.cluster = endpoint, client, endpoint.name
+        self.workloads = workloads
         self.index = PoolIndex(specs)
         self.tracker, self.emit, self.settings, self.now = tracker, emit, settings, now
         self.on_upgrade = on_upgrade
         self.nodes: dict[str, ObservedNode] = {}
         self.groups: dict[str | None, set[str]] = {}
         self.health = HealthTracker(self.cluster, failure_threshold=settings.failure_threshold)
-        self.resource_version: str | None = None
+        self.reflection = Reflection(NODES)
         self.synced = asyncio.Event()
-        self.relists = 0
         self._pool_labels = settings.options.pool_labels or POOL_LABELS
         self._full = False
         self._full_reported = False
@@ -114,46 +100,57 @@ class ClusterWatcher:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.watch_nodes(), name=f"nodes:{self.cluster}")
             tg.create_task(self.probe_forever(), name=f"probe:{self.cluster}")
+            if self.workloads is not None:
+                tg.create_task(self.workloads.run(), name=f"workloads:{self.cluster}")
 
     # --- nodes ---------------------------------------------------------------------------
 
-    async def watch_nodes(self) -> None:
-        backoff = Backoff()
-        while True:
-            try:
-                if self.resource_version is None:
-                    await self.relist()
-                assert self.resource_version is not None
-                async for ev in self.client.watch(
-                    NODES,
-                    resource_version=self.resource_version,
-                    timeout_seconds=self.settings.watch_timeout,
-                ):
-                    self.resource_version = ev.resource_version or self.resource_version
-                    if ev.type != "BOOKMARK":
-                        await self.apply(ev.type, ev.object)
-                    backoff.reset()
-            except Gone:
-                self.resource_version = None  # too old: list again, then resume
-            except (Transient, ApiError) as exc:
-                delay = backoff.next()
-                if isinstance(exc, ApiError):
-                    delay = max(delay, 5.0)  # 401/403 will not heal in milliseconds
-                await asyncio.sleep(delay)
+    @property
+    def resource_version(self) -> str | None:
+        return self.reflection.resource_version
 
-    async def relist(self) -> None:
-        """Replace the cache with a fresh list and re-diff every pool; emit only differences."""
+    @resource_version.setter
+    def resource_version(self, value: str | None) -> None:
+        self.reflection.resource_version = value
+
+    @property
+    def relists(self) -> int:
+        return self.reflection.relists
+
+    async def watch_nodes(self) -> None:
+        await reflect(
+            self.client,
+            NODES,
+            relist=self.relist,
+            apply=self.apply,
+            state=self.reflection,
+            watch_timeout=self.settings.watch_timeout,
+            on_refused=self._refused,
+        )
+
+    async def _refused(self, reason: str) -> None:
+        await _emit(
+            self.emit,
+            LifecycleEvent(
+                LifecycleType.WATCH_REFUSED,
+                self.cluster,
+                self.now(),
+                {"resource": "nodes", "reason": reason},
+            ),
+        )
+
+    async def relist(self) -> str:
+        """Replace the cache with a fresh list and re-diff every pool; emit only differences.
+        Returns the list's resourceVersion (the reflector resumes from it)."""
         result = await self.client.list(NODES)
         before = {g: len(names) for g, names in self.groups.items()}
         self.nodes.clear()
         self.groups.clear()
         for obj in result.items:
             self._store(obj)
-        self.resource_version = result.resource_version
-        self.relists += 1
         scopes = (
             {self._scope(g) for g in self.groups}
-            | {s[1] for s in self.tracker.scopes_of(self.cluster)}
+            | {s[1] for s in self.tracker.scopes_of(self.cluster) if not is_app_scope(s[1])}
             | set(self.index.specs)
         )
         for scope in scopes:
@@ -163,6 +160,7 @@ class ClusterWatcher:
             for group in set(before) | set(self.groups):
                 await self._scaled(group, before.get(group, 0))
         self.synced.set()
+        return result.resource_version
 
     def _scope(self, group: str | None) -> str | None:
         spec = self.index.spec_for(group)
@@ -321,7 +319,13 @@ class FleetWatcher:
         now: Callable[[], datetime] = _utcnow,
         on_upgrade: Callable[[str, str], Awaitable[None]] | None = None,
         tracker: FindingTracker | None = None,
+        desired_apps: DesiredApps | None = None,
+        workload_settings: WorkloadWatchSettings | None = None,
     ) -> None:
+        """``desired_apps`` (may be empty, and replaced later with ``set_desired``) turns on
+        workload watching in every cluster; None: nodes only."""
+        self.desired_apps = desired_apps
+        self.workload_settings = workload_settings or WorkloadWatchSettings()
         self.specs_by_cluster: dict[str, list[NodePoolSpec]] = {}
         for spec in specs:
             if spec.cluster:
@@ -373,17 +377,37 @@ class FleetWatcher:
             ),
         )
 
+    async def set_desired(self, desired: DesiredApps) -> None:
+        """A new desired state of the followed applications: every cluster re-diffs them."""
+        self.desired_apps = desired
+        for running in list(self.running.values()):
+            if running.watcher.workloads is not None:
+                await running.watcher.workloads.set_desired(desired)
+
     def _start(self, endpoint: ClusterEndpoint) -> _Running:
         assert self._tg is not None, "FleetWatcher.run() is not running"
+        client = self.client_factory(endpoint)
+        workloads = None
+        if self.desired_apps is not None:
+            workloads = WorkloadWatcher(
+                endpoint.name,
+                client,
+                self.desired_apps,
+                self.tracker,
+                self.emit,
+                settings=self.workload_settings,
+                now=self.now,
+            )
         watcher = ClusterWatcher(
             endpoint,
-            self.client_factory(endpoint),
+            client,
             self.specs_by_cluster.get(endpoint.name, []),
             self.tracker,
             self.emit,
             settings=self.settings,
             now=self.now,
             on_upgrade=self.on_upgrade,
+            workloads=workloads,
         )
         task = self._tg.create_task(self._run_watcher(watcher), name=f"cluster:{endpoint.name}")
         return _Running(endpoint, watcher, task)
@@ -437,31 +461,21 @@ class FleetWatcher:
 
     async def watch_cluster_secrets(self, client: KubeApi, namespace: str) -> None:
         path = f"/api/v1/namespaces/{namespace}/secrets"
-        backoff = Backoff()
-        rv: str | None = None
-        while True:
-            try:
-                if rv is None:
-                    listed = await client.list(path, label_selector=SECRET_SELECTOR)
-                    seen = set()
-                    for obj in listed.items:
-                        seen.add(_secret_key(obj))
-                        await self._on_secret("ADDED", obj)
-                    for key in set(self._secret_to_cluster) - seen:
-                        cluster = self._secret_to_cluster.pop(key)
-                        await self.remove(cluster, reason=f"Argo CD secret {key} deleted")
-                    rv = listed.resource_version
-                async for ev in client.watch(
-                    path, resource_version=rv, label_selector=SECRET_SELECTOR
-                ):
-                    rv = ev.resource_version or rv
-                    if ev.type != "BOOKMARK":
-                        await self._on_secret(ev.type, ev.object)
-                    backoff.reset()
-            except Gone:
-                rv = None
-            except (Transient, ApiError) as exc:
-                await asyncio.sleep(max(backoff.next(), 5.0 if isinstance(exc, ApiError) else 0))
+
+        async def relist() -> str:
+            listed = await client.list(path, label_selector=SECRET_SELECTOR)
+            seen = set()
+            for obj in listed.items:
+                seen.add(_secret_key(obj))
+                await self._on_secret("ADDED", obj)
+            for key in set(self._secret_to_cluster) - seen:
+                cluster = self._secret_to_cluster.pop(key)
+                await self.remove(cluster, reason=f"Argo CD secret {key} deleted")
+            return listed.resource_version
+
+        await reflect(
+            client, path, relist=relist, apply=self._on_secret, label_selector=SECRET_SELECTOR
+        )
 
     async def _on_secret(self, kind: str, obj: Mapping[str, Any]) -> None:
         key = _secret_key(obj)

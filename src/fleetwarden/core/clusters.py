@@ -12,6 +12,7 @@ __all__ = ["ClusterEndpoint", "Credentials", "DiscoverySource"]
 class DiscoverySource(StrEnum):
     KUBECONFIG = "kubeconfig"
     ARGOCD_SECRET = "argocd-secret"
+    IN_CLUSTER = "in-cluster"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ class LifecycleType(StrEnum):
     SCALED = "pool.scaled"
     DEPRECATIONS = "cluster.deprecations"
     CACHE_FULL = "cluster.cache_full"
+    WATCH_REFUSED = "cluster.watch_refused"  # RBAC or a missing API: that resource is unseen
 
 
 @dataclass(frozen=True, slots=True)

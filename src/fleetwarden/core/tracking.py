@@ -16,9 +16,26 @@ from typing import Any
 
 from fleetwarden.core.findings import Finding
 
-__all__ = ["FindingEvent", "FindingEventType", "FindingTracker", "Scope"]
+__all__ = [
+    "FindingEvent",
+    "FindingEventType",
+    "FindingTracker",
+    "Scope",
+    "app_scope",
+    "is_app_scope",
+]
 
 Scope = tuple[str, str | None]  # (cluster, pool); pool None: nodes of no desired pool
+_APP = "app:"  # the scope of an application's workload findings: (cluster, "app:NAME")
+
+
+def app_scope(app: str) -> str:
+    """The tracker scope of one application's workload findings in a cluster."""
+    return _APP + app
+
+
+def is_app_scope(scope: str | None) -> bool:
+    return scope is not None and scope.startswith(_APP)
 
 
 class FindingEventType(StrEnum):
@@ -86,6 +103,9 @@ class FindingTracker:
         else:
             self._by_scope.pop(scope, None)
         return events
+
+    def findings_of(self, scope: Scope) -> list[Finding]:
+        return list(self._by_scope.get(scope, {}).values())
 
     def scopes_of(self, cluster: str) -> list[Scope]:
         return [s for s in self._by_scope if s[0] == cluster]

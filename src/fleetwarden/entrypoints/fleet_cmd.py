@@ -16,12 +16,14 @@ through ``core.workloads.ObjectIndex``.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -29,7 +31,21 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.adapters import files
+from fleetwarden.adapters.argocd.client import ArgoCDClient
+from fleetwarden.adapters.kube.client import KubeClient
+from fleetwarden.adapters.kube.config import (
+    http_client_factory,
+    in_cluster_endpoint,
+    load_kubeconfig,
+)
+from fleetwarden.adapters.workload_sources import (
+    app_from_argocd,
+    list_nodes,
+    list_workloads,
+    parse_argo_ref,
+)
 from fleetwarden.core import workloads as wl
+from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import Skip, assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
@@ -45,6 +61,8 @@ from fleetwarden.formats.workloads import (
     parse_workload_dump,
     read_desired_workloads,
 )
+from fleetwarden.ports.argocd import ArgoError
+from fleetwarden.ports.kube import KubeError
 
 __all__ = [
     "DesiredState",
@@ -58,6 +76,7 @@ __all__ = [
 ]
 
 _err = Console(stderr=True)
+T = TypeVar("T")
 MATRIX_MAX_CONTAINERS = 8  # beyond this, one row per cluster and container reads better
 
 
@@ -90,7 +109,7 @@ AppOpt = Annotated[
     ),
 ]
 DesiredOpt = Annotated[
-    list[str],
+    list[str] | None,
     typer.Option(
         "--desired",
         "-d",
@@ -101,13 +120,65 @@ DesiredOpt = Annotated[
     ),
 ]
 WorkloadsOpt = Annotated[
-    list[str],
+    list[str] | None,
     typer.Option(
         "--workloads",
         "-w",
         metavar="[CLUSTER=]PATH",
         help="`kubectl get deploy,sts,ds,cm,secret,hpa -A -o json` output, a file or a "
         "directory of them; the cluster is CLUSTER= or the file's stem. Repeat.",
+    ),
+]
+KubeconfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        "-k",
+        metavar="FILE",
+        help="Read the live clusters instead of (or besides) dumps: one per context (all, or "
+        "--context). Needs get/list on the six kinds; Secret values are hashed on arrival.",
+    ),
+]
+ContextOpt = Annotated[
+    list[str] | None,
+    typer.Option("--context", metavar="NAME", help="Only these kubeconfig contexts (repeat)."),
+]
+NamespaceOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--namespace",
+        metavar="NS",
+        help="With --kubeconfig: list only these namespaces (repeat; default: all).",
+    ),
+]
+ArgoAppOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--argocd-app",
+        metavar="[CLUSTER=]APPLICATION",
+        help="Desired manifests from Argo CD: what it renders for the application's target "
+        "revision (GET /api/v1/applications/NAME/manifests). CLUSTER= makes them that "
+        "cluster's overlay (an ApplicationSet's per-cluster application). Repeat.",
+    ),
+]
+ArgoServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--argocd-server",
+        metavar="URL",
+        envvar="ARGOCD_SERVER",
+        help="Argo CD API server URL (env ARGOCD_SERVER). The token is read from the "
+        "environment variable ARGOCD_AUTH_TOKEN, never from the command line.",
+    ),
+]
+ArgoInsecureOpt = Annotated[
+    bool,
+    typer.Option("--argocd-insecure", help="Do not verify Argo CD's TLS certificate."),
+]
+RevisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--revision", metavar="REV", help="With --argocd-app: render this revision instead."
     ),
 ]
 ConfigOpt = Annotated[
@@ -232,6 +303,26 @@ def load_observed(
     return out
 
 
+def _live(
+    kubeconfig: Path | None,
+    contexts: list[str] | None,
+    namespaces: list[str] | None,
+    argocd_apps: list[str] | None,
+    argocd_server: str | None,
+    argocd_insecure: bool,
+    revision: str | None,
+) -> LiveSources:
+    return LiveSources(
+        kubeconfig=kubeconfig,
+        contexts=tuple(contexts or ()),
+        namespaces=tuple(namespaces or ()),
+        argocd_apps=tuple(argocd_apps or ()),
+        argocd_server=argocd_server,
+        argocd_insecure=argocd_insecure,
+        revision=revision,
+    )
+
+
 def _settings(config: Path | None) -> tuple[Settings, FleetSettings]:
     try:
         settings = load_settings(config)
@@ -252,16 +343,126 @@ def _check_app(app: str, desired: DesiredState) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class LiveSources:
+    """The live sources of a command: clusters from a kubeconfig, desired from Argo CD."""
+
+    kubeconfig: Path | None = None
+    contexts: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+    argocd_apps: tuple[str, ...] = ()
+    argocd_server: str | None = None
+    argocd_insecure: bool = False
+    revision: str | None = None
+
+
+ARGOCD_TOKEN_ENV = "ARGOCD_AUTH_TOKEN"  # the argocd CLI's own variable
+
+
+def argocd_client(server: str | None, *, insecure: bool = False) -> ArgoCDClient:
+    """An Argo CD client from --argocd-server and ARGOCD_AUTH_TOKEN (never a flag: command
+    lines end up in shell history and ``ps``)."""
+    if not server:
+        _fail("--argocd-app needs --argocd-server URL (or ARGOCD_SERVER)")
+    token = os.environ.get(ARGOCD_TOKEN_ENV, "").strip()
+    if not token:
+        _fail(f"--argocd-app needs an Argo CD API token in the variable {ARGOCD_TOKEN_ENV}")
+    if "://" not in server:
+        server = f"https://{server}"  # the argocd CLI's ARGOCD_SERVER is a bare host:port
+    try:
+        return ArgoCDClient(server, token=token, verify=not insecure, retries=2)
+    except (ArgoError, ValueError) as exc:
+        _fail(f"--argocd-server {server}: {exc}")
+
+
+async def fetch_argocd_desired(
+    app: str, live: LiveSources, *, app_label: str | None
+) -> dict[str | None, list[wl.ManifestObject]]:
+    refs = [parse_argo_ref(r) for r in live.argocd_apps]
+    async with argocd_client(live.argocd_server, insecure=live.argocd_insecure) as client:
+        got = await app_from_argocd(app, client, refs, app_label=app_label, revision=live.revision)
+    return {cluster: list(objs) for cluster, objs in got.objects.items()}
+
+
+def _endpoints(live: LiveSources) -> list[ClusterEndpoint]:
+    if live.kubeconfig is None:
+        return []
+    endpoints = load_kubeconfig(live.kubeconfig.expanduser(), contexts=live.contexts)
+    if not endpoints:
+        raise FormatError(str(live.kubeconfig), "no context to read")
+    return endpoints
+
+
+async def _gather_live(
+    endpoints: Sequence[ClusterEndpoint], read: Callable[[KubeClient], Awaitable[T]]
+) -> dict[str, T]:
+    """``read`` on every cluster at once; the first failure names its cluster."""
+
+    async def one(endpoint: ClusterEndpoint) -> tuple[str, T]:
+        try:
+            client = http_client_factory(endpoint)
+        except KubeError as exc:
+            raise FormatError(endpoint.name, str(exc)) from None
+        async with client:
+            return endpoint.name, await read(client)
+
+    return dict(await asyncio.gather(*(one(e) for e in endpoints)))
+
+
+def load_live_workloads(live: LiveSources, *, app_label: str | None) -> dict[str, wl.ObjectIndex]:
+    """Each kubeconfig cluster's workloads now (all namespaces, or --namespace)."""
+    endpoints = _endpoints(live)
+    if not endpoints:
+        return {}
+    return asyncio.run(
+        _gather_live(
+            endpoints,
+            lambda c: list_workloads(c, namespaces=live.namespaces, app_label=app_label),
+        )
+    )
+
+
+async def _read_gate_live(
+    endpoints: Sequence[ClusterEndpoint], live: LiveSources, fleet: FleetSettings
+) -> tuple[dict[str, list[ObservedNode]], dict[str, wl.ObjectIndex]]:
+    """Nodes, workloads and HPAs of each live cluster: all the gate reads (never a Secret
+    or a ConfigMap, so its RBAC need not grant them)."""
+
+    async def read(client: KubeClient) -> tuple[list[ObservedNode], wl.ObjectIndex]:
+        found = await list_workloads(
+            client,
+            namespaces=live.namespaces,
+            kinds=wl.WORKLOAD_KINDS | {wl.AUTOSCALER_KIND},
+            app_label=fleet.app_label,
+        )
+        return await list_nodes(client), found
+
+    got = await _gather_live(endpoints, read)
+    return {c: n for c, (n, _) in got.items()}, {c: w for c, (_, w) in got.items()}
+
+
 def _load_fleet(
-    app: str, desired: list[str], workloads: list[str], config: Path | None
+    app: str,
+    desired: list[str] | None,
+    workloads: list[str] | None,
+    config: Path | None,
+    live: LiveSources = LiveSources(),
 ) -> tuple[DesiredState, dict[str, wl.ObjectIndex], dict[str, wl.ObjectIndex], FleetSettings]:
     settings, fleet = _settings(config)
+    if not desired and not live.argocd_apps:
+        _fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
+    if not workloads and live.kubeconfig is None:
+        _fail("no observed state: give --workloads PATH (dumps) or --kubeconfig FILE (live)")
     try:
-        desired_args = [files.parse_path_arg(a) for a in desired]
-        workload_args = [files.parse_path_arg(a) for a in workloads]
+        desired_args = [files.parse_path_arg(a) for a in desired or ()]
+        workload_args = [files.parse_path_arg(a) for a in workloads or ()]
         state = load_desired_state(
             desired_args, app_label=fleet.app_label, limit=settings.desired_file_limit
         )
+        if live.argocd_apps:
+            fetched = asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label))
+            for cluster, objs in fetched.items():
+                state.objects.setdefault(cluster, []).extend(objs)
         _check_app(app, state)
         observed = load_observed(
             workload_sources(workload_args),
@@ -270,6 +471,7 @@ def _load_fleet(
             app_label=fleet.app_label,
             limit=settings.nodes_file_limit,
         )
+        observed.update(load_live_workloads(live, app_label=fleet.app_label))
     except FormatError as exc:
         _fail(str(exc))
     return state, state.indexes(observed), observed, fleet
@@ -375,8 +577,15 @@ def _print_versions(doc: Mapping[str, Any]) -> None:
 
 def versions_command(
     app: AppOpt,
-    desired: DesiredOpt,
-    workloads: WorkloadsOpt,
+    desired: DesiredOpt = None,
+    workloads: WorkloadsOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    argocd_app: ArgoAppOpt = None,
+    argocd_server: ArgoServerOpt = None,
+    argocd_insecure: ArgoInsecureOpt = False,
+    revision: RevisionOpt = None,
     config: ConfigOpt = None,
     output: FormatOpt = _Format.table,
     fail_on: FailOnOpt = _FailOn.high,
@@ -393,9 +602,15 @@ def versions_command(
     each cluster that diverges from Git and from its peers. Image drift is high: exit 1
     with the default --fail-on.
 
-    Example: fleetwarden fleet versions --app shop -d rendered/ -w dumps/ --format json
+    Examples:
+      fleetwarden fleet versions --app shop -d rendered/ -w dumps/ --format json
+      ARGOCD_AUTH_TOKEN=... fleetwarden fleet versions --app shop --argocd-app shop
+        --argocd-server argocd.example.com --kubeconfig ~/.kube/fleet.yaml
     """
-    _state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config)
+    live = _live(
+        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
+    )
+    _state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config, live)
     doc = build_versions(app, desired_idx, observed, namespace=fleet.options.namespace)
     if drift_only:
         doc["rows"] = [r for r in doc["rows"] if r["drift"] or r["divergesFromPeers"]]
@@ -444,8 +659,15 @@ def _cell(value: object) -> str:
 
 def diff_command(
     app: AppOpt,
-    desired: DesiredOpt,
-    workloads: WorkloadsOpt,
+    desired: DesiredOpt = None,
+    workloads: WorkloadsOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    argocd_app: ArgoAppOpt = None,
+    argocd_server: ArgoServerOpt = None,
+    argocd_insecure: ArgoInsecureOpt = False,
+    revision: RevisionOpt = None,
     config: ConfigOpt = None,
     output: FormatOpt = _Format.table,
     fail_on: FailOnOpt = _FailOn.high,
@@ -455,9 +677,14 @@ def diff_command(
     (ConfigMap/Secret content, env, envFrom), resources (requests, limits, replicas unless
     an HPA owns them) and dependencies (sidecars, init containers, mesh injection).
 
-    Example: fleetwarden fleet diff --app shop -d rendered/ -w prod-eu-1=eu.json -w us.json
+    Examples:
+      fleetwarden fleet diff --app shop -d rendered/ -w prod-eu-1=eu.json -w us.json
+      fleetwarden fleet diff --app shop -d rendered/ --kubeconfig ~/.kube/config --context prod
     """
-    state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config)
+    live = _live(
+        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
+    )
+    state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config, live)
     results = wl.diff_fleet_workloads(app, desired_idx, observed, options=fleet.options)
     findings = sorted((f for r in results for f in r.findings), key=severity_order)
     if output is _Format.json:
@@ -595,16 +822,16 @@ def _print_gate(result: GateResult) -> None:
 
 def gate_command(
     app: AppOpt,
-    desired: DesiredOpt,
+    desired: DesiredOpt = None,
     nodes: Annotated[
-        list[str],
+        list[str] | None,
         typer.Option(
             "--nodes",
             "-n",
             metavar="[CLUSTER=]PATH",
             help="`kubectl get nodes -o json` of the destination cluster(s). Repeat.",
         ),
-    ],
+    ] = None,
     workloads: Annotated[
         list[str] | None,
         typer.Option(
@@ -614,6 +841,23 @@ def gate_command(
             help="Live workloads (optional): HPAs that own replicas, replicas Git leaves open.",
         ),
     ] = None,
+    in_cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--in-cluster",
+            metavar="CLUSTER",
+            help="Read nodes and workloads live from the cluster this pod runs in (its "
+            "ServiceAccount), named CLUSTER as the pool definitions name it. Instead of "
+            "--nodes/--workloads (the PreSync hook's way).",
+        ),
+    ] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    argocd_app: ArgoAppOpt = None,
+    argocd_server: ArgoServerOpt = None,
+    argocd_insecure: ArgoInsecureOpt = False,
+    revision: RevisionOpt = None,
     config: ConfigOpt = None,
     output: FormatOpt = _Format.table,
     fail_on: Annotated[
@@ -625,23 +869,37 @@ def gate_command(
     schedule (nodeSelector, affinity, tolerations, requests vs allocatable) or a pool it
     targets drifts at or above --fail-on; exit 0 to let the sync go ahead.
 
-    --desired holds the app's manifests and the desired node pools (any supported format).
-    Example: fleetwarden gate --app shop -d /git/shop/ -d /git/pools/ -n nodes.json
+    --desired holds the app's manifests and the desired node pools (any supported format);
+    --argocd-app takes the app's manifests from Argo CD instead. Nodes and workloads come
+    from dumps (--nodes, --workloads), a kubeconfig, or the pod's own cluster (--in-cluster).
+
+    Examples:
+      fleetwarden gate --app shop -d /git/shop/ -d /git/pools/ -n nodes.json
+      fleetwarden gate --app shop --argocd-app shop -d /git/pools/ --in-cluster prod-eu-1
     """
     settings, fleet = _settings(config)
+    live = _live(
+        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
+    )
+    if not desired and not live.argocd_apps:
+        _fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
+    if not nodes and kubeconfig is None and in_cluster is None:
+        _fail("no nodes: give --nodes PATH, --kubeconfig FILE or --in-cluster CLUSTER")
     try:
         state = load_desired_state(
-            [files.parse_path_arg(a) for a in desired],
+            [files.parse_path_arg(a) for a in desired or ()],
             app_label=fleet.app_label,
             with_pools=True,
             limit=settings.desired_file_limit,
         )
+        if live.argocd_apps:
+            fetched = asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label))
+            for cluster, objs in fetched.items():
+                state.objects.setdefault(cluster, []).extend(objs)
         _check_app(app, state)
         node_map = files.load_nodes(
-            [files.parse_path_arg(a) for a in nodes], limit=settings.nodes_file_limit
+            [files.parse_path_arg(a) for a in nodes or ()], limit=settings.nodes_file_limit
         )
-        if not node_map:
-            _fail("--nodes: no node dump found")
         observed = load_observed(
             workload_sources([files.parse_path_arg(a) for a in workloads or ()]),
             app=app,
@@ -649,6 +907,15 @@ def gate_command(
             app_label=fleet.app_label,
             limit=settings.nodes_file_limit,
         )
+        endpoints = _endpoints(live)
+        if in_cluster is not None:
+            endpoints.append(in_cluster_endpoint(in_cluster))
+        if endpoints:
+            live_nodes, live_workloads = asyncio.run(_read_gate_live(endpoints, live, fleet))
+            node_map.update(live_nodes)
+            observed.update(live_workloads)
+        if not node_map:
+            _fail("--nodes: no node dump found")
     except FormatError as exc:
         _fail(str(exc))
     clusters, notes = _gate_clusters(app, state, node_map, observed, fleet)

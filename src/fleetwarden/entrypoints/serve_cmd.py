@@ -46,6 +46,7 @@ from fleetwarden.app.notifying import Notifier
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.core.attribution import Attribution
+from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.diffing import diff_cluster
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding, Severity
@@ -60,6 +61,7 @@ from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.entrypoints.service_config import ServiceConfig, load_service_config
+from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.audit import AuditStoreError
@@ -96,7 +98,10 @@ class Service:
             settings=WatchSettings(
                 probe_interval=self.config.probe_interval, options=self.config.scan.diff
             ),
+            desired_apps=DesiredApps() if self.config.workloads is not None else None,
+            workload_settings=self.config.workloads,
         )
+        self.workloads = WorkloadFleet(self.config, self.fleet, self.argocd)
         self.inspector = Inspector(
             self.queue,
             self.specs,
@@ -142,6 +147,7 @@ class Service:
             extra_routes=[
                 Route("/api/decisions", self._api_decisions, methods=["GET"]),
                 Route("/api/decisions/{id:str}/approve", self._api_approve, methods=["POST"]),
+                *self.workloads.routes(),
             ],
         )
         self._background: set[asyncio.Task[None]] = set()
@@ -269,8 +275,13 @@ class Service:
                 ctx = [self.config.argocd_context] if self.config.argocd_context else []
                 mgmt = load_kubeconfig(path, contexts=ctx)[0]
                 argocd = (http_client_factory(mgmt), self.config.argocd_namespace)
+        if self.config.apps:
+            # the followed apps' desired state before the first diff: no "missing" storm
+            self.fleet.desired_apps = await self.workloads.load()
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
+            if self.config.apps:
+                tg.create_task(self.workloads.refresh_forever(), name="desired-refresh")
             tg.create_task(self.inspector.run(), name="inspector")
             tg.create_task(self.healer.run(), name="healer")
             if self.notifier is not None:

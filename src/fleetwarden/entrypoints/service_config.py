@@ -32,6 +32,15 @@ Example::
       - {name: oncall, kind: slack, url: env:SLACK_WEBHOOK_URL, minSeverity: high}
       - {name: am, kind: alertmanager, url: http://alertmanager:9093, renotifyMinutes: 1}
     scan: {...}                              # as for `fleetwarden scan --config`
+    workloads:                               # follow applications' workloads live
+      apps:
+        - {name: shop, desired: [rendered/shop/, prod-eu-1=rendered/shop-eu/]}
+        - {name: billing, argocd: [billing, prod-us-1=billing-prod-us-1]}  # rendered by Argo CD
+      namespaces: []                         # default: all (cluster-wide list and watch)
+      secrets: true                          # false: Secrets are not watched (no RBAC for it)
+      refreshSeconds: 180                    # re-read the desired state (files, Argo CD)
+      maxObjects: 200000                     # per cluster
+    fleet: {...}                             # as for `fleetwarden fleet --config`
 
 Secret values may be given as ``env:NAME`` (an environment variable) or ``file:PATH``; they are
 never logged or echoed (a missing variable is an error that names the variable, not a value).
@@ -48,13 +57,16 @@ from typing import Any
 import jsonschema
 import yaml
 
+from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.entrypoints.gateway import SOURCES, SourceAuth
 from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 
-__all__ = ["ServiceConfig", "load_service_config"]
+__all__ = ["AppSource", "ServiceConfig", "load_service_config"]
 
 _SECRET = {"type": "string", "minLength": 1}
+_STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _SECRETS = {"oneOf": [_SECRET, {"type": "array", "items": _SECRET, "minItems": 1}]}
 SERVICE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -129,6 +141,38 @@ SERVICE_SCHEMA: dict[str, Any] = {
             "properties": {"mode": {"enum": ["dry-run", "enforce", "approval"]}},
         },
         "ownership": {"type": "array", "items": {"type": "object"}},
+        "fleet": {"type": "object"},  # validated by formats.workloads.fleet_settings
+        "workloads": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["apps"],
+            "properties": {
+                "apps": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["name"],
+                        "anyOf": [{"required": ["desired"]}, {"required": ["argocd"]}],
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "desired": {
+                                "type": "array",
+                                "items": {"type": "string", "minLength": 1},
+                            },
+                            "argocd": {
+                                "type": "array",
+                                "items": {"type": "string", "minLength": 1},
+                            },
+                        },
+                    },
+                },
+                "namespaces": _STRINGS,
+                "secrets": {"type": "boolean"},
+                "refreshSeconds": {"type": "number", "minimum": 5},
+                "maxObjects": {"type": "integer", "minimum": 1},
+            },
+        },
         "argocd": {
             "type": "object",
             "additionalProperties": False,
@@ -172,6 +216,10 @@ class ServiceConfig:
     argocd_url: str | None = None
     argocd_token: str | None = None
     argocd_insecure: bool = False
+    fleet: FleetSettings = field(default_factory=FleetSettings)
+    apps: list[AppSource] = field(default_factory=list)
+    workloads: WorkloadWatchSettings | None = None  # None: workloads are not watched
+    desired_refresh: float = 180.0
 
     def __repr__(self) -> str:
         return (
@@ -288,4 +336,45 @@ def load_service_config(
         if (raw.get("argocd") or {}).get("token")
         else None,
         argocd_insecure=bool((raw.get("argocd") or {}).get("insecure", False)),
+        **_workloads(raw, source),
     )
+
+
+@dataclass(frozen=True)
+class AppSource:
+    """One followed application: its rendered manifests (files) and/or Argo CD applications."""
+
+    name: str
+    desired: tuple[str, ...] = ()
+    argocd: tuple[str, ...] = ()
+
+
+def _workloads(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
+    fleet = fleet_settings(raw.get("fleet"), source=source)
+    section = raw.get("workloads")
+    if not section:
+        return {"fleet": fleet}
+    apps = [
+        AppSource(a["name"], tuple(a.get("desired") or ()), tuple(a.get("argocd") or ()))
+        for a in section["apps"]
+    ]
+    names = [a.name for a in apps]
+    if len(set(names)) != len(names):
+        raise FormatError(source, "an application is named twice", field="workloads.apps")
+    if any(a.argocd for a in apps) and not raw.get("argocd"):
+        raise FormatError(
+            source, "argocd applications need the argocd: section (url, token)", field="workloads"
+        )
+    settings = WorkloadWatchSettings(
+        namespaces=tuple(section.get("namespaces") or ()),
+        secrets=bool(section.get("secrets", True)),
+        max_objects=int(section.get("maxObjects", 200_000)),
+        options=fleet.options,
+        app_label=fleet.app_label,
+    )
+    return {
+        "fleet": fleet,
+        "apps": apps,
+        "workloads": settings,
+        "desired_refresh": float(section.get("refreshSeconds", 180)),
+    }

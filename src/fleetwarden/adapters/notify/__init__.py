@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import httpx
 
 from fleetwarden.app.notifying import NotifyError
-from fleetwarden.app.watching import Backoff
+from fleetwarden.app.reflecting import Backoff
 
 __all__ = ["JsonPoster", "Response", "RetryPolicy", "redact_url"]
 

@@ -1,0 +1,119 @@
+"""The desired side of the applications a live watcher follows, and who last wrote an object.
+
+``DesiredApps`` holds, per application, its desired objects for every cluster (key ``None``)
+and per-cluster overlays (a cluster's own rendered manifests, or its own Argo CD
+application), whichever source they came from (files, Argo CD's rendered manifests). Objects
+in an application's source that name no application are that application's. A watcher asks
+two things of it: the desired index of (app, cluster) -- clusters without an overlay share
+one index, so its models are built once for the fleet -- and which applications an observed
+change can concern.
+
+``last_writer`` reads an object's ``managedFields`` for the field manager that wrote it last
+(``kubectl-set``, ``kubectl-edit``, ``argocd-controller``, ``helm``...): the "who" of a drift
+seen live. Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetwarden.core.workloads import ManifestObject, ObjectIndex, ObjectKey
+
+__all__ = ["AppDesired", "DesiredApps", "Writer", "last_writer"]
+
+
+@dataclass(slots=True)
+class AppDesired:
+    """One application's desired objects: ``objects[None]`` for every cluster, and
+    ``objects[cluster]`` replacing same-keyed objects in that cluster (an overlay)."""
+
+    app: str
+    objects: Mapping[str | None, Sequence[ManifestObject]]
+    sources: tuple[str, ...] = ()  # where they came from, for messages
+    _indexes: dict[str | None, ObjectIndex] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        # an object of the app's source that names no application is the app's own; one
+        # that names another application is left to that application
+        self.objects = {
+            cluster: tuple(o for o in objs if o.app in (None, self.app))
+            for cluster, objs in self.objects.items()
+        }
+
+    def index_for(self, cluster: str) -> ObjectIndex:
+        key = cluster if self.objects.get(cluster) else None
+        index = self._indexes.get(key)
+        if index is None:
+            index = ObjectIndex(self.objects.get(None, ()))
+            for obj in self.objects.get(key, ()) if key is not None else ():
+                index.put(obj)
+            self._indexes[key] = index
+        return index
+
+    def names(self) -> set[tuple[str, str]]:
+        return {(o.key.kind, o.key.name) for objs in self.objects.values() for o in objs}
+
+    def __len__(self) -> int:
+        return sum(len(objs) for objs in self.objects.values())
+
+
+class DesiredApps:
+    """Every followed application's desired state; replaced whole when a source refreshes."""
+
+    __slots__ = ("_by_name", "apps")
+
+    def __init__(self, apps: Iterable[AppDesired] = ()) -> None:
+        self.apps: dict[str, AppDesired] = {a.app: a for a in apps}
+        self._by_name: dict[tuple[str, str], set[str]] = {}
+        for app in self.apps.values():
+            for name in app.names():
+                self._by_name.setdefault(name, set()).add(app.app)
+
+    def __bool__(self) -> bool:
+        return bool(self.apps)
+
+    def index(self, app: str, cluster: str) -> ObjectIndex:
+        return self.apps[app].index_for(cluster)
+
+    def concerned(self, key: ObjectKey, *apps: str | None) -> set[str]:
+        """The followed applications an observed change of ``key`` can concern: those it is
+        labelled for (before and after the change) and those whose desired state holds an
+        object of its kind and name."""
+        found = {a for a in apps if a is not None and a in self.apps}
+        found |= self._by_name.get((key.kind, key.name), set())
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Writer:
+    """The field manager behind an object's latest write."""
+
+    manager: str
+    operation: str | None
+    time: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"manager": self.manager, "operation": self.operation, "time": self.time}
+
+
+def last_writer(obj: Mapping[str, Any]) -> Writer | None:
+    """The manager of the latest ``managedFields`` entry that is not a status write (entries
+    carry an RFC 3339 time of second precision; the later entry wins a tie)."""
+    meta = obj.get("metadata")
+    managed = meta.get("managedFields") if isinstance(meta, Mapping) else None
+    if not isinstance(managed, list):
+        return None
+    best: Writer | None = None
+    for entry in managed:
+        if not isinstance(entry, Mapping) or entry.get("subresource"):
+            continue
+        manager, time = entry.get("manager"), entry.get("time")
+        if not isinstance(manager, str) or not manager:
+            continue
+        time = time if isinstance(time, str) else None
+        op = entry.get("operation")
+        if best is None or (time or "") >= (best.time or ""):
+            best = Writer(manager, op if isinstance(op, str) else None, time)
+    return best

@@ -1,0 +1,207 @@
+"""The service's workload side: followed applications' desired state, kept fresh, and the
+read API over the watchers' warm caches.
+
+- ``load()`` builds every followed application's desired state from its sources (rendered
+  manifests on disk, read off the event loop; Argo CD's rendered manifests through the
+  service's Argo CD client). A source that fails keeps that application's last good state
+  and says so in the log (never the token); ``refresh_forever`` repeats it every
+  ``workloads.refreshSeconds`` and hands each new state to the watchers, which re-diff.
+- ``GET /api/fleet/versions?app=NAME``: the ``fleet versions --format json`` document, from
+  the watchers' warm indexes (no API server is asked).
+- ``GET /api/fleet/diff?app=NAME``: the app's current drift findings in every cluster (the
+  findings the watchers keep, with ``changedBy``).
+- ``GET /api/fleet/apps``: the followed applications, their sources and each cluster's sync
+  state.
+
+Unknown applications answer 404, a missing ``app`` 400: never a 5xx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from fleetwarden.adapters import files
+from fleetwarden.adapters.workload_sources import (
+    app_from_argocd,
+    app_from_files,
+    parse_argo_ref,
+)
+from fleetwarden.app.watching import FleetWatcher
+from fleetwarden.app.workload_watching import WorkloadWatcher
+from fleetwarden.core import workloads as wl
+from fleetwarden.core.desired_apps import AppDesired, DesiredApps
+from fleetwarden.core.fleet import severity_order
+from fleetwarden.core.tracking import app_scope
+from fleetwarden.entrypoints.fleet_cmd import build_versions
+from fleetwarden.entrypoints.service_config import AppSource, ServiceConfig
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.ports.argocd import ArgoCD
+
+__all__ = ["WorkloadFleet", "merge_app"]
+
+log = logging.getLogger("fleetwarden.workloads")
+
+
+def merge_app(name: str, parts: Sequence[AppDesired]) -> AppDesired:
+    objects: dict[str | None, list[wl.ManifestObject]] = {}
+    for part in parts:
+        for cluster, objs in part.objects.items():
+            objects.setdefault(cluster, []).extend(objs)
+    return AppDesired(name, objects, sources=tuple(s for p in parts for s in p.sources))
+
+
+@dataclass
+class WorkloadFleet:
+    config: ServiceConfig
+    fleet: FleetWatcher
+    argocd: ArgoCD | None = None
+    failures: dict[str, str] = field(default_factory=dict)  # app -> last load error
+    loads: int = 0
+
+    @property
+    def desired(self) -> DesiredApps:
+        return self.fleet.desired_apps or DesiredApps()
+
+    # --- the desired side ----------------------------------------------------------------
+
+    async def _load_app(self, source: AppSource) -> AppDesired:
+        parts = []
+        if source.desired:
+            cfg = self.config
+            args = [files.parse_path_arg(a) for a in source.desired]
+            app, _skipped = await asyncio.to_thread(
+                app_from_files,
+                source.name,
+                args,
+                app_label=cfg.fleet.app_label,
+                limit=cfg.scan.desired_file_limit,
+            )
+            parts.append(app)
+        if source.argocd:
+            if self.argocd is None:
+                raise FormatError(f"argocd:{source.name}", "no Argo CD client (argocd: url)")
+            refs = [parse_argo_ref(r) for r in source.argocd]
+            parts.append(
+                await app_from_argocd(
+                    source.name, self.argocd, refs, app_label=self.config.fleet.app_label
+                )
+            )
+        return merge_app(source.name, parts)
+
+    async def load(self) -> DesiredApps:
+        """Every followed application's desired state; a failing source keeps its last."""
+        before = self.desired.apps
+        apps = []
+        for source in self.config.apps:
+            try:
+                apps.append(await self._load_app(source))
+                self.failures.pop(source.name, None)
+            except FormatError as exc:
+                self.failures[source.name] = str(exc)
+                kept = before.get(source.name)
+                log.warning(
+                    "desired state of %s not loaded (%s): %s",
+                    source.name,
+                    "keeping the last one" if kept else "not followed until it loads",
+                    exc,
+                )
+                if kept is not None:
+                    apps.append(kept)
+        self.loads += 1
+        return DesiredApps(apps)
+
+    async def refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.desired_refresh)
+            await self.fleet.set_desired(await self.load())
+
+    # --- the read API ----------------------------------------------------------------------
+
+    def _watchers(self) -> dict[str, WorkloadWatcher]:
+        out = {}
+        for cluster in sorted(self.fleet.running):
+            watcher = self.fleet.watcher(cluster)
+            if watcher is not None and watcher.workloads is not None:
+                out[cluster] = watcher.workloads
+        return out
+
+    def _app(self, request: Request) -> str | Response:
+        app = request.query_params.get("app", "")
+        if not app:
+            return JSONResponse({"error": "the query parameter app is required"}, 400)
+        if app not in self.desired.apps:
+            followed = sorted(self.desired.apps)
+            return JSONResponse(
+                {"error": f"application {app!r} is not followed", "followed": followed}, 404
+            )
+        return app
+
+    async def api_versions(self, request: Request) -> Response:
+        app = self._app(request)
+        if isinstance(app, Response):
+            return app
+        watchers = {c: w for c, w in self._watchers().items() if w.synced.is_set()}
+        observed = {c: w.index for c, w in watchers.items()}
+        desired = {c: self.desired.index(app, c) for c in observed}
+        doc = build_versions(app, desired, observed, namespace=self.config.fleet.options.namespace)
+        doc["summary"]["unsynced"] = sorted(set(self._watchers()) - set(watchers))
+        return Response(orjson.dumps(doc), media_type="application/json")
+
+    async def api_diff(self, request: Request) -> Response:
+        app = self._app(request)
+        if isinstance(app, Response):
+            return app
+        scope = app_scope(app)
+        findings = sorted(
+            (
+                f
+                for cluster in self._watchers()
+                for f in self.fleet.tracker.findings_of((cluster, scope))
+            ),
+            key=severity_order,
+        )
+        doc: dict[str, Any] = {
+            "app": app,
+            "findings": [f.to_json() for f in findings],
+            "summary": {"clusters": len(self._watchers()), "findings": len(findings)},
+        }
+        return Response(orjson.dumps(doc), media_type="application/json")
+
+    async def api_apps(self, request: Request) -> Response:
+        watchers = self._watchers()
+        items = []
+        for source in self.config.apps:
+            loaded = self.desired.apps.get(source.name)
+            items.append(
+                {
+                    "app": source.name,
+                    "sources": list(loaded.sources) if loaded else [],
+                    "objects": len(loaded) if loaded else 0,
+                    "error": self.failures.get(source.name),
+                }
+            )
+        clusters = {
+            c: {
+                "synced": w.synced.is_set(),
+                "objects": len(w.index),
+                "refused": sorted(w.unseen),
+            }
+            for c, w in watchers.items()
+        }
+        return JSONResponse({"apps": items, "clusters": clusters})
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/api/fleet/apps", self.api_apps, methods=["GET"]),
+            Route("/api/fleet/versions", self.api_versions, methods=["GET"]),
+            Route("/api/fleet/diff", self.api_diff, methods=["GET"]),
+        ]
