@@ -29,6 +29,8 @@ from jsonschema import Draft4Validator, FormatChecker
 
 from fleetwarden.adapters.argocd.client import ArgoCDClient, Requested, was_applied
 from fleetwarden.adapters.argocd.simulator import ArgoCDSimulator, load_applications
+from fleetwarden.adapters.workload_sources import app_from_argocd, parse_argo_ref
+from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import (
     ArgoConflict,
     ArgoError,
@@ -1078,3 +1080,42 @@ def test_load_applications_keeps_yaml_timestamps_as_strings(tmp_path):
     )
     (app,) = load_applications(path)
     assert app["metadata"]["creationTimestamp"] == "2024-01-02T03:04:05Z"
+
+
+async def test_rendered_manifests_become_the_desired_workloads(client, checker, sim, realdata):
+    """The live desired source: real manifests as repo-server would render them, through the
+    spec-checked API, into redacted desired objects in the destination namespace."""
+    docs = [
+        d
+        for name in ("podinfo-kustomize-deployment.yaml", "podinfo-kustomize-hpa.yaml")
+        for d in yaml.safe_load_all((realdata / "manifests" / name).read_text())
+        if d
+    ]
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "podinfo-token"},
+        "stringData": {"token": "rendered-not-a-real-secret"},
+    }
+    sim.set_manifests(APP, [*docs, secret])
+    got = await app_from_argocd("podinfo", client, [parse_argo_ref(APP)])
+    assert ("ApplicationService_GetManifests", 200) in checker.seen
+    keys = sorted(o.key for o in got.objects[None])
+    assert keys == [
+        ("Deployment", "test-lla", "podinfo"),
+        ("HorizontalPodAutoscaler", "test-lla", "podinfo"),
+        ("Secret", "test-lla", "podinfo-token"),
+    ]
+    assert "rendered-not-a-real-secret" not in repr([o.body for o in got.objects[None]])
+    assert got.sources == (f"argocd:{APP}",)
+    # an overlay for one cluster, and a clear error for an application Argo CD does not know
+    overlay = await app_from_argocd("podinfo", client, [parse_argo_ref(f"prod-eu-1={APP}")])
+    assert set(overlay.objects) == {"prod-eu-1"}
+    with pytest.raises(FormatError, match="argocd:nope: cannot fetch the rendered manifests"):
+        await app_from_argocd("podinfo", client, [parse_argo_ref("nope")])
+
+
+@pytest.mark.parametrize("text", ["", "=app", "cluster="])
+def test_argo_refs_are_checked(text):
+    with pytest.raises(FormatError, match=r"\[CLUSTER=\]APPLICATION"):
+        parse_argo_ref(text)

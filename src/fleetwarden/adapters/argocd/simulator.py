@@ -13,7 +13,8 @@ Argo CD's own OpenAPI document), over applications seeded from real Application 
   FailedPrecondition "another operation is already in progress" (HTTP 400, or
   ``conflict_status``);
 * ``DELETE .../operation`` terminates (Terminating, then Failed "Operation terminated");
-* managed resources, resource tree and rendered manifests derived from ``status.resources``;
+* managed resources, resource tree and rendered manifests derived from ``status.resources``
+  (or, for ``/manifests``, the real manifests given with ``set_manifests``);
 * faults: ``fail_next`` (answer an error status), ``hang_next`` (answer late or never), each
   either before the request is applied or after it (the request took effect, its answer did
   not arrive); ``requests`` lists every (method, path) received.
@@ -118,6 +119,7 @@ class ArgoCDSimulator:
         self.faults: list[Fault] = []
         self._tokens: dict[str, str] = dict.fromkeys(tokens, "admin")
         self._apps: dict[str, dict[str, Any]] = {}
+        self._rendered: dict[str, list[dict[str, Any]]] = {}
         self._picked_at: dict[str, datetime] = {}
         self._released = asyncio.Event()
         for app in applications:
@@ -168,6 +170,13 @@ class ArgoCDSimulator:
         obj.setdefault("spec", {}).setdefault("project", "default")
         obj.setdefault("status", {})
         self._apps[meta["name"]] = obj
+
+    def set_manifests(self, name: str, objects: Iterable[Mapping[str, Any]]) -> None:
+        """What repo-server renders for the application from Git (real manifests, in tests);
+        without it, ``/manifests`` derives skeletons from ``status.resources``."""
+        if name not in self._apps:
+            raise KeyError(name)
+        self._rendered[name] = [copy.deepcopy(dict(o)) for o in objects]
 
     def application(self, name: str) -> dict[str, Any]:
         """A copy of the application as the server holds it now."""
@@ -409,7 +418,9 @@ class ArgoCDSimulator:
             dest = app["spec"].get("destination") or {}
             return JSONResponse(
                 {
-                    "manifests": [json.dumps(_manifest(app, r)) for r in _resources(app)],
+                    "manifests": [json.dumps(m) for m in self._rendered[name]]
+                    if (name := app["metadata"]["name"]) in self._rendered
+                    else [json.dumps(_manifest(app, r)) for r in _resources(app)],
                     "namespace": dest.get("namespace", ""),
                     "server": self._server_of(dest),
                     "revision": _resolve(source.get("repoURL", ""), revision),
