@@ -455,7 +455,7 @@ def test_hook_job_is_a_presync_hook_that_runs_the_gate():
     (gate_c,) = pod["containers"]
     assert gate_c["args"][0] == "gate"
     assert any(a.startswith("--app=") for a in gate_c["args"])
-    assert any(a.startswith("--nodes=") for a in gate_c["args"])
+    assert any(a.startswith("--in-cluster=") for a in gate_c["args"])
     names = [c["name"] for c in pod["initContainers"] + pod["containers"]]
     assert len(names) == len(set(names))
     volumes = {v["name"] for v in pod["volumes"]}
@@ -463,11 +463,14 @@ def test_hook_job_is_a_presync_hook_that_runs_the_gate():
         assert {m["name"] for m in c.get("volumeMounts", [])} <= volumes
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
         assert "limits" in c["resources"]
-    observe = next(c for c in pod["initContainers"] if c["name"] == "observe")
-    compile(observe["args"][0], "observe", "exec")  # the embedded script is valid Python
-    assert '/secrets"' not in observe["args"][0] and "/secrets/" not in observe["args"][0].replace(
-        "/var/run/secrets/", ""
-    )  # never reads Secrets (the token path aside)
+    # only the gate sees the ServiceAccount token; git-sync does not
+    with_token = [
+        c["name"]
+        for c in pod["initContainers"] + pod["containers"]
+        if any(m["name"] == "token" for m in c.get("volumeMounts", []))
+    ]
+    assert with_token == ["gate"]
+    assert pod["automountServiceAccountToken"] is False
 
 
 def test_gate_rbac_is_read_only_and_consistent_with_the_job():

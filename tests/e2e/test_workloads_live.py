@@ -6,9 +6,9 @@
    drift comes out after ``kubectl set image`` / ``kubectl scale`` / a ConfigMap edit, while
    an HPA-owned scale stays silent.
 2. The PreSync hook: the RBAC of deploy/argocd is created for real, the Job is accepted by the
-   API server (dry run), the Job's own "observe" script reads nodes and workloads with the
-   ServiceAccount's token (and cannot read Secrets), and the gate passes, then blocks once the
-   pool's nodes lose their label.
+   API server (dry run), the Job's gate container -- its own args, with the ServiceAccount's
+   token where the pod would mount it -- reads nodes and workloads live (it cannot read
+   Secrets), and the gate passes, then blocks once the pool's nodes lose their label.
 
 There is no controller-manager or scheduler: objects are stored, never run, which is all a
 diff needs.
@@ -21,8 +21,8 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from fleetwarden.core import workloads as wl
 from fleetwarden.formats.workloads import parse_workload_dump
 from fleetwarden.ports.kube import Conflict, Forbidden, NotFound
 from tests.core.test_workloads import load_docs
-from tests.e2e.test_cli_fleet import EKSCTL, invoke
+from tests.e2e.test_cli_fleet import EKSCTL, EXE
 
 pytestmark = pytest.mark.live
 
@@ -290,28 +290,38 @@ async def create_nodes(api: KubeClient, realdata: Path) -> list[str]:
     return names
 
 
-def observe(script: str, endpoint: Any, token: str, tmp: Path) -> subprocess.CompletedProcess[str]:
+def run_job_gate(
+    job: dict[str, Any], values: dict[str, str], endpoint: Any, token: str, tmp: Path
+) -> subprocess.CompletedProcess[str]:
+    """The Job's gate container as Argo CD would run it: its own args ($(VAR) expanded from
+    ``values``), its ServiceAccount token mounted where the pod would see it."""
+    pod = job["spec"]["template"]["spec"]
+    gate = next(c for c in pod["containers"] if c["name"] == "gate")
+    mount = next(m for m in gate["volumeMounts"] if m["name"] == "work")["mountPath"]
+    args = [
+        re.sub(r"\$\((\w+)\)", lambda m: values[m.group(1)], a).replace(mount, str(tmp / "work"))
+        for a in gate["args"]
+    ]
     sa = tmp / "sa"
     sa.mkdir(exist_ok=True)
     (sa / "token").write_text(token)
     (sa / "ca.crt").write_bytes(endpoint.ca_pem)
-    (sa / "namespace").write_text(HOOK_NS)
     env = {
         **os.environ,
         "FW_SA_DIR": str(sa),
         "FW_API_SERVER": endpoint.server,
-        "OUT_DIR": str(tmp / "observed"),
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
     }
-    env.pop("APP_NAMESPACE", None)
     return subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+        [EXE, *args, "--format", "json"], env=env, capture_output=True, text=True, timeout=120
     )
 
 
-async def test_presync_hook_rbac_observe_step_and_gate(endpoint, realdata, tmp_path):
+async def test_presync_hook_job_reads_the_cluster_with_its_token_and_gates(
+    endpoint, realdata, tmp_path
+):
     (job,) = hook_manifests("presync-gate-job.yaml")
-    pod = job["spec"]["template"]["spec"]
-    script = next(c for c in pod["initContainers"] if c["name"] == "observe")["args"][0]
     async with KubeClient(endpoint) as api:
         await _ensure_namespace(api, HOOK_NS)
         await install_rbac(api)
@@ -341,15 +351,6 @@ async def test_presync_hook_rbac_observe_step_and_gate(endpoint, realdata, tmp_p
             )
             token = granted["status"]["token"]
 
-            r = observe(script, endpoint, token, tmp_path)
-            assert r.returncode == 0, r.stderr
-            observed = tmp_path / "observed"
-            nodes = json.loads((observed / "nodes.json").read_text())
-            assert {n["metadata"]["name"] for n in nodes["items"]} >= set(names)
-            assert {
-                w["kind"] for w in json.loads((observed / "workloads.json").read_text())["items"]
-            } == {"Deployment"}
-
             # the gate's token reads nodes and workloads, and nothing secret
             sa_endpoint = dataclasses.replace(
                 endpoint, credentials=dataclasses.replace(endpoint.credentials, token=token)
@@ -360,20 +361,24 @@ async def test_presync_hook_rbac_observe_step_and_gate(endpoint, realdata, tmp_p
                 with pytest.raises(Forbidden):
                     await as_gate.request("DELETE", f"/api/v1/nodes/{names[0]}")
 
-            git = tmp_path / "git"
+            # what git-sync leaves in /gate/git/current
+            git = tmp_path / "work" / "git" / "current"
             (git / "pools").mkdir(parents=True)
             (git / "pools" / "eksctl.yaml").write_text(EKSCTL)
             (git / "podinfo").mkdir()
             (git / "podinfo" / "deployment.yaml").write_text(yaml.safe_dump(doc))
-            args = [
-                "gate", "--app", "podinfo", "-d", str(git),
-                "-n", f"duckboat={observed / 'nodes.json'}",
-                "-w", f"duckboat={observed / 'workloads.json'}",
-                "-o", "json",
-            ]  # fmt: skip
-            passed = invoke(*args)
-            assert passed.exit_code == 0, passed.output
-            assert json.loads(passed.stdout)["decision"] == "pass"
+            values = {
+                "APP": "podinfo",
+                "CLUSTER": "duckboat",
+                "APP_PATH": "podinfo",
+                "POOLS_PATH": "pools",
+                "APP_NAMESPACE": HOOK_NS,
+                "FAIL_ON": "high",
+            }
+            passed = run_job_gate(job, values, endpoint, token, tmp_path)
+            assert passed.returncode == 0, passed.stdout + passed.stderr
+            decision = json.loads(passed.stdout)
+            assert decision["decision"] == "pass"
 
             for name in names:  # the pool's nodes lose their label
                 await api.patch(
@@ -381,12 +386,11 @@ async def test_presync_hook_rbac_observe_step_and_gate(endpoint, realdata, tmp_p
                     {"metadata": {"labels": {"workload-type": None}}},
                     content_type=JSON_MERGE,
                 )
-            r = observe(script, endpoint, token, tmp_path)
-            assert r.returncode == 0, r.stderr
-            blocked = invoke(*args)
-            assert blocked.exit_code == 1, blocked.output
+            blocked = run_job_gate(job, values, endpoint, token, tmp_path)
+            assert blocked.returncode == 1, blocked.stdout + blocked.stderr
             fields = {f["field"] for f in json.loads(blocked.stdout)["findings"]}
             assert {"schedule.nodeSelector", "labels.workload-type"} <= fields
+            assert "blocked sync of podinfo" in blocked.stderr  # Argo CD shows the log's tail
         finally:
             for name in names:
                 with contextlib.suppress(NotFound):
