@@ -15,9 +15,13 @@ import asyncio
 import contextlib
 import copy
 import dataclasses
+import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from fleetwarden.adapters.kube.client import JSON_MERGE, KubeClient
 from fleetwarden.adapters.kube.config import http_client_factory
@@ -27,6 +31,7 @@ from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import AppDesired, DesiredApps
 from fleetwarden.core.tracking import FindingEvent, app_scope
 from fleetwarden.ports.kube import NotFound
+from tests.e2e.test_cli_fleet import EXE
 from tests.e2e.test_watch_live import Recorder
 from tests.e2e.test_workloads_live import (
     APP,
@@ -322,3 +327,90 @@ async def test_a_kind_the_token_may_not_list_is_reported_and_the_rest_is_watched
         runner.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await runner
+
+
+CLI_NS = "watch-cli"
+
+
+async def test_watch_command_follows_an_app(endpoint, k8s, realdata, tmp_path):  # noqa: F811
+    """`fleetwarden watch --follow APP=PATH -o json`: the installed CLI prints one line for the
+    drift made by hand, with its author, and nothing for the app applied as in Git."""
+    docs = desired_objects(realdata)
+    (tmp_path / "rendered.yaml").write_text(yaml.safe_dump_all(docs))
+    (tmp_path / "pools.yaml").write_text(
+        "apiVersion: fleetwarden.io/v1alpha1\nkind: NodePools\n"
+        f"cluster: {endpoint.name}\npools:\n  general:\n    minSize: 0\n"
+    )
+    kubeconfig = Path(k8s["kubeconfig"])
+    context = next(
+        c["name"]
+        for c in yaml.safe_load(kubeconfig.read_text())["contexts"]
+        if c["context"]["cluster"] == endpoint.name
+    )
+    async with KubeClient(endpoint) as api:
+        await _ensure_namespace(api, CLI_NS)
+        await _delete_namespace_objects(api, CLI_NS)
+        for obj in docs:
+            await apply_like_argocd(api, obj, namespace=CLI_NS)
+        proc = await asyncio.create_subprocess_exec(
+            EXE, "watch", "-k", str(kubeconfig), "--context", context,
+            "-d", str(tmp_path / "pools.yaml"),
+            "--follow", f"{APP}={tmp_path / 'rendered.yaml'}", "--namespace", CLI_NS,
+            "-o", "json", "--duration", "60",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        lines: list[dict[str, Any]] = []
+
+        async def read() -> None:
+            assert proc.stdout is not None
+            async for line in proc.stdout:
+                lines.append(json.loads(line))
+
+        reader = asyncio.create_task(read())
+        try:
+            await _wait(lambda: any(e["type"] == "cluster.added" for e in lines), proc)
+            await asyncio.sleep(2)  # the first list and diff: nothing to say
+            assert not [e for e in lines if e.get("finding", {}).get("layer") == "WORKLOAD"], lines
+            await api.request(
+                "PATCH",
+                PATHS["Deployment"].format(ns=CLI_NS) + "/loadgenerator",
+                params={"fieldManager": "kubectl-edit"},
+                body={"spec": {"template": {"spec": {"containers": [
+                    {"name": "main", "image": "lg:9"}]}}}},
+                content_type="application/strategic-merge-patch+json",
+            )  # fmt: skip
+            found = await _wait(
+                lambda: [e for e in lines if e.get("finding", {}).get("field") == "image.main"],
+                proc,
+            )
+            assert found[0]["type"] == "finding.appeared"
+            assert found[0]["finding"]["actual"] == "lg:9"
+            assert found[0]["finding"]["changedBy"]["manager"] == "kubectl-edit"
+        finally:
+            if proc.returncode is None:
+                proc.terminate()
+            await proc.wait()
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            await _delete_namespace_objects(api, CLI_NS)
+
+
+async def _wait(cond: Any, proc: Any, timeout: float = 30) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        if result := cond():
+            return result
+        if proc.returncode is not None:
+            err = await proc.stderr.read()
+            raise AssertionError(f"watch exited {proc.returncode}: {err.decode()[-2000:]}")
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def test_watch_follow_is_checked():
+    r = subprocess.run(
+        [EXE, "watch", "-k", "/nonexistent", "-d", "/nonexistent", "--follow", "shop"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr

@@ -63,7 +63,7 @@ from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_f
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 
-__all__ = ["AppSource", "ServiceConfig", "load_service_config"]
+__all__ = ["AppSource", "ServiceConfig", "load_service_config", "service_config_from"]
 
 _SECRET = {"type": "string", "minLength": 1}
 _STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
@@ -267,6 +267,14 @@ def load_service_config(
         ) from None
     if not isinstance(raw, Mapping):
         raise FormatError(source, "the config must be a mapping")
+    return service_config_from(raw, source=source, env=env)
+
+
+def service_config_from(
+    raw: Mapping[str, Any], *, source: str, env: Mapping[str, str] | None = None
+) -> ServiceConfig:
+    """A validated ``ServiceConfig`` from an already parsed mapping (``source`` names it)."""
+    env = os.environ if env is None else env
     errors = sorted(
         jsonschema.Draft202012Validator(SERVICE_SCHEMA).iter_errors(raw),
         key=lambda e: list(e.absolute_path),

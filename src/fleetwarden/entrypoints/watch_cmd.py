@@ -7,7 +7,8 @@ import contextlib
 import json
 import sys
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,16 +19,21 @@ from rich.live import Live
 from rich.text import Text
 
 from fleetwarden.adapters import files
+from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
+from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable
+from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.fleet import severity_order
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
 from fleetwarden.entrypoints.rendering import findings_table, make_console
+from fleetwarden.entrypoints.service_config import ServiceConfig, service_config_from
 from fleetwarden.entrypoints.settings import load_settings
+from fleetwarden.entrypoints.workloads_api import load_apps
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 
@@ -85,7 +91,34 @@ def register(app: typer.Typer) -> None:
                 "deprecated and removed APIs whenever that cluster is upgraded.",
             ),
         ] = None,
-        config: Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE")] = None,
+        follow: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--follow",
+                metavar="APP=PATH",
+                help="Also watch this application's workloads (Deployments, StatefulSets, "
+                "DaemonSets, ConfigMaps, Secrets hashed, HPAs) against its rendered manifests "
+                "at PATH; every change re-diffs the app. Repeat. (Or `workloads:` in --config, "
+                "as for serve, with Argo CD applications too.)",
+            ),
+        ] = None,
+        namespace: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--namespace",
+                metavar="NS",
+                help="With --follow: watch only these namespaces (repeat; default: all).",
+            ),
+        ] = None,
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                "--config",
+                "-c",
+                metavar="FILE",
+                help="scan: (pool diff), fleet: (workload diff), workloads: (apps to follow).",
+            ),
+        ] = None,
         output: Annotated[
             str,
             typer.Option("--format", "-o", help="table (live view) or json (one event per line)."),
@@ -121,13 +154,21 @@ def register(app: typer.Typer) -> None:
                 argocd = (pool[0], argocd_secrets)
         except FormatError as exc:
             fail(str(exc))
+        try:
+            followed = _followed(config, settings.raw, follow or (), namespace or ())
+        except FormatError as exc:
+            fail(str(exc))
         watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
         runner = _JsonSink() if output == "json" else _LiveSink()
         hook = upgrade_hook([files.parse_path_arg(m) for m in manifests or ()], runner.emit)
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(
-                _run(loaded.pools, endpoints, argocd, watch_settings, runner, duration, hook)
-            )
+        pools = loaded.pools
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(
+                    _run(pools, endpoints, argocd, watch_settings, runner, duration, hook, followed)
+                )
+        except FormatError as exc:  # a followed app's desired state did not load
+            fail(str(exc))
 
 
 def upgrade_hook(
@@ -154,8 +195,69 @@ def upgrade_hook(
     return on_upgrade
 
 
-async def _run(specs, endpoints, argocd, settings, sink, duration, hook) -> None:  # type: ignore[no-untyped-def]
-    fleet = FleetWatcher(specs, http_client_factory, sink.emit, settings=settings, on_upgrade=hook)
+@dataclass
+class _Followed:
+    """The applications ``watch`` follows: a service config's workload part."""
+
+    config: ServiceConfig
+
+    async def load(self) -> tuple[WorkloadWatchSettings, DesiredApps]:
+        client = None
+        if self.config.argocd_url:
+            client = ArgoCDClient(
+                self.config.argocd_url,
+                token=self.config.argocd_token,
+                verify=not self.config.argocd_insecure,
+            )
+        try:
+            desired, failures = await load_apps(self.config, client)
+        finally:
+            if client is not None:
+                await client.aclose()
+        for error in failures.values():
+            raise FormatError("--follow", error)
+        assert self.config.workloads is not None
+        return self.config.workloads, desired
+
+
+def _followed(
+    config: Path | None,
+    raw: Mapping[str, Any],
+    follow: Sequence[str],
+    namespaces: Sequence[str],
+) -> _Followed | None:
+    """``--follow APP=PATH`` and/or the config's ``workloads:`` (validated as serve's)."""
+    section: dict[str, Any] = dict(raw.get("workloads") or {})
+    apps = [dict(a) for a in section.get("apps") or ()]
+    for item in follow:
+        app, sep, path = item.partition("=")
+        if not sep or not app or not path:
+            raise FormatError(item, "expected APP=PATH", field="--follow")
+        apps.append({"name": app, "desired": [path]})
+    if not apps:
+        return None
+    section["apps"] = apps
+    if namespaces:
+        section["namespaces"] = list(namespaces)
+    doc = {k: raw[k] for k in ("fleet", "argocd", "scan") if k in raw}
+    doc["workloads"] = section
+    cfg = service_config_from(doc, source=str(config or "--follow"))
+    return _Followed(cfg)
+
+
+async def _run(specs, endpoints, argocd, settings, sink, duration, hook, followed=None) -> None:  # type: ignore[no-untyped-def]
+    desired_apps, workload_settings = None, None
+    if followed is not None:
+        workload_settings, desired_apps = await followed.load()
+    fleet = FleetWatcher(
+        specs,
+        http_client_factory,
+        sink.emit,
+        settings=settings,
+        on_upgrade=hook,
+        desired_apps=desired_apps,
+        workload_settings=workload_settings,
+    )
     argocd_client = http_client_factory(argocd[0]) if argocd else None
     sink.fleet = fleet
     try:

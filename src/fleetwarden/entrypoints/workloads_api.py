@@ -46,7 +46,7 @@ from fleetwarden.entrypoints.service_config import AppSource, ServiceConfig
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoCD
 
-__all__ = ["WorkloadFleet", "merge_app"]
+__all__ = ["WorkloadFleet", "load_app", "load_apps", "merge_app"]
 
 log = logging.getLogger("fleetwarden.workloads")
 
@@ -57,6 +57,53 @@ def merge_app(name: str, parts: Sequence[AppDesired]) -> AppDesired:
         for cluster, objs in part.objects.items():
             objects.setdefault(cluster, []).extend(objs)
     return AppDesired(name, objects, sources=tuple(s for p in parts for s in p.sources))
+
+
+async def load_app(config: ServiceConfig, argocd: ArgoCD | None, source: AppSource) -> AppDesired:
+    """One followed application's desired state from its files and Argo CD applications."""
+    parts = []
+    if source.desired:
+        args = [files.parse_path_arg(a) for a in source.desired]
+        app, _skipped = await asyncio.to_thread(  # file reads stay off the event loop
+            app_from_files,
+            source.name,
+            args,
+            app_label=config.fleet.app_label,
+            limit=config.scan.desired_file_limit,
+        )
+        parts.append(app)
+    if source.argocd:
+        if argocd is None:
+            raise FormatError(f"argocd:{source.name}", "no Argo CD client (argocd: url)")
+        refs = [parse_argo_ref(r) for r in source.argocd]
+        parts.append(
+            await app_from_argocd(source.name, argocd, refs, app_label=config.fleet.app_label)
+        )
+    return merge_app(source.name, parts)
+
+
+async def load_apps(
+    config: ServiceConfig, argocd: ArgoCD | None, *, previous: DesiredApps | None = None
+) -> tuple[DesiredApps, dict[str, str]]:
+    """Every followed application's desired state, and the errors of those that failed (an
+    application that failed keeps its ``previous`` state, if it had one)."""
+    apps, failures = [], {}
+    before = previous.apps if previous is not None else {}
+    for source in config.apps:
+        try:
+            apps.append(await load_app(config, argocd, source))
+        except FormatError as exc:
+            failures[source.name] = str(exc)
+            kept = before.get(source.name)
+            log.warning(
+                "desired state of %s not loaded (%s): %s",
+                source.name,
+                "keeping the last one" if kept else "not followed until it loads",
+                exc,
+            )
+            if kept is not None:
+                apps.append(kept)
+    return DesiredApps(apps), failures
 
 
 @dataclass
@@ -73,51 +120,12 @@ class WorkloadFleet:
 
     # --- the desired side ----------------------------------------------------------------
 
-    async def _load_app(self, source: AppSource) -> AppDesired:
-        parts = []
-        if source.desired:
-            cfg = self.config
-            args = [files.parse_path_arg(a) for a in source.desired]
-            app, _skipped = await asyncio.to_thread(
-                app_from_files,
-                source.name,
-                args,
-                app_label=cfg.fleet.app_label,
-                limit=cfg.scan.desired_file_limit,
-            )
-            parts.append(app)
-        if source.argocd:
-            if self.argocd is None:
-                raise FormatError(f"argocd:{source.name}", "no Argo CD client (argocd: url)")
-            refs = [parse_argo_ref(r) for r in source.argocd]
-            parts.append(
-                await app_from_argocd(
-                    source.name, self.argocd, refs, app_label=self.config.fleet.app_label
-                )
-            )
-        return merge_app(source.name, parts)
-
     async def load(self) -> DesiredApps:
         """Every followed application's desired state; a failing source keeps its last."""
-        before = self.desired.apps
-        apps = []
-        for source in self.config.apps:
-            try:
-                apps.append(await self._load_app(source))
-                self.failures.pop(source.name, None)
-            except FormatError as exc:
-                self.failures[source.name] = str(exc)
-                kept = before.get(source.name)
-                log.warning(
-                    "desired state of %s not loaded (%s): %s",
-                    source.name,
-                    "keeping the last one" if kept else "not followed until it loads",
-                    exc,
-                )
-                if kept is not None:
-                    apps.append(kept)
+        desired, failures = await load_apps(self.config, self.argocd, previous=self.desired)
+        self.failures = failures
         self.loads += 1
-        return DesiredApps(apps)
+        return desired
 
     async def refresh_forever(self) -> None:
         while True:
