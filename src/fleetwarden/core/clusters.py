@@ -24,6 +24,9 @@ class Credentials:
     client_key_pem: bytes | None = field(default=None, repr=False)
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    # where ``token`` was read from: re-read as it rotates (projected ServiceAccount tokens
+    # expire within hours; client-go reloads them the same way)
+    token_file: str | None = None
 
     def __repr__(self) -> str:
         kinds = [

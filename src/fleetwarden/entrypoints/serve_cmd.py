@@ -32,7 +32,11 @@ from fleetwarden.adapters import files
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.flux import FluxClient
 from fleetwarden.adapters.journal import EventJournal
-from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
+from fleetwarden.adapters.kube.config import (
+    http_client_factory,
+    in_cluster_endpoint,
+    load_kubeconfig,
+)
 from fleetwarden.adapters.kube.restore import KubeNodeRestorer
 from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
 from fleetwarden.adapters.notify.slack import SlackSink
@@ -268,13 +272,21 @@ class Service:
             await asyncio.Event().wait()
         endpoints = []
         argocd = None
+        local = None
+        if self.config.in_cluster:
+            local = in_cluster_endpoint(self.config.in_cluster, where="clusters.inCluster")
         if self.config.kubeconfig:
             path = Path(self.config.kubeconfig).expanduser()
             endpoints = load_kubeconfig(path, contexts=self.config.contexts)
-            if self.config.argocd_namespace:
+            if self.config.argocd_namespace and (self.config.argocd_context or local is None):
                 ctx = [self.config.argocd_context] if self.config.argocd_context else []
                 mgmt = load_kubeconfig(path, contexts=ctx)[0]
                 argocd = (http_client_factory(mgmt), self.config.argocd_namespace)
+        if local is not None:
+            endpoints.append(local)
+            if self.config.argocd_namespace and argocd is None:
+                # in a pod next to Argo CD: its cluster Secrets are read with our own token
+                argocd = (http_client_factory(local), self.config.argocd_namespace)
         if self.config.apps:
             # the followed apps' desired state before the first diff: no "missing" storm
             self.fleet.desired_apps = await self.workloads.load()
@@ -438,8 +450,11 @@ def register(app: typer.Typer) -> None:
             f"(queue: {cfg.queue}, {len(service.specs)} desired pools)",
             err=True,
         )
-        with (
-            contextlib.suppress(KeyboardInterrupt),
-            asyncio.Runner(loop_factory=_loop_factory()) as runner,
-        ):
-            runner.run(serve(service))
+        try:
+            with (
+                contextlib.suppress(KeyboardInterrupt),
+                asyncio.Runner(loop_factory=_loop_factory()) as runner,
+            ):
+                runner.run(serve(service))
+        except FormatError as exc:  # the audit store, or the in-cluster credentials
+            fail(str(exc))

@@ -10,6 +10,7 @@ Example::
     nodes: [prod-eu-1=dumps/prod-eu-1.json]  # latest known state where no live access
     clusters:
       kubeconfig: ~/.kube/config
+      inCluster: mgmt                        # in a pod: watch this cluster too (its token)
       contexts: [prod-eu-1]
       argocdSecrets: {namespace: argocd, context: mgmt}
     auth:
@@ -85,6 +86,7 @@ SERVICE_SCHEMA: dict[str, Any] = {
             "properties": {
                 "kubeconfig": {"type": "string"},
                 "contexts": {"type": "array", "items": {"type": "string"}},
+                "inCluster": {"type": "string", "minLength": 1},
                 "argocdSecrets": {
                     "type": "object",
                     "additionalProperties": False,
@@ -198,6 +200,7 @@ class ServiceConfig:
     desired: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
     kubeconfig: str | None = None
+    in_cluster: str | None = None  # the name of the cluster serve runs in, to watch it too
     contexts: list[str] = field(default_factory=list)
     argocd_namespace: str | None = None
     argocd_context: str | None = None
@@ -314,6 +317,7 @@ def service_config_from(
         desired=list(raw.get("desired") or ()),
         nodes=list(raw.get("nodes") or ()),
         kubeconfig=clusters.get("kubeconfig"),
+        in_cluster=clusters.get("inCluster"),
         contexts=list(clusters.get("contexts") or ()),
         argocd_namespace=argocd.get("namespace"),
         argocd_context=argocd.get("context"),

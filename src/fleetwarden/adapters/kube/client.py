@@ -6,7 +6,8 @@ import json
 import os
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Generator, Mapping
 from typing import Any
 
 import httpx
@@ -25,7 +26,7 @@ from fleetwarden.ports.kube import (
     WatchEvent,
 )
 
-__all__ = ["JSON_MERGE", "STRATEGIC_MERGE", "KubeClient", "ssl_context"]
+__all__ = ["JSON_MERGE", "STRATEGIC_MERGE", "KubeClient", "TokenFileAuth", "ssl_context"]
 
 JSON_MERGE = "application/merge-patch+json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
@@ -51,6 +52,36 @@ def ssl_context(endpoint: ClusterEndpoint) -> ssl.SSLContext | bool:
     return ctx
 
 
+class TokenFileAuth(httpx.Auth):
+    """A bearer token read from a file that rotates: re-read at most every ``period``
+    seconds, and at once after a 401 (the old token may just have expired)."""
+
+    def __init__(self, path: str, token: str | None = None, *, period: float = 60.0) -> None:
+        self.path, self.period = path, period
+        self._token, self._read_at = token or "", time.monotonic() if token else 0.0
+
+    def _current(self, *, force: bool = False) -> str:
+        now = time.monotonic()
+        if force or not self._token or now - self._read_at >= self.period:
+            try:
+                with open(self.path, encoding="utf-8") as fh:
+                    fresh = fh.read().strip()
+            except OSError:
+                fresh = ""  # keep the last token; the API server will say if it is stale
+            if fresh:
+                self._token = fresh
+            self._read_at = now
+        return self._token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        sent = self._current()
+        request.headers["Authorization"] = f"Bearer {sent}"
+        response = yield request
+        if response.status_code == 401 and self._current(force=True) != sent:
+            request.headers["Authorization"] = f"Bearer {self._token}"
+            yield request
+
+
 class KubeClient:
     """Async access to one API server. Use as an async context manager."""
 
@@ -66,7 +97,9 @@ class KubeClient:
         headers = {"Accept": "application/json", "User-Agent": "fleetwarden/0.1"}
         creds = endpoint.credentials
         auth: httpx.Auth | None = None
-        if creds.token:
+        if creds.token_file:
+            auth = TokenFileAuth(creds.token_file, creds.token)
+        elif creds.token:
             headers["Authorization"] = f"Bearer {creds.token}"
         elif creds.username and creds.password:
             auth = httpx.BasicAuth(creds.username, creds.password)

@@ -57,7 +57,9 @@ def load_kubeconfig(path: Path, *, contexts: Sequence[str] = ()) -> list[Cluster
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
-def in_cluster_endpoint(name: str, *, env: Mapping[str, str] | None = None) -> ClusterEndpoint:
+def in_cluster_endpoint(
+    name: str, *, env: Mapping[str, str] | None = None, where: str = "--in-cluster"
+) -> ClusterEndpoint:
     """The API server of the pod this runs in, with its ServiceAccount's token and CA (what
     client-go's rest.InClusterConfig reads). ``FW_SA_DIR`` and ``FW_API_SERVER`` override the
     mount point and the server (tests, sidecars)."""
@@ -68,7 +70,7 @@ def in_cluster_endpoint(name: str, *, env: Mapping[str, str] | None = None) -> C
         host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
         if not host or not port:
             raise FormatError(
-                "--in-cluster",
+                where,
                 "not in a pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set",
             )
         server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
@@ -84,7 +86,7 @@ def in_cluster_endpoint(name: str, *, env: Mapping[str, str] | None = None) -> C
     return ClusterEndpoint(
         name,
         server,
-        credentials=Credentials(token=token),
+        credentials=Credentials(token=token, token_file=str(sa / "token")),
         ca_pem=ca,
         source=DiscoverySource.IN_CLUSTER,
     )
