@@ -116,6 +116,9 @@ class KubeClient:
             timeout=self._timeout,
             transport=transport,
             trust_env=False,
+            # every watch holds a connection for its whole life (nodes, six workload kinds,
+            # per namespace when so configured): no pool cap, or watches would queue
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
         )
 
     async def __aenter__(self) -> KubeClient:
