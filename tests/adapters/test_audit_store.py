@@ -151,13 +151,47 @@ async def test_opening_an_empty_database_migrates_it_to_head(backend: Backend):
         "SELECT version_num FROM alembic_version", "SELECT seq, hash FROM audit_head",
         bypass=False,
     )  # fmt: skip
-    assert version == ("0001_audit",)
+    assert version == ("0002_kind_at",)
     assert head == (0, GENESIS_HASH)
     assert await store.last() is None
     assert (await store.verify()).ok
     await audit_sql.upgrade_async(backend.url)  # again: a no-op
     again = await backend.open()
     assert await again.last() is None
+
+
+async def test_a_store_of_the_first_schema_is_upgraded_on_open_and_keeps_its_records(
+    backend: Backend,
+):
+    """0002 adds the (kind, at) index that the start-up replay of decisions reads through."""
+    from alembic import command
+
+    async def indexes() -> set[str]:
+        engine = create_async_engine(store_url(backend.url))
+        try:
+            async with engine.connect() as conn:
+                return await conn.run_sync(
+                    lambda c: {i["name"] for i in sa.inspect(c).get_indexes("audit_records")}
+                )
+        finally:
+            await engine.dispose()
+
+    first = await backend.open()
+    await first.append_many(incident(1))
+    await first.close()
+    cfg = audit_sql.alembic_config(backend.url)
+    await asyncio.to_thread(command.downgrade, cfg, "0001_audit")  # a store of 0001's time
+    assert "ix_audit_records_kind_at" not in await indexes()
+    store = await backend.open()  # migrates
+    [[version], rows] = await backend.sql(
+        "SELECT version_num FROM alembic_version",
+        "SELECT kind FROM audit_records ORDER BY seq",
+        bypass=False,
+    )
+    assert version == ("0002_kind_at",)
+    assert rows == [(d.kind.value,) for d in incident(1)]
+    assert (await store.verify()).ok
+    assert "ix_audit_records_kind_at" in await indexes()
 
 
 async def test_a_schema_newer_than_the_code_is_refused_with_a_clear_message(backend: Backend):

@@ -492,6 +492,21 @@ def test_approval_after_the_request_expired_is_blocked():
     assert "expired at" in late.reasons[-1]
 
 
+def test_an_expired_request_does_not_swallow_a_new_one_for_the_same_drift():
+    """It stays in ``pending`` a while (so that approving it says "expired"), but a drift
+    still there after the wait gets a fresh request, not a coalesced nothing."""
+    state = fresh()
+    d = decide(f(), route(Owner.CLUSTER), state, T0, Mode.APPROVAL)
+    record(d, state)
+    later = T0 + timedelta(hours=1, minutes=1)
+    again = decide(f(), route(Owner.CLUSTER), state, later, Mode.APPROVAL)
+    assert (again.status, again.guard) == (Status.PENDING_APPROVAL, None)
+    record(again, state)
+    assert set(state.pending) == {d.id, again.id}
+    assert approve(d.id, state, later).guard is Guard.EXPIRED
+    assert approve(again.id, state, later).status is Status.EXECUTE
+
+
 def test_approval_rechecks_the_blast_radius_at_approval_time():
     state = PolicyState({"c0": 20})
     pending = decide_all(

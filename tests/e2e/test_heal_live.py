@@ -194,9 +194,17 @@ async def test_dry_run_records_the_intended_call_and_touches_nothing(k8s, tmp_pa
             await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
         await api.request("POST", "/api/v1/nodes", body=_node("d-bad", team="intruder"))
         cfg = _config(tmp_path, k8s["kubeconfig"], ep.name, "dry-run")
-        await _run(
-            cfg, ep, lambda s: any(d.status.value == "dry-run" for d in s.healer.decisions.values())
-        )
+
+        def intended_call_recorded(service) -> bool:
+            # wait for what is asserted below: the decision is appended before the (intended)
+            # call, the action record after it
+            if not any(d.status.value == "dry-run" for d in service.healer.decisions.values()):
+                return False
+            with contextlib.closing(sqlite3.connect(tmp_path / "audit.db")) as con:
+                sql = "SELECT count(*) FROM audit_records WHERE kind = 'action'"
+                return con.execute(sql).fetchone()[0] > 0
+
+        await _run(cfg, ep, intended_call_recorded)
         node = await api.get("/api/v1/nodes/d-bad")
         assert node["metadata"]["labels"]["team"] == "intruder"  # nothing was patched
         await api.request("DELETE", "/api/v1/nodes/d-bad")

@@ -5,6 +5,13 @@ finding events here. For each new or changed finding the owner is looked up, the
 decides (dry-run by default; guards: blast radius, flap, approval), the remediator carries out
 an executable decision (or records the intended call in dry-run), and every step is appended to
 the audit store, linked by ids: event <- finding <- decision <- action/outcome.
+
+The audit store is where the guards' history lives across restarts: decisions are appended
+*before* their calls are sent (an action that went out is on record even if the process dies
+right after), approvals are appended as notes carrying the approved decision, and
+``Healer.restore`` (called once at start-up, before any finding is decided) reads them back
+and replays them into the ``PolicyState`` (``core.policy.restore_state``). Without a store, or
+when an append fails (counted in ``audit_failures``), the history is in memory only.
 """
 
 from __future__ import annotations
@@ -12,25 +19,46 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.core import policy as policy_mod
-from fleetwarden.core.audit import AuditDraft, AuditKind, event_draft, finding_draft, record_id
+from fleetwarden.core.audit import (
+    AuditDraft,
+    AuditKind,
+    AuditRecord,
+    event_draft,
+    finding_draft,
+    record_id,
+)
 from fleetwarden.core.events import ChangeEvent, dedupe_key
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import Decision, Mode, Policy, PolicyState, Status
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 
-__all__ = ["Healer"]
+__all__ = ["RESTORE_PAGE", "Healer", "Restored"]
 
 log = logging.getLogger("fleetwarden.healing")
 
 
+RESTORE_PAGE = 10_000  # audit records per query while restoring (each page re-reads the span)
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """What ``Healer.restore`` found in the audit store."""
+
+    replayed: int  # decisions (and approvals) replayed into the policy state
+    pending: int  # requests waiting for approval again
+    malformed: int  # records that carry no readable decision: skipped
+    too_old: int = 0  # read, but before the replay span
 
 
 class Healer:
@@ -58,6 +86,55 @@ class Healer:
     def set_pool_counts(self, counts: dict[str, int]) -> None:
         for cluster, n in counts.items():
             self.state.set_pools(cluster, n)
+
+    # --- start-up -------------------------------------------------------------------------
+
+    async def restore(self) -> Restored:
+        """Rebuild the guards' history from the audit store; call once, before ``run``.
+
+        Reads the decision records and approval notes stored in the last
+        ``Guards.replay_span`` (one time-bounded, paged query: newest first, by ``seq``),
+        replays them (``core.policy.restore_state``) and installs the result, keeping the
+        pool counts already set. Requests still waiting for approval come back (and are
+        listed in ``decisions``); a record whose decision cannot be read is skipped, counted
+        and logged. Raises ``AuditStoreError`` when the store cannot be read: healing must not
+        start with a history it could not see.
+        """
+        if self.audit is None:
+            return Restored(0, 0, 0)
+        now = self.clock()
+        since = now - self.policy.guards.replay_span
+        decisions: list[Decision] = []
+        malformed: list[str] = []
+        for rec in await _records_since(self.audit, since):
+            try:
+                decision = _recorded_decision(rec)
+            except ValueError as exc:  # MalformedDecision, or a payload that is not JSON
+                malformed.append(f"seq {rec.seq} (id {rec.id}): {exc}")
+                continue
+            if decision is not None:
+                decisions.append(decision)
+        replay = policy_mod.restore_state(
+            decisions, now, policy=self.policy, pools=self.state.pools
+        )
+        self.state = replay.state
+        for request in replay.pending:
+            self.decisions[request.id] = request
+        if malformed:
+            log.warning(
+                "audit records without a readable decision skipped",
+                extra={"count": len(malformed), "first": malformed[0]},
+            )
+        log.info(
+            "policy state restored from the audit store",
+            extra={
+                "replayed": replay.replayed,
+                "pending": len(replay.pending),
+                "malformed": len(malformed),
+                "since": since.isoformat(),
+            },
+        )
+        return Restored(replay.replayed, len(replay.pending), len(malformed), replay.too_old)
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -131,10 +208,14 @@ class Healer:
                 to_run.append(decision)
             if self.notify is not None:
                 self.notify(ev, decision.to_json())
-        outcomes = await self.remediator.carry_out_all(to_run) if to_run else []
-        for decision, outcome in zip(to_run, outcomes, strict=True):
-            drafts.extend(_action_drafts(decision, outcome))
+        # write-ahead: the decisions are on record before any call goes out, so a restart
+        # right after the calls still counts them against the guards (see restore)
         await self._append(drafts)
+        outcomes = await self.remediator.carry_out_all(to_run) if to_run else []
+        done: list[AuditDraft] = []
+        for decision, outcome in zip(to_run, outcomes, strict=True):
+            done.extend(_action_drafts(decision, outcome))
+        await self._append(done)
         return made
 
     async def approve(self, decision_id: str) -> Decision:
@@ -154,10 +235,10 @@ class Healer:
                 payload={"approval": decision.to_json()},
             )
         ]
+        await self._append(drafts)  # write-ahead, as in process
         if decision.status is Status.EXECUTE:
             (outcome,) = await self.remediator.carry_out_all([decision])
-            drafts.extend(_action_drafts(decision, outcome))
-        await self._append(drafts)
+            await self._append(_action_drafts(decision, outcome))
         return decision
 
     def pending(self) -> list[Decision]:
@@ -171,6 +252,39 @@ class Healer:
         except AuditStoreError as exc:
             self.audit_failures += 1
             log.error("audit append failed", extra={"error": str(exc)})
+
+
+async def _records_since(store: AuditStore, since: datetime) -> list[AuditRecord]:
+    """The decision records and notes stored at or after ``since``, oldest first.
+
+    ``query`` answers newest first and pages backwards by ``seq``. The bound is the store's
+    time of the record (written after the decision, by the same clock), so the replay span
+    is read whatever the size of the log: through the ``(kind, at)`` index in SQLite
+    (migration 0002), the ``at`` index in PostgreSQL.
+    """
+    kinds = (AuditKind.DECISION, AuditKind.NOTE)
+    out: list[AuditRecord] = []
+    before: int | None = None
+    while True:
+        page = await store.query(kind=kinds, since=since, before_seq=before, limit=RESTORE_PAGE)
+        out.extend(page)
+        if len(page) < RESTORE_PAGE:
+            break
+        before = page[-1].seq
+    out.reverse()
+    return out
+
+
+def _recorded_decision(rec: AuditRecord) -> Decision | None:
+    """The decision an audit record carries: a decision record's (``_decision_draft``), or
+    an approval note's result (``Healer.approve``); None for any other record. Raises
+    ValueError (``MalformedDecision``, or a payload that is not JSON) when it cannot be read.
+    """
+    if rec.kind == AuditKind.DECISION:
+        return Decision.from_json(rec.payload.get("decision"))
+    if rec.kind == AuditKind.NOTE and "approval" in rec.payload:
+        return Decision.from_json(rec.payload["approval"])
+    return None
 
 
 def _action_drafts(decision: Decision, outcome: Any) -> list[AuditDraft]:

@@ -22,13 +22,25 @@ action then passes the guards:
 Modes: ``dry-run`` (the default: detection stays apart from remediation, seed 002) runs the
 guards against a separate rehearsal history and marks what *would* run; ``enforce`` marks it
 executable; ``approval`` parks it until ``approve`` (``fleetwarden approve ID``) makes it
-executable for ``approval_ttl``. Statuses: ``planned`` (nothing for the remediator: ignore,
-alert, or covered by an earlier decision), ``dry-run``, ``pending-approval``, ``blocked``
-(a guard said no; the reason has the numbers), ``execute``.
+executable for ``approval_ttl`` (a request not approved within ``pending_ttl`` expires; a new
+request for the same drift is then made instead of being coalesced onto the dead one).
+Statuses: ``planned`` (nothing for the remediator: ignore, alert, or covered by an earlier
+decision), ``dry-run``, ``pending-approval``, ``blocked`` (a guard said no; the reason has the
+numbers), ``execute``.
+
+The history survives a restart through the audit log: every decision, and every approval's
+result, is a ``Decision`` whose ``to_json`` the shell stores; ``Decision.from_json`` reads it
+back and ``restore_state`` replays the decisions of the last ``Guards.replay_span`` through
+``record`` — the same ledgers, rehearsal ones included, and the requests still waiting for
+approval. Replay is exact (the next ``decide`` answers as it would have without the restart)
+when ``2 · flap_heals · heal_burst <= flap_window`` (defaults: 3 min against 30 min); with
+longer bursts a run of overlapping heals that straddles the start of the replayed history can
+move the flap guard's heal count by one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,7 +51,7 @@ from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
 from fleetwarden.core.findings import Finding, Layer, Severity
-from fleetwarden.core.ownership import ArgoApp, FluxRef, Owner, Route
+from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, Owner, Route
 from fleetwarden.core.pools import Taint
 
 __all__ = [
@@ -51,17 +63,20 @@ __all__ = [
     "DecisionTarget",
     "Guard",
     "Guards",
+    "MalformedDecision",
     "Mode",
     "NodeRestore",
     "Policy",
     "PolicyRule",
     "PolicyState",
+    "Replay",
     "Status",
     "UnknownDecision",
     "approve",
     "decide",
     "decide_all",
     "record",
+    "restore_state",
 ]
 
 
@@ -217,6 +232,15 @@ class Guards:
         """How much history the guards look at."""
         return max(self.window, self.flap_window, self.cooldown)
 
+    @property
+    def replay_span(self) -> timedelta:
+        """How much recorded history ``restore_state`` replays: the horizon, plus room for
+        heal bursts that straddle its start to line up again (a burst joins the heal begun up
+        to ``heal_burst`` before it, so the first replayed action of a pool may be mistaken
+        for a heal start; the mistake dies out within ``flap_heals`` bursts of two
+        ``heal_burst`` each), and at least ``pending_ttl`` (requests still approvable)."""
+        return max(self.horizon + 2 * self.flap_heals * self.heal_burst, self.pending_ttl)
+
 
 @dataclass(frozen=True, slots=True)
 class Policy:
@@ -309,9 +333,159 @@ class Decision:
             "approvedAt": ts(self.approved_at),
         }
 
+    @classmethod
+    def from_json(cls, data: object) -> Decision:
+        """The decision ``to_json`` wrote (as stored in the audit log), every field checked.
+
+        Raises ``MalformedDecision`` naming the first bad field. A target comes back as the
+        same value only if the store kept it verbatim: a node label whose key looks secret
+        is stored redacted, and a restore's labels come back in key order.
+        """
+        d = _Fields(data, "decision")
+        action = d.enum("action", Action)
+        decision = cls(
+            id=d.text("id", nonempty=True),
+            finding_id=d.text("findingId", nonempty=True),
+            cluster=d.text("cluster"),
+            pool=d.opt_text("pool"),
+            action=action,
+            mode=d.enum("mode", Mode),
+            status=d.enum("status", Status),
+            reasons=d.texts("reasons"),
+            target=_target_from_json(action, d.get("target"), "decision.target"),
+            at=d.time("at"),
+            notify=d.flag("notify"),
+            guard=d.opt_enum("guard", Guard),
+            expires_at=d.opt_time("expiresAt"),
+            approved_at=d.opt_time("approvedAt"),
+        )
+        if decision.status is Status.PENDING_APPROVAL and (
+            decision.target is None or decision.expires_at is None
+        ):
+            raise MalformedDecision(
+                "decision: a pending-approval decision needs a target and an expiresAt"
+            )
+        return decision
+
 
 class UnknownDecision(LookupError):
     """``approve`` was given an id that is not waiting for approval."""
+
+
+class MalformedDecision(ValueError):
+    """``Decision.from_json`` was given something that is not a decision; the message names
+    the field."""
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class _Fields:
+    """Typed reads of one JSON object, each failing with the field's path."""
+
+    __slots__ = ("_data", "_path")
+
+    def __init__(self, data: object, path: str) -> None:
+        if not isinstance(data, Mapping):
+            raise MalformedDecision(f"{path}: expected an object, got {type(data).__name__}")
+        self._data: Mapping[str, Any] = data
+        self._path = path
+
+    def get(self, key: str) -> object:
+        return self._data.get(key)
+
+    def bad(self, key: str, want: str) -> MalformedDecision:
+        got = repr(self._data.get(key))[:80]
+        return MalformedDecision(f"{self._path}.{key}: expected {want}, got {got}")
+
+    def text(self, key: str, *, nonempty: bool = False) -> str:
+        value = self._data.get(key)
+        if not isinstance(value, str) or (nonempty and not value):
+            raise self.bad(key, "a non-empty string" if nonempty else "a string")
+        return value
+
+    def opt_text(self, key: str) -> str | None:
+        return None if self._data.get(key) is None else self.text(key)
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        value = self._data.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.bad(key, "a list of strings")
+        return tuple(value)
+
+    def flag(self, key: str) -> bool:
+        value = self._data.get(key, False)
+        if not isinstance(value, bool):
+            raise self.bad(key, "true or false")
+        return value
+
+    def enum(self, key: str, kind: type[_E]) -> _E:
+        value = self._data.get(key)
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                return kind(value)
+        raise self.bad(key, f"one of {', '.join(m.value for m in kind)}")
+
+    def opt_enum(self, key: str, kind: type[_E]) -> _E | None:
+        return None if self._data.get(key) is None else self.enum(key, kind)
+
+    def time(self, key: str) -> datetime:
+        value = self._data.get(key)
+        try:
+            parsed = datetime.fromisoformat(value) if isinstance(value, str) else None
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed.tzinfo is None:
+            raise self.bad(key, "an ISO 8601 time with a UTC offset")
+        return parsed
+
+    def opt_time(self, key: str) -> datetime | None:
+        return None if self._data.get(key) is None else self.time(key)
+
+
+def _target_from_json(action: Action, data: object, path: str) -> DecisionTarget | None:
+    """The inverse of the targets' ``to_json``; which kind is read follows the action."""
+    if data is None:
+        return None
+    t = _Fields(data, path)
+    if action in (Action.SYNC, Action.ROLLBACK):
+        return ArgoApp(t.text("application", nonempty=True))
+    if action is Action.RECONCILE:
+        return FluxRef(
+            t.enum("kind", FluxKind),
+            t.text("namespace", nonempty=True),
+            t.text("name", nonempty=True),
+            t.opt_text("cluster"),
+        )
+    if action is Action.RESTORE:
+        cluster, pool, nodes = t.text("cluster"), t.opt_text("pool"), t.texts("nodes")
+        labels = t.get("labels")
+        if not isinstance(labels, Mapping) or not all(
+            isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in labels.items()
+        ):
+            raise t.bad("labels", "an object of label values (strings or null)")
+        taints = t.get("taints")
+        if not isinstance(taints, list):
+            raise t.bad("taints", "a list of taints")
+        parsed = []
+        for i, item in enumerate(taints):
+            one = _Fields(item, f"{path}.taints[{i}]")
+            parsed.append(Taint(one.text("key"), one.opt_text("value"), one.text("effect")))
+        pairs = t.get("replace")
+        if not isinstance(pairs, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in pairs
+        ):
+            raise t.bad("replace", "a list of [key, effect] pairs")
+        return NodeRestore(
+            cluster,
+            pool,
+            nodes,
+            labels=tuple(labels.items()),
+            taints=tuple(parsed),
+            replace=tuple((p[0], p[1]) for p in pairs),
+        )
+    raise MalformedDecision(f"{path}: {action.value} decisions have no target")
 
 
 # --- state ---------------------------------------------------------------------------------
@@ -429,7 +603,7 @@ def decide(
     rehearsal = mode is Mode.DRY_RUN
     ledger = state.ledger(rehearsal=rehearsal)
     if mode is Mode.APPROVAL:
-        waiting = state.waiting.get(ref.id) or state.waiting.get((action, target))
+        waiting = _waiting(state, ref.id, (action, target), now)
         if waiting is not None:
             reasons.append(f"already waiting for approval as {waiting}")
             return make(Status.PLANNED, guard=Guard.COALESCED)
@@ -555,7 +729,70 @@ def decide_all(
     return out
 
 
+# --- restoring -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """What ``restore_state`` rebuilt, and from how much."""
+
+    state: PolicyState
+    replayed: int  # decisions recorded into ``state``
+    too_old: int  # decisions before the replay span: no guard looks at them any more
+    pending: tuple[Decision, ...]  # requests that wait for approval again, oldest first
+
+
+def restore_state(
+    decisions: Iterable[Decision],
+    now: datetime,
+    *,
+    policy: Policy = DEFAULT_POLICY,
+    pools: Mapping[str, int] | None = None,
+) -> Replay:
+    """The ``PolicyState`` that recording ``decisions`` built, rebuilt at ``now``.
+
+    ``decisions``: every decision and every approval's result (``approve``) that was recorded,
+    in the order it was stored (several may share one time). Each one that took effect within
+    ``policy.guards.replay_span`` before ``now`` — at its ``approved_at``, else at its ``at``
+    — goes through ``record`` again, in time order: blast-radius counts, heals, quarantines,
+    cooldowns and coalescing come back, rehearsed (dry-run) ones apart from real ones. Requests
+    that were approved, refused or expired when approved late leave ``pending`` as they did;
+    requests whose ``expires_at`` has passed by ``now`` do not come back (approving them
+    again would only say they expired). ``pools``: the blast-radius base (pool counts are
+    configuration, not history). Pure: reads the values given, changes nothing else.
+    """
+    g = policy.guards
+    since = now - g.replay_span
+    kept: list[tuple[datetime, Decision]] = []
+    too_old = 0
+    for decision in decisions:
+        took_effect = decision.approved_at or decision.at
+        if took_effect < since:
+            too_old += 1
+        else:
+            kept.append((took_effect, decision))
+    kept.sort(key=lambda pair: pair[0])  # stable: one batch keeps its stored order
+    state = PolicyState(pools)
+    for _, decision in kept:
+        record(decision, state, policy=policy)
+    for did in [d for d, p in state.pending.items() if p.expired(now)]:
+        state.forget_pending(did)
+    pending = tuple(sorted(state.pending.values(), key=lambda d: d.at))
+    return Replay(state, len(kept), too_old, pending)
+
+
 # --- internals -----------------------------------------------------------------------------
+
+
+def _waiting(state: PolicyState, finding_id: str, op: OpKey, now: datetime) -> str | None:
+    """The request (for this drift, or for the same operation) still waiting for approval.
+    An expired one is kept a while only so that approving it says so: it covers nothing."""
+    for key in (finding_id, op):
+        did = state.waiting.get(key)
+        request = state.pending.get(did) if did is not None else None
+        if request is not None and not request.expired(now):
+            return did
+    return None
 
 
 @dataclass(frozen=True, slots=True)

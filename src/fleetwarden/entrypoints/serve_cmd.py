@@ -365,6 +365,7 @@ async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None
     cfg = service.config
     if service.healer.audit is None:
         await open_store(service)
+    await service.healer.restore()  # the guards' history, before any finding is decided
     service.initial_scan()
     # the desired state and node snapshots live for the whole run: keep them out of the cyclic
     # GC's generations, and collect young objects less often (fewer pauses on the hot path)

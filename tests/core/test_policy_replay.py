@@ -1,0 +1,527 @@
+"""The guards' history across a restart: a decision comes back from the JSON the audit store
+keeps of it (and anything else is refused by field), and replaying the stored decisions gives a
+``PolicyState`` under which the next decision is the one the lost state would have made."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fleetwarden.core import audit
+from fleetwarden.core.findings import Finding, Layer, Severity
+from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, OwnershipMap, OwnershipRule
+from fleetwarden.core.policy import (
+    Action,
+    Decision,
+    Guard,
+    Guards,
+    MalformedDecision,
+    Mode,
+    Policy,
+    PolicyState,
+    Status,
+    approve,
+    decide,
+    record,
+    restore_state,
+)
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+# labels and taints are restored directly, except on p3 where the cluster's Argo CD app is
+# synced (one operation for many findings: coalescing); instance types go to Flux per pool
+OWNERS = OwnershipMap(
+    [
+        OwnershipRule(pool="p3", direct_restore=False),
+        OwnershipRule(flux=FluxRef(FluxKind.HELM_RELEASE, "flux-system", "{cluster}-{pool}")),
+        OwnershipRule(argocd=ArgoApp("{cluster}-nodes")),
+    ]
+)
+
+
+def finding(c: int, p: int, k: int, kind: int, severity: Severity = Severity.CRITICAL) -> Finding:
+    """kind 0: a label, 1: a taint (both restored), 2: an instance type (Flux reconcile)."""
+    cluster, pool, nodes = f"c{c}", f"p{p}", (f"c{c}-p{p}-n1",)
+    if kind == 0:
+        return Finding(
+            cluster, pool, Layer.L1, f"labels.k{k}", "platform", "x", severity, nodes=nodes
+        )
+    if kind == 1:
+        return Finding(
+            cluster, pool, Layer.L2, f"taints.t{k}:NoSchedule", "v", None, severity, nodes=nodes
+        )
+    return Finding(cluster, pool, Layer.SPEC, "instanceType", "m5.large", f"t{k}", severity)
+
+
+def stored(d: Decision) -> Any:
+    """What the audit store keeps of a decision: its JSON, redacted and canonical."""
+    return json.loads(audit.redacted_json({"decision": d.to_json()}))["decision"]
+
+
+def same(d: Decision) -> Decision:
+    """A decision without its own id (it hashes the state's record counter, which counts
+    the records since the process started)."""
+    return replace(d, id="-", reasons=tuple(r.replace(d.id, "-") for r in d.reasons))
+
+
+# --- reading a decision back ------------------------------------------------------------------
+
+
+def every_kind_of_decision() -> list[Decision]:
+    """Each action, mode, status and guard the engine produces, approvals included."""
+    roomy = Policy(guards=Guards(max_per_cluster=1000, max_fleet=1000))
+    out: list[Decision] = []
+    for mode in Mode:
+        state = PolicyState({"c0": 20, "c1": 20})
+        for i, x in enumerate(
+            [
+                finding(0, p, k, kind, sev)
+                for p in (0, 3)
+                for k in (0, 1)
+                for kind in (0, 1, 2)
+                for sev in (Severity.CRITICAL, Severity.MEDIUM, Severity.INFO)
+            ]
+        ):
+            d = decide(x, OWNERS.route(x), state, T0 + timedelta(seconds=i), mode)
+            record(d, state)
+            out.append(d)
+        again = finding(0, 0, 0, 0)  # the first drift, reported again within the cooldown
+        d = decide(again, OWNERS.route(again), state, T0 + timedelta(seconds=40), mode)
+        record(d, state)
+        out.append(d)
+        for did in list(state.pending)[:3]:
+            ok = approve(did, state, T0 + timedelta(minutes=1))
+            record(ok, state)
+            out.append(ok)
+        if state.pending:  # one request approved too late
+            out.append(approve(next(iter(state.pending)), state, T0 + timedelta(hours=3)))
+        flap = PolicyState({"c0": 20})
+        for i in range(5):
+            x = finding(0, 0, 0, 0)
+            d = decide(x, OWNERS.route(x), flap, T0 + timedelta(minutes=3 * i), mode, policy=roomy)
+            record(d, flap, policy=roomy)
+            out.append(d)
+    return out
+
+
+DECISIONS = every_kind_of_decision()
+
+
+def test_the_fixture_covers_every_action_status_mode_and_guard():
+    assert {d.action for d in DECISIONS} == set(Action) - {Action.ROLLBACK}
+    assert {d.status for d in DECISIONS} == set(Status)
+    assert {d.mode for d in DECISIONS} == set(Mode)
+    assert {d.guard for d in DECISIONS} >= {
+        None,
+        Guard.COOLDOWN,
+        Guard.COALESCED,
+        Guard.FLAP,
+        Guard.QUARANTINE,
+        Guard.BLAST_CLUSTER,
+        Guard.EXPIRED,
+    }
+
+
+@pytest.mark.parametrize("d", DECISIONS, ids=lambda d: f"{d.mode}-{d.action}-{d.status}")
+def test_a_stored_decision_reads_back_as_the_same_value(d):
+    assert Decision.from_json(stored(d)) == d
+
+
+def test_a_rollback_and_a_flux_object_in_another_cluster_read_back():
+    base = DECISIONS[0]
+    for action, target in [
+        (Action.ROLLBACK, ArgoApp("prod-nodes")),
+        (Action.RECONCILE, FluxRef(FluxKind.KUSTOMIZATION, "flux-system", "pools", "mgmt")),
+    ]:
+        d = replace(base, action=action, target=target)
+        assert Decision.from_json(stored(d)) == d
+
+
+GOOD = stored(next(d for d in DECISIONS if d.status is Status.PENDING_APPROVAL))
+
+
+def broken(**changes: Any) -> dict[str, Any]:
+    out = json.loads(json.dumps(GOOD))
+    for key, value in changes.items():
+        if value is KeyError:
+            del out[key]
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        pytest.param([GOOD], "decision: expected an object", id="not an object"),
+        pytest.param(broken(id=KeyError), "decision.id", id="no id"),
+        pytest.param(broken(id=""), "decision.id", id="empty id"),
+        pytest.param(broken(findingId=7), "decision.findingId", id="id not text"),
+        pytest.param(broken(action="reboot"), "decision.action", id="unknown action"),
+        pytest.param(broken(mode=None), "decision.mode", id="no mode"),
+        pytest.param(broken(status="done"), "decision.status", id="unknown status"),
+        pytest.param(broken(guard="luck"), "decision.guard", id="unknown guard"),
+        pytest.param(broken(reasons="because"), "decision.reasons", id="reasons not a list"),
+        pytest.param(broken(at="2026-03-01T12:00:00"), "decision.at", id="time without offset"),
+        pytest.param(broken(at="yesterday"), "decision.at", id="not a time"),
+        pytest.param(broken(notify="yes"), "decision.notify", id="notify not a flag"),
+        pytest.param(broken(expiresAt=KeyError), "expiresAt", id="request without expiry"),
+        pytest.param(broken(target=None), "needs a target", id="request without target"),
+        pytest.param(broken(target=[]), "decision.target: expected an object", id="target list"),
+        pytest.param(
+            broken(target={"application": "x"}), "decision.target.cluster", id="wrong target"
+        ),
+        pytest.param(
+            broken(action="alert"), "alert decisions have no target", id="alert with target"
+        ),
+        pytest.param(
+            broken(target={**GOOD["target"], "taints": [{"key": "a", "effect": 3}]}),
+            "decision.target.taints[0].effect",
+            id="bad taint",
+        ),
+        pytest.param(
+            broken(target={**GOOD["target"], "labels": {"team": 1}}),
+            "decision.target.labels",
+            id="label value not text",
+        ),
+        pytest.param(
+            broken(target={**GOOD["target"], "replace": [["a"]]}),
+            "decision.target.replace",
+            id="replace not pairs",
+        ),
+    ],
+)
+def test_anything_else_is_refused_naming_the_field(data, field):
+    with pytest.raises(MalformedDecision, match=field.replace("[", r"\[").replace("]", r"\]")):
+        Decision.from_json(data)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.sampled_from(DECISIONS),
+    key=st.sampled_from(sorted(GOOD)),
+    value=JSON | st.just(KeyError),
+)
+def test_a_damaged_record_is_a_decision_or_malformed_never_a_crash(base, key, value):
+    data = stored(base)
+    if value is KeyError:
+        data.pop(key, None)
+    else:
+        data[key] = value
+    with contextlib.suppress(MalformedDecision):
+        Decision.from_json(data)
+
+
+@given(data=JSON)
+def test_any_json_is_a_decision_or_malformed_never_a_crash(data):
+    with contextlib.suppress(MalformedDecision):
+        Decision.from_json(data)
+
+
+# --- replaying ------------------------------------------------------------------------------
+
+
+def test_nothing_recorded_restores_an_empty_state_with_the_pool_counts():
+    replay = restore_state([], T0, pools={"c0": 20})
+    assert (replay.replayed, replay.too_old, replay.pending) == (0, 0, ())
+    assert replay.state.pools == {"c0": 20} and replay.state.fleet_pools == 20
+
+
+def test_replayed_blast_radius_blocks_the_next_action():
+    state = PolicyState({"c0": 20})  # 2 actions per 10 minutes
+    log = []
+    for k in range(2):
+        x = finding(0, k, 0, 0)
+        d = decide(x, OWNERS.route(x), state, T0, Mode.ENFORCE)
+        record(d, state)
+        log.append(d)
+    x = finding(0, 2, 0, 0)
+    later = T0 + timedelta(minutes=5)
+    replay = restore_state([Decision.from_json(stored(d)) for d in log], later, pools=state.pools)
+    after = decide(x, OWNERS.route(x), replay.state, later, Mode.ENFORCE)
+    assert (after.status, after.guard) == (Status.BLOCKED, Guard.BLAST_CLUSTER)
+    fresh = decide(x, OWNERS.route(x), PolicyState({"c0": 20}), later, Mode.ENFORCE)
+    assert fresh.status is Status.EXECUTE  # what a restart without the replay would do
+
+
+def test_requests_come_back_unless_decided_or_expired():
+    g = Guards(pending_ttl=timedelta(minutes=30))
+    policy = Policy(guards=g)
+    state = PolicyState({"c0": 100})
+    log = []
+
+    def request(k: int, at: datetime) -> Decision:
+        x = finding(0, k, 0, 0)
+        d = decide(x, OWNERS.route(x), state, at, Mode.APPROVAL, policy=policy)
+        record(d, state, policy=policy)
+        log.append(d)
+        return d
+
+    first = request(0, T0)
+    second = request(1, T0 + timedelta(minutes=10))
+    ok = approve(second.id, state, T0 + timedelta(minutes=35), policy=policy)
+    assert ok.status is Status.EXECUTE
+    record(ok, state, policy=policy)
+    log.append(ok)
+    third = request(2, T0 + timedelta(minutes=40))
+    now = T0 + timedelta(minutes=45)  # the first expired at T0 + 30m, unapproved
+    replay = restore_state(log, now, policy=policy, pools=state.pools)
+    assert [d.id for d in replay.pending] == [third.id]
+    assert set(replay.state.pending) == {third.id}
+    assert (replay.replayed, replay.too_old) == (2, 2)  # the span is 33m: 30m + 2 · 3 · 30s
+    # the restored request can be approved, with the guards seeing the approved one
+    result = approve(third.id, replay.state, now, policy=policy)
+    assert result.status is Status.EXECUTE
+    assert replay.state.executed_in_window(now, g.window) == 1
+    assert first.id not in replay.state.pending
+
+
+def test_an_approval_counts_from_when_it_was_approved():
+    """The request is older than the replay span, its approval is not: the action counts."""
+    g = Guards(window=timedelta(minutes=30))  # span: the 1h approval wait
+    policy = Policy(guards=g)
+    state = PolicyState({"c0": 100})
+    x = finding(0, 0, 0, 0)
+    request = decide(x, OWNERS.route(x), state, T0, Mode.APPROVAL, policy=policy)
+    record(request, state, policy=policy)
+    ok = approve(request.id, state, T0 + timedelta(minutes=50), policy=policy)
+    record(ok, state, policy=policy)
+    now = T0 + timedelta(minutes=65)
+    replay = restore_state([request, ok], now, policy=policy, pools=state.pools)
+    assert (replay.replayed, replay.too_old, replay.pending) == (1, 1, ())
+    assert replay.state.executed_in_window(now, g.window) == 1
+    again = decide(x, OWNERS.route(x), replay.state, now, Mode.ENFORCE, policy=policy)
+    assert same(again) == same(decide(x, OWNERS.route(x), state, now, Mode.ENFORCE, policy=policy))
+
+
+def test_decisions_are_replayed_in_time_order_whatever_order_they_were_stored_in():
+    """Two replicas, or an approval stored while a batch decided earlier was still being
+    written: the heal that began first is the one the later action joins."""
+    state = PolicyState({"c0": 100})
+    log = []
+    for k, offset in [(0, 0), (1, 10)]:
+        x = finding(0, 0, k, 0)
+        d = decide(x, OWNERS.route(x), state, T0 + timedelta(seconds=offset), Mode.ENFORCE)
+        record(d, state)
+        log.append(d)
+    now = T0 + timedelta(seconds=35)  # a new heal: 35s after the heal began at T0
+    x = finding(0, 0, 2, 0)
+    want = decide(x, OWNERS.route(x), state, now, Mode.ENFORCE)
+    assert "heal 2 of at most 3" in want.reasons[-1]
+    restored = restore_state(reversed(log), now, pools=state.pools).state
+    assert same(decide(x, OWNERS.route(x), restored, now, Mode.ENFORCE)) == same(want)
+
+
+def test_decisions_older_than_the_replay_span_are_counted_not_replayed():
+    state = PolicyState({"c0": 100})
+    x = finding(0, 0, 0, 0)
+    d = decide(x, OWNERS.route(x), state, T0, Mode.ENFORCE)
+    span = Guards().replay_span
+    replay = restore_state([d], T0 + span + timedelta(seconds=1))
+    assert (replay.replayed, replay.too_old) == (0, 1)
+    replay = restore_state([d], T0 + span)
+    assert (replay.replayed, replay.too_old) == (1, 0)
+
+
+def test_the_replay_span_covers_the_guards_bursts_and_approvals():
+    g = Guards()
+    assert g.replay_span >= g.horizon + 2 * g.flap_heals * g.heal_burst
+    assert g.replay_span >= g.pending_ttl
+    assert Guards(pending_ttl=timedelta(hours=5)).replay_span == timedelta(hours=5)
+
+
+@pytest.mark.parametrize(
+    ("flap_heals", "burst", "actions", "probe", "too_short"),
+    [
+        pytest.param(1, 300, [0, 240], 1980, lambda g: g.horizon, id="one burst"),
+        pytest.param(
+            2,
+            180,
+            [0, 162, 288, 468, 2016],
+            2214,
+            lambda g: g.horizon + 2 * g.heal_burst,
+            id="a chain of bursts",
+        ),
+    ],
+)
+def test_heal_bursts_straddling_the_horizon_need_the_replay_span(
+    flap_heals, burst, actions, probe, too_short
+):
+    """Why the span reaches past the horizon: an action that joined a heal begun before the
+    cut is replayed as a heal of its own, which can shift the heals after it (a chain), and
+    the flap guard then stops a heal the lost state allowed. Replaying ``too_short`` of the
+    history shows it; the replay span does not."""
+    g = Guards(
+        flap_heals=flap_heals,
+        heal_burst=timedelta(seconds=burst),
+        window=timedelta(minutes=1),
+        max_per_cluster=100,
+        max_fleet=100,
+        pending_ttl=timedelta(minutes=1),  # so that the bursts decide the span
+    )
+    policy = Policy(guards=g)
+    state = PolicyState({"c0": 10})
+    log = []
+    for k, offset in enumerate(actions):  # drifts of one pool, each healed
+        x = finding(0, 0, k, 0)
+        at = T0 + timedelta(seconds=offset)
+        d = decide(x, OWNERS.route(x), state, at, Mode.ENFORCE, policy=policy)
+        record(d, state, policy=policy)
+        log.append(d)
+    assert [d.status for d in log] == [Status.EXECUTE] * len(actions)
+    now = T0 + timedelta(seconds=probe)
+    x = finding(0, 0, 9, 0)
+    want = decide(x, OWNERS.route(x), state, now, Mode.ENFORCE, policy=policy)
+    assert want.status is Status.EXECUTE
+    replay = restore_state(log, now, policy=policy, pools=state.pools)
+    assert replay.too_old == 0
+    got = decide(x, OWNERS.route(x), replay.state, now, Mode.ENFORCE, policy=policy)
+    assert same(got) == same(want)
+    cut = restore_state(
+        [d for d in log if d.at >= now - too_short(g)], now, policy=policy, pools=state.pools
+    ).state
+    wrong = decide(x, OWNERS.route(x), cut, now, Mode.ENFORCE, policy=policy)
+    assert (wrong.status, wrong.guard) == (Status.BLOCKED, Guard.FLAP)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    # gaps in tenths of a heal burst: mostly within two bursts, now and then a long pause
+    gaps=st.lists(
+        st.integers(min_value=0, max_value=21) | st.integers(min_value=0, max_value=300),
+        max_size=60,
+    ),
+    flap_heals=st.integers(min_value=1, max_value=4),
+    heal_burst=st.sampled_from([30, 60, 120, 180]),
+)
+def test_heal_bursts_on_one_pool_replay_to_the_same_flap_verdict(gaps, flap_heals, heal_burst):
+    """Many drifts of one pool, close together (overlapping heal bursts: the flap guard's
+    hardest case), and a restart before every one of them: the replayed state starts a heal,
+    joins one, or stops the pool exactly as the lost state does, wherever the replay span
+    cuts the history."""
+    guards = Guards(
+        flap_heals=flap_heals,
+        heal_burst=timedelta(seconds=heal_burst),
+        pending_ttl=timedelta(seconds=60),  # the bursts decide the span
+        max_per_cluster=1000,
+        max_fleet=1000,
+    )
+    policy = Policy(guards=guards)
+    state = PolicyState({"c0": 10})
+    log: list[Decision] = []
+    now = T0
+    for i, gap in enumerate(gaps):
+        now += guards.heal_burst * gap / 10
+        x = Finding("c0", "p0", Layer.L1, f"labels.k{i}", "a", "b", Severity.HIGH, nodes=("n",))
+        restored = restore_state(log, now, policy=policy, pools=state.pools).state
+        after = decide(x, OWNERS.route(x), restored, now, Mode.ENFORCE, policy=policy)
+        d = decide(x, OWNERS.route(x), state, now, Mode.ENFORCE, policy=policy)
+        assert same(after) == same(d), i
+        record(d, state, policy=policy)
+        log.append(d)
+
+
+STEP = st.one_of(
+    st.tuples(
+        st.just("decide"),
+        st.sampled_from([0, 0, 1, 5, 20, 45, 100, 300, 900]),  # seconds since the last step
+        st.integers(min_value=0, max_value=2),  # cluster
+        st.integers(min_value=0, max_value=4),  # pool
+        st.integers(min_value=0, max_value=2),  # field
+        st.integers(min_value=0, max_value=2),  # kind of drift
+        st.sampled_from([Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM]),
+        st.sampled_from(list(Mode)),
+    ),
+    st.tuples(
+        st.just("approve"),
+        st.sampled_from([0, 1, 30, 300, 1800]),
+        st.integers(min_value=0, max_value=1000),  # which pending request
+    ),
+)
+PROBES = [
+    finding(c, p, k, kind)
+    for c in range(3)
+    for p in range(5)
+    for k in range(3)
+    for kind in range(3)
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.lists(STEP, max_size=120),
+    pools=st.lists(st.integers(min_value=0, max_value=40), min_size=3, max_size=3),
+    flap_heals=st.integers(min_value=1, max_value=4),
+    heal_burst=st.sampled_from([0, 30, 90, 180]),
+    pending_ttl=st.sampled_from([120, 600, 3600]),
+    approval_ttl=st.sampled_from([60, 900]),
+    restart_after=st.sampled_from([0, 1, 30, 200, 3000]),
+)
+def test_after_a_replay_the_next_decision_is_the_one_the_lost_state_would_make(
+    steps, pools, flap_heals, heal_burst, pending_ttl, approval_ttl, restart_after
+):
+    """Drive decide + record (+ approve) over hours, keep every decision as the store would,
+    restart: the replayed state gives the same decision for every probe finding in every
+    mode, and the same answer to approving every request that came back."""
+    guards = Guards(
+        flap_heals=flap_heals,
+        cooldown=timedelta(seconds=60),
+        heal_burst=timedelta(seconds=heal_burst),
+        pending_ttl=timedelta(seconds=pending_ttl),
+        approval_ttl=timedelta(seconds=approval_ttl),
+    )
+    assert 2 * guards.flap_heals * guards.heal_burst <= guards.flap_window  # exactness bound
+    policy = Policy(guards=guards)
+    counts = {f"c{i}": n for i, n in enumerate(pools)}
+    state = PolicyState(counts)
+    log: list[Any] = []
+    now = T0
+    for step in steps:
+        now += timedelta(seconds=step[1])
+        if step[0] == "decide":
+            _, _, c, p, k, kind, sev, mode = step
+            x = finding(c, p, k, kind, sev)
+            d = decide(x, OWNERS.route(x), state, now, mode, policy=policy)
+        elif state.pending:
+            ids = sorted(state.pending)
+            d = approve(ids[step[2] % len(ids)], state, now, policy=policy)
+        else:
+            continue
+        record(d, state, policy=policy)
+        log.append(stored(d))
+    now += timedelta(seconds=restart_after)
+
+    replay = restore_state(
+        [Decision.from_json(data) for data in log], now, policy=policy, pools=counts
+    )
+    restored = replay.state
+
+    assert replay.replayed + replay.too_old == len(log)
+    live = {did for did, p in state.pending.items() if not p.expired(now)}
+    assert set(restored.pending) == live == {d.id for d in replay.pending}
+    for did in live:
+        assert approve(did, restored, now, policy=policy) == approve(did, state, now, policy=policy)
+    for cluster in (None, *counts):
+        for window in (guards.window, guards.flap_window):
+            assert restored.executed_in_window(
+                now, window, cluster=cluster
+            ) == state.executed_in_window(now, window, cluster=cluster)
+    for x in PROBES:
+        rt = OWNERS.route(x)
+        for mode in Mode:
+            before = decide(x, rt, state, now, mode, policy=policy)
+            after = decide(x, rt, restored, now, mode, policy=policy)
+            assert same(after) == same(before), (x.id, mode)
