@@ -885,3 +885,66 @@ def test_models_of_real_manifests_agree_with_their_normal_form(realdata, path):
         live = wl.redact(liveify(obj))
         assert wl.model_from(obj) == wl.model_from(wl.normalise(obj))
         assert wl.model_from(live) == wl.model_from(wl.normalise(live))
+
+
+# --------------------------------------------------------------------------- cold-path shortcuts
+
+
+def test_indexed_models_equal_the_models_of_their_bodies(realdata, boutique, boutique_live):
+    """The index builds models from its own key and shares repeated parts (env entries,
+    quantities, containers) between objects: the same models as ``model_from``."""
+    for objs in (boutique, boutique_live, [liveify(o) for o in boutique]):
+        idx = index(objs)
+        for key, obj in idx.objects.items():
+            assert idx.model(key) == wl.model_from(obj.body, app=obj.app, source=obj.source)
+
+
+def test_shared_model_parts_keep_values_of_other_types_apart():
+    """A cached env entry or quantity never stands for an equal value of another type
+    (``False == 0``, ``True == 1`` in Python, not in the API)."""
+
+    def deployment(optional: Any, cpu: Any) -> dict[str, Any]:
+        ref = {"name": "cfg", "key": "k", "optional": optional}
+        container = {
+            "name": "app",
+            "image": "nginx:1.25",
+            "env": [{"name": "A", "valueFrom": {"configMapKeyRef": ref}}],
+            "resources": {"requests": {"cpu": cpu}},
+        }
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"template": {"spec": {"containers": [container]}}},
+        }
+
+    seen = {}
+    for optional, cpu in [(False, "1"), (0, 1), (False, True), ("false", 1.0), (False, "1")]:
+        obj = deployment(optional, cpu)
+        model = wl.ObjectIndex([wl.ObjectIndex.wrap(obj)]).model(
+            wl.ObjectKey("Deployment", "shop", "web")
+        )
+        assert model == wl.model_from(wl.normalise(obj)) == wl.model_from(obj)
+        seen[repr((optional, cpu))] = model.containers[0]
+    env = {k: c.env[0].value_from for k, c in seen.items()}
+    assert env["(False, '1')"] != env["(0, 1)"]  # optional: false is a default, 0 is not
+    assert seen["(False, True)"].requests == (("cpu", "True"),)
+    assert seen["(0, 1)"].requests == seen["(False, '1')"].requests == (("cpu", "1"),)
+
+
+def test_redaction_copies_what_it_changes_only_and_leaves_the_object_alone(boutique):
+    live = liveify(find(boutique, "Deployment", "frontend"), namespace="boutique")
+    before = copy.deepcopy(live)
+    out = wl.redact(live)
+    assert live == before
+    assert "status" not in out and wl.LAST_APPLIED not in out["metadata"]["annotations"]
+    assert "uid" not in out["metadata"] and "resourceVersion" not in out["metadata"]
+    assert out["metadata"]["managedFields"] == [
+        {
+            "manager": "argocd-controller",
+            "operation": "Apply",
+            "fieldsV1": {"f:metadata": {"f:labels": {}}},
+        }
+    ]
+    assert out["spec"] is live["spec"]  # shared, not copied
+    assert wl.redact(out) == out

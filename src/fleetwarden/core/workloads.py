@@ -168,6 +168,9 @@ _PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold":
 # =========================================================================== identity
 
 
+_new_tuple = tuple.__new__
+
+
 class ObjectKey(NamedTuple):
     """An object's identity. ``namespace`` None: not stated (desired manifests often omit it)."""
 
@@ -183,16 +186,18 @@ class ObjectKey(NamedTuple):
 def key_of(obj: Mapping[str, Any]) -> ObjectKey | None:
     """The key of an object of a supported kind, else None."""
     kind = obj.get("kind")
-    if kind not in KINDS:
-        return None
-    meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
+    return _key_in(kind, obj.get("metadata")) if kind in KINDS else None
+
+
+def _key_in(kind: str, meta: Any) -> ObjectKey | None:
+    if type(meta) is not dict and not isinstance(meta, Mapping):
         return None
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         return None
     ns = meta.get("namespace")
-    return ObjectKey(str(kind), ns if isinstance(ns, str) and ns else None, name)
+    # ObjectKey(...) without the Python-level __new__ of a NamedTuple: one per object
+    return _new_tuple(ObjectKey, (str(kind), ns if isinstance(ns, str) and ns else None, name))
 
 
 def app_of(obj: Mapping[str, Any], *, app_label: str | None = None) -> str | None:
@@ -201,22 +206,24 @@ def app_of(obj: Mapping[str, Any], *, app_label: str | None = None) -> str | Non
     ``<app>`` possibly ``<app-namespace>_<app>``) and the ``app.kubernetes.io/instance`` label.
     """
     meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
-        return None
+    return _app_in(meta, app_label) if _is_map(meta) else None
+
+
+def _app_in(meta: Mapping[str, Any], app_label: str | None) -> str | None:
     labels = meta.get("labels")
-    labels = labels if isinstance(labels, Mapping) else {}
+    labels = labels if _is_map(labels) else _EMPTY
     if app_label:
         value = labels.get(app_label)
         if isinstance(value, str) and value:
             return value
     annotations = meta.get("annotations")
-    if isinstance(annotations, Mapping):
+    if _is_map(annotations):
         tracking = annotations.get(TRACKING_ANNOTATION)
         if isinstance(tracking, str) and ":" in tracking:
-            app = tracking.split(":", 1)[0]
+            app = tracking.partition(":")[0]
             # apps outside the control-plane namespace are tracked as <namespace>_<name>;
             # '_' never occurs in a Kubernetes name, so the split is unambiguous
-            return app.rsplit("_", 1)[-1] or None
+            return app.rpartition("_")[2] or None
     value = labels.get(INSTANCE_LABEL)
     return value if isinstance(value, str) and value else None
 
@@ -261,27 +268,41 @@ def _redact_secret(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_MANAGED_KEEP = ("manager", "operation", "subresource", "fieldsV1")
+
+
 def redact(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object without status, volatile metadata and secret content (see module doc).
 
     ``managedFields`` stay, reduced to manager and FieldsV1, for ``managedFieldsManagers``.
+    Shallow: only the maps it changes are copied (the top level, ``metadata``, the
+    annotations when they hold the last-applied configuration, managedFields entries);
+    ``spec`` and the rest are shared with ``obj``, whose ``status`` is left out uncopied.
     """
-    out = {k: v for k, v in obj.items() if k != "status"}
-    meta = obj.get("metadata")
-    if isinstance(meta, Mapping):
-        m = {k: v for k, v in meta.items() if k not in _VOLATILE_META}
+    out = dict(obj)
+    out.pop("status", None)
+    meta = out.get("metadata")
+    if type(meta) is dict or isinstance(meta, Mapping):
+        m = dict(meta)
+        for k in _VOLATILE_META:
+            m.pop(k, None)
         annotations = m.get("annotations")
-        if isinstance(annotations, Mapping) and LAST_APPLIED in annotations:
-            m["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+        if _is_map(annotations) and LAST_APPLIED in annotations:
+            annotations = m["annotations"] = dict(annotations)
+            del annotations[LAST_APPLIED]
         managed = m.get("managedFields")
         if isinstance(managed, list):
-            m["managedFields"] = [
-                {k: e[k] for k in ("manager", "operation", "subresource", "fieldsV1") if k in e}
-                for e in managed
-                if isinstance(e, Mapping)
-            ]
+            reduced = []
+            for e in managed:  # loops: comprehensions here cost twice as much
+                if type(e) is dict or isinstance(e, Mapping):
+                    entry = {}
+                    for k in _MANAGED_KEEP:
+                        if k in e:
+                            entry[k] = e[k]
+                    reduced.append(entry)
+            m["managedFields"] = reduced
         out["metadata"] = m
-    if obj.get("kind") == "Secret":
+    if out.get("kind") == "Secret":
         out = _redact_secret(out)
     return out
 
@@ -354,6 +375,9 @@ def _is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
 def _drop(obj: dict[str, Any], key: str, default: Any) -> None:
     if key in obj and obj[key] == default and type(obj[key]) is type(default):
         del obj[key]
+
+
+_EMPTY: Mapping[str, Any] = {}  # the missing map, shared: read only
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -861,31 +885,82 @@ Model = Workload | ConfigObject | Autoscaler
 
 
 def _str_pairs(value: Any) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((str(k), str(v)) for k, v in _mapping(value).items()))
+    if not value:
+        return ()
+    return tuple(sorted([(str(k), str(v)) for k, v in _mapping(value).items()]))
+
+
+def _env_var(raw: Any) -> EnvVar | None:
+    """The model of one ``env`` entry, normalised by ``_norm_env`` (None: not a named entry)."""
+    e = _norm_env(raw)
+    if not _is_map(e) or not isinstance(e.get("name"), str):
+        return None
+    vf = e.get("valueFrom")
+    value = e.get("value")
+    return EnvVar(
+        e["name"],
+        None if value is None else str(value),
+        None if vf is None else _CANONICAL_JSON.encode(_prune(vf)),
+    )
+
+
+def _frozen(value: Any) -> Any:
+    """A string, or a map of string keys down to strings, as a hashable key that ``_thawed``
+    turns back into an equal value (key order included); None for anything else."""
+    if type(value) is str:
+        return value
+    if type(value) is not dict:
+        return None
+    items = []
+    for k, v in value.items():
+        if type(k) is not str:
+            return None
+        if type(v) is not str:
+            v = _frozen(v)
+            if v is None:
+                return None
+        items.append((k, v))
+    return tuple(items)
+
+
+def _thawed(key: Any) -> Any:
+    if type(key) is str:
+        return key
+    return {k: _thawed(v) for k, v in key}
+
+
+# The entries of a fleet repeat from workload to workload and from cluster to cluster:
+# one model each, built once (bounded: a cache miss only costs the normalisation).
+@lru_cache(maxsize=8192)
+def _cached_env_var(key: Any) -> EnvVar | None:
+    return _env_var(_thawed(key))
+
+
+@lru_cache(maxsize=8192)
+def _literal_env_var(name: str, value: str | None) -> EnvVar:
+    return EnvVar(name, value, None)
 
 
 def _container_from(c: Mapping[str, Any], *, init: bool) -> Container:
     # the same normalisers as ``normalise``, applied to the fields a model reads only
+    get = c.get
     env: dict[str, EnvVar] = {}
-    for raw in _list(c.get("env")):
-        if type(raw) is dict and "valueFrom" not in raw and len(raw) <= 2:
-            # the common case, {name, value}: what _norm_env would leave as it is
-            name, value = raw.get("name"), raw.get("value")
-            if isinstance(name, str):
-                env[name] = EnvVar(name, None if value in (None, "") else str(value), None)
-            continue
-        e = _norm_env(raw)
-        if not _is_map(e) or not isinstance(e.get("name"), str):
-            continue
-        vf = e.get("valueFrom")
-        value = e.get("value")
-        env[e["name"]] = EnvVar(
-            e["name"],
-            None if value is None else str(value),
-            None if vf is None else _CANONICAL_JSON.encode(_prune(vf)),
-        )
+    for raw in _list(get("env")):
+        if type(raw) is dict:
+            if "valueFrom" not in raw and len(raw) <= 2:
+                # the common case, {name, value}: what _norm_env would leave as it is
+                name, value = raw.get("name"), raw.get("value")
+                if isinstance(name, str):
+                    env[name] = _literal_env_var(name, None if value in (None, "") else str(value))
+                continue
+            key = _frozen(raw)
+            var = _env_var(raw) if key is None else _cached_env_var(key)
+        else:
+            var = _env_var(raw)
+        if var is not None:
+            env[var.name] = var
     env_from = []
-    for raw in _list(c.get("envFrom")):
+    for raw in _list(get("envFrom")):
         e = _norm_env_from(raw)
         if not _is_map(e):
             continue
@@ -896,23 +971,43 @@ def _container_from(c: Mapping[str, Any], *, init: bool) -> Container:
                 if e.get("prefix"):
                     item += f" prefix={e['prefix']}"
                 env_from.append(item)
-    resources = _mapping(c.get("resources"))
-    image = c.get("image")
-    return Container(
-        name=str(c.get("name", "")),
-        image=image if isinstance(image, str) else "",
-        env=tuple(env[k] for k in sorted(env)),
-        env_from=tuple(sorted(env_from)),
-        requests=_quantity_pairs(resources.get("requests")),
-        limits=_quantity_pairs(resources.get("limits")),
-        sidecar=init and c.get("restartPolicy") == "Always",
+    resources = get("resources")
+    if resources and _is_map(resources):
+        requests = _quantity_pairs(resources.get("requests"))
+        limits = _quantity_pairs(resources.get("limits"))
+    else:
+        requests = limits = ()
+    image = get("image")
+    return _container(
+        str(get("name", "")),
+        image if isinstance(image, str) else "",
+        tuple(sorted(env.values())) if env else (),  # by name: the names differ
+        tuple(sorted(env_from)) if env_from else (),
+        requests,
+        limits,
+        init and get("restartPolicy") == "Always",
     )
+
+
+# A fleet runs the same containers in every cluster: one model each, shared (and built once).
+_container = lru_cache(maxsize=8192)(Container)
 
 
 def _quantity_pairs(values: Any) -> tuple[tuple[str, str], ...]:
     if not values or not _is_map(values):
         return ()
-    return tuple(sorted((str(k), str(canonical_quantity(v, str(k)))) for k, v in values.items()))
+    items = tuple(values.items())
+    for k, v in items:
+        if type(k) is not str or type(v) is not str:  # not the cache's: 1 == 1.0 == True
+            return _canonical_pairs(items)
+    return _cached_canonical_pairs(items)
+
+
+def _canonical_pairs(items: Iterable[tuple[Any, Any]]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted([(str(k), str(canonical_quantity(v, str(k)))) for k, v in items]))
+
+
+_cached_canonical_pairs = lru_cache(maxsize=8192)(_canonical_pairs)
 
 
 def _affinity_terms(spec: Mapping[str, Any]) -> tuple[tuple[Requirement, ...], ...]:
@@ -960,14 +1055,33 @@ def workload_from(
     key = key_of(obj)
     if key is None or key.kind not in WORKLOAD_KINDS:
         raise ValueError(f"not a workload: {obj.get('kind')!r}")
-    spec = _mapping(obj.get("spec"))
-    template = _mapping(spec.get("template"))
-    tmeta = _mapping(template.get("metadata"))
-    pod = _mapping(template.get("spec"))
-    labels, annotations = _mapping(tmeta.get("labels")), _mapping(tmeta.get("annotations"))
-    mesh = {k: str(labels[k]) for k in MESH_KEYS if k in labels} if labels else {}
-    if annotations:
-        mesh.update({k: str(annotations[k]) for k in MESH_KEYS if k in annotations})
+    return _workload(obj, key, app, source)
+
+
+_MESH_KEYS = frozenset(MESH_KEYS)
+
+
+def _submap(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = parent.get(key)
+    return value if type(value) is dict or isinstance(value, Mapping) else _EMPTY
+
+
+def _by_container_name(container: Container) -> str:
+    return container.name
+
+
+def _workload(
+    obj: Mapping[str, Any], key: ObjectKey, app: str | None, source: str | None
+) -> Workload:
+    spec = _submap(obj, "spec")
+    template = _submap(spec, "template")
+    tmeta = _submap(template, "metadata")
+    pod = _submap(template, "spec")
+    mesh_keys = _MESH_KEYS
+    mesh: dict[str, str] = {}
+    for switches in (_submap(tmeta, "labels"), _submap(tmeta, "annotations")):
+        if switches and not mesh_keys.isdisjoint(switches):  # annotations win
+            mesh.update({k: str(v) for k, v in switches.items() if k in mesh_keys})
     replicas = spec.get("replicas")
     volumes = []
     for v in _list(pod.get("volumes")):
@@ -986,24 +1100,30 @@ def workload_from(
                     effect=t.get("effect") or None,
                 )
             )
+    # sorted by name like ``_by_name`` sorts the raw list (a stable sort, on the same key)
+    containers = []
+    for c in _list(pod.get("containers")):
+        if _is_map(c):
+            containers.append(_container_from(c, init=False))
+    if len(containers) > 1:
+        containers.sort(key=_by_container_name)
+    init_containers = _list(pod.get("initContainers"))
     return Workload(
-        kind=key.kind,
-        namespace=key.namespace,
-        name=key.name,
-        replicas=replicas if isinstance(replicas, int) and key.kind != "DaemonSet" else None,
-        containers=tuple(
-            _container_from(c, init=False) for c in _by_name(pod.get("containers")) if _is_map(c)
-        ),
-        init_containers=tuple(
-            _container_from(c, init=True) for c in _list(pod.get("initContainers")) if _is_map(c)
-        ),
-        mesh=tuple(sorted(mesh.items())),
-        volumes=tuple(sorted(volumes)),
-        node_selector=_str_pairs(pod.get("nodeSelector")),
-        node_affinity=_affinity_terms(pod),
-        tolerations=tuple(tolerations),
-        app=app,
-        source=source,
+        key.kind,
+        key.namespace,
+        key.name,
+        replicas if isinstance(replicas, int) and key.kind != "DaemonSet" else None,
+        tuple(containers),
+        tuple([_container_from(c, init=True) for c in init_containers if _is_map(c)])
+        if init_containers
+        else (),
+        tuple(sorted(mesh.items())) if mesh else (),
+        tuple(sorted(volumes)) if volumes else (),
+        _str_pairs(pod.get("nodeSelector")),
+        _affinity_terms(pod),
+        tuple(tolerations),
+        app,
+        source,
     )
 
 
@@ -1014,18 +1134,26 @@ def config_from(
     key = key_of(obj)
     if key is None or key.kind not in CONFIG_KINDS:
         raise ValueError(f"not a ConfigMap or Secret: {obj.get('kind')!r}")
+    return _config(obj, key, app, source)
+
+
+def _config(
+    obj: Mapping[str, Any], key: ObjectKey, app: str | None, source: str | None
+) -> ConfigObject:
+    sha256 = hashlib.sha256
+    digests: dict[str, str] = {}
     if key.kind == "Secret":
         obj = _redact_secret(obj)  # merges stringData; values already digested stay so
-    digests: dict[str, str] = {}
-    data = _mapping(obj.get("data"))
-    if key.kind == "Secret":
-        for k, v in data.items():
-            digests[str(k)] = _secret_value_digest(v)[len(_DIGEST_PREFIX) :]
+        skip = len(_DIGEST_PREFIX)
+        for k, v in _submap(obj, "data").items():
+            digests[str(k)] = _secret_value_digest(v)[skip:]
     else:
-        for k, v in data.items():
-            digests[str(k)] = hashlib.sha256(str(v).encode()).hexdigest()
-        for k, v in _mapping(obj.get("binaryData")).items():
-            digests[str(k)] = hashlib.sha256(("binary:" + str(v)).encode()).hexdigest()
+        for k, v in _submap(obj, "data").items():
+            digests[str(k)] = sha256(str(v).encode()).hexdigest()
+        binary = obj.get("binaryData")
+        if binary and _is_map(binary):
+            for k, v in binary.items():
+                digests[str(k)] = sha256(("binary:" + str(v)).encode()).hexdigest()
     return ConfigObject(
         key.kind, key.namespace, key.name, tuple(sorted(digests.items())), app, source
     )
@@ -1038,8 +1166,14 @@ def autoscaler_from(
     key = key_of(obj)
     if key is None or key.kind != AUTOSCALER_KIND:
         raise ValueError(f"not an HPA: {obj.get('kind')!r}")
-    spec = _mapping(obj.get("spec"))
-    ref = _mapping(spec.get("scaleTargetRef"))
+    return _autoscaler(obj, key, app, source)
+
+
+def _autoscaler(
+    obj: Mapping[str, Any], key: ObjectKey, app: str | None, source: str | None
+) -> Autoscaler:
+    spec = _submap(obj, "spec")
+    ref = _submap(spec, "scaleTargetRef")
     lo, hi = spec.get("minReplicas", 1), spec.get("maxReplicas")
     return Autoscaler(
         key.namespace,
@@ -1067,6 +1201,16 @@ def model_from(
     return autoscaler_from(obj, app=app, source=source)
 
 
+def _model(obj: ManifestObject) -> Model:
+    """``model_from`` for an indexed object, whose key is known."""
+    kind = obj.key.kind
+    if kind in WORKLOAD_KINDS:
+        return _workload(obj.body, obj.key, obj.app, obj.source)
+    if kind in CONFIG_KINDS:
+        return _config(obj.body, obj.key, obj.app, obj.source)
+    return _autoscaler(obj.body, obj.key, obj.app, obj.source)
+
+
 # =========================================================================== object index
 
 
@@ -1074,7 +1218,7 @@ def model_from(
 class ManifestObject:
     """One redacted object of a side, with where it came from."""
 
-    key: ObjectKey
+    key: ObjectKey  # key_of(body): the index builds the model from both
     body: Mapping[str, Any]
     source: str | None
     app: str | None
@@ -1089,6 +1233,7 @@ class ObjectIndex:
         "_autoscaled",
         "_by_app",
         "_by_kind_name",
+        "_desired_keys",
         "_hpas",
         "_models",
         "app_label",
@@ -1105,6 +1250,7 @@ class ObjectIndex:
         self._models: dict[ObjectKey, Model] = {}
         self._hpas: set[ObjectKey] = set()
         self._autoscaled: set[tuple[str, str | None, str]] | None = None
+        self._desired_keys: dict[str, list[ObjectKey]] = {}  # keys_for_app, until a change
         for obj in objects:
             self.put(obj)
 
@@ -1113,10 +1259,14 @@ class ObjectIndex:
         body: Mapping[str, Any], *, source: str | None = None, app_label: str | None = None
     ) -> ManifestObject | None:
         """A redacted ``ManifestObject`` for a raw object of a supported kind, else None."""
-        key = key_of(body)
+        kind = body.get("kind")  # key_of and app_of, reading the metadata once
+        if kind not in KINDS:
+            return None
+        meta: Any = body.get("metadata")
+        key = _key_in(kind, meta)
         if key is None:
             return None
-        return ManifestObject(key, redact(body), source, app_of(body, app_label=app_label))
+        return ManifestObject(key, redact(body), source, _app_in(meta, app_label))
 
     def add(self, body: Mapping[str, Any], *, source: str | None = None) -> ObjectKey | None:
         obj = self.wrap(body, source=source, app_label=self.app_label)
@@ -1126,20 +1276,32 @@ class ObjectIndex:
         return obj.key
 
     def put(self, obj: ManifestObject) -> None:
-        if obj.key in self.objects:
-            self.discard(obj.key)
-        self.objects[obj.key] = obj
+        key = obj.key
+        if key in self.objects:
+            self.discard(key)
+        self.objects[key] = obj
+        if self._desired_keys:
+            self._desired_keys.clear()
         if obj.app:
-            self._by_app.setdefault(obj.app, set()).add(obj.key)
-        self._by_kind_name.setdefault((obj.key.kind, obj.key.name), []).append(obj.key)
-        if obj.key.kind == AUTOSCALER_KIND:
-            self._hpas.add(obj.key)
+            by_app = self._by_app.get(obj.app)
+            if by_app is None:
+                by_app = self._by_app[obj.app] = set()
+            by_app.add(key)
+        kind_name = (key.kind, key.name)
+        same = self._by_kind_name.get(kind_name)
+        if same is None:
+            self._by_kind_name[kind_name] = [key]
+        else:
+            same.append(key)
+        if key.kind == AUTOSCALER_KIND:
+            self._hpas.add(key)
             self._autoscaled = None
 
     def discard(self, key: ObjectKey) -> None:
         old = self.objects.pop(key, None)
         if old is None:
             return
+        self._desired_keys.clear()
         self._models.pop(key, None)
         if key in self._hpas:
             self._hpas.discard(key)
@@ -1160,7 +1322,11 @@ class ObjectIndex:
         """Desired side: objects that name ``app``, or name no application at all (a tree
         given for one app rarely carries Argo CD's tracking label: Argo CD adds it on apply).
         """
-        return sorted(k for k, o in self.objects.items() if o.app in (None, app))
+        keys = self._desired_keys.get(app)
+        if keys is None:
+            keys = sorted([k for k, o in self.objects.items() if o.app is None or o.app == app])
+            self._desired_keys[app] = keys
+        return list(keys)
 
     def autoscalers(self) -> set[ObjectKey]:
         return self._hpas
@@ -1183,8 +1349,7 @@ class ObjectIndex:
     def model(self, key: ObjectKey) -> Model:
         cached = self._models.get(key)
         if cached is None:
-            obj = self.objects[key]
-            cached = self._models[key] = model_from(obj.body, app=obj.app, source=obj.source)
+            cached = self._models[key] = _model(self.objects[key])
         return cached
 
 
@@ -1303,6 +1468,24 @@ def _less(a: str, b: str) -> bool:
         return False
 
 
+def _workload_drifts(desired: Workload, actual: Workload, hpa_owned: bool) -> bool:
+    """False when ``diff_workload`` finds nothing for sure: every field it compares is equal
+    (identity, affinity, ``app`` and ``source`` aside)."""
+    if desired.replicas is not None and not hpa_owned and desired.replicas != actual.replicas:
+        return True
+    return not (
+        desired.containers == actual.containers
+        and desired.init_containers == actual.init_containers
+        and desired.mesh == actual.mesh
+        and desired.volumes == actual.volumes
+        and desired.node_selector == actual.node_selector
+        and (
+            desired.tolerations == actual.tolerations
+            or set(desired.tolerations) == set(actual.tolerations)
+        )
+    )
+
+
 def diff_workload(
     desired: Workload,
     actual: Workload,
@@ -1312,7 +1495,7 @@ def diff_workload(
     hpa_owned: bool = False,
 ) -> list[Finding]:
     """Findings between one desired workload and its observed counterpart (both models)."""
-    if desired == actual:
+    if not _workload_drifts(desired, actual, hpa_owned):
         return []
     out = _Out(cluster, ref or desired.key.ref, desired.app or actual.app, desired.source)
     if desired.replicas is not None and not hpa_owned and desired.replicas != actual.replicas:
@@ -1427,10 +1610,20 @@ def diff_config(
     return out.findings
 
 
+def _autoscaler_drifts(desired: Autoscaler, actual: Autoscaler) -> bool:
+    """Whether ``diff_autoscaler`` finds anything: the fields it compares."""
+    return (
+        desired.min_replicas != actual.min_replicas
+        or desired.max_replicas != actual.max_replicas
+        or desired.target_kind != actual.target_kind
+        or desired.target_name != actual.target_name
+    )
+
+
 def diff_autoscaler(
     desired: Autoscaler, actual: Autoscaler, *, cluster: str, ref: str | None = None
 ) -> list[Finding]:
-    if desired == actual:
+    if not _autoscaler_drifts(desired, actual):
         return []
     out = _Out(
         cluster,
@@ -1482,22 +1675,28 @@ def pair_objects(
     app_objects = observed.app_keys(app)
     unresolved: list[ObjectKey] = []
     seen_namespaces: Counter[str] = Counter()
+    present = observed.objects
+    by_kind_name = observed._by_kind_name
     for dkey in desired.keys_for_app(app):
         okey: ObjectKey | None = None
         if dkey.namespace is not None:
-            okey = dkey if dkey in observed.objects else None
+            okey = dkey if dkey in present else None
         else:
-            found = observed.candidates(dkey.kind, dkey.name)
-            mine = [k for k in found if k in app_objects] or list(found)
-            in_ns = [k for k in mine if k.namespace == namespace]
-            if in_ns:
-                okey = in_ns[0]
-            elif len(mine) == 1:
-                okey = mine[0]
+            found = by_kind_name.get((dkey.kind, dkey.name), ())
+            if len(found) == 1:  # the common case: what the lists below come to
+                okey = found[0]
+            else:
+                mine = [k for k in found if k in app_objects] or list(found)
+                in_ns = [k for k in mine if k.namespace == namespace]
+                if in_ns:
+                    okey = in_ns[0]
+                elif len(mine) == 1:
+                    okey = mine[0]
             if okey is None:
                 unresolved.append(dkey)
                 continue
-            seen_namespaces[okey.namespace or ""] += 1
+            ns = okey.namespace or ""
+            seen_namespaces[ns] = seen_namespaces.get(ns, 0) + 1
         if okey is not None:
             taken.add(okey)
         pairs.append(Pair(okey or dkey, dkey, okey))
@@ -1525,13 +1724,14 @@ def _hpa_targets(
 ) -> set[tuple[str, str | None, str]]:
     """Workloads whose replicas an HPA owns: one in Git, or any HPA in the cluster (made by
     hand, or by KEDA) -- either way the replica count is not Git's to state."""
-    targets = set(observed.autoscaled())
+    targets = observed.autoscaled()  # the index's own set: read only
+    in_git: set[tuple[str, str | None, str]] = set()
     for p in pairs:
         if p.key.kind == AUTOSCALER_KIND and p.desired is not None:
             hpa = desired.model(p.desired)
             if isinstance(hpa, Autoscaler):
-                targets.add((hpa.target_kind, p.key.namespace, hpa.target_name))
-    return targets
+                in_git.add((hpa.target_kind, p.key.namespace, hpa.target_name))
+    return targets | in_git if in_git - targets else targets
 
 
 def _models_for(
@@ -1540,9 +1740,14 @@ def _models_for(
     observed: ObjectIndex,
     rules: Sequence[IgnoreDifference],
 ) -> tuple[Model | None, Model | None]:
+    if not rules:
+        return (
+            desired.model(pair.desired) if pair.desired else None,
+            observed.model(pair.observed) if pair.observed else None,
+        )
     d = desired.objects.get(pair.desired) if pair.desired else None
     o = observed.objects.get(pair.observed) if pair.observed else None
-    if rules and d is not None and o is not None:
+    if d is not None and o is not None:
         identity = (GROUPS.get(pair.key.kind, ""), pair.key.kind, pair.key.namespace, pair.key.name)
         d_body, o_body = apply_ignore_differences(rules, identity, d.body, o.body)
         if d_body is not d.body or o_body is not o.body:
@@ -1582,18 +1787,20 @@ def diff_app(
         report_extra=options.report_extra,
     )
     owned = _hpa_targets(pairs, desired, observed)
+    rules = options.ignore_differences
     findings: list[Finding] = []
     compared = 0
     for pair in pairs:
-        want, have = _models_for(pair, desired, observed, options.ignore_differences)
-        ref = pair.key.ref
+        want, have = _models_for(pair, desired, observed, rules)
+        key = pair.key
         if want is None or have is None:
+            ref = key.ref
             present = want or have
             assert present is not None
             out = _Out(cluster, ref, app, present.source if want else None)
             missing = have is None
             out.add(
-                _presence_field(pair.key),
+                _presence_field(key),
                 ref if missing else None,
                 None if missing else ref,
                 Severity.HIGH if missing else Severity.MEDIUM,
@@ -1603,13 +1810,22 @@ def diff_app(
             findings.extend(out.findings)
             continue
         compared += 1
+        # the drift checks first: most pairs are in sync, and then ``ref`` is not needed
         if isinstance(want, Workload) and isinstance(have, Workload):
-            hpa = (pair.key.kind, pair.key.namespace, pair.key.name) in owned
-            findings.extend(diff_workload(want, have, cluster=cluster, ref=ref, hpa_owned=hpa))
+            hpa = key in owned  # an ObjectKey equals the (kind, namespace, name) tuple
+            if _workload_drifts(want, have, hpa):
+                findings.extend(
+                    diff_workload(want, have, cluster=cluster, ref=key.ref, hpa_owned=hpa)
+                )
         elif isinstance(want, ConfigObject) and isinstance(have, ConfigObject):
-            findings.extend(diff_config(want, have, cluster=cluster, ref=ref))
-        elif isinstance(want, Autoscaler) and isinstance(have, Autoscaler):
-            findings.extend(diff_autoscaler(want, have, cluster=cluster, ref=ref))
+            if want.digests != have.digests:
+                findings.extend(diff_config(want, have, cluster=cluster, ref=key.ref))
+        elif (
+            isinstance(want, Autoscaler)
+            and isinstance(have, Autoscaler)
+            and _autoscaler_drifts(want, have)
+        ):
+            findings.extend(diff_autoscaler(want, have, cluster=cluster, ref=key.ref))
     findings = apply_rules(findings, severities=options.severities, ignores=options.ignores)
     return AppDiff(cluster, app, findings, compared)
 
