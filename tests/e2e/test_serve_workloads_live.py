@@ -6,7 +6,6 @@ refresh clears it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import json
 from pathlib import Path
@@ -105,7 +104,10 @@ async def test_serve_follows_an_app_and_answers_from_the_warm_cache(
                 ),
                 timeout=30,
             )
-            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+            # no keep-alive: the waits below outlast uvicorn's 5 s idle timeout, and a request
+            # sent on a connection the server is closing just then fails (client-side race)
+            no_reuse = httpx.Limits(max_keepalive_connections=0)
+            async with httpx.AsyncClient(base_url=base, timeout=10, limits=no_reuse) as http:
                 r = await http.get("/api/fleet/versions", params={"app": "shop"})
                 assert r.status_code == 200, r.text
                 doc = r.json()
@@ -150,6 +152,6 @@ async def test_serve_follows_an_app_and_answers_from_the_warm_cache(
                 ] == []
         finally:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            done, _ = await asyncio.wait({task}, timeout=30)
             await _delete_namespace_objects(api, NS)
+            assert done, "serve did not stop within 30 s of being cancelled"
