@@ -62,6 +62,7 @@ from fleetwarden.core.policy import Mode, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.entrypoints import dashboard
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.entrypoints.service_config import ServiceConfig, load_service_config
@@ -152,6 +153,7 @@ class Service:
                 Route("/api/decisions", self._api_decisions, methods=["GET"]),
                 Route("/api/decisions/{id:str}/approve", self._api_approve, methods=["POST"]),
                 *self.workloads.routes(),
+                *dashboard.routes(self.fleet, self.snapshot, self.findings),
             ],
         )
         self._background: set[asyncio.Task[None]] = set()

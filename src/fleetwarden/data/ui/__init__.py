@@ -1,0 +1,3 @@
+"""The web dashboard's static files (served by ``entrypoints.dashboard``)."""
+
+__all__: list[str] = []

@@ -1,0 +1,132 @@
+"""The web dashboard of ``serve``: ``/ui/`` (static page, read-only) and ``/api/clusters``.
+
+The page (``data/ui``: HTML, one script, one stylesheet; no framework, no CDN) reads the JSON
+API every 5 s: ``/api/clusters`` (below), ``/api/findings``, ``/api/fleet/apps`` and
+``/api/fleet/versions``, ``/api/decisions``. It puts every value on the page as text, and the
+answers carry a Content-Security-Policy that allows only this origin's own script and style,
+so a hostile label value or cluster name cannot run anything in an operator's browser.
+
+``GET /api/clusters``: one entry per cluster known to the service -- live ones (health,
+version, node count, cached workload objects, synced) and those known only from node dumps --
+with its current finding count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from fleetwarden.app.watching import FleetWatcher
+from fleetwarden.core.findings import Finding
+from fleetwarden.core.nodes import ObservedNode
+
+__all__ = ["SECURITY_HEADERS", "cluster_rows", "routes"]
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+        "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+_FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
+
+
+def _asset(name: str) -> bytes:
+    return resources.files("fleetwarden.data.ui").joinpath(name).read_bytes()
+
+
+def cluster_rows(
+    fleet: FleetWatcher,
+    snapshot: Mapping[str, Sequence[ObservedNode]],
+    findings: Sequence[Finding],
+) -> list[dict[str, Any]]:
+    per_cluster = Counter(f.cluster for f in findings)
+    rows: dict[str, dict[str, Any]] = {}
+    for name in sorted(fleet.running):
+        watcher = fleet.watcher(name)
+        if watcher is None:
+            continue
+        workloads = watcher.workloads
+        rows[name] = {
+            "cluster": name,
+            "source": watcher.endpoint.source.value,
+            "health": watcher.health.state.value,
+            "version": watcher.health.version,
+            "nodes": len(watcher.nodes) if watcher.synced.is_set() else None,
+            "synced": watcher.synced.is_set() and (workloads is None or workloads.synced.is_set()),
+            "workloadObjects": len(workloads.index) if workloads is not None else None,
+        }
+    for name, nodes in sorted(snapshot.items()):
+        rows.setdefault(
+            name,
+            {
+                "cluster": name,
+                "source": "node dump",
+                "health": None,
+                "version": None,
+                "nodes": len(nodes),
+                "synced": None,
+                "workloadObjects": None,
+            },
+        )
+    for name in per_cluster:  # findings of a cluster no longer watched (e.g. from events)
+        rows.setdefault(
+            name,
+            {
+                "cluster": name,
+                "source": "events",
+                "health": None,
+                "version": None,
+                "nodes": None,
+                "synced": None,
+                "workloadObjects": None,
+            },
+        )
+    out = []
+    for name in sorted(rows):
+        out.append({**rows[name], "findings": per_cluster.get(name, 0)})
+    return out
+
+
+def routes(
+    fleet: FleetWatcher,
+    snapshot: Mapping[str, Sequence[ObservedNode]],
+    findings: Callable[[], Sequence[Finding]],
+) -> list[Route]:
+    async def index(request: Request) -> Response:
+        return RedirectResponse("/ui/", status_code=307)
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params.get("name") or "index.html"
+        if name not in _FILES:
+            return Response("not found", status_code=404, headers=SECURITY_HEADERS)
+        return Response(_asset(name), media_type=_FILES[name], headers=SECURITY_HEADERS)
+
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204, headers=SECURITY_HEADERS)  # browsers ask; none here
+
+    async def api_clusters(request: Request) -> Response:
+        rows = cluster_rows(fleet, snapshot, findings())
+        return Response(orjson.dumps(rows), media_type="application/json")
+
+    return [
+        Route("/", index, methods=["GET"]),
+        Route("/ui/", asset, methods=["GET"]),
+        Route("/ui/{name:str}", asset, methods=["GET"]),
+        Route("/favicon.ico", favicon, methods=["GET"]),
+        Route("/api/clusters", api_clusters, methods=["GET"]),
+    ]
