@@ -27,6 +27,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -393,20 +394,39 @@ def _endpoints(live: LiveSources) -> list[ClusterEndpoint]:
     return endpoints
 
 
+LIVE_CONCURRENCY = 32  # clusters read at once: kind to API servers and to this machine
+
+
 async def _gather_live(
     endpoints: Sequence[ClusterEndpoint], read: Callable[[KubeClient], Awaitable[T]]
 ) -> dict[str, T]:
-    """``read`` on every cluster at once; the first failure names its cluster."""
+    """``read`` on every cluster, ``LIVE_CONCURRENCY`` at a time, with a progress bar on a
+    terminal when there are several; the first failure names its cluster."""
+    gate = asyncio.Semaphore(LIVE_CONCURRENCY)
+    show = _err.is_terminal and len(endpoints) > 1
+    with Progress(
+        TextColumn("reading live clusters"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=_err,
+        transient=True,
+        disable=not show,
+    ) as bar:
+        task = bar.add_task("read", total=len(endpoints))
 
-    async def one(endpoint: ClusterEndpoint) -> tuple[str, T]:
-        try:
-            client = http_client_factory(endpoint)
-        except KubeError as exc:
-            raise FormatError(endpoint.name, str(exc)) from None
-        async with client:
-            return endpoint.name, await read(client)
+        async def one(endpoint: ClusterEndpoint) -> tuple[str, T]:
+            async with gate:
+                try:
+                    client = http_client_factory(endpoint)
+                except KubeError as exc:
+                    raise FormatError(endpoint.name, str(exc)) from None
+                async with client:
+                    result = await read(client)
+                bar.advance(task)
+                return endpoint.name, result
 
-    return dict(await asyncio.gather(*(one(e) for e in endpoints)))
+        return dict(await asyncio.gather(*(one(e) for e in endpoints)))
 
 
 def load_live_workloads(live: LiveSources, *, app_label: str | None) -> dict[str, wl.ObjectIndex]:
