@@ -103,7 +103,8 @@ class Service:
             settings=WatchSettings(
                 probe_interval=self.config.probe_interval, options=self.config.scan.diff
             ),
-            desired_apps=DesiredApps() if self.config.workloads is not None else None,
+            # workloads are watched only for followed apps (the six kinds cost a list each)
+            desired_apps=DesiredApps() if self.config.workloads and self.config.apps else None,
             workload_settings=self.config.workloads,
         )
         self.workloads = WorkloadFleet(self.config, self.fleet, self.argocd)
