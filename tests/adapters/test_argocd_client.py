@@ -1111,6 +1111,8 @@ async def test_rendered_manifests_become_the_desired_workloads(client, checker, 
     # an overlay for one cluster, and a clear error for an application Argo CD does not know
     overlay = await app_from_argocd("podinfo", client, [parse_argo_ref(f"prod-eu-1={APP}")])
     assert set(overlay.objects) == {"prod-eu-1"}
+    # there the app runs as that Argo CD application: its objects are the app's
+    assert overlay.aliases == {"prod-eu-1": (APP,)} and got.aliases == {}
     with pytest.raises(FormatError, match="argocd:nope: cannot fetch the rendered manifests"):
         await app_from_argocd("podinfo", client, [parse_argo_ref("nope")])
 

@@ -105,3 +105,25 @@ def test_last_writer_never_picks_a_subresource_or_an_older_write(entries):
     assert writer is not None
     assert (writer.time or "") == max(t for t, _ in candidates)
     assert writer.manager in {m for t, m in candidates if t == (writer.time or "")}
+
+
+def test_an_alias_makes_another_applications_objects_the_apps_in_one_cluster():
+    """An ApplicationSet deploys `shop` to prod-eu-1 as the Argo CD application
+    `shop-prod-eu-1`: there, objects tracked as that one are shop's (pairing and extras)."""
+    git = wl.ObjectIndex([obj("ConfigMap", "cart", ns="shop")])
+    live = wl.ObjectIndex(
+        [
+            obj("ConfigMap", "cart", app="shop-prod-eu-1", ns="shop"),
+            obj("ConfigMap", "debug", app="shop-prod-eu-1", ns="shop"),  # not in Git
+        ]
+    )
+    without = wl.diff_app("prod-eu-1", "shop", git, live)
+    assert [f.field for f in without.findings] == []  # the extra object goes unseen
+    live.set_aliases("shop", ["shop-prod-eu-1"])
+    with_alias = wl.diff_app("prod-eu-1", "shop", git, live)
+    assert [(f.field, f.expected) for f in with_alias.findings] == [("config.debug", None)]
+    live.set_aliases("shop", [])
+    assert live.app_keys("shop") == set()
+
+    apps = DesiredApps([AppDesired("shop", {None: []}, aliases={"prod-eu-1": ("shop-prod-eu-1",)})])
+    assert apps.concerned(wl.ObjectKey("ConfigMap", "shop", "x"), "shop-prod-eu-1") == {"shop"}

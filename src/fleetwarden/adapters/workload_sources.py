@@ -112,7 +112,13 @@ async def app_from_argocd(
         if namespace:
             found = [_in_namespace(o, namespace) for o in found]
         objects.setdefault(ref.cluster, []).extend(found)
-    return AppDesired(app, objects, sources=tuple(f"argocd:{r.label}" for r in refs))
+    aliases: dict[str, tuple[str, ...]] = {}
+    for ref in refs:
+        if ref.cluster and ref.application != app:
+            aliases[ref.cluster] = (*aliases.get(ref.cluster, ()), ref.application)
+    return AppDesired(
+        app, objects, sources=tuple(f"argocd:{r.label}" for r in refs), aliases=aliases
+    )
 
 
 def _in_namespace(obj: wl.ManifestObject, namespace: str) -> wl.ManifestObject:

@@ -269,6 +269,7 @@ class WorkloadWatcher:
 
     def findings_of(self, app: str) -> list[Finding]:
         """The drift of ``app`` in this cluster now, each finding with its object's writer."""
+        self.index.set_aliases(app, self.desired.apps[app].aliases.get(self.cluster, ()))
         result = wl.diff_app(
             self.cluster,
             app,

@@ -32,6 +32,9 @@ class AppDesired:
     app: str
     objects: Mapping[str | None, Sequence[ManifestObject]]
     sources: tuple[str, ...] = ()  # where they came from, for messages
+    # cluster -> the other application names the app runs under there (an ApplicationSet's
+    # per-cluster Argo CD application): objects labelled so are the app's in that cluster
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _indexes: dict[str | None, ObjectIndex] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -62,14 +65,18 @@ class AppDesired:
 class DesiredApps:
     """Every followed application's desired state; replaced whole when a source refreshes."""
 
-    __slots__ = ("_by_name", "apps")
+    __slots__ = ("_by_alias", "_by_name", "apps")
 
     def __init__(self, apps: Iterable[AppDesired] = ()) -> None:
         self.apps: dict[str, AppDesired] = {a.app: a for a in apps}
         self._by_name: dict[tuple[str, str], set[str]] = {}
+        self._by_alias: dict[str, set[str]] = {}
         for app in self.apps.values():
             for name in app.names():
                 self._by_name.setdefault(name, set()).add(app.app)
+            for others in app.aliases.values():
+                for other in others:
+                    self._by_alias.setdefault(other, set()).add(app.app)
 
     def __bool__(self) -> bool:
         return bool(self.apps)
@@ -82,6 +89,9 @@ class DesiredApps:
         labelled for (before and after the change) and those whose desired state holds an
         object of its kind and name."""
         found = {a for a in apps if a is not None and a in self.apps}
+        for a in apps:
+            if a is not None:
+                found |= self._by_alias.get(a, set())
         found |= self._by_name.get((key.kind, key.name), set())
         return found
 

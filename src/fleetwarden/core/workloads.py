@@ -1230,6 +1230,7 @@ class ObjectIndex:
     per object and kept until the object changes."""
 
     __slots__ = (
+        "_aliases",
         "_autoscaled",
         "_by_app",
         "_by_kind_name",
@@ -1246,6 +1247,7 @@ class ObjectIndex:
         self.app_label = app_label
         self.objects: dict[ObjectKey, ManifestObject] = {}
         self._by_app: dict[str, set[ObjectKey]] = {}
+        self._aliases: dict[str, tuple[str, ...]] = {}
         self._by_kind_name: dict[tuple[str, str], list[ObjectKey]] = {}
         self._models: dict[ObjectKey, Model] = {}
         self._hpas: set[ObjectKey] = set()
@@ -1316,7 +1318,20 @@ class ObjectIndex:
         return len(self.objects)
 
     def app_keys(self, app: str) -> set[ObjectKey]:
-        return self._by_app.get(app, set())
+        keys = self._by_app.get(app, set())
+        for other in self._aliases.get(app, ()):
+            keys = keys | self._by_app.get(other, set())
+        return keys
+
+    def set_aliases(self, app: str, others: Iterable[str]) -> None:
+        """Objects labelled for any of ``others`` count as ``app``'s here: in this cluster the
+        app is deployed as another Argo CD application (an ApplicationSet's
+        ``shop-prod-eu-1`` for ``shop``)."""
+        found = tuple(sorted(set(others) - {app}))
+        if found:
+            self._aliases[app] = found
+        else:
+            self._aliases.pop(app, None)
 
     def keys_for_app(self, app: str) -> list[ObjectKey]:
         """Desired side: objects that name ``app``, or name no application at all (a tree

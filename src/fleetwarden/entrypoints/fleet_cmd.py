@@ -47,6 +47,7 @@ from fleetwarden.adapters.workload_sources import (
 )
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.clusters import ClusterEndpoint
+from fleetwarden.core.desired_apps import AppDesired
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import Skip, assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
@@ -210,6 +211,19 @@ class DesiredState:
     objects: dict[str | None, list[wl.ManifestObject]] = field(default_factory=dict)
     pools: list[NodePoolSpec] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # see AppDesired
+
+    def add(self, app: AppDesired) -> None:
+        for cluster, objs in app.objects.items():
+            self.objects.setdefault(cluster, []).extend(objs)
+        for cluster, names in app.aliases.items():
+            self.aliases[cluster] = (*self.aliases.get(cluster, ()), *names)
+
+    def apply_aliases(self, app: str, observed: Mapping[str, wl.ObjectIndex]) -> None:
+        """In a cluster whose overlay is another Argo CD application, objects labelled for
+        that application are the app's."""
+        for cluster, index in observed.items():
+            index.set_aliases(app, self.aliases.get(cluster, ()))
 
     def names(self) -> set[tuple[str, str]]:
         return {(o.key.kind, o.key.name) for objs in self.objects.values() for o in objs}
@@ -282,13 +296,16 @@ def load_observed(
     desired_names: set[tuple[str, str]],
     app_label: str | None,
     limit: int = files.DEFAULT_NODES_LIMIT,
+    aliases: Iterable[str] = (),
 ) -> dict[str, wl.ObjectIndex]:
-    """Each cluster's objects that concern ``app``: labelled for it, named like a desired
-    object, or an HPA (it may own a desired workload's replicas)."""
+    """Each cluster's objects that concern ``app``: labelled for it (or for one of its
+    ``aliases``), named like a desired object, or an HPA (it may own a desired workload's
+    replicas)."""
+    names = {app, *aliases}
 
     def want(key: wl.ObjectKey, obj_app: str | None) -> bool:
         return (
-            obj_app == app
+            obj_app in names
             or (key.kind, key.name) in desired_names
             or key.kind == wl.AUTOSCALER_KIND
         )
@@ -376,13 +393,10 @@ def argocd_client(server: str | None, *, insecure: bool = False) -> ArgoCDClient
         _fail(f"--argocd-server {server}: {exc}")
 
 
-async def fetch_argocd_desired(
-    app: str, live: LiveSources, *, app_label: str | None
-) -> dict[str | None, list[wl.ManifestObject]]:
+async def fetch_argocd_desired(app: str, live: LiveSources, *, app_label: str | None) -> AppDesired:
     refs = [parse_argo_ref(r) for r in live.argocd_apps]
     async with argocd_client(live.argocd_server, insecure=live.argocd_insecure) as client:
-        got = await app_from_argocd(app, client, refs, app_label=app_label, revision=live.revision)
-    return {cluster: list(objs) for cluster, objs in got.objects.items()}
+        return await app_from_argocd(app, client, refs, app_label=app_label, revision=live.revision)
 
 
 def _endpoints(live: LiveSources) -> list[ClusterEndpoint]:
@@ -480,9 +494,7 @@ def _load_fleet(
             desired_args, app_label=fleet.app_label, limit=settings.desired_file_limit
         )
         if live.argocd_apps:
-            fetched = asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label))
-            for cluster, objs in fetched.items():
-                state.objects.setdefault(cluster, []).extend(objs)
+            state.add(asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label)))
         _check_app(app, state)
         observed = load_observed(
             workload_sources(workload_args),
@@ -490,8 +502,10 @@ def _load_fleet(
             desired_names=state.names(),
             app_label=fleet.app_label,
             limit=settings.nodes_file_limit,
+            aliases=[n for names in state.aliases.values() for n in names],
         )
         observed.update(load_live_workloads(live, app_label=fleet.app_label))
+        state.apply_aliases(app, observed)
     except FormatError as exc:
         _fail(str(exc))
     return state, state.indexes(observed), observed, fleet
@@ -913,9 +927,7 @@ def gate_command(
             limit=settings.desired_file_limit,
         )
         if live.argocd_apps:
-            fetched = asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label))
-            for cluster, objs in fetched.items():
-                state.objects.setdefault(cluster, []).extend(objs)
+            state.add(asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label)))
         _check_app(app, state)
         node_map = files.load_nodes(
             [files.parse_path_arg(a) for a in nodes or ()], limit=settings.nodes_file_limit
@@ -926,6 +938,7 @@ def gate_command(
             desired_names=state.names(),
             app_label=fleet.app_label,
             limit=settings.nodes_file_limit,
+            aliases=[n for names in state.aliases.values() for n in names],
         )
         endpoints = _endpoints(live)
         if in_cluster is not None:
@@ -934,6 +947,7 @@ def gate_command(
             live_nodes, live_workloads = asyncio.run(_read_gate_live(endpoints, live, fleet))
             node_map.update(live_nodes)
             observed.update(live_workloads)
+        state.apply_aliases(app, observed)
         if not node_map:
             _fail("--nodes: no node dump found")
     except FormatError as exc:

@@ -56,7 +56,13 @@ def merge_app(name: str, parts: Sequence[AppDesired]) -> AppDesired:
     for part in parts:
         for cluster, objs in part.objects.items():
             objects.setdefault(cluster, []).extend(objs)
-    return AppDesired(name, objects, sources=tuple(s for p in parts for s in p.sources))
+    aliases: dict[str, tuple[str, ...]] = {}
+    for part in parts:
+        for cluster, names in part.aliases.items():
+            aliases[cluster] = (*aliases.get(cluster, ()), *names)
+    return AppDesired(
+        name, objects, sources=tuple(s for p in parts for s in p.sources), aliases=aliases
+    )
 
 
 async def load_app(config: ServiceConfig, argocd: ArgoCD | None, source: AppSource) -> AppDesired:
