@@ -17,11 +17,11 @@ from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.core import workloads as wl
 from tests.e2e.test_cli_fleet import invoke
 from tests.e2e.test_workloads_live import (
-    PATHS,
     _ensure_namespace,
     apply_like_argocd,
     desired_objects,
     endpoint,  # noqa: F401  (the fixture)
+    set_image,
 )
 from tests.e2e.test_workloads_watch_live import _delete_namespace_objects
 from tests.support.asgi_server import serve_asgi
@@ -48,21 +48,7 @@ def live_app(endpoint, realdata):  # noqa: F811
             await _delete_namespace_objects(api, NS)
             for obj in docs:
                 await apply_like_argocd(api, obj, namespace=NS)
-            await api.request(
-                "PATCH",
-                PATHS["Deployment"].format(ns=NS) + "/loadgenerator",
-                params={"fieldManager": "kubectl-set"},
-                body={
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "containers": [{"name": "main", "image": "loadgenerator:v0.10.7"}]
-                            }
-                        }
-                    }
-                },
-                content_type="application/strategic-merge-patch+json",
-            )
+            await set_image(api, NS, "loadgenerator", "loadgenerator:v0.10.7")
 
     async def teardown() -> None:
         async with KubeClient(endpoint) as api:

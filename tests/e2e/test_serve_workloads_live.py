@@ -20,11 +20,11 @@ from fleetwarden.entrypoints.service_config import load_service_config
 from tests.e2e.test_fleet_live_sources import context_of
 from tests.e2e.test_heal_live import _port, _until
 from tests.e2e.test_workloads_live import (
-    PATHS,
     _ensure_namespace,
     apply_like_argocd,
     desired_objects,
     endpoint,  # noqa: F401  (the fixture)
+    set_image,
 )
 from tests.e2e.test_workloads_watch_live import _delete_namespace_objects
 
@@ -34,7 +34,7 @@ NS = "serve-live"
 NEW_IMAGE = "loadgenerator:v0.10.7"
 
 
-def _set_image(docs: list[dict], image: str) -> list[dict]:
+def _with_image(docs: list[dict], image: str) -> list[dict]:
     out = copy.deepcopy(docs)
     gen = next(d for d in out if d["metadata"]["name"] == "loadgenerator")
     gen["spec"]["template"]["spec"]["containers"][0]["image"] = image
@@ -79,17 +79,7 @@ async def test_serve_follows_an_app_and_answers_from_the_warm_cache(
         await _delete_namespace_objects(api, NS)
         for obj in docs:
             await apply_like_argocd(api, obj, namespace=NS)
-        await api.request(
-            "PATCH",
-            PATHS["Deployment"].format(ns=NS) + "/loadgenerator",
-            params={"fieldManager": "kubectl-set"},
-            body={
-                "spec": {
-                    "template": {"spec": {"containers": [{"name": "main", "image": NEW_IMAGE}]}}
-                }
-            },
-            content_type="application/strategic-merge-patch+json",
-        )
+        await set_image(api, NS, "loadgenerator", NEW_IMAGE)
 
         service = build_service(load_service_config(cfg))
         task = asyncio.create_task(serve(service))
@@ -136,7 +126,8 @@ async def test_serve_follows_an_app_and_answers_from_the_warm_cache(
                 assert missing.status_code == 404 and missing.json()["followed"] == ["shop"]
 
                 # Git catches up with the cluster: the next refresh clears the finding
-                (rendered / "shop.yaml").write_text(yaml.safe_dump_all(_set_image(docs, NEW_IMAGE)))
+                caught_up = yaml.safe_dump_all(_with_image(docs, NEW_IMAGE))
+                (rendered / "shop.yaml").write_text(caught_up)
                 await _until(lambda: not w.tracker.current(), timeout=20)
                 r = await http.get("/api/fleet/diff", params={"app": "shop"})
                 assert r.json()["findings"] == []

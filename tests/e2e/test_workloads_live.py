@@ -129,6 +129,26 @@ async def apply_like_argocd(api: KubeClient, obj: dict[str, Any], *, namespace: 
     )
 
 
+async def set_image(
+    api: KubeClient,
+    namespace: str,
+    deployment: str,
+    image: str,
+    *,
+    manager: str = "kubectl-set",
+    container: str = "main",
+) -> None:
+    """`kubectl set image deployment/NAME CONTAINER=IMAGE`, by the field manager ``manager``."""
+    containers = [{"name": container, "image": image}]
+    await api.request(
+        "PATCH",
+        PATHS["Deployment"].format(ns=namespace) + f"/{deployment}",
+        params={"fieldManager": manager},
+        body={"spec": {"template": {"spec": {"containers": containers}}}},
+        content_type="application/strategic-merge-patch+json",
+    )
+
+
 async def read_back(api: KubeClient, tmp: Path, name: str) -> list[wl.ManifestObject]:
     """`kubectl get deploy,sts,ds,cm,secret,hpa -n NS -o json`, through the real reader."""
     items: list[dict[str, Any]] = []

@@ -41,6 +41,7 @@ from tests.e2e.test_workloads_live import (
     apply_like_argocd,
     desired_objects,
     endpoint,  # noqa: F401  (the fixture)
+    set_image,
 )
 
 pytestmark = pytest.mark.live
@@ -117,21 +118,7 @@ async def test_watchers_follow_the_app_live(endpoint, realdata):  # noqa: F811
                 content_type=JSON_MERGE,
             )
             # kubectl set image, by its own field manager
-            await api.request(
-                "PATCH",
-                PATHS["Deployment"].format(ns=NS) + "/loadgenerator",
-                params={"fieldManager": "kubectl-set"},
-                body={
-                    "spec": {
-                        "template": {
-                            "spec": {
-                                "containers": [{"name": "main", "image": "loadgenerator:v0.10.7"}]
-                            }
-                        }
-                    }
-                },
-                content_type="application/strategic-merge-patch+json",
-            )
+            await set_image(api, NS, "loadgenerator", "loadgenerator:v0.10.7")
             image = await rec.wait(lambda: rec.findings("finding.appeared", "image.main"))
             assert len(image) == 1
             f = image[0].finding
@@ -167,19 +154,7 @@ async def test_watchers_follow_the_app_live(endpoint, realdata):  # noqa: F811
             assert "changed-by-hand" not in text and SECRET_VALUE not in text
 
             # revert the image: the finding clears
-            await api.request(
-                "PATCH",
-                PATHS["Deployment"].format(ns=NS) + "/loadgenerator",
-                params={"fieldManager": "kubectl-set"},
-                body={
-                    "spec": {
-                        "template": {
-                            "spec": {"containers": [{"name": "main", "image": "loadgenerator"}]}
-                        }
-                    }
-                },
-                content_type="application/strategic-merge-patch+json",
-            )
+            await set_image(api, NS, "loadgenerator", "loadgenerator")
             await rec.wait(lambda: rec.findings("finding.cleared", "image.main"))
 
             # Git moves on (an Argo CD refresh): the cluster now lags behind
@@ -376,14 +351,7 @@ async def test_watch_command_follows_an_app(endpoint, k8s, realdata, tmp_path): 
             await _wait(lambda: any(e["type"] == "cluster.added" for e in lines), proc)
             await asyncio.sleep(2)  # the first list and diff: nothing to say
             assert not [e for e in lines if e.get("finding", {}).get("layer") == "WORKLOAD"], lines
-            await api.request(
-                "PATCH",
-                PATHS["Deployment"].format(ns=CLI_NS) + "/loadgenerator",
-                params={"fieldManager": "kubectl-edit"},
-                body={"spec": {"template": {"spec": {"containers": [
-                    {"name": "main", "image": "lg:9"}]}}}},
-                content_type="application/strategic-merge-patch+json",
-            )  # fmt: skip
+            await set_image(api, CLI_NS, "loadgenerator", "lg:9", manager="kubectl-edit")
             found = await _wait(
                 lambda: [e for e in lines if e.get("finding", {}).get("field") == "image.main"],
                 proc,
