@@ -152,7 +152,9 @@ def test_planted_drift_is_found_exactly(
     ]
 
 
-def test_kubelet_version_drift_reports_node_and_mixed_pool(eks_items):
+def test_kubelet_version_drift_is_not_also_reported_as_a_mixed_pool(eks_items):
+    """The node on the wrong version is one kubeletVersion finding; the pool's mix is that same
+    fact again, so no kubeletVersion.mixed is derived from it (issue #10, part 6)."""
     items = _mutate(
         eks_items,
         0,
@@ -165,9 +167,21 @@ def test_kubelet_version_drift_reports_node_and_mixed_pool(eks_items):
         "v1.20.7-eks-d88609",
         ("duckboat-01",),
     )
-    mixed = findings[("kubeletVersion.mixed", Severity.MEDIUM)]
-    assert mixed.actual == ["v1.20.7-eks-d88609", "v1.21.2-13+d2965f0db10712"]
-    assert len(findings) == 2
+    assert list(findings) == [("kubeletVersion", Severity.HIGH)]
+
+
+def test_mixed_versions_are_reported_when_no_version_finding_covers_them(eks_items):
+    """Without a pool version (nothing to compare each node with), or with a minor version both
+    patches satisfy, the mix is the only signal of a stuck upgrade."""
+    items = _mutate(
+        eks_items,
+        0,
+        lambda n: n["status"]["nodeInfo"].__setitem__("kubeletVersion", "v1.21.9-eks-1"),
+    )
+    for spec in (eks_spec(kubernetes_version=None), eks_spec(kubernetes_version="1.21")):
+        found = diff_pool(spec, nodes_of(items))
+        assert [f.field for f in found] == ["kubeletVersion.mixed"]
+        assert found[0].actual == ["v1.21.2-13+d2965f0db10712", "v1.21.9-eks-1"]
 
 
 def test_patch_level_counts_only_when_the_pool_names_one(eks_items):

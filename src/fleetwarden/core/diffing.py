@@ -34,11 +34,18 @@ _Key = tuple[Layer, str, object, object, Severity]
 class _Collector:
     """Aggregates per-node observations into findings keyed by what differs."""
 
-    __slots__ = ("_nodes", "cluster", "pool", "source")
+    __slots__ = ("_messages", "_nodes", "cluster", "pool", "source", "spec")
 
-    def __init__(self, cluster: str, pool: str | None, source: str | None) -> None:
-        self.cluster, self.pool, self.source = cluster, pool, source
+    def __init__(
+        self,
+        cluster: str,
+        pool: str | None,
+        source: str | None,
+        spec: NodePoolSpec | None = None,
+    ) -> None:
+        self.cluster, self.pool, self.source, self.spec = cluster, pool, source, spec
         self._nodes: dict[_Key, list[str]] = {}
+        self._messages: dict[str, str] = {}  # field -> message
 
     def add(
         self,
@@ -56,8 +63,12 @@ class _Collector:
         if node is not None:
             names.append(node)
 
+    def explain(self, field_: str, message: str) -> None:
+        self._messages[field_] = message
+
     def findings(self) -> list[Finding]:
         out = []
+        spec = self.spec
         for (layer, field_, expected, actual, severity), names in self._nodes.items():
             out.append(
                 Finding(
@@ -70,6 +81,8 @@ class _Collector:
                     severity=severity,
                     nodes=tuple(sorted(names)),
                     source=self.source,
+                    message=self._messages.get(field_, ""),
+                    provenance=spec.origin_of(field_) if spec is not None else None,
                 )
             )
         return out
@@ -102,7 +115,7 @@ def diff_pool(
 ) -> list[Finding]:
     """All findings for one pool, given the nodes that belong to it (possibly none)."""
     cluster_name = cluster or spec.cluster or ""
-    out = _Collector(cluster_name, spec.name, spec.source or None)
+    out = _Collector(cluster_name, spec.name, spec.source or None, spec)
     _diff_count(spec, nodes, out)
     if nodes:
         _diff_nodes(spec, nodes, out, options)
@@ -303,18 +316,23 @@ def _flag_outliers(
 def _diff_versions_mixed(
     spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector
 ) -> None:
-    """A pool whose nodes run more than one kubelet version (an upgrade under way or stuck)."""
+    """A pool whose nodes run more than one kubelet version (an upgrade under way or stuck).
+
+    Derived, so never double counted: nodes a ``kubeletVersion`` finding already names (they
+    run another version than the pool's) are left out; the rest must still disagree.
+    """
+    want = spec.kubernetes_version
     seen: dict[tuple[int, int, int | None], str] = {}
     for node in nodes:
-        if node.kubelet_version:
-            parsed = versions.parse_version(node.kubelet_version)
-            if parsed is not None and parsed not in seen:
-                seen[parsed] = node.kubelet_version
+        have = node.kubelet_version
+        if not have or (want and versions.matches(want, have) is False):
+            continue
+        parsed = versions.parse_version(have)
+        if parsed is not None and parsed not in seen:
+            seen[parsed] = have
     if len(seen) > 1:
         actual = [seen[k] for k in sorted(seen, key=lambda v: (v[0], v[1], v[2] or 0))]
-        out.add(
-            Layer.L4, "kubeletVersion.mixed", spec.kubernetes_version, actual, Severity.MEDIUM, None
-        )
+        out.add(Layer.L4, "kubeletVersion.mixed", want, actual, Severity.MEDIUM, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +394,14 @@ def diff_strays(
     collector = _Collector(cluster, group, None)
     for node in nodes:
         collector.add(Layer.SPEC, "pool", None, group, Severity.MEDIUM, node.name)
+    if group is None:
+        looked = ", ".join(options.pool_labels or POOL_LABELS)
+        collector.explain(
+            "pool",
+            f"these nodes carry none of the pool labels looked for ({looked}); name the label "
+            "your nodes carry under scan.poolLabels in --config (e.g. poolLabels: "
+            "[example.com/pool])",
+        )
     return apply_rules(collector.findings(), severities=options.severities, ignores=options.ignores)
 
 

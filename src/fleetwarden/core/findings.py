@@ -65,6 +65,8 @@ class Finding:
     nodes: tuple[str, ...] = ()
     source: str | None = None
     message: str = ""
+    # where the expected value was read: ``file:line``, or ``default: <provisioner> ...``
+    provenance: str | None = dataclasses.field(default=None, compare=False, hash=False)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -86,6 +88,8 @@ class Finding:
             "nodes": list(self.nodes),
             "source": self.source,
         }
+        if self.provenance is not None:
+            out["provenance"] = self.provenance
         if self.message:
             out["message"] = self.message
         out.update(self.extra)

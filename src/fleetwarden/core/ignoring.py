@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from fleetwarden.core.describing import describe_type
+
 __all__ = [
     "IgnoreDifference",
     "JqPath",
@@ -596,7 +598,7 @@ def rule_from_mapping(
         if value is None:
             return None
         if not isinstance(value, str):
-            raise ValueError(f"{field}: expected a string, got {type(value).__name__}")
+            raise ValueError(f"{field}: expected a string, got {describe_type(value)}")
         return value
 
     def texts(field: str) -> list[str]:

@@ -27,6 +27,7 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
+from fleetwarden.core.describing import describe_type
 from fleetwarden.core.findings import Finding
 
 __all__ = [
@@ -269,7 +270,7 @@ def parse_rules(
     for i, raw in enumerate(data):
         at = f"{where}[{i}]"
         if not isinstance(raw, Mapping):
-            raise ValueError(f"{at}: expected a mapping, got {type(raw).__name__}")
+            raise ValueError(f"{at}: expected a mapping, got {describe_type(raw)}")
         unknown = set(raw) - _RULE_KEYS
         if unknown:
             raise ValueError(

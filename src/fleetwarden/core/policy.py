@@ -50,6 +50,7 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
+from fleetwarden.core.describing import describe_type
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, Owner, Route
 from fleetwarden.core.pools import Taint
@@ -387,7 +388,7 @@ class _Fields:
 
     def __init__(self, data: object, path: str) -> None:
         if not isinstance(data, Mapping):
-            raise MalformedDecision(f"{path}: expected an object, got {type(data).__name__}")
+            raise MalformedDecision(f"{path}: expected an object, got {describe_type(data)}")
         self._data: Mapping[str, Any] = data
         self._path = path
 

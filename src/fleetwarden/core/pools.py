@@ -8,6 +8,8 @@ from enum import StrEnum
 
 __all__ = [
     "EFFECTS",
+    "FieldAccount",
+    "FieldStatus",
     "NodePoolSpec",
     "Provider",
     "Requirement",
@@ -94,6 +96,62 @@ class Unresolved:
     expression: str
 
 
+class FieldStatus(StrEnum):
+    """What became of one attribute of a pool's source object (``fleetwarden explain``)."""
+
+    COMPARED = "compared"  # feeds a fact the diff checks against the nodes
+    UNRESOLVED = "unresolved"  # states a fact through something not evaluated (a variable)
+    IGNORED = "ignored"  # not visible on a Node (IAM, networking, tags ...): the reason says
+    UNACCOUNTED = "unaccounted"  # an attribute the reader does not know: not compared
+
+
+@dataclass(frozen=True, slots=True)
+class FieldAccount:
+    """One attribute of the source, or one default the provisioner applies.
+
+    ``path`` is the attribute as the source spells it (``volumeSize``,
+    ``AWSMachineTemplate/md-0: spec.template.spec.rootVolume.size``); ``fact`` the desired fact
+    it feeds (``diskSizeGiB``) when compared; ``detail`` the value, the unresolved expression or
+    the reason it is ignored; ``origin`` where the value came from (``file:line``, or
+    ``default: eksctl >= 0.190 ...`` for a value the provisioner applies when none is stated).
+    """
+
+    path: str
+    status: FieldStatus
+    detail: str = ""
+    fact: str | None = None
+    origin: str | None = None
+
+    @property
+    def is_default(self) -> bool:
+        return (self.origin or "").startswith("default:")
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"path": self.path, "status": self.status.value}
+        if self.fact is not None:
+            out["fact"] = self.fact
+        if self.detail:
+            key = {
+                FieldStatus.COMPARED: "value",
+                FieldStatus.UNRESOLVED: "expression",
+            }.get(self.status, "reason")
+            out[key] = self.detail
+        if self.origin is not None:
+            out["origin"] = self.origin
+        return out
+
+
+# finding field -> the fact of the spec its expected value comes from
+_FACT_OF_FIELD = {
+    "instanceType": ("instanceTypes", "requirements.node.kubernetes.io/instance-type"),
+    "diskSize": ("diskSizeGiB",),
+    "osImage": ("osImage",),
+    "kubeletVersion": ("kubernetesVersion",),
+    "kubeletVersion.mixed": ("kubernetesVersion",),
+}
+_COUNT_FACTS = ("minSize", "maxSize", "desiredSize")
+
+
 @dataclass(frozen=True, slots=True)
 class NodePoolSpec:
     """The desired state of one node pool in one cluster.
@@ -125,6 +183,30 @@ class NodePoolSpec:
     # The provider names the real pool ``<name_prefix><generated suffix>`` (Terraform
     # ``node_group_name_prefix``, terraform-aws-eks ``use_name_prefix``): match by prefix.
     name_prefix: str | None = None
+    # fact -> where its value came from: ``file:line`` or ``default: <provisioner> ...``
+    # (facts: instanceTypes, diskSizeGiB, minSize, maxSize, desiredSize, labels.<key>,
+    # taints.<key>:<effect>, kubernetesVersion, osImage, requirements.<key>, allocatable.<res>)
+    provenance: Mapping[str, str] = field(default_factory=dict)
+    # every attribute of the source object: compared, unresolved, ignored or unaccounted
+    account: tuple[FieldAccount, ...] = ()
+
+    def origin_of(self, finding_field: str) -> str | None:
+        """Where the expected value of a finding on ``finding_field`` was read."""
+        prov = self.provenance
+        if finding_field == "nodeCount":
+            found = {f: prov[f] for f in _COUNT_FACTS if f in prov}
+            origins = set(found.values())
+            if len(origins) == 1:
+                return origins.pop()
+            return "; ".join(f"{f} {o}" for f, o in found.items()) or None
+        for fact in _FACT_OF_FIELD.get(finding_field, (finding_field,)):
+            if fact in prov:
+                return prov[fact]
+        if finding_field.startswith("taints."):
+            return prov.get("taints")
+        if finding_field.startswith("labels."):
+            return prov.get("labels")
+        return None
 
     @property
     def unresolved_fields(self) -> frozenset[str]:

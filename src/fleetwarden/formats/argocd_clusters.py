@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fleetwarden.core.clusters import ClusterEndpoint, Credentials, DiscoverySource
+from fleetwarden.core.describing import describe_type
 from fleetwarden.formats.errors import FormatError
 
 __all__ = ["SECRET_TYPE_LABEL", "endpoint_from_secret", "is_cluster_secret"]
@@ -51,7 +52,7 @@ def _text(where: str, value: Any, field_: str) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise FormatError(where, f"expected a string, got {type(value).__name__}", field=field_)
+        raise FormatError(where, f"expected a string, got {describe_type(value)}", field=field_)
     return value
 
 

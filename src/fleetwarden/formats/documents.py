@@ -9,11 +9,13 @@ from typing import Any
 import orjson
 import yaml
 
+from fleetwarden.core.describing import describe_type
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
     "Document",
+    "LineIndex",
     "PoolsRead",
     "expect_int",
     "expect_list",
@@ -26,6 +28,71 @@ __all__ = [
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class LineIndex:
+    """Line numbers of a YAML file's values, composed on first use (readers ask only for the
+    documents they claim; most of a tree's files never pay for it)."""
+
+    __slots__ = ("_lines", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._lines: list[dict[tuple[str | int, ...], int]] | None = None
+
+    def line(self, index: int, path: tuple[str | int, ...]) -> int | None:
+        if self._lines is None:
+            self._lines = self._compose()
+        if index >= len(self._lines):
+            return None
+        return self._lines[index].get(path)
+
+    def _compose(self) -> list[dict[tuple[str | int, ...], int]]:
+        try:
+            nodes = list(yaml.compose_all(self._text, Loader=_Loader))
+        except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+            return []
+        out: list[dict[tuple[str | int, ...], int]] = []
+        for node in nodes:
+            if node is None or not isinstance(node, yaml.MappingNode):
+                continue
+            items = _list_items(node)
+            for part in items if items is not None else [node]:
+                lines: dict[tuple[str | int, ...], int] = {(): part.start_mark.line + 1}
+                _index(part, (), lines)
+                out.append(lines)
+        return out
+
+
+def _list_items(node: yaml.MappingNode) -> list[yaml.Node] | None:
+    """The items of a ``kind: List`` document, as parse_yaml_documents expands them."""
+    kind = items = None
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "kind":
+            kind = value.value if isinstance(value, yaml.ScalarNode) else None
+        if isinstance(key, yaml.ScalarNode) and key.value == "items":
+            items = value
+    if kind == "List" and isinstance(items, yaml.SequenceNode):
+        return list(items.value)
+    return None
+
+
+def _index(
+    node: yaml.Node, at: tuple[str | int, ...], lines: dict[tuple[str | int, ...], int]
+) -> None:
+    if len(at) > 24:  # deep enough for any pool definition; hostile nesting stops here
+        return
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                path = (*at, key.value)
+                lines[path] = key.start_mark.line + 1
+                _index(value, path, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            path = (*at, i)
+            lines[path] = item.start_mark.line + 1
+            _index(item, path, lines)
+
+
 @dataclass(frozen=True, slots=True)
 class Document:
     """One YAML/JSON document of a file: ``index`` is its position in a multi-document file."""
@@ -33,6 +100,11 @@ class Document:
     path: str
     index: int
     body: Mapping[str, Any]
+    lines: LineIndex | None = field(default=None, compare=False, repr=False)
+
+    def line_of(self, path: tuple[str | int, ...]) -> int | None:
+        """1-based line of the value at ``path`` (``("spec", "replicas")``), when known."""
+        return self.lines.line(self.index, path) if self.lines is not None else None
 
     @property
     def api_version(self) -> str:
@@ -104,18 +176,19 @@ def parse_yaml_documents(path: str, text: str) -> list[Document]:
     except (ValueError, TypeError, RecursionError) as exc:  # odd scalars, deep nesting
         raise FormatError(path, f"cannot parse: {exc}") from None
     docs: list[Document] = []
+    lines = LineIndex(text)
     for i, body in enumerate(raw):
         if body is None:
             continue
         if not isinstance(body, Mapping):
-            raise FormatError(path, f"document {i} is a {type(body).__name__}, not a mapping")
+            raise FormatError(path, f"document {i} is {describe_type(body)}, not a mapping")
         if body.get("kind") == "List" and isinstance(body.get("items"), list):
             for j, item in enumerate(body["items"]):
                 if not isinstance(item, Mapping):
                     raise FormatError(path, "not an object", field=f"items[{j}]")
-                docs.append(Document(path, len(docs), item))
+                docs.append(Document(path, len(docs), item, lines))
             continue
-        docs.append(Document(path, len(docs), body))
+        docs.append(Document(path, len(docs), body, lines))
     return docs
 
 
@@ -197,12 +270,4 @@ def expect_int(doc: Document, value: Any, field_: str) -> int | None:
 
 
 def _kind(value: Any) -> str:
-    return {
-        dict: "a mapping",
-        list: "a list",
-        str: "a string",
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)
+    return describe_type(value)

@@ -13,6 +13,7 @@ from typing import Any
 
 import simdjson
 
+from fleetwarden.core.describing import describe_type
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import Taint
 from fleetwarden.formats.documents import load_data
@@ -30,9 +31,19 @@ def parse_nodes(path: str, data: bytes | str) -> list[ObservedNode]:
         fast = _parse_lazy(path, raw)
         if fast is not None:
             return fast
+    if not raw.strip():
+        raise FormatError(
+            path,
+            "empty file, not a node dump (kubectl get nodes -o json writes a List even when "
+            "there are no nodes)",
+        )
     body = load_data(path, raw, what="JSON or YAML node dump")
     if not isinstance(body, Mapping):
-        raise FormatError(path, f"expected a Node or a List of Nodes, got {type(body).__name__}")
+        raise FormatError(
+            path,
+            f"expected a Node or a List of Nodes (kubectl get nodes -o json), got "
+            f"{describe_type(body)}",
+        )
     kind = body.get("kind")
     if kind is None and "items" not in body and isinstance(body.get("metadata"), Mapping):
         kind = "Node"  # some tools store Node objects without their kind (insights-operator)
@@ -146,7 +157,7 @@ def _mapping(value: Any, path: str, field: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise FormatError(path, f"expected an object, got {type(value).__name__}", field=field)
+        raise FormatError(path, f"expected an object, got {describe_type(value)}", field=field)
     return value
 
 
@@ -158,7 +169,7 @@ def _str_map(value: Any, path: str, field: str) -> dict[str, str]:
     for k, v in m.items():
         if isinstance(v, bool) or not isinstance(v, str | int | float):
             raise FormatError(
-                path, f"expected a string value, got {type(v).__name__}", field=f"{field}.{k}"
+                path, f"expected a string value, got {describe_type(v)}", field=f"{field}.{k}"
             )
         out[str(k)] = v if isinstance(v, str) else str(v)
     return out

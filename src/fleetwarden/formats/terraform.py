@@ -148,8 +148,10 @@ def _body_of(file: TfFile) -> dict[Any, Any]:
     except LarkError as exc:  # a VisitError from hcl2's transformer wraps the real cause
         cause = getattr(exc, "orig_exc", exc)
         raise FormatError(path, f"HCL error: {cause}") from None
-    except (ValueError, TypeError, KeyError, IndexError, RuntimeError, RecursionError) as exc:
-        raise FormatError(path, f"cannot read HCL: {type(exc).__name__}: {exc}") from None
+    except RecursionError:
+        raise FormatError(path, "nested too deeply to read") from None
+    except (ValueError, TypeError, KeyError, IndexError, RuntimeError) as exc:
+        raise FormatError(path, f"cannot read HCL: {exc}") from None
     if not isinstance(body, dict):
         raise FormatError(path, "not a Terraform file (no top-level body)")
     return body
