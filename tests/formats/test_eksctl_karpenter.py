@@ -46,11 +46,15 @@ EKSCTL_FACTS = [
             instance_types=("m5.xlarge",),
             min_size=2,
             max_size=8,
-            desired_size=None,
+            desired_size=2,  # eksctl: the initial size is minSize
             disk_size_gib=100,
             disk_type="gp2",
             os_family="amazonlinux2",
-            labels={"nodegroup-type": "frontend-workloads"},
+            labels={
+                "nodegroup-type": "frontend-workloads",
+                "alpha.eksctl.io/cluster-name": "cluster-5",
+                "alpha.eksctl.io/nodegroup-name": "ng1-public",
+            },
             taints=(),
         ),
     ),
@@ -78,7 +82,12 @@ EKSCTL_FACTS = [
             max_size=4,
             desired_size=3,
             disk_size_gib=20,
-            labels={"role": "worker"},
+            labels={
+                "role": "worker",
+                "alpha.eksctl.io/cluster-name": "cluster-15",
+                "alpha.eksctl.io/nodegroup-name": "managed-ng-public",
+                "eks.amazonaws.com/capacityType": "ON_DEMAND",
+            },
             taints=(Taint("key1", "value1", "NoSchedule"), Taint("key2", None, "NoExecute")),
         ),
     ),
@@ -105,7 +114,7 @@ EKSCTL_FACTS = [
             ),
         ),
     ),
-    ("eksctl-14-windows-nodes.yaml", "windows-ng", dict(os_family="windows")),
+    ("eksctl-14-windows-nodes.yaml", "windows-ng", dict(os_family="windows-2019")),
 ]
 
 
@@ -165,7 +174,7 @@ KARPENTER_FACTS = [
         ),
     ),
     ("karpenter-v1-bottlerocket.yaml", "default", dict(os_family="bottlerocket")),
-    ("karpenter-v1-windows-2022.yaml", "windows2022", dict(os_family="windows")),
+    ("karpenter-v1-windows-2022.yaml", "windows2022", dict(os_family="windows-2022")),
 ]
 
 

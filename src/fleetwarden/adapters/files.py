@@ -7,10 +7,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleetwarden.core.fleet import Skip
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.formats.desired import YAML_SUFFIXES, DesiredRead, SourceFile, read_desired
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import parse_nodes
+from fleetwarden.formats.provisioners import Assumed
 
 __all__ = [
     "DEFAULT_DESIRED_LIMIT",
@@ -81,14 +83,27 @@ def read_limited(path: Path, limit: int) -> bytes:
     return data
 
 
-def load_desired(args: Sequence[PathArg], *, limit: int = DEFAULT_DESIRED_LIMIT) -> DesiredRead:
+def load_desired(
+    args: Sequence[PathArg],
+    *,
+    limit: int = DEFAULT_DESIRED_LIMIT,
+    assume: Assumed | None = None,
+) -> DesiredRead:
+    """Every pool under the paths. A file named directly must be readable (else
+    ``FormatError``); a file found in a directory that cannot be read is a skipped problem."""
     out = DesiredRead()
     for arg in args:
-        files = [SourceFile(str(p), read_limited(p, limit)) for p in iter_tree(arg.path)]
-        got = read_desired(files, cluster=arg.cluster)
-        out.pools.extend(got.pools)
-        out.skipped.extend(got.skipped)
-        out.files += got.files
+        direct = arg.path.is_file()
+        sources = []
+        for p in iter_tree(arg.path):
+            try:
+                sources.append(SourceFile(str(p), read_limited(p, limit), direct=direct))
+            except FormatError as exc:
+                if direct:
+                    raise
+                out.skipped.append(Skip(str(p), exc.reason, problem=True))
+                out.files += 1
+        out.extend(read_desired(sources, cluster=arg.cluster, assume=assume))
     return out
 
 

@@ -70,4 +70,4 @@ def scan_clusters(
                 raise
     order = {c: i for i, c in enumerate(sources)}
     results.sort(key=lambda r: order[r.cluster])
-    return assemble_report(results, specs=specs, skipped=[*skipped, *skips])
+    return assemble_report(results, specs=specs, skipped=[*skipped, *skips], observed=list(sources))

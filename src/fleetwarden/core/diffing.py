@@ -166,7 +166,8 @@ def _diff_nodes(
     )
     requirements = spec.requirements
     version = spec.kubernetes_version
-    family = spec.os_family
+    families = (spec.os_family, *spec.os_family_alternatives) if spec.os_family else ()
+    family_shown: JsonValue = families[0] if len(families) == 1 else list(families)
     disk = spec.disk_size_gib
     disk_lo = disk * (1 - options.disk_tolerance) if disk else 0.0
     disk_hi = disk * (1 + 0.05) if disk else 0.0
@@ -237,10 +238,12 @@ def _diff_nodes(
                     sev = Severity.CRITICAL if is_type else Severity.HIGH
                     add(Layer.SPEC, field_, rule, actual, sev, name)
         # SPEC: OS image family
-        if family and node.os_image:
+        if families and node.os_image:
             have_family = osfamilies.family_of_image(node.os_image)
-            if have_family is not None and have_family != family:
-                add(Layer.SPEC, "osImage", family, node.os_image, Severity.HIGH, name)
+            if have_family is not None and not any(
+                osfamilies.family_matches(f, have_family) for f in families
+            ):
+                add(Layer.SPEC, "osImage", family_shown, node.os_image, Severity.HIGH, name)
         # SPEC: disk size, seen as the ephemeral-storage capacity of the root filesystem
         if disk:
             raw = node.capacity.get("ephemeral-storage")

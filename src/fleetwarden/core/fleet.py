@@ -2,35 +2,117 @@
 
 from __future__ import annotations
 
+import difflib
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fleetwarden.core.diffing import ClusterDiff, diff_cluster
-from fleetwarden.core.findings import Finding, Severity
+from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.pools import FieldStatus, NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 
 __all__ = [
     "FleetReport",
+    "NothingToCompare",
     "Skip",
     "UnresolvedFact",
     "assemble_report",
     "assign_pools",
+    "check_comparable",
+    "coverage_findings",
     "diff_fleet",
+    "field_counts",
+    "nearest",
     "severity_order",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class Skip:
+    """A file or pool not compared, and why. ``problem``: it could not be read (a syntax
+    error, an unrendered template) — shown always, not only with ``--verbose``."""
+
     path: str
     reason: str
+    problem: bool = False
 
-    def to_json(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "reason": self.reason}
+        if self.problem:
+            out["problem"] = True
+        return out
+
+
+class NothingToCompare(ValueError):
+    """The inputs compare nothing (no pool, or no desired cluster among the observed ones):
+    a pass would be silent, so the command exits 2 unless ``--allow-empty``."""
+
+
+def nearest(name: str, candidates: Collection[str]) -> str | None:
+    """The closest other name (a typo: ``cluster39`` for ``cluster-39``), if any is close."""
+    found = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _did_you_mean(name: str, candidates: Collection[str]) -> str:
+    near = nearest(name, candidates)
+    return f" (did you mean {near!r}?)" if near else ""
+
+
+def check_comparable(
+    specs: Sequence[NodePoolSpec], observed: Collection[str], *, desired_paths: Sequence[str]
+) -> None:
+    """Raise ``NothingToCompare`` when nothing would be compared, naming both sides."""
+    where = ", ".join(desired_paths) or "--desired"
+    if not specs:
+        raise NothingToCompare(f"no node-pool definition found in {where}")
+    named = {s.cluster for s in specs if s.cluster is not None}
+    if not named:
+        pools = ", ".join(sorted({s.name for s in specs})[:5])
+        raise NothingToCompare(
+            f"no pool in {where} names its cluster (pools: {pools}); give it as "
+            "--desired CLUSTER=PATH"
+        )
+    if observed and not named & set(observed):
+        desired_list = ", ".join(sorted(named)[:8])
+        observed_list = ", ".join(sorted(observed)[:8])
+        hints = [f"{d!r} -> {near!r}" for d in sorted(named) if (near := nearest(d, observed))]
+        hint = f"; did you mean: {', '.join(hints[:4])}?" if hints else ""
+        raise NothingToCompare(
+            f"no desired cluster matches an observed one: desired {desired_list} (from "
+            f"{where}); observed {observed_list} (node dumps are named by CLUSTER= or the "
+            f"file's stem){hint}"
+        )
+
+
+def coverage_findings(specs: Sequence[NodePoolSpec], observed: Collection[str]) -> list[Finding]:
+    """One high COUNT finding per desired cluster nobody observed: its pools were not compared,
+    which must never pass quietly."""
+    missing: dict[str, list[NodePoolSpec]] = defaultdict(list)
+    for spec in specs:
+        if spec.cluster is not None and spec.cluster not in observed:
+            missing[spec.cluster].append(spec)
+    out = []
+    for cluster, pools in sorted(missing.items()):
+        names = sorted({p.name for p in pools})
+        out.append(
+            Finding(
+                cluster=cluster,
+                pool=None,
+                layer=Layer.COUNT,
+                field="cluster",
+                expected=names,
+                actual=None,
+                severity=Severity.HIGH,
+                source=pools[0].source or None,
+                message=f"no nodes were given for desired cluster {cluster!r}"
+                f"{_did_you_mean(cluster, observed)}: its {len(names)} pools were not compared",
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +141,8 @@ class FleetReport:
     nodes: int
     skipped: list[Skip] = field(default_factory=list)
     unresolved: list[UnresolvedFact] = field(default_factory=list)
+    # attributes of the desired pools by what became of them, plus "defaults" applied
+    fields: dict[str, int] = field(default_factory=dict)
 
     def by_severity(self) -> dict[str, int]:
         counts = {s.value: 0 for s in reversed(Severity)}
@@ -78,10 +162,24 @@ class FleetReport:
                 "nodes": self.nodes,
                 "findings": len(self.findings),
                 "bySeverity": self.by_severity(),
+                "fields": self.fields,
             },
             "skipped": [s.to_json() for s in self.skipped],
             "unresolved": [u.to_json() for u in self.unresolved],
         }
+
+
+def field_counts(specs: Iterable[NodePoolSpec]) -> dict[str, int]:
+    """How many attributes of these pools were compared, unresolved, ignored or unaccounted,
+    and how many provisioner defaults were applied."""
+    counts = {status.value: 0 for status in FieldStatus}
+    counts["defaults"] = 0
+    for spec in specs:
+        for entry in spec.account:
+            counts[entry.status.value] += 1
+            if entry.is_default:
+                counts["defaults"] += 1
+    return counts
 
 
 def severity_order(f: Finding) -> tuple[int, str, str, str, str]:
@@ -93,8 +191,8 @@ def assign_pools(
 ) -> tuple[dict[str, list[NodePoolSpec]], list[Skip]]:
     """Desired pools per observed cluster, and why the others cannot be compared.
 
-    Pools without a cluster, and pools of clusters nobody observed, are reported as skipped
-    with the reason, never silently dropped.
+    Pools without a cluster are reported as skipped with the reason; pools of clusters nobody
+    observed are left to ``coverage_findings``. Nothing is silently dropped.
     """
     skips: list[Skip] = []
     by_cluster: dict[str, list[NodePoolSpec]] = defaultdict(list)
@@ -107,10 +205,7 @@ def assign_pools(
             )
             continue
         if spec.cluster not in clusters:
-            skips.append(
-                Skip(where, f"pool {spec.name!r}: no observed nodes for cluster {spec.cluster!r}")
-            )
-            continue
+            continue  # a coverage finding (coverage_findings) says so
         if (spec.cluster, spec.name) in seen:
             skips.append(
                 Skip(
@@ -130,8 +225,12 @@ def assemble_report(
     *,
     specs: Sequence[NodePoolSpec],
     skipped: Sequence[Skip],
+    observed: Collection[str] | None = None,
 ) -> FleetReport:
+    """The report of a fleet; with ``observed``, desired clusters outside it are findings."""
     findings: list[Finding] = []
+    if observed is not None:
+        findings.extend(coverage_findings(specs, observed))
     clusters = pools = nodes = 0
     for result in results:
         clusters += 1
@@ -149,6 +248,7 @@ def assemble_report(
         clusters=clusters,
         pools=pools,
         nodes=nodes,
+        fields=field_counts(specs),
         skipped=list(skipped),
         unresolved=unresolved,
     )
@@ -167,4 +267,6 @@ def diff_fleet(
         diff_cluster(cluster, by_cluster.get(cluster, []), nodes, options=options)
         for cluster, nodes in observed.items()
     )
-    return assemble_report(results, specs=specs, skipped=[*skipped, *skips])
+    return assemble_report(
+        results, specs=specs, skipped=[*skipped, *skips], observed=list(observed)
+    )

@@ -177,6 +177,9 @@ class NodePoolSpec:
     startup_taints: tuple[Taint, ...] = ()
     kubernetes_version: str | None = None
     os_family: str | None = None
+    # more families the provisioner may have used (a default that changed between releases
+    # the files do not name): a node of any of them matches
+    os_family_alternatives: tuple[str, ...] = ()
     allocatable: Mapping[str, str] = field(default_factory=dict)
     unresolved: tuple[Unresolved, ...] = ()
     heterogeneous: bool = False  # Karpenter: many instance types by design
@@ -193,12 +196,14 @@ class NodePoolSpec:
     def origin_of(self, finding_field: str) -> str | None:
         """Where the expected value of a finding on ``finding_field`` was read."""
         prov = self.provenance
-        if finding_field == "nodeCount":
-            found = {f: prov[f] for f in _COUNT_FACTS if f in prov}
+        if finding_field == "nodeCount":  # the expectation is min..max, else desired
+            bounded = self.min_size is not None or self.max_size is not None
+            facts = _COUNT_FACTS[:2] if bounded else _COUNT_FACTS[2:]
+            found = {f: prov[f] for f in facts if f in prov}
             origins = set(found.values())
             if len(origins) == 1:
                 return origins.pop()
-            return "; ".join(f"{f} {o}" for f, o in found.items()) or None
+            return "; ".join(f"{f}: {o}" for f, o in found.items()) or None
         for fact in _FACT_OF_FIELD.get(finding_field, (finding_field,)):
             if fact in prov:
                 return prov[fact]

@@ -94,6 +94,11 @@ class Ledger:
         self._entries[("(default)", attr)] = entry
         self.provenance[fact] = origin
 
+    def unstated(self, fact: str, attr: str, reason: str) -> None:
+        """A fact the source leaves open and no default fills: said, so silence is explained."""
+        entry = FieldAccount(attr, FieldStatus.IGNORED, reason, fact=fact)
+        self._entries[("(not stated)", attr)] = entry
+
     def forget(self, fact: str) -> None:
         """A fact stated elsewhere after all: drop its default (and provenance)."""
         self.provenance.pop(fact, None)
