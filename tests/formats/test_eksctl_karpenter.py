@@ -170,7 +170,13 @@ KARPENTER_FACTS = [
                 Requirement(
                     "karpenter.k8s.aws/instance-size", "NotIn", ("nano", "micro", "small", "large")
                 ),
-            )
+                # the v1alpha5 defaulting webhook's, for the keys the Provisioner leaves out
+                Requirement("kubernetes.io/os", "In", ("linux",)),
+                Requirement("kubernetes.io/arch", "In", ("amd64",)),
+                Requirement("karpenter.sh/capacity-type", "In", ("on-demand",)),
+            ),
+            os_family="amazonlinux2",  # AWSNodeTemplate without amiFamily: AL2
+            disk_size_gib=20,
         ),
     ),
     ("karpenter-v1-bottlerocket.yaml", "default", dict(os_family="bottlerocket")),

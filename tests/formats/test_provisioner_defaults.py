@@ -208,3 +208,112 @@ def test_eksctl_managed_group_with_a_launch_template_takes_no_type_or_disk_defau
     spec = {s.name: s for s in _specs("eks.yaml", text)}["lt"]
     assert spec.instance_types == () and spec.disk_size_gib is None
     assert {u.field for u in spec.unresolved} == {"instanceTypes"}
+
+
+# -- Karpenter --------------------------------------------------------------------------------
+
+KARPENTER_V1 = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+"""
+
+KARPENTER_V1ALPHA5 = """\
+apiVersion: karpenter.sh/v1alpha5
+kind: Provisioner
+metadata: {name: default}
+spec:
+  providerRef: {name: default}
+---
+apiVersion: karpenter.k8s.aws/v1alpha1
+kind: AWSNodeTemplate
+metadata: {name: default}
+spec:
+  subnetSelector: {karpenter.sh/discovery: prod}
+"""
+
+
+def _karpenter_nodes(**labels: str) -> list[dict[str, Any]]:
+    base = {
+        "karpenter.sh/nodepool": "default",
+        "karpenter.sh/provisioner-name": "default",
+        "karpenter.k8s.aws/instance-category": "m",
+        "karpenter.k8s.aws/instance-generation": "6",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "karpenter.sh/capacity-type": "spot",
+        **labels,
+    }
+    return [
+        node(f"k{i}", labels=dict(base), instance_type="m6i.large", disk_gib=20) for i in range(3)
+    ]
+
+
+def test_karpenter_v1_nodes_as_karpenter_creates_them_match_its_defaults():
+    """No requirement default in v1: a spot node of a pool that does not pin the capacity type
+    is fine (Karpenter even prefers spot); AL2023 from the alias; 20 GiB default volume."""
+    specs = [s.with_cluster("prod") for s in _specs("np.yaml", KARPENTER_V1)]
+    assert diff_cluster("prod", specs, observed(*_karpenter_nodes())).findings == []
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "expected"),
+    [
+        (
+            _set("k0", lambda n: n["status"]["capacity"].__setitem__("ephemeral-storage", "80Gi")),
+            "diskSize",
+            20,
+        ),
+        (
+            _set(
+                "k1",
+                lambda n: n["status"]["nodeInfo"].__setitem__(
+                    "osImage", "Bottlerocket OS 1.19.4 (aws-k8s-1.30)"
+                ),
+            ),
+            "osImage",
+            "amazonlinux2023",
+        ),
+    ],
+    ids=["default volume", "alias family"],
+)
+def test_karpenter_v1_drift_from_a_default_is_found(change, field, expected):
+    specs = [s.with_cluster("prod") for s in _specs("np.yaml", KARPENTER_V1)]
+    found = diff_cluster("prod", specs, observed(*change(_karpenter_nodes()))).findings
+    assert [(f.field, f.expected) for f in found] == [(field, expected)]
+    assert found[0].provenance is not None
+
+
+def test_karpenter_v1alpha5_webhook_defaults_are_desired_values():
+    specs = [s.with_cluster("prod") for s in _specs("p.yaml", KARPENTER_V1ALPHA5)]
+    nodes = _karpenter_nodes(**{"karpenter.sh/capacity-type": "on-demand"})
+    for n in nodes:
+        n["status"]["nodeInfo"]["osImage"] = "Amazon Linux 2"
+    assert diff_cluster("prod", specs, observed(*nodes)).findings == []
+    for key, value, field in (
+        ("karpenter.sh/capacity-type", "spot", "requirements.karpenter.sh/capacity-type"),
+        ("kubernetes.io/arch", "arm64", "requirements.kubernetes.io/arch"),
+        (
+            "karpenter.k8s.aws/instance-category",
+            "t",
+            "requirements.karpenter.k8s.aws/instance-category",
+        ),
+    ):
+        drifted = copy.deepcopy(nodes)
+        drifted[0]["metadata"]["labels"][key] = value
+        found = diff_cluster("prod", specs, observed(*drifted)).findings
+        assert [f.field for f in found] == [field]
+        assert "v1alpha5" in (found[0].provenance or "")

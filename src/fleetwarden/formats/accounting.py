@@ -65,7 +65,7 @@ class Ledger:
     """The account of one pool, gathered over the objects it is read from."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[str, str], FieldAccount] = {}
+        self._entries: dict[tuple[str, ...], FieldAccount] = {}
         self.provenance: dict[str, str] = {}
 
     def view(
@@ -80,7 +80,7 @@ class Ledger:
         when a pool is read from several objects)."""
         return View(self, source, base, lines, label)
 
-    def add(self, key: tuple[str, str], entry: FieldAccount) -> None:
+    def add(self, key: tuple[str, ...], entry: FieldAccount) -> None:
         old = self._entries.get(key)
         # a compared or unresolved note outranks an ignore or an unaccounted one
         if old is not None and _RANK[old.status] > _RANK[entry.status]:
@@ -91,13 +91,13 @@ class Ledger:
         """A value the provisioner applies because the source states none."""
         origin = origin if origin.startswith("default:") else f"default: {origin}"
         entry = FieldAccount(attr, FieldStatus.COMPARED, show(value), fact=fact, origin=origin)
-        self._entries[("(default)", attr)] = entry
+        self._entries[("(default)", attr, fact)] = entry
         self.provenance[fact] = origin
 
     def unstated(self, fact: str, attr: str, reason: str) -> None:
         """A fact the source leaves open and no default fills: said, so silence is explained."""
         entry = FieldAccount(attr, FieldStatus.IGNORED, reason, fact=fact)
-        self._entries[("(not stated)", attr)] = entry
+        self._entries[("(not stated)", attr, fact)] = entry
 
     def forget(self, fact: str) -> None:
         """A fact stated elsewhere after all: drop its default (and provenance)."""
@@ -183,9 +183,17 @@ class View:
             FieldAccount(self._show(path), FieldStatus.IGNORED, reason, origin=self.origin(path)),
         )
 
+    def default(self, fact: str, attr: Attr, value: Any, origin: str) -> None:
+        """``Ledger.default`` for an attribute of this object (named with its label)."""
+        self.ledger.default(fact, self._show(_path(attr)), value, origin)
+
+    def unstated(self, fact: str, attr: Attr, reason: str) -> None:
+        self.ledger.unstated(fact, self._show(_path(attr)), reason)
+
     def _note(self, path: Path, entry: FieldAccount) -> None:
         self._noted.append(path)
-        self.ledger.add((self.label, dotted(path)), entry)
+        # one attribute may feed several facts (a taint list, a replicas count)
+        self.ledger.add((self.label, dotted(path), entry.fact or ""), entry)
 
     def _show(self, path: Path) -> str:
         return f"{self.label}: {dotted(path)}" if self.label else dotted(path)

@@ -1,21 +1,52 @@
-"""Karpenter ``NodePool`` (karpenter.sh v1 and v1beta1) and the older v1alpha5 ``Provisioner``.
+"""Karpenter ``NodePool`` (karpenter.sh v1 and v1beta1) and the older v1alpha5 ``Provisioner``,
+with their node classes (``EC2NodeClass``, ``AWSNodeTemplate``, ``AKSNodeClass``).
 
 A Karpenter pool is heterogeneous by design: it is described by *requirements* on node labels
 (instance family, size, arch, capacity type), not by one instance type. Nodes carry
 ``karpenter.sh/nodepool`` (``karpenter.sh/provisioner-name`` for v1alpha5). The cluster is not
 named in these objects: give it as ``CLUSTER=PATH``.
+
+Defaults Karpenter applies (read in aws/karpenter-provider-aws and kubernetes-sigs/karpenter):
+
+- v1alpha5 ``Provisioner`` (AWS provider webhook, v0.19 - v0.32): when the key is absent,
+  ``kubernetes.io/os In [linux]``, ``kubernetes.io/arch In [amd64]``,
+  ``karpenter.sh/capacity-type In [on-demand]``, and without any instance-type / family /
+  category / generation requirement ``instance-category In [c, m, r]`` and
+  ``instance-generation Gt 2``. v1beta1 and v1 NodePools have no requirement defaults (an unstated
+  key may take any value; spot is even preferred), so none is assumed there.
+- OS family: v1alpha5 ``AWSNodeTemplate`` without ``amiFamily`` is AL2; v1beta1 states it (the
+  field is required); v1 takes ``amiFamily``, else the ``amiSelectorTerms`` alias
+  (``al2023@latest``). ``Custom`` means the AMI's own OS: not compared.
+- Disk: without ``blockDeviceMappings`` the family's default volume holds ephemeral storage —
+  20 GiB (AL2, AL2023, Ubuntu; Bottlerocket's data volume ``/dev/xvdb``), 50 GiB (Windows); none
+  for Custom. With mappings, the ``rootVolume: true`` one, else the family's ephemeral device.
+  ``instanceStorePolicy: RAID0`` puts ephemeral storage on instance store: not compared.
+
+Every attribute of the pool and its node class is accounted for (``fleetwarden explain``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from fleetwarden.core import osfamilies
-from fleetwarden.core.pools import NodePoolSpec, Provider, Requirement, Taint, normalise_effect
+from fleetwarden.core.pools import (
+    NodePoolSpec,
+    Provider,
+    Requirement,
+    Taint,
+    Unresolved,
+    normalise_effect,
+)
+from fleetwarden.core.quantities import parse_quantity
+from fleetwarden.formats import bootstrap
+from fleetwarden.formats.accounting import Ledger, Path, View
 from fleetwarden.formats.documents import (
     Document,
     PoolsRead,
+    expect_int,
     expect_list,
     expect_mapping,
     expect_str,
@@ -27,6 +58,66 @@ __all__ = ["read_pools"]
 _POOL_KINDS = {("karpenter.sh", "NodePool"), ("karpenter.sh", "Provisioner")}
 _CLASS_KINDS = {"EC2NodeClass", "AWSNodeTemplate", "KWOKNodeClass", "AKSNodeClass"}
 _OPERATORS = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"}
+_NOT_ON_NODE = "not visible on a Node"
+_INSTANCE_KEYS = (
+    "node.kubernetes.io/instance-type",
+    "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-category",
+    "karpenter.k8s.aws/instance-generation",
+)
+_V1ALPHA5_DEFAULTS = (
+    Requirement("kubernetes.io/os", "In", ("linux",)),
+    Requirement("kubernetes.io/arch", "In", ("amd64",)),
+    Requirement("karpenter.sh/capacity-type", "In", ("on-demand",)),
+)
+_V1ALPHA5_INSTANCE_DEFAULTS = (
+    Requirement("karpenter.k8s.aws/instance-category", "In", ("c", "m", "r")),
+    Requirement("karpenter.k8s.aws/instance-generation", "Gt", ("2",)),
+)
+_V1ALPHA5_WHY = "Karpenter AWS provider v0.19-v0.32: the v1alpha5 Provisioner defaulting webhook"
+# family -> (default ephemeral volume GiB, the device that holds ephemeral storage)
+_DISK_DEFAULTS: dict[str, tuple[int, str]] = {
+    "amazonlinux2": (20, "/dev/xvda"),
+    "amazonlinux2023": (20, "/dev/xvda"),
+    "ubuntu": (20, "/dev/sda1"),
+    "bottlerocket": (20, "/dev/xvdb"),
+    "windows": (50, "/dev/sda1"),
+}
+_KUBELET = "kubelet configuration: not compared (allocatable is compared with the pool's median)"
+
+_POOL_IGNORED: dict[str, str] = {
+    "spec.template.metadata.annotations": "node annotations: not compared",
+    "spec.template.spec.expireAfter": f"node lifetime: {_NOT_ON_NODE}",
+    "spec.template.spec.terminationGracePeriod": f"drain grace period: {_NOT_ON_NODE}",
+    "spec.disruption": f"consolidation and disruption budgets: {_NOT_ON_NODE}",
+    "spec.limits": "resource limits of the whole NodePool: not compared per node",
+    "spec.weight": f"NodePool priority: {_NOT_ON_NODE}",
+    "spec.annotations": "node annotations: not compared",
+    "spec.ttlSecondsAfterEmpty": f"empty-node removal: {_NOT_ON_NODE}",
+    "spec.ttlSecondsUntilExpired": f"node lifetime: {_NOT_ON_NODE}",
+    "spec.consolidation": f"consolidation: {_NOT_ON_NODE}",
+}
+_CLASS_IGNORED: dict[str, str] = {
+    "spec.subnetSelectorTerms": f"subnets: {_NOT_ON_NODE}",
+    "spec.subnetSelector": f"subnets: {_NOT_ON_NODE}",
+    "spec.securityGroupSelectorTerms": f"security groups: {_NOT_ON_NODE}",
+    "spec.securityGroupSelector": f"security groups: {_NOT_ON_NODE}",
+    "spec.capacityReservationSelectorTerms": f"capacity reservations: {_NOT_ON_NODE}",
+    "spec.placementGroupSelector": f"placement group: {_NOT_ON_NODE}",
+    "spec.associatePublicIPAddress": f"public IP: {_NOT_ON_NODE}",
+    "spec.ipPrefixCount": f"IP prefixes: {_NOT_ON_NODE}",
+    "spec.role": f"IAM role: {_NOT_ON_NODE}",
+    "spec.instanceProfile": f"IAM instance profile: {_NOT_ON_NODE}",
+    "spec.tags": f"AWS resource tags: {_NOT_ON_NODE}",
+    "spec.metadataOptions": f"instance metadata settings: {_NOT_ON_NODE}",
+    "spec.detailedMonitoring": f"CloudWatch monitoring: {_NOT_ON_NODE}",
+    "spec.context": f"EC2 fleet context: {_NOT_ON_NODE}",
+    "spec.networkInterfaces": f"network interfaces: {_NOT_ON_NODE}",
+    "spec.connectionTracking": f"connection tracking: {_NOT_ON_NODE}",
+    "spec.cpuOptions": f"CPU options: {_NOT_ON_NODE}",
+    # AKS node auto-provisioning
+    "spec.vnetSubnetID": f"subnet: {_NOT_ON_NODE}",
+}
 
 
 def read_pools(docs: Sequence[Document]) -> PoolsRead:
@@ -48,7 +139,7 @@ def read_pools(docs: Sequence[Document]) -> PoolsRead:
                 out.claimed.add((doc.path, doc.index))
                 out.notes.setdefault(doc.path, "no node-pool definition (Karpenter CRD schema)")
     for doc in pool_docs:
-        out.pools.append(_pool_of(doc, classes))
+        out.pools.append(_Pool(doc, classes).spec())
     for doc in docs:
         if (doc.path, doc.index) in out.claimed and not any(
             p.source == doc.path for p in out.pools
@@ -57,43 +148,352 @@ def read_pools(docs: Sequence[Document]) -> PoolsRead:
     return out
 
 
-def _pool_of(doc: Document, classes: Mapping[tuple[str, str], Document]) -> NodePoolSpec:
-    name = doc.name
-    if not name:
-        raise FormatError(doc.path, "missing", field=doc.where("metadata.name"))
-    spec = expect_mapping(doc, doc.body.get("spec"), "spec")
-    legacy = doc.kind == "Provisioner"
-    if legacy:
-        tmpl_meta: Mapping[str, Any] = spec
-        tmpl_spec: Mapping[str, Any] = spec
-        prefix = "spec"
-        meta_prefix = "spec"
-    else:
-        template = expect_mapping(doc, spec.get("template"), "spec.template")
-        tmpl_meta = expect_mapping(doc, template.get("metadata"), "spec.template.metadata")
-        tmpl_spec = expect_mapping(doc, template.get("spec"), "spec.template.spec")
-        prefix = "spec.template.spec"
-        meta_prefix = "spec.template.metadata"
-    labels = {
-        str(k): str(expect_str(doc, v, f"{meta_prefix}.labels.{k}", allow_none=False))
-        for k, v in expect_mapping(doc, tmpl_meta.get("labels"), f"{meta_prefix}.labels").items()
-    }
-    requirements = _requirements(doc, tmpl_spec.get("requirements"), f"{prefix}.requirements")
-    return NodePoolSpec(
-        name=name,
-        cluster=None,
-        provider=Provider.KARPENTER,
-        source=doc.path,
-        source_format="karpenter",
-        # the requirement itself is checked; listing the types too would double-report
-        instance_types=(),
-        requirements=requirements,
-        labels=labels,
-        taints=_taints(doc, tmpl_spec.get("taints"), f"{prefix}.taints"),
-        startup_taints=_taints(doc, tmpl_spec.get("startupTaints"), f"{prefix}.startupTaints"),
-        os_family=_os_family(doc, tmpl_spec, classes, legacy=legacy),
-        heterogeneous=True,
-    )
+class _Pool:
+    """One NodePool / Provisioner being read, with its node class."""
+
+    def __init__(self, doc: Document, classes: Mapping[tuple[str, str], Document]) -> None:
+        self.doc, self.classes = doc, classes
+        self.legacy = doc.kind == "Provisioner"
+        self.ledger = Ledger()
+        self.view = self.ledger.view(doc.path, lines=doc.line_of)
+        self.unresolved: list[Unresolved] = []
+        self.labels: dict[str, str] = {}
+        self.taints: list[Taint] = []
+        self.max_pods: int | None = None
+
+    def spec(self) -> NodePoolSpec:
+        doc, view = self.doc, self.view
+        name = doc.name
+        if not name:
+            raise FormatError(doc.path, "missing", field=doc.where("metadata.name"))
+        view.compared("metadata.name", "name", name)
+        spec = expect_mapping(doc, doc.body.get("spec"), "spec")
+        if self.legacy:
+            meta_path, spec_path = "spec", "spec"
+            tmpl_meta: Mapping[str, Any] = spec
+            tmpl_spec: Mapping[str, Any] = spec
+        else:
+            meta_path, spec_path = "spec.template.metadata", "spec.template.spec"
+            template = expect_mapping(doc, spec.get("template"), "spec.template")
+            tmpl_meta = expect_mapping(doc, template.get("metadata"), meta_path)
+            tmpl_spec = expect_mapping(doc, template.get("spec"), spec_path)
+        for k, v in expect_mapping(doc, tmpl_meta.get("labels"), f"{meta_path}.labels").items():
+            text = str(expect_str(doc, v, f"{meta_path}.labels.{k}", allow_none=False))
+            self.labels[str(k)] = text
+            view.compared(_p(meta_path, "labels", str(k)), f"labels.{k}", text)
+        taints = _taints(doc, tmpl_spec.get("taints"), f"{spec_path}.taints")
+        for taint in taints:
+            view.compared(_p(spec_path, "taints"), taint.field_name, _show_taint(taint))
+        self.taints.extend(taints)
+        startup = _taints(doc, tmpl_spec.get("startupTaints"), f"{spec_path}.startupTaints")
+        if startup:
+            view.ignored(
+                _p(spec_path, "startupTaints"),
+                "startup taints: removed once the node is ready, so never expected",
+            )
+        requirements = self._requirements(tmpl_spec, spec_path)
+        kubelet_key = "kubeletConfiguration" if self.legacy else "kubelet"
+        self._kubelet(tmpl_spec.get(kubelet_key), _p(spec_path, kubelet_key))
+        count = self._replicas(spec)
+        family, alternatives, disk = self._node_class(tmpl_spec, spec_path, spec)
+        view.close(doc.body.get("spec") or {}, _POOL_IGNORED, at="spec")
+        allocatable = {"pods": str(self.max_pods)} if self.max_pods is not None else {}
+        return NodePoolSpec(
+            name=name,
+            cluster=None,
+            provider=Provider.KARPENTER,
+            source=doc.path,
+            source_format="karpenter",
+            # the requirement itself is checked; listing the types too would double-report
+            instance_types=(),
+            requirements=requirements,
+            disk_size_gib=disk,
+            min_size=count,
+            max_size=count,
+            desired_size=count,
+            labels=MappingProxyType(self.labels),
+            taints=tuple(sorted(set(self.taints))),
+            startup_taints=startup,
+            os_family=family,
+            os_family_alternatives=alternatives,
+            allocatable=allocatable,
+            unresolved=tuple(self.unresolved),
+            heterogeneous=True,
+            provenance=dict(self.ledger.provenance),
+            account=self.ledger.entries(),
+        )
+
+    # -- pool parts --------------------------------------------------------------------------
+
+    def _requirements(
+        self, tmpl_spec: Mapping[str, Any], spec_path: str
+    ) -> tuple[Requirement, ...]:
+        path = f"{spec_path}.requirements"
+        found = _requirements(self.doc, tmpl_spec.get("requirements"), path)
+        for i, req in enumerate(found):
+            shown = f"{req.key} {req.operator} {list(req.values)}"
+            self.view.compared(_p(spec_path, "requirements", i), f"requirements.{req.key}", shown)
+        if not self.legacy:
+            return found
+        keys = {r.key for r in found}
+        defaults = [r for r in _V1ALPHA5_DEFAULTS if r.key not in keys]
+        if not keys & set(_INSTANCE_KEYS):
+            defaults.extend(_V1ALPHA5_INSTANCE_DEFAULTS)
+        for req in defaults:
+            self.ledger.default(
+                f"requirements.{req.key}",
+                "spec.requirements",
+                f"{req.key} {req.operator} {list(req.values)}",
+                _V1ALPHA5_WHY,
+            )
+        return (*found, *defaults)
+
+    def _kubelet(self, raw: Any, path: str) -> None:
+        kubelet = expect_mapping(self.doc, raw, path)
+        for key, value in kubelet.items():
+            if key == "maxPods":
+                pods = expect_int(self.doc, value, f"{path}.maxPods")
+                if pods is not None:
+                    self.max_pods = pods
+                    self.view.compared(f"{path}.maxPods", "allocatable.pods", pods)
+            else:
+                self.view.ignored(f"{path}.{key}", _KUBELET)
+
+    def _replicas(self, spec: Mapping[str, Any]) -> int | None:
+        """v1 static NodePools keep exactly ``spec.replicas`` nodes."""
+        replicas = expect_int(self.doc, spec.get("replicas"), "spec.replicas")
+        if replicas is not None:
+            for fact in ("minSize", "maxSize", "desiredSize"):
+                self.view.compared("spec.replicas", fact, replicas)
+        return replicas
+
+    # -- the node class ----------------------------------------------------------------------
+
+    def _node_class(
+        self, tmpl_spec: Mapping[str, Any], spec_path: str, spec: Mapping[str, Any]
+    ) -> tuple[str | None, tuple[str, ...], int | None]:
+        """OS family (with alternatives) and ephemeral disk size from the node class."""
+        if self.legacy and isinstance(spec.get("provider"), Mapping):
+            # an inline v1alpha5 ``provider:`` block is an AWSNodeTemplate spec in place
+            return self._aws_class(self.view, spec["provider"], "spec.provider", legacy=True)
+        ref_key = "providerRef" if self.legacy else "nodeClassRef"
+        ref_path = _p(spec_path, ref_key)
+        ref = tmpl_spec.get(ref_key)
+        if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
+            self.ledger.unstated("osImage", ref_key, "no node class referenced")
+            return None, (), None
+        kind = "AWSNodeTemplate" if self.legacy else str(ref.get("kind", "EC2NodeClass"))
+        target = self.classes.get((kind, ref["name"]))
+        label = f"{kind}/{ref['name']}"
+        if target is None:
+            why = f"{label} is not in the desired-state tree"
+            self.view.unresolved(ref_path, why, "osImage")
+            self.unresolved.extend([Unresolved("osImage", why), Unresolved("diskSizeGiB", why)])
+            return None, (), None
+        self.view.ignored(ref_path, f"the node class: read from {label}")
+        view = self.ledger.view(target.path, lines=target.line_of, label=label)
+        body = expect_mapping(target, target.body.get("spec"), "spec")
+        if kind == "AKSNodeClass":
+            result = self._aks_class(view, target, body)
+        elif kind == "KWOKNodeClass":
+            result = (None, (), None)
+        else:
+            doc_before = self.doc
+            self.doc = target
+            try:
+                result = self._aws_class(view, body, "spec", legacy=kind == "AWSNodeTemplate")
+            finally:
+                self.doc = doc_before
+        view.close(body, _CLASS_IGNORED, at="spec")
+        return result
+
+    def _aws_class(
+        self, view: View, spec: Mapping[str, Any], at: str, *, legacy: bool
+    ) -> tuple[str | None, tuple[str, ...], int | None]:
+        doc = self.doc
+        family: str | None = None
+        setting = expect_str(doc, spec.get("amiFamily"), f"{at}.amiFamily")
+        terms = expect_list(doc, spec.get("amiSelectorTerms"), f"{at}.amiSelectorTerms")
+        alias = next(
+            (
+                t["alias"]
+                for t in terms
+                if isinstance(t, Mapping) and isinstance(t.get("alias"), str)
+            ),
+            None,
+        )
+        custom = setting is not None and setting.lower() == "custom"
+        if setting and not custom:
+            family = osfamilies.family_of_setting(setting)
+            view.compared(f"{at}.amiFamily", "osImage", setting)
+        elif custom:
+            view.ignored(f"{at}.amiFamily", "Custom: the OS is the AMI's own (not compared)")
+        if alias is not None:
+            if family is None and not custom:
+                family = osfamilies.family_of_setting(alias)
+                view.compared(f"{at}.amiSelectorTerms", "osImage", alias)
+            else:
+                view.ignored(f"{at}.amiSelectorTerms", "the AMI; its family is amiFamily's")
+        elif terms:
+            view.ignored(f"{at}.amiSelectorTerms", "AMIs chosen by id/name/tags: not compared")
+        if spec.get("amiSelector") is not None:
+            view.ignored(f"{at}.amiSelector", "AMIs chosen by id/name/tags: not compared")
+        if family is None and setting is None and alias is None and legacy:
+            family = "amazonlinux2"
+            self.ledger.default(
+                "osImage",
+                f"{at}.amiFamily",
+                "AL2",
+                "Karpenter v1alpha5: AL2 when amiFamily is unset",
+            )
+        if spec.get("launchTemplate") is not None:
+            why = "launchTemplate: the disk and AMI come from it"
+            view.unresolved(f"{at}.launchTemplate", why, "diskSizeGiB")
+            self.unresolved.append(Unresolved("diskSizeGiB", why))
+            return family, (), None
+        disk = self._aws_disk(view, spec, at, family, custom=custom)
+        self._user_data(view, spec, at)
+        self._kubelet_in_class(view, spec, at)
+        return family, (), disk
+
+    def _aws_disk(
+        self, view: View, spec: Mapping[str, Any], at: str, family: str | None, *, custom: bool
+    ) -> int | None:
+        doc = self.doc
+        if spec.get("instanceStorePolicy") is not None:
+            view.ignored(
+                f"{at}.instanceStorePolicy",
+                "ephemeral storage on instance store (RAID0): the EBS size is not compared",
+            )
+            if spec.get("blockDeviceMappings") is not None:
+                view.ignored(f"{at}.blockDeviceMappings", "ephemeral storage is on instance store")
+            return None
+        base = (family or "").split("-", 1)[0]
+        default = _DISK_DEFAULTS.get(base)
+        mappings = expect_list(doc, spec.get("blockDeviceMappings"), f"{at}.blockDeviceMappings")
+        if not mappings:
+            if custom or default is None:
+                view.unstated(
+                    "diskSizeGiB", f"{at}.blockDeviceMappings", "the AMI's own volumes (not known)"
+                )
+                return None
+            size, device = default
+            view.default(
+                "diskSizeGiB",
+                f"{at}.blockDeviceMappings",
+                size,
+                f"Karpenter: default block device {device} of {base} ({size}Gi)",
+            )
+            return size
+        chosen: int | None = None
+        for i, item in enumerate(mappings):
+            where = f"{at}.blockDeviceMappings[{i}]"
+            at_item = _p(at, "blockDeviceMappings", i)
+            entry = expect_mapping(doc, item, where)
+            device = expect_str(doc, entry.get("deviceName"), f"{where}.deviceName")
+            ebs = expect_mapping(doc, entry.get("ebs"), f"{where}.ebs")
+            root = entry.get("rootVolume") is True
+            ephemeral = root or (default is not None and device == default[1])
+            size_text = expect_str(doc, ebs.get("volumeSize"), f"{where}.ebs.volumeSize")
+            if not (ephemeral and size_text is not None and chosen is None):
+                view.ignored(at_item, "a volume that does not hold the kubelet's ephemeral storage")
+                continue
+            try:
+                chosen = round(parse_quantity(size_text) / 2**30)
+            except ValueError:
+                raise FormatError(
+                    doc.path,
+                    f"not a quantity: {size_text!r}",
+                    field=doc.where(f"{where}.ebs.volumeSize"),
+                ) from None
+            view.compared((*at_item, "ebs", "volumeSize"), "diskSizeGiB", size_text)
+            view.ignored((*at_item, "deviceName"), "the device that holds ephemeral storage")
+            for key in entry:
+                if key not in ("ebs", "deviceName"):
+                    view.ignored((*at_item, str(key)), f"volume option: {_NOT_ON_NODE}")
+            for key in ebs:
+                if key != "volumeSize":
+                    view.ignored((*at_item, "ebs", str(key)), f"EBS option: {_NOT_ON_NODE}")
+        if chosen is None:
+            view.unstated(
+                "diskSizeGiB",
+                f"{at}.blockDeviceMappings",
+                "no mapping is the root volume or the family's ephemeral device",
+            )
+        return chosen
+
+    def _user_data(self, view: View, spec: Mapping[str, Any], at: str) -> None:
+        raw = spec.get("userData")
+        if raw is None:
+            return
+        text = str(expect_str(self.doc, raw, f"{at}.userData", allow_none=False))
+        facts = bootstrap.from_user_data(text)
+        for key, value in facts.labels.items():
+            self.labels[key] = value
+            view.compared(f"{at}.userData", f"labels.{key}", f"{key}={value}")
+        for taint in facts.taints:
+            self.taints.append(taint)
+            view.compared(f"{at}.userData", taint.field_name, _show_taint(taint))
+        if facts.max_pods is not None and self.max_pods is None:
+            self.max_pods = facts.max_pods
+            view.compared(f"{at}.userData", "allocatable.pods", facts.max_pods)
+        for expression in facts.unresolved:
+            view.unresolved(f"{at}.userData", expression, "labels")
+            self.unresolved.append(Unresolved("labels", expression))
+        if not facts.found:
+            view.ignored(f"{at}.userData", "user data: no node labels, taints or max-pods in it")
+
+    def _kubelet_in_class(self, view: View, spec: Mapping[str, Any], at: str) -> None:
+        kubelet = expect_mapping(self.doc, spec.get("kubelet"), f"{at}.kubelet")
+        for key, value in kubelet.items():
+            if key == "maxPods":
+                pods = expect_int(self.doc, value, f"{at}.kubelet.maxPods")
+                if pods is not None and self.max_pods is None:
+                    self.max_pods = pods
+                    view.compared(f"{at}.kubelet.maxPods", "allocatable.pods", pods)
+                    continue
+            view.ignored(f"{at}.kubelet.{key}", _KUBELET)
+
+    def _aks_class(
+        self, view: View, doc: Document, spec: Mapping[str, Any]
+    ) -> tuple[str | None, tuple[str, ...], int | None]:
+        """AKS node auto-provisioning: ``imageFamily`` and ``osDiskSizeGB`` when stated."""
+        family = None
+        setting = expect_str(doc, spec.get("imageFamily"), "spec.imageFamily")
+        if setting:
+            family = osfamilies.family_of_setting(setting)
+            view.compared("spec.imageFamily", "osImage", setting)
+        else:
+            view.unstated("osImage", "spec.imageFamily", "not stated (AKS picks the image)")
+        disk = expect_int(doc, spec.get("osDiskSizeGB"), "spec.osDiskSizeGB")
+        if disk is not None:
+            view.compared("spec.osDiskSizeGB", "diskSizeGiB", disk)
+        else:
+            view.unstated("diskSizeGiB", "spec.osDiskSizeGB", "not stated (AKS default)")
+        pods = expect_int(doc, spec.get("maxPods"), "spec.maxPods")
+        if pods is not None:
+            self.max_pods = pods
+            view.compared("spec.maxPods", "allocatable.pods", pods)
+        for key in spec:
+            if key not in ("imageFamily", "osDiskSizeGB", "maxPods"):
+                if key == "kubelet":
+                    for inner in expect_mapping(doc, spec[key], "spec.kubelet"):
+                        view.ignored(f"spec.kubelet.{inner}", _KUBELET)
+                elif f"spec.{key}" not in _CLASS_IGNORED:
+                    view.ignored(f"spec.{key}", f"AKS node class setting: {_NOT_ON_NODE}")
+        return family, (), disk
+
+
+def _p(*parts: str | int) -> Path:
+    """A path tuple from dotted strings and list positions."""
+    out: list[str | int] = []
+    for part in parts:
+        out.extend(part.split(".") if isinstance(part, str) else [part])
+    return tuple(out)
+
+
+def _show_taint(taint: Taint) -> str:
+    return f"{taint.key}={taint.value or ''}:{taint.effect}"
 
 
 def _requirements(doc: Document, raw: Any, where: str) -> tuple[Requirement, ...]:
@@ -130,32 +530,3 @@ def _taints(doc: Document, raw: Any, where: str) -> tuple[Taint, ...]:
         except ValueError as exc:
             raise FormatError(doc.path, str(exc), field=doc.where(f"{where}[{i}].effect")) from None
     return tuple(sorted(out))
-
-
-def _os_family(
-    doc: Document,
-    tmpl_spec: Mapping[str, Any],
-    classes: Mapping[tuple[str, str], Document],
-    *,
-    legacy: bool,
-) -> str | None:
-    """The OS family from the referenced node class, when it is in the same tree."""
-    ref_field = "providerRef" if legacy else "nodeClassRef"
-    ref = tmpl_spec.get(ref_field)
-    if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
-        return None
-    kinds = ("AWSNodeTemplate",) if legacy else (str(ref.get("kind", "EC2NodeClass")),)
-    for kind in kinds:
-        cls = classes.get((kind, ref["name"]))
-        if cls is None:
-            continue
-        spec = cls.body.get("spec")
-        if not isinstance(spec, Mapping):
-            return None
-        family = spec.get("amiFamily")
-        if isinstance(family, str):
-            return osfamilies.family_of_setting(family)
-        for term in spec.get("amiSelectorTerms") or ():
-            if isinstance(term, Mapping) and isinstance(term.get("alias"), str):
-                return osfamilies.family_of_setting(term["alias"])
-    return None

@@ -18,6 +18,7 @@ import jsonschema
 
 from fleetwarden.core import osfamilies
 from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.formats.accounting import Ledger, View
 from fleetwarden.formats.documents import Document, PoolsRead
 from fleetwarden.formats.errors import FormatError
 
@@ -63,7 +64,7 @@ def _pools_of(doc: Document) -> list[NodePoolSpec]:
     out: list[NodePoolSpec] = []
     if clusters is None:
         for name, pool in pools.items():
-            out.append(_spec(doc, name, pool, single))
+            out.append(_spec(doc, name, pool, single, {}))
         return out
     for cluster, entry in clusters.items():
         entry = entry or {}
@@ -77,7 +78,9 @@ def _pools_of(doc: Document) -> list[NodePoolSpec]:
                     f"unknown pool {name!r} (not under pools:)",
                     field=f"clusters.{cluster}.pools",
                 )
-            out.append(_spec(doc, name, _merge(base or {}, overrides.get(name, {})), cluster))
+            override = overrides.get(name, {})
+            merged = _merge(base or {}, override)
+            out.append(_spec(doc, name, merged, cluster, override))
     return out
 
 
@@ -91,7 +94,29 @@ def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, An
     return merged
 
 
-def _spec(doc: Document, name: str, pool: Mapping[str, Any], cluster: str | None) -> NodePoolSpec:
+# native key -> the fact it states (every key of the schema's pool object)
+_FACTS = {
+    "instanceTypes": "instanceTypes",
+    "diskSizeGiB": "diskSizeGiB",
+    "minSize": "minSize",
+    "maxSize": "maxSize",
+    "desiredSize": "desiredSize",
+    "kubernetesVersion": "kubernetesVersion",
+    "osImage": "osImage",
+}
+_IGNORED = {
+    "provider": "the provider: selects rules (heterogeneous Karpenter pools), not a node value",
+    "diskType": "disk type: not visible on a Node (the size is compared)",
+}
+
+
+def _spec(
+    doc: Document,
+    name: str,
+    pool: Mapping[str, Any],
+    cluster: str | None,
+    override: Mapping[str, Any],
+) -> NodePoolSpec:
     lo, hi = pool.get("minSize"), pool.get("maxSize")
     if lo is not None and hi is not None and lo > hi:
         raise FormatError(
@@ -105,6 +130,30 @@ def _spec(doc: Document, name: str, pool: Mapping[str, Any], cluster: str | None
             raise FormatError(
                 doc.path, f"unknown OS family {os_setting!r}", field=f"pools.{name}.osImage"
             )
+    ledger = Ledger()
+    base_view = ledger.view(doc.path, base=("pools", name), lines=doc.line_of)
+    over_view = ledger.view(
+        doc.path, base=("clusters", str(cluster), "overrides", name), lines=doc.line_of
+    )
+
+    def view_of(*key: str) -> View:
+        inner: Any = override
+        for part in key:
+            inner = inner.get(part) if isinstance(inner, Mapping) else None
+        return over_view if inner is not None else base_view
+
+    for key, value in pool.items():
+        if key in _FACTS:
+            view_of(key).compared(key, _FACTS[key], value)
+        elif key in _IGNORED:
+            view_of(key).ignored(key, _IGNORED[key])
+        elif key in ("labels", "allocatable"):
+            for k, v in value.items():
+                view_of(key, k).compared((key, k), f"{key}.{k}", v)
+        elif key == "taints":
+            for t in value:
+                taint = Taint(t["key"], t.get("value"), t["effect"])
+                view_of(key).compared(key, taint.field_name, t)
     return NodePoolSpec(
         name=name,
         cluster=cluster,
@@ -125,4 +174,6 @@ def _spec(doc: Document, name: str, pool: Mapping[str, Any], cluster: str | None
         os_family=family,
         allocatable={k: str(v) for k, v in pool.get("allocatable", {}).items()},
         heterogeneous=pool.get("provider") == "karpenter" or len(pool.get("instanceTypes", ())) > 1,
+        provenance=dict(ledger.provenance),
+        account=ledger.entries(),
     )
