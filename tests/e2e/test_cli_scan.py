@@ -25,9 +25,16 @@ managedNodeGroups:
     instanceType: m6gd.2xlarge
     minSize: 1
     maxSize: 3
+    volumeSize: 128
     amiFamily: AmazonLinux2
     taints: [{key: type, value: hound, effect: NoSchedule}]
 """
+# what eksctl itself puts on every node of the group (the real dump is of an EKS managed group
+# made by another tool, so the test adds them as eksctl would have)
+EKSCTL_LABELS = {
+    "alpha.eksctl.io/cluster-name": "duckboat",
+    "alpha.eksctl.io/nodegroup-name": "custom-1",
+}
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,6 +50,8 @@ def tree(tmp_path: Path, realdata: Path) -> Path:
     (tmp_path / "desired" / "eksctl.yaml").write_text(EKSCTL)
     (tmp_path / "desired" / "README.yaml").write_text("just: notes\n")
     nodes = json.loads((realdata / "nodes" / "honeycomb-eks-nodelist-arm64.json").read_text())
+    for item in nodes["items"]:
+        item["metadata"]["labels"].update(EKSCTL_LABELS)
     (tmp_path / "duckboat.json").write_text(json.dumps(nodes))
     return tmp_path
 
@@ -60,6 +69,7 @@ def test_clean_real_cluster_exits_0_with_contract_json(tree):
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["findings"] == []
+    fields = out["summary"].pop("fields")
     assert out["summary"] == {
         "clusters": 1,
         "pools": 1,
@@ -67,6 +77,8 @@ def test_clean_real_cluster_exits_0_with_contract_json(tree):
         "findings": 0,
         "bySeverity": {"critical": 0, "high": 0, "medium": 0, "low": 0, "info": 0},
     }
+    # every attribute accounted for; the unstated ones compared as eksctl's defaults
+    assert fields["unaccounted"] == 0 and fields["defaults"] >= 2
     assert {
         "path": str(tree / "desired" / "README.yaml"),
         "reason": "no node-pool definition (just: no kind)",
@@ -115,7 +127,11 @@ def test_seed_000_incident_is_critical_and_exits_1(tree):
 
 def test_cluster_override_and_unknown_cluster_is_skipped_with_reason(tree, realdata):
     karpenter = realdata / "karpenter" / "karpenter-v1-spot.yaml"
-    r = run("scan", "-d", str(karpenter), "-n", f"duckboat={tree / 'duckboat.json'}", "-o", "json")
+    nodes = f"duckboat={tree / 'duckboat.json'}"
+    # no pool names its cluster: nothing would be compared, which is not a pass
+    r = run("scan", "-d", str(karpenter), "-n", nodes, "-o", "json")
+    assert r.returncode == 2 and "CLUSTER=PATH" in r.stderr and r.stdout == ""
+    r = run("scan", "-d", str(karpenter), "-n", nodes, "-o", "json", "--allow-empty")
     out = json.loads(r.stdout)
     assert any("cluster unknown" in s["reason"] for s in out["skipped"])
     r = run(
@@ -146,22 +162,43 @@ BAD = [
 
 
 @pytest.mark.parametrize(("name", "text", "needle"), BAD, ids=[b[0] for b in BAD])
-def test_bad_desired_input_exits_2_naming_the_file(tree, name, text, needle):
-    bad = tree / "desired" / name
+def test_a_bad_file_named_directly_exits_2_naming_it(tree, name, text, needle):
+    bad = tree / name
     bad.write_text(text)
-    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"))
+    r = run("scan", "-d", str(bad), "-n", str(tree / "duckboat.json"))
     assert r.returncode == 2
     assert str(bad) in r.stderr and needle in r.stderr
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize(("name", "text", "needle"), BAD, ids=[b[0] for b in BAD])
+def test_a_bad_file_in_a_directory_is_listed_and_the_rest_still_compared(tree, name, text, needle):
+    """One bad file does not hide the rest (issue #10, part 4): the good eksctl file is still
+    compared, the bad one is listed with its reason — in JSON and always in the table."""
+    bad = tree / "desired" / name
+    bad.write_text(text)
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["summary"]["pools"] == 1
+    (problem,) = [s for s in out["skipped"] if s.get("problem")]
+    assert problem["path"] == str(bad) and needle in problem["reason"]
+    table = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"))
+    assert f"could not read {bad}" in table.stdout
+
+
 def test_a_50_mb_file_is_refused_with_exit_2(tree):
-    big = tree / "desired" / "huge.yaml"
+    big = tree / "huge.yaml"
     with big.open("w") as fh:
         fh.write("a: " + "x" * (50 * 2**20) + "\n")
-    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"))
+    r = run("scan", "-d", str(big), "-n", str(tree / "duckboat.json"))
     assert r.returncode == 2
     assert "huge.yaml" in r.stderr and "too large" in r.stderr
+    # in a directory it is listed as a file that could not be read
+    big.rename(tree / "desired" / "huge.yaml")
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"), "-o", "json")
+    assert r.returncode == 0
+    assert any("too large" in s["reason"] for s in json.loads(r.stdout)["skipped"])
 
 
 def test_missing_paths_and_bad_arguments_exit_2(tree):

@@ -15,11 +15,13 @@ from typing import Annotated, NoReturn
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from fleetwarden.adapters import files
+from fleetwarden.app import explaining
 from fleetwarden.app.scanning import scan_clusters
 from fleetwarden.core.findings import Severity
-from fleetwarden.core.fleet import FleetReport
+from fleetwarden.core.fleet import FleetReport, NothingToCompare, check_comparable
 from fleetwarden.entrypoints import (
     approve_cmd,
     audit_cmd,
@@ -29,7 +31,12 @@ from fleetwarden.entrypoints import (
     watch_cmd,
 )
 from fleetwarden.entrypoints import demo as demo_mod
-from fleetwarden.entrypoints.rendering import dumps, make_console, print_report
+from fleetwarden.entrypoints.rendering import (
+    dumps,
+    make_console,
+    print_explanation,
+    print_report,
+)
 from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.desired import DesiredRead
 from fleetwarden.formats.errors import FormatError
@@ -65,7 +72,9 @@ class FailOn(StrEnum):
 
 
 def fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]fleetwarden: error:[/] {message}", highlight=False)
+    """One line on stderr (never wrapped, the message shown literally), then exit 2."""
+    line = Text.assemble(("fleetwarden: error:", "bold red"), " ", message)
+    _err.print(line, soft_wrap=True, highlight=False)
     raise typer.Exit(2)
 
 
@@ -109,6 +118,14 @@ FormatOpt = Annotated[
 FailOnOpt = Annotated[
     FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity.")
 ]
+AllowEmptyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-empty",
+        help="Exit 0 when there is nothing to compare (no pool under --desired, no desired "
+        "cluster among the node dumps) instead of 2.",
+    ),
+]
 
 
 @app.command()
@@ -119,6 +136,7 @@ def scan(
     output: FormatOpt = OutputFormat.table,
     fail_on: FailOnOpt = FailOn.high,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
+    allow_empty: AllowEmptyOpt = False,
     progress: Annotated[
         bool | None,
         typer.Option(
@@ -146,13 +164,70 @@ def scan(
     try:
         desired_args = [files.parse_path_arg(a) for a in desired]
         nodes_args = [files.parse_path_arg(a) for a in nodes]
-        loaded = files.load_desired(desired_args, limit=settings.desired_file_limit)
+        loaded = files.load_desired(
+            desired_args, limit=settings.desired_file_limit, assume=settings.assume
+        )
         sources = files.node_sources(nodes_args)
+        if not allow_empty:
+            paths = [a.label for a in desired_args]
+            if not loaded.pools:
+                raise NothingToCompare(loaded.nothing_found(paths))
+            check_comparable(loaded.pools, sources.keys(), desired_paths=paths)
         report = _scan(loaded, sources, settings, progress, jobs)
-    except FormatError as exc:
+    except (FormatError, NothingToCompare) as exc:
         fail(str(exc))
     _emit(report, output, verbose)
     raise typer.Exit(exit_code(report, fail_on))
+
+
+@app.command()
+def explain(
+    desired: DesiredOpt,
+    pool: Annotated[
+        str | None, typer.Option("--pool", "-p", help="Only pools whose name matches (a glob).")
+    ] = None,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="Only pools of this cluster (a glob).")
+    ] = None,
+    config: ConfigOpt = None,
+    output: FormatOpt = OutputFormat.table,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Exit 1 when an attribute is unknown to fleetwarden."),
+    ] = False,
+    allow_empty: AllowEmptyOpt = False,
+) -> None:
+    """Account for every field of the desired pools: what is compared (the value and where it
+    came from: file:line, or the provisioner's default), unresolved (the expression), ignored
+    (why) or unknown to fleetwarden.
+
+    Example: fleetwarden explain -d clusters/prod-eu-1/eksctl.yaml --pool ng-1
+    """
+    settings = _settings(config)
+    try:
+        desired_args = [files.parse_path_arg(a) for a in desired]
+        loaded = files.load_desired(
+            desired_args, limit=settings.desired_file_limit, assume=settings.assume
+        )
+        if not loaded.pools and not allow_empty:
+            raise NothingToCompare(loaded.nothing_found([a.label for a in desired_args]))
+    except (FormatError, NothingToCompare) as exc:
+        fail(str(exc))
+    result = explaining.explain(
+        loaded.pools,
+        skipped=loaded.skipped,
+        pool=pool,
+        cluster=cluster,
+        assumed=settings.assume.describe(),
+    )
+    if not result.pools and loaded.pools and not allow_empty:
+        names = ", ".join(sorted({p.name for p in loaded.pools})[:10])
+        fail(f"no pool matches --pool {pool or '*'} --cluster {cluster or '*'} (pools: {names})")
+    if output is OutputFormat.json:
+        sys.stdout.write(dumps(result.to_json()) + "\n")
+    else:
+        print_explanation(make_console(), result)
+    raise typer.Exit(1 if strict and result.unaccounted else 0)
 
 
 def _settings(config: Path | None) -> Settings:

@@ -14,6 +14,9 @@ Example::
       ignore:
         - {cluster: "dev-*", field: "labels.*"}
         - {pool: "batch", layer: "L3"}
+      provisioners:                   # releases whose defaults apply where files do not say
+        eksctl: "0.190.0"             # the eksctl release that created the node groups
+        terraform-aws-eks: 20         # major, for module blocks that pin no version
     limits:
       desiredFileBytes: 16777216
       nodesFileBytes: 2147483648
@@ -34,6 +37,7 @@ from fleetwarden.core.findings import Severity
 from fleetwarden.core.nodes import POOL_LABELS
 from fleetwarden.core.rules import DEFAULT_TRANSIENT_TAINTS, DiffOptions, IgnoreRule, SeverityRule
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.provisioners import Assumed, parse_release
 
 __all__ = ["CONFIG_SCHEMA", "Settings", "load_settings"]
 
@@ -55,6 +59,14 @@ CONFIG_SCHEMA: dict[str, Any] = {
                 "includeControlPlane": {"type": "boolean"},
                 "medianMinNodes": {"type": "integer", "minimum": 1},
                 "severities": {"type": "object", "additionalProperties": {"enum": _SEVERITIES}},
+                "provisioners": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "eksctl": {"type": "string", "pattern": r"^v?\d+\.\d+(\.\d+)?$"},
+                        "terraform-aws-eks": {"type": "integer", "minimum": 17, "maximum": 99},
+                    },
+                },
                 "ignore": {
                     "type": "array",
                     "items": {
@@ -86,6 +98,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
 @dataclass(frozen=True, slots=True)
 class Settings:
     diff: DiffOptions = field(default_factory=DiffOptions)
+    assume: Assumed = field(default_factory=Assumed)
     desired_file_limit: int = DEFAULT_DESIRED_LIMIT
     nodes_file_limit: int = DEFAULT_NODES_LIMIT
     raw: Mapping[str, Any] = field(default_factory=dict)
@@ -137,8 +150,15 @@ def settings_from(raw: Mapping[str, Any], *, source: str = "<config>") -> Settin
         ignores=tuple(IgnoreRule(**rule) for rule in scan.get("ignore", ())),
     )
     limits = raw.get("limits", {})
+    provisioners = scan.get("provisioners", {})
+    eksctl = provisioners.get("eksctl")
+    assume = Assumed(
+        eksctl=parse_release(eksctl) if eksctl else None,
+        terraform_aws_eks=provisioners.get("terraform-aws-eks"),
+    )
     return Settings(
         diff=diff,
+        assume=assume,
         desired_file_limit=limits.get("desiredFileBytes", DEFAULT_DESIRED_LIMIT),
         nodes_file_limit=limits.get("nodesFileBytes", DEFAULT_NODES_LIMIT),
         raw=raw,

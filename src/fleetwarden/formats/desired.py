@@ -53,7 +53,7 @@ class DesiredRead:
         where = ", ".join(paths) or "--desired"
         seen = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in sorted(self.kinds.items()))
         problems = [s for s in self.skipped if s.problem]
-        parts = [f"read {self.files} files"]
+        parts = [f"read {self.files} file{'' if self.files == 1 else 's'}"]
         if seen:
             parts.append(f"kinds seen: {seen}")
         if problems:

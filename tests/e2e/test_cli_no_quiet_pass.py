@@ -1,0 +1,134 @@
+"""Silence must mean "no drift": inputs that compare nothing exit 2 with one clear line, partial
+coverage is a finding, and `explain` accounts for every field (issue #10, parts 2 and 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_cli_scan import EKSCTL, EKSCTL_LABELS, run
+
+
+@pytest.fixture()
+def tree(tmp_path: Path, realdata: Path) -> Path:
+    (tmp_path / "desired").mkdir()
+    (tmp_path / "desired" / "eksctl.yaml").write_text(EKSCTL)
+    nodes = json.loads((realdata / "nodes" / "honeycomb-eks-nodelist-arm64.json").read_text())
+    for item in nodes["items"]:
+        item["metadata"]["labels"].update(EKSCTL_LABELS)
+    (tmp_path / "duckboat.json").write_text(json.dumps(nodes))
+    return tmp_path
+
+
+def _one_line_error(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr and "NoneType" not in stderr
+    return lines[0]
+
+
+def test_a_desired_directory_without_pools_exits_2_naming_paths_and_kinds(tree):
+    other = tree / "apps"
+    other.mkdir()
+    (other / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    (other / "deploy.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: y}\n"
+    )
+    r = run("scan", "-d", str(other), "-n", str(tree / "duckboat.json"))
+    assert r.returncode == 2
+    line = _one_line_error(r.stderr)
+    assert str(other) in line and "ConfigMap" in line and "Deployment" in line
+    assert "read 2 files" in line
+    assert (
+        run("scan", "-d", str(other), "-n", str(tree / "duckboat.json"), "--allow-empty").returncode
+        == 0
+    )
+
+
+def test_a_cluster_name_typo_exits_2_with_the_nearest_match(tree):
+    r = run("scan", "-d", str(tree / "desired"), "-n", f"duckbaot={tree / 'duckboat.json'}")
+    assert r.returncode == 2
+    line = _one_line_error(r.stderr)
+    assert "duckboat" in line and "duckbaot" in line and "did you mean" in line
+
+
+def test_an_unmatched_desired_cluster_is_a_high_finding_not_a_silent_skip(tree):
+    (tree / "desired" / "other.yaml").write_text(EKSCTL.replace("duckboat", "duckboat-eu"))
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"), "-o", "json")
+    assert r.returncode == 1, r.stderr
+    (f,) = json.loads(r.stdout)["findings"]
+    assert (f["cluster"], f["layer"], f["field"], f["severity"]) == (
+        "duckboat-eu",
+        "COUNT",
+        "cluster",
+        "high",
+    )
+    assert f["expected"] == ["custom-1"] and "did you mean 'duckboat'" in f["message"]
+
+
+@pytest.mark.parametrize("content", ["", "   \n"], ids=["0 bytes", "blank"])
+def test_an_empty_node_dump_exits_2_naming_the_file(tree, content):
+    dump = tree / "duckboat.json"
+    dump.write_text(content)
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(dump))
+    assert r.returncode == 2
+    line = _one_line_error(r.stderr)
+    assert str(dump) in line and "empty file" in line
+
+
+def test_an_empty_node_list_is_a_real_state_with_count_findings(tree):
+    (tree / "duckboat.json").write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"), "-o", "json")
+    assert r.returncode == 1
+    (f,) = json.loads(r.stdout)["findings"]
+    assert (f["pool"], f["field"], f["expected"], f["actual"]) == (
+        "custom-1",
+        "nodeCount",
+        "1..3",
+        0,
+    )
+    eksctl = tree / "desired" / "eksctl.yaml"
+    assert f["provenance"] == f"minSize: {eksctl}:7; maxSize: {eksctl}:8"
+
+
+def test_findings_carry_the_provenance_of_their_expected_value(tree):
+    nodes = json.loads((tree / "duckboat.json").read_text())
+    nodes["items"][0]["status"]["capacity"]["ephemeral-storage"] = "20959212Ki"
+    nodes["items"][1]["metadata"]["labels"].pop("alpha.eksctl.io/cluster-name")
+    (tree / "duckboat.json").write_text(json.dumps(nodes))
+    r = run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"), "-o", "json")
+    found = {f["field"]: f["provenance"] for f in json.loads(r.stdout)["findings"]}
+    eksctl = str(tree / "desired" / "eksctl.yaml")
+    assert found == {
+        "diskSize": f"{eksctl}:9",
+        "labels.alpha.eksctl.io/cluster-name": "default: eksctl: ClusterNameLabel (metadata.name)",
+    }
+
+
+def test_explain_lists_every_field_as_table_and_json(tree):
+    r = run("explain", "-d", str(tree / "desired"), "--pool", "custom-1", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    (pool,) = out["pools"]
+    by_path = {f["path"]: f for f in pool["fields"]}
+    assert by_path["instanceType"]["status"] == "compared"
+    assert by_path["instanceType"]["origin"].endswith("eksctl.yaml:6")
+    assert by_path["labels.alpha.eksctl.io/cluster-name"]["origin"].startswith("default: eksctl")
+    assert pool["summary"]["unaccounted"] == 0
+    table = run("explain", "-d", str(tree / "desired"))
+    assert "DefaultNodeType" not in table.stdout  # m5.large is not applied: instanceType is stated
+    assert "ClusterNameLabel" in table.stdout and "compared" in table.stdout
+
+
+def test_explain_strict_fails_on_an_attribute_fleetwarden_does_not_know(tree):
+    text = EKSCTL.replace("    minSize: 1\n", "    minSize: 1\n    someFutureField: 3\n")
+    (tree / "desired" / "eksctl.yaml").write_text(text)
+    r = run("explain", "-d", str(tree / "desired"), "-o", "json", "--strict")
+    assert r.returncode == 1
+    fields = json.loads(r.stdout)["pools"][0]["fields"]
+    assert {"path": "someFutureField", "status": "unaccounted"}.items() <= next(
+        f for f in fields if f["path"] == "someFutureField"
+    ).items()
+    assert run("explain", "-d", str(tree / "desired")).returncode == 0
