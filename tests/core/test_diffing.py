@@ -426,3 +426,34 @@ def test_prefix_named_pools_claim_their_generated_node_groups(eks_items):
     other = eks_spec(name="custom", name_prefix=None, labels=labels)
     fields = {f.field for f in diff_cluster("duckboat", [other], nodes_of(items)).findings}
     assert fields == {"nodeCount", "pool"}
+
+
+def test_a_node_without_any_pool_label_says_which_labels_were_looked_for():
+    from tests.support.nodes import node, observed
+
+    bare = observed(node("lonely", labels={"kubernetes.io/os": "linux"}))
+    (f,) = diff_cluster("c", [], bare).findings
+    assert (f.pool, f.field, f.nodes) == (None, "pool", ("lonely",))
+    assert "eks.amazonaws.com/nodegroup" in f.message and "poolLabels" in f.message
+    custom = DiffOptions(pool_labels=("example.com/pool",))
+    (f,) = diff_cluster("c", [], bare, options=custom).findings
+    assert "example.com/pool" in f.message and "eks.amazonaws.com" not in f.message
+
+
+def test_os_family_alternatives_accept_either_family():
+    from tests.support.nodes import node, observed
+
+    spec = NodePoolSpec(
+        name="ng",
+        cluster="c",
+        os_family="amazonlinux2023",
+        os_family_alternatives=("amazonlinux2",),
+    )
+    labels = {"eks.amazonaws.com/nodegroup": "ng"}
+    fine = observed(
+        node("a", labels=labels, os_image="Amazon Linux 2"),
+        node("b", labels=labels, os_image="Amazon Linux 2023.6.20250218"),
+    )
+    assert diff_pool(spec, fine) == []
+    (f,) = diff_pool(spec, observed(node("c", labels=labels, os_image="Ubuntu 22.04.4 LTS")))
+    assert (f.field, f.expected) == ("osImage", ["amazonlinux2023", "amazonlinux2"])

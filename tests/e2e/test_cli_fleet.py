@@ -60,6 +60,7 @@ managedNodeGroups:
     instanceType: m6gd.2xlarge
     minSize: 1
     maxSize: 2
+    volumeSize: 128
     amiFamily: AmazonLinux2
     labels: {workload-type: batch}
     taints: [{key: type, value: hound, effect: NoSchedule}]
@@ -119,6 +120,9 @@ def gate_tree(tmp_path: Path, realdata: Path) -> Path:
     nodes = json.loads((realdata / "nodes" / "honeycomb-eks-nodelist-arm64.json").read_text())
     for item in nodes["items"]:
         item["metadata"]["labels"]["workload-type"] = "batch"
+        # eksctl labels every node of its groups (the real dump is of a group made otherwise)
+        item["metadata"]["labels"]["alpha.eksctl.io/cluster-name"] = "duckboat"
+        item["metadata"]["labels"]["alpha.eksctl.io/nodegroup-name"] = "custom-1"
     (tmp_path / "duckboat.json").write_text(json.dumps(nodes))
     return tmp_path
 

@@ -284,6 +284,9 @@ async def create_nodes(api: KubeClient, realdata: Path) -> list[str]:
             **item["metadata"]["labels"],
             "workload-type": "batch",
             "kubernetes.io/hostname": name,
+            # eksctl labels every node of its groups (the dump is of a group made otherwise)
+            "alpha.eksctl.io/cluster-name": "duckboat",
+            "alpha.eksctl.io/nodegroup-name": "custom-1",
         }
         body = {
             "apiVersion": "v1",

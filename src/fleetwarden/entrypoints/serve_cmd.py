@@ -333,7 +333,9 @@ def build_notifier(specs: Sequence[dict[str, Any]]) -> Notifier | None:
 
 def build_service(config: ServiceConfig) -> Service:
     loaded = files.load_desired(
-        [files.parse_path_arg(a) for a in config.desired], limit=config.scan.desired_file_limit
+        [files.parse_path_arg(a) for a in config.desired],
+        limit=config.scan.desired_file_limit,
+        assume=config.scan.assume,
     )
     snapshot = (
         files.load_nodes(

@@ -130,6 +130,13 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option(help="Stop after this many seconds (default: run until interrupted)."),
         ] = None,
+        allow_empty: Annotated[
+            bool,
+            typer.Option(
+                "--allow-empty",
+                help="Run even when --desired holds no pool definition (else exit 2).",
+            ),
+        ] = False,
     ) -> None:
         """Watch live clusters: every node change re-diffs its pool at once; findings that
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
@@ -140,9 +147,12 @@ def register(app: typer.Typer) -> None:
             fail(f"--format must be table or json, not {output!r}")
         try:
             settings = load_settings(config)
+            desired_args = [files.parse_path_arg(a) for a in desired]
             loaded = files.load_desired(
-                [files.parse_path_arg(a) for a in desired], limit=settings.desired_file_limit
+                desired_args, limit=settings.desired_file_limit, assume=settings.assume
             )
+            if desired and not loaded.pools and not follow and not allow_empty:
+                fail(loaded.nothing_found([a.label for a in desired_args]))
             endpoints = load_kubeconfig(kubeconfig, contexts=context or ())
             argocd = None
             if argocd_secrets:
