@@ -64,7 +64,7 @@ from fleetwarden.formats.workloads import (
     read_desired_workloads,
 )
 from fleetwarden.ports.argocd import ArgoError
-from fleetwarden.ports.kube import KubeError
+from fleetwarden.ports.kube import CredentialError, KubeError
 
 __all__ = [
     "DesiredState",
@@ -436,6 +436,8 @@ async def _gather_live(
                 except KubeError as exc:
                     raise FormatError(endpoint.name, str(exc)) from None
                 async with client:
+                    # an exec plugin runs first: if it fails, its own error is the message
+                    await client.authenticate()
                     result = await read(client)
                 bar.advance(task)
                 return endpoint.name, result
@@ -508,6 +510,8 @@ def _load_fleet(
         state.apply_aliases(app, observed)
     except FormatError as exc:
         _fail(str(exc))
+    except CredentialError as exc:  # a context's exec plugin is missing or failed
+        _fail(exc.reason)
     return state, state.indexes(observed), observed, fleet
 
 
@@ -952,6 +956,8 @@ def gate_command(
             _fail("--nodes: no node dump found")
     except FormatError as exc:
         _fail(str(exc))
+    except CredentialError as exc:  # a context's exec plugin is missing or failed
+        _fail(exc.reason)
     clusters, notes = _gate_clusters(app, state, node_map, observed, fleet)
     result = decide_gate(app, clusters, fail_on=Severity(fail_on.value), options=settings.diff)
     result.notes[:0] = notes
