@@ -156,7 +156,7 @@ async def test_v1_and_v1beta1_outputs_must_match_the_configured_version(tmp_path
 async def test_a_failing_plugin_is_one_clear_error_with_its_stderr_but_no_token(tmp_path):
     noisy = (
         f"error: could not refresh the session (cached token {TOKEN} rejected)\n"
-        "  Run `aws sso login --profile prod` and try again.\n" + "x" * 2000
+        "  Run `aws sso login --profile prod` and try again.\n" + "more detail. " * 200
     )
     plugin = write_plugin(tmp_path, "plug", [Reply(exit=3, stderr=noisy)])
     source = ExecCredentialSource(endpoint(config(plugin, install_hint="brew install x")))
@@ -164,8 +164,9 @@ async def test_a_failing_plugin_is_one_clear_error_with_its_stderr_but_no_token(
         await source.get()
     message = err.value.reason
     assert message.startswith(f"context 'prod': exec credential plugin '{plugin}' failed with ")
-    assert "exit code 3: error: could not refresh the session" in message
-    assert "aws sso login --profile prod" in message
+    assert "exit code 3: error: could not refresh the session (cached token <redacted>" in message
+    assert "rejected) | Run `aws sso login --profile prod` and try again. | more detail." in message
+    assert message.endswith("...")  # truncated
     assert TOKEN not in message and "\n" not in message and len(message) < 700
     assert str(err.value).startswith("prod: ")  # as a KubeError it names the cluster
 
@@ -278,7 +279,7 @@ def test_redaction_keeps_words_and_paths_but_not_tokens():
     shown = redact(text, ("hunter2-password",))
     assert "eyJzdWIi" not in shown and "/usr/local/bin/gke-gcloud-auth-plugin" in shown
     assert "ip-10-0-1-23.internal" in shown
-    assert redact("pw hunter2-password!", ("hunter2-password",)) == "pw [redacted]!"
+    assert redact("pw hunter2-password!", ("hunter2-password",)) == "pw <redacted>!"
 
 
 # --- KubeClient over an exec plugin (httpx's transport seam: no server needed) -------------

@@ -27,6 +27,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
@@ -511,7 +512,7 @@ def _load_fleet(
     except FormatError as exc:
         _fail(str(exc))
     except CredentialError as exc:  # a context's exec plugin is missing or failed
-        _fail(exc.reason)
+        _fail(escape(exc.reason))  # the plugin's stderr is text, not markup
     return state, state.indexes(observed), observed, fleet
 
 
@@ -957,7 +958,7 @@ def gate_command(
     except FormatError as exc:
         _fail(str(exc))
     except CredentialError as exc:  # a context's exec plugin is missing or failed
-        _fail(exc.reason)
+        _fail(escape(exc.reason))  # the plugin's stderr is text, not markup
     clusters, notes = _gate_clusters(app, state, node_map, observed, fleet)
     result = decide_gate(app, clusters, fail_on=Severity(fail_on.value), options=settings.diff)
     result.notes[:0] = notes

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Group
 from rich.live import Live
+from rich.markup import escape
 from rich.text import Text
 
 from fleetwarden.adapters import files
@@ -171,7 +172,7 @@ def register(app: typer.Typer) -> None:
         except FormatError as exc:  # a followed app's desired state did not load
             fail(str(exc))
         except CredentialError as exc:  # a context's exec plugin is missing or failed
-            fail(exc.reason)
+            fail(escape(exc.reason))  # the plugin's stderr is text, not markup
 
 
 def upgrade_hook(

@@ -52,6 +52,10 @@ STDERR_SHOWN = 400  # characters of the plugin's stderr quoted in an error
 _TOKENISH = re.compile(r"[A-Za-z0-9_\-+=~]{32,}")
 
 
+# no square brackets: the CLI prints errors through rich, which would take "[...]" for markup
+REDACTED = "<redacted>"
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -60,8 +64,8 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     """``text`` without the given secrets and without anything that looks like a token."""
     for secret in secrets:
         if secret:
-            text = text.replace(secret, "[redacted]")
-    return _TOKENISH.sub("[redacted]", text)
+            text = text.replace(secret, REDACTED)
+    return _TOKENISH.sub(REDACTED, text)
 
 
 class ExecCredentialSource:
@@ -233,7 +237,8 @@ class ExecCredentialSource:
                 proc.kill()
 
     def _stderr(self, err: bytes | None) -> str:
-        text = " ".join((err or b"").decode("utf-8", "replace").split())
+        lines = (err or b"").decode("utf-8", "replace").splitlines()
+        text = " | ".join(" ".join(line.split()) for line in lines if line.strip())
         if not text:
             return ""
         env_values = tuple(v for _, v in self.plugin.env if len(v) >= 8)
