@@ -32,6 +32,7 @@ try:
 except FileNotFoundError:
     n = 0
 reply = REPLIES[min(n, len(REPLIES) - 1)]
+EXPECT = {expect!r}
 with open(LOG, "a") as fh:
     fh.write(json.dumps({{
         "argv": sys.argv[1:],
@@ -39,6 +40,9 @@ with open(LOG, "a") as fh:
         "env": {{k: os.environ.get(k) for k in RECORD}},
         "tty": os.isatty(0),
     }}) + "\\n")
+if EXPECT is not None and sys.argv[1:] != EXPECT:
+    sys.stderr.write("unexpected arguments: %r" % (sys.argv[1:],))
+    sys.exit(64)
 if reply.get("sleep"):
     time.sleep(reply["sleep"])
 if reply.get("stderr"):
@@ -84,7 +88,9 @@ def write_plugin(
     *,
     api_version: str = V1BETA1,
     record_env: tuple[str, ...] = (),
+    expect_argv: list[str] | None = None,
 ) -> Path:
+    """``expect_argv``: fail (exit 64, saying so on stderr) when run with other arguments."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
     path.write_text(
@@ -94,6 +100,7 @@ def write_plugin(
             replies=json.dumps([asdict(r) for r in replies]),
             record=list(record_env),
             api_version=api_version,
+            expect=expect_argv,
         )
     )
     path.chmod(0o755)
