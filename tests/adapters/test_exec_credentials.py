@@ -26,7 +26,7 @@ from fleetwarden.core.clusters import (
     InteractiveMode,
 )
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.ports.kube import CredentialError, Unauthorized
+from fleetwarden.ports.kube import CredentialError, Transient, Unauthorized
 from tests.support.exec_plugins import V1, V1BETA1, Reply, runs, write_plugin
 
 TOKEN = "tok-" + "a1b2c3d4" * 6
@@ -337,3 +337,24 @@ async def test_a_watch_refused_with_401_opens_again_with_a_fresh_credential(tmp_
         events = [e async for e in client.watch("/api/v1/nodes", resource_version="1")]
     assert [e.object["metadata"]["name"] for e in events] == ["n1"]
     assert seen == ["rejected", "accepted"]
+
+
+async def test_a_watch_ended_by_a_401_error_event_gets_a_fresh_credential_next_time(tmp_path):
+    """The server may end a watch over its credential (an ERROR event with code 401): the
+    reflector's retry (a Transient) then runs with the plugin's next credential."""
+    plugin = write_plugin(tmp_path, "plug", [Reply(token="first"), Reply(token="second")])
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        error = '{"type": "ERROR", "object": {"kind": "Status", "code": 401, "message": "expired"}}'
+        return httpx.Response(200, content=(error + "\n").encode())
+
+    async with KubeClient(
+        endpoint(config(plugin), ca_pem=None), transport=httpx.MockTransport(handle)
+    ) as client:
+        with pytest.raises(Transient) as err:
+            async for _ in client.watch("/api/v1/nodes", resource_version="1"):
+                pass
+        assert err.value.status == 401
+        assert len(runs(plugin)) == 1
+        source = client.exec_source
+        assert source is not None and (await source.get()).token == "second"

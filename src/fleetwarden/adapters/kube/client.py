@@ -48,12 +48,14 @@ def ssl_context(
 ) -> ssl.SSLContext:
     """TLS per the endpoint: its CA (no verification if insecure) and its client certificate,
     or ``client_cert`` (PEM certificate and key, from an exec plugin) instead."""
-    ctx = ssl.create_default_context()
-    if endpoint.insecure:
+    if endpoint.insecure:  # no CA to load: nothing is verified
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     elif endpoint.ca_pem:
         ctx = ssl.create_default_context(cadata=endpoint.ca_pem.decode("ascii", "replace"))
+    else:
+        ctx = ssl.create_default_context()
     creds = endpoint.credentials
     if client_cert is None and creds.client_cert_pem and creds.client_key_pem:
         client_cert = (creds.client_cert_pem, creds.client_key_pem)
