@@ -358,3 +358,17 @@ async def test_a_watch_ended_by_a_401_error_event_gets_a_fresh_credential_next_t
         assert len(runs(plugin)) == 1
         source = client.exec_source
         assert source is not None and (await source.get()).token == "second"
+
+
+async def test_a_client_certificate_that_does_not_load_is_a_credential_error(tmp_path):
+    bogus = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"
+    key = "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n"
+    plugin = write_plugin(tmp_path, "plug", [Reply(cert=bogus, key=key)])
+    async with KubeClient(
+        endpoint(config(plugin), ca_pem=None), transport=_server(set(), [])
+    ) as client:
+        for expected_runs in (1, 2):  # dropped after the failure: the next request asks again
+            with pytest.raises(CredentialError) as err:
+                await client.get("/version")
+            assert "returned a client certificate and key that do not load" in err.value.reason
+            assert len(runs(plugin)) == expected_runs

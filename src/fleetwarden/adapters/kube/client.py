@@ -210,6 +210,7 @@ class KubeClient:
             fresh = self._new_http(pair)
         except (ssl.SSLError, ValueError, OSError) as exc:
             assert self._exec is not None
+            self._exec.expire(credential)  # the next request asks the plugin again
             raise CredentialError(
                 self.cluster,
                 f"{self._exec.plugin.origin or self.cluster}: exec credential plugin "
