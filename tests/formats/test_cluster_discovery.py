@@ -20,7 +20,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.clusters import ClusterEndpoint, Credentials, DiscoverySource
+from fleetwarden.core.clusters import (
+    EXEC_API_VERSIONS,
+    ClusterEndpoint,
+    Credentials,
+    DiscoverySource,
+    InteractiveMode,
+)
 from fleetwarden.formats.argocd_clusters import (
     SECRET_TYPE_LABEL,
     endpoint_from_secret,
@@ -159,28 +165,120 @@ def test_file_references_are_returned_not_read():
     assert parse_kubeconfig("kc.yaml", KUBECONFIG, contexts=["prod"])[0].files == FileRefs()
 
 
+EKS_EXEC = {
+    "apiVersion": "client.authentication.k8s.io/v1beta1",
+    "command": "aws",
+    "args": ["--region", "eu-west-1", "eks", "get-token", "--cluster-name", "prod"],
+    "env": [{"name": "AWS_PROFILE", "value": "prod-readonly"}],
+}
+
+
+def test_exec_plugin_is_read_as_aws_eks_update_kubeconfig_writes_it():
+    """`aws eks update-kubeconfig` output: v1beta1, no interactiveMode (IfAvailable, as
+    clientcmd defaults it), env as a list of {name, value}."""
+    text = kubeconfig(users={"prod-admin": {"exec": EKS_EXEC}})
+    ep = parse_kubeconfig("kc.yaml", text, contexts=["prod"])[0].endpoint
+    plugin = ep.credentials.exec
+    assert plugin is not None and ep.credentials.uses_exec and ep.credentials.token is None
+    assert (plugin.command, plugin.args, plugin.env) == (
+        "aws",
+        tuple(EKS_EXEC["args"]),
+        (("AWS_PROFILE", "prod-readonly"),),
+    )
+    assert plugin.api_version == "client.authentication.k8s.io/v1beta1"
+    assert plugin.interactive_mode is InteractiveMode.IF_AVAILABLE
+    assert not plugin.provide_cluster_info and plugin.cluster_config is None
+    assert plugin.origin == "context 'prod'"
+    assert repr(ep.credentials) == "Credentials(exec)"
+    assert "prod-readonly" not in repr(ep)  # env values may be secrets
+
+
+def test_exec_plugin_v1_with_cluster_info_and_its_extension():
+    """kubelogin / gke-gcloud-auth-plugin style: v1 needs interactiveMode; provideClusterInfo
+    passes the cluster's extensions["client.authentication.k8s.io/exec"] to the plugin."""
+    body = yaml.safe_load(
+        kubeconfig(
+            users={
+                "prod-admin": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "command": "kubelogin",
+                        "args": ["get-token", "--login", "azurecli"],
+                        "interactiveMode": "Never",
+                        "provideClusterInfo": True,
+                        "installHint": "\x1b[1mbrew install Azure/kubelogin/kubelogin\x1b[0m",
+                    }
+                }
+            }
+        )
+    )
+    body["clusters"][0]["cluster"]["extensions"] = [
+        {"name": "other", "extension": {"x": 1}},
+        {"name": "client.authentication.k8s.io/exec", "extension": {"audience": "6dae42f8"}},
+    ]
+    ep = parse_kubeconfig("kc.yaml", yaml.safe_dump(body), contexts=["prod"])[0].endpoint
+    plugin = ep.credentials.exec
+    assert plugin.interactive_mode is InteractiveMode.NEVER and plugin.provide_cluster_info
+    assert json.loads(plugin.cluster_config) == {"audience": "6dae42f8"}
+    assert "\x1b" not in plugin.install_hint and "brew install" in plugin.install_hint
+
+
+def test_a_static_token_wins_over_exec_as_in_client_go():
+    text = kubeconfig(users={"prod-admin": {"token": TOKEN, "exec": EKS_EXEC}})
+    creds = parse_kubeconfig("kc.yaml", text, contexts=["prod"])[0].endpoint.credentials
+    assert creds.exec is not None and not creds.uses_exec and creds.token == TOKEN
+
+
 @pytest.mark.parametrize(
-    ("plugin", "config"),
+    ("change", "field", "needle"),
     [
+        ({"command": ""}, "exec.command", "command is missing"),
+        ({"command": None}, "exec.command", "command is missing"),
+        ({"apiVersion": None}, "exec.apiVersion", "expected one of"),
+        ({"apiVersion": "client.authentication.k8s.io/v2"}, "exec.apiVersion", "expected one of"),
         (
-            "exec",
-            {
-                "apiVersion": "client.authentication.k8s.io/v1beta1",
-                "command": "aws",
-                "args": ["eks", "get-token", "--cluster-name", "prod"],
-            },
+            {"apiVersion": "client.authentication.k8s.io/v1alpha1"},
+            "exec.apiVersion",
+            "removed in Kubernetes 1.24",
         ),
-        ("auth-provider", {"name": "gcp", "config": {"cmd-path": "gcloud"}}),
+        (
+            {"apiVersion": "client.authentication.k8s.io/v1"},
+            "exec.interactiveMode",
+            "required for client.authentication.k8s.io/v1",
+        ),
+        ({"interactiveMode": "Sometimes"}, "exec.interactiveMode", "Never, IfAvailable or Always"),
+        ({"args": "get-token"}, "exec.args", "list of strings"),
+        ({"args": ["a", 1]}, "exec.args", "list of strings"),
+        ({"env": {"AWS_PROFILE": "x"}}, "exec.env", "list of {name, value}"),
+        ({"env": [{"name": "", "value": "x"}]}, "exec.env[0]", "{name, value}"),
+        ({"env": [{"name": "A", "value": 1}]}, "exec.env[0]", "{name, value}"),
+        ({"provideClusterInfo": "yes"}, "exec.provideClusterInfo", "true or false"),
+        ({"installHint": ["x"]}, "exec.installHint", "a string"),
     ],
 )
-def test_credential_plugins_are_refused_with_what_to_do(plugin, config):
-    text = kubeconfig(users={"prod-admin": {plugin: config}})
+def test_bad_exec_plugins_name_the_field(change, field, needle):
+    text = kubeconfig(users={"prod-admin": {"exec": {**EKS_EXEC, **change}}})
     with pytest.raises(FormatError) as err:
         parse_kubeconfig("kc.yaml", text, contexts=["prod"])
-    message = str(err.value)
-    assert err.value.field == "users.prod-admin"
-    assert f"uses an {plugin} credential plugin" in message
-    assert "does not run" in message and "token or client certificate" in message
+    assert err.value.field == f"users.prod-admin.{field}"
+    assert needle in err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("provider", "hint"),
+    [
+        ("gcp", "gke-gcloud-auth-plugin"),
+        ("azure", "kubelogin convert-kubeconfig"),
+        ("oidc", "oidc-login"),
+        ("openstack", "exec credential plugin"),
+    ],
+)
+def test_auth_provider_is_refused_with_the_migration(provider, hint):
+    text = kubeconfig(users={"prod-admin": {"auth-provider": {"name": provider, "config": {}}}})
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", text, contexts=["prod"])
+    assert err.value.field == "users.prod-admin.auth-provider"
+    assert "removed in 1.26" in err.value.reason and hint in err.value.reason
     # the other contexts do not use it and still parse
     assert parse_kubeconfig("kc.yaml", text, contexts=["staging"])[0].endpoint.name == "staging"
 
@@ -282,15 +380,39 @@ _cluster_keys = st.sampled_from(
 _user_keys = st.sampled_from(
     ["token", "tokenFile", "client-certificate-data", "client-key-data", "username", "password"]
 )
+_exec_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "command": st.sampled_from(["aws", "./bin/plugin", ""]) | _yaml_scalars,
+        "apiVersion": st.sampled_from(
+            ["client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"]
+        )
+        | _yaml_scalars,
+        "args": st.lists(st.text(max_size=6), max_size=3) | _yaml_values,
+        "env": st.lists(
+            st.fixed_dictionaries({"name": st.text(max_size=4), "value": st.text(max_size=4)}),
+            max_size=2,
+        )
+        | _yaml_values,
+        "interactiveMode": st.sampled_from(["Never", "IfAvailable", "Always"]) | _yaml_scalars,
+        "provideClusterInfo": _yaml_scalars,
+        "installHint": _yaml_scalars,
+    },
+)
 
 
 @settings(max_examples=150, deadline=None)
 @given(
     cluster=st.dictionaries(_cluster_keys, _yaml_scalars | st.just(b64(CA))),
     user=st.dictionaries(_user_keys, _yaml_values | st.just(b64(KEY))),
+    plugin=st.none() | _exec_like | _yaml_values,
     namespace=_yaml_values,
 )
-def test_any_kubeconfig_entry_gives_a_usable_endpoint_or_a_format_error(cluster, user, namespace):
+def test_any_kubeconfig_entry_gives_a_usable_endpoint_or_a_format_error(
+    cluster, user, plugin, namespace
+):
+    if plugin is not None:
+        user = {**user, "exec": plugin}
     body = {
         "clusters": [{"name": "c", "cluster": cluster}],
         "users": [{"name": "u", "user": user}],
@@ -307,6 +429,12 @@ def test_any_kubeconfig_entry_gives_a_usable_endpoint_or_a_format_error(cluster,
     assert isinstance(ep.insecure, bool)
     assert ep.tls_server_name is None or isinstance(ep.tls_server_name, str)
     assert all(isinstance(n, str) for n in ep.namespaces)
+    if ep.credentials.exec is not None:
+        read = ep.credentials.exec
+        assert read.command and all(isinstance(a, str) for a in read.args)
+        assert read.api_version in EXEC_API_VERSIONS
+        assert isinstance(read.interactive_mode, InteractiveMode)
+        assert isinstance(read.provide_cluster_info, bool)
 
 
 # --- Argo CD cluster Secrets --------------------------------------------------------------
@@ -402,19 +530,86 @@ def test_bearer_token_is_kept_but_never_shown(plain):
 
 
 @pytest.mark.parametrize(
-    ("plugin", "value"),
+    ("aws", "args"),
     [
-        ("awsAuthConfig", {"clusterName": "prod-eu", "roleARN": "arn:aws:iam::1:role/argocd"}),
-        ("execProviderConfig", {"command": "argocd-k8s-auth", "args": ["gcp"]}),
+        ({"clusterName": "prod-eu"}, ("--cluster-name", "prod-eu")),
+        (
+            {"clusterName": "prod-eu", "roleARN": "arn:aws:iam::1:role/argocd", "profile": "p"},
+            (
+                *("--cluster-name", "prod-eu"),
+                *("--role-arn", "arn:aws:iam::1:role/argocd"),
+                *("--profile", "p"),
+            ),
+        ),
     ],
 )
-def test_cloud_credential_plugins_are_refused_with_a_reason(plugin, value):
+def test_aws_auth_config_runs_argocd_k8s_auth_or_else_the_aws_cli(aws, args):
+    """As Argo CD's RawRestConfig: `argocd-k8s-auth aws ...`, v1beta1, never interactive; the
+    bearer token is then not used. `aws eks get-token ...` when argocd-k8s-auth is absent."""
+    obj = cluster_secret(config={"awsAuthConfig": aws, "bearerToken": TOKEN})
+    ep = endpoint_from_secret(obj)
+    plugin = ep.credentials.exec
+    assert (plugin.command, plugin.args) == ("argocd-k8s-auth", ("aws", *args))
+    assert plugin.fallback == ("aws", ("eks", "get-token", *args))
+    assert plugin.api_version == "client.authentication.k8s.io/v1beta1"
+    assert plugin.interactive_mode is InteractiveMode.NEVER
+    assert ep.credentials.token is None and ep.credentials.uses_exec
+    assert plugin.origin == "secret argocd/cluster-prod-eu (awsAuthConfig)"
+
+
+def test_exec_provider_config_is_run_as_given_with_its_env_map():
+    config = {
+        "execProviderConfig": {
+            "command": "argocd-k8s-auth",
+            "args": ["gcp"],
+            "env": {"B": "2", "A": "1"},
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "installHint": "argocd-k8s-auth ships in the Argo CD image",
+        },
+        "tlsClientConfig": {"caData": b64(CA)},
+    }
+    ep = endpoint_from_secret(cluster_secret(config=config))
+    plugin = ep.credentials.exec
+    assert (plugin.command, plugin.args, plugin.env) == (
+        "argocd-k8s-auth",
+        ("gcp",),
+        (("A", "1"), ("B", "2")),
+    )
+    assert plugin.install_hint == "argocd-k8s-auth ships in the Argo CD image"
+    assert plugin.interactive_mode is InteractiveMode.NEVER and plugin.fallback is None
+    assert ep.ca_pem == CA
+
+
+@pytest.mark.parametrize(
+    ("plugin", "value", "field"),
+    [
+        ("awsAuthConfig", {"roleARN": "arn:aws:iam::1:role/x"}, "awsAuthConfig.clusterName"),
+        ("awsAuthConfig", "prod-eu", "awsAuthConfig"),
+        ("awsAuthConfig", {"clusterName": 7}, "awsAuthConfig.clusterName"),
+        (
+            "execProviderConfig",
+            {"apiVersion": "client.authentication.k8s.io/v1"},
+            "execProviderConfig.command",
+        ),
+        ("execProviderConfig", {"command": "x"}, "execProviderConfig.apiVersion"),
+        (
+            "execProviderConfig",
+            {"command": "x", "apiVersion": "client.authentication.k8s.io/v1", "env": [["A", "1"]]},
+            "execProviderConfig.env",
+        ),
+        (
+            "execProviderConfig",
+            {"command": "x", "apiVersion": "client.authentication.k8s.io/v1", "args": "a b"},
+            "execProviderConfig.args",
+        ),
+    ],
+)
+def test_bad_cloud_credential_plugins_name_the_field(plugin, value, field):
     obj = cluster_secret(config={plugin: value, "tlsClientConfig": {"caData": b64(CA)}})
     with pytest.raises(FormatError) as err:
         endpoint_from_secret(obj)
-    assert err.value.field == f"data.config.{plugin}"
+    assert err.value.field == f"data.config.{field}"
     assert err.value.path == "secret argocd/cluster-prod-eu"
-    assert f"uses {plugin}" in err.value.reason and "bearerToken" in err.value.reason
 
 
 @pytest.mark.parametrize(
@@ -531,8 +726,8 @@ CONFIG_KEYS = {
     "username": ("read", "username"),
     "password": ("read", "password"),
     "tlsClientConfig": ("read", None),
-    "awsAuthConfig": ("refused", None),
-    "execProviderConfig": ("refused", None),
+    "awsAuthConfig": ("read", None),  # -> credentials.exec
+    "execProviderConfig": ("read", None),
     "proxyUrl": ("ignored", None),  # fleetwarden connects directly
     "disableCompression": ("ignored", None),
 }

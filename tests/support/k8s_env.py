@@ -99,7 +99,9 @@ def build_binaries(timeout: float = DEFAULT_TIMEOUT) -> tuple[Path, Path]:
 def load_state(state_dir: str | os.PathLike) -> dict:
     """The script's state.json: "kubeconfig", "k8s_version", and per cluster in
     "clusters": "name", "server", "token" (fw-admin, system:masters), "viewer_token"
-    (fw-viewer, no RBAC grants), "audit_log", ports and directories."""
+    (fw-viewer, no RBAC grants), "client_ca_cert" / "client_ca_key" (PEM files of the CA the
+    apiserver trusts for client certificates: CN is the user, O the groups), "audit_log",
+    ports and directories."""
     return json.loads((Path(state_dir) / "state.json").read_text())
 
 

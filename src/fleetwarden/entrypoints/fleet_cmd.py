@@ -27,6 +27,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
@@ -64,7 +65,7 @@ from fleetwarden.formats.workloads import (
     read_desired_workloads,
 )
 from fleetwarden.ports.argocd import ArgoError
-from fleetwarden.ports.kube import KubeError
+from fleetwarden.ports.kube import CredentialError, KubeError
 
 __all__ = [
     "DesiredState",
@@ -436,6 +437,8 @@ async def _gather_live(
                 except KubeError as exc:
                     raise FormatError(endpoint.name, str(exc)) from None
                 async with client:
+                    # an exec plugin runs first: if it fails, its own error is the message
+                    await client.authenticate()
                     result = await read(client)
                 bar.advance(task)
                 return endpoint.name, result
@@ -508,6 +511,8 @@ def _load_fleet(
         state.apply_aliases(app, observed)
     except FormatError as exc:
         _fail(str(exc))
+    except CredentialError as exc:  # a context's exec plugin is missing or failed
+        _fail(escape(exc.reason))  # the plugin's stderr is text, not markup
     return state, state.indexes(observed), observed, fleet
 
 
@@ -952,6 +957,8 @@ def gate_command(
             _fail("--nodes: no node dump found")
     except FormatError as exc:
         _fail(str(exc))
+    except CredentialError as exc:  # a context's exec plugin is missing or failed
+        _fail(escape(exc.reason))  # the plugin's stderr is text, not markup
     clusters, notes = _gate_clusters(app, state, node_map, observed, fleet)
     result = decide_gate(app, clusters, fail_on=Severity(fail_on.value), options=settings.diff)
     result.notes[:0] = notes

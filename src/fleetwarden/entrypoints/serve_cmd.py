@@ -33,9 +33,10 @@ from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.flux import FluxClient
 from fleetwarden.adapters.journal import EventJournal
 from fleetwarden.adapters.kube.config import (
-    http_client_factory,
+    check_unattended,
     in_cluster_endpoint,
     load_kubeconfig,
+    service_client_factory,
 )
 from fleetwarden.adapters.kube.restore import KubeNodeRestorer
 from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
@@ -97,7 +98,7 @@ class Service:
         )
         self.fleet = FleetWatcher(
             self.specs,
-            http_client_factory,
+            service_client_factory,  # exec plugins never get a terminal here
             self.emit,
             tracker=self.tracker,
             settings=WatchSettings(
@@ -281,15 +282,17 @@ class Service:
         if self.config.kubeconfig:
             path = Path(self.config.kubeconfig).expanduser()
             endpoints = load_kubeconfig(path, contexts=self.config.contexts)
+            check_unattended(endpoints, where="clusters.kubeconfig")
             if self.config.argocd_namespace and (self.config.argocd_context or local is None):
                 ctx = [self.config.argocd_context] if self.config.argocd_context else []
                 mgmt = load_kubeconfig(path, contexts=ctx)[0]
-                argocd = (http_client_factory(mgmt), self.config.argocd_namespace)
+                check_unattended([mgmt], where="clusters.argocdSecrets")
+                argocd = (service_client_factory(mgmt), self.config.argocd_namespace)
         if local is not None:
             endpoints.append(local)
             if self.config.argocd_namespace and argocd is None:
                 # in a pod next to Argo CD: its cluster Secrets are read with our own token
-                argocd = (http_client_factory(local), self.config.argocd_namespace)
+                argocd = (service_client_factory(local), self.config.argocd_namespace)
         if self.config.apps:
             # the followed apps' desired state before the first diff: no "missing" storm
             self.fleet.desired_apps = await self.workloads.load()

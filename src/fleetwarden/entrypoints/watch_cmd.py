@@ -20,7 +20,7 @@ from rich.text import Text
 
 from fleetwarden.adapters import files
 from fleetwarden.adapters.argocd.client import ArgoCDClient
-from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
+from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core import deprecations
@@ -36,6 +36,7 @@ from fleetwarden.entrypoints.settings import load_settings
 from fleetwarden.entrypoints.workloads_api import load_apps
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.ports.kube import CredentialError
 
 __all__ = ["register", "upgrade_hook"]
 
@@ -179,6 +180,8 @@ def register(app: typer.Typer) -> None:
                 )
         except FormatError as exc:  # a followed app's desired state did not load
             fail(str(exc))
+        except CredentialError as exc:  # a context's exec plugin is missing or failed
+            fail(exc.reason)  # fail() prints it literally
 
 
 def upgrade_hook(
@@ -259,16 +262,20 @@ async def _run(specs, endpoints, argocd, settings, sink, duration, hook, followe
     desired_apps, workload_settings = None, None
     if followed is not None:
         workload_settings, desired_apps = await followed.load()
+    # the contexts' exec plugins run before anything is watched: one that is missing or fails
+    # stops the command with its error (later refreshes that fail are reported per cluster)
+    clients = PreparedClients()
+    await clients.prepare([*endpoints, *([argocd[0]] if argocd else [])])
     fleet = FleetWatcher(
         specs,
-        http_client_factory,
+        clients,
         sink.emit,
         settings=settings,
         on_upgrade=hook,
         desired_apps=desired_apps,
         workload_settings=workload_settings,
     )
-    argocd_client = http_client_factory(argocd[0]) if argocd else None
+    argocd_client = clients(argocd[0]) if argocd else None
     sink.fleet = fleet
     try:
         async with asyncio.timeout(duration):
@@ -279,6 +286,7 @@ async def _run(specs, endpoints, argocd, settings, sink, duration, hook, followe
     finally:
         if argocd_client is not None:
             await argocd_client.aclose()
+        await clients.aclose()
 
 
 class _JsonSink:

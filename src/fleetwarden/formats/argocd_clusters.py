@@ -3,9 +3,24 @@
 A cluster Secret carries the label ``argocd.argoproj.io/secret-type: cluster`` and, base64 in
 ``data`` (or plain in ``stringData``): ``name``, ``server``, ``config`` (JSON: ``bearerToken``,
 ``username``/``password``, ``tlsClientConfig`` with ``insecure``, ``caData``, ``certData``,
-``keyData``, ``serverName``) and ``namespaces`` (comma separated). Cloud credential plugins in
-``config`` (``awsAuthConfig``, ``execProviderConfig``) are not run: such a cluster is rejected
-with a reason.
+``keyData``, ``serverName``) and ``namespaces`` (comma separated).
+
+Credential plugins in ``config`` become an ``ExecConfig``, as Argo CD's
+``Cluster.RawRestConfig`` (pkg/apis/application/v1alpha1/types.go) builds them:
+
+* ``awsAuthConfig`` (``clusterName``, ``roleARN``, ``profile``): ``argocd-k8s-auth aws
+  --cluster-name N [--role-arn R] [--profile P]``, ``client.authentication.k8s.io/v1beta1``,
+  never interactive. Where Argo CD's own image ships ``argocd-k8s-auth``, fleetwarden usually
+  runs elsewhere: when that command is not on PATH, ``aws eks get-token --cluster-name N
+  [--role-arn R] [--profile P]`` (the AWS CLI, which prints the same v1beta1 ExecCredential)
+  runs instead.
+* ``execProviderConfig`` (``command``, ``args``, ``env`` -- a map --, ``apiVersion``,
+  ``installHint``): run as given, never interactive; ``env`` is applied in name order (Go's map
+  order is random).
+
+As in Argo CD, a plugin replaces ``bearerToken`` and basic auth (they are then ignored),
+``awsAuthConfig`` wins over ``execProviderConfig``, and a client certificate in
+``tlsClientConfig`` still wins over both (client-go's rule).
 """
 
 from __future__ import annotations
@@ -16,9 +31,16 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fleetwarden.core.clusters import ClusterEndpoint, Credentials, DiscoverySource
+from fleetwarden.core.clusters import (
+    ClusterEndpoint,
+    Credentials,
+    DiscoverySource,
+    ExecConfig,
+    InteractiveMode,
+)
 from fleetwarden.core.describing import describe_type
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.exec_credentials import check_api_version
 
 __all__ = ["SECRET_TYPE_LABEL", "endpoint_from_secret", "is_cluster_secret"]
 
@@ -70,13 +92,7 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
         raise FormatError(secret, f"not JSON: {exc.msg}", field="data.config") from None
     if not isinstance(config, Mapping):
         raise FormatError(secret, "expected a JSON object", field="data.config")
-    for plugin in ("awsAuthConfig", "execProviderConfig"):
-        if config.get(plugin):
-            raise FormatError(
-                secret,
-                f"uses {plugin}, which fleetwarden does not run; give the cluster a bearerToken",
-                field=f"data.config.{plugin}",
-            )
+    plugin = _plugin(secret, config)
     tls = config.get("tlsClientConfig") or {}
     if not isinstance(tls, Mapping):
         raise FormatError(secret, "expected an object", field="data.config.tlsClientConfig")
@@ -98,17 +114,21 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
         raise FormatError(
             secret, "expected true or false", field="data.config.tlsClientConfig.insecure"
         )
+    token = _text(secret, config.get("bearerToken"), "data.config.bearerToken")
+    username = _text(secret, config.get("username"), "data.config.username")
+    password = _text(secret, config.get("password"), "data.config.password")
     labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
     namespaces = tuple(n.strip() for n in fields.get("namespaces", "").split(",") if n.strip())
     return ClusterEndpoint(
         name=name,
         server=server.rstrip("/"),
         credentials=Credentials(
-            token=_text(secret, config.get("bearerToken"), "data.config.bearerToken"),
+            token=token if plugin is None else None,
             client_cert_pem=b64("certData"),
             client_key_pem=b64("keyData"),
-            username=_text(secret, config.get("username"), "data.config.username"),
-            password=_text(secret, config.get("password"), "data.config.password"),
+            username=username if plugin is None else None,
+            password=password if plugin is None else None,
+            exec=plugin,
         ),
         ca_pem=b64("caData"),
         insecure=bool(insecure),
@@ -118,4 +138,64 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
         namespaces=namespaces,
         source=DiscoverySource.ARGOCD_SECRET,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+    )
+
+
+_V1BETA1 = "client.authentication.k8s.io/v1beta1"
+
+
+def _plugin(secret: str, config: Mapping[str, Any]) -> ExecConfig | None:
+    """``awsAuthConfig`` or ``execProviderConfig`` -> ExecConfig (see the module docstring)."""
+    aws = config.get("awsAuthConfig")
+    if aws:
+        where = "data.config.awsAuthConfig"
+        if not isinstance(aws, Mapping):
+            raise FormatError(secret, "expected an object", field=where)
+        cluster = _text(secret, aws.get("clusterName"), f"{where}.clusterName")
+        if cluster is None:
+            raise FormatError(
+                secret, "the EKS cluster name is missing", field=f"{where}.clusterName"
+            )
+        options = ["--cluster-name", cluster]
+        role = _text(secret, aws.get("roleARN"), f"{where}.roleARN")
+        if role:
+            options += ["--role-arn", role]
+        profile = _text(secret, aws.get("profile"), f"{where}.profile")
+        if profile:
+            options += ["--profile", profile]
+        return ExecConfig(
+            command="argocd-k8s-auth",
+            api_version=_V1BETA1,
+            args=("aws", *options),
+            interactive_mode=InteractiveMode.NEVER,
+            fallback=("aws", ("eks", "get-token", *options)),
+            install_hint="install argocd-k8s-auth (from the Argo CD image) or the AWS CLI",
+            origin=f"{secret} (awsAuthConfig)",
+        )
+    spec = config.get("execProviderConfig")
+    if not spec:
+        return None
+    where = "data.config.execProviderConfig"
+    if not isinstance(spec, Mapping):
+        raise FormatError(secret, "expected an object", field=where)
+    command = _text(secret, spec.get("command"), f"{where}.command")
+    if command is None:
+        raise FormatError(secret, "the plugin's command is missing", field=f"{where}.command")
+    api_version = check_api_version(spec.get("apiVersion"), secret, f"{where}.apiVersion")
+    args = spec.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise FormatError(secret, "expected a list of strings", field=f"{where}.args")
+    env = spec.get("env") or {}
+    if not isinstance(env, Mapping) or not all(
+        isinstance(k, str) and k and isinstance(v, str) for k, v in env.items()
+    ):
+        raise FormatError(secret, "expected a map of names to strings", field=f"{where}.env")
+    return ExecConfig(
+        command=command,
+        api_version=api_version,
+        args=tuple(args),
+        env=tuple(sorted(env.items())),
+        install_hint=_text(secret, spec.get("installHint"), f"{where}.installHint"),
+        interactive_mode=InteractiveMode.NEVER,
+        origin=f"{secret} (execProviderConfig)",
     )

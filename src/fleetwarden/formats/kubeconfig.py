@@ -2,21 +2,33 @@
 
 File references inside a kubeconfig (``certificate-authority``, ``client-certificate``,
 ``client-key``, ``tokenFile``) are returned as paths for the caller to read; this module does no
-I/O. ``exec`` and ``auth-provider`` plugins are not run: such a context is an error that says so.
+I/O. A user's ``exec`` credential plugin becomes an ``ExecConfig`` (validated as client-go's
+clientcmd does: command and apiVersion required, ``interactiveMode`` required for ``v1``,
+defaulting to ``IfAvailable`` for ``v1beta1``); a relative command path is left for the caller
+to resolve against the kubeconfig's directory. ``auth-provider`` (removed from kubectl in 1.26)
+is an error that says how to migrate.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from fleetwarden.core.clusters import ClusterEndpoint, Credentials, DiscoverySource
+from fleetwarden.core.clusters import (
+    ClusterEndpoint,
+    Credentials,
+    DiscoverySource,
+    ExecConfig,
+    InteractiveMode,
+)
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.exec_credentials import EXEC_EXTENSION, check_api_version
 
 __all__ = ["ContextRef", "FileRefs", "parse_kubeconfig"]
 
@@ -109,15 +121,16 @@ def _context(
     server_name = cluster.get("tls-server-name")
     if server_name is not None and not isinstance(server_name, str):
         raise FormatError(path, "expected a string", field=f"{where}.tls-server-name")
-    if "exec" in user or "auth-provider" in user:
-        plugin = "exec" if "exec" in user else "auth-provider"
+    user_field = f"users.{ctx.get('user')}"
+    if user.get("auth-provider") is not None:
         raise FormatError(
             path,
-            f"context {name!r} uses an {plugin} credential plugin, which "
-            "fleetwarden does not run; use a token or client certificate "
-            "(e.g. a ServiceAccount token)",
-            field=f"users.{ctx.get('user')}",
+            _auth_provider_hint(name, user["auth-provider"]),
+            field=f"{user_field}.auth-provider",
         )
+    plugin = None
+    if user.get("exec") is not None:
+        plugin = _exec(path, name, user["exec"], cluster, f"{user_field}.exec", where)
     creds = Credentials(
         token=user.get("token") if isinstance(user.get("token"), str) else None,
         client_cert_pem=_b64(
@@ -130,6 +143,7 @@ def _context(
         ),
         username=user.get("username") if isinstance(user.get("username"), str) else None,
         password=user.get("password") if isinstance(user.get("password"), str) else None,
+        exec=plugin,
     )
     endpoint = ClusterEndpoint(
         name=name,
@@ -152,3 +166,102 @@ def _context(
         token=user.get("tokenFile"),
     )
     return ContextRef(endpoint, files)
+
+
+_MIGRATION = {
+    "gcp": "install gke-gcloud-auth-plugin and run `gcloud container clusters get-credentials` "
+    "again (it writes an exec plugin)",
+    "azure": "run `kubelogin convert-kubeconfig -l azurecli` (Azure/kubelogin), which turns the "
+    "context into an exec plugin",
+    "oidc": "use an exec plugin such as `kubectl oidc-login` (int128/kubelogin)",
+}
+
+
+def _auth_provider_hint(context: str, provider: Any) -> str:
+    kind = provider.get("name") if isinstance(provider, Mapping) else None
+    what = _MIGRATION.get(str(kind), "convert it to an exec credential plugin")
+    shown = f" {kind!r}" if isinstance(kind, str) else ""
+    return (
+        f"context {context!r} uses the auth-provider{shown} plugin, which kubectl removed in "
+        f"1.26 and fleetwarden does not run: {what}"
+    )
+
+
+def _exec(
+    path: str,
+    context: str,
+    spec: Any,
+    cluster: Mapping[str, Any],
+    field_: str,
+    cluster_field: str,
+) -> ExecConfig:
+    """``users[].user.exec`` -> ExecConfig, refused field by field as clientcmd validates."""
+    if not isinstance(spec, Mapping):
+        raise FormatError(path, "expected a mapping", field=field_)
+    command = spec.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise FormatError(path, "the plugin's command is missing", field=f"{field_}.command")
+    api_version = check_api_version(spec.get("apiVersion"), path, f"{field_}.apiVersion")
+    args = spec.get("args") or []
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise FormatError(path, "expected a list of strings", field=f"{field_}.args")
+    entries = spec.get("env") or []
+    if not isinstance(entries, list):
+        raise FormatError(path, "expected a list of {name, value}", field=f"{field_}.env")
+    env: list[tuple[str, str]] = []
+    for i, item in enumerate(entries):
+        pair = (item.get("name"), item.get("value")) if isinstance(item, Mapping) else (None, None)
+        if not isinstance(pair[0], str) or not pair[0] or not isinstance(pair[1], str):
+            raise FormatError(path, "expected {name, value} strings", field=f"{field_}.env[{i}]")
+        env.append((pair[0], pair[1]))
+    hint = spec.get("installHint")
+    if hint is not None and not isinstance(hint, str):
+        raise FormatError(path, "expected a string", field=f"{field_}.installHint")
+    provide = spec.get("provideClusterInfo", False)
+    if not isinstance(provide, bool):
+        raise FormatError(path, "expected true or false", field=f"{field_}.provideClusterInfo")
+    mode = spec.get("interactiveMode")
+    if mode is None or mode == "":
+        if api_version.endswith("/v1"):
+            raise FormatError(
+                path,
+                "required for client.authentication.k8s.io/v1 (Never, IfAvailable or Always)",
+                field=f"{field_}.interactiveMode",
+            )
+        mode = InteractiveMode.IF_AVAILABLE.value  # clientcmd's default for v1beta1
+    if mode not in {m.value for m in InteractiveMode}:
+        raise FormatError(
+            path, "expected Never, IfAvailable or Always", field=f"{field_}.interactiveMode"
+        )
+    return ExecConfig(
+        command=command,
+        api_version=api_version,
+        args=tuple(args),
+        env=tuple(env),
+        install_hint=_clean_hint(hint) if hint else None,
+        provide_cluster_info=provide,
+        interactive_mode=InteractiveMode(mode),
+        cluster_config=_exec_extension(path, cluster, cluster_field),
+        origin=f"context {context!r}",
+    )
+
+
+def _exec_extension(path: str, cluster: Mapping[str, Any], where: str) -> str | None:
+    """The cluster's ``extensions[client.authentication.k8s.io/exec].extension``, as JSON."""
+    extensions = cluster.get("extensions") or []
+    if not isinstance(extensions, list):
+        raise FormatError(path, "expected a list of {name, extension}", field=f"{where}.extensions")
+    for item in extensions:
+        if isinstance(item, Mapping) and item.get("name") == EXEC_EXTENSION:
+            try:
+                return json.dumps(item.get("extension"), sort_keys=True)
+            except (TypeError, ValueError):
+                raise FormatError(
+                    path, "not representable as JSON", field=f"{where}.extensions.{EXEC_EXTENSION}"
+                ) from None
+    return None
+
+
+def _clean_hint(text: str) -> str:
+    """An install hint without control characters (client-go strips ANSI escapes too)."""
+    return "".join(c if c.isprintable() or c in "\n\t" else " " for c in text).strip()

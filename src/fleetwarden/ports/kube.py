@@ -16,6 +16,7 @@ __all__ = [
     "ApiError",
     "ClientFactory",
     "Conflict",
+    "CredentialError",
     "Forbidden",
     "Gone",
     "KubeApi",
@@ -93,6 +94,17 @@ class ApiError(KubeError):
 
 class Unauthorized(ApiError):
     pass
+
+
+class CredentialError(ApiError):
+    """The cluster's exec credential plugin gave no usable credential: missing, failed, timed
+    out, needs a terminal, or printed something that is not an ExecCredential. ``reason``
+    names where the plugin was configured and its command (without the cluster prefix); it
+    never holds a secret."""
+
+    def __init__(self, cluster: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(cluster, reason)
 
 
 class Forbidden(ApiError):

@@ -1,7 +1,16 @@
-"""One ``KubeClient`` per cluster: an httpx.AsyncClient with the cluster's TLS and credentials."""
+"""One ``KubeClient`` per cluster: an httpx.AsyncClient with the cluster's TLS and credentials.
+
+Credentials are static (a token, a rotating token file, basic auth, a client certificate) or
+come from an exec credential plugin (``exec_credentials.ExecCredentialSource``): then every
+request asks the source for the current credential (cached; the plugin runs only when it
+expires), and a 401 re-runs the plugin once and retries. A client certificate from the plugin
+needs its own TLS context: a new httpx client takes the new connections while open watch
+streams finish on the old one, which is closed once its last stream ends.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import ssl
@@ -12,10 +21,12 @@ from typing import Any
 
 import httpx
 
-from fleetwarden.core.clusters import ClusterEndpoint
+from fleetwarden.adapters.kube.exec_credentials import ExecCredentialSource
+from fleetwarden.core.clusters import ClusterEndpoint, PluginCredential
 from fleetwarden.ports.kube import (
     ApiError,
     Conflict,
+    CredentialError,
     Forbidden,
     Gone,
     KubeError,
@@ -32,19 +43,27 @@ JSON_MERGE = "application/merge-patch+json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 
-def ssl_context(endpoint: ClusterEndpoint) -> ssl.SSLContext | bool:
-    """TLS per the endpoint: its CA, its client certificate, or no verification if insecure."""
-    if endpoint.insecure:
-        return False
-    ctx = ssl.create_default_context()
-    if endpoint.ca_pem:
+def ssl_context(
+    endpoint: ClusterEndpoint, *, client_cert: tuple[bytes, bytes] | None = None
+) -> ssl.SSLContext:
+    """TLS per the endpoint: its CA (no verification if insecure) and its client certificate,
+    or ``client_cert`` (PEM certificate and key, from an exec plugin) instead."""
+    if endpoint.insecure:  # no CA to load: nothing is verified
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    elif endpoint.ca_pem:
         ctx = ssl.create_default_context(cadata=endpoint.ca_pem.decode("ascii", "replace"))
+    else:
+        ctx = ssl.create_default_context()
     creds = endpoint.credentials
-    if creds.client_cert_pem and creds.client_key_pem:
+    if client_cert is None and creds.client_cert_pem and creds.client_key_pem:
+        client_cert = (creds.client_cert_pem, creds.client_key_pem)
+    if client_cert is not None:
         # the ssl module loads client certificates only from files: a private, short-lived dir
         with tempfile.TemporaryDirectory(prefix="fw-tls-") as tmp:
             cert, key = os.path.join(tmp, "c.pem"), os.path.join(tmp, "k.pem")
-            for path, data in ((cert, creds.client_cert_pem), (key, creds.client_key_pem)):
+            for path, data in ((cert, client_cert[0]), (key, client_cert[1])):
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
@@ -91,35 +110,150 @@ class KubeClient:
         *,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        interactive: bool = False,
+        not_interactive_because: str = "standard input is not a terminal",
+        exec_timeout: float | None = None,
     ) -> None:
+        """``interactive``: an exec plugin may be handed the terminal (``IfAvailable`` /
+        ``Always`` plugins); ``not_interactive_because`` is said when an ``Always`` one cannot
+        run. ``exec_timeout`` bounds one plugin run (default 60 s, 300 s interactive)."""
         self.endpoint = endpoint
         self.cluster = endpoint.name
-        headers = {"Accept": "application/json", "User-Agent": "fleetwarden/0.1"}
+        self._headers = {"Accept": "application/json", "User-Agent": "fleetwarden/0.1"}
         creds = endpoint.credentials
-        auth: httpx.Auth | None = None
-        if creds.token_file:
-            auth = TokenFileAuth(creds.token_file, creds.token)
+        self._auth: httpx.Auth | None = None
+        self._exec: ExecCredentialSource | None = None
+        if creds.uses_exec:
+            self._exec = ExecCredentialSource(
+                endpoint,
+                interactive=interactive,
+                not_interactive_because=not_interactive_because,
+                timeout=exec_timeout,
+            )
+        elif creds.token_file:
+            self._auth = TokenFileAuth(creds.token_file, creds.token)
         elif creds.token:
-            headers["Authorization"] = f"Bearer {creds.token}"
+            self._headers["Authorization"] = f"Bearer {creds.token}"
         elif creds.username and creds.password:
-            auth = httpx.BasicAuth(creds.username, creds.password)
+            self._auth = httpx.BasicAuth(creds.username, creds.password)
+        self._timeout = httpx.Timeout(timeout, connect=min(timeout, 5.0))
+        self._transport = transport
+        # the client certificate the current httpx client presents (exec plugins only), and
+        # how many requests or streams use each client; a replaced one closes when unused
+        self._cert: tuple[bytes, bytes] | None = None
+        self._users: dict[httpx.AsyncClient, int] = {}
+        self._retired: list[httpx.AsyncClient] = []
         try:
-            verify = ssl_context(endpoint)
+            self._http = self._new_http(None)
         except (ssl.SSLError, ValueError, OSError) as exc:
             raise ApiError(self.cluster, f"bad TLS configuration: {exc}") from None
-        self._timeout = httpx.Timeout(timeout, connect=min(timeout, 5.0))
-        self._http = httpx.AsyncClient(
-            base_url=endpoint.server,
-            headers=headers,
-            auth=auth,
-            verify=verify,
+
+    def _new_http(self, client_cert: tuple[bytes, bytes] | None) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.endpoint.server,
+            headers=self._headers,
+            auth=self._auth,
+            verify=ssl_context(self.endpoint, client_cert=client_cert),
             timeout=self._timeout,
-            transport=transport,
+            transport=self._transport,
             trust_env=False,
             # every watch holds a connection for its whole life (nodes, six workload kinds,
             # per namespace when so configured): no pool cap, or watches would queue
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
         )
+
+    @property
+    def exec_source(self) -> ExecCredentialSource | None:
+        """The exec plugin behind this client's credentials, if any (tests, metrics)."""
+        return self._exec
+
+    async def authenticate(self) -> None:
+        """Obtain the credential now (runs an exec plugin if one is due): a command can then
+        fail at once, with the plugin's own error, before it reads anything."""
+        async with self._session():
+            pass
+
+    @contextlib.asynccontextmanager
+    async def _session(
+        self,
+    ) -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str], PluginCredential | None]]:
+        """The httpx client for one request or stream, the auth headers to add to it, and the
+        exec credential they carry (None for static credentials)."""
+        credential: PluginCredential | None = None
+        headers: dict[str, str] = {}
+        if self._exec is not None:
+            credential = await self._exec.get()
+            if credential.token:
+                headers["Authorization"] = f"Bearer {credential.token}"
+            await self._present(credential)
+        http = self._http
+        self._users[http] = self._users.get(http, 0) + 1
+        try:
+            yield http, headers, credential
+        finally:
+            left = self._users.pop(http) - 1
+            if left:
+                self._users[http] = left
+            elif http in self._retired:
+                self._retired.remove(http)
+                await http.aclose()
+
+    async def _present(self, credential: PluginCredential) -> None:
+        """Switch to a client with the plugin's certificate when it changed (new TLS context
+        for new connections; streams on the old client go on until they end)."""
+        pair = None
+        if credential.client_cert_pem and credential.client_key_pem:
+            pair = (credential.client_cert_pem, credential.client_key_pem)
+        if pair == self._cert:
+            return
+        try:
+            fresh = self._new_http(pair)
+        except (ssl.SSLError, ValueError, OSError) as exc:
+            assert self._exec is not None
+            self._exec.expire(credential)  # the next request asks the plugin again
+            raise CredentialError(
+                self.cluster,
+                f"{self._exec.plugin.origin or self.cluster}: exec credential plugin "
+                f"{self._exec.plugin.command!r} returned a client certificate and key that do "
+                f"not load: {type(exc).__name__}",
+            ) from None
+        old, self._http, self._cert = self._http, fresh, pair
+        if self._users.get(old):
+            self._retired.append(old)
+        else:
+            await old.aclose()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout,
+    ) -> httpx.Response:
+        """One request; with an exec plugin, a 401 re-runs the plugin and retries once."""
+        for retry in (False, True):
+            async with self._session() as (http, auth, used):
+                resp = await http.request(
+                    method,
+                    path,
+                    params=params,
+                    content=content,
+                    headers={**auth, **(headers or {})},
+                    timeout=timeout,
+                )
+            if not await self._retry_after(resp.status_code, used, retry):
+                return resp
+        raise AssertionError("unreachable")
+
+    async def _retry_after(self, status: int, used: PluginCredential | None, retried: bool) -> bool:
+        """After a 401 with a plugin's credential: refresh it; retry when it changed."""
+        if status != 401 or used is None or retried or self._exec is None:
+            return False
+        fresh = await self._exec.refresh(used)
+        return (fresh.token, fresh.client_cert_pem) != (used.token, used.client_cert_pem)
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -128,7 +262,9 @@ class KubeClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        for http in (*self._retired, self._http):
+            await http.aclose()
+        self._retired.clear()
 
     # --- plain requests ------------------------------------------------------------------
 
@@ -145,7 +281,7 @@ class KubeClient:
         content = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type} if content is not None else None
         try:
-            resp = await self._http.request(
+            resp = await self._send(
                 method,
                 path,
                 params=params,
@@ -230,31 +366,44 @@ class KubeClient:
             params["labelSelector"] = label_selector
         timeout = httpx.Timeout(connect=5.0, read=timeout_seconds + 30, write=10.0, pool=5.0)
         try:
-            async with self._http.stream("GET", path, params=params, timeout=timeout) as resp:
-                if resp.status_code >= 400:
-                    await resp.aread()
-                    self._raise_for(resp, "WATCH", path)
-                async for line in resp.aiter_lines():
-                    if not line.strip():
-                        continue
-                    try:
-                        event = json.loads(line)
-                    except ValueError:
-                        raise Transient(self.cluster, f"WATCH {path}: bad event line") from None
-                    kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "ERROR":
-                        code = obj.get("code")
-                        msg = obj.get("message", "watch error")
-                        if code == 410:
-                            raise Gone(self.cluster, f"WATCH {path}: {msg}", status=410)
-                        raise Transient(self.cluster, f"WATCH {path}: {msg}", status=code)
-                    yield WatchEvent(str(kind), obj)
+            for retry in (False, True):
+                async with (
+                    self._session() as (http, auth, used),
+                    http.stream("GET", path, params=params, headers=auth, timeout=timeout) as resp,
+                ):
+                    if await self._retry_after(resp.status_code, used, retry):
+                        continue  # a fresh credential from the plugin: open the watch again
+                    if resp.status_code >= 400:
+                        await resp.aread()
+                        self._raise_for(resp, "WATCH", path)
+                    async for line in resp.aiter_lines():
+                        if not line.strip():
+                            continue
+                        yield self._event(path, line, used)
+                    return
         except httpx.TimeoutException:
             raise Transient(self.cluster, f"WATCH {path}: read timed out") from None
         except httpx.TransportError as exc:
             raise Transient(
                 self.cluster, f"WATCH {path}: {type(exc).__name__}: {exc or 'connection lost'}"
             ) from None
+
+    def _event(self, path: str, line: str, used: PluginCredential | None) -> WatchEvent:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            raise Transient(self.cluster, f"WATCH {path}: bad event line") from None
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            code = obj.get("code")
+            msg = obj.get("message", "watch error")
+            if code == 410:
+                raise Gone(self.cluster, f"WATCH {path}: {msg}", status=410)
+            if code == 401 and used is not None and self._exec is not None:
+                # the server ended the watch over the credential: the retry gets a fresh one
+                self._exec.expire(used)
+            raise Transient(self.cluster, f"WATCH {path}: {msg}", status=code)
+        return WatchEvent(str(kind), obj)
 
     async def patch(self, path: str, body: Any, *, content_type: str = STRATEGIC_MERGE) -> Any:
         return await self.request("PATCH", path, body=body, content_type=content_type)
@@ -264,7 +413,7 @@ class KubeClient:
     async def readyz(self, *, timeout: float = 5.0) -> tuple[bool, str]:
         """(ready, detail). A 500 with a reason is "not ready"; no answer raises Transient."""
         try:
-            resp = await self._http.get("/readyz", timeout=httpx.Timeout(timeout))
+            resp = await self._send("GET", "/readyz", timeout=httpx.Timeout(timeout))
         except httpx.TimeoutException:
             raise Transient(self.cluster, "/readyz: timed out") from None
         except httpx.TransportError as exc:

@@ -1,19 +1,36 @@
-"""kubeconfig on disk -> endpoints (reads the files a kubeconfig refers to); the in-cluster
-endpoint of a pod's ServiceAccount."""
+"""kubeconfig on disk -> endpoints (reads the files a kubeconfig refers to, resolves an exec
+plugin's relative command as kubectl does); the in-cluster endpoint of a pod's ServiceAccount."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from fleetwarden.adapters.kube.client import KubeClient
-from fleetwarden.core.clusters import ClusterEndpoint, Credentials, DiscoverySource
+from fleetwarden.core.clusters import (
+    ClusterEndpoint,
+    Credentials,
+    DiscoverySource,
+    ExecConfig,
+    InteractiveMode,
+)
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.kubeconfig import parse_kubeconfig
 
-__all__ = ["SERVICE_ACCOUNT_DIR", "http_client_factory", "in_cluster_endpoint", "load_kubeconfig"]
+__all__ = [
+    "SERVICE_ACCOUNT_DIR",
+    "UNATTENDED",
+    "PreparedClients",
+    "check_unattended",
+    "http_client_factory",
+    "in_cluster_endpoint",
+    "load_kubeconfig",
+    "service_client_factory",
+]
 
 
 def _read(base: Path, ref: str, what: str, kubeconfig: Path) -> bytes:
@@ -50,8 +67,20 @@ def load_kubeconfig(path: Path, *, contexts: Sequence[str] = ()) -> list[Cluster
             creds = dataclasses.replace(
                 creds, client_key_pem=_read(base, files.client_key, "client-key", path)
             )
+        if creds.exec is not None:
+            creds = dataclasses.replace(creds, exec=_anchored(creds.exec, path))
         out.append(dataclasses.replace(ep, credentials=creds))
     return out
+
+
+def _anchored(plugin: ExecConfig, kubeconfig: Path) -> ExecConfig:
+    """client-go resolves a command that contains a path separator against the kubeconfig's
+    directory; a bare name is looked up on PATH when the plugin runs."""
+    command = plugin.command
+    if os.sep in command and not os.path.isabs(command):
+        command = str(kubeconfig.expanduser().absolute().parent / command)
+    origin = f"{plugin.origin} of {kubeconfig}" if plugin.origin else str(kubeconfig)
+    return dataclasses.replace(plugin, command=command, origin=origin)
 
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -93,4 +122,85 @@ def in_cluster_endpoint(
 
 
 def http_client_factory(endpoint: ClusterEndpoint) -> KubeClient:
-    return KubeClient(endpoint)
+    """A client for a command run by a person: an exec plugin may use the terminal when
+    standard input is one (as kubectl decides)."""
+    return KubeClient(endpoint, interactive=_stdin_is_a_terminal())
+
+
+class PreparedClients:
+    """Clients whose exec plugins have already run, so a command fails at once with the
+    plugin's own error (``CredentialError``) instead of retrying in the background. Each is
+    handed out once by calling this object with its endpoint (a ``ClientFactory``); later
+    calls make new clients with ``factory``."""
+
+    def __init__(self, factory: Callable[[ClusterEndpoint], KubeClient] | None = None) -> None:
+        self.factory = factory or http_client_factory
+        self._ready: dict[tuple[str, str], list[KubeClient]] = {}
+
+    async def prepare(self, endpoints: Sequence[ClusterEndpoint]) -> None:
+        """Run every endpoint's exec plugin (all at once); the first failure is raised after
+        every client made here is closed."""
+        made = [self.factory(ep) for ep in endpoints]
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for client in made:
+                    tg.create_task(client.authenticate(), name=f"credentials:{client.cluster}")
+        except BaseExceptionGroup as group:
+            for client in made:
+                await client.aclose()
+            raise _first(group) from None
+        for ep, client in zip(endpoints, made, strict=True):
+            self._ready.setdefault(_key(ep), []).append(client)
+
+    def __call__(self, endpoint: ClusterEndpoint) -> KubeClient:
+        ready = self._ready.get(_key(endpoint))
+        return ready.pop(0) if ready else self.factory(endpoint)
+
+    async def aclose(self) -> None:
+        """Close the clients that were never handed out."""
+        while self._ready:
+            for client in self._ready.popitem()[1]:
+                await client.aclose()
+
+
+def _key(endpoint: ClusterEndpoint) -> tuple[str, str]:
+    return endpoint.name, endpoint.fingerprint
+
+
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first leaf of an exception group (a TaskGroup wraps what its tasks raise)."""
+    first = group.exceptions[0]
+    return _first(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+UNATTENDED = "fleetwarden serve never runs credential plugins interactively"
+
+
+def service_client_factory(endpoint: ClusterEndpoint) -> KubeClient:
+    """A client for ``serve``: exec plugins never get a terminal, whatever stdin is."""
+    return KubeClient(endpoint, interactive=False, not_interactive_because=UNATTENDED)
+
+
+def check_unattended(endpoints: Sequence[ClusterEndpoint], *, where: str) -> None:
+    """Refuse, before starting, a context whose plugin needs a terminal (``interactiveMode:
+    Always``): a service has none, and the plugin would fail on every refresh."""
+    for ep in endpoints:
+        plugin = ep.credentials.exec
+        if (
+            ep.credentials.uses_exec
+            and plugin
+            and plugin.interactive_mode is InteractiveMode.ALWAYS
+        ):
+            raise FormatError(
+                where,
+                f"{plugin.origin or ep.name}: exec credential plugin {plugin.command!r} needs a "
+                f"terminal (interactiveMode: Always) and {UNATTENDED}: set interactiveMode: "
+                "Never or IfAvailable, or give the context a token",
+            )
+
+
+def _stdin_is_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):  # closed or detached stdin
+        return False
