@@ -371,9 +371,8 @@ def _default_base_os(
 def _set_os(src: Source, os: _Os | None) -> None:
     if os is None:
         return
-    src.pool.os_families = os.families
-    if os.why is not None:
-        src.default(os.path, "osImage", " or ".join(os.families), os.why)
+    if os.why is None or src.default(os.path, "osImage", " or ".join(os.families), os.why):
+        src.pool.os_families = os.families
 
 
 # ---------------------------------------------------------------------------------------------
@@ -475,10 +474,11 @@ def _machine_pool(src: Source, base: Path, ctx: Context) -> None:
     pool = src.pool
     stated = _bounds(src, (*base, "minSize"), (*base, "maxSize"))
     if not stated and pool.min_size is None and pool.max_size is None:
-        pool.min_size = pool.max_size = 1
         why = "CAPA AWSMachinePool CRD default: the Auto Scaling group's bounds"
-        src.default((*base, "minSize"), "minSize", 1, why)
-        src.default((*base, "maxSize"), "maxSize", 1, why)
+        if src.default((*base, "minSize"), "minSize", 1, why):
+            pool.min_size = 1
+        if src.default((*base, "maxSize"), "maxSize", 1, why):
+            pool.max_size = 1
     launch: Path = (*base, "awsLaunchTemplate")
     mixed: Path = (*base, "mixedInstancesPolicy", "overrides")
     overrides = src.items(src.get(mixed), mixed)
@@ -514,13 +514,13 @@ def _managed_pool(src: Source, base: Path, ctx: Context) -> None:
         typed = _instance_type(src, (*launch, "instanceType")) or typed
     if not typed:
         if ami_type in _T3_MEDIUM_AMI_TYPES:
-            pool.instance_types.append("t3.medium")
-            src.default(
+            if src.default(
                 (*base, "instanceType"),
                 "instanceTypes",
                 "t3.medium",
                 "EKS: t3.medium when a node group states no instance type (CAPA sends none)",
-            )
+            ):
+                pool.instance_types.append("t3.medium")
         else:
             src.unstated(
                 (*base, "instanceType"),
@@ -564,8 +564,8 @@ def _nodegroup_name(src: Source, base: Path) -> None:
             "name",
         )
         return
-    src.pool.rename(generated)
-    src.default(path, "name", generated, "CAPA webhook: eksNodegroupName <namespace>_<name>")
+    if src.default(path, "name", generated, "CAPA webhook: eksNodegroupName <namespace>_<name>"):
+        src.pool.rename(generated)
 
 
 def _ami_type(src: Source, base: Path, launch: Path, ctx: Context) -> str | None:
@@ -617,27 +617,27 @@ def _managed_disk(
         return
     windows = ami_type.startswith("WINDOWS")
     size = 50 if windows else 20
-    src.pool.disk_size_gib = size
-    src.default(
+    if src.default(
         path,
         "diskSizeGiB",
         size,
         f"EKS: {size} GiB when a node group states no disk size "
         f"({'Windows' if windows else 'Linux and Bottlerocket'}; CAPA sends none)",
-    )
+    ):
+        src.pool.disk_size_gib = size
 
 
 def _capacity_type(src: Source, base: Path) -> None:
     path: Path = (*base, "capacityType")
     fact = f"labels.{_CAPACITY}"
     if src.get(path) is None:
-        src.pool.labels[_CAPACITY] = "ON_DEMAND"
-        src.default(
+        if src.default(
             path,
             fact,
             "ON_DEMAND",
             "CAPA: capacityType onDemand (CRD default); EKS labels the nodes with it",
-        )
+        ):
+            src.pool.labels[_CAPACITY] = "ON_DEMAND"
         return
     value = src.text(path, fact)
     if value is None:

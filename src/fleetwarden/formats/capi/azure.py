@@ -237,11 +237,10 @@ def _os(src: Source, base: Path, annotations: Path) -> None:
     if value is not None:
         src.compared(os_type, "osImage", value)
     if (value or "Linux") == "Linux":
-        src.pool.os_families = ("ubuntu",)
-        src.default(
+        _default_os(
+            src,
             (*base, "image"),
-            "osImage",
-            "ubuntu",
+            ("ubuntu",),
             "CAPZ reference image for Linux: Ubuntu (cncf-upstream marketplace up to v1.17, "
             "the ClusterAPI community gallery's capi-ubun2-2404 from v1.18; the release follows "
             "the CAPZ release and Kubernetes version, so any Ubuntu matches)",
@@ -254,11 +253,10 @@ def _os(src: Source, base: Path, annotations: Path) -> None:
     if src.get(version_path) is not None:
         chosen = src.text(version_path, "osImage")
         if chosen is None:  # unresolved: any year
-            src.pool.os_families = ("windows",)
-            src.default(
+            _default_os(
+                src,
                 (*base, "image"),
-                "osImage",
-                "windows",
+                ("windows",),
                 "CAPZ reference image for Windows, its year from an unresolved "
                 f"{_WINDOWS_ANNOTATION} annotation",
             )
@@ -270,14 +268,18 @@ def _os(src: Source, base: Path, annotations: Path) -> None:
             return
         if chosen:
             src.ignored(version_path, f"{chosen!r} is not windows-YYYY: CAPZ refuses it")
-    src.pool.os_families = ("windows-2022", "windows-2019")
-    src.default(
+    _default_os(
+        src,
         (*base, "image"),
-        "osImage",
-        "windows-2022 or windows-2019",
+        ("windows-2022", "windows-2019"),
         "CAPZ reference image for Windows: Windows Server 2022 from v1.25, 2019 up to v1.24 "
         "(the CAPZ release is not in the file: both are accepted)",
     )
+
+
+def _default_os(src: Source, path: Path, families: tuple[str, ...], why: str) -> None:
+    if src.default(path, "osImage", " or ".join(families), why):
+        src.pool.os_families = families
 
 
 def _disk(src: Source, base: Path) -> None:
@@ -477,10 +479,10 @@ def _aks_spot(src: Source, path: Path) -> None:
         return
     origin = src.compared(path, "scaleSetPriority", value)
     why = f"AKS: Spot node pools get this label and taint (scaleSetPriority Spot, {origin})"
-    src.pool.labels[_SPOT_LABEL] = "spot"
-    src.default(path, f"labels.{_SPOT_LABEL}", "spot", why)
-    src.pool.taints.append(_SPOT_TAINT)
-    src.default(path, _SPOT_TAINT.field_name, f"{_SPOT_LABEL}=spot:NoSchedule", why)
+    if src.default(path, f"labels.{_SPOT_LABEL}", "spot", why):
+        src.pool.labels[_SPOT_LABEL] = "spot"
+    if src.default(path, _SPOT_TAINT.field_name, f"{_SPOT_LABEL}=spot:NoSchedule", why):
+        src.pool.taints.append(_SPOT_TAINT)
 
 
 def _aks_os(src: Source, base: Path, sku_key: str | None) -> None:
@@ -505,20 +507,18 @@ def _aks_os(src: Source, base: Path, sku_key: str | None) -> None:
     if value is not None:
         src.compared(os_type, "osImage", value)
     if (value or "Linux") == "Linux":
-        src.pool.os_families = ("ubuntu",)
-        src.default(
+        _default_os(
+            src,
             os_type,
-            "osImage",
-            "ubuntu",
+            ("ubuntu",),
             "AKS: the Ubuntu OS SKU for Linux pools when none is set (its release follows the "
             "Kubernetes version)",
         )
     elif value == "Windows":
-        src.pool.os_families = ("windows",)
-        src.default(
+        _default_os(
+            src,
             os_type,
-            "osImage",
-            "windows",
+            ("windows",),
             "AKS: Windows Server for Windows pools (the year follows the Kubernetes version)",
         )
 

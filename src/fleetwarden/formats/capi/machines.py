@@ -299,13 +299,13 @@ def _replicas(
             "not stated: CAPI derives it from the autoscaler annotations, which are unresolved",
         )
         return
-    pool.desired_size = 1
     why = "CAPI: replicas 1 when unset (the CRD default before 1.4, the webhook since)"
     if found:
         why += "; only one of the two autoscaler annotations is set"
     if topology:
         why += "; a topology worker without replicas gives a MachineDeployment without them"
-    src.default(replicas, "desiredSize", 1, why)
+    if src.default(replicas, "desiredSize", 1, why):
+        pool.desired_size = 1
 
 
 def _autoscaler_start(doc: Document) -> str:
@@ -347,7 +347,7 @@ def _machine_taints(src: Source, path: Path) -> None:
 
 
 def _outdated_revision(src: Source, template: Path) -> None:
-    src.pool.startup_taints.append(OUTDATED)
+    src.pool.startup_taints.append(OUTDATED)  # transient, whatever a patch does
     src.default(
         (*template, "taints"),
         f"startupTaints.{OUTDATED.key}",

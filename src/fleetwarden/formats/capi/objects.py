@@ -242,9 +242,16 @@ class Source:
     def ignored(self, path: Path, reason: str) -> None:
         self.view.ignored(path, reason)
 
-    def default(self, path: Path, fact: str, value: Any, why: str) -> None:
-        """``fact`` takes the provisioner's default because ``path`` states nothing."""
+    def default(self, path: Path, fact: str, value: Any, why: str) -> bool:
+        """``fact`` takes the provisioner's default because ``path`` states nothing; False
+        (noted unresolved) when a ClusterClass patch may write it: the caller then leaves the
+        fact unset."""
+        patch = self.patch_of(path)
+        if patch is not None:
+            self.unresolved(path, fact, patch)
+            return False
         self.pool.ledger.default(fact, f"{self.label}: {dotted(path)}", value, why)
+        return True
 
     def unstated(self, path: Path, fact: str, reason: str) -> None:
         """``path`` states nothing and no default is certain: the fact is not compared."""
