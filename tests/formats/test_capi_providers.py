@@ -153,6 +153,19 @@ def test_capa_default_os_follows_the_release_the_file_pins(
         assert origin.startswith("default: CAPA") and pinned in origin, origin
 
 
+@pytest.mark.parametrize(
+    ("infra", "families"),
+    [
+        ("", ("ubuntu-24.04", "ubuntu-18.04", "amazonlinux2")),
+        ("ami: {eksLookupType: AmazonLinux2023}", ("amazonlinux2023",)),
+    ],
+)
+def test_capa_os_when_neither_the_cluster_nor_the_bootstrap_says_whether_it_is_eks(infra, families):
+    md = _md("AWSMachineTemplate", boot="TalosConfigTemplate")
+    spec = _pools(_tree(md, _aws_template(infra)))["md"]
+    assert (spec.os_family, *spec.os_family_alternatives) == families
+
+
 def test_capa_cluster_wide_lookup_fields_apply_to_machines_that_state_none():
     cluster = CLUSTER.replace(
         "spec: {region: eu-west-1}", "spec: {region: eu-west-1, imageLookupBaseOS: flatcar-stable}"
@@ -270,6 +283,13 @@ def test_eks_managed_node_group_defaults(spec_text, want):
     labels = spec.labels.get("eks.amazonaws.com/capacityType")
     assert (spec.name, spec.instance_types, spec.disk_size_gib, spec.os_family, labels) == want
     assert spec.provenance["name"].startswith("default: CAPA webhook")
+
+
+def test_eks_min_size_without_max_size_is_not_sent_by_capa():
+    text = dedent(EKS_POOL) + "spec: {scaling: {minSize: 2}}\n" + dedent(EKS_CLUSTER)
+    spec = _pools(text)["team-a_mp"]
+    assert (spec.min_size, spec.max_size, spec.desired_size) == (None, None, 3)
+    assert "without scaling.maxSize" in _entry(spec, "spec.scaling.minSize").detail
 
 
 # ---------------------------------------------------------------------------------------------
@@ -426,6 +446,41 @@ def test_aks_os_sku_is_not_a_capz_field_but_an_aso_patch_sets_it():
     )
     assert (patched.os_family, dict(patched.allocatable)) == ("azurelinux", {"pods": "50"})
     assert patched.provenance["osImage"].startswith("tree.yaml:")
+
+
+def test_aso_agent_pool_initialization_taints_are_startup_taints():
+    text = """\
+        apiVersion: cluster.x-k8s.io/v1beta1
+        kind: MachinePool
+        metadata: {name: mp}
+        spec:
+          clusterName: c1
+          replicas: 2
+          template:
+            spec:
+              clusterName: c1
+              bootstrap: {dataSecretName: ""}
+              infrastructureRef: {kind: AzureASOManagedMachinePool, name: mp}
+        ---
+        apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+        kind: AzureASOManagedMachinePool
+        metadata: {name: mp}
+        spec:
+          resources:
+          - apiVersion: containerservice.azure.com/v1api20240901
+            kind: ManagedClustersAgentPool
+            metadata: {name: c1-gpu}
+            spec:
+              azureName: gpu
+              vmSize: Standard_NC6s_v3
+              osSKU: Ubuntu2204
+              scaleSetPriority: Spot
+              nodeInitializationTaints: ["warming=true:NoSchedule"]
+        """
+    spec = _pools(text)["gpu"]
+    assert spec.startup_taints == (Taint("warming", "true", "NoSchedule"),)
+    assert spec.taints == (Taint("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule"),)
+    assert (spec.os_family, spec.instance_types) == ("ubuntu-22.04", ("Standard_NC6s_v3",))
 
 
 def test_aks_temporary_kubelet_disk_is_not_the_os_disk():

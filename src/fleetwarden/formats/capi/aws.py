@@ -252,6 +252,8 @@ def _ami_os(
     spec = src.at(base)
     ami: Path = (*base, "ami")
     ami_spec = src.at(ami)
+    if eks is None and ami_spec.get("eksLookupType") is not None:
+        eks = True  # nobody states an EKS lookup type for a self-managed cluster
     if ami_spec.get("id") is not None:
         if src.text((*ami, "id"), "osImage") is not None:
             src.ignored((*ami, "id"), "AMI id: nodes report only its OS (not compared)")
@@ -529,7 +531,11 @@ def _managed_pool(src: Source, base: Path, ctx: Context) -> None:
                 "fleetwarden does not know",
             )
     scaling: Path = (*base, "scaling")
-    _bounds(src, (*scaling, "minSize"), (*scaling, "maxSize"))
+    if src.get((*scaling, "maxSize")) is None and src.get((*scaling, "minSize")) is not None:
+        # CAPA's scalingConfig sends minSize only together with maxSize
+        src.ignored((*scaling, "minSize"), "not sent to EKS without scaling.maxSize (CAPA)")
+    else:
+        _bounds(src, (*scaling, "minSize"), (*scaling, "maxSize"))
     _managed_disk(src, base, launch, has_launch, ami_type)
     src.labels((*base, "labels"))
     _taints(src, (*base, "taints"))

@@ -406,6 +406,15 @@ def _aso_pool(src: Source, base: Path, ctx: Context) -> None:
         ]
         for taint in src.taint_strings(texts, taints):
             _taint(src, taint, taints)
+        startup: Path = (*spec, "nodeInitializationTaints")
+        texts = [
+            src.string(x, (*startup, j), allow_none=False) or ""
+            for j, x in enumerate(src.items(src.get(startup), startup))
+        ]
+        for taint in src.taint_strings(texts, startup):
+            # AKS sets them on new nodes only; workloads may remove them
+            src.pool.startup_taints.append(taint)
+            src.compared(startup, f"startupTaints.{taint.key}", f"{taint.key}:{taint.effect}")
         _max_pods(src, (*spec, "maxPods"))
         _aks_spot(src, (*spec, "scaleSetPriority"))
         _aks_os(src, spec, "osSKU")
