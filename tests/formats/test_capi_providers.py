@@ -611,3 +611,13 @@ def test_nodeadm_and_eks_bootstrap_kubelet_settings_are_read():
     assert spec.startup_taints == (
         Taint("node.cluster.x-k8s.io/outdated-revision", None, "PreferNoSchedule"),
     )
+
+
+def test_a_placeholder_named_cluster_in_another_file_says_nothing_of_this_pool():
+    """Templates all call their cluster ${CLUSTER_NAME}: an EKS template elsewhere in the tree
+    must not make a self-managed pool expect Amazon Linux."""
+    md = _md("AWSMachineTemplate").replace("clusterName: c1", "clusterName: ${CLUSTER_NAME}")
+    here = parse_yaml_documents("a.yaml", _tree(md, _aws_template(""), BOOT))
+    eks = parse_yaml_documents("b.yaml", dedent(EKS_CLUSTER).replace("c1", "'${CLUSTER_NAME}'"))
+    spec = {p.name: p for p in capi.read_pools([*here, *eks]).pools}["md"]
+    assert (spec.os_family, *spec.os_family_alternatives) == ("ubuntu-24.04", "ubuntu-18.04")

@@ -239,7 +239,10 @@ def _cluster(src: Source, tree: Tree) -> Document | None:
         src.ignored(other, "the cluster name again (CAPI requires both to be equal)")
     if raw is None:
         return None
-    return tree.find("Cluster", raw, src.doc.namespace, src.doc.path)
+    cluster = tree.find("Cluster", raw, src.doc.namespace, src.doc.path)
+    if cluster is not None and placeholder(raw) and cluster.path != src.doc.path:
+        return None  # another template's ${CLUSTER_NAME}: its provider says nothing of ours
+    return cluster
 
 
 def _version(src: Source, path: Path) -> str | None:
