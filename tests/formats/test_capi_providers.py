@@ -621,3 +621,15 @@ def test_a_placeholder_named_cluster_in_another_file_says_nothing_of_this_pool()
     eks = parse_yaml_documents("b.yaml", dedent(EKS_CLUSTER).replace("c1", "'${CLUSTER_NAME}'"))
     spec = {p.name: p for p in capi.read_pools([*here, *eks]).pools}["md"]
     assert (spec.os_family, *spec.os_family_alternatives) == ("ubuntu-24.04", "ubuntu-18.04")
+
+
+def test_kubelet_flags_in_bootstrap_commands_are_read_and_variables_stay_unresolved():
+    boot = BOOT.replace(
+        "spec: {template: {spec: {}}}",
+        "spec:\n      template:\n        spec:\n          preKubeadmCommands:\n"
+        "          - echo 'KUBELET_EXTRA_ARGS=--node-labels=team=a "
+        "--register-with-taints=${TAINTS}' >> /etc/default/kubelet\n",
+    )
+    spec = _pools(_tree(_md("DockerMachineTemplate"), boot))["md"]
+    assert spec.labels["team"] == "a"
+    assert Unresolved("taints", "--register-with-taints=${TAINTS}") in spec.unresolved

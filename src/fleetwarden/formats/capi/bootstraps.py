@@ -343,9 +343,18 @@ def _boot_facts(src: Source, path: Path, facts: bootstrap.BootFacts, nothing: st
         pool.allocatable["pods"] = str(facts.max_pods)
         src.compared(path, "allocatable.pods", f"--max-pods={facts.max_pods}")
     for expression in facts.unresolved:
-        src.unresolved(path, "labels", expression)
+        src.unresolved(path, _fact_of_flag(expression), expression)
     if not facts.labels and not facts.taints and facts.max_pods is None and not facts.unresolved:
         src.ignored(path, nothing)
+
+
+def _fact_of_flag(expression: str) -> str:
+    """The fact an unresolved kubelet flag (``--register-with-taints=${T}``) leaves open."""
+    if expression.startswith(("--register-with-taints", "node-taints")):
+        return "taints"
+    if expression.startswith("--max-pods"):
+        return "allocatable.pods"
+    return "labels"
 
 
 READERS: dict[str, Reader] = {
