@@ -315,6 +315,7 @@ def test_eks_min_size_without_max_size_is_not_sent_by_capa():
         (("cncf-upstream", "capi-windows", "windows-2022-containerd-gen1"), "windows-2022"),
         (("microsoft-aks", "aks", "azurelinux-v3-gen2"), "azurelinux"),
         (("my-gallery", "golden-image"), None),
+        (("winterfell-gallery", "darwin-build"), None),
     ],
 )
 def test_azure_image_names_give_the_os_family(names, family):

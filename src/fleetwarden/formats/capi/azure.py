@@ -159,6 +159,7 @@ def _under(prefix: str, table: Mapping[str, str]) -> dict[str, str]:
 
 _UBUNTU_RELEASE = re.compile(r"(?<!\d)(18|20|22|24|26)[-_.]?04(?!\d)")
 _WINDOWS_YEAR = re.compile(r"(?<!\d)(2016|2019|2022|2025)(?!\d)")
+_WINDOWS = re.compile(r"(?<![a-z])win(?:dows)?(?![a-z])")  # not "winter", "darwin"
 
 
 def family_of_image_names(*names: str) -> str | None:
@@ -168,7 +169,7 @@ def family_of_image_names(*names: str) -> str | None:
     text = " ".join(n.lower() for n in names)
     if "flatcar" in text or "kinvolk" in text:
         return "flatcar"
-    if "windows" in text or "win-" in text or "-win" in text:
+    if _WINDOWS.search(text):
         year = _WINDOWS_YEAR.search(text)
         return f"windows-{year[1]}" if year else "windows"
     if "ubun" in text:
