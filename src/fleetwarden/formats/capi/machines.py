@@ -190,12 +190,12 @@ def machine_deployment(doc: Document, tree: Tree) -> NodePoolSpec:
     src = _pool_source(doc)
     template: Path = ("spec", "template", "spec")
     cluster = _cluster(src, tree)
-    version = _version(src, (*template, "version"))
+    _version(src, (*template, "version"))
     _replicas(src, ("spec", "replicas"), [(src, ("metadata", "annotations"))], doc)
     src.labels(("spec", "template", "metadata", "labels"), keep=_synced)
     _machine_taints(src, (*template, "taints"))
     _outdated_revision(src, template)
-    _follow(src, template, tree, "MachineDeployment", cluster, version)
+    _follow(src, template, tree, "MachineDeployment", cluster)
     src.close((), _MD)
     return src.pool.spec()
 
@@ -204,11 +204,11 @@ def machine_pool(doc: Document, tree: Tree) -> NodePoolSpec:
     src = _pool_source(doc)
     template: Path = ("spec", "template", "spec")
     cluster = _cluster(src, tree)
-    version = _version(src, (*template, "version"))
+    _version(src, (*template, "version"))
     _replicas(src, ("spec", "replicas"), [(src, ("metadata", "annotations"))], doc)
     src.labels(("spec", "template", "metadata", "labels"), keep=lambda key: _POOL_LABEL)
     _machine_taints(src, (*template, "taints"))
-    _follow(src, template, tree, "MachinePool", cluster, version)
+    _follow(src, template, tree, "MachinePool", cluster)
     src.close((), _MP)
     return src.pool.spec()
 
@@ -245,14 +245,13 @@ def _cluster(src: Source, tree: Tree) -> Document | None:
     return cluster
 
 
-def _version(src: Source, path: Path) -> str | None:
+def _version(src: Source, path: Path) -> None:
     version = src.text(path, "kubernetesVersion")
     if version is not None:
         src.pool.kubernetes_version = version
         src.compared(path, "kubernetesVersion", version)
     elif src.get(path) is None:
         src.unstated(path, "kubernetesVersion", "not stated: not compared")
-    return version
 
 
 def _replicas(
@@ -365,7 +364,6 @@ def _follow(
     tree: Tree,
     owner: str,
     cluster: Document | None,
-    version: str | None,
 ) -> None:
     """Read the infrastructure and bootstrap objects the Machine template references."""
     bootstrap_ref: Path = (*template, "bootstrap", "configRef")
@@ -376,7 +374,6 @@ def _follow(
         owner=owner,
         cluster=cluster,
         bootstrap=config[0] if config else None,
-        version=version,
     )
     infra = src.ref(infra_ref)
     if infra is not None:
@@ -488,7 +485,7 @@ def _worker(
     else:
         pool.cluster = cluster_name
         src.compared(("metadata", "name"), "cluster", cluster_name)
-    version = _version(src, ("spec", "topology", "version"))
+    _version(src, ("spec", "topology", "version"))
     owner = "MachineDeployment" if group == "machineDeployments" else "MachinePool"
     worker_class = src.string(src.get((*where, "class")), (*where, "class"))
     entry = _class_entry(class_doc, group, worker_class, pool)
@@ -521,7 +518,7 @@ def _worker(
             _machine_taints(cc, (*entry_path, "taints"))
         elif cc.get((*entry_path, "taints")) is not None:
             cc.ignored((*entry_path, "taints"), "the topology worker's taints replace them")
-        ctx = Context(tree=tree, owner=owner, topology=True, cluster=doc, version=version)
+        ctx = Context(tree=tree, owner=owner, topology=True, cluster=doc)
         _class_templates(cc, entry_path, holder, group, worker_class or "", ctx)
         cc.close(entry_path, _class_table())
     src.close(where, _WORKER)
@@ -583,7 +580,6 @@ def _class_templates(
         topology=True,
         cluster=ctx.cluster,
         bootstrap=config[0] if config else None,
-        version=ctx.version,
     )
     infra = cc.ref(infra_path) if infra_path else None
     if infra is not None and infra_path is not None:

@@ -356,7 +356,6 @@ class Context:
     topology: bool = False  # a ClusterClass template: the object's name is generated
     cluster: Document | None = None  # the Cluster, when it is in the tree
     bootstrap: str | None = None  # the bootstrap object's kind
-    version: str | None = None  # the literal Kubernetes version
 
 
 # reads one referenced object's part at the given path into the pool, and accounts for it
