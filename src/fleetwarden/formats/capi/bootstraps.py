@@ -1,0 +1,367 @@
+"""Bootstrap objects: what the kubelet of a pool's machines registers.
+
+- ``KubeadmConfigTemplate`` (MachineDeployment) / ``KubeadmConfig`` (MachinePool): the join
+  ``nodeRegistration.taints`` and ``kubeletExtraArgs`` (v1beta1 ``{name: value}``, v1beta2
+  ``[{name, value}]``): ``node-labels``, ``register-with-taints`` (it replaces the taints kubeadm
+  derives from ``nodeRegistration.taints``), ``max-pods``. Kubeadm bootstrap also registers every
+  node with ``node.cluster.x-k8s.io/uninitialized:NoSchedule``, which CAPI removes once it has
+  synced the Machine's labels (CAPI >= 1.4): a startup taint.
+- CAPA's ``EKSConfig(Template)``: ``kubeletExtraArgs``; ``NodeadmConfig(Template)`` (AL2023
+  nodeadm): ``kubelet.flags`` and ``kubelet.config`` (``registerWithTaints``, ``maxPods``).
+- Shell commands and file contents (``preKubeadmCommands``, ``files[*].content`` ...) are
+  searched for kubelet flags with ``formats.bootstrap``.
+
+Labels the kubelet may not set itself (the ``kubernetes.io`` / ``k8s.io`` namespaces except
+``kubelet.kubernetes.io``, ``node.kubernetes.io`` and the well-known keys; k8s
+``IsKubeletLabel``) never reach a Node: the kubelet refuses to start with them. They are listed
+as ignored, never expected. ``node-role.kubernetes.io/*`` must come from the Machine template.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from fleetwarden.core.pools import Taint
+from fleetwarden.formats import bootstrap
+from fleetwarden.formats.accounting import Path
+from fleetwarden.formats.capi.objects import Context, Reader, Source, placeholder
+
+__all__ = ["READERS", "UNINITIALIZED", "kubelet_may_set"]
+
+# Set by kubeadm bootstrap on every joining node, removed by CAPI once labels are synced.
+UNINITIALIZED = Taint("node.cluster.x-k8s.io/uninitialized", None, "NoSchedule")
+_CLOUD_UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
+
+_KUBELET_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+    }
+)
+
+
+def kubelet_may_set(key: str) -> bool:
+    """May a kubelet put this label on its own Node (k8s ``IsKubeletLabel``, and any label
+    outside the kubernetes.io / k8s.io namespaces)?"""
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    k8s = namespace in ("kubernetes.io", "k8s.io") or namespace.endswith(
+        (".kubernetes.io", ".k8s.io")
+    )
+    if not k8s or key in _KUBELET_LABELS:
+        return True
+    return any(
+        namespace == allowed or namespace.endswith("." + allowed)
+        for allowed in ("kubelet.kubernetes.io", "node.kubernetes.io")
+    )
+
+
+_REFUSED = (
+    "the kubelet may not set labels in the kubernetes.io / k8s.io namespaces (it refuses to "
+    "start): never on a Node (node-role.kubernetes.io/* comes from the Machine template)"
+)
+_NOT_ON_NODE = "not visible on a Node"
+
+_KUBEADM: dict[str, str] = {
+    "clusterConfiguration": "kubeadm ClusterConfiguration: control-plane settings, not used "
+    "by joining workers",
+    "initConfiguration": "kubeadm init: run only by the first control-plane machine",
+    "joinConfiguration.apiVersion": "kubeadm API version of the join configuration",
+    "joinConfiguration.kind": "kubeadm API kind of the join configuration",
+    "joinConfiguration.caCertPath": f"how kubeadm joins: {_NOT_ON_NODE}",
+    "joinConfiguration.discovery": f"how kubeadm joins: {_NOT_ON_NODE}",
+    "joinConfiguration.controlPlane": "control-plane join settings: not used by workers",
+    "joinConfiguration.skipPhases": f"kubeadm join phases: {_NOT_ON_NODE}",
+    "joinConfiguration.patches": "kubeadm component patches: not compared",
+    "joinConfiguration.timeouts": f"kubeadm timeouts: {_NOT_ON_NODE}",
+    "joinConfiguration.nodeRegistration.name": "node name template: nodes are grouped by "
+    "pool labels, not names",
+    "joinConfiguration.nodeRegistration.criSocket": "container runtime socket: not compared",
+    "joinConfiguration.nodeRegistration.ignorePreflightErrors": f"kubeadm checks: {_NOT_ON_NODE}",
+    "joinConfiguration.nodeRegistration.imagePullPolicy": f"kubeadm image pulls: {_NOT_ON_NODE}",
+    "joinConfiguration.nodeRegistration.imagePullSerial": f"kubeadm image pulls: {_NOT_ON_NODE}",
+    "diskSetup": "disk partitions: not compared (the infrastructure's OS disk size is)",
+    "mounts": f"mounts: {_NOT_ON_NODE}",
+    "users": f"OS users and SSH keys: {_NOT_ON_NODE}",
+    "ntp": f"time servers: {_NOT_ON_NODE}",
+    "format": "bootstrap data format (cloud-config; ignition for Flatcar): the OS is read from "
+    "the infrastructure's image",
+    "ignition": f"Ignition settings: {_NOT_ON_NODE}",
+    "verbosity": "kubeadm log level",
+    "useExperimentalRetryJoin": "kubeadm join retries",
+}
+_FILES: dict[str, str] = {
+    f"files[*].{key}": f"file written on the machine: {_NOT_ON_NODE}"
+    for key in ("path", "owner", "permissions", "encoding", "append", "contentFrom")
+}
+_EKS: dict[str, str] = {
+    "containerRuntime": "container runtime: not compared",
+    "dnsClusterIP": "kubelet cluster DNS: not on the Node object",
+    "dockerConfigJson": f"registry credentials: {_NOT_ON_NODE}",
+    "apiRetryAttempts": f"bootstrap retries: {_NOT_ON_NODE}",
+    "pauseContainer": f"pause image: {_NOT_ON_NODE}",
+    "useMaxPods": "the AMI's max-pods computation: allocatable is compared with the pool's median",
+    "serviceIPV6Cidr": f"service network: {_NOT_ON_NODE}",
+    "diskSetup": "disk partitions: not compared",
+    "mounts": f"mounts: {_NOT_ON_NODE}",
+    "users": f"OS users and SSH keys: {_NOT_ON_NODE}",
+    "ntp": f"time servers: {_NOT_ON_NODE}",
+}
+_NODEADM: dict[str, str] = {
+    "containerd": "containerd configuration: not compared",
+    "featureGates": "nodeadm feature gates: not compared",
+    "diskSetup": "disk partitions: not compared",
+    "mounts": f"mounts: {_NOT_ON_NODE}",
+    "users": f"OS users and SSH keys: {_NOT_ON_NODE}",
+    "ntp": f"time servers: {_NOT_ON_NODE}",
+}
+_TEMPLATE_METADATA = "labels/annotations of the generated bootstrap objects: not on Nodes"
+
+
+def _base(src: Source, inner: Mapping[str, str]) -> tuple[Path, dict[str, str]]:
+    """``spec.template.spec`` of a template, ``spec`` of an object; the table to close
+    the whole ``spec``, keyed from it."""
+    if src.doc.kind.endswith("Template"):
+        table = {f"template.spec.{k}": v for k, v in inner.items()}
+        table["template.metadata"] = _TEMPLATE_METADATA
+        return ("spec", "template", "spec"), table
+    return ("spec",), dict(inner)
+
+
+def _kubeadm(src: Source, _base_path: Path, ctx: Context) -> None:
+    base, table = _base(src, {**_KUBEADM, **_FILES})
+    pool = src.pool
+    registration: Path = (*base, "joinConfiguration", "nodeRegistration")
+    pool.startup_taints.append(UNINITIALIZED)
+    src.default(
+        (*registration, "taints"),
+        f"startupTaints.{UNINITIALIZED.key}",
+        f"{UNINITIALIZED.key}:{UNINITIALIZED.effect}",
+        "CAPI kubeadm bootstrap (>= 1.4): every joining node, until CAPI has synced its labels",
+    )
+    taints_path: Path = (*registration, "taints")
+    taint_why = src.patch_of(taints_path)
+    taints: list[tuple[Taint, Path]] = []
+    if taint_why is not None:
+        src.unresolved(taints_path, "taints", taint_why)
+    else:
+        taints = [(t, where) for t, _, where in src.taint_objects(taints_path)]
+    args_path: Path = (*registration, "kubeletExtraArgs")
+    args_why = src.patch_of(args_path)
+    if args_why is not None:
+        src.unresolved(args_path, "labels", args_why)
+        src.unresolved(args_path, "taints", args_why)
+    else:
+        replaced = _kubelet_args(src, args_path)
+        if replaced:
+            for _, where in taints:
+                src.ignored(
+                    where, "replaced by kubeletExtraArgs register-with-taints (the kubelet flag)"
+                )
+            taints = []
+    for taint, where in taints:
+        _taint(src, taint, where)
+    for key in ("preKubeadmCommands", "postKubeadmCommands", "bootCommands"):
+        _commands(src, (*base, key))
+    _file_contents(src, base)
+    src.close(("spec",), table)
+
+
+def _eks_config(src: Source, _base_path: Path, ctx: Context) -> None:
+    base, table = _base(src, {**_EKS, **_FILES})
+    _kubelet_args(src, (*base, "kubeletExtraArgs"))
+    for key in ("preBootstrapCommands", "postBootstrapCommands", "boostrapCommandOverride"):
+        _commands(src, (*base, key))
+    _file_contents(src, base)
+    src.close(("spec",), table)
+
+
+def _nodeadm(src: Source, _base_path: Path, ctx: Context) -> None:
+    base, table = _base(src, {**_NODEADM, **_FILES})
+    kubelet: Path = (*base, "kubelet")
+    flags_path: Path = (*kubelet, "flags")
+    flags = [
+        src.string(f, (*flags_path, i), allow_none=False) or ""
+        for i, f in enumerate(src.items(src.get(flags_path), flags_path))
+    ]
+    if flags:
+        facts = bootstrap.from_kubelet_flags(" ".join(flags))
+        _boot_facts(src, flags_path, facts, "kubelet flags: no node labels, taints or max-pods")
+    config_path: Path = (*kubelet, "config")
+    config = src.at(config_path)
+    if config:
+        facts = bootstrap.BootFacts()
+        bootstrap.kubelet_config(facts, config)
+        for taint in facts.taints:
+            src.pool.taints.append(taint)
+            src.compared((*config_path, "registerWithTaints"), taint.field_name)
+        if facts.max_pods is not None:
+            src.pool.allocatable["pods"] = str(facts.max_pods)
+            src.compared((*config_path, "maxPods"), "allocatable.pods", facts.max_pods)
+        for key in config:
+            if key not in ("registerWithTaints", "maxPods"):
+                src.ignored(
+                    (*config_path, str(key)),
+                    "kubelet configuration: not compared (allocatable is compared with the "
+                    "pool's median)",
+                )
+    _commands(src, (*base, "preNodeadmCommands"))
+    _file_contents(src, base)
+    src.close(("spec",), table)
+
+
+def _kubelet_args(src: Source, path: Path) -> bool:
+    """Read kubelet extra args; True when ``register-with-taints`` is among them."""
+    replaced = False
+    for name, value, where in _args(src, path):
+        if name == "node-labels":
+            _node_labels(src, value, where)
+        elif name == "register-with-taints":
+            replaced = True
+            for taint in src.taint_strings(value.split(","), where):
+                _taint(src, taint, where)
+        elif name == "max-pods":
+            if placeholder(value):
+                src.unresolved(where, "allocatable.pods", value)
+            elif value.strip().isascii() and value.strip().isdigit():
+                src.pool.allocatable["pods"] = value.strip()
+                src.compared(where, "allocatable.pods", value.strip())
+            else:
+                raise src.error(where, f"max-pods {value!r} is not a number")
+        elif name == "cloud-provider":
+            src.ignored(
+                where,
+                "kubelet flag: the cloud provider (external: the node starts with the transient "
+                f"{_CLOUD_UNINITIALIZED} taint)",
+            )
+        else:
+            src.ignored(where, f"kubelet flag {name}: {_NOT_ON_NODE} (not compared)")
+    return replaced
+
+
+def _args(src: Source, path: Path) -> list[tuple[str, str, Path]]:
+    """v1beta1 ``{name: value}`` or v1beta2 ``[{name, value}]`` as (name, value, path)."""
+    value = src.get(path)
+    out = []
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            where: Path = (*path, i)
+            entry = src.mapping(item, where)
+            name = src.string(entry.get("name"), (*where, "name"), allow_none=False) or ""
+            text = src.string(entry.get("value"), (*where, "value")) or ""
+            out.append((name, text, where))
+        return out
+    for raw_name, raw_value in src.mapping(value, path).items():
+        name = src.string(raw_name, path, allow_none=False) or ""
+        where = (*path, name)
+        out.append((name, src.string(raw_value, where) or "", where))
+    return out
+
+
+def _node_labels(src: Source, text: str, path: Path) -> None:
+    shown: list[str] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        if placeholder(item):
+            src.unresolved(path, f"labels.{key}" if sep else "labels", item)
+            continue
+        if not sep or not key:
+            raise src.error(path, f"label {item!r} is not key=value")
+        if not kubelet_may_set(key):
+            shown.append(f"{item} (ignored: {_REFUSED})")
+            continue
+        src.pool.labels[key] = value
+        src.compared(path, f"labels.{key}", item)
+        shown.append(item)
+    if shown:  # one account entry for the whole flag, every label in it
+        src.compared(path, "labels", ", ".join(shown))
+
+
+def _taint(src: Source, taint: Taint, where: Path) -> None:
+    if taint.key == _CLOUD_UNINITIALIZED:  # removed by the cloud controller manager
+        src.pool.startup_taints.append(taint)
+        src.compared(where, f"startupTaints.{taint.key}", f"{taint.key}:{taint.effect}")
+    else:
+        src.pool.taints.append(taint)
+        src.compared(where, taint.field_name, f"{taint.key}={taint.value or ''}:{taint.effect}")
+
+
+def _commands(src: Source, path: Path) -> None:
+    raw = src.get(path)
+    if raw is None:
+        return
+    texts = raw if isinstance(raw, list) else [raw]
+    text = "\n".join(
+        src.string(t, (*path, i) if isinstance(raw, list) else path, allow_none=False) or ""
+        for i, t in enumerate(texts)
+    )
+    _boot_facts(
+        src,
+        path,
+        bootstrap.from_user_data(text),
+        "shell commands: no node labels, taints or max-pods in them",
+    )
+
+
+def _file_contents(src: Source, base: Path) -> None:
+    files: Path = (*base, "files")
+    for i, item in enumerate(src.items(src.get(files), files)):
+        where: Path = (*files, i)
+        content = src.mapping(item, where).get("content")
+        if content is None:
+            continue
+        text = src.string(content, (*where, "content"), allow_none=False) or ""
+        _boot_facts(
+            src,
+            (*where, "content"),
+            bootstrap.from_user_data(text),
+            "file content: no node labels, taints or max-pods in it",
+        )
+
+
+def _boot_facts(src: Source, path: Path, facts: bootstrap.BootFacts, nothing: str) -> None:
+    pool = src.pool
+    for key, value in facts.labels.items():
+        if not kubelet_may_set(key):
+            continue
+        pool.labels[key] = value
+        src.compared(path, f"labels.{key}", f"--node-labels {key}={value}")
+    for taint in facts.taints:
+        _taint(src, taint, path)
+    if facts.max_pods is not None and "pods" not in pool.allocatable:
+        pool.allocatable["pods"] = str(facts.max_pods)
+        src.compared(path, "allocatable.pods", f"--max-pods={facts.max_pods}")
+    for expression in facts.unresolved:
+        src.unresolved(path, _fact_of_flag(expression), expression)
+    if not facts.labels and not facts.taints and facts.max_pods is None and not facts.unresolved:
+        src.ignored(path, nothing)
+
+
+def _fact_of_flag(expression: str) -> str:
+    """The fact an unresolved kubelet flag (``--register-with-taints=${T}``) leaves open."""
+    if expression.startswith(("--register-with-taints", "node-taints")):
+        return "taints"
+    if expression.startswith("--max-pods"):
+        return "allocatable.pods"
+    return "labels"
+
+
+READERS: dict[str, Reader] = {
+    "KubeadmConfigTemplate": _kubeadm,
+    "KubeadmConfig": _kubeadm,
+    "EKSConfigTemplate": _eks_config,
+    "EKSConfig": _eks_config,
+    "NodeadmConfigTemplate": _nodeadm,
+    "NodeadmConfig": _nodeadm,
+}
