@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -64,10 +65,15 @@ def stored(d: Decision) -> Any:
     return json.loads(audit.redacted_json({"decision": d.to_json()}))["decision"]
 
 
+_DECISION_ID = re.compile(r"\bd-[0-9a-f]{16}\b")
+
+
 def same(d: Decision) -> Decision:
-    """A decision without its own id (it hashes the state's record counter, which counts
-    the records since the process started)."""
-    return replace(d, id="-", reasons=tuple(r.replace(d.id, "-") for r in d.reasons))
+    """A decision without decision ids: they hash the state's record counter, which counts the
+    records since the process started, so neither its own id nor one it names in a reason
+    ("already waiting for approval as d-...") is comparable across a restart (at the very
+    instant of a restart the two counters can even make a new id equal a pending one's)."""
+    return replace(d, id="-", reasons=tuple(_DECISION_ID.sub("-", r) for r in d.reasons))
 
 
 # --- reading a decision back ------------------------------------------------------------------
