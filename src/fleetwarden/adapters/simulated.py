@@ -199,6 +199,10 @@ _POOL_LABEL = {
     "gcp": "cloud.google.com/gke-nodepool",
     "azure": "kubernetes.azure.com/agentpool",
 }
+# the root (Bottlerocket: data) volume each pool's provisioner gives its nodes, in GiB:
+# eksctl's volumeSize (default 80), Karpenter's default block device (20)
+_DISK_GIB = {("prod-eu-1", "general"): 100, ("prod-eu-1", "spot"): 20}
+_DEFAULT_DISK_GIB = {"aws": 80, "karpenter": 20}
 _ZONES = {
     "aws": ["eu-west-1a", "eu-west-1b", "eu-west-1c"],
     "gcp": ["us-central1-a", "us-central1-b", "us-central1-f"],
@@ -207,6 +211,7 @@ _ZONES = {
 
 
 def _node(
+    cluster: str,
     name: str,
     provider: str,
     pool: str,
@@ -220,6 +225,7 @@ def _node(
     shape = SHAPES[itype]
     pool_provider = "aws" if provider == "karpenter" else provider
     os_key = os_key or pool_provider
+    disk_gib = _DISK_GIB.get((cluster, pool), _DEFAULT_DISK_GIB.get(provider, 100))
     all_labels = {
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/os": "linux",
@@ -230,6 +236,10 @@ def _node(
         _POOL_LABEL[provider]: pool,
         **labels,
     }
+    if provider == "aws":  # what eksctl and EKS put on every node of a managed group
+        all_labels["alpha.eksctl.io/cluster-name"] = cluster
+        all_labels["alpha.eksctl.io/nodegroup-name"] = pool
+        all_labels["eks.amazonaws.com/capacityType"] = "ON_DEMAND"
     if provider == "karpenter":
         all_labels["karpenter.k8s.aws/instance-category"] = shape.category
         all_labels["karpenter.sh/capacity-type"] = "spot"
@@ -239,7 +249,8 @@ def _node(
         "cpu": str(int(shape.cpu[:-1]) // 1000 + 1) if shape.cpu.endswith("m") else shape.cpu,
         "memory": shape.memory,
         "pods": shape.pods,
-        "ephemeral-storage": "104845292Ki",
+        # the filesystem on the volume: a little smaller than the volume
+        "ephemeral-storage": f"{int(disk_gib * 0.9999 * 2**20)}Ki",
     }
     return {
         "apiVersion": "v1",
@@ -251,7 +262,7 @@ def _node(
                 "cpu": shape.cpu,
                 "memory": shape.memory,
                 "pods": shape.pods,
-                "ephemeral-storage": "96625420948",
+                "ephemeral-storage": str(int(disk_gib * 0.9 * 2**30)),
             },
             "capacity": capacity,
             "nodeInfo": {
@@ -404,7 +415,17 @@ def build_fleet(seed: int = 2026) -> SimulatedFleet:
             seen.add(name)
             os_key = "bottlerocket" if pool == "gpu" else None
             nodes.setdefault(cluster, []).append(
-                _node(name, provider, pool, itype, labels, taints, zones[i % 3], os_key=os_key)
+                _node(
+                    cluster,
+                    name,
+                    provider,
+                    pool,
+                    itype,
+                    labels,
+                    taints,
+                    zones[i % 3],
+                    os_key=os_key,
+                )
             )
     fleet = SimulatedFleet(nodes)
     _plant(fleet)
