@@ -1,8 +1,19 @@
-"""Output for people (rich tables) and machines (JSON) — one place, shared by commands."""
+r"""Output for people (rich tables) and machines (JSON) — one place, shared by commands.
+
+Data is shown literally. A value (a label, a path, a cluster or actor name, a field value)
+never reaches rich as markup — ``[red]x[/red]`` prints as typed, and ``:smile:`` stays text —
+and never reaches the terminal as a control sequence: C0/C1 controls (ESC, CSI, ``\r``,
+``\n``...), DEL and the bidirectional overrides are shown as escapes (``\x1b``) by
+``visible``. Build everything printed from ``literal``/``line`` (``rich.text.Text``), not from
+markup strings. A backslash in data is left as it is, so ``\x1b`` typed as four characters and
+an escaped ESC look alike: the point is that nothing is interpreted.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,15 +22,67 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.core.findings import Finding, Severity
-from fleetwarden.core.fleet import FleetReport
+from fleetwarden.core.fleet import FleetReport, Skip
 
-__all__ = ["SEVERITY_STYLE", "dumps", "findings_table", "make_console", "print_report"]
+__all__ = [
+    "PIPED_WIDTH",
+    "SEVERITY_STYLE",
+    "dumps",
+    "findings_table",
+    "line",
+    "literal",
+    "make_console",
+    "print_report",
+    "print_skipped",
+    "visible",
+]
+
+PIPED_WIDTH = 200  # table width when piped and COLUMNS is not set
+
+# C0 controls, DEL, C1 controls (U+009B is a one-character CSI), the line and paragraph
+# separators and the bidirectional formatting characters (they reorder what is shown).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# what json.dumps leaves as is (it escapes C0 itself): same set, as JSON \u escapes
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    return _SHORT.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def visible(value: object) -> str:
+    """``str(value)`` with every control character shown as an escape, never emitted."""
+    return _UNSAFE.sub(_escape, str(value))
+
+
+def literal(value: object, style: str = "") -> Text:
+    """A value as text for rich: no markup, no emoji codes, controls made visible."""
+    return Text(visible(value), style=style)
+
+
+def line(*parts: str | tuple[str, str]) -> Text:
+    """One line from literal parts, each a string or ``(string, style)``."""
+    out = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            out.append(visible(part[0]), style=part[1])
+        else:
+            out.append(visible(part))
+    return out
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    """A console that stays wide when piped (rich falls back to 80 columns otherwise)."""
+    """A console that stays wide when piped: COLUMNS when set, else ``PIPED_WIDTH`` (rich
+    falls back to 80 columns otherwise). On a terminal, the terminal's width."""
     probe = Console(stderr=stderr)
-    return probe if probe.is_terminal else Console(stderr=stderr, width=200)
+    if probe.is_terminal:
+        return probe
+    columns = os.environ.get("COLUMNS", "").strip()
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+    return Console(stderr=stderr, width=width)
 
 
 SEVERITY_STYLE = {
@@ -32,15 +95,18 @@ SEVERITY_STYLE = {
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """Indented JSON, UTF-8 kept, but C1 controls and bidi overrides as ``\\u`` escapes (the
+    same JSON value; a terminal showing it is not driven by it)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _cell(value: object) -> str:
+def _cell(value: object) -> Text:
     if value is None:
-        return "—"
+        return Text("—")
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
+        return literal(", ".join(str(v) for v in value))
+    return literal(value)
 
 
 def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
@@ -51,21 +117,35 @@ def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
 
 
 def findings_table(findings: Sequence[Finding], *, title: str | None = None) -> Table:
-    table = Table(title=title, show_lines=False, header_style="bold", expand=False)
+    table = Table(
+        title=None if title is None else literal(title),
+        show_lines=False,
+        header_style="bold",
+        expand=False,
+    )
     for name in ("severity", "cluster", "pool", "layer", "field", "expected", "actual", "nodes"):
         table.add_column(name, overflow="fold")
     for f in findings:
         table.add_row(
             Text(f.severity.value, style=SEVERITY_STYLE[f.severity]),
-            f.cluster,
-            f.pool or "—",
-            f.layer.value,
-            f.field,
+            literal(f.cluster),
+            literal(f.pool or "—"),
+            literal(f.layer.value),
+            literal(f.field),
             _cell(f.expected),
             _cell(f.actual),
-            _nodes(f.nodes),
+            literal(_nodes(f.nodes)),
         )
     return table
+
+
+def print_skipped(console: Console, skipped: Sequence[Skip], *, what: str = "files") -> None:
+    """The short "skipped N files" section: every path with its reason, one per line."""
+    if not skipped:
+        return
+    console.print(line((f"skipped {len(skipped)} {what}:", "bold yellow")), soft_wrap=True)
+    for s in skipped:
+        console.print(line("  ", s.path, ": ", (s.reason, "dim")), soft_wrap=True)
 
 
 def print_report(console: Console, report: FleetReport, *, verbose: bool = False) -> None:
@@ -74,20 +154,33 @@ def print_report(console: Console, report: FleetReport, *, verbose: bool = False
     sev = report.by_severity()
     parts = [f"{n} {name}" for name, n in sev.items() if n]
     console.print(
-        f"[bold]{len(report.findings)} findings[/] ({', '.join(parts) or 'none'}) in "
-        f"{report.clusters} clusters, {report.pools} pools, {report.nodes} nodes"
+        line(
+            (f"{len(report.findings)} findings", "bold"),
+            f" ({', '.join(parts) or 'none'}) in {report.clusters} clusters, "
+            f"{report.pools} pools, {report.nodes} nodes",
+        )
     )
     if report.skipped:
         if verbose:
             for s in report.skipped:
-                console.print(f"[dim]skipped {s.path}: {s.reason}[/]")
+                console.print(line((f"skipped {s.path}: {s.reason}", "dim")), soft_wrap=True)
         else:
             console.print(
-                f"[dim]{len(report.skipped)} skipped (files or pools); "
-                "--verbose or --format json lists them[/]"
+                line(
+                    (
+                        f"{len(report.skipped)} skipped (files or pools); "
+                        "--verbose or --format json lists them",
+                        "dim",
+                    )
+                )
             )
     if report.unresolved:
         console.print(
-            f"[dim]{len(report.unresolved)} desired values are unresolved "
-            "(variables/expressions) and were not checked[/]"
+            line(
+                (
+                    f"{len(report.unresolved)} desired values are unresolved "
+                    "(variables/expressions) and were not checked",
+                    "dim",
+                )
+            )
         )
