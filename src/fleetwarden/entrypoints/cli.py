@@ -10,7 +10,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -29,12 +29,13 @@ from fleetwarden.entrypoints import (
     watch_cmd,
 )
 from fleetwarden.entrypoints import demo as demo_mod
+from fleetwarden.entrypoints.common import fail
 from fleetwarden.entrypoints.rendering import dumps, make_console, print_report
 from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.desired import DesiredRead
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "fail", "main"]
 
 app = typer.Typer(
     name="fleetwarden",
@@ -43,6 +44,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help and usage errors print literally: [CLUSTER=]PATH, [/x]
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -62,11 +64,6 @@ class FailOn(StrEnum):
     medium = "medium"
     high = "high"
     critical = "critical"
-
-
-def fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]fleetwarden: error:[/] {message}", highlight=False)
-    raise typer.Exit(2)
 
 
 def exit_code(report: FleetReport, fail_on: FailOn) -> int:
