@@ -31,8 +31,9 @@ from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
-from fleetwarden.entrypoints import cli, watch_cmd
+from fleetwarden.entrypoints import cli, watch_cmd, workloads_api
 from fleetwarden.entrypoints.rendering import dumps, findings_table, visible
+from fleetwarden.entrypoints.service_config import service_config_from
 from tests.core.test_workloads import liveify, load_docs
 
 EXE = shutil.which("fleetwarden", path=str(Path(sys.executable).parent)) or "fleetwarden"
@@ -353,3 +354,17 @@ def test_watch_live_view_prints_events_literally(monkeypatch):
     out = buf.getvalue()
     assert f"{BOGUS}{SHOWN_ESC}" in out and MARKUP in out
     assert_no_controls(out.replace("\x1b[?25l", "").replace("\x1b[?25h", ""))
+
+
+def test_serve_logs_a_followed_app_that_did_not_load_literally(tmp_path, caplog):
+    """serve's console line for an application whose desired files did not load."""
+    config = service_config_from(
+        {"workloads": {"apps": [{"name": f"shop{ESC}", "desired": [str(tmp_path / MARKUP)]}]}},
+        source="fw.yaml",
+    )
+    with caplog.at_level("WARNING", logger="fleetwarden"):
+        _apps, failures = asyncio.run(workloads_api.load_apps(config, None))
+    assert list(failures) == [f"shop{ESC}"]
+    [message] = [r.getMessage() for r in caplog.records if "not loaded" in r.getMessage()]
+    assert f"shop{SHOWN_ESC}" in message and MARKUP in message
+    assert_no_controls(message)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
@@ -587,7 +588,7 @@ def _skipped_json(state: DesiredState) -> list[dict[str, str]]:
     return [s.to_json() for s in (*state.unreadable, *rest)]
 
 
-def _print_skipped(console: Any, state: DesiredState, *, verbose: bool) -> None:
+def _print_skipped(console: Console, state: DesiredState, *, verbose: bool) -> None:
     print_skipped(console, state.unreadable, what="files (not read or not parsed)")
     if verbose:
         unreadable = {s.path for s in state.unreadable}
