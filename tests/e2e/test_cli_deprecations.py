@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,9 @@ def test_real_fixture_findings_at_1_25(realdata, name):
     assert rows(realdata / "deprecations" / name, (1, 25)) == PINNED_1_25[name]
 
 
+PINNED_FINDINGS_1_25 = [row for rows in PINNED_1_25.values() for row in rows]
+
+
 @pytest.mark.realdata
 def test_every_deprecations_fixture_is_pinned(realdata):
     assert {p.name for p in realdata_files("deprecations")} == set(PINNED_1_25)
@@ -194,7 +198,14 @@ def test_json_contract_and_exit_1_when_an_api_is_removed(realdata):
     }
     deployment = next(f for f in out["findings"] if f["file"].endswith("v1beta1.json"))
     assert deployment["namespace"] == "default"
-    assert out["summary"] == {"files": 36, "objects": 79, "removed": 9, "deprecated": 2}
+    assert out["summary"] == {
+        "files": 36,
+        "objects": 79,
+        "removed": 9,
+        "deprecated": 2,
+        "skipped": 0,
+    }
+    assert out["skipped"] == []  # every real file parses: nothing left out
 
 
 @pytest.mark.realdata
@@ -237,15 +248,180 @@ def test_bad_target_version_exits_2_with_a_message(tmp_path, target):
     assert r.stdout == ""
 
 
-def test_malformed_yaml_exits_2_naming_file_and_line(tmp_path):
-    (tmp_path / "ok.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
-    (tmp_path / "sub").mkdir()
-    bad = tmp_path / "sub" / "broken.yml"
-    bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [oops\n")
-    r = run("-m", str(tmp_path), "-t", "1.25", "-o", "json")
+PDB_V1BETA1 = "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: web}\n"
+UNREADABLE = {
+    # name -> (content, what the reason must say)
+    "broken.yml": (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [oops\n", "YAML syntax"),
+    "helm/templates/deploy.yaml": (
+        b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
+        b"spec:\n  {{- with .Values.x }}\n",
+        "an unrendered Helm template",
+    ),
+    "binary.yaml": (b"\x7fELF\x02\x01\x00\x00" + bytes(range(256)), "binary data"),
+    "latin1.yaml": (b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: caf\xe9}\n", "not UTF-8"),
+    "list.yaml": (b"- apiVersion: v1\n  kind: ConfigMap\n", "not a mapping"),
+}
+
+
+def unreadable_tree(root: Path) -> Path:
+    """One removed API, five files that do not parse, a dangling link and a FIFO."""
+    (root / "ok").mkdir(parents=True)
+    (root / "ok" / "pdb.yaml").write_text(PDB_V1BETA1)
+    for name, (content, _) in UNREADABLE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(content)
+    (root / "dangling.yaml").symlink_to(root / "gone.yaml")
+    os.mkfifo(root / "fifo.yaml")  # reading it would block forever
+    return root
+
+
+def test_files_in_a_directory_that_do_not_parse_are_skipped_and_the_rest_reported(tmp_path):
+    root = unreadable_tree(tmp_path / "tree")
+    r = run("-m", str(root), "-t", "1.25", "-o", "json")
+    assert r.returncode == 1, r.stderr  # the removed PDB still fails the run
+    out = json.loads(r.stdout)
+    assert [(f["file"], f["kind"], f["removed"]) for f in out["findings"]] == [
+        (str(root / "ok" / "pdb.yaml"), "PodDisruptionBudget", True)
+    ]
+    skipped = {s["path"]: s["reason"] for s in out["skipped"]}
+    for name, (_, why) in UNREADABLE.items():
+        assert why in skipped.pop(str(root / name)), name
+    assert skipped == {
+        str(root / "dangling.yaml"): "cannot read: No such file or directory",
+        str(root / "fifo.yaml"): "not a regular file",
+    }
+    assert out["summary"] | {"skipped": 7} == {
+        "files": 1,
+        "objects": 1,
+        "removed": 1,
+        "deprecated": 0,
+        "skipped": len(out["skipped"]),
+    }
+    table = run("-m", str(root), "-t", "1.25")
+    assert table.returncode == 1
+    assert "1 objects in 1 files" in table.stdout and "skipped 7 files:" in table.stdout
+    assert f"{root / 'broken.yml'}: line 5: YAML syntax error" in table.stdout
+    assert table.stderr == ""
+
+
+def test_a_directory_of_files_that_do_not_parse_reports_them_and_exits_0(tmp_path):
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.yaml").write_text("kind: [\n")
+    r = run("-m", str(root), "-t", "1.25", "-o", "json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["findings"] == [] and [s["path"] for s in out["skipped"]] == [str(root / "a.yaml")]
+
+
+@pytest.mark.parametrize("name", sorted(UNREADABLE))
+def test_a_file_named_directly_that_does_not_parse_exits_2(tmp_path, name):
+    """As Pluto's `detect FILE` refuses a file it cannot parse (exit 1 there, 2 here)."""
+    root = unreadable_tree(tmp_path / "tree")
+    r = run("-m", str(root / name), "-m", str(root / "ok"), "-t", "1.25", "-o", "json")
     assert r.returncode == 2
-    assert f"{bad}:" in r.stderr.replace("\n", "") and "YAML syntax error" in r.stderr
     assert r.stdout == ""
+    assert str(root / name) in r.stderr and UNREADABLE[name][1].split(":")[0] in r.stderr
+
+
+def test_the_malformed_file_named_directly_names_file_and_line(tmp_path):
+    bad = tmp_path / "broken.yml"
+    bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [oops\n")
+    r = run("-m", str(bad), "-t", "1.25", "-o", "json")
+    assert r.returncode == 2 and r.stdout == ""
+    assert f"{bad}:5: YAML syntax error" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["dangling link", "fifo"])
+def test_an_unreadable_path_named_directly_exits_2(tmp_path, kind):
+    path = tmp_path / "x.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(tmp_path / "gone.yaml")
+    r = run("-m", str(path), "-t", "1.25")
+    assert r.returncode == 2 and str(path) in r.stderr
+
+
+SETPRIV = shutil.which("setpriv")
+
+
+@pytest.fixture()
+def as_user(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A directory and a command prefix under which file modes are enforced: root reads
+    every file whatever its mode, so as root the command runs as nobody (setpriv)."""
+    if os.geteuid() != 0:
+        return tmp_path, []
+    if SETPRIV is None:
+        pytest.skip("running as root without setpriv: file modes cannot be tested")
+    base = Path(tempfile.mkdtemp(prefix="fw-perm-", dir="/tmp"))
+    base.chmod(0o755)  # tmp_path's parents are root's own (0700)
+    return base, [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_permission_denied_named_directly_exits_2_inside_a_directory_is_skipped(as_user):
+    base, prefix = as_user
+    root = base / "tree"
+    (root / "locked").mkdir(parents=True)
+    (root / "ok.yaml").write_text(PDB_V1BETA1)
+    (root / "secret.yaml").write_text(PDB_V1BETA1)
+    (root / "locked" / "inside.yaml").write_text(PDB_V1BETA1)
+    root.chmod(0o755)
+    (root / "secret.yaml").chmod(0)
+    (root / "locked").chmod(0)
+
+    def run_as(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+        return subprocess.run(
+            [*prefix, EXE, "deprecations", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+
+    try:
+        r = run_as("-m", str(root), "-t", "1.25", "-o", "json")
+        assert r.returncode == 1, r.stderr
+        out = json.loads(r.stdout)
+        assert [f["file"] for f in out["findings"]] == [str(root / "ok.yaml")]
+        skipped = {s["path"]: s["reason"] for s in out["skipped"]}
+        assert skipped == {
+            str(root / "locked"): "cannot list: Permission denied",
+            str(root / "secret.yaml"): "cannot read: Permission denied",
+        }
+        # named directly: exit 2 naming it (click's path check words it "not readable")
+        for name in ("secret.yaml", "locked"):
+            r = run_as("-m", str(root / name), "-t", "1.25")
+            assert r.returncode == 2 and r.stdout == ""
+            assert f"{root / name}" in r.stderr
+            assert "not readable" in r.stderr or "Permission denied" in r.stderr
+    finally:
+        (root / "secret.yaml").chmod(0o644)
+        (root / "locked").chmod(0o755)
+        if prefix:
+            shutil.rmtree(base)
+
+
+@pytest.mark.realdata
+def test_real_fixtures_beside_a_broken_copy_are_all_still_reported(realdata, tmp_path):
+    """The corpus as a user's repository would hold it, with one real fixture truncated
+    mid-document and one turned into a Helm template: the other 12 files' findings remain."""
+    tree = tmp_path / "deprecations"
+    shutil.copytree(realdata / "deprecations", tree)
+    cronjob = tree / "kubent-fixture-cronjob-v1beta1.yaml"
+    text = cronjob.read_text()
+    cronjob.write_text(text[: text.index("spec:")] + "spec: [\n")
+    ingress = tree / "kubent-fixture-ingress-v1beta1.yaml"
+    templated = "name: {{ .Values.n }}\n  x: {{ a }}"
+    ingress.write_text(ingress.read_text().replace("name: test-ingress", templated))
+    r = run("-m", str(tree), "-t", "1.25", "-o", "json")
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    assert sorted(s["path"] for s in out["skipped"]) == [str(cronjob), str(ingress)]
+    kinds = sorted(f["kind"] for f in out["findings"])
+    assert "CronJob" not in kinds and "Ingress" not in kinds
+    assert len(kinds) == len(PINNED_FINDINGS_1_25) - 2
 
 
 def test_missing_path_and_unknown_component_exit_2(tmp_path):

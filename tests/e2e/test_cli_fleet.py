@@ -404,8 +404,83 @@ def test_unreadable_inputs_exit_2_naming_the_file(fleet, tmp_path):
     )
     assert r.exit_code == 2 and "nope" in r.stderr and "no such file" in r.stderr
     (fleet / "workloads" / "eu.json").write_text('{"kind": "List", "items": [')
-    r = fleet_diff(fleet)
+    # named directly, a dump that does not parse is an error naming it
+    r = invoke(
+        "fleet",
+        "diff",
+        "--app",
+        "shop",
+        "-d",
+        str(fleet / "git" / "shop"),
+        "-w",
+        str(fleet / "workloads" / "eu.json"),
+    )
     assert r.exit_code == 2 and "eu.json" in r.stderr and "invalid JSON" in r.stderr
+
+
+def test_a_dump_in_a_directory_that_does_not_parse_is_skipped_and_its_cluster_left_out(fleet):
+    """eu's dump is cut short: us and ap are still compared (us' image drift: exit 1); eu is
+    not compared at all (half its objects would show the rest as missing) and says why."""
+    eu = fleet / "workloads" / "eu.json"
+    eu.write_text(eu.read_text()[:5000])
+    r = fleet_diff(fleet, "-o", "json")
+    assert r.exit_code == 1, r.output
+    out = json.loads(r.stdout)
+    assert {f["cluster"] for f in out["findings"]} == {"us", "ap"}
+    assert out["summary"]["clusters"] == 2
+    [skip] = [s for s in out["skipped"] if s["path"] == str(eu)]
+    assert "invalid JSON" in skip["reason"] and "cluster eu not compared" in skip["reason"]
+    assert out["skipped"][0] == skip  # unreadable files first
+    table = fleet_diff(fleet)
+    assert table.exit_code == 1
+    assert "skipped 1 files (not read or not parsed):" in table.stdout
+    assert f"{eu}: " in table.stdout and "kustomization" not in table.stdout  # -v for those
+    versions_json = json.loads(versions(fleet, "-o", "json").stdout)
+    assert versions_json["summary"]["clusters"] == 2
+    assert skip in versions_json["skipped"]
+    assert "skipped 1 files" in versions(fleet).stdout
+
+
+def test_desired_files_that_do_not_parse_are_skipped_and_the_rest_compared(fleet):
+    shop = fleet / "git" / "shop"
+    (shop / "broken.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: [\n")
+    (shop / "templates").mkdir()
+    (shop / "templates" / "deploy.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "spec:\n  {{- with .Values.x }}\n"
+    )
+    (shop / "image.yaml").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    r = fleet_diff(fleet, "-o", "json")
+    assert r.exit_code == 1, r.output
+    out = json.loads(r.stdout)
+    assert len(out["findings"]) == 3  # as without the broken files
+    reasons = {s["path"]: s["reason"] for s in out["skipped"]}
+    assert "YAML syntax error" in reasons[str(shop / "broken.yaml")]
+    assert "unrendered Helm template" in reasons[str(shop / "templates" / "deploy.yaml")]
+    assert "binary data" in reasons[str(shop / "image.yaml")]
+    table = fleet_diff(fleet)
+    assert "skipped 3 files (not read or not parsed):" in table.stdout
+    # named directly, the broken file stops the run
+    r = invoke(
+        "fleet", "diff", "--app", "shop", "-d", str(shop / "broken.yaml"),
+        "-d", str(shop), "-w", str(fleet / "workloads"),
+    )  # fmt: skip
+    assert r.exit_code == 2 and "broken.yaml:4: YAML syntax error" in r.stderr
+
+
+def test_when_every_dump_is_skipped_there_is_nothing_to_compare_exit_2(fleet):
+    for dump in (fleet / "workloads").iterdir():
+        dump.write_text("{")
+    r = fleet_diff(fleet)
+    assert r.exit_code == 2
+    assert "no cluster to compare: 3 files were skipped" in r.stderr
+
+
+def test_the_gate_stays_strict_about_files_it_cannot_parse(gate_tree):
+    bad = gate_tree / "git" / "podinfo" / "broken.yaml"
+    bad.write_text("kind: [\n")
+    r = gate(gate_tree)
+    assert r.exit_code == 2 and "broken.yaml" in r.stderr and "YAML syntax error" in r.stderr
 
 
 def test_unknown_app_exits_2_listing_the_apps_found(fleet):

@@ -216,6 +216,60 @@ async def test_real_azure_batch_sample_is_accepted(gw, realdata):
     assert r.status_code == 202 and r.json()["accepted"] >= 2
 
 
+async def test_event_grid_event_with_claims_that_are_not_json_is_accepted_and_attributed(
+    gw, realdata
+):
+    """The real ResourceDelete sample carries claims as JSON text: cut short, Event Grid would
+    dead-letter a refused delivery. It is stored (202), attributed to data.caller, and the
+    event says why the claims were ignored; one without a caller has no actor."""
+    sample = json.loads(
+        (realdata / "events" / "azure-eventgrid-ResourceDeleteSuccessEvent.json").read_text()
+    )
+    with_caller = json.loads(json.dumps(sample))
+    with_caller[0]["data"]["claims"] = with_caller[0]["data"]["claims"][:20]
+    with_caller[0]["data"]["caller"] = "dave@contoso.com"
+    bare = json.loads(json.dumps(sample))
+    bare[0]["id"] = "no-caller-1"
+    bare[0]["data"]["claims"] = "[1, 2, 3]"
+    for body in (with_caller, bare):
+        r = await gw.post("azure", body, headers={"aeg-event-type": "Notification"})
+        assert r.status_code == 202, r.text
+    stored = {d.event.id: d.event for d in await gw.queue.get_batch(10, timeout=1)}
+    deleted = stored[sample[0]["id"]]
+    assert deleted.actor == "dave@contoso.com"
+    [note] = deleted.detail["notes"]
+    assert note.startswith("[0].data.claims: not valid JSON")
+    assert stored["no-caller-1"].actor is None
+    assert (
+        stored["no-caller-1"].detail["notes"][0].startswith("[0].data.claims: expected an object")
+    )
+    api = {e["id"]: e for e in (await gw.client.get("/api/events?limit=5")).json()}
+    assert api[sample[0]["id"]]["actor"] == "dave@contoso.com"
+    assert api[sample[0]["id"]]["detail"]["notes"] == [note]
+
+
+async def test_broken_attribution_is_accepted_on_every_route_identity_still_refused(gw):
+    identity = json.loads(json.dumps(EKS_EVENT))
+    identity["detail"]["userIdentity"] = "root"
+    assert (await gw.post("aws", identity)).status_code == 202
+    (d,) = await gw.queue.get_batch(10, timeout=1)
+    assert d.event.actor is None and d.event.detail["notes"]
+    argo = {"app": "payments", "cluster": "prod-eu-1", "operation": "Succeeded", "actor": 7}
+    assert (await gw.post("argocd", argo)).status_code == 202
+    flux = {
+        "involvedObject": {"kind": "Kustomization", "name": "apps"},
+        "reportingController": {"name": "kustomize-controller"},
+    }
+    assert (await gw.post("flux", flux)).status_code == 202
+    # what identifies the change is still a precise 400, with the field named
+    unnamed = json.loads(json.dumps(identity))
+    unnamed["detail"]["eventName"] = 5
+    r = await gw.post("aws", unnamed)
+    assert r.status_code == 400 and "detail.eventName" in r.json()["error"]
+    r = await gw.post("flux", {**flux, "involvedObject": {"kind": "Kustomization"}})
+    assert r.status_code == 400 and "involvedObject.name" in r.json()["error"]
+
+
 async def test_metrics_count_received_accepted_rejected(gw):
     await gw.post("aws", EKS_EVENT)
     await gw.post("aws", EKS_EVENT, auth=None)

@@ -1,8 +1,16 @@
-"""Reading desired-state trees and node dumps from disk, with size limits and progress."""
+"""Reading desired-state trees and node dumps from disk, with size limits and progress.
+
+A path named on the command line must be readable: a missing or unreadable one is a
+``FormatError`` (exit 2). Inside a directory, ``read_tree`` lists a file or subdirectory it
+cannot read (or that is not a regular file) in ``skipped`` with the reason and goes on; callers
+that parse what it yields do the same for files that do not parse (``skip_of``), and stay strict
+for a file named directly (``TreeFile.named``).
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +26,7 @@ __all__ = [
     "DEFAULT_DESIRED_LIMIT",
     "DEFAULT_NODES_LIMIT",
     "PathArg",
+    "TreeFile",
     "iter_tree",
     "load_desired",
     "load_nodes",
@@ -25,6 +34,9 @@ __all__ = [
     "parse_path_arg",
     "read_limited",
     "read_node_files",
+    "read_tree",
+    "skip_of",
+    "walk_tree",
 ]
 
 DEFAULT_DESIRED_LIMIT = 16 * 2**20  # desired-state files are written by people
@@ -51,20 +63,97 @@ def parse_path_arg(text: str) -> PathArg:
     return PathArg(None, Path(text))
 
 
-def iter_tree(root: Path, suffixes: tuple[str, ...] = _TREE_SUFFIXES) -> Iterator[Path]:
-    """A file as given, or a directory's candidate files, recursively, in a stable order."""
+@dataclass(frozen=True, slots=True)
+class TreeFile:
+    """A file to read: ``named`` when it was given on the command line (errors are fatal),
+    not found by walking a directory (errors skip it)."""
+
+    path: Path
+    named: bool
+
+
+def skip_of(exc: FormatError) -> Skip:
+    """A reader's error as a skip: the file, and the reason with its line and field."""
+    where = f"line {exc.line}: " if exc.line is not None else ""
+    field = f"{exc.field}: " if exc.field else ""
+    return Skip(exc.path, f"{where}{field}{exc.reason}")
+
+
+def walk_tree(
+    root: Path,
+    suffixes: tuple[str, ...] = _TREE_SUFFIXES,
+    *,
+    skipped: list[Skip] | None = None,
+) -> Iterator[TreeFile]:
+    """A file as given, or a directory's candidate files, recursively, in a stable order.
+
+    ``root`` itself must exist and (for a directory) be listable, else ``FormatError``. Below
+    it, a subdirectory that cannot be listed or a candidate that is not a regular file (a FIFO
+    would block the read) goes to ``skipped`` -- or, when ``skipped`` is None, raises.
+    """
+
+    def skip(path: str, reason: str) -> None:
+        if skipped is None:
+            raise FormatError(path, reason)
+        skipped.append(Skip(path, reason))
+
     if root.is_file():
-        yield root
+        yield TreeFile(root, named=True)
         return
     if not root.exists():
         raise FormatError(str(root), "no such file or directory")
     if not root.is_dir():
         raise FormatError(str(root), "not a regular file or directory")
-    for dirpath, dirnames, filenames in os.walk(root):
+    try:
+        os.scandir(root).close()
+    except OSError as exc:
+        raise FormatError(str(root), f"cannot list: {exc.strerror or exc}") from None
+
+    def on_error(exc: OSError) -> None:
+        skip(str(exc.filename), f"cannot list: {exc.strerror or exc}")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(filenames):
-            if name.endswith(suffixes):
-                yield Path(dirpath) / name
+            if not name.endswith(suffixes):
+                continue
+            path = Path(dirpath) / name
+            try:
+                mode = path.stat().st_mode
+            except OSError as exc:  # a dangling symlink, a file removed meanwhile
+                skip(str(path), f"cannot read: {exc.strerror or exc}")
+                continue
+            if not stat.S_ISREG(mode):
+                skip(str(path), "not a regular file")
+                continue
+            yield TreeFile(path, named=False)
+
+
+def iter_tree(root: Path, suffixes: tuple[str, ...] = _TREE_SUFFIXES) -> Iterator[Path]:
+    """``walk_tree``'s paths; anything below ``root`` that cannot be read raises."""
+    for f in walk_tree(root, suffixes):
+        yield f.path
+
+
+def read_tree(
+    root: Path,
+    suffixes: tuple[str, ...] = _TREE_SUFFIXES,
+    *,
+    limit: int,
+    skipped: list[Skip],
+) -> Iterator[tuple[TreeFile, bytes]]:
+    """Each file of ``walk_tree`` with its bytes (at most ``limit``). A file found in a
+    directory that cannot be read (or is too large) is added to ``skipped``; ``root`` named as
+    a file must be readable, else ``FormatError``."""
+    for f in walk_tree(root, suffixes, skipped=skipped):
+        try:
+            data = read_limited(f.path, limit)
+        except FormatError as exc:
+            if f.named:
+                raise
+            skipped.append(skip_of(exc))
+            continue
+        yield f, data
 
 
 def read_limited(path: Path, limit: int) -> bytes:

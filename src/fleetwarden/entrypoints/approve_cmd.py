@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import quote
 
 import httpx
 import typer
 
+from fleetwarden.entrypoints.common import fail
 from fleetwarden.entrypoints.service_config import load_service_config
 from fleetwarden.formats.errors import FormatError
 
@@ -53,8 +55,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Approve a pending remediation: the service checks its guards again and, if they
         still allow it, carries it out and records it in the audit log."""
-        from fleetwarden.entrypoints.cli import fail
-
         if config is not None:
             try:
                 cfg = load_service_config(config)
@@ -69,10 +69,13 @@ def register(app: typer.Typer) -> None:
             fail("no admin token: give --token, FW_ADMIN_TOKEN or a --config with auth.admin")
         try:
             resp = httpx.post(
-                f"{server}/api/decisions/{decision_id}/approve",
+                # the id is one path segment, whatever it holds
+                f"{server}/api/decisions/{quote(decision_id, safe='')}/approve",
                 headers={"Authorization": f"Bearer {token}"},
                 timeout=30,
             )
+        except httpx.InvalidURL as exc:
+            fail(f"--server {server}: not a usable URL ({exc})")
         except httpx.HTTPError as exc:
             fail(f"{server}: cannot reach the service ({type(exc).__name__})")
         if resp.status_code != 200:

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, TextIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 
 import typer
 import yaml
@@ -29,7 +29,8 @@ from rich.table import Table
 
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
-from fleetwarden.entrypoints.rendering import dumps, make_console
+from fleetwarden.entrypoints.common import fail
+from fleetwarden.entrypoints.rendering import dumps, line, literal, make_console
 from fleetwarden.ports.audit import AuditStoreError
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ audit_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help prints literally
 )
 
 
@@ -83,12 +85,6 @@ ConfigOpt = Annotated[
 FormatOpt = Annotated[
     _Format, typer.Option("--format", "-o", help="table for people, json for machines.")
 ]
-
-
-def _fail(message: str) -> NoReturn:
-    from fleetwarden.entrypoints.cli import fail  # the one error path of the CLI
-
-    fail(message)
 
 
 # --------------------------------------------------------------------------- store URL
@@ -148,7 +144,7 @@ def _url(store: str | None, config: Path | None) -> str:
     try:
         return resolve_store_url(store, config)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _with_store(url: str, work: Callable[[SqlAuditStore], Awaitable[T]]) -> T:
@@ -170,7 +166,7 @@ def _with_store(url: str, work: Callable[[SqlAuditStore], Awaitable[T]]) -> T:
     try:
         return asyncio.run(main())
     except AuditStoreError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 # --------------------------------------------------------------------------- times
@@ -205,7 +201,7 @@ def _time_option(text: str | None, option: str, now: datetime) -> datetime | Non
     try:
         return parse_since(text, now=now, option=option)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _anchors(values: list[str] | None) -> dict[int, str]:
@@ -213,7 +209,7 @@ def _anchors(values: list[str] | None) -> dict[int, str]:
     for value in values or ():
         seq, sep, digest = value.partition(":")
         if not sep or not seq.strip().isdigit() or not re.fullmatch(r"[0-9a-f]{64}", digest):
-            _fail(f"--expect {value!r}: expected SEQ:HASH (a seq and its 64-hex-digit hash)")
+            fail(f"--expect {value!r}: expected SEQ:HASH (a seq and its 64-hex-digit hash)")
         anchors[int(seq)] = digest
     return anchors
 
@@ -251,12 +247,14 @@ def verify(
     else:
         console = make_console()
         if result.ok:
-            console.print(result.summary(), highlight=False, soft_wrap=True)
+            console.print(literal(result.summary()), highlight=False, soft_wrap=True)
         else:
-            console.print(f"[bold red]{result.summary()}[/]", highlight=False, soft_wrap=True)
+            console.print(literal(result.summary(), "bold red"), highlight=False, soft_wrap=True)
             console.print(
-                f"{result.checked} records verified before it (last good: seq "
-                f"{result.last_seq}, hash {result.last_hash})",
+                line(
+                    f"{result.checked} records verified before it (last good: seq "
+                    f"{result.last_seq}, hash {result.last_hash})"
+                ),
                 highlight=False,
                 soft_wrap=True,
             )
@@ -326,15 +324,15 @@ def _table(found: list[AuditRecord]) -> Table:
         table.add_column(name, overflow="fold", justify="right" if name == "seq" else "left")
     for r in found:
         table.add_row(
-            str(r.seq),
-            r.at_text[:19].replace("T", " ") + "Z",
-            r.kind.value,
-            r.cluster or "—",
-            r.pool or "—",
-            r.actor or "—",
-            r.summary,
-            ", ".join(r.refs) or "—",
-            r.id,
+            literal(r.seq),
+            literal(r.at_text[:19].replace("T", " ") + "Z"),
+            literal(r.kind.value),
+            literal(r.cluster or "—"),
+            literal(r.pool or "—"),
+            literal(r.actor or "—"),
+            literal(r.summary),
+            literal(", ".join(r.refs) or "—"),
+            literal(r.id),
         )
     return table
 
@@ -364,7 +362,7 @@ def export(
         try:
             target = output.open("w", encoding="utf-8")
         except OSError as exc:
-            _fail(f"{output}: cannot write the export: {exc.strerror or exc}")
+            fail(f"{output}: cannot write the export: {exc.strerror or exc}")
 
     async def write_all(s: SqlAuditStore) -> tuple[int, int, int]:
         count = first = last = 0
@@ -383,10 +381,12 @@ def export(
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(0) from None
     except OSError as exc:
-        _fail(f"{output or 'stdout'}: writing the export failed: {exc.strerror or exc}")
+        fail(f"{output or 'stdout'}: writing the export failed: {exc.strerror or exc}")
     finally:
         if target is not sys.stdout:
             target.close()
     where = f" to {output}" if output else ""
     span = f" (seq {first}..{last})" if count else ""
-    make_console(stderr=True).print(f"exported {count} records{span}{where}", highlight=False)
+    make_console(stderr=True).print(
+        line(f"exported {count} records{span}{where}"), highlight=False, soft_wrap=True
+    )

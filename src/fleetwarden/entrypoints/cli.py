@@ -10,12 +10,11 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.text import Text
 
 from fleetwarden.adapters import files
 from fleetwarden.app import explaining
@@ -31,6 +30,7 @@ from fleetwarden.entrypoints import (
     watch_cmd,
 )
 from fleetwarden.entrypoints import demo as demo_mod
+from fleetwarden.entrypoints.common import fail
 from fleetwarden.entrypoints.rendering import (
     dumps,
     make_console,
@@ -41,7 +41,7 @@ from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.desired import DesiredRead
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "fail", "main"]
 
 app = typer.Typer(
     name="fleetwarden",
@@ -50,6 +50,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help and usage errors print literally: [CLUSTER=]PATH, [/x]
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -69,13 +70,6 @@ class FailOn(StrEnum):
     medium = "medium"
     high = "high"
     critical = "critical"
-
-
-def fail(message: str) -> NoReturn:
-    """One line on stderr (never wrapped, the message shown literally), then exit 2."""
-    line = Text.assemble(("fleetwarden: error:", "bold red"), " ", message)
-    _err.print(line, soft_wrap=True, highlight=False)
-    raise typer.Exit(2)
 
 
 def exit_code(report: FleetReport, fail_on: FailOn) -> int:

@@ -19,7 +19,7 @@ from rich.console import Console
 from fleetwarden.adapters import simulated
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.fleet import FleetReport, diff_fleet
-from fleetwarden.entrypoints.rendering import SEVERITY_STYLE, findings_table
+from fleetwarden.entrypoints.rendering import SEVERITY_STYLE, findings_table, line
 from fleetwarden.formats.desired import DesiredRead, SourceFile, read_desired
 from fleetwarden.formats.nodes import parse_nodes
 
@@ -144,7 +144,7 @@ def run_live(
     current = {f.id: f for f in report.findings}
     if not json_lines:
         console.print(findings_table(report.findings, title="demo fleet: current drift"))
-        console.print("[dim]simulating changes; Ctrl-C stops[/]")
+        console.print(line(("simulating changes; Ctrl-C stops", "dim")))
     step = 0
     while steps == 0 or step < steps:
         step += 1
@@ -165,17 +165,21 @@ def run_live(
             for kind, f in events:
                 print(json.dumps({"type": kind, "id": f.id, "finding": f.to_json(), "at": now}))
             continue
-        console.print(f"[bold]{now}[/] {what}")
+        console.print(line((now, "bold"), " ", what), highlight=False)
         for kind, f in events:
             mark = {
-                "finding.appeared": "[red]+[/]",
-                "finding.cleared": "[green]-[/]",
-                "finding.changed": "[yellow]~[/]",
+                "finding.appeared": ("+", "red"),
+                "finding.cleared": ("-", "green"),
+                "finding.changed": ("~", "yellow"),
             }[kind]
             console.print(
-                f"   {mark} [{SEVERITY_STYLE[f.severity]}]{f.severity.value}[/] "
-                f"{f.cluster}/{f.pool} {f.layer.value} {f.field}: "
-                f"{_short(f)}",
+                line(
+                    "   ",
+                    mark,
+                    " ",
+                    (f.severity.value, SEVERITY_STYLE[f.severity]),
+                    f" {f.cluster}/{f.pool} {f.layer.value} {f.field}: {_short(f)}",
+                ),
                 highlight=False,
             )
 

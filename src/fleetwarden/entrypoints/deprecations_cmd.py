@@ -3,37 +3,52 @@
 Like Pluto's ``detect-files``, on the table converted from Pluto's ``versions.yaml``. Exit 0
 clean, 1 when an API is removed at the target (or only deprecated, with ``--fail-on
 deprecated``), 2 on bad arguments or input.
+
+Unreadable input, as Pluto decides it: a directory is walked and a file in it that cannot be
+read or parsed (a YAML syntax error, an unrendered Helm template, binary or non-UTF-8 data) is
+listed under ``skipped`` with the reason while the rest is still reported, as Pluto's
+``detect-files`` goes on past such files (it only logs them); a path named on the command line
+that is missing or unreadable, and a file named directly that does not parse, exit 2, as
+Pluto's ``detect FILE`` fails. ``--helm-chart DIR`` renders a chart with ``helm template`` and
+scans what it renders, each object under its template's path (``DIR/templates/x.yaml``).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fleetwarden.adapters import files
+from fleetwarden.adapters import files, helm
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationFinding, DeprecationTable, Status
-from fleetwarden.entrypoints.rendering import dumps, make_console
+from fleetwarden.core.fleet import Skip
+from fleetwarden.entrypoints.common import fail
+from fleetwarden.entrypoints.rendering import dumps, line, literal, make_console, print_skipped
 from fleetwarden.formats import manifests
 from fleetwarden.formats.desired import YAML_SUFFIXES
+from fleetwarden.formats.documents import Document
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["DEFAULT_COMPONENTS", "ManifestFinding", "Scan", "register", "scan_manifests"]
+__all__ = [
+    "DEFAULT_COMPONENTS",
+    "ManifestFinding",
+    "Scan",
+    "register",
+    "render_charts",
+    "scan_manifests",
+]
 
 # istio and cert-manager rows are versioned by their own releases, not Kubernetes': checking
 # them against a Kubernetes target would be wrong, so they are opt-in (--component).
 DEFAULT_COMPONENTS = ("k8s",)
-
-_err = Console(stderr=True)
 
 
 class _Format(StrEnum):
@@ -78,6 +93,7 @@ class Scan:
     findings: list[ManifestFinding]
     files: int
     objects: int
+    skipped: list[Skip] = field(default_factory=list)  # files not scanned, with the reason
 
     def count(self, status: Status) -> int:
         return sum(1 for f in self.findings if f.finding.status is status)
@@ -91,7 +107,9 @@ class Scan:
                 "objects": self.objects,
                 "removed": self.count(Status.REMOVED),
                 "deprecated": self.count(Status.DEPRECATED),
+                "skipped": len(self.skipped),
             },
+            "skipped": [s.to_json() for s in self.skipped],
         }
 
 
@@ -105,37 +123,75 @@ def scan_manifests(
     table: DeprecationTable,
     *,
     limit: int = files.DEFAULT_DESIRED_LIMIT,
+    rendered: Sequence[tuple[str, str]] = (),
 ) -> Scan:
-    """Every API object of the files (directories searched recursively), checked at target."""
+    """Every API object of the files (directories searched recursively) and of ``rendered``
+    ``(path, text)`` pairs (a chart's templates), checked at target.
+
+    A file found in a directory, or a rendered template, that cannot be read or parsed is
+    skipped with the reason; a path in ``paths`` that is missing or unreadable, or a file
+    in ``paths`` that does not parse, is a ``FormatError``.
+    """
     found: list[ManifestFinding] = []
+    skipped: list[Skip] = []
     n_files = n_objects = 0
+
+    def add(docs: Sequence[Document]) -> None:
+        nonlocal n_files, n_objects
+        n_files += 1
+        for obj in manifests.api_objects(docs):
+            n_objects += 1
+            hit = deprecations.check(obj.api_version, obj.kind, target, table)
+            if hit is not None:
+                found.append(ManifestFinding(obj, hit))
+
     for root in paths:
-        for path in files.iter_tree(root, YAML_SUFFIXES):
-            # the size-limited reader every command shares
-            docs = manifests.parse_manifests(str(path), files.read_limited(path, limit))
-            n_files += 1
-            for obj in manifests.api_objects(docs):
-                n_objects += 1
-                hit = deprecations.check(obj.api_version, obj.kind, target, table)
-                if hit is not None:
-                    found.append(ManifestFinding(obj, hit))
-    return Scan(target, found, n_files, n_objects)
+        # the size-limited reader every command shares
+        for f, data in files.read_tree(root, YAML_SUFFIXES, limit=limit, skipped=skipped):
+            try:
+                docs = manifests.parse_manifests(str(f.path), data)
+            except FormatError as exc:
+                if f.named:
+                    raise
+                skipped.append(files.skip_of(exc))
+                continue
+            add(docs)
+    for path, text in rendered:
+        try:
+            docs = manifests.parse_manifests(path, text.encode())
+        except FormatError as exc:
+            skipped.append(files.skip_of(exc))
+            continue
+        add(docs)
+    return Scan(target, found, n_files, n_objects, skipped)
 
 
-def _fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]fleetwarden: error:[/] {message}", highlight=False)
-    raise typer.Exit(2)
+def render_charts(
+    charts: Sequence[Path], target: deprecations.MinorVersion, *, helm_bin: str
+) -> list[tuple[str, str]]:
+    """Each chart rendered by ``helm template`` for the target version, as ``(path, text)``
+    per template: ``DIR/templates/x.yaml`` for the ``# Source: NAME/templates/x.yaml`` that
+    helm prints (NAME is the chart's name, DIR the directory given)."""
+    out: list[tuple[str, str]] = []
+    for chart in charts:
+        text = helm.render_chart(
+            chart, helm=helm_bin, kube_version=deprecations.format_minor(target)
+        )
+        for source, chunk in manifests.split_helm_output(text):
+            _name, _, inside = source.partition("/")
+            out.append((str(chart / inside) if inside else str(chart), chunk))
+    return out
 
 
 def _table(components: Sequence[str]) -> DeprecationTable:
     try:
         table = DeprecationTable(manifests.bundled_table())
     except FormatError as exc:  # a broken install, not the user's input
-        _fail(f"the bundled deprecations table is invalid: {exc}")
+        fail(f"the bundled deprecations table is invalid: {exc}")
     known = table.components()
     unknown = sorted(set(components) - known)
     if unknown:
-        _fail(
+        fail(
             f"--component: unknown {', '.join(map(repr, unknown))} "
             f"(known: {', '.join(sorted(known))})"
         )
@@ -147,7 +203,9 @@ def _print(scan: Scan) -> None:
     target = deprecations.format_minor(scan.target)
     if scan.findings:
         table = Table(
-            title=f"APIs deprecated or removed at {target}", header_style="bold", expand=False
+            title=literal(f"APIs deprecated or removed at {target}"),
+            header_style="bold",
+            expand=False,
         )
         for name in ("status", "file", "kind", "name", "apiVersion", "deprecated", "removed"):
             table.add_column(name, overflow="fold")
@@ -157,34 +215,27 @@ def _print(scan: Scan) -> None:
             name = f.object.name or "—"
             table.add_row(
                 Text(status.value, style=_STATUS_STYLE[status]),
-                f.object.path,
-                f.object.kind,
-                f"{f.object.namespace}/{name}" if f.object.namespace else name,
-                f.object.api_version,
-                _minor(api.deprecated_in) or "—",
-                _minor(api.removed_in) or "—",
-                api.replacement or "—",
+                literal(f.object.path),
+                literal(f.object.kind),
+                literal(f"{f.object.namespace}/{name}" if f.object.namespace else name),
+                literal(f.object.api_version),
+                literal(_minor(api.deprecated_in) or "—"),
+                literal(_minor(api.removed_in) or "—"),
+                literal(api.replacement or "—"),
             )
         console.print(table)
     removed, deprecated = scan.count(Status.REMOVED), scan.count(Status.DEPRECATED)
     console.print(
-        f"{scan.objects} objects in {scan.files} files at Kubernetes {target}: "
-        f"{removed} removed, {deprecated} deprecated",
+        line(
+            f"{scan.objects} objects in {scan.files} files at Kubernetes {target}: "
+            f"{removed} removed, {deprecated} deprecated"
+        ),
         highlight=False,
     )
+    print_skipped(console, scan.skipped)
 
 
 def deprecations_command(
-    manifest_paths: Annotated[
-        list[Path],
-        typer.Option(
-            "--manifests",
-            "-m",
-            metavar="PATH",
-            help="Manifests: a YAML/JSON file (multi-document, List, helm template output) "
-            "or a directory searched recursively for .yaml/.yml/.json. Repeat.",
-        ),
-    ],
     target_version: Annotated[
         str,
         typer.Option(
@@ -214,6 +265,27 @@ def deprecations_command(
             "version applies to every component given.",
         ),
     ] = None,
+    manifest_paths: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--manifests",
+            "-m",
+            metavar="PATH",
+            help="Manifests: a YAML/JSON file (multi-document, List, helm template output) "
+            "or a directory searched recursively for .yaml/.yml/.json; files in it that do "
+            "not parse are listed as skipped. Repeat.",
+        ),
+    ] = None,
+    helm_charts: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--helm-chart",
+            metavar="DIR",
+            help="A Helm chart directory, rendered with `helm template` (default values, "
+            "CRDs included, as for the target version) and scanned; needs helm on PATH. "
+            "Repeat.",
+        ),
+    ] = None,
 ) -> None:
     """Find manifests using Kubernetes APIs that are deprecated or removed at a target version
     (table from Pluto's versions.yaml).
@@ -222,12 +294,26 @@ def deprecations_command(
     """
     target = deprecations.parse_minor(target_version)
     if target is None:
-        _fail(f"--target-version: expected MAJOR.MINOR such as 1.25, got {target_version!r}")
+        fail(f"--target-version: expected MAJOR.MINOR such as 1.25, got {target_version!r}")
+    if not manifest_paths and not helm_charts:
+        fail("nothing to scan: give --manifests PATH or --helm-chart DIR")
     table = _table(component or DEFAULT_COMPONENTS)
+    helm_bin = helm.find_helm() if helm_charts else None
+    if helm_charts and helm_bin is None:
+        fail(
+            "--helm-chart needs helm, and none was found on PATH or in "
+            f"{helm.HELM_CACHE}: install helm (https://helm.sh/docs/intro/install/), "
+            "or run scripts/helm-ensure from a fleetwarden checkout"
+        )
     try:
-        scan = scan_manifests(manifest_paths, target, table)
+        rendered = (
+            render_charts(helm_charts, target, helm_bin=helm_bin)
+            if helm_charts and helm_bin
+            else []
+        )
+        scan = scan_manifests(manifest_paths or [], target, table, rendered=rendered)
     except FormatError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if output is _Format.json:
         sys.stdout.write(dumps(scan.to_json()) + "\n")
     else:

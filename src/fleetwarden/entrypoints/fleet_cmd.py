@@ -9,6 +9,15 @@
   above ``--fail-on``; exit 0 otherwise. ``deploy/argocd/presync-gate-job.yaml`` runs it.
 
 Exit codes as everywhere: 0 clean, 1 drift (or a blocked gate), 2 bad arguments or input.
+
+Unreadable files: for ``fleet versions`` and ``fleet diff``, a file found in a ``--desired`` or
+``--workloads`` directory that cannot be read or parsed is listed under ``skipped`` (JSON) and
+in a "skipped N files" section (table), and the rest is compared; a cluster whose dump was
+skipped is left out of the comparison, not compared on half its objects. A path named on the
+command line that is missing or unreadable, or a file named directly that does not parse,
+exits 2. The gate is strict: a PreSync gate that let a sync through past a file it could not
+read would be silence meaning "pass".
+
 Sources are files today (``kubectl get -o json`` dumps, rendered manifests); the live Argo CD
 source plugs in through ``formats.workloads.parse_argocd_manifests`` and the watchers' cache
 through ``core.workloads.ObjectIndex``.
@@ -23,11 +32,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
@@ -54,11 +62,20 @@ from fleetwarden.core.fleet import Skip, assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWorkload, decide_gate
-from fleetwarden.entrypoints.rendering import SEVERITY_STYLE, dumps, make_console
+from fleetwarden.entrypoints.common import err_console, fail
+from fleetwarden.entrypoints.rendering import (
+    SEVERITY_STYLE,
+    dumps,
+    line,
+    literal,
+    make_console,
+    print_skipped,
+)
 from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, read_desired
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import (
+    DesiredWorkloads,
     FleetSettings,
     fleet_settings,
     parse_workload_dump,
@@ -78,7 +95,6 @@ __all__ = [
     "workload_sources",
 ]
 
-_err = Console(stderr=True)
 T = TypeVar("T")
 MATRIX_MAX_CONTAINERS = 8  # beyond this, one row per cluster and container reads better
 
@@ -94,11 +110,6 @@ class _FailOn(StrEnum):
     medium = "medium"
     high = "high"
     critical = "critical"
-
-
-def _fail(message: str) -> NoReturn:
-    _err.print(f"[bold red]fleetwarden: error:[/] {message}", highlight=False)
-    raise typer.Exit(2)
 
 
 AppOpt = Annotated[
@@ -213,6 +224,8 @@ class DesiredState:
     pools: list[NodePoolSpec] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # see AppDesired
+    # files that could not be read or parsed (also in skipped): always shown
+    unreadable: list[Skip] = field(default_factory=list)
 
     def add(self, app: AppDesired) -> None:
         for cluster, objs in app.objects.items():
@@ -249,6 +262,27 @@ class DesiredState:
         return out
 
 
+def _read_workload_files(
+    root: Path, *, app_label: str | None, limit: int, unreadable: list[Skip]
+) -> DesiredWorkloads:
+    """``read_desired_workloads`` file by file: a file found in the directory that cannot be
+    read or parsed goes to ``unreadable``; ``root`` named as a file must parse."""
+    out = DesiredWorkloads()
+    for f, data in files.read_tree(root, YAML_SUFFIXES, limit=limit, skipped=unreadable):
+        try:
+            got = read_desired_workloads([SourceFile(str(f.path), data)], app_label=app_label)
+        except FormatError as exc:
+            if f.named:
+                raise
+            unreadable.append(files.skip_of(exc))
+            continue
+        out.objects.extend(got.objects)
+        out.skipped.extend(got.skipped)
+        out.unparsed.extend(got.unparsed)
+        out.files += got.files
+    return out
+
+
 def load_desired_state(
     args: Sequence[files.PathArg],
     *,
@@ -256,14 +290,22 @@ def load_desired_state(
     with_pools: bool = False,
     limit: int = files.DEFAULT_DESIRED_LIMIT,
 ) -> DesiredState:
+    """The desired objects (and, ``with_pools``, node pools) of every ``--desired`` path.
+    Without pools, files that do not parse are skipped (``unreadable``); with pools (the
+    gate) every file must read and parse."""
     out = DesiredState()
     for arg in args:
-        suffixes = (*YAML_SUFFIXES, ".tf") if with_pools else YAML_SUFFIXES
-        sources = [
-            SourceFile(str(p), files.read_limited(p, limit))
-            for p in files.iter_tree(arg.path, suffixes)
-        ]
-        got = read_desired_workloads(sources, app_label=app_label)
+        if with_pools:
+            sources = [
+                SourceFile(str(p), files.read_limited(p, limit))
+                for p in files.iter_tree(arg.path, (*YAML_SUFFIXES, ".tf"))
+            ]
+            got = read_desired_workloads(sources, app_label=app_label)
+        else:
+            got = _read_workload_files(
+                arg.path, app_label=app_label, limit=limit, unreadable=out.unreadable
+            )
+            out.unreadable.extend(got.unparsed)
         out.objects.setdefault(arg.cluster, []).extend(got.objects)
         skipped = {s.path: s for s in got.skipped}
         if with_pools:
@@ -281,27 +323,35 @@ def load_desired_state(
     return out
 
 
-def workload_sources(args: Sequence[files.PathArg]) -> dict[str, list[Path]]:
-    """Dump files per cluster; the cluster is ``CLUSTER=`` or the file's stem."""
-    out: dict[str, list[Path]] = {}
+def workload_sources(
+    args: Sequence[files.PathArg], *, skipped: list[Skip] | None = None
+) -> dict[str, list[files.TreeFile]]:
+    """Dump files per cluster; the cluster is ``CLUSTER=`` or the file's stem. With
+    ``skipped``, what cannot be listed below a directory is skipped, else it raises."""
+    out: dict[str, list[files.TreeFile]] = {}
     for arg in args:
-        for path in files.iter_tree(arg.path, YAML_SUFFIXES):
-            out.setdefault(arg.cluster or path.stem, []).append(path)
+        for f in files.walk_tree(arg.path, YAML_SUFFIXES, skipped=skipped):
+            out.setdefault(arg.cluster or f.path.stem, []).append(f)
     return out
 
 
 def load_observed(
-    sources: Mapping[str, Sequence[Path]],
+    sources: Mapping[str, Sequence[files.TreeFile]],
     *,
     app: str,
     desired_names: set[tuple[str, str]],
     app_label: str | None,
     limit: int = files.DEFAULT_NODES_LIMIT,
     aliases: Iterable[str] = (),
+    skipped: list[Skip] | None = None,
 ) -> dict[str, wl.ObjectIndex]:
     """Each cluster's objects that concern ``app``: labelled for it (or for one of its
     ``aliases``), named like a desired object, or an HPA (it may own a desired workload's
-    replicas)."""
+    replicas).
+
+    With ``skipped``, a dump found in a directory that cannot be read or parsed is skipped
+    and its cluster is left out (half a cluster's objects would show the rest as missing);
+    a dump named directly must parse. Without it, every dump must."""
     names = {app, *aliases}
 
     def want(key: wl.ObjectKey, obj_app: str | None) -> bool:
@@ -312,12 +362,24 @@ def load_observed(
         )
 
     out: dict[str, wl.ObjectIndex] = {}
-    for cluster, paths in sources.items():
+    for cluster, dumps_ in sources.items():
         index = wl.ObjectIndex(app_label=app_label)
-        for path in paths:
-            data = files.read_limited(path, limit)
-            for obj in parse_workload_dump(str(path), data, app_label=app_label, want=want):
+        lost: list[Skip] = []
+        for f in dumps_:
+            try:
+                data = files.read_limited(f.path, limit)
+                found = parse_workload_dump(str(f.path), data, app_label=app_label, want=want)
+            except FormatError as exc:
+                if skipped is None or f.named:
+                    raise
+                lost.append(files.skip_of(exc))
+                continue
+            for obj in found:
                 index.put(obj)
+        if lost and skipped is not None:
+            note = f"cluster {cluster} not compared"
+            skipped.extend(Skip(s.path, f"{s.reason} ({note})") for s in lost)
+            continue
         out[cluster] = index
     return out
 
@@ -350,13 +412,13 @@ def _settings(config: Path | None) -> tuple[Settings, FleetSettings]:
             raise FormatError(str(config), "expected a mapping", field="fleet")
         return settings, fleet_settings(raw, source=str(config))
     except FormatError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _check_app(app: str, desired: DesiredState) -> None:
     if not any(o.app in (None, app) for objs in desired.objects.values() for o in objs):
         found = ", ".join(sorted(desired.apps())) or "none"
-        _fail(
+        fail(
             f"--app {app}: the desired state holds no workload, ConfigMap, Secret or HPA of "
             f"this application (applications found: {found})"
         )
@@ -382,16 +444,16 @@ def argocd_client(server: str | None, *, insecure: bool = False) -> ArgoCDClient
     """An Argo CD client from --argocd-server and ARGOCD_AUTH_TOKEN (never a flag: command
     lines end up in shell history and ``ps``)."""
     if not server:
-        _fail("--argocd-app needs --argocd-server URL (or ARGOCD_SERVER)")
+        fail("--argocd-app needs --argocd-server URL (or ARGOCD_SERVER)")
     token = os.environ.get(ARGOCD_TOKEN_ENV, "").strip()
     if not token:
-        _fail(f"--argocd-app needs an Argo CD API token in the variable {ARGOCD_TOKEN_ENV}")
+        fail(f"--argocd-app needs an Argo CD API token in the variable {ARGOCD_TOKEN_ENV}")
     if "://" not in server:
         server = f"https://{server}"  # the argocd CLI's ARGOCD_SERVER is a bare host:port
     try:
         return ArgoCDClient(server, token=token, verify=not insecure, retries=2)
     except (ArgoError, ValueError) as exc:
-        _fail(f"--argocd-server {server}: {exc}")
+        fail(f"--argocd-server {server}: {exc}")
 
 
 async def fetch_argocd_desired(app: str, live: LiveSources, *, app_label: str | None) -> AppDesired:
@@ -418,13 +480,13 @@ async def _gather_live(
     """``read`` on every cluster, ``LIVE_CONCURRENCY`` at a time, with a progress bar on a
     terminal when there are several; the first failure names its cluster."""
     gate = asyncio.Semaphore(LIVE_CONCURRENCY)
-    show = _err.is_terminal and len(endpoints) > 1
+    show = err_console.is_terminal and len(endpoints) > 1
     with Progress(
         TextColumn("reading live clusters"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=_err,
+        console=err_console,
         transient=True,
         disable=not show,
     ) as bar:
@@ -487,9 +549,9 @@ def _load_fleet(
 ) -> tuple[DesiredState, dict[str, wl.ObjectIndex], dict[str, wl.ObjectIndex], FleetSettings]:
     settings, fleet = _settings(config)
     if not desired and not live.argocd_apps:
-        _fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
+        fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
     if not workloads and live.kubeconfig is None:
-        _fail("no observed state: give --workloads PATH (dumps) or --kubeconfig FILE (live)")
+        fail("no observed state: give --workloads PATH (dumps) or --kubeconfig FILE (live)")
     try:
         desired_args = [files.parse_path_arg(a) for a in desired or ()]
         workload_args = [files.parse_path_arg(a) for a in workloads or ()]
@@ -500,20 +562,43 @@ def _load_fleet(
             state.add(asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label)))
         _check_app(app, state)
         observed = load_observed(
-            workload_sources(workload_args),
+            workload_sources(workload_args, skipped=state.unreadable),
             app=app,
             desired_names=state.names(),
             app_label=fleet.app_label,
             limit=settings.nodes_file_limit,
             aliases=[n for names in state.aliases.values() for n in names],
+            skipped=state.unreadable,
         )
         observed.update(load_live_workloads(live, app_label=fleet.app_label))
         state.apply_aliases(app, observed)
     except FormatError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except CredentialError as exc:  # a context's exec plugin is missing or failed
-        _fail(escape(exc.reason))  # the plugin's stderr is text, not markup
+        fail(exc.reason)  # fail() prints it literally
+    if not observed and state.unreadable:
+        first = state.unreadable[0]
+        fail(
+            f"no cluster to compare: {len(state.unreadable)} files were skipped, "
+            f"e.g. {first.path}: {first.reason}"
+        )
     return state, state.indexes(observed), observed, fleet
+
+
+def _skipped_json(state: DesiredState) -> list[dict[str, str]]:
+    """Every skipped file: those that could not be read or parsed, then the rest."""
+    unreadable = {s.path for s in state.unreadable}
+    rest = [s for s in state.skipped if s.path not in unreadable]
+    return [s.to_json() for s in (*state.unreadable, *rest)]
+
+
+def _print_skipped(console: Console, state: DesiredState, *, verbose: bool) -> None:
+    print_skipped(console, state.unreadable, what="files (not read or not parsed)")
+    if verbose:
+        unreadable = {s.path for s in state.unreadable}
+        for s in state.skipped:
+            if s.path not in unreadable:
+                console.print(line((f"skipped {s.path}: {s.reason}", "dim")), soft_wrap=True)
 
 
 # =========================================================================== fleet versions
@@ -561,7 +646,7 @@ def _style(row: Mapping[str, Any]) -> str:
     return "yellow" if row["divergesFromPeers"] else ""
 
 
-def _print_versions(doc: Mapping[str, Any]) -> None:
+def _print_versions(doc: Mapping[str, Any], state: DesiredState) -> None:
     console = make_console()
     rows = doc["rows"]
     columns: dict[tuple[str, str], str | None] = {}
@@ -569,12 +654,12 @@ def _print_versions(doc: Mapping[str, Any]) -> None:
         columns.setdefault((f"{r['kind']}/{r['workload']}", r["container"]), r["desiredImage"])
     clusters = sorted({r["cluster"] for r in rows})
     if rows and len(columns) <= MATRIX_MAX_CONTAINERS:
-        table = Table(title=f"images of {doc['app']}", header_style="bold", expand=False)
+        table = Table(title=literal(f"images of {doc['app']}"), header_style="bold", expand=False)
         table.add_column("cluster", overflow="fold")
         for workload, container in columns:
-            table.add_column(f"{workload}\n{container}", overflow="fold")
+            table.add_column(line(workload, "\n", container), overflow="fold")
         table.add_row(
-            Text("Git", style="bold"), *[Text(str(d or "—"), style="dim") for d in columns.values()]
+            Text("Git", style="bold"), *[literal(d or "—", "dim") for d in columns.values()]
         )
         cells: dict[tuple[str, tuple[str, str]], Mapping[str, Any]] = {
             (r["cluster"], (f"{r['kind']}/{r['workload']}", r["container"])): r for r in rows
@@ -586,32 +671,35 @@ def _print_versions(doc: Mapping[str, Any]) -> None:
                 if cell is None:
                     row_cells.append(Text("—", style="dim"))
                 else:
-                    row_cells.append(Text(_short(cell["image"], desired), style=_style(cell)))
-            table.add_row(cluster, *row_cells)
+                    row_cells.append(literal(_short(cell["image"], desired), _style(cell)))
+            table.add_row(literal(cluster), *row_cells)
         console.print(table)
     elif rows:
-        table = Table(title=f"images of {doc['app']}", header_style="bold", expand=False)
+        table = Table(title=literal(f"images of {doc['app']}"), header_style="bold", expand=False)
         for name in ("cluster", "workload", "container", "image", "Git", "peers"):
             table.add_column(name, overflow="fold")
         for r in rows:
             table.add_row(
-                r["cluster"],
-                f"{r['kind']}/{r['namespace']}/{r['workload']}",
-                r["container"] + (" (init)" if r["init"] else ""),
-                Text(str(r["image"] or "—"), style=_style(r)),
-                "=" if not r["drift"] else str(r["desiredImage"] or "—"),
-                "=" if not r["divergesFromPeers"] else str(r["peerImage"] or "—"),
+                literal(r["cluster"]),
+                literal(f"{r['kind']}/{r['namespace']}/{r['workload']}"),
+                literal(r["container"] + (" (init)" if r["init"] else "")),
+                literal(r["image"] or "—", _style(r)),
+                literal("=" if not r["drift"] else r["desiredImage"] or "—"),
+                literal("=" if not r["divergesFromPeers"] else r["peerImage"] or "—"),
             )
         console.print(table)
     s = doc["summary"]
     git = ", ".join(s["clustersDivergingFromGit"]) or "none"
     peers = ", ".join(s["clustersDivergingFromPeers"]) or "none"
     console.print(
-        f"[bold]{s['containers']} containers in {s['clusters']} clusters[/]: {s['drift']} "
-        f"drift from Git (red); clusters diverging from Git: {git}; from their peers "
-        f"(yellow): {peers}",
+        line(
+            (f"{s['containers']} containers in {s['clusters']} clusters", "bold"),
+            f": {s['drift']} drift from Git (red); clusters diverging from Git: {git}; from "
+            f"their peers (yellow): {peers}",
+        ),
         highlight=False,
     )
+    _print_skipped(console, state, verbose=False)
 
 
 def versions_command(
@@ -649,14 +737,15 @@ def versions_command(
     live = _live(
         kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
     )
-    _state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config, live)
+    state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config, live)
     doc = build_versions(app, desired_idx, observed, namespace=fleet.options.namespace)
     if drift_only:
         doc["rows"] = [r for r in doc["rows"] if r["drift"] or r["divergesFromPeers"]]
+    doc["skipped"] = _skipped_json(state)
     if output is _Format.json:
         sys.stdout.write(dumps(doc) + "\n")
     else:
-        _print_versions(doc)
+        _print_versions(doc, state)
     drift = doc["summary"]["drift"] > 0
     raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
 
@@ -672,18 +761,20 @@ def _by_severity(findings: Sequence[Finding]) -> dict[str, int]:
 
 
 def _findings_table(findings: Sequence[Finding], *, title: str | None = None) -> Table:
-    table = Table(title=title, header_style="bold", expand=False)
+    table = Table(
+        title=None if title is None else literal(title), header_style="bold", expand=False
+    )
     for name in ("severity", "cluster", "object", "field", "expected", "actual", "note"):
         table.add_column(name, overflow="fold")
     for f in findings:
         table.add_row(
             Text(f.severity.value, style=SEVERITY_STYLE[f.severity]),
-            f.cluster,
-            f.pool or "—",
-            f.field,
-            _cell(f.expected),
-            _cell(f.actual),
-            f.message,
+            literal(f.cluster),
+            literal(f.pool or "—"),
+            literal(f.field),
+            literal(_cell(f.expected)),
+            literal(_cell(f.actual)),
+            literal(f.message),
         )
     return table
 
@@ -736,7 +827,7 @@ def diff_command(
                 "findings": len(findings),
                 "bySeverity": _by_severity(findings),
             },
-            "skipped": [s.to_json() for s in state.skipped],
+            "skipped": _skipped_json(state),
         }
         sys.stdout.write(dumps(doc) + "\n")
     else:
@@ -745,13 +836,14 @@ def diff_command(
             console.print(_findings_table(findings, title=f"drift of {app}"))
         parts = [f"{n} {name}" for name, n in _by_severity(findings).items() if n]
         console.print(
-            f"[bold]{len(findings)} findings[/] ({', '.join(parts) or 'none'}) for {app} in "
-            f"{len(results)} clusters, {sum(r.compared for r in results)} objects compared",
+            line(
+                (f"{len(findings)} findings", "bold"),
+                f" ({', '.join(parts) or 'none'}) for {app} in {len(results)} clusters, "
+                f"{sum(r.compared for r in results)} objects compared",
+            ),
             highlight=False,
         )
-        if state.skipped and verbose:
-            for s in state.skipped:
-                console.print(f"[dim]skipped {s.path}: {s.reason}[/]", highlight=False)
+        _print_skipped(console, state, verbose=verbose)
     threshold = Severity(fail_on.value)
     raise typer.Exit(1 if any(f.severity.at_least(threshold) for f in findings) else 0)
 
@@ -845,16 +937,19 @@ def _print_gate(result: GateResult) -> None:
     if result.findings:
         console.print(_findings_table(sorted(result.findings, key=severity_order)))
     for note in result.notes:
-        console.print(f"[dim]note: {note}[/]", highlight=False)
+        console.print(line((f"note: {note}", "dim")), highlight=False)
     if result.blocked:
-        console.print(f"[bold red]gate: BLOCK[/] sync of {result.app}:", highlight=False)
+        console.print(line(("gate: BLOCK", "bold red"), f" sync of {result.app}:"), highlight=False)
         for reason in result.reasons:
-            console.print(f"  - {reason}", highlight=False)
+            console.print(line(f"  - {reason}"), highlight=False)
     else:
         targets = sorted({t for c in result.checks for p in c.placements for t in p.targets})
         console.print(
-            f"[bold green]gate: PASS[/] {result.app}: every workload schedules; target pools "
-            f"({', '.join(targets) or 'none'}) show no drift at or above the threshold",
+            line(
+                ("gate: PASS", "bold green"),
+                f" {result.app}: every workload schedules; target pools "
+                f"({', '.join(targets) or 'none'}) show no drift at or above the threshold",
+            ),
             highlight=False,
         )
 
@@ -921,9 +1016,9 @@ def gate_command(
         kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
     )
     if not desired and not live.argocd_apps:
-        _fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
+        fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
     if not nodes and kubeconfig is None and in_cluster is None:
-        _fail("no nodes: give --nodes PATH, --kubeconfig FILE or --in-cluster CLUSTER")
+        fail("no nodes: give --nodes PATH, --kubeconfig FILE or --in-cluster CLUSTER")
     try:
         state = load_desired_state(
             [files.parse_path_arg(a) for a in desired or ()],
@@ -954,11 +1049,11 @@ def gate_command(
             observed.update(live_workloads)
         state.apply_aliases(app, observed)
         if not node_map:
-            _fail("--nodes: no node dump found")
+            fail("--nodes: no node dump found")
     except FormatError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except CredentialError as exc:  # a context's exec plugin is missing or failed
-        _fail(escape(exc.reason))  # the plugin's stderr is text, not markup
+        fail(exc.reason)  # fail() prints it literally
     clusters, notes = _gate_clusters(app, state, node_map, observed, fleet)
     result = decide_gate(app, clusters, fail_on=Severity(fail_on.value), options=settings.diff)
     result.notes[:0] = notes
@@ -969,8 +1064,8 @@ def gate_command(
     if result.blocked:
         # one line on stderr too: Argo CD shows the hook's last log lines in the sync status
         first = result.reasons[0] if result.reasons else ""
-        _err.print(
-            f"fleetwarden gate: blocked sync of {app}: {first}",
+        err_console.print(
+            line(f"fleetwarden gate: blocked sync of {app}: {first}"),
             highlight=False,
             soft_wrap=True,
         )
@@ -986,6 +1081,7 @@ def register(app: typer.Typer) -> None:
         name="fleet",
         help="Workloads across clusters: which image runs where, and every drift from Git.",
         no_args_is_help=True,
+        rich_markup_mode=None,  # help prints literally
     )
     fleet.command("versions")(versions_command)
     fleet.command("diff")(diff_command)

@@ -1,8 +1,19 @@
-"""Output for people (rich tables) and machines (JSON) — one place, shared by commands."""
+r"""Output for people (rich tables) and machines (JSON) — one place, shared by commands.
+
+Data is shown literally. A value (a label, a path, a cluster or actor name, a field value)
+never reaches rich as markup — ``[red]x[/red]`` prints as typed, and ``:smile:`` stays text —
+and never reaches the terminal as a control sequence: C0/C1 controls (ESC, CSI, ``\r``,
+``\n``...), DEL and the bidirectional overrides are shown as escapes (``\x1b``) by
+``visible``. Build everything printed from ``literal``/``line`` (``rich.text.Text``), not from
+markup strings. A backslash in data is left as it is, so ``\x1b`` typed as four characters and
+an escaped ESC look alike: the point is that nothing is interpreted.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,23 +23,69 @@ from rich.text import Text
 
 from fleetwarden.app.explaining import Explanation
 from fleetwarden.core.findings import Finding, Severity
-from fleetwarden.core.fleet import FleetReport
+from fleetwarden.core.fleet import FleetReport, Skip
 from fleetwarden.core.pools import FieldStatus
 
 __all__ = [
+    "PIPED_WIDTH",
     "SEVERITY_STYLE",
     "dumps",
     "findings_table",
+    "line",
+    "literal",
     "make_console",
     "print_explanation",
     "print_report",
+    "print_skipped",
+    "visible",
 ]
+
+PIPED_WIDTH = 200  # table width when piped and COLUMNS is not set
+
+# C0 controls, DEL, C1 controls (U+009B is a one-character CSI), the line and paragraph
+# separators and the bidirectional formatting characters (they reorder what is shown).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# what json.dumps leaves as is (it escapes C0 itself): same set, as JSON \u escapes
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    code = ord(ch)
+    return _SHORT.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def visible(value: object) -> str:
+    """``str(value)`` with every control character shown as an escape, never emitted."""
+    return _UNSAFE.sub(_escape, str(value))
+
+
+def literal(value: object, style: str = "") -> Text:
+    """A value as text for rich: no markup, no emoji codes, controls made visible."""
+    return Text(visible(value), style=style)
+
+
+def line(*parts: str | tuple[str, str]) -> Text:
+    """One line from literal parts, each a string or ``(string, style)``."""
+    out = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            out.append(visible(part[0]), style=part[1])
+        else:
+            out.append(visible(part))
+    return out
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    """A console that stays wide when piped (rich falls back to 80 columns otherwise)."""
+    """A console that stays wide when piped: COLUMNS when set, else ``PIPED_WIDTH`` (rich
+    falls back to 80 columns otherwise). On a terminal, the terminal's width."""
     probe = Console(stderr=stderr)
-    return probe if probe.is_terminal else Console(stderr=stderr, width=200)
+    if probe.is_terminal:
+        return probe
+    columns = os.environ.get("COLUMNS", "").strip()
+    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+    return Console(stderr=stderr, width=width)
 
 
 SEVERITY_STYLE = {
@@ -41,15 +98,18 @@ SEVERITY_STYLE = {
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """Indented JSON, UTF-8 kept, but C1 controls and bidi overrides as ``\\u`` escapes (the
+    same JSON value; a terminal showing it is not driven by it)."""
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def _cell(value: object) -> str:
+def _cell(value: object) -> Text:
     if value is None:
-        return "—"
+        return Text("—")
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
+        return literal(", ".join(str(v) for v in value))
+    return literal(value)
 
 
 def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
@@ -60,21 +120,35 @@ def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
 
 
 def findings_table(findings: Sequence[Finding], *, title: str | None = None) -> Table:
-    table = Table(title=title, show_lines=False, header_style="bold", expand=False)
+    table = Table(
+        title=None if title is None else literal(title),
+        show_lines=False,
+        header_style="bold",
+        expand=False,
+    )
     for name in ("severity", "cluster", "pool", "layer", "field", "expected", "actual", "nodes"):
         table.add_column(name, overflow="fold")
     for f in findings:
         table.add_row(
             Text(f.severity.value, style=SEVERITY_STYLE[f.severity]),
-            f.cluster,
-            f.pool or "—",
-            f.layer.value,
-            f.field,
+            literal(f.cluster),
+            literal(f.pool or "—"),
+            literal(f.layer.value),
+            literal(f.field),
             _cell(f.expected),
             _cell(f.actual),
-            _nodes(f.nodes),
+            literal(_nodes(f.nodes)),
         )
     return table
+
+
+def print_skipped(console: Console, skipped: Sequence[Skip], *, what: str = "files") -> None:
+    """The short "skipped N files" section: every path with its reason, one per line."""
+    if not skipped:
+        return
+    console.print(line((f"skipped {len(skipped)} {what}:", "bold yellow")), soft_wrap=True)
+    for s in skipped:
+        console.print(line("  ", s.path, ": ", (s.reason, "dim")), soft_wrap=True)
 
 
 def print_report(console: Console, report: FleetReport, *, verbose: bool = False) -> None:
@@ -84,41 +158,54 @@ def print_report(console: Console, report: FleetReport, *, verbose: bool = False
         f"{f.cluster}/{f.pool or '-'} {f.field}: {f.message}" for f in report.findings if f.message
     )
     for note in notes:
-        console.print(Text(f"note: {note}", style="dim"))
+        console.print(line((f"note: {note}", "dim")), soft_wrap=True)
     sev = report.by_severity()
     parts = [f"{n} {name}" for name, n in sev.items() if n]
     console.print(
-        f"[bold]{len(report.findings)} findings[/] ({', '.join(parts) or 'none'}) in "
-        f"{report.clusters} clusters, {report.pools} pools, {report.nodes} nodes"
+        line(
+            (f"{len(report.findings)} findings", "bold"),
+            f" ({', '.join(parts) or 'none'}) in {report.clusters} clusters, "
+            f"{report.pools} pools, {report.nodes} nodes",
+        )
     )
-    problems = [s for s in report.skipped if s.problem]
-    for s in problems:  # files that could not be read are never silent
-        console.print(Text(f"could not read {s.path}: {s.reason}", style="yellow"))
+    for s in report.skipped:  # files that could not be read are never silent
+        if s.problem:
+            console.print(line((f"could not read {s.path}: {s.reason}", "yellow")), soft_wrap=True)
     quiet = [s for s in report.skipped if not s.problem]
     if quiet:
         if verbose:
             for s in quiet:
-                console.print(Text(f"skipped {s.path}: {s.reason}", style="dim"))
+                console.print(line((f"skipped {s.path}: {s.reason}", "dim")), soft_wrap=True)
         else:
             console.print(
-                f"[dim]{len(quiet)} skipped (files or pools); "
-                "--verbose or --format json lists them[/]"
+                line(
+                    (
+                        f"{len(quiet)} skipped (files or pools); "
+                        "--verbose or --format json lists them",
+                        "dim",
+                    )
+                )
             )
     fields = report.fields
     if fields:
-        line = (
+        text = (
             f"fields: {fields.get('compared', 0)} compared ({fields.get('defaults', 0)} "
             f"provisioner defaults), {fields.get('unresolved', 0)} unresolved, "
             f"{fields.get('ignored', 0)} ignored"
         )
         unknown = fields.get("unaccounted", 0)
         if unknown:
-            line += f", {unknown} unknown to fleetwarden (not compared)"
-        console.print(Text(line + " — fleetwarden explain lists them", style="dim"))
+            text += f", {unknown} unknown to fleetwarden (not compared)"
+        console.print(line((text + " — fleetwarden explain lists them", "dim")))
     if report.unresolved:
         console.print(
-            f"[dim]{len(report.unresolved)} desired values are unresolved "
-            "(variables/expressions) and were not checked[/]"
+            line(
+                (
+                    f"{len(report.unresolved)} desired values are unresolved "
+                    "(variables/expressions) and were not checked",
+                    "dim",
+                )
+            )
         )
 
 
@@ -132,9 +219,9 @@ _STATUS_STYLE = {
 
 def print_explanation(console: Console, result: Explanation) -> None:
     """One table per pool: every attribute and what became of it. Values are data, shown
-    literally (never as markup)."""
+    literally (never as markup, controls made visible)."""
     for pool in result.pools:
-        title = Text(
+        title = literal(
             f"{pool.name} (cluster {pool.cluster or 'not named'}) — {pool.source} "
             f"[{pool.source_format}]"
         )
@@ -143,16 +230,16 @@ def print_explanation(console: Console, result: Explanation) -> None:
             table.add_column(name, overflow="fold")
         for entry in pool.account:
             table.add_row(
-                Text(entry.status.value, style=_STATUS_STYLE[entry.status]),
-                Text(entry.path),
-                Text(entry.fact or ""),
-                Text(entry.detail),
-                Text(entry.origin or ""),
+                literal(entry.status.value, _STATUS_STYLE[entry.status]),
+                literal(entry.path),
+                literal(entry.fact or ""),
+                literal(entry.detail),
+                literal(entry.origin or ""),
             )
         console.print(table)
     counts = result.counts
     console.print(
-        Text(
+        line(
             f"{len(result.pools)} pools: {counts.get('compared', 0)} fields compared "
             f"({counts.get('defaults', 0)} provisioner defaults), "
             f"{counts.get('unresolved', 0)} unresolved, {counts.get('ignored', 0)} ignored, "
@@ -160,7 +247,7 @@ def print_explanation(console: Console, result: Explanation) -> None:
         )
     )
     if result.assumed:
-        console.print(Text(f"assumed: {result.assumed} (config scan.provisioners)", style="dim"))
+        console.print(line((f"assumed: {result.assumed} (config scan.provisioners)", "dim")))
     for s in result.skipped:
         if s.problem:
-            console.print(Text(f"could not read {s.path}: {s.reason}", style="yellow"))
+            console.print(line((f"could not read {s.path}: {s.reason}", "yellow")), soft_wrap=True)

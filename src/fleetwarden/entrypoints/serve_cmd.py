@@ -64,8 +64,10 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.entrypoints import dashboard
+from fleetwarden.entrypoints.common import fail, warn
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.metrics import ServiceMetrics
+from fleetwarden.entrypoints.rendering import visible
 from fleetwarden.entrypoints.service_config import ServiceConfig, load_service_config
 from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
@@ -455,22 +457,19 @@ def register(app: typer.Typer) -> None:
         """Run the event gateway (POST /events/<source>), the durable queue, the inspection
         workers and the live watchers, with /api/events, /api/findings, /healthz and
         /metrics."""
-        from fleetwarden.entrypoints.cli import fail
-
         try:
             cfg = load_service_config(config)
             service = build_service(cfg)
         except FormatError as exc:
             fail(str(exc))
         if not any(a.configured for a in cfg.auth.values()):
-            typer.echo(
-                "fleetwarden: warning: no auth.<source> is configured: every event "
-                "delivery will be refused with 401",
-                err=True,
-            )
+            warn("no auth.<source> is configured: every event delivery will be refused with 401")
+        # values from the config file: printed literally (rendering.visible), like all data
         typer.echo(
-            f"fleetwarden: serving on http://{cfg.host}:{cfg.port} "
-            f"(queue: {cfg.queue}, {len(service.specs)} desired pools)",
+            visible(
+                f"fleetwarden: serving on http://{cfg.host}:{cfg.port} "
+                f"(queue: {cfg.queue}, {len(service.specs)} desired pools)"
+            ),
             err=True,
         )
         try:

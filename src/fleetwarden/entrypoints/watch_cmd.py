@@ -29,8 +29,9 @@ from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.fleet import severity_order
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.entrypoints.common import fail
 from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
-from fleetwarden.entrypoints.rendering import findings_table, make_console
+from fleetwarden.entrypoints.rendering import findings_table, literal, make_console
 from fleetwarden.entrypoints.service_config import ServiceConfig, service_config_from
 from fleetwarden.entrypoints.settings import load_settings
 from fleetwarden.entrypoints.workloads_api import load_apps
@@ -142,8 +143,6 @@ def register(app: typer.Typer) -> None:
         """Watch live clusters: every node change re-diffs its pool at once; findings that
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
         scaled) are printed as they happen."""
-        from fleetwarden.entrypoints.cli import fail  # the one error path of the CLI
-
         if output not in ("table", "json"):
             fail(f"--format must be table or json, not {output!r}")
         try:
@@ -329,7 +328,7 @@ class _LiveSink:
         else:
             rest = {k: v for k, v in data.items() if k not in ("type", "cluster", "at")}
             line = f"{data['at']} {data['type']:<16} {data['cluster']} {rest}"
-        self.log.append(Text(line))
+        self.log.append(literal(line))
         current = sorted(self.fleet.tracker.current(), key=severity_order) if self.fleet else []
         self.live.update(
             Group(

@@ -42,6 +42,7 @@ from fleetwarden.core.desired_apps import AppDesired, DesiredApps
 from fleetwarden.core.fleet import severity_order
 from fleetwarden.core.tracking import app_scope
 from fleetwarden.entrypoints.fleet_cmd import build_versions
+from fleetwarden.entrypoints.rendering import visible
 from fleetwarden.entrypoints.service_config import AppSource, ServiceConfig
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoCD
@@ -101,11 +102,11 @@ async def load_apps(
         except FormatError as exc:
             failures[source.name] = str(exc)
             kept = before.get(source.name)
-            log.warning(
+            log.warning(  # a console line: names and paths with controls shown, not emitted
                 "desired state of %s not loaded (%s): %s",
-                source.name,
+                visible(source.name),
                 "keeping the last one" if kept else "not followed until it loads",
-                exc,
+                visible(exc),
             )
             if kept is not None:
                 apps.append(kept)

@@ -3,13 +3,17 @@
 Manifests: multi-document YAML or JSON as written by people, ``helm template`` (``---``
 separators, ``# Source:`` comments) or ``kubectl get -o yaml|json`` (a ``List`` is expanded);
 only documents with both ``apiVersion`` and ``kind`` are API objects, the rest (values files,
-Kustomize components without them) are ignored. The table is ``data/deprecations.json``,
-converted from Pluto's ``versions.yaml`` by ``scripts/convert-deprecations``.
+Kustomize components without them) are ignored. An unrendered Helm template (``{{ }}`` that
+does not parse) is refused with that reason. ``split_helm_output`` cuts ``helm template``'s
+output into its templates by the ``# Source:`` comments. The table is
+``data/deprecations.json``, converted from Pluto's ``versions.yaml`` by
+``scripts/convert-deprecations``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -27,6 +31,7 @@ __all__ = [
     "bundled_table",
     "load_table",
     "parse_manifests",
+    "split_helm_output",
 ]
 
 TABLE_RESOURCE = "deprecations.json"
@@ -41,8 +46,43 @@ class ApiObject(NamedTuple):
 
 
 def parse_manifests(path: str, data: bytes) -> list[Document]:
-    """Every mapping document of a YAML or JSON file; ``FormatError`` names the file/line."""
-    return parse_yaml_documents(path, decode_text(SourceFile(path, data)))
+    """Every mapping document of a YAML or JSON file; ``FormatError`` names the file/line
+    (binary, not UTF-8, a syntax error, an unrendered Helm template)."""
+    text = decode_text(SourceFile(path, data))
+    try:
+        return parse_yaml_documents(path, text)
+    except FormatError as exc:
+        if "{{" in text:
+            raise FormatError(
+                path,
+                "an unrendered Helm template ({{ }}): scan `helm template` output, or the "
+                f"chart with --helm-chart ({exc.reason})",
+                line=exc.line,
+            ) from None
+        raise
+
+
+# `# Source: CHART/templates/x.yaml` opens each template's documents in `helm template` output
+_SOURCE = re.compile(r"^# Source: (?P<source>\S.*?)\s*$", re.MULTILINE)
+
+
+def split_helm_output(text: str) -> list[tuple[str, str]]:
+    """``helm template`` output as ``(source, text)`` per template, in order: the source is
+    the path its ``# Source:`` comment gives (``CHART/templates/x.yaml``, a subchart's
+    ``CHART/charts/SUB/templates/x.yaml``). Documents of one template stay together, a
+    template rendered twice (hooks, tests) is one entry; text before the first comment is
+    ``("", text)`` when it holds anything."""
+    chunks: dict[str, list[str]] = {}
+    marks = list(_SOURCE.finditer(text))
+    head = text[: marks[0].start()] if marks else text
+    if head.strip(" \t\r\n-"):
+        chunks[""] = [head]
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(text)
+        # the `---` that separates documents belongs to the next template: keep each chunk
+        # a whole document stream of its own
+        chunks.setdefault(mark.group("source"), []).append("---\n" + text[mark.end() : end])
+    return [(source, "\n".join(parts)) for source, parts in chunks.items()]
 
 
 def api_objects(docs: Sequence[Document]) -> list[ApiObject]:

@@ -69,6 +69,9 @@ class DesiredWorkloads:
     objects: list[ManifestObject] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
     files: int = 0
+    # the skipped files whose content did not parse (unrendered Helm templates), as opposed
+    # to files that parse but hold nothing to compare: commands always show these
+    unparsed: list[Skip] = field(default_factory=list)
 
 
 def _argocd_response(doc: Document) -> Sequence[Any] | None:
@@ -139,9 +142,9 @@ def read_desired_workloads(
             docs = parse_yaml_documents(f.path, text)
         except FormatError:
             if "{{" in text:
-                out.skipped.append(
-                    Skip(f.path, "an unrendered Helm template: give `helm template` output")
-                )
+                skip = Skip(f.path, "an unrendered Helm template: give `helm template` output")
+                out.skipped.append(skip)
+                out.unparsed.append(skip)
                 continue
             raise
         expanded: list[Document] = []

@@ -9,7 +9,15 @@ gateway's clock reading, stored on every event. Nothing here does I/O or reads a
 A parser returns the events the body carries and, for subscription handshakes, a ``Reply`` the
 gateway must answer with (Event Grid's ``validationResponse``) or act on (an SNS
 ``SubscribeURL`` the caller may GET after its own checks). Anything malformed or wrong-shaped
-raises ``FormatError(path="<source> payload", field=<path in the body>)`` and nothing else.
+raises ``FormatError(path="<source> payload", field=<path in the body>)`` and nothing else --
+except an optional field that only feeds attribution (who made the change: CloudTrail's
+``userIdentity``, Event Grid's ``claims`` and ``caller``, an audit entry's
+``authenticationInfo``, a CloudEvent's ``actor``, Argo CD's ``actor``/``automated``, Flux's
+``reportingController``/``reportingInstance``). A provider redelivers or dead-letters a refused
+delivery, so such a field never refuses one: it is read through ``tolerate``, the event is
+attributed from what else the payload says (or to no one), and the reason is kept in
+``detail.notes``. The fields that identify the change (ids, types, the cluster and pool, times)
+are still refused precisely.
 
 Limits: the parsers never fetch URLs, never verify provider signatures (the gateway
 authenticates requests) and keep ``detail`` to a small allow-listed extract with nothing that
@@ -27,7 +35,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from fleetwarden.core.events import ChangeEvent, parse_time
 from fleetwarden.formats.errors import FormatError
@@ -49,7 +57,12 @@ __all__ = [
     "parsers",
     "read_cloudevent",
     "safe_text",
+    "tolerate",
+    "tolerated_name",
+    "with_notes",
 ]
+
+T = TypeVar("T")
 
 SOURCES = ("aws", "azure", "gcp", "cloudevents", "argocd", "flux")
 
@@ -255,6 +268,41 @@ def safe_text(value: Any, limit: int = 300) -> str | None:
 def compact(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """Drop the absent values, so ``detail`` shows only what the payload said."""
     return {k: v for k, v in mapping.items() if v is not None and v != "" and v != {}}
+
+
+def tolerate(notes: list[str], read: Callable[[], T]) -> T | None:
+    """Read an optional field that only feeds attribution: what the reader would refuse
+    becomes a note in ``notes`` (the field and why it was ignored) and None, so the delivery
+    is accepted and attributed from the other fields."""
+    try:
+        return read()
+    except FormatError as exc:
+        note = f"{exc.field}: {exc.reason}" if exc.field else exc.reason
+        if looks_secret(note):  # reasons may quote a bit of the value
+            note = f"{exc.field or 'a field'}: unreadable"
+        notes.append(f"{note}; ignored (attribution only)")
+        return None
+
+
+def tolerated_name(
+    notes: list[str], reader: Reader, fields: Mapping[str, Any], where: str, keys: tuple[str, ...]
+) -> str | None:
+    """The first of ``keys`` that holds a non-empty string (an actor's candidates, best
+    first); one of another type is noted and the next is tried."""
+    for key in keys:
+
+        def read(key: str = key) -> str | None:
+            return reader.text(fields.get(key), at(where, key))
+
+        name = tolerate(notes, read)
+        if name:
+            return name
+    return None
+
+
+def with_notes(detail: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """``detail`` with ``notes`` (why an attribution field was ignored) when there are any."""
+    return {**detail, "notes": list(notes)} if notes else detail
 
 
 # --- CloudEvents 1.0 (JSON event format), shared by cloudevents.py and azure.py -----------

@@ -43,7 +43,9 @@ Mapping: the cluster is ``cluster`` (the destination name, which fleetwarden's c
 follow), else ``server`` (the destination URL); neither flags NO_CLUSTER. An ``operation``
 phase makes a SYNC (``Succeeded`` success, ``Failed``/``Error`` failure and FAILED), a
 ``healthStatus`` alone a HEALTH event. The actor is ``actor``, or ``argocd:automated-sync``
-when ``automated`` is true. Argo CD apps do not name node pools: ``pool`` stays empty. The
+when ``automated`` is true; an ``actor`` or ``automated`` the template rendered oddly (not a
+string, not a boolean) is noted in ``detail.notes`` and never refuses the delivery. Argo CD
+apps do not name node pools: ``pool`` stays empty. The
 body has no id, so the id is a hash of the canonical body: a redelivery is the same event.
 ``detail`` keeps an allow-list of these keys and drops any value that looks like a credential.
 """
@@ -55,7 +57,16 @@ from datetime import datetime
 from typing import Any
 
 from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
-from fleetwarden.formats.events import Parsed, Reader, body_id, compact, kind_of, safe_text
+from fleetwarden.formats.events import (
+    Parsed,
+    Reader,
+    body_id,
+    compact,
+    kind_of,
+    safe_text,
+    tolerate,
+    with_notes,
+)
 
 __all__ = ["parse"]
 
@@ -94,8 +105,11 @@ def parse(body: Any, headers: Mapping[str, str], received_at: datetime) -> Parse
     phase = text("operation")
     health = text("healthStatus")
     sync = text("syncStatus")
-    automated = _flag(body.get("automated"), r)
-    actor = text("actor") or ("argocd:automated-sync" if automated else None)
+    notes: list[str] = []  # attribution fields ignored, and why
+    automated = tolerate(notes, lambda: _flag(body.get("automated"), r))
+    actor = tolerate(notes, lambda: text("actor")) or (
+        "argocd:automated-sync" if automated else None
+    )
     if phase:
         operation = Operation.SYNC
     elif health:
@@ -124,12 +138,15 @@ def parse(body: Any, headers: Mapping[str, str], received_at: datetime) -> Parse
                 outcome=outcome,
                 flags=tuple(flags),
                 received_at=received_at,
-                detail=compact(
-                    {
-                        "app": safe_text(app, 200),
-                        "phase": safe_text(phase, 40),
-                        **{key: safe_text(text(key), 200) for key in _DETAIL_KEYS},
-                    }
+                detail=with_notes(
+                    compact(
+                        {
+                            "app": safe_text(app, 200),
+                            "phase": safe_text(phase, 40),
+                            **{key: safe_text(text(key), 200) for key in _DETAIL_KEYS},
+                        }
+                    ),
+                    notes,
                 ),
             )
         ]

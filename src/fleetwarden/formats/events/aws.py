@@ -17,8 +17,10 @@ Mapping:
   (``CreateNodegroup``, ``UpdateNodegroupConfig``, ``UpdateNodegroupVersion``,
   ``DeleteNodegroup``, cluster calls...), the cluster is ``requestParameters.name`` (the URI
   parameter; ``clusterName`` also read), the pool ``requestParameters.nodegroupName``, the actor
-  ``userIdentity.arn``; ``errorCode`` flags FAILED. ``UpdateNodegroupConfig`` lists its changed
-  fields (``scalingConfig.desiredSize``, ``labels``, ``taints``, ``updateConfig.*``...).
+  ``userIdentity.arn`` (else ``principalId``, ``invokedBy``; a ``userIdentity`` of another shape
+  is noted in ``detail.notes``, never refused); ``errorCode`` flags FAILED.
+  ``UpdateNodegroupConfig`` lists its changed fields (``scalingConfig.desiredSize``,
+  ``labels``, ``taints``, ``updateConfig.*``...).
   The same for ``aws.autoscaling`` API calls on an Auto Scaling group (``SetDesiredCapacity``,
   ``UpdateAutoScalingGroup``...).
 * EC2 Auto Scaling events (``EC2 Instance Launch/Terminate Successful/Unsuccessful``, the
@@ -54,6 +56,9 @@ from fleetwarden.formats.events import (
     compact,
     kind_of,
     safe_text,
+    tolerate,
+    tolerated_name,
+    with_notes,
 )
 
 __all__ = ["parse"]
@@ -219,13 +224,10 @@ def _cloudtrail(
     name = r.required_text(detail.get("eventName"), at(where, "eventName"))
     params = r.mapping(detail.get("requestParameters"), at(where, "requestParameters"))
     response = r.mapping(detail.get("responseElements"), at(where, "responseElements"))
-    identity = r.mapping(detail.get("userIdentity"), at(where, "userIdentity"))
     who = at(where, "userIdentity")
-    actor = (
-        r.text(identity.get("arn"), at(who, "arn"))
-        or r.text(identity.get("principalId"), at(who, "principalId"))
-        or r.text(identity.get("invokedBy"), at(who, "invokedBy"))
-    )
+    notes: list[str] = []  # attribution fields ignored, and why
+    identity = tolerate(notes, lambda: r.mapping(detail.get("userIdentity"), who)) or {}
+    actor = tolerated_name(notes, r, identity, who, ("arn", "principalId", "invokedBy"))
     error = r.text(detail.get("errorCode"), at(where, "errorCode"))
     event_time = r.time(detail.get("eventTime"), at(where, "eventTime"))
     region = r.text(detail.get("awsRegion"), at(where, "awsRegion"))
@@ -288,15 +290,18 @@ def _cloudtrail(
         actor=actor,
         outcome="failure" if error else "success",
         flags=tuple(flags),
-        detail=compact(
-            {
-                "eventName": name,
-                "eventSource": r.text(detail.get("eventSource"), at(where, "eventSource")),
-                "errorCode": error,
-                "errorMessage": safe_text(detail.get("errorMessage"), 200),
-                "userAgent": safe_text(detail.get("userAgent"), 120),
-                **compact(extra),
-            }
+        detail=with_notes(
+            compact(
+                {
+                    "eventName": name,
+                    "eventSource": r.text(detail.get("eventSource"), at(where, "eventSource")),
+                    "errorCode": error,
+                    "errorMessage": safe_text(detail.get("errorMessage"), 200),
+                    "userAgent": safe_text(detail.get("userAgent"), 120),
+                    **compact(extra),
+                }
+            ),
+            notes,
         ),
         **base,
     )

@@ -23,6 +23,9 @@ Mapping:
 * The actor comes from ``data.claims`` (an object, or the JSON text of one, as older SDK test
   payloads show): the ``upn`` claim, then the ``name`` claim, ``unique_name``, ``email``, then
   ``appid`` (a service principal, reported as ``appid:<guid>``); ``data.caller`` as fallback.
+  Claims that are not JSON or not an object, or a caller that is not a string, never refuse
+  the delivery (Event Grid would dead-letter it): the event falls back to the caller, else no
+  actor, and says why in ``detail.notes``.
 * Any other event (Storage, Service Bus, non-AKS resources) parses to an event flagged
   NO_CLUSTER.
 
@@ -48,6 +51,8 @@ from fleetwarden.formats.events import (
     kind_of,
     read_cloudevent,
     safe_text,
+    tolerate,
+    with_notes,
 )
 
 __all__ = ["VALIDATION_EVENT", "change_from_event", "parse"]
@@ -157,8 +162,10 @@ def change_from_event(
     resource_uri = r.text(fields.get("resourceUri"), at(prefix, "resourceUri"))
     operation_name = r.text(fields.get("operationName"), at(prefix, "operationName"))
     status = r.text(fields.get("status"), at(prefix, "status"))
-    claims = _claims(fields.get("claims"), r, at(prefix, "claims"))
-    actor = _actor(claims, r.text(fields.get("caller"), at(prefix, "caller")))
+    notes: list[str] = []  # attribution fields ignored, and why
+    claims = tolerate(notes, lambda: _claims(fields.get("claims"), r, at(prefix, "claims")))
+    caller = tolerate(notes, lambda: r.text(fields.get("caller"), at(prefix, "caller")))
+    actor = _actor(claims or {}, caller)
     cluster, pool = _aks_target(resource_uri or subject or "")
     operation, outcome = Operation.OTHER, None
     if event_type.startswith("Microsoft.Resources.Resource"):
@@ -198,14 +205,17 @@ def change_from_event(
         account=subscription["id"] if subscription else None,
         flags=tuple(flags),
         received_at=received_at,
-        detail=compact(
-            {
-                "eventType": event_type,
-                "operationName": operation_name,
-                "status": safe_text(status, 40),
-                "resourceUri": safe_text(resource_uri, 400),
-                "correlationId": safe_text(fields.get("correlationId"), 80),
-            }
+        detail=with_notes(
+            compact(
+                {
+                    "eventType": event_type,
+                    "operationName": operation_name,
+                    "status": safe_text(status, 40),
+                    "resourceUri": safe_text(resource_uri, 400),
+                    "correlationId": safe_text(fields.get("correlationId"), 80),
+                }
+            ),
+            notes,
         ),
     )
 

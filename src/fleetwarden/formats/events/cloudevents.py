@@ -19,7 +19,8 @@ data is a push envelope) and ``Microsoft.*`` (Event Grid in the CloudEvents sche
 ``gcp`` and ``azure``. Any other type is a generic change event: fleetwarden reads the
 extension attributes ``cluster``, ``nodepool`` (or ``pool``), ``actor`` and ``operation`` (one
 of the canonical operation names; anything else is ``other``). An event naming no cluster is
-kept, flagged NO_CLUSTER.
+kept, flagged NO_CLUSTER; an ``actor`` that is not a string is noted in ``detail.notes`` and
+the event has no actor (attribution never refuses a delivery).
 
 The OPTIONS validation handshake of the webhook spec is ``options_reply`` (re-exported here).
 """
@@ -44,6 +45,8 @@ from fleetwarden.formats.events import (
     options_reply,
     read_cloudevent,
     safe_text,
+    tolerate,
+    with_notes,
 )
 
 __all__ = ["BATCH", "STRUCTURED", "change_from_cloudevent", "options_reply", "parse"]
@@ -157,6 +160,8 @@ def change_from_cloudevent(
     cluster = _extension(ext, "cluster", r, prefix)
     pool = _extension(ext, "nodepool", r, prefix) or _extension(ext, "pool", r, prefix)
     operation = _OPERATIONS.get(_extension(ext, "operation", r, prefix) or "", Operation.OTHER)
+    notes: list[str] = []  # attribution fields ignored, and why
+    actor = tolerate(notes, lambda: _extension(ext, "actor", r, prefix))
     return ChangeEvent(
         id=ce.id,
         source=ce.source,
@@ -167,14 +172,17 @@ def change_from_cloudevent(
         subject=ce.subject,
         cluster=cluster,
         pool=pool,
-        actor=_extension(ext, "actor", r, prefix),
+        actor=actor,
         flags=() if cluster else (EventFlag.NO_CLUSTER,),
         received_at=received_at,
-        detail=compact(
-            {
-                "datacontenttype": safe_text(ce.datacontenttype, 100),
-                "dataschema": safe_text(ce.dataschema, 300),
-            }
+        detail=with_notes(
+            compact(
+                {
+                    "datacontenttype": safe_text(ce.datacontenttype, 100),
+                    "dataschema": safe_text(ce.dataschema, 300),
+                }
+            ),
+            notes,
         ),
     )
 

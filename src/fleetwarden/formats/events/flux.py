@@ -26,6 +26,8 @@ The event names no cluster by itself: name it in the Alert, and fleetwarden read
 and flagged NO_CLUSTER. Kustomization and HelmRelease events are SYNCs, reasons about health
 HEALTH events, source events OTHER; ``severity: error`` or a ``*Failed`` reason flags FAILED.
 The body has no id, so the id is a hash of the canonical body (a redelivery is the same event).
+``reportingController`` and ``reportingInstance`` only say who reported: one of another shape
+is noted in ``detail.notes`` (the source is then ``flux``), never refused.
 ``detail`` keeps the object, reason, revision and a credential-free excerpt of the message.
 """
 
@@ -36,7 +38,17 @@ from datetime import datetime
 from typing import Any
 
 from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
-from fleetwarden.formats.events import Parsed, Reader, at, body_id, compact, kind_of, safe_text
+from fleetwarden.formats.events import (
+    Parsed,
+    Reader,
+    at,
+    body_id,
+    compact,
+    kind_of,
+    safe_text,
+    tolerate,
+    with_notes,
+)
 
 __all__ = ["parse"]
 
@@ -58,8 +70,11 @@ def parse(body: Any, headers: Mapping[str, str], received_at: datetime) -> Parse
     severity = r.text(body.get("severity"), "severity")
     reason = r.text(body.get("reason"), "reason") or ""
     message = r.text(body.get("message"), "message")
-    controller = r.text(body.get("reportingController"), "reportingController")
-    r.text(body.get("reportingInstance"), "reportingInstance")
+    notes: list[str] = []  # attribution fields ignored, and why
+    controller = tolerate(
+        notes, lambda: r.text(body.get("reportingController"), "reportingController")
+    )
+    tolerate(notes, lambda: r.text(body.get("reportingInstance"), "reportingInstance"))
     metadata = r.strings(body.get("metadata"), "metadata")
     time = r.time(body.get("timestamp"), "timestamp")
 
@@ -100,17 +115,20 @@ def parse(body: Any, headers: Mapping[str, str], received_at: datetime) -> Parse
                 outcome=outcome,
                 flags=tuple(flags),
                 received_at=received_at,
-                detail=compact(
-                    {
-                        "kind": kind,
-                        "namespace": namespace,
-                        "name": name,
-                        "reason": reason,
-                        "severity": severity,
-                        "revision": safe_text(revision, 200),
-                        "summary": safe_text(metadata.get("summary"), 200),
-                        "message": safe_text(message, 300),
-                    }
+                detail=with_notes(
+                    compact(
+                        {
+                            "kind": kind,
+                            "namespace": namespace,
+                            "name": name,
+                            "reason": reason,
+                            "severity": severity,
+                            "revision": safe_text(revision, 200),
+                            "summary": safe_text(metadata.get("summary"), 200),
+                            "message": safe_text(message, 300),
+                        }
+                    ),
+                    notes,
                 ),
             )
         ]

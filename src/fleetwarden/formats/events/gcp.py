@@ -10,7 +10,9 @@ too). What the message carries decides the mapping:
   ``SetNodePoolManagement`` / ``UpdateNodePool`` / ``RollbackNodePoolUpgrade`` (v1beta1 too),
   cluster methods likewise; ``resourceName`` ``projects/<p>/locations|zones/<l>/clusters/<c>
   [/nodePools/<np>]`` (or the ``gke_nodepool``/``gke_cluster`` resource labels, or the request)
-  gives cluster and pool; the actor is ``authenticationInfo.principalEmail``; a non-zero
+  gives cluster and pool; the actor is ``authenticationInfo.principalEmail`` (else
+  ``principalSubject``; an ``authenticationInfo`` or ``requestMetadata`` of another shape is
+  noted in ``detail.notes``, never refused: Pub/Sub would redeliver it); a non-zero
   ``status.code`` flags FAILED; the first entry of a long-running operation has no outcome yet.
   Changed fields come from the request (``nodeCount``, ``autoscaling.*``, ``management.*``,
   ``nodeVersion``, ``imageType``...). Audit entries of other services parse to OTHER events
@@ -49,6 +51,9 @@ from fleetwarden.formats.events import (
     kind_of,
     maybe_json,
     safe_text,
+    tolerate,
+    tolerated_name,
+    with_notes,
 )
 
 __all__ = [
@@ -185,14 +190,17 @@ def change_from_log_entry(
     method = r.text(proto.get("methodName"), at(p, "methodName")) or ""
     service = r.text(proto.get("serviceName"), at(p, "serviceName"))
     resource_name = r.text(proto.get("resourceName"), at(p, "resourceName"))
-    auth = r.mapping(proto.get("authenticationInfo"), at(p, "authenticationInfo"))
-    actor = r.text(
-        auth.get("principalEmail"), at(p, "authenticationInfo.principalEmail")
-    ) or r.text(auth.get("principalSubject"), at(p, "authenticationInfo.principalSubject"))
+    notes: list[str] = []  # attribution fields ignored, and why
+    who = at(p, "authenticationInfo")
+    auth = tolerate(notes, lambda: r.mapping(proto.get("authenticationInfo"), who)) or {}
+    actor = tolerated_name(notes, r, auth, who, ("principalEmail", "principalSubject"))
     status = r.mapping(proto.get("status"), at(p, "status"))
     code = r.integer(status.get("code"), at(p, "status.code"))
     request = r.mapping(proto.get("request"), at(p, "request"))
-    metadata = r.mapping(proto.get("requestMetadata"), at(p, "requestMetadata"))
+    metadata = (
+        tolerate(notes, lambda: r.mapping(proto.get("requestMetadata"), at(p, "requestMetadata")))
+        or {}
+    )
     resource = r.mapping(entry.get("resource"), at(prefix, "resource"))
     labels = r.strings(resource.get("labels"), at(prefix, "resource.labels"))
     lro = r.mapping(entry.get("operation"), at(prefix, "operation"))
@@ -239,20 +247,23 @@ def change_from_log_entry(
         account=project or labels.get("project_id"),
         flags=tuple(flags),
         received_at=received_at,
-        detail=compact(
-            {
-                "methodName": method,
-                "serviceName": service,
-                "resourceName": safe_text(resource_name, 300),
-                "statusCode": code,
-                "statusMessage": safe_text(status.get("message"), 200),
-                "operationId": safe_text(lro.get("id"), 200),
-                "first": first,
-                "last": last,
-                "nodeCount": _int_or_none(request.get("nodeCount")),
-                "nodeVersion": safe_text(request.get("nodeVersion"), 60),
-                "userAgent": safe_text(metadata.get("callerSuppliedUserAgent"), 120),
-            }
+        detail=with_notes(
+            compact(
+                {
+                    "methodName": method,
+                    "serviceName": service,
+                    "resourceName": safe_text(resource_name, 300),
+                    "statusCode": code,
+                    "statusMessage": safe_text(status.get("message"), 200),
+                    "operationId": safe_text(lro.get("id"), 200),
+                    "first": first,
+                    "last": last,
+                    "nodeCount": _int_or_none(request.get("nodeCount")),
+                    "nodeVersion": safe_text(request.get("nodeVersion"), 60),
+                    "userAgent": safe_text(metadata.get("callerSuppliedUserAgent"), 120),
+                }
+            ),
+            notes,
         ),
     )
 
