@@ -168,6 +168,7 @@ def _diff_nodes(
     version = spec.kubernetes_version
     families = (spec.os_family, *spec.os_family_alternatives) if spec.os_family else ()
     family_shown: JsonValue = families[0] if len(families) == 1 else list(families)
+    os_ok: dict[str, bool] = {}
     disk = spec.disk_size_gib
     disk_lo = disk * (1 - options.disk_tolerance) if disk else 0.0
     disk_hi = disk * (1 + 0.05) if disk else 0.0
@@ -238,12 +239,16 @@ def _diff_nodes(
                     sev = Severity.CRITICAL if is_type else Severity.HIGH
                     add(Layer.SPEC, field_, rule, actual, sev, name)
         # SPEC: OS image family
-        if families and node.os_image:
-            have_family = osfamilies.family_of_image(node.os_image)
-            if have_family is not None and not any(
-                osfamilies.family_matches(f, have_family) for f in families
-            ):
-                add(Layer.SPEC, "osImage", family_shown, node.os_image, Severity.HIGH, name)
+        os_image = node.os_image
+        if families and os_image:
+            ok = os_ok.get(os_image)
+            if ok is None:  # nodes of a pool share a handful of images: decide each once
+                have_family = osfamilies.family_of_image(os_image)
+                ok = os_ok[os_image] = have_family is None or any(
+                    osfamilies.family_matches(f, have_family) for f in families
+                )
+            if not ok:
+                add(Layer.SPEC, "osImage", family_shown, os_image, Severity.HIGH, name)
         # SPEC: disk size, seen as the ephemeral-storage capacity of the root filesystem
         if disk:
             raw = node.capacity.get("ephemeral-storage")
@@ -325,10 +330,12 @@ def _diff_versions_mixed(
     run another version than the pool's) are left out; the rest must still disagree.
     """
     want = spec.kubernetes_version
+    distinct = {node.kubelet_version for node in nodes if node.kubelet_version}
+    if len(distinct) < 2:
+        return
     seen: dict[tuple[int, int, int | None], str] = {}
-    for node in nodes:
-        have = node.kubelet_version
-        if not have or (want and versions.matches(want, have) is False):
+    for have in sorted(distinct):
+        if want and versions.matches(want, have) is False:
             continue
         parsed = versions.parse_version(have)
         if parsed is not None and parsed not in seen:
