@@ -132,3 +132,19 @@ def test_explain_strict_fails_on_an_attribute_fleetwarden_does_not_know(tree):
         f for f in fields if f["path"] == "someFutureField"
     ).items()
     assert run("explain", "-d", str(tree / "desired")).returncode == 0
+
+
+def test_watch_exits_2_when_no_desired_cluster_is_a_context(tree):
+    """Before connecting to anything: a desired tree whose clusters are none of the contexts
+    would watch for ever and compare nothing."""
+    kubeconfig = tree / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: duckboat-prod, context: {cluster: c, user: u}}]\n"
+    )
+    r = run("watch", "-k", str(kubeconfig), "-d", str(tree / "desired"), "--duration", "1")
+    assert r.returncode == 2
+    line = _one_line_error(r.stderr)
+    assert "duckboat" in line and "duckboat-prod" in line and "did you mean" in line

@@ -26,7 +26,7 @@ from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.fleet import severity_order
+from fleetwarden.core.fleet import NothingToCompare, check_comparable, severity_order
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.entrypoints.common import fail
@@ -162,7 +162,15 @@ def register(app: typer.Typer) -> None:
                 if not pool:
                     fail(f"{kubeconfig}: no context to read Argo CD secrets from")
                 argocd = (pool[0], argocd_secrets)
-        except FormatError as exc:
+            elif loaded.pools and not allow_empty:
+                # the contexts are all there is to watch: a desired tree none of whose
+                # clusters is among them would compare nothing, for ever
+                check_comparable(
+                    loaded.pools,
+                    [e.name for e in endpoints],
+                    desired_paths=[a.label for a in desired_args],
+                )
+        except (FormatError, NothingToCompare) as exc:
             fail(str(exc))
         try:
             followed = _followed(config, settings.raw, follow or (), namespace or ())
