@@ -1,15 +1,24 @@
 """Terraform HCL: desired node pools of EKS, AKS and GKE, read without running Terraform.
 
-What is read (each pool becomes one ``NodePoolSpec``):
+What is read (each pool becomes one ``NodePoolSpec``; the modules of this package say how):
 
-- ``resource "aws_eks_node_group"``;
+- ``resource "aws_eks_node_group"`` (``eks``);
+- the terraform-aws-eks module: v18-v21 ``eks_managed_node_groups`` /
+  ``self_managed_node_groups`` with their ``*_defaults``, its two node-group sub-modules, and
+  v17 ``node_groups`` / ``worker_groups*`` (``eks_module``, ``eks_v17``; the major version per
+  ``eks_majors``);
+- ``resource "google_container_node_pool"``, the ``node_pool`` blocks (or else the implicit
+  ``default-pool``) of ``resource "google_container_cluster"``, and the
+  terraform-google-modules kubernetes-engine module (``gke``);
 - ``resource "azurerm_kubernetes_cluster_node_pool"`` and the ``default_node_pool`` block of
-  ``resource "azurerm_kubernetes_cluster"``;
-- ``resource "google_container_node_pool"``, and the ``node_pool`` blocks (or else the implicit
-  ``default-pool``) of ``resource "google_container_cluster"``;
-- the terraform-aws-eks module (``eks_managed_node_groups`` / ``self_managed_node_groups``, with
-  their ``*_defaults`` merged under each group) and its two node-group sub-modules;
-- the terraform-google-modules kubernetes-engine module (``node_pools``, ``windows_node_pools``).
+  ``resource "azurerm_kubernetes_cluster"`` (``aks``).
+
+Defaults the provisioner applies (the module's, the provider's, the cloud API's) are desired
+values, each with its provenance (``default: terraform-aws-eks v21 (version "~> 21.0"): ...``);
+stated values carry ``file:line``. Where a default is not certain (a module major that is not
+pinned, a value that depends on when the pool was created) every possible value is accepted or
+the fact is not compared, and the account says why. Every attribute of a pool's source object
+is accounted for: compared, unresolved (with the expression) or ignored (with the reason).
 
 How values are known. Terraform is not run, so only what the text pins down is read: literals
 as written; ``local.X`` when that local is itself known; ``T.N.name`` of a cluster resource
@@ -23,10 +32,9 @@ One directory is one Terraform module: references resolve only among the files o
 directory (``os.path.dirname`` of the path; no file is opened). A local, resource or module
 defined more than once in a directory is ambiguous and treated as unknown, never guessed.
 
-Limits: no ``.tf.json``, tfvars or module defaults (a default is not stated, so it is not
-checked); ``dynamic`` blocks are not expanded (their facts are listed as unresolved); launch
-templates and user data are not followed (user data that sets taints makes taints unresolved).
-GKE counts are per zone and are multiplied by the number of zones only when that is stated.
+Limits: no ``.tf.json`` or tfvars; ``dynamic`` blocks are not expanded (their facts are listed as
+unresolved); launch templates are not followed; shell user data is read but what it sets is not
+asserted (taints there make the taints unresolved).
 """
 
 from __future__ import annotations
@@ -40,9 +48,12 @@ from typing import Any
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.terraform import aks, eks, gke
+from fleetwarden.formats.provisioners import Assumed
+from fleetwarden.formats.terraform import aks, eks, eks_module, gke
 from fleetwarden.formats.terraform.hcl import blocks, body_of
-from fleetwarden.formats.terraform.scope import Scope, scope_of
+from fleetwarden.formats.terraform.lines import line_index
+from fleetwarden.formats.terraform.reading import Context
+from fleetwarden.formats.terraform.scope import scope_of
 from fleetwarden.formats.terraform.sources import eks_module_kind, is_gke_module
 
 __all__ = ["TfFile", "read_pools"]
@@ -54,52 +65,53 @@ class TfFile:
     text: str
 
 
-def read_pools(files: Sequence[TfFile]) -> PoolsRead:
+def read_pools(files: Sequence[TfFile], *, assume: Assumed | None = None) -> PoolsRead:
     """Every node pool the ``.tf`` files define; a file with none gets a note saying so.
 
+    ``assume`` names the terraform-aws-eks major for module blocks that do not pin one.
     Raises ``FormatError`` (naming the file and line) when a file is not valid HCL.
     """
-    parsed = [(f.path, body_of(f.path, f.text)) for f in files if f.path.endswith(".tf")]
-    by_directory: dict[str, list[tuple[str, dict[Any, Any]]]] = defaultdict(list)
-    for path, body in parsed:
-        by_directory[os.path.dirname(path)].append((path, body))
+    assume = assume or Assumed()
+    parsed = [(f, body_of(f.path, f.text)) for f in files if f.path.endswith(".tf")]
+    by_directory: dict[str, list[tuple[TfFile, dict[Any, Any]]]] = defaultdict(list)
+    for file, body in parsed:
+        by_directory[os.path.dirname(file.path)].append((file, body))
     out = PoolsRead()
     for group in by_directory.values():
-        scope = scope_of(group)
-        for path, body in group:
-            out.claimed.add((path, 0))
+        scope = scope_of([(file.path, body) for file, body in group])
+        for file, body in group:
+            out.claimed.add((file.path, 0))
+            ctx = Context(file.path, scope, line_index(file.text), assume)
             try:
-                pools, remarks = _pools_of(path, body, scope)
+                pools, remarks = _pools_of(ctx, body)
             except RecursionError:  # values nested (or locals chained) thousands deep
-                raise FormatError(path, "nested too deeply to read") from None
+                raise FormatError(file.path, "nested too deeply to read") from None
             out.pools.extend(pools)
             if not pools:
-                out.notes[path] = _note_of(body, remarks)
+                out.notes[file.path] = _note_of(body, remarks)
     return out
 
 
-def _pools_of(
-    path: str, body: Mapping[Any, Any], scope: Scope
-) -> tuple[list[NodePoolSpec], list[str]]:
+def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec], list[str]]:
     """The pools one file defines, and remarks on definitions that yield none."""
     pools: list[NodePoolSpec] = []
     remarks: list[str] = []
     for kind, label, block in blocks(body, "resource", 2):
         if kind == "aws_eks_node_group":
-            pools.extend(eks.node_group_pools(path, label, block, scope))
+            pools.extend(eks.node_group_pools(ctx, label, block))
         elif kind == "azurerm_kubernetes_cluster_node_pool":
-            pools.extend(aks.node_pool_pools(path, label, block, scope))
+            pools.extend(aks.node_pool_pools(ctx, label, block))
         elif kind == "azurerm_kubernetes_cluster":
-            pools.extend(aks.default_pool_pools(path, label, block, scope))
+            pools.extend(aks.default_pool_pools(ctx, label, block))
         elif kind == "google_container_node_pool":
-            pools.extend(gke.node_pool_pools(path, label, block, scope))
+            pools.extend(gke.node_pool_pools(ctx, label, block))
         elif kind == "google_container_cluster":
-            pools.extend(gke.cluster_pools(path, label, block, scope))
+            pools.extend(gke.cluster_pools(ctx, label, block))
     for label, block in blocks(body, "module", 1):
         if eks_module_kind(block) is not None:
-            pools.extend(eks.module_pools(path, label, block, scope, remarks))
+            pools.extend(eks_module.module_pools(ctx, label, block, remarks))
         elif is_gke_module(block):
-            pools.extend(gke.module_pools(path, label, block, scope, remarks))
+            pools.extend(gke.module_pools(ctx, label, block, remarks))
     return pools, remarks
 
 
