@@ -19,6 +19,7 @@ from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.terraform import TfFile, read_pools
 from tests.conftest import realdata_files
+from tests.formats.test_field_accounting import missing_provenance
 
 TF_FILES = realdata_files("terraform", ".tf")
 
@@ -900,3 +901,122 @@ def test_truncated_real_file_gives_pools_a_note_or_format_error(path: Path, cut:
     if read is not None:
         assert (str(path), 0) in read.claimed
         assert read.pools or str(path) in read.notes
+
+
+GROUP_KEYS = st.sampled_from(
+    [
+        "ami_type",
+        "ami_id",
+        "platform",
+        "instance_type",
+        "instance_types",
+        "min_size",
+        "desired_size",
+        "disk_size",
+        "block_device_mappings",
+        "use_custom_launch_template",
+        "create_launch_template",
+        "launch_template_id",
+        "bootstrap_extra_args",
+        "enable_bootstrap_user_data",
+        "cloudinit_pre_nodeadm",
+        "pre_bootstrap_user_data",
+        "use_mixed_instances_policy",
+        "mixed_instances_policy",
+        "schedules",
+        "desired_size_type",
+        "labels",
+        "taints",
+        "capacity_type",
+        "k8s_labels",
+        "override_instance_types",
+        "kubelet_extra_args",
+        "node_count",
+        "autoscaling",
+        "node_locations",
+        "max_pods_per_node",
+        "local_ssd_ephemeral_storage_count",
+    ]
+)
+GROUP_VALUES = st.sampled_from(
+    [
+        '"AL2023_x86_64_STANDARD"',
+        '"BOTTLEROCKET_x86_64"',
+        '"WINDOWS_CORE_2022_x86_64"',
+        '"CUSTOM"',
+        '"bottlerocket"',
+        '"m5.large"',
+        '["m5.large", var.x]',
+        "3",
+        '"x"',
+        "true",
+        "false",
+        "null",
+        "var.x",
+        "\"--kubelet-extra-args '--node-labels=a=b --register-with-taints=k=v:NoSchedule'\"",
+        '"[settings.kubernetes.node-labels]\\na = \\"b\\""',
+        '[{ content = "kind: NodeConfig\\nspec: 1" }]',
+        "[{ content = var.x }]",
+        '{ xvda = { device_name = "/dev/xvda", ebs = { volume_size = var.x } } }',
+        "{ a = { device_name = var.x } }",
+        "{ override = [{ instance_type = var.x }] }",
+        "{ launch_template = { override = [{ instance_requirements = {} }] } }",
+        "{ s = { min_size = -1, max_size = var.x } }",
+        '{ a = "b" }',
+        '[{ key = "k", effect = "NO_SCHEDULE" }]',
+        "[1, [2]]",
+        "{}",
+        "[]",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            (
+                'module "m" {\n  source = "terraform-aws-modules/eks/aws"\n  %s\n'
+                "  eks_managed_node_groups = { g = {\n%s\n  } }\n}\n"
+            ),
+            (
+                'module "m" {\n  source = "terraform-aws-modules/eks/aws"\n  %s\n'
+                "  self_managed_node_groups = { g = {\n%s\n  } }\n}\n"
+            ),
+            (
+                'module "m" {\n  source = "terraform-aws-modules/eks/aws"\n  %s\n'
+                "  node_groups = { g = {\n%s\n  } }\n}\n"
+            ),
+            (
+                'module "m" {\n  source = "terraform-aws-modules/eks/aws"\n  %s\n'
+                "  worker_groups_launch_template = [{\n%s\n  }]\n}\n"
+            ),
+            (
+                'module "m" {\n  source = "terraform-google-modules/kubernetes-engine/google"\n'
+                '  %s\n  node_pools = [{\n    name = "p"\n%s\n  }]\n}\n'
+            ),
+        ]
+    ),
+    st.sampled_from(
+        [
+            'version = "~> 20.0"',
+            'version = "~> 21.0"',
+            'version = "17.24.0"',
+            'cluster_name = "c"',
+            'name = "c"',
+            "regional = false",
+            "zones = [var.a]",
+            "",
+        ]
+    ),
+    st.lists(st.tuples(GROUP_KEYS, GROUP_VALUES), max_size=6),
+)
+def test_module_groups_with_odd_values_raise_nothing_but_format_error(
+    template: str, root: str, attributes: list[tuple[str, str]]
+) -> None:
+    """Group maps of every kind and major with values of the wrong shapes (or unresolved):
+    pools whose every desired value has a provenance, or a FormatError naming the file."""
+    body = "\n".join(f"    {k} = {v}" for k, v in dict(attributes).items())
+    read = _read_or_format_error("h/main.tf", template % (root, body))
+    for pool in read.pools if read is not None else []:
+        assert pool.account and missing_provenance(pool) == []
