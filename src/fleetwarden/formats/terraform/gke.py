@@ -641,6 +641,10 @@ def _module_pool(r: Reader, root: Obj, obj: Obj, *, windows: bool) -> NodePoolSp
         family = "cos"
         default_image = "COS" if major is not None and major <= 18 else "COS_CONTAINERD"
         r.default("osImage", "image_type", default_image, f"{origin}: image_type {default_image}")
+    for attr, fact in (("node_pools_labels", "labels"), ("node_pools_taints", "taints")):
+        whole = r.scope.resolved(root.raw(attr))
+        if isinstance(whole, Expr):  # the per-pool maps are not known: nor their facts
+            r.unresolve(root, attr, fact, whole.text)
     labels = _module_labels(r, root, name, cluster, origin)
     labels.update(_spot(r, obj, ()))
     taints: list[Taint] = []
