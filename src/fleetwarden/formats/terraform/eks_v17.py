@@ -39,7 +39,7 @@ _BUILT_IN: dict[str, Any] = {
     "platform": "linux",
     "override_instance_types": ["m5.large", "m5a.large", "m5d.large", "m5ad.large"],
 }
-_LOCALS = "terraform-aws-eks v17 locals.tf workers_group_defaults"
+_LOCALS = "locals.tf workers_group_defaults"
 _NOT_ON_NODE = "not visible on a Node"
 _IGNORED: dict[str, str] = {
     **META_IGNORED,
@@ -114,8 +114,9 @@ _OPAQUE = ("pre_userdata", "additional_userdata")
 class _Layers:
     """v17's shallow merge: the group, then the user's defaults, then the module's."""
 
-    def __init__(self, r: Reader, objs: list[Obj]) -> None:
+    def __init__(self, r: Reader, objs: list[Obj], majors: Majors) -> None:
         self.r, self.objs = r, objs
+        self.origin = f"{majors.label}: {_LOCALS}"  # where the module's own defaults are
 
     def find(self, attr: str) -> Obj | None:
         return next((o for o in self.objs if o.has(attr)), None)
@@ -132,7 +133,7 @@ class _Layers:
         if user is not None:
             return self.r.count(user, key, fact)
         value = _BUILT_IN[key]
-        self.r.default(fact, attr, value, f"{_LOCALS}: {key} {value}")
+        self.r.default(fact, attr, value, f"{self.origin}: {key} {value}")
         return int(value)
 
     def find_user(self, key: str) -> Obj | None:
@@ -160,7 +161,7 @@ def pools(
         if objs is None:
             remarks.append(f"{where}: node_groups_defaults cannot be read")
             continue
-        out.append(_node_group(r, _Layers(r, objs), module, base, str(key), majors))
+        out.append(_node_group(r, _Layers(r, objs, majors), module, base, str(key)))
     for section in ("worker_groups", "worker_groups_launch_template"):
         groups = scope.resolved(module.get(section, []))
         if not isinstance(groups, list):
@@ -176,9 +177,8 @@ def pools(
                 remarks.append(f"{where}: workers_group_defaults cannot be read")
                 continue
             launch = section == "worker_groups_launch_template"
-            out.append(
-                _worker(r, _Layers(r, objs), module, base, f"{section}[{i}]", launch, majors)
-            )
+            layers = _Layers(r, objs, majors)
+            out.append(_worker(r, layers, module, base, f"{section}[{i}]", launch))
     return out
 
 
@@ -214,7 +214,7 @@ def _version(r: Reader, layers: _Layers, module: Mapping[Any, Any], base: Path) 
 
 
 def _node_group(
-    r: Reader, layers: _Layers, module: Mapping[Any, Any], base: Path, key: str, majors: Majors
+    r: Reader, layers: _Layers, module: Mapping[Any, Any], base: Path, key: str
 ) -> NodePoolSpec:
     group = layers.objs[0]
     root = r.obj(module, base, {}, label=f"module.{base[1]}", close=False)
@@ -295,7 +295,7 @@ def _types(r: Reader, layers: _Layers, launch: Obj | None, attr: str) -> tuple[s
         single = r.text(user, "instance_type", "instanceTypes")
         return (single,) if single else ()
     value = str(_BUILT_IN["instance_type"])
-    r.default("instanceTypes", attr, value, f"{_LOCALS}: instance_type {value}")
+    r.default("instanceTypes", attr, value, f"{layers.origin}: instance_type {value}")
     return (value,)
 
 
@@ -329,7 +329,6 @@ def _worker(
     base: Path,
     stand_in: str,
     launch_template: bool,
-    majors: Majors,
 ) -> NodePoolSpec:
     group = layers.objs[0]
     root = r.obj(module, base, {}, label=f"module.{base[1]}", close=False)
@@ -354,7 +353,10 @@ def _worker(
             r.compared(platform_obj, "platform", "osImage", platform)
         else:
             r.default(
-                "osImage", "platform", "linux (AL2)", f"{_LOCALS}: platform linux, the EKS AL2 AMI"
+                "osImage",
+                "platform",
+                "linux (AL2)",
+                f"{layers.origin}: platform linux, the EKS AL2 AMI",
             )
     disk = None
     if custom is None:
@@ -419,7 +421,7 @@ def _worker_types(r: Reader, layers: _Layers, launch_template: bool) -> tuple[st
         if overrides is not None:
             return r.texts(overrides, "override_instance_types", "instanceTypes") or ()
         listed = [str(t) for t in _BUILT_IN["override_instance_types"]]
-        origin = f"{_LOCALS}: override_instance_types"
+        origin = f"{layers.origin}: override_instance_types"
         r.default("instanceTypes", "override_instance_types", listed, origin)
         return tuple(listed)
     if overrides is not None:
@@ -430,7 +432,7 @@ def _worker_types(r: Reader, layers: _Layers, launch_template: bool) -> tuple[st
         single = r.text(obj, "instance_type", "instanceTypes")
         return (single,) if single else ()
     value = str(_BUILT_IN["instance_type"])
-    r.default("instanceTypes", "instance_type", value, f"{_LOCALS}: instance_type {value}")
+    r.default("instanceTypes", "instance_type", value, f"{layers.origin}: instance_type {value}")
     return (value,)
 
 
