@@ -19,6 +19,7 @@ from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.terraform import TfFile, read_pools
 from tests.conftest import realdata_files
+from tests.formats.test_field_accounting import missing_provenance
 
 TF_FILES = realdata_files("terraform", ".tf")
 
@@ -126,20 +127,22 @@ CURRENT = "tf-aws-eks-tests-eks-managed-node-group-main.tf"
 
 # (file, pool, facts pinned exactly, unresolved entries that must be present)
 CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
-    (  # aws_eks_node_group: the cluster resource is not in the corpus
+    (  # aws_eks_node_group: the cluster resource is not in the corpus; EKS's defaults
         AWS_DEMO,
         "demo",
         dict(
             provider=Provider.AWS,
             cluster=None,
-            instance_types=(),
+            instance_types=("t3.medium",),
+            disk_size_gib=20,
             min_size=1,
             max_size=1,
             desired_size=1,
-            labels={},
+            labels={"eks.amazonaws.com/capacityType": "ON_DEMAND"},
             taints=(),
             kubernetes_version=None,
-            os_family=None,
+            os_family="amazonlinux2023",
+            os_family_alternatives=("amazonlinux2",),  # the version is not stated
         ),
         {Unresolved("cluster", "aws_eks_cluster.demo.name")},
     ),
@@ -195,10 +198,10 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
         ),
         set(),
     ),
-    (  # image_type -> os family
+    (  # image_type -> os family; machine_type unset: the provider's e2-medium
         "tf-gke-docs-regional-windows-main.tf",
         "windows-node-pool",
-        dict(os_family="windows", instance_types=()),
+        dict(os_family="windows", instance_types=("e2-medium",), desired_size=0),
         {Unresolved("cluster", "google_container_cluster.default.name")},
     ),
     (  # terraform-aws-eks v19: taints as a map, defaults merged, disk from the block device
@@ -214,6 +217,7 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
             disk_size_gib=100,
             disk_type="gp3",
             labels={
+                "eks.amazonaws.com/capacityType": "SPOT",
                 "Environment": "test",
                 "GithubRepo": "terraform-aws-eks",
                 "GithubOrg": "terraform-aws-modules",
@@ -227,43 +231,60 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
             Unresolved("name", '"green-" + a suffix Terraform generates (use_name_prefix)'),
         },
     ),
-    (  # v19: a group of nothing but the defaults
+    (  # v19: a group of nothing but the defaults (the module's and its *_defaults)
         V19,
         "blue",
         dict(
             instance_types=("m6i.large", "m5.large", "m5n.large", "m5zn.large"),
             os_family="amazonlinux2",
-            min_size=None,
-            labels={},
+            min_size=1,
+            max_size=3,
+            disk_size_gib=20,  # the module's launch template: the AL2 AMI's root volume
+            labels={"eks.amazonaws.com/capacityType": "ON_DEMAND"},
             taints=(),
         ),
         {Unresolved("cluster", "local.name")},
     ),
-    (  # v19: self-managed group, instance_type singular
+    (  # v19: self-managed group, instance_type singular; labels from bootstrap_extra_args
         V19,
         "spot",
-        dict(instance_types=("m5.large",), os_family=None, labels={}, taints=()),
+        dict(
+            instance_types=("m5.large",),
+            os_family="amazonlinux2",
+            min_size=0,
+            labels={"node.kubernetes.io/lifecycle": "spot"},
+            taints=(),
+        ),
         set(),
     ),
-    (  # v19: taints as a list; the version from a local defined once in the folder
+    (  # v19: taints as a list; the version from a local defined once in the folder; a
+        # custom AMI booted the AL2 way says no OS, so no root device: the disk is not
+        # compared; schedules scale down to 0
         V19_MNG,
         "complete-eks-mng",
         dict(
             kubernetes_version="1.27",
-            disk_size_gib=75,
-            disk_type="gp3",
-            min_size=1,
+            disk_size_gib=None,
+            os_family=None,
+            min_size=0,
             max_size=7,
             desired_size=1,
             taints=(Taint("dedicated", "gpuGroup", "NoSchedule"),),
         ),
         {Unresolved("cluster", "local.name")},
     ),
-    (  # v19: platform = "bottlerocket" names the OS of a custom AMI over the default ami_type
+    (  # v19: platform = "bottlerocket" names the OS of a custom AMI over the default ami_type;
+        # the major is not pinned and v20 renders the user data by ami_type (AL2 here): the
+        # TOML's labels and taints are not asserted
         V19_MNG,
         "bottlerocket_custom",
-        dict(os_family="bottlerocket"),
-        {Unresolved("taints", "taints set in user data / bootstrap arguments")},
+        dict(os_family="bottlerocket", labels={"eks.amazonaws.com/capacityType": "ON_DEMAND"}),
+        {
+            Unresolved(
+                "taints",
+                "its effect depends on the terraform-aws-eks major, which is not pinned",
+            )
+        },
     ),
     (  # current module (v21): kubernetes_version from local.kubernetes_version
         CURRENT,
@@ -273,17 +294,21 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
             min_size=0,
             max_size=1,
             desired_size=0,
-            labels={"vpc.amazonaws.com/efa.present": "true", "nvidia.com/gpu.present": "true"},
+            labels={
+                "eks.amazonaws.com/capacityType": "ON_DEMAND",
+                "vpc.amazonaws.com/efa.present": "true",
+                "nvidia.com/gpu.present": "true",
+            },
             taints=(Taint("nvidia.com/gpu", "true", "NoSchedule"),),
             os_family="amazonlinux2023",
             kubernetes_version="1.33",
         ),
         {Unresolved("cluster", "local.name")},
     ),
-    (  # disk_size counts only without the module's own launch template
+    (  # disk_size counts only without the module's own launch template; EKS's t3.medium
         CURRENT,
         "default_node_group",
-        dict(disk_size_gib=50, instance_types=()),
+        dict(disk_size_gib=50, instance_types=("t3.medium",)),
         set(),
     ),
     (  # the eks-managed-node-group sub-module; module.eks is defined in 4 files -> unknown
@@ -323,8 +348,8 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
     (  # GKE module: node_pools_labels / node_pools_taints, "all" merged with the pool's own
         "tf-gke-node-pool-main.tf",
         "pool-01",
-        dict(
-            labels={"all-pools-example": "true", "pool-01-example": "true"},
+        dict(  # node_pool: the label the module adds to every pool
+            labels={"node_pool": "pool-01", "all-pools-example": "true", "pool-01-example": "true"},
             taints=(
                 Taint("all-pools-example", "true", "PreferNoSchedule"),
                 Taint("pool-01-example", "true", "PreferNoSchedule"),
@@ -565,8 +590,10 @@ module "eks" {
         "1.29",
         ("m5.large",),
     )
-    assert dict(general.labels) == {"tier": "default"} and general.unresolved == ()
-    assert dict(gpu.labels) == {"tier": "gpu"}  # a group's map replaces the default's
+    capacity = {"eks.amazonaws.com/capacityType": "ON_DEMAND"}  # EKS's default
+    assert dict(general.labels) == {"tier": "default", **capacity}
+    assert general.unresolved == ()
+    assert dict(gpu.labels) == {"tier": "gpu", **capacity}  # a group's map replaces the default's
     assert gpu.taints == (Taint("nvidia.com/gpu", None, "NoSchedule"),)
     assert len(read.pools) == 2
 
@@ -603,9 +630,14 @@ resource "aws_eks_node_group" "off" {
 def test_dynamic_taint_blocks_make_taints_unresolved() -> None:
     read = _read(
         m__main="""
+resource "google_container_cluster" "c" {
+  name                     = "c"
+  location                 = "europe-west1-b"
+  remove_default_node_pool = true
+}
 resource "google_container_node_pool" "p" {
   name     = "p"
-  cluster  = "c"
+  cluster  = google_container_cluster.c.name
   location = "europe-west1-b"
   autoscaling {
     min_node_count = 1
@@ -625,7 +657,7 @@ resource "google_container_node_pool" "p" {
 """
     )
     pool = _only(read)
-    assert (pool.min_size, pool.max_size, pool.os_family) == (1, 4, "cos")  # one zone
+    assert (pool.min_size, pool.max_size, pool.os_family) == (1, 4, "cos")  # a zonal cluster
     assert pool.unresolved == (Unresolved("taints", 'dynamic "taint"'),)
 
 
@@ -681,7 +713,11 @@ resource "aws_eks_node_group" "quoted" {
     )
     pool = _only(read)
     assert pool.name == 'a"b'
-    assert dict(pool.labels) == {"example.com/role": 'say "hi" ${literal}', "plain": "true"}
+    assert dict(pool.labels) == {
+        "example.com/role": 'say "hi" ${literal}',
+        "plain": "true",
+        "eks.amazonaws.com/capacityType": "ON_DEMAND",
+    }
 
 
 def test_syntax_error_names_the_file_and_line() -> None:
@@ -865,3 +901,122 @@ def test_truncated_real_file_gives_pools_a_note_or_format_error(path: Path, cut:
     if read is not None:
         assert (str(path), 0) in read.claimed
         assert read.pools or str(path) in read.notes
+
+
+GROUP_KEYS = st.sampled_from(
+    [
+        "ami_type",
+        "ami_id",
+        "platform",
+        "instance_type",
+        "instance_types",
+        "min_size",
+        "desired_size",
+        "disk_size",
+        "block_device_mappings",
+        "use_custom_launch_template",
+        "create_launch_template",
+        "launch_template_id",
+        "bootstrap_extra_args",
+        "enable_bootstrap_user_data",
+        "cloudinit_pre_nodeadm",
+        "pre_bootstrap_user_data",
+        "use_mixed_instances_policy",
+        "mixed_instances_policy",
+        "schedules",
+        "desired_size_type",
+        "labels",
+        "taints",
+        "capacity_type",
+        "k8s_labels",
+        "override_instance_types",
+        "kubelet_extra_args",
+        "node_count",
+        "autoscaling",
+        "node_locations",
+        "max_pods_per_node",
+        "local_ssd_ephemeral_storage_count",
+    ]
+)
+GROUP_VALUES = st.sampled_from(
+    [
+        '"AL2023_x86_64_STANDARD"',
+        '"BOTTLEROCKET_x86_64"',
+        '"WINDOWS_CORE_2022_x86_64"',
+        '"CUSTOM"',
+        '"bottlerocket"',
+        '"m5.large"',
+        '["m5.large", var.x]',
+        "3",
+        '"x"',
+        "true",
+        "false",
+        "null",
+        "var.x",
+        "\"--kubelet-extra-args '--node-labels=a=b --register-with-taints=k=v:NoSchedule'\"",
+        '"[settings.kubernetes.node-labels]\\na = \\"b\\""',
+        '[{ content = "kind: NodeConfig\\nspec: 1" }]',
+        "[{ content = var.x }]",
+        '{ xvda = { device_name = "/dev/xvda", ebs = { volume_size = var.x } } }',
+        "{ a = { device_name = var.x } }",
+        "{ override = [{ instance_type = var.x }] }",
+        "{ launch_template = { override = [{ instance_requirements = {} }] } }",
+        "{ s = { min_size = -1, max_size = var.x } }",
+        '{ a = "b" }',
+        '[{ key = "k", effect = "NO_SCHEDULE" }]',
+        "[1, [2]]",
+        "{}",
+        "[]",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            (
+                'module "m" {\n  source = "terraform-aws-modules/eks/aws"\n  %s\n'
+                "  eks_managed_node_groups = { g = {\n%s\n  } }\n}\n"
+            ),
+            (
+                'module "m" {\n  source = "terraform-aws-modules/eks/aws"\n  %s\n'
+                "  self_managed_node_groups = { g = {\n%s\n  } }\n}\n"
+            ),
+            (
+                'module "m" {\n  source = "terraform-aws-modules/eks/aws"\n  %s\n'
+                "  node_groups = { g = {\n%s\n  } }\n}\n"
+            ),
+            (
+                'module "m" {\n  source = "terraform-aws-modules/eks/aws"\n  %s\n'
+                "  worker_groups_launch_template = [{\n%s\n  }]\n}\n"
+            ),
+            (
+                'module "m" {\n  source = "terraform-google-modules/kubernetes-engine/google"\n'
+                '  %s\n  node_pools = [{\n    name = "p"\n%s\n  }]\n}\n'
+            ),
+        ]
+    ),
+    st.sampled_from(
+        [
+            'version = "~> 20.0"',
+            'version = "~> 21.0"',
+            'version = "17.24.0"',
+            'cluster_name = "c"',
+            'name = "c"',
+            "regional = false",
+            "zones = [var.a]",
+            "",
+        ]
+    ),
+    st.lists(st.tuples(GROUP_KEYS, GROUP_VALUES), max_size=6),
+)
+def test_module_groups_with_odd_values_raise_nothing_but_format_error(
+    template: str, root: str, attributes: list[tuple[str, str]]
+) -> None:
+    """Group maps of every kind and major with values of the wrong shapes (or unresolved):
+    pools whose every desired value has a provenance, or a FormatError naming the file."""
+    body = "\n".join(f"    {k} = {v}" for k, v in dict(attributes).items())
+    read = _read_or_format_error("h/main.tf", template % (root, body))
+    for pool in read.pools if read is not None else []:
+        assert pool.account and missing_provenance(pool) == []

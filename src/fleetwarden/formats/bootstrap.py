@@ -178,7 +178,7 @@ def from_bottlerocket_toml(text: str) -> BootFacts:
     out = BootFacts()
     try:
         data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError):
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):  # deep nesting included
         return out
     settings = data.get("settings")
     kube = settings.get("kubernetes") if isinstance(settings, Mapping) else None

@@ -125,7 +125,7 @@ def _read_all(
             found.extend(karpenter.read_pools(docs))
             found.extend(capi.read_pools(docs))
             if tf_files:
-                found.extend(terraform.read_pools(tf_files))
+                found.extend(terraform.read_pools(tf_files, assume=assume))
             return found
         except FormatError as exc:
             bad = exc.path

@@ -1,0 +1,1001 @@
+"""terraform-aws-eks (``terraform-aws-modules/eks/aws``): node groups as desired pools, with the
+defaults the module applies, per major version (``eks_majors``).
+
+The root module passes each group attribute as ``try(group.X, <kind>_node_group_defaults.X,
+<fallback>)`` in v18-v20 (a group's value replaces the default's, maps included); v21 has no
+``*_node_group_defaults`` and its sub-modules' variable defaults apply; a sub-module called
+directly has no root fallbacks. The defaults (as desired values, each with its provenance):
+
+============================  ===================  ===================  =====================
+                              v17 (root)           v18-v20              v21
+============================  ===================  ===================  =====================
+managed min / max / desired   1 / 3 / 1            1 / 3 / 1 (sub-      1 / 3 / 1
+                                                   module 0 / 3 / 1)
+self-managed min / max / des  1 / 3 / 1            0 / 3 / 1            1 / 3 / 1
+managed instance types        m4.large             EKS: t3.medium       EKS: t3.medium
+self-managed instance type    m4.large (MIP: the   m6i.large (sub-      m6i.large
+                              override list)       module: none)
+managed AMI                   EKS default          EKS default          AL2023_x86_64_STANDARD
+self-managed AMI              AL2 (Windows 2019)   AL2                  AL2023
+managed disk                  disk_size, 100       the module's launch template: block device
+                                                   mappings, else the AMI's own (20 GiB);
+                                                   ``use_custom_launch_template = false``:
+                                                   disk_size, else EKS's 20 / 50 GiB
+capacity (managed)            ON_DEMAND label      ON_DEMAND label      ON_DEMAND label
+============================  ===================  ===================  =====================
+
+``desired_size`` is only the initial size (the module ignores later changes): the count is checked
+against ``min_size..max_size``; ``schedules`` widen that range. Self-managed groups have no
+``labels`` / ``taints`` / ``instance_types`` inputs (v18-v20 never read them, v21 drops them):
+those keys are listed as ignored, never expected. Labels, taints and max-pods registered at boot
+are read where they take effect: ``bootstrap_extra_args`` as kubelet flags on AL2 (on a managed
+group only with ``enable_bootstrap_user_data``, i.e. a custom AMI; AL2023 ignores it) and as
+Bottlerocket TOML; ``cloudinit_pre_nodeadm`` NodeConfig parts on AL2023 (v20+). Shell scripts
+(``pre_bootstrap_user_data`` ...) are read too, but what they set is not asserted (it may not
+take effect): taints there make the taints unresolved. Self-managed instance types come from
+``mixed_instances_policy`` overrides when ``use_mixed_instances_policy`` is true (v18-v20:
+``override``; v21: ``launch_template.override``; v17: ``override_instance_types``).
+
+When the major is not known, each fact is worked out for every candidate major: a value they
+agree on is asserted; sets (instance types, OS families) and count ranges are widened to accept
+all of them; anything else is not compared, and the provenance says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.formats import bootstrap
+from fleetwarden.formats.terraform import eks, eks_v17
+from fleetwarden.formats.terraform.eks_majors import Majors, majors_of, span
+from fleetwarden.formats.terraform.hcl import Expr, first_unknown, source_text
+from fleetwarden.formats.terraform.lines import Path
+from fleetwarden.formats.terraform.reading import META_IGNORED, Context, Obj, Reader, module_enabled
+from fleetwarden.formats.terraform.sources import eks_module_kind
+
+__all__ = ["module_pools"]
+
+_NOT_ON_NODE = "not visible on a Node"
+_TAGS = f"AWS tags: {_NOT_ON_NODE}"
+_IAM = f"IAM: {_NOT_ON_NODE}"
+_NET = f"networking: {_NOT_ON_NODE}"
+_CONN = f"how nodes reach the cluster: {_NOT_ON_NODE}"
+_LT = f"launch template bookkeeping: {_NOT_ON_NODE}"
+_EC2 = f"EC2 instance setting: {_NOT_ON_NODE}"
+_ASG = f"Auto Scaling group behaviour: {_NOT_ON_NODE}"
+_ROLLOUT = f"rollout behaviour: {_NOT_ON_NODE}"
+_AMI_RELEASE = "AMI release: not compared (the kubelet minor is, through the version)"
+_MAJOR = "its effect depends on the terraform-aws-eks major, which is not pinned"
+
+_COMMON_IGNORED: dict[str, str] = {
+    **META_IGNORED,
+    "create": "creates the group (true)",
+    "tags": _TAGS,
+    "launch_template_tags": _TAGS,
+    "tag_specifications": _TAGS,
+    "autoscaling_group_tags": _TAGS,
+    "region": _CONN,
+    "partition": _CONN,
+    "account_id": _CONN,
+    "cluster_endpoint": _CONN,
+    "cluster_auth_base64": _CONN,
+    "cluster_service_cidr": _CONN,
+    "cluster_service_ipv4_cidr": _CONN,
+    "cluster_ip_family": _CONN,
+    "additional_cluster_dns_ips": _CONN,
+    "cluster_primary_security_group_id": _NET,
+    "vpc_security_group_ids": _NET,
+    "attach_cluster_primary_security_group": _NET,
+    "subnet_ids": f"subnets: {_NOT_ON_NODE}",
+    "network_interfaces": _NET,
+    "create_security_group": _NET,
+    "launch_template_name": _LT,
+    "launch_template_use_name_prefix": _LT,
+    "launch_template_description": _LT,
+    "description": _LT,
+    "launch_template_default_version": _LT,
+    "update_launch_template_default_version": _LT,
+    "launch_template_version": _LT,
+    "ebs_optimized": _EC2,
+    "key_name": _EC2,
+    "disable_api_termination": _EC2,
+    "instance_initiated_shutdown_behavior": _EC2,
+    "kernel_id": _EC2,
+    "ram_disk_id": _EC2,
+    "capacity_reservation_specification": _EC2,
+    "cpu_options": _EC2,
+    "credit_specification": _EC2,
+    "elastic_gpu_specifications": _EC2,
+    "elastic_inference_accelerator": _EC2,
+    "hibernation_options": _EC2,
+    "enclave_options": _EC2,
+    "maintenance_options": _EC2,
+    "license_specifications": _EC2,
+    "metadata_options": f"instance metadata settings: {_NOT_ON_NODE}",
+    "enable_monitoring": f"CloudWatch monitoring: {_NOT_ON_NODE}",
+    "placement": _EC2,
+    "placement_group": _EC2,
+    "create_placement_group": _EC2,
+    "placement_group_strategy": _EC2,
+    "placement_group_az": _EC2,
+    "private_dns_name_options": _EC2,
+    "enable_efa_support": "EFA interfaces: not compared (a device plugin's resource)",
+    "enable_efa_only": "EFA interfaces: not compared (a device plugin's resource)",
+    "efa_indices": "EFA interfaces: not compared (a device plugin's resource)",
+    "create_iam_role": _IAM,
+    "create_iam_role_policy": _IAM,
+    "create_iam_instance_profile": _IAM,
+    "iam_instance_profile_arn": _IAM,
+    "create_access_entry": _IAM,
+    "ami_release_version": _AMI_RELEASE,
+    "use_latest_ami_release_version": _AMI_RELEASE,
+    "force_update_version": _ROLLOUT,
+    "update_config": _ROLLOUT,
+    "instance_refresh": _ROLLOUT,
+    "node_repair_config": f"EKS node auto-repair: {_NOT_ON_NODE}",
+    "remote_access": f"SSH access: {_NOT_ON_NODE}",
+    "create_schedule": "switches schedules (read with them)",
+    "enable_bootstrap_user_data": "a switch: the module's bootstrap user data (read with "
+    "bootstrap_extra_args, where it matters)",
+    "use_custom_launch_template": "a switch: the module's launch template (read with the disk)",
+    "create_launch_template": "a switch: the module's launch template (read with the disk)",
+    "use_mixed_instances_policy": "a switch: the mixed instances policy (read with it)",
+    "delete_timeout": "Terraform timeouts: not visible on a Node",
+    "use_name_prefix": "names the group: read with name",
+    "name": "names the group",
+}
+_SELF_IGNORED: dict[str, str] = {
+    **_COMMON_IGNORED,
+    "create_autoscaling_group": _ASG,
+    "availability_zones": f"zones: {_NOT_ON_NODE}",
+    "ignore_failed_scaling_activities": _ASG,
+    "context": _ASG,
+    "capacity_rebalance": _ASG,
+    "min_elb_capacity": _ASG,
+    "wait_for_elb_capacity": _ASG,
+    "wait_for_capacity_timeout": _ASG,
+    "default_cooldown": _ASG,
+    "target_group_arns": _ASG,
+    "service_linked_role_arn": _ASG,
+    "default_instance_warmup": _ASG,
+    "protect_from_scale_in": _ASG,
+    "health_check_type": _ASG,
+    "health_check_grace_period": _ASG,
+    "force_delete": _ASG,
+    "force_delete_warm_pool": _ASG,
+    "termination_policies": _ASG,
+    "suspended_processes": _ASG,
+    "max_instance_lifetime": _ASG,
+    "enabled_metrics": _ASG,
+    "metrics_granularity": _ASG,
+    "initial_lifecycle_hooks": _ASG,
+    "instance_maintenance_policy": _ASG,
+    "warm_pool": "warm pool instances are not Nodes",
+    "instance_market_options": "Spot/On-Demand: self-managed nodes carry no capacity label",
+    "iam_role_arn": _IAM,
+    "mixed_instances_policy.instances_distribution": (
+        "Spot/On-Demand mix: self-managed nodes carry no capacity label"
+    ),
+    "mixed_instances_policy.launch_template.launch_template_specification": _LT,
+    "launch_template_id": _LT,
+}
+_MANAGED_IGNORED: dict[str, str] = {
+    **_COMMON_IGNORED,
+    "instance_market_options": _EC2,
+}
+_PREFIXES = {"iam_role_": _IAM, "security_group_": _NET}
+_OPAQUE = ("pre_bootstrap_user_data", "post_bootstrap_user_data", "cloudinit_post_nodeadm")
+_SELF_NO_INPUT = (
+    "self-managed groups have no {key} input (v18-v20 never read it, v21 drops it): "
+    "never expected on the nodes"
+)
+
+
+def _reasons(body: Mapping[Any, Any], table: Mapping[str, str]) -> dict[str, str]:
+    out = dict(table)
+    for key in body:
+        for prefix, why in _PREFIXES.items():
+            if isinstance(key, str) and key.startswith(prefix):
+                out.setdefault(key, why)
+    return out
+
+
+# -- the module block ---------------------------------------------------------------------------
+
+
+def module_pools(
+    ctx: Context, label: str, module: Mapping[Any, Any], remarks: list[str]
+) -> list[NodePoolSpec]:
+    """The node groups one terraform-aws-eks module block defines."""
+    kind = eks_module_kind(module)
+    where = f"module.{label}"
+    if kind is None or not module_enabled(where, module, ctx.scope, remarks):
+        return []
+    majors = majors_of(module, kind, ctx.assume)
+    if kind != "cluster" and not majors.pinned:
+        majors = _same_checkout(ctx, module, majors)
+    base: Path = ("module", label)
+    if kind != "cluster":  # a node-group sub-module is itself one group
+        r = Reader(ctx, where)
+        group = r.obj(module, base, _reasons(module, _table(kind == "managed")))
+        r.exists(group)
+        cluster = r.cluster(group, "cluster_name")
+        spec = _Group(r, group, None, None, majors, managed=kind == "managed", via_root=False).spec(
+            label, cluster
+        )
+        return [spec]
+    if majors.majors == (17,):
+        return eks_v17.pools(ctx, label, module, majors, remarks)
+    pools: list[NodePoolSpec] = []
+    for section, managed in (
+        ("eks_managed_node_groups", True),
+        ("self_managed_node_groups", False),
+    ):
+        if section not in module:
+            continue
+        defaults_attr = section.replace("_groups", "_group_defaults")
+        groups = ctx.scope.resolved(module[section])
+        defaults = ctx.scope.resolved(module.get(defaults_attr, {}))
+        if not isinstance(groups, dict) or not isinstance(defaults, dict):
+            unknown = groups if not isinstance(groups, dict) else defaults
+            remarks.append(f"{where}.{section}: {source_text(unknown)} cannot be read")
+            continue
+        for key, body in groups.items():
+            if not isinstance(body, dict):
+                remarks.append(f"{where}.{section}.{key}: {source_text(body)} cannot be read")
+                continue
+            merged_create = body.get("create", defaults.get("create", True))
+            if merged_create is False:
+                remarks.append(f"{where}.{section}.{key}: create = false")
+                continue
+            r = Reader(ctx, f"{where}.{section}.{key}")
+            group = r.obj(body, (*base, section, str(key)), _reasons(body, _table(managed)))
+            root = r.obj(module, base, {}, label=where, close=False)
+            fallback = None
+            if defaults and majors.majors == (21,):
+                why = "v21 has no *_node_group_defaults (Terraform refuses it): not applied"
+                root.view.ignored((defaults_attr,), why)
+            elif defaults:
+                fallback = r.obj(
+                    defaults,
+                    (*base, defaults_attr),
+                    _reasons(defaults, _table(managed)),
+                    where=f"{where}.{defaults_attr}",
+                    label=defaults_attr,
+                )
+            r.exists(root)
+            cluster_attr = "name" if "name" in module else "cluster_name"
+            cluster = r.cluster(root, cluster_attr)
+            built = _Group(r, group, fallback, root, majors, managed=managed, via_root=True)
+            pools.append(built.spec(str(key), cluster))
+    return pools
+
+
+def _same_checkout(ctx: Context, module: Mapping[Any, Any], majors: Majors) -> Majors:
+    """A sub-module called by a local path (``../../modules/eks-managed-node-group``) comes
+    from the same checkout as a cluster module of this directory called by its root
+    (``../..``): that block's major, when it pins one the sub-module could be."""
+    source = module.get("source")
+    if not isinstance(source, str) or not source.startswith(("./", "../")):
+        return majors
+    root = source.split("/modules/", 1)[0]
+    for name in ctx.scope.modules:
+        other = ctx.scope.module(name)  # defined once in the directory, else ambiguous
+        if other is None or other.get("source") != root or eks_module_kind(other) != "cluster":
+            continue
+        found = majors_of(other, "cluster", ctx.assume)
+        if found.pinned and set(found.majors) <= set(majors.majors):
+            return Majors(found.majors, f"the checkout of module.{name}: {found.why}")
+    return majors
+
+
+def _table(managed: bool) -> dict[str, str]:
+    return _MANAGED_IGNORED if managed else _SELF_IGNORED
+
+
+# -- per-major outcomes -------------------------------------------------------------------------
+
+Use = tuple[Obj, Path]
+# attribute -> the fact an unresolved value of it leaves open
+_FACTS = {
+    "instance_types": "instanceTypes",
+    "instance_type": "instanceTypes",
+    "ami_type": "osImage",
+    "platform": "osImage",
+    "min_size": "minSize",
+    "max_size": "maxSize",
+    "desired_size": "desiredSize",
+    "disk_size": "diskSizeGiB",
+    "block_device_mappings": "diskSizeGiB",
+    "cluster_version": "kubernetesVersion",
+    "kubernetes_version": "kubernetesVersion",
+    "capacity_type": f"labels.{eks.CAPACITY_LABEL}",
+    "schedules": "minSize",
+    "mixed_instances_policy": "instanceTypes",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Out:
+    """One fact as one major works it out.
+
+    ``value`` None means no value: ``origin`` then says why, and ``uses`` are the attributes
+    that leave it open (noted as unresolved with that reason). With a value, ``uses`` are the
+    stated attributes it is read from and ``origin`` is the default's origin, if any.
+    """
+
+    value: Any = None
+    origin: str = ""
+    uses: tuple[Use, ...] = ()
+    default: bool = False
+    drops: tuple[tuple[Use, str], ...] = ()  # attributes without effect, and why
+
+
+@dataclass(slots=True)
+class _Boot:
+    """Labels, taints and max-pods registered at boot, as one major renders the user data."""
+
+    facts: bootstrap.BootFacts = field(default_factory=bootstrap.BootFacts)
+    uses: list[Use] = field(default_factory=list)
+    drops: list[tuple[Use, str]] = field(default_factory=list)
+    opaque: list[tuple[Use, bootstrap.BootFacts]] = field(default_factory=list)
+
+    def key(self) -> tuple[Any, ...]:
+        f = self.facts
+        return (tuple(sorted(f.labels.items())), tuple(sorted(f.taints)), f.max_pods)
+
+
+class _Group:
+    """One terraform-aws-eks node group (v18-v21) of the cluster module or a sub-module."""
+
+    def __init__(
+        self,
+        r: Reader,
+        group: Obj,
+        defaults: Obj | None,
+        root: Obj | None,
+        majors: Majors,
+        *,
+        managed: bool,
+        via_root: bool,
+    ) -> None:
+        self.r, self.group, self.defaults, self.root = r, group, defaults, root
+        self.majors, self.managed, self.via_root = majors, managed, via_root
+        self._cache: dict[tuple[int, Path, str], Any] = {}
+        self.disk_type: str | None = None  # shown on the spec, not compared
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def src(self, attr: str, major: int | None = None) -> Obj | None:
+        """Where ``try(group.X, defaults.X, fallback)`` reads ``attr`` (v21: the group only)."""
+        if self.group.has(attr):
+            return self.group
+        if self.defaults is not None and major != 21 and self.defaults.has(attr):
+            return self.defaults
+        return None
+
+    def read(self, attr: str | Path, how: str, major: int | None = None) -> tuple[Obj, Any]:
+        """(object, value) of an attribute, read once: ``how`` is text, flag, count, texts or
+        raw. The value is None when absent or unresolved (noted as such, once); a raw value
+        may hold unresolved parts (``Expr``)."""
+        path: Path = (attr,) if isinstance(attr, str) else attr
+        top = str(path[0])
+        obj = self.src(top, major) or self.group
+        key = (id(obj), path, how)
+        if key not in self._cache:
+            r, fact = self.r, _FACTS.get(top, top)
+            value: Any = None
+            if obj.has(path):
+                if how == "text":
+                    value = r.text(obj, path, fact, note=False)
+                elif how == "flag":
+                    value = r.flag(obj, path, fact, note=False)
+                elif how == "count":
+                    value = r.count(obj, path, fact, note=False)
+                elif how == "texts":
+                    value = r.texts(obj, path, fact, note=False)
+                else:  # raw: resolved as far as it goes; the caller checks what it needs
+                    value = r.scope.resolved(obj.raw(path))
+                    if isinstance(value, Expr):
+                        r.unresolve(obj, path, fact, value.text)
+                        value = None
+            self._cache[key] = value
+        return obj, self._cache[key]
+
+    def stated(self, attr: str, major: int | None = None) -> Use | None:
+        """The attribute as try() reads it, when the group or its defaults state it."""
+        obj = self.src(attr, major)
+        return (obj, (attr,)) if obj is not None else None
+
+    # -- settling a fact over the candidate majors -----------------------------------------
+
+    def settle(
+        self,
+        fact: str,
+        attr: str,
+        decide: Callable[[int], _Out],
+        *,
+        merge: Callable[[list[Any]], Any] | None = None,
+        show: Callable[[Any], Any] = lambda v: v,
+    ) -> Any:
+        """The fact's value over the candidate majors, noted in the account: a value they
+        agree on as it is; else ``merge`` of theirs (a wider range, a union) as a default;
+        else none, saying what each major would give."""
+        outs = {m: decide(m) for m in self.majors.majors}
+        values = [o.value for o in outs.values()]
+        r = self.r
+        agree = all(v == values[0] for v in values)
+        self._drops(outs)
+        if agree and values[0] is None:
+            for out in outs.values():
+                for obj, path in out.uses:
+                    obj.view.unresolved(path, out.origin, fact)
+            r.unstated(fact, attr, self._origins(outs))
+            return None
+        if agree or (merge is not None and None not in values):
+            value = values[0] if agree or merge is None else merge(values)
+            for obj, path in dict.fromkeys(u for o in outs.values() for u in o.uses):
+                r.compared(obj, path, fact, show(value))
+            if not agree or any(o.default for o in outs.values()):
+                origin = self._origins(outs)
+                if not agree:
+                    origin += " (the major is not pinned: any of these is accepted)"
+                r.default(fact, attr, show(value), origin)
+            return value
+        for obj, path in dict.fromkeys(u for o in outs.values() for u in o.uses):
+            r.unresolve(obj, path, fact, _MAJOR)
+        r.unstated(fact, attr, f"depends on the module major: {self._origins(outs)}")
+        return None
+
+    def _drops(self, outs: Mapping[int, _Out]) -> None:
+        seen: dict[Use, list[str]] = {}
+        for out in outs.values():
+            for use, why in out.drops:
+                seen.setdefault(use, []).append(why)
+        for (obj, path), whys in seen.items():
+            if len(whys) == len(outs) and len(set(whys)) == 1:
+                obj.view.ignored(path, whys[0])
+            else:
+                obj.view.unresolved(path, _MAJOR, None)
+
+    def _origins(self, outs: Mapping[int, _Out]) -> str:
+        """Each major's origin, majors with the same one grouped."""
+        by_text: dict[str, list[int]] = {}
+        for major, out in outs.items():
+            text = out.origin or "stated at " + ", ".join(
+                self.r.origin(obj, path) for obj, path in out.uses
+            )
+            if not out.origin and out.value is not None:
+                text = f"{_shown(out.value)} {text}"
+            by_text.setdefault(text, []).append(major)
+        if len(by_text) == 1:
+            return f"{self.majors.label}: {next(iter(by_text))}"
+        parts = "; ".join(f"{span(tuple(ms))}: {text}" for text, ms in by_text.items())
+        return f"terraform-aws-eks {parts} ({self.majors.why})"
+
+    # -- the spec --------------------------------------------------------------------------
+
+    def spec(self, key: str, cluster: str | None) -> NodePoolSpec:
+        r, group = self.r, self.group
+        name = r.name(group, "name", key)
+        if self.read("use_name_prefix", "flag")[1] is not False:  # the module's default
+            r.note("name", f'"{name}-" + a suffix Terraform generates (use_name_prefix)')
+            r.name_prefix = f"{name}-"
+        version = self.settle("kubernetesVersion", "cluster_version", self._version)
+        families = tuple(
+            self.settle("osImage", "ami_type", lambda m: self._os(m, version), merge=_union) or ()
+        )
+        types = self.settle(
+            "instanceTypes",
+            "instance_types" if self.managed else "instance_type",
+            self._types,
+            merge=_union,
+            show=list,
+        )
+        lo, hi, desired = self._sizes()
+        disk = self.settle(
+            "diskSizeGiB", "disk_size", lambda m: self._disk(m, self._families(m, version))
+        )
+        labels: dict[str, str] = {}
+        taints: list[Taint] = []
+        if self.managed:
+            labels.update(self._capacity())
+            labels.update(self._labels())
+            taints.extend(self._taints())
+            r.startup_taints.append(eks.UPDATE_TAINT)
+        else:
+            for obj in (group, self.defaults):
+                for attr in ("labels", "taints", "instance_types", "capacity_type"):
+                    if obj is not None:
+                        r.ignore(obj, attr, _SELF_NO_INPUT.format(key=attr))
+        max_pods = self._boot(labels, taints)
+        self._overridden()
+        return r.spec(
+            Provider.AWS,
+            name=name,
+            cluster=cluster,
+            instance_types=tuple(types or ()),
+            disk_size_gib=disk,
+            disk_type=self.disk_type if disk is not None else None,
+            min_size=lo,
+            max_size=hi,
+            desired_size=desired,
+            labels=labels,
+            taints=tuple(sorted(set(taints))),
+            kubernetes_version=version,
+            os_family=families[0] if families else None,
+            os_family_alternatives=families[1:],
+            allocatable={"pods": str(max_pods)} if max_pods is not None else {},
+        )
+
+    def _overridden(self) -> None:
+        """Defaults a group replaces with its own value (``try()`` takes the group's)."""
+        if self.defaults is None:
+            return
+        for attr in self.defaults.body:
+            if isinstance(attr, str) and self.group.has(attr):
+                self.defaults.view.ignored((attr,), "the group states its own (try() replaces)")
+
+    # -- facts -----------------------------------------------------------------------------
+
+    def _version(self, major: int) -> _Out:
+        own, other = ("kubernetes_version", "cluster_version")
+        if major != 21:
+            own, other = other, own
+        drops: tuple[tuple[Use, str], ...] = ()
+        if (dropped := self.stated(other, major)) is not None and self.via_root:
+            drops = ((dropped, f"v{major} reads {own}"),)
+        obj, value = self.read(own, "text", major)
+        if obj.has(own):
+            return _Out(
+                value, "" if value else "not resolved", _known(obj, own, value), drops=drops
+            )
+        if self.root is not None and self.root.has(own):
+            text = self.r.text(self.root, own, "kubernetesVersion", note=False)
+            why = "" if text else "the cluster's version is not resolved"
+            return _Out(text, why, _known(self.root, own, text), drops=drops)
+        return _Out(None, "not stated: the cluster's version (not compared)", drops=drops)
+
+    def _families(self, major: int, version: str | None) -> tuple[str, ...]:
+        return tuple(self._os(major, version).value or ())
+
+    def _os(self, major: int, version: str | None) -> _Out:
+        """The OS family. Without a custom AMI: ``ami_type`` (EKS's for a managed group; the
+        AMI lookup of a v20+ self-managed one), else the default. With ``ami_id``: the format
+        the module renders the user data in must fit the AMI: v18/v19 ``platform``, v20
+        ``ami_type`` or ``platform``, v21 ``ami_type``; AL2's bootstrap.sh format (``linux``,
+        ``AL2_*``) also boots other AMIs (Ubuntu's EKS images): no family then."""
+        drops: list[tuple[Use, str]] = []
+        custom = self.stated("ami_id", major)
+        obj, ami_type = self.read("ami_type", "text", major)
+        typed = obj.has("ami_type")
+        pobj, platform = self.read("platform", "text", major)
+        if major == 21 and pobj.has("platform"):
+            drops.append(((pobj, ("platform",)), "v21 has no platform (ami_type names the OS)"))
+        by_platform = {"bottlerocket": "bottlerocket", "windows": "windows"}.get(platform or "")
+        if custom is not None:
+            if major <= 20 and by_platform is not None:
+                if typed:
+                    why = f"with ami_id EKS gets no ami_type: the AMI is {platform} (platform)"
+                    drops.append(((obj, ("ami_type",)), why))
+                return _Out((by_platform,), uses=((pobj, ("platform",)),), drops=tuple(drops))
+            if typed and major <= 19:
+                drops.append(((obj, ("ami_type",)), "with ami_id the module sends no ami_type"))
+            elif typed and ami_type is not None:
+                family = eks.family_of_ami_type(ami_type)
+                if family is not None and family != "amazonlinux2":  # AL2's bootstrap.sh
+                    return _Out((family,), uses=((obj, ("ami_type",)),), drops=tuple(drops))
+            if major == 21 and not typed:
+                why = "a custom AMI booted with AL2023's nodeadm user data (ami_type default)"
+                return _Out(("amazonlinux2023",), why, (custom,), default=True, drops=tuple(drops))
+            why = "a custom AMI (ami_id) whose OS is not stated"
+            return _Out(None, why, (custom,), drops=tuple(drops))
+        if pobj.has("platform") and major <= 20:
+            why = "platform picks the user data format; the AMI is ami_type's"
+            drops.append(((pobj, ("platform",)), why))
+        if typed:
+            if not self.managed and major < 20:
+                drops.append(((obj, ("ami_type",)), f"v{major} self-managed groups: no ami_type"))
+            elif ami_type is None:
+                return _Out(None, "ami_type is not resolved", drops=tuple(drops))
+            elif (family := eks.family_of_ami_type(ami_type)) is None:
+                why = f"ami_type {ami_type}: the AMI's OS is not known"
+                return _Out(None, why, ((obj, ("ami_type",)),), drops=tuple(drops))
+            else:
+                return _Out((family,), uses=((obj, ("ami_type",)),), drops=tuple(drops))
+        if self.managed and major <= 20:
+            families, why = eks.default_families(version)
+            return _Out(families, why, default=True, drops=tuple(drops))
+        if major == 21:
+            why = "ami_type AL2023_x86_64_STANDARD (sub-module default)"
+            return _Out(("amazonlinux2023",), why, default=True, drops=tuple(drops))
+        why = "the EKS-optimised AL2 x86_64 AMI (ami_type AL2_x86_64)"
+        return _Out(("amazonlinux2",), why, default=True, drops=tuple(drops))
+
+    def _types(self, major: int) -> _Out:
+        if self.managed:
+            obj, types = self.read("instance_types", "texts", major)
+            if obj.has("instance_types"):
+                return _Out(
+                    types or None,
+                    "" if types else "not resolved",
+                    _known(obj, "instance_types", types),
+                )
+            if (external := self._external_launch_template(major)) is not None:
+                return _Out(None, "the launch template may name it (not followed)", (external,))
+            why = "EKS: t3.medium when neither instance_types nor a launch template names one"
+            return _Out((eks.DEFAULT_INSTANCE_TYPE,), why, default=True)
+        if major >= 19 and (wanted := self.stated("instance_requirements", major)) is not None:
+            return _Out(None, "instance_requirements: any matching type (not compared)", (wanted,))
+        mixed, drops = self._mixed(major)
+        if mixed is not None:
+            if (single := self.stated("instance_type", major)) is not None:
+                why = "replaced by the mixed instances policy overrides"
+                drops = (*drops, (single, why))
+            return _Out(mixed.value, mixed.origin, mixed.uses, drops=drops)
+        obj, single_type = self.read("instance_type", "text", major)
+        if obj.has("instance_type"):
+            value = (single_type,) if single_type else None
+            why = "" if single_type else "not resolved"
+            return _Out(value, why, _known(obj, "instance_type", single_type), drops=drops)
+        if self.via_root or major == 21:
+            return _Out(("m6i.large",), "instance_type m6i.large", default=True, drops=drops)
+        return _Out(None, f"v{major} sub-module: no instance_type default", drops=drops)
+
+    def _mixed(self, major: int) -> tuple[_Out | None, tuple[tuple[Use, str], ...]]:
+        """Instance types from the mixed instances policy's overrides, when they apply (None
+        when they do not), and the policy's attributes that have no effect."""
+        if (policy := self.stated("mixed_instances_policy", major)) is None:
+            return None, ()
+        obj = policy[0]
+        enabled = self.read("use_mixed_instances_policy", "flag", major)[1]
+        top: Path = ("mixed_instances_policy", "override")
+        nested: Path = ("mixed_instances_policy", "launch_template", "override")
+        read_here, other = (nested, top) if major == 21 else (top, nested)
+        drops: list[tuple[Use, str]] = []
+        if obj.has(other):
+            where = "launch_template.override" if major == 21 else "override"
+            drops.append(((obj, other), f"v{major} reads mixed_instances_policy.{where}"))
+        if not obj.has(read_here):
+            return None, tuple(drops)
+        if enabled is not True:
+            why = "use_mixed_instances_policy is not true: the policy is not applied"
+            drops.append(((obj, read_here), why))
+            return None, tuple(drops)
+        overrides = self.read(read_here, "raw", major)[1]
+        if overrides is None:
+            return _Out(None, "the mixed instances policy overrides are not resolved"), tuple(drops)
+        use = (obj, read_here)
+        types: list[str] = []
+        for item in overrides if isinstance(overrides, list) else []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("instance_requirements") is not None:
+                return _Out(None, "an override by instance requirements: any type", (use,)), tuple(
+                    drops
+                )
+            if item.get("launch_template_specification") is not None:
+                return _Out(None, "an override names another launch template", (use,)), tuple(drops)
+            if isinstance(item.get("instance_type"), str):
+                types.append(item["instance_type"])
+            elif item.get("instance_type") is not None:
+                why = "an override's instance_type is not resolved"
+                return _Out(None, why, (use,)), tuple(drops)
+        if not types:
+            return None, tuple(drops)
+        return _Out(tuple(dict.fromkeys(types)), uses=(use,)), tuple(drops)
+
+    def _external_launch_template(self, major: int) -> Use | None:
+        """A launch template of the user's (``create_launch_template = false`` and an id)."""
+        create = self.read("create_launch_template", "flag", major)[1]
+        if create is False:
+            return self.stated("launch_template_id", major)
+        return None
+
+    def _custom_template(self, major: int) -> tuple[bool | None, tuple[Use, ...]]:
+        """Does the group use the module's launch template (True), EKS's (False) or the
+        user's (None)? v18: create_launch_template or a launch_template_name (the root
+        passes the group's key); v19+: use_custom_launch_template."""
+        if (external := self._external_launch_template(major)) is not None:
+            return None, (external,)
+        if major == 18:
+            create = self.read("create_launch_template", "flag", major)[1]
+            named = self.read("launch_template_name", "text", major)[1]
+            uses = tuple(
+                u
+                for u in (
+                    self.stated("create_launch_template", major),
+                    self.stated("launch_template_name", major),
+                )
+                if u is not None
+            )
+            has_name = named != "" if named is not None else self.via_root
+            return create is not False or has_name, uses
+        custom = self.read("use_custom_launch_template", "flag", major)[1]
+        switch = self.stated("use_custom_launch_template", major)
+        return custom is not False, (switch,) if switch is not None else ()
+
+    def _disk(self, major: int, families: tuple[str, ...]) -> _Out:
+        ami_type = self.read("ami_type", "text", major)[1]
+        size_use = self.stated("disk_size", major)
+        drops: tuple[tuple[Use, str], ...] = ()
+        if self.managed:
+            custom, switches = self._custom_template(major)
+            if custom is None:
+                return _Out(None, "the user's launch template: its disk (not followed)", switches)
+            if not custom:
+                if size_use is not None:
+                    size = self.read("disk_size", "count", major)[1]
+                    if size is None:
+                        return _Out(None, "disk_size is not resolved")
+                    return _Out(size, uses=(*switches, size_use))
+                found = eks.api_default_disk(families)
+                return _Out(found.size, found.why, switches, default=found.size is not None)
+            if size_use is not None:
+                why = "no effect: the module's launch template is used (use_custom_launch_template)"
+                drops = ((size_use, why),)
+        elif size_use is not None:
+            drops = ((size_use, "self-managed groups have no disk_size"),)
+        mapped = self._mappings(major, families)
+        if mapped is not None:
+            return _Out(mapped.value, mapped.origin, mapped.uses, drops=drops)
+        if (custom_ami := self.stated("ami_id", major)) is not None:
+            return _Out(
+                None, "a custom AMI (ami_id): its own volume size", (custom_ami,), drops=drops
+            )
+        found = eks.ami_default_disk(families, ami_type)
+        if found.size is None:
+            return _Out(None, found.why, drops=drops)
+        why = f"no block_device_mappings on the module's launch template: {found.why}"
+        return _Out(found.size, why, default=True, drops=drops)
+
+    def _mappings(self, major: int, families: tuple[str, ...]) -> _Out | None:
+        """The size of the volume holding ephemeral storage, from ``block_device_mappings``;
+        None when they do not size it (the AMI's own size then applies)."""
+        if (use := self.stated("block_device_mappings", major)) is None:
+            return None
+        value = self.read("block_device_mappings", "raw", major)[1]
+        if value is None:
+            return _Out(None, "block_device_mappings are not resolved")
+        entries = list(value.values()) if isinstance(value, dict) else value
+        if not isinstance(entries, list) or not entries:
+            return None
+        device = eks.root_device(families)
+        if device is None:
+            why = "which device holds ephemeral storage is not known for this OS"
+            return _Out(None, why, (use,))
+        for entry in entries:
+            if not isinstance(entry, dict) or isinstance(entry.get("device_name"), Expr):
+                return _Out(None, "a device name in block_device_mappings is not resolved", (use,))
+            if entry.get("device_name") != device:
+                continue
+            ebs = entry.get("ebs")
+            size = ebs.get("volume_size") if isinstance(ebs, dict) else None
+            if isinstance(size, str) and size.isdigit():
+                size = int(size)
+            if isinstance(size, int) and not isinstance(size, bool):
+                kind = ebs.get("volume_type") if isinstance(ebs, dict) else None
+                self.disk_type = kind if isinstance(kind, str) else None
+                return _Out(size, uses=(use,))
+            if size is not None:
+                return _Out(None, f"the {device} volume_size is not resolved", (use,))
+        use[0].view.ignored(use[1], f"sizes no {device}: the AMI's size applies")
+        return None
+
+    def _sizes(self) -> tuple[int | None, int | None, int | None]:
+        """min / max / desired (desired only initial); ``schedules`` widen min..max."""
+        obj, unit = self.read("desired_size_type", "text")
+        if obj.has("desired_size_type") and unit not in (None, "units"):
+            self.r.compared(obj, "desired_size_type", "minSize", unit)
+            self.r.note("minSize", f"desired_size_type = {unit}: the sizes are not node counts")
+            return None, None, None
+        lo = self.settle("minSize", "min_size", self._size("min_size", 0), merge=min)
+        hi = self.settle("maxSize", "max_size", self._size("max_size", 1), merge=max)
+        desired = self.settle("desiredSize", "desired_size", self._size("desired_size", 2))
+        lo, hi = self._scheduled(lo, hi)
+        return lo, hi, desired
+
+    def _size(self, attr: str, index: int) -> Callable[[int], _Out]:
+        def decide(major: int) -> _Out:
+            obj, value = self.read(attr, "count", major)
+            if obj.has(attr):
+                why = "" if value is not None else "not resolved"
+                return _Out(value, why, _known(obj, attr, value))
+            if self.managed:
+                fallback = (1 if self.via_root or major == 21 else 0, 3, 1)
+            else:
+                fallback = (1 if major == 21 else 0, 3, 1)
+            where = "root module fallback" if self.via_root and major < 21 else "default"
+            kind = "eks-managed" if self.managed else "self-managed"
+            why = f"{kind} {attr} {fallback[index]} ({where})"
+            return _Out(fallback[index], why, default=True)
+
+        return decide
+
+    def _scheduled(self, lo: int | None, hi: int | None) -> tuple[int | None, int | None]:
+        """Scheduled scaling actions move min/max at times: the range covers them."""
+        if (use := self.stated("schedules")) is None:
+            return lo, hi
+        schedules = self.read("schedules", "raw")[1]
+        if not isinstance(schedules, dict):
+            return None, None
+        sizes: dict[str, list[int]] = {"min_size": [], "max_size": []}
+        for schedule in schedules.values():
+            for key, found in sizes.items():
+                value = schedule.get(key) if isinstance(schedule, dict) else None
+                if isinstance(value, str) and value.lstrip("-").isdigit():
+                    value = int(value)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    if value >= 0:  # -1: "keep the current size"
+                        found.append(value)
+                elif value is not None:
+                    self.r.unresolve(use[0], "schedules", "minSize", f"schedules: {key}")
+                    return None, None
+        if lo is not None:
+            lo = min([lo, *sizes["min_size"]])
+            self.r.compared(use[0], "schedules", "minSize", lo)
+        if hi is not None:
+            hi = max([hi, *sizes["max_size"]])
+            self.r.compared(use[0], "schedules", "maxSize", f"min {lo}, max {hi}")
+        return lo, hi
+
+    def _capacity(self) -> dict[str, str]:
+        fact = f"labels.{eks.CAPACITY_LABEL}"
+        obj, stated = self.read("capacity_type", "text")
+        if not obj.has("capacity_type"):
+            why = f"{self.majors.label}: EKS managed node groups are ON_DEMAND"
+            self.r.default(fact, "capacity_type", "ON_DEMAND", why)
+            return {eks.CAPACITY_LABEL: "ON_DEMAND"}
+        if stated in ("ON_DEMAND", "SPOT"):
+            self.r.compared(obj, "capacity_type", fact, stated)
+            return {eks.CAPACITY_LABEL: stated}
+        if stated is not None:
+            obj.view.ignored(("capacity_type",), f"{stated}: its node label is not known")
+        return {}
+
+    def _labels(self) -> dict[str, str]:
+        obj = self.src("labels")
+        return (self.r.labels(obj, "labels") or {}) if obj is not None else {}
+
+    def _taints(self) -> tuple[Taint, ...]:
+        obj = self.src("taints")
+        return (self.r.taints(obj, "taints") or ()) if obj is not None else ()
+
+    # -- boot ------------------------------------------------------------------------------
+
+    def _format(self, major: int) -> str | None:
+        """Which user data template renders the group: al2, al2023, bottlerocket, windows."""
+        platforms = {"linux": "al2", "bottlerocket": "bottlerocket", "windows": "windows"}
+        platform = self.read("platform", "text", major)[1]
+        if major <= 19:  # v18/v19: platform picks the template
+            return platforms.get(platform or "linux")
+        obj, ami_type = self.read("ami_type", "text", major)
+        if obj.has("ami_type"):
+            return _format_of_ami_type(ami_type) if ami_type else None
+        if major == 20:
+            return platforms.get(platform or "linux")
+        return "al2023"
+
+    def _boot_of(self, major: int) -> _Boot:
+        out = _Boot()
+        fmt = self._format(major)
+        enabled = not self.managed or self.read("enable_bootstrap_user_data", "flag", major)[1]
+        obj, text = self.read("bootstrap_extra_args", "text", major)
+        use: Use = (obj, ("bootstrap_extra_args",))
+        if text is not None:
+            if fmt == "al2" and enabled:
+                out.facts.merge(bootstrap.from_kubelet_flags(text))
+                out.uses.append(use)
+            elif fmt == "al2":
+                why = "no effect: AL2 managed groups apply it only with enable_bootstrap_user_data"
+                out.drops.append((use, why))
+            elif fmt == "al2023":
+                why = "no effect: AL2023 ignores it (nodeadm reads cloudinit_pre_nodeadm)"
+                out.drops.append((use, why))
+            elif fmt == "bottlerocket":
+                out.facts.merge(bootstrap.from_bottlerocket_toml(text))
+                out.uses.append(use)
+            else:
+                out.opaque.append((use, bootstrap.from_user_data(text)))
+        obj, parts = self.read("cloudinit_pre_nodeadm", "raw", major)
+        use = (obj, ("cloudinit_pre_nodeadm",))
+        if parts is not None:
+            if major <= 19:
+                out.drops.append((use, f"v{major} has no cloudinit_pre_nodeadm"))
+            elif fmt != "al2023":
+                out.drops.append((use, "no effect: only AL2023 user data has nodeadm parts"))
+            else:
+                out.facts.merge(bootstrap.from_nodeadm(_content(parts)))
+                out.uses.append(use)
+                if first_unknown(parts) is not None:  # a part not resolved: it may set any
+                    out.opaque.append((use, bootstrap.BootFacts(found=True)))
+        for key in _OPAQUE:
+            obj, value = self.read(key, "raw", major)
+            if value is not None:
+                out.opaque.append(((obj, (key,)), bootstrap.from_user_data(_content(value))))
+        if (template := self.stated("user_data_template_path", major)) is not None:
+            out.opaque.append((template, bootstrap.BootFacts(found=True)))
+        return out
+
+    def _boot(self, labels: dict[str, str], taints: list[Taint]) -> int | None:
+        """Boot-time labels, taints and max-pods, asserted where every candidate major
+        renders them alike; shell scripts are read but never asserted."""
+        r = self.r
+        boots = {m: self._boot_of(m) for m in self.majors.majors}
+        first = next(iter(boots.values()))
+        self._drops({m: _Out(drops=tuple(b.drops)) for m, b in boots.items()})
+        uses = list(dict.fromkeys(u for b in boots.values() for u in b.uses))
+        max_pods = None
+        if all(b.key() == first.key() for b in boots.values()):
+            facts = first.facts
+            for obj, path in uses:
+                for key, value in facts.labels.items():
+                    r.compared(obj, path, f"labels.{key}", f"{key}={value}")
+                for taint in facts.taints:
+                    r.compared(obj, path, taint.field_name, "registered at boot")
+                if facts.max_pods is not None:
+                    r.compared(obj, path, "allocatable.pods", facts.max_pods)
+                if not (facts.labels or facts.taints or facts.max_pods is not None):
+                    obj.view.ignored(path, "no node labels, taints or max-pods in it")
+            labels.update(facts.labels)
+            taints.extend(facts.taints)
+            max_pods = facts.max_pods
+            for expression in facts.unresolved:
+                r.note("labels", expression)
+        else:
+            for obj, path in uses:
+                r.unresolve(obj, path, "taints", _MAJOR)
+        what = "sets node labels, taints or max-pods: not asserted (it may not take effect)"
+        for (obj, path), facts in {u: f for b in boots.values() for u, f in b.opaque}.items():
+            if not facts.found:
+                obj.view.ignored(path, "no node labels, taints or max-pods in it")
+                continue
+            obj.view.unresolved(path, what, None)
+            for key, value in facts.labels.items():
+                r.note(f"labels.{key}", f"{key}={value} in {path[0]}: {what}")
+            if facts.taints or not (facts.labels or facts.max_pods is not None):
+                r.note("taints", f"{path[0]}: {what}")
+        return max_pods
+
+
+def _known(obj: Obj, attr: str, value: Any) -> tuple[Use, ...]:
+    """The attribute as a use, when its value is known (an unresolved one is noted already)."""
+    return ((obj, (attr,)),) if value is not None else ()
+
+
+def _content(value: Any) -> str:
+    """User data text: a string, or the ``content`` of cloud-init parts (one per line)."""
+    if isinstance(value, str):
+        return value
+    parts = value if isinstance(value, list) else [value]
+    found = (p.get("content") for p in parts if isinstance(p, dict))
+    return "\n".join(c for c in found if isinstance(c, str))
+
+
+def _format_of_ami_type(ami_type: str) -> str | None:
+    upper = ami_type.upper()
+    for prefix, fmt in (
+        ("AL2023", "al2023"),
+        ("AL2_", "al2"),
+        ("BOTTLEROCKET", "bottlerocket"),
+        ("WINDOWS", "windows"),
+    ):
+        if upper.startswith(prefix):
+            return fmt
+    return None
+
+
+def _union(values: list[Any]) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        out.extend(value or ())
+    return tuple(dict.fromkeys(out))
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return " or ".join(map(str, value))
+    return str(value)

@@ -1,0 +1,808 @@
+"""Google GKE: ``google_container_node_pool``, the ``node_pool`` blocks (or else the implicit
+``default-pool``) of ``google_container_cluster``, and the terraform-google-modules
+kubernetes-engine module's ``node_pools`` / ``windows_node_pools``.
+
+Defaults, as desired values with their provenance:
+
+- resources (provider docs, GKE): ``machine_type`` e2-medium; ``disk_size_gb`` 100; an unset
+  ``image_type`` gives Container-Optimized OS; a pool with neither ``node_count`` nor
+  ``initial_node_count`` is created empty (``InitialNodeCount`` 0);
+- the module (v10-v44, ``cluster.tf``): ``machine_type`` e2-medium, ``disk_size_gb`` 100,
+  ``image_type`` COS_CONTAINERD (COS up to v18: the same family), ``autoscaling`` true with
+  ``min_count`` 1 / ``max_count`` 100 per zone, else ``node_count`` 1 per zone; the node labels it
+  always adds, ``cluster_name`` (the module's ``name``) and ``node_pool`` (the pool's), unless
+  ``node_pools_labels.default_values`` turns them off; labels and taints of ``node_pools_labels`` /
+  ``node_pools_taints`` for ``all`` and the pool.
+
+Counts are per zone (``total_*`` are totals): they are multiplied by the number of zones when the
+files fix it — the pool's ``node_locations``; a zonal cluster's zone plus its ``node_locations``;
+a regional cluster's ``node_locations``; for the module, the pool's ``node_locations``, else
+``zones`` (``regional = false``: all listed zones, even when their names are variables).
+A regional cluster without listed zones gets zones GKE (or the module, at random) picks: the
+count is then not compared. ``spot`` / ``preemptible`` pools carry ``cloud.google.com/gke-spot``
+/ ``cloud.google.com/gke-preemptible`` = "true". Taints GKE adds on its own (Windows, Arm, GPU
+and gVisor nodes) are tolerated, never reported. Disk type is not visible on a Node: ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.formats.terraform.eks_majors import constraint_majors
+from fleetwarden.formats.terraform.hcl import Expr, blocks, first_unknown, source_text
+from fleetwarden.formats.terraform.lines import Path
+from fleetwarden.formats.terraform.reading import (
+    META_IGNORED,
+    Context,
+    Obj,
+    Reader,
+    module_enabled,
+)
+
+__all__ = ["cluster_pools", "module_pools", "node_pool_pools"]
+
+_ZONE = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")
+_REGION = re.compile(r"[a-z]+-[a-z]+\d+")
+_ARM = re.compile(r"^(t2a|c4a|n4a)-")
+_MACHINE = "e2-medium"
+_DISK_GB = 100
+_SPOT_LABEL = "cloud.google.com/gke-spot"
+_PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
+_NOT_ON_NODE = "not visible on a Node"
+_PROVIDER = "Google provider / GKE"
+# taints GKE puts on nodes by itself: tolerated, never reported
+_WINDOWS_TAINT = Taint("node.kubernetes.io/os", "windows", "NoSchedule")
+_ARM_TAINT = Taint("kubernetes.io/arch", "arm64", "NoSchedule")
+_GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
+_GVISOR_TAINT = Taint("sandbox.gke.io/runtime", "gvisor", "NoSchedule")
+
+_CONFIG_IGNORED: dict[str, str] = {
+    key: why
+    for keys, why in (
+        (("disk_type", "boot_disk"), f"disk type: {_NOT_ON_NODE} (its size is compared)"),
+        (("service_account", "oauth_scopes"), f"node identity: {_NOT_ON_NODE}"),
+        (("metadata",), f"instance metadata: {_NOT_ON_NODE}"),
+        (("tags", "resource_labels", "resource_manager_tags"), f"GCE tags: {_NOT_ON_NODE}"),
+        (
+            ("local_ssd_count", "local_nvme_ssd_block_config", "secondary_boot_disks"),
+            "extra disks: not the kubelet's ephemeral storage",
+        ),
+        (
+            (
+                "storage_pools",
+                "boot_disk_kms_key",
+                "enable_confidential_storage",
+                "local_ssd_encryption_mode",
+            ),
+            f"disk settings: {_NOT_ON_NODE}",
+        ),
+        (("guest_accelerator",), "GPUs: not compared (a device plugin's resource)"),
+        (
+            ("kubelet_config", "linux_node_config", "windows_node_config", "containerd_config"),
+            "kubelet / OS configuration: not compared",
+        ),
+        (
+            (
+                "workload_metadata_config",
+                "shielded_instance_config",
+                "confidential_nodes",
+                "advanced_machine_features",
+                "sandbox_config",
+            ),
+            f"node security: {_NOT_ON_NODE}",
+        ),
+        (
+            (
+                "reservation_affinity",
+                "sole_tenant_config",
+                "node_group",
+                "host_maintenance_policy",
+                "min_cpu_platform",
+                "fast_socket",
+                "gvnic",
+                "gcfs_config",
+                "logging_variant",
+                "flex_start",
+                "max_run_duration",
+            ),
+            f"GCE instance setting: {_NOT_ON_NODE}",
+        ),
+        (("effective_taints",), "computed by the provider"),
+    )
+    for key in keys
+}
+_POOL_IGNORED: dict[str, str] = {
+    **META_IGNORED,
+    "project": f"GCP project: {_NOT_ON_NODE}",
+    "management": f"auto-repair / auto-upgrade: {_NOT_ON_NODE}",
+    "upgrade_settings": f"surge upgrade settings: {_NOT_ON_NODE}",
+    "network_config": f"networking: {_NOT_ON_NODE}",
+    "placement_policy": f"VM placement: {_NOT_ON_NODE}",
+    "queued_provisioning": f"provisioning mode: {_NOT_ON_NODE}",
+    "autoscaling[*].location_policy": f"how the autoscaler spreads nodes: {_NOT_ON_NODE}",
+    "location": "the cluster's region or zone: read for the number of zones",
+    "node_locations": "zones: read for the number of zones",
+    **{f"node_config[*].{k}": v for k, v in _CONFIG_IGNORED.items()},
+}
+_CLUSTER_SETTING = "a cluster setting: not a property of the default pool's nodes"
+_CLUSTER_IGNORED: dict[str, str] = {
+    **_POOL_IGNORED,
+    **{
+        key: _CLUSTER_SETTING
+        for key in (
+            "network",
+            "subnetwork",
+            "networking_mode",
+            "ip_allocation_policy",
+            "private_cluster_config",
+            "master_auth",
+            "master_authorized_networks_config",
+            "addons_config",
+            "workload_identity_config",
+            "logging_service",
+            "monitoring_service",
+            "logging_config",
+            "monitoring_config",
+            "maintenance_policy",
+            "resource_labels",
+            "description",
+            "enable_shielded_nodes",
+            "binary_authorization",
+            "vertical_pod_autoscaling",
+            "datapath_provider",
+            "dns_config",
+            "gateway_api_config",
+            "security_posture_config",
+            "cost_management_config",
+            "enable_l4_ilb_subsetting",
+            "enable_intranode_visibility",
+            "enable_legacy_abac",
+            "notification_config",
+            "database_encryption",
+            "cluster_ipv4_cidr",
+            "default_snat_status",
+            "enable_kubernetes_alpha",
+            "enable_tpu",
+            "fleet",
+            "deletion_protection",
+            "release_channel",
+            "min_master_version",
+            "authenticator_groups_config",
+            "mesh_certificates",
+            "service_external_ips_config",
+            "enable_multi_networking",
+            "control_plane_endpoints_config",
+        )
+    },
+    "cluster_autoscaling": "node auto-provisioning: creates other pools (not this one)",
+    "node_pool_defaults": "defaults of other pools: not compared",
+    "node_pool_auto_config": "defaults of auto-provisioned pools: not compared",
+    "remove_default_node_pool": "read: whether the default-pool exists",
+    "enable_autopilot": "read: an Autopilot cluster has no default-pool",
+    "name": "read: the cluster's name",
+}
+_MODULE_POOL_IGNORED: dict[str, str] = {
+    **{
+        key: why
+        for keys, why in (
+            (("auto_repair",), f"auto-repair: {_NOT_ON_NODE}"),
+            (("disk_type",), f"disk type: {_NOT_ON_NODE} (its size is compared)"),
+            (
+                ("service_account", "enable_private_nodes"),
+                f"node identity / access: {_NOT_ON_NODE}",
+            ),
+            (("local_ssd_count", "local_nvme_ssd_count"), "extra disks: not the kubelet's storage"),
+            (
+                (
+                    "accelerator_count",
+                    "accelerator_type",
+                    "gpu_partition_size",
+                    "gpu_sharing_strategy",
+                    "max_shared_clients_per_gpu",
+                    "gpu_driver_version",
+                ),
+                "GPUs: not compared (a device plugin's resource)",
+            ),
+            (
+                (
+                    "enable_gcfs",
+                    "enable_gvnic",
+                    "logging_variant",
+                    "pod_range",
+                    "min_cpu_platform",
+                    "boot_disk_kms_key",
+                    "enable_secure_boot",
+                    "enable_integrity_monitoring",
+                    "node_affinity",
+                    "enable_nested_virtualization",
+                    "placement_policy",
+                    "threads_per_core",
+                    "enable_confidential_nodes",
+                    "tpu_topology",
+                    "policy_name",
+                    "reservation_affinity_consume_reservation_type",
+                    "enable_confidential_storage",
+                    "location_policy",
+                    "queued_provisioning",
+                    "strategy",
+                    "max_surge",
+                    "max_unavailable",
+                    "node_pool_soak_duration",
+                    "batch_node_count",
+                    "batch_soak_duration",
+                    "batch_percentage",
+                    "flex_start",
+                    "max_run_duration",
+                    "consume_reservation_type",
+                    "reservation_name",
+                    "network",
+                    "subnetwork",
+                ),
+                f"GCE / upgrade setting: {_NOT_ON_NODE}",
+            ),
+            (
+                (
+                    "sandbox_enabled",
+                    "cpu_manager_policy",
+                    "cpu_cfs_quota",
+                    "cpu_cfs_quota_period",
+                    "insecure_kubelet_readonly_port_enabled",
+                    "pod_pids_limit",
+                    "image_gc_low_threshold_percent",
+                    "image_gc_high_threshold_percent",
+                    "container_log_max_size",
+                    "container_log_max_files",
+                ),
+                "kubelet / sandbox configuration: not compared",
+            ),
+        )
+        for key in keys
+    },
+}
+
+
+def node_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
+    """One ``google_container_node_pool``."""
+    r = Reader(ctx, f"google_container_node_pool.{label}")
+    obj = r.obj(body, ("resource", "google_container_node_pool", label), _POOL_IGNORED)
+    if not r.exists(obj):
+        return []
+    cluster = r.cluster(obj, "cluster")
+    target = ctx.scope.cluster_of(obj.raw("cluster"))
+    zones = _resource_zones(r, obj, target)
+    return [_pool(r, obj, label, cluster, zones)]
+
+
+def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
+    """The cluster's ``node_pool`` blocks; without any, GKE's own ``default-pool`` unless the
+    cluster removes it."""
+    where = f"google_container_cluster.{label}"
+    base: Path = ("resource", "google_container_cluster", label)
+    if ctx.scope.resolved(body.get("enable_autopilot")) is True:
+        return []
+    probe = Reader(ctx, where)
+    if not probe.exists(probe.obj(body, base, {}, close=False)):
+        return []
+    inline = body.get("node_pool")
+    pools: list[NodePoolSpec] = []
+    for i, block in enumerate(inline if isinstance(inline, list) else ()):
+        if isinstance(block, dict):
+            r = Reader(ctx, f"{where}.node_pool[{i}]")
+            root = r.obj(body, base, {}, close=False, label=where)
+            obj = r.obj(block, (*base, "node_pool", i), _POOL_IGNORED)
+            cluster = r.text(root, "name", "cluster")
+            zones = _resource_zones(r, obj, body, root=root)
+            pools.append(_pool(r, obj, f"node_pool-{i}", cluster, zones))
+    dynamic = any(lbl == "node_pool" for lbl, _content in blocks(body, "dynamic", 1))
+    removed = ctx.scope.resolved(body.get("remove_default_node_pool"))
+    if pools or dynamic or removed is True:
+        return pools
+    r = Reader(ctx, where)
+    obj = r.obj(body, base, _CLUSTER_IGNORED)
+    r.exists(obj)
+    if isinstance(removed, Expr):
+        r.unresolve(obj, "remove_default_node_pool", "count", removed.text)
+    cluster = r.text(obj, "name", "cluster")
+    zones = _resource_zones(r, None, body, root=obj)
+    return [_pool(r, obj, "default-pool", cluster, zones, default_pool=True)]
+
+
+# -- zones -----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Zones:
+    """How many zones a pool spans (None: not fixed by the files), and why."""
+
+    count: int | None
+    why: str
+    uses: Sequence[tuple[Obj, Path]] = ()
+
+
+def _resource_zones(
+    r: Reader, pool: Obj | None, cluster: Mapping[Any, Any] | None, *, root: Obj | None = None
+) -> _Zones:
+    """The pool's ``node_locations``, else the cluster's zone plus its ``node_locations``, else
+    one for a zonal cluster; a regional cluster without listed zones: not known."""
+    zones = r.scope.resolved(pool.raw("node_locations")) if pool is not None else None
+    if pool is not None and isinstance(zones, list) and zones and first_unknown(zones) is None:
+        return _Zones(len(set(map(str, zones))), "node_locations", [(pool, ("node_locations",))])
+    if pool is not None and pool.has("node_locations"):
+        r.unresolve(pool, "node_locations", "zones", source_text(zones))
+        return _Zones(None, "node_locations is not resolved")
+    if cluster is None:
+        return _Zones(None, "the cluster is not in these files: its zones are not known")
+    location = r.scope.resolved(cluster.get("location"))
+    extra = r.scope.resolved(cluster.get("node_locations"))
+    listed = isinstance(extra, list) and bool(extra) and first_unknown(extra) is None
+    uses = [(root, (key,)) for key in ("location", "node_locations") if root and root.has(key)]
+    if isinstance(location, str) and _ZONE.fullmatch(location):
+        count = len({location, *map(str, extra)}) if listed else 1
+        return _Zones(count, "a zonal cluster's zone and node_locations", uses)
+    if isinstance(location, str) and _REGION.fullmatch(location):
+        if listed:
+            return _Zones(len(set(map(str, extra))), "the regional cluster's node_locations", uses)
+        return _Zones(None, "a regional cluster's zones are GKE's choice (not stated)")
+    return _Zones(None, "the cluster's location is not known")
+
+
+class _PerZone:
+    """GKE counts are per zone: a total needs the number of zones, else it is unresolved."""
+
+    def __init__(self, r: Reader, zones: _Zones) -> None:
+        self.r, self.zones = r, zones
+
+    def total(self, obj: Obj, attr: Path, fact: str, per_zone: int | None) -> int | None:
+        if per_zone is None:
+            return None
+        if per_zone == 0:  # none in any number of zones
+            self.r.compared(obj, attr, fact, 0)
+            return 0
+        if self.zones.count is None:
+            name = str(attr[-1])
+            expression = f"{name} = {per_zone} per zone; the number of zones is not stated"
+            if obj.has(attr):
+                self.r.unresolve(obj, attr, fact, expression)
+            else:
+                self.r.note(fact, expression)
+                self.r.unstated(fact, name, f"{per_zone} per zone: {self.zones.why}")
+            return None
+        for zone_obj, path in self.zones.uses:
+            self.r.compared(zone_obj, path, "zones", self.zones.count)
+        total = per_zone * self.zones.count
+        if obj.has(attr):
+            self.r.compared(obj, attr, fact, f"{per_zone} per zone x {self.zones.count} zones")
+        return total
+
+    def default(self, fact: str, attr: str, per_zone: int, origin: str) -> int | None:
+        if per_zone == 0:
+            self.r.default(fact, attr, 0, origin)
+            return 0
+        if self.zones.count is None:
+            self.r.note(fact, f"{attr} = {per_zone} per zone; the number of zones is not stated")
+            self.r.unstated(fact, attr, f"{origin}: {per_zone} per zone; {self.zones.why}")
+            return None
+        for zone_obj, path in self.zones.uses:
+            self.r.compared(zone_obj, path, "zones", self.zones.count)
+        total = per_zone * self.zones.count
+        self.r.default(
+            fact, attr, total, f"{origin}: {per_zone} per zone x {self.zones.count} zones"
+        )
+        return total
+
+
+# -- a resource pool -------------------------------------------------------------------------------
+
+
+def _pool(
+    r: Reader,
+    obj: Obj,
+    stand_in: str,
+    cluster: str | None,
+    zones: _Zones,
+    *,
+    default_pool: bool = False,
+) -> NodePoolSpec:
+    """A GKE pool (resource, ``node_pool`` block, or a cluster's default-pool)."""
+    cfg: Path = ("node_config", 0)
+    name = "default-pool" if default_pool else r.name(obj, "name", stand_in, prefix="name_prefix")
+    r.dynamic(obj, "taint", "taints", at=cfg)
+    machine = r.text(obj, (*cfg, "machine_type"), "instanceTypes")
+    if machine is None and not obj.has((*cfg, "machine_type")):
+        machine = _MACHINE
+        r.default(
+            "instanceTypes",
+            "node_config.machine_type",
+            _MACHINE,
+            f"{_PROVIDER}: machine_type e2-medium",
+        )
+    disk = r.count(obj, (*cfg, "disk_size_gb"), "diskSizeGiB")
+    if disk is None and not obj.has((*cfg, "disk_size_gb")):
+        if obj.has((*cfg, "ephemeral_storage_local_ssd_config")):
+            why = "local SSDs for ephemeral storage: the disk size is not compared"
+            obj.view.ignored((*cfg, "ephemeral_storage_local_ssd_config"), why)
+            r.unstated(
+                "diskSizeGiB",
+                "node_config.disk_size_gb",
+                "ephemeral storage on local SSDs: the boot disk is not compared",
+            )
+        else:
+            disk = _DISK_GB
+            r.default(
+                "diskSizeGiB",
+                "node_config.disk_size_gb",
+                _DISK_GB,
+                f"{_PROVIDER}: disk_size_gb 100",
+            )
+    image = r.text(obj, (*cfg, "image_type"), "osImage", note=False)
+    family = r.os_family(obj, (*cfg, "image_type")) if image is not None else None
+    if not obj.has((*cfg, "image_type")):
+        family = "cos"
+        r.default(
+            "osImage",
+            "node_config.image_type",
+            "COS_CONTAINERD",
+            f"{_PROVIDER}: an unset image_type is Container-Optimized OS",
+        )
+    labels = dict(r.labels(obj, (*cfg, "labels")) or {})
+    labels.update(_spot(r, obj, cfg))
+    taints = r.taints(obj, (*cfg, "taint")) or ()
+    _auto_taints(
+        r, family, machine, obj.has((*cfg, "guest_accelerator")), obj.has((*cfg, "sandbox_config"))
+    )
+    pods = r.count(obj, "max_pods_per_node", "allocatable.pods")
+    per_zone = _PerZone(r, zones)
+    lo, hi = _autoscaling(r, obj, per_zone)
+    desired = _initial(r, obj, per_zone, default_pool)
+    version_attr = "node_version" if default_pool else "version"
+    version = r.text(obj, version_attr, "kubernetesVersion")
+    if not obj.has(version_attr):
+        r.unstated(
+            "kubernetesVersion", version_attr, "not stated: the cluster's version (not compared)"
+        )
+    return r.spec(
+        Provider.GCP,
+        name=name,
+        cluster=cluster,
+        instance_types=(machine,) if machine else (),
+        disk_size_gib=disk,
+        disk_type=_text_or_none(r.scope.resolved(obj.raw((*cfg, "disk_type")))),
+        min_size=lo,
+        max_size=hi,
+        desired_size=desired,
+        labels=labels,
+        taints=taints,
+        kubernetes_version=version,
+        os_family=family,
+        allocatable={"pods": str(pods)} if pods is not None else {},
+    )
+
+
+def _autoscaling(r: Reader, obj: Obj, per_zone: _PerZone) -> tuple[int | None, int | None]:
+    scaling: Path = ("autoscaling", 0)
+    if not obj.has(scaling):
+        return None, None
+    out: list[int | None] = []
+    for total_key, key, fact in (
+        ("total_min_node_count", "min_node_count", "minSize"),
+        ("total_max_node_count", "max_node_count", "maxSize"),
+    ):
+        total = r.count(obj, (*scaling, total_key), fact)
+        if total is None and not obj.has((*scaling, total_key)):
+            count = r.count(obj, (*scaling, key), fact, note=False)
+            total = per_zone.total(obj, (*scaling, key), fact, count)
+        out.append(total)
+    return out[0], out[1]
+
+
+def _initial(r: Reader, obj: Obj, per_zone: _PerZone, default_pool: bool) -> int | None:
+    for key in ("node_count", "initial_node_count"):
+        if obj.has(key):
+            count = r.count(obj, key, "desiredSize", note=False)
+            return per_zone.total(obj, (key,), "desiredSize", count)
+    if default_pool:
+        r.unstated(
+            "desiredSize",
+            "initial_node_count",
+            "not stated (the provider requires it for the default-pool)",
+        )
+        return None
+    return per_zone.default(
+        "desiredSize",
+        "node_count",
+        0,
+        "Google provider: neither node_count nor initial_node_count: the pool is created empty",
+    )
+
+
+def _spot(r: Reader, obj: Obj, at: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, label in (("spot", _SPOT_LABEL), ("preemptible", _PREEMPTIBLE_LABEL)):
+        value = r.flag(obj, (*at, key), f"labels.{label}", note=False)
+        if value is True:
+            r.compared(obj, (*at, key), f"labels.{label}", True)
+            out[label] = "true"
+        elif value is False:
+            obj.view.ignored((*at, key), "false: no label asserted")
+    return out
+
+
+def _auto_taints(
+    r: Reader, family: str | None, machine: str | None, gpu: bool, sandbox: bool
+) -> None:
+    """Taints GKE adds on its own: tolerated on the pool's nodes, never asserted."""
+    if family is not None and family.startswith("windows"):
+        r.startup_taints.append(_WINDOWS_TAINT)
+    if machine is not None and _ARM.match(machine):
+        r.startup_taints.append(_ARM_TAINT)
+    if gpu:
+        r.startup_taints.append(_GPU_TAINT)
+    if sandbox:
+        r.startup_taints.append(_GVISOR_TAINT)
+
+
+# -- the kubernetes-engine module ---------------------------------------------------------------
+
+
+def module_pools(
+    ctx: Context, label: str, module: Mapping[Any, Any], remarks: list[str]
+) -> list[NodePoolSpec]:
+    """terraform-google-modules/kubernetes-engine: ``node_pools`` and ``windows_node_pools``
+    lists, with the per-pool maps (``node_pools_labels`` ...) keyed by pool name or ``all``."""
+    where = f"module.{label}"
+    if not module_enabled(where, module, ctx.scope, remarks):
+        return []
+    pools: list[NodePoolSpec] = []
+    for section in ("node_pools", "windows_node_pools"):
+        listed = ctx.scope.resolved(module.get(section, []))
+        if not isinstance(listed, list):
+            remarks.append(f"{where}.{section}: {source_text(listed)} cannot be read")
+            continue
+        for i, pool in enumerate(listed):
+            if not isinstance(pool, dict):
+                remarks.append(f"{where}.{section}[{i}]: {source_text(pool)} cannot be read")
+                continue
+            r = Reader(ctx, f"{where}.{section}[{i}]")
+            root = r.obj(module, ("module", label), {}, label=where, close=False)
+            obj = r.obj(pool, ("module", label, section, i), _MODULE_POOL_IGNORED)
+            r.exists(root)
+            pools.append(_module_pool(r, root, obj, windows=section == "windows_node_pools"))
+    return pools
+
+
+def _module_major(module: Obj) -> int | None:
+    version = module.raw("version")
+    found = constraint_majors(version) if isinstance(version, str) else None
+    return found[0] if found is not None else None
+
+
+def _module_pool(r: Reader, root: Obj, obj: Obj, *, windows: bool) -> NodePoolSpec:
+    name = r.name(obj, "name", "pool")
+    cluster = r.cluster(root, "name")
+    major = _module_major(root)
+    known = major is None or major >= 10
+    origin = "terraform-google-modules/kubernetes-engine " + (
+        f"v{major}" if major is not None else "(version not pinned: the newest)"
+    )
+    autoscaling = r.flag(obj, "autoscaling", "count")
+    if autoscaling is None and not obj.has("autoscaling"):
+        autoscaling = True
+    zones = _module_zones(r, root, obj)
+    per_zone = _PerZone(r, zones)
+    lo = hi = None
+    desired = None
+    if autoscaling is not False:
+        lo = _module_count(r, obj, per_zone, "total_min_count", "min_count", "minSize", 1, origin)
+        hi = _module_count(r, obj, per_zone, "total_max_count", "max_count", "maxSize", 100, origin)
+        if obj.has("initial_node_count"):
+            count = r.count(obj, "initial_node_count", "desiredSize", note=False)
+            desired = per_zone.total(obj, ("initial_node_count",), "desiredSize", count)
+        r.ignore(obj, "node_count", "no effect with autoscaling (initial_node_count is used)")
+    else:
+        if obj.has("node_count"):
+            count = r.count(obj, "node_count", "desiredSize", note=False)
+            desired = per_zone.total(obj, ("node_count",), "desiredSize", count)
+        else:
+            desired = per_zone.default("desiredSize", "node_count", 1, f"{origin}: node_count 1")
+        for key in (
+            "min_count",
+            "max_count",
+            "total_min_count",
+            "total_max_count",
+            "initial_node_count",
+        ):
+            r.ignore(obj, key, "no effect with autoscaling = false")
+    machine = r.text(obj, "machine_type", "instanceTypes")
+    if machine is None and not obj.has("machine_type") and known:
+        machine = _MACHINE
+        r.default("instanceTypes", "machine_type", _MACHINE, f"{origin}: machine_type e2-medium")
+    disk = r.count(obj, "disk_size_gb", "diskSizeGiB")
+    local_ssd = r.count(
+        obj, "local_ssd_ephemeral_storage_count", "diskSizeGiB", note=False
+    ) or r.count(obj, "local_ssd_ephemeral_count", "diskSizeGiB", note=False)
+    for key in ("local_ssd_ephemeral_storage_count", "local_ssd_ephemeral_count"):
+        if obj.has(key):
+            why = "local SSDs for ephemeral storage: the disk size is not compared"
+            obj.view.ignored((key,), why)
+    if local_ssd:
+        if disk is not None:
+            obj.view.ignored(("disk_size_gb",), "ephemeral storage is on local SSDs: not compared")
+        disk = None
+        r.unstated("diskSizeGiB", "disk_size_gb", "ephemeral storage on local SSDs: not compared")
+    elif disk is None and not obj.has("disk_size_gb") and known:
+        disk = _DISK_GB
+        r.default("diskSizeGiB", "disk_size_gb", _DISK_GB, f"{origin}: disk_size_gb 100")
+    family = r.os_family(obj, "image_type") if obj.has("image_type") else None
+    if not obj.has("image_type"):
+        family = "cos"
+        default_image = "COS" if major is not None and major <= 18 else "COS_CONTAINERD"
+        r.default("osImage", "image_type", default_image, f"{origin}: image_type {default_image}")
+    for attr, fact in (("node_pools_labels", "labels"), ("node_pools_taints", "taints")):
+        whole = r.scope.resolved(root.raw(attr))
+        if isinstance(whole, Expr):  # the per-pool maps are not known: nor their facts
+            r.unresolve(root, attr, fact, whole.text)
+    labels = _module_labels(r, root, name, cluster, origin)
+    labels.update(_spot(r, obj, ()))
+    taints: list[Taint] = []
+    for key in ("all", name):
+        if root.has(("node_pools_taints", key)):
+            taints.extend(r.taints(root, ("node_pools_taints", key)) or ())
+    _module_maps(r, root, name)
+    gpu = bool(obj.has("accelerator_count") and obj.raw("accelerator_count") != 0)
+    _auto_taints(
+        r,
+        family if not windows else family or "windows",
+        machine,
+        gpu,
+        obj.raw("sandbox_enabled") is True,
+    )
+    pods = r.count(obj, "max_pods_per_node", "allocatable.pods")
+    if pods is None and not obj.has("max_pods_per_node") and root.has("default_max_pods_per_node"):
+        pods = r.count(root, "default_max_pods_per_node", "allocatable.pods")
+    version = _module_version(r, root, obj)
+    return r.spec(
+        Provider.GCP,
+        name=name,
+        cluster=cluster,
+        instance_types=(machine,) if machine else (),
+        disk_size_gib=disk,
+        disk_type=_text_or_none(r.scope.resolved(obj.raw("disk_type"))),
+        min_size=lo,
+        max_size=hi,
+        desired_size=desired,
+        labels=labels,
+        taints=tuple(sorted(set(taints))),
+        kubernetes_version=version,
+        os_family=family,
+        allocatable={"pods": str(pods)} if pods is not None else {},
+    )
+
+
+def _module_count(
+    r: Reader,
+    obj: Obj,
+    per_zone: _PerZone,
+    total_key: str,
+    key: str,
+    fact: str,
+    fallback: int,
+    origin: str,
+) -> int | None:
+    if obj.has(total_key):
+        if obj.has(key):
+            obj.view.ignored((key,), f"no effect: {total_key} is set")
+        return r.count(obj, total_key, fact)
+    if obj.has(key):
+        count = r.count(obj, key, fact, note=False)
+        return per_zone.total(obj, (key,), fact, count)
+    return per_zone.default(fact, key, fallback, f"{origin}: {key} {fallback}")
+
+
+def _module_zones(r: Reader, root: Obj, obj: Obj) -> _Zones:
+    """The pool's ``node_locations`` ("a,b"), else the module's ``zones``: all of them for a
+    zonal cluster (``regional = false``), the listed ones for a regional cluster."""
+    locations = r.text(obj, "node_locations", "zones", note=False)
+    if locations is not None and locations.strip():
+        count = len({z.strip() for z in locations.split(",") if z.strip()})
+        return _Zones(count, "node_locations", [(obj, ("node_locations",))])
+    if obj.has("node_locations"):
+        return _Zones(None, "node_locations is not resolved")
+    regional = r.flag(root, "regional", "zones", note=False)
+    if regional is None and root.has("regional"):
+        return _Zones(None, "regional is not resolved")
+    raw = root.raw("zones")
+    zones = r.scope.resolved(raw) if raw is not None else None
+    uses = [(root, (key,)) for key in ("regional", "zones") if root.has(key)]
+    if not isinstance(zones, list):
+        if raw is not None and not isinstance(zones, list):
+            r.unresolve(root, "zones", "zones", source_text(zones))
+        if regional is False:
+            return _Zones(None, "a zonal cluster whose zones are not resolved")
+        return _Zones(None, "a regional cluster: the module picks 3 zones of the region at random")
+    if regional is False:
+        if not zones:
+            return _Zones(None, "a zonal cluster without zones")
+        known = [z for z in zones if not isinstance(z, Expr)]
+        distinct = len(set(map(str, known))) + (len(zones) - len(known))
+        return _Zones(distinct, "a zonal cluster: every zone listed in zones", uses)
+    if zones and first_unknown(zones) is None:
+        return _Zones(len(set(map(str, zones))), "a regional cluster's zones", uses)
+    return _Zones(None, "a regional cluster whose zones are not listed (or not resolved)")
+
+
+def _module_labels(
+    r: Reader, root: Obj, name: str, cluster: str | None, origin: str
+) -> dict[str, str]:
+    """The labels the module always adds (unless ``default_values`` says not), then the
+    ``all`` and per-pool maps of ``node_pools_labels`` (later wins)."""
+    labels: dict[str, str] = {}
+    switches = r.scope.resolved(root.raw(("node_pools_labels", "default_values")))
+    for key, value in (("cluster_name", cluster), ("node_pool", name)):
+        switch = switches.get(key, True) if isinstance(switches, dict) else True
+        if switch is False:
+            continue
+        if value is None:
+            r.note(
+                f"labels.{key}", f"the module's {key} label: its value (the name) is not resolved"
+            )
+            r.unstated(f"labels.{key}", key, "the module adds it; its value is not resolved")
+            continue
+        labels[key] = value
+        r.default(f"labels.{key}", key, value, f"{origin}: the label it adds to every pool")
+    if root.has(("node_pools_labels", "default_values")):
+        r.compared(root, ("node_pools_labels", "default_values"), "labels", switches)
+    for key in ("all", name):
+        if root.has(("node_pools_labels", key)):
+            labels.update(r.labels(root, ("node_pools_labels", key)) or {})
+    return labels
+
+
+_MAP_REASONS = {
+    "node_pools_oauth_scopes": f"node identity: {_NOT_ON_NODE}",
+    "node_pools_metadata": f"instance metadata: {_NOT_ON_NODE}",
+    "node_pools_tags": f"network tags: {_NOT_ON_NODE}",
+    "node_pools_resource_labels": f"GCE labels: {_NOT_ON_NODE}",
+    "node_pools_resource_manager_tags": f"GCE tags: {_NOT_ON_NODE}",
+}
+
+
+def _module_maps(r: Reader, root: Obj, name: str) -> None:
+    """The module's other per-pool maps, for this pool: noted as ignored."""
+    for attr in root.body:
+        if not isinstance(attr, str) or not attr.startswith("node_pools_"):
+            continue
+        if attr in ("node_pools_labels", "node_pools_taints"):
+            continue
+        why = _MAP_REASONS.get(attr, "node OS / kubelet configuration: not compared")
+        for key in ("all", name):
+            if root.has((attr, key)) or root.raw((attr, key)) == {}:
+                root.view.ignored((attr, key), why)
+
+
+def _module_version(r: Reader, root: Obj, obj: Obj) -> str | None:
+    """A pool's version counts only without auto-upgrade (the module's default is
+    ``regional || release_channel != UNSPECIFIED``): else nodes follow the cluster."""
+    upgrade = r.flag(obj, "auto_upgrade", "kubernetesVersion", note=False)
+    if upgrade is None and not obj.has("auto_upgrade"):
+        regional = r.scope.resolved(root.raw("regional"))
+        channel = r.scope.resolved(root.raw("release_channel"))
+        upgrade = not (regional is False and channel == "UNSPECIFIED")  # the module's default
+    if upgrade is not False:
+        r.ignore(obj, "auto_upgrade", "auto-upgrade: the version follows the cluster")
+        r.ignore(obj, "version", "no effect: the pool auto-upgrades with the cluster")
+        r.unstated("kubernetesVersion", "version", "auto-upgraded with the cluster: not compared")
+        return None
+    r.ignore(obj, "auto_upgrade", "false: the pool keeps its version")
+    if obj.has("version"):
+        return r.text(obj, "version", "kubernetesVersion")
+    r.unstated("kubernetesVersion", "version", "not stated: the cluster's version (not compared)")
+    return None
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A stated value shown on the spec, not compared (disk type is not visible on a Node)."""
+    return value if isinstance(value, str) else None
