@@ -103,7 +103,8 @@ ConfigOpt = Annotated[
         "--config",
         "-c",
         metavar="FILE",
-        help="YAML config: tolerance, pool labels, severity overrides, ignore rules.",
+        help="YAML config: tolerance, pool labels, severity overrides, ignore rules, "
+        "the provisioner releases to assume (scan.provisioners).",
     ),
 ]
 FormatOpt = Annotated[
@@ -178,10 +179,14 @@ def scan(
 def explain(
     desired: DesiredOpt,
     pool: Annotated[
-        str | None, typer.Option("--pool", "-p", help="Only pools whose name matches (a glob).")
+        str | None,
+        typer.Option(
+            "--pool", "-p", metavar="GLOB", help="Only pools whose name matches (a glob)."
+        ),
     ] = None,
     cluster: Annotated[
-        str | None, typer.Option("--cluster", help="Only pools of this cluster (a glob).")
+        str | None,
+        typer.Option("--cluster", metavar="GLOB", help="Only pools of this cluster (a glob)."),
     ] = None,
     config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
