@@ -54,6 +54,20 @@ async def test_an_unreachable_server_is_queue_unavailable_within_connect_timeout
     assert time.monotonic() - t0 < 3
 
 
+async def test_a_resend_within_the_duplicate_window_is_folded_and_counted(
+    nats_server: NatsServer, opened: list[NatsQueue]
+):
+    """JetStream's duplicate window (2 min by default) is the queue's only memory of an event:
+    a resend within it is folded (and ``put_many`` says so), even after the ack."""
+    q = NatsQueue(nats_server.url, depth_cache=0.0, **nats_names())
+    opened.append(q)
+    assert await q.put_many([event(1), event(2)]) == 0
+    batch = await q.get_batch(2, 2.0)
+    await q.ack(batch)
+    assert await q.put_many([event(1), event(3)]) == 1
+    assert await q.depth() == 1
+
+
 async def test_depth_counts_waiting_and_unacked_messages(
     nats_server: NatsServer, opened: list[NatsQueue]
 ):

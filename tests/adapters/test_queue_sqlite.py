@@ -1,6 +1,6 @@
 """The EventQueue contract, pinned for both backends (``queue``/``queue_kit`` run each test on
 SQLite and on a real nats-server), then what only the embedded SQLite queue promises: group
-commit, the processed-keys window, one owning process, reopening, and a kill -9 crash test.
+commit, no lasting "processed" marks, one owning process, reopening, and a kill -9 crash test.
 """
 
 from __future__ import annotations
@@ -74,17 +74,14 @@ async def test_get_batch_wakes_for_an_event_put_while_it_waits(queue: EventQueue
     assert time.monotonic() - t0 < 1.0, "woken by the put, not by a poll"
 
 
-async def test_the_same_key_is_stored_once_in_one_batch_across_puts_and_after_ack(
+async def test_the_same_key_is_stored_once_while_it_waits_and_the_copies_are_counted(
     queue: EventQueue,
 ):
-    await queue.put_many([event(1), event(1), event(2)])
-    await queue.put_many([event(1)])
+    assert await queue.put_many([event(1), event(1), event(2)]) == 1
+    assert await queue.put_many([event(1)]) == 1
     assert await queue.depth() == 2
     first = await take_and_ack(queue, 2)
     assert ids(first) == ["1", "2"]
-    await queue.put_many([event(1), event(2)])  # redelivered by the source after processing
-    assert await queue.depth() == 0
-    assert await queue.get_batch(10, 0.3) == []
 
 
 async def test_same_id_from_another_source_is_another_event(queue: EventQueue):
@@ -217,27 +214,50 @@ async def test_queue_full_refuses_one_put_without_failing_the_puts_in_its_commit
         results = await asyncio.gather(
             *(q.put_many([event(i)]) for i in range(6)), return_exceptions=True
         )
-        assert sum(r is None for r in results) == 3
-        assert all(isinstance(r, QueueFull) for r in results if r is not None)
+        assert sum(r == 0 for r in results) == 3
+        assert all(isinstance(r, QueueFull) for r in results if r != 0)
         assert await q.depth() == 3
     finally:
         await q.close()
 
 
-async def test_processed_keys_are_forgotten_after_the_retention_window(tmp_path: Path):
-    now = [1_000_000.0]
-    q = SqliteQueue(tmp_path / "q.db", retention=3600, clock=lambda: now[0])
+async def test_an_event_sent_again_after_its_ack_is_queued_again_for_the_stores_to_judge(
+    tmp_path: Path,
+):
+    """The queue keeps no "already processed" marks: a store that is new or restored from a
+    backup must get the event; the workers' stores (idempotent by key) call it a duplicate."""
+    q = SqliteQueue(tmp_path / "q.db")
     try:
         await q.put_many([event(1)])
         await take_and_ack(q, 1)
-        now[0] += 3000
-        await q.put_many([event(1)])
-        assert await q.depth() == 0, "still within the window: a duplicate"
-        now[0] += 700
-        await q.put_many([event(1)])
-        assert await q.depth() == 1, "past the window: a new delivery"
+        assert await q.put_many([event(1)]) == 0
+        (again,) = await take(q, 1, timeout=2)
+        assert again.event.id == "1"
     finally:
         await q.close()
+
+
+async def test_a_version_1_file_loses_its_processed_marks_and_keeps_its_events(tmp_path: Path):
+    path = tmp_path / "q.db"
+    q = SqliteQueue(path)
+    await q.put_many([event(1), event(2)])
+    await take_and_ack(q, 1)
+    await q.close()
+    with sqlite3.connect(path) as conn:  # what version 1 left behind
+        conn.execute("CREATE TABLE processed (key TEXT PRIMARY KEY, done_at REAL NOT NULL)")
+        conn.execute("INSERT INTO processed VALUES (?, ?)", (event(7).key, time.time()))
+        conn.execute("PRAGMA user_version=1")
+    q = SqliteQueue(path)
+    try:
+        assert await q.depth() == 1
+        await q.put_many([event(7)])  # marked processed by version 1: queued all the same
+        assert sorted(ids(await take(q, 2, timeout=2))) == ["2", "7"]
+    finally:
+        await q.close()
+    with sqlite3.connect(path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        assert "processed" not in tables
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
 
 
 async def test_reopening_keeps_unacked_events_and_counts_them(tmp_path: Path):

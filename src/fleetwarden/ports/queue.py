@@ -3,7 +3,10 @@
 Implementations: ``adapters/queue/sqlite.py`` (embedded default, WAL) and
 ``adapters/queue/nats.py`` (NATS JetStream, for several gateway and worker replicas).
 Delivery is at-least-once: a consumer that does not ``ack`` gets the message again after
-``ack_wait``; effects must be idempotent by event key (``ChangeEvent.key``).
+``ack_wait``; effects must be idempotent by event key (``ChangeEvent.key``). A queue folds an
+event put again while the first copy still waits; it keeps no lasting "already processed"
+marks (a store restored from a backup must get every event it lacks): deciding that a
+delivery is a duplicate is the stores' job.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ class Delivery:
 
 
 class EventQueue(Protocol):
-    async def put_many(self, events: Sequence[ChangeEvent]) -> None:
-        """Durably store the events (all or none) before returning.
-        Raises QueueFull or QueueUnavailable."""
+    async def put_many(self, events: Sequence[ChangeEvent]) -> int:
+        """Durably store the events (all or none) before returning; the result is how many of
+        them were folded into a copy already queued (redeliveries). Raises QueueFull or
+        QueueUnavailable."""
         ...
 
     async def get_batch(self, max_items: int, timeout: float) -> list[Delivery]:

@@ -4,7 +4,10 @@ Storing
     ``put_many`` publishes every event to ``subject`` with ``Nats-Msg-Id`` = the event key,
     concurrently, and returns once every PubAck is in: the events are then in the stream's
     file store.  JetStream drops a message whose id it saw within the stream's
-    ``duplicate_window`` (default 2 min), so a re-sent event is accepted and stored once.
+    ``duplicate_window`` (default 2 min), so a re-sent event is accepted and stored once
+    (its PubAck says ``duplicate``: ``put_many`` counts those).  That window is the only
+    "already seen" memory here, and it is short: after it, a redelivered event is queued
+    again and the workers' stores, idempotent by key, decide it is a duplicate.
     A batch is not atomic in JetStream: when some publishes fail, ``put_many`` raises
     ``QueueUnavailable`` and the caller's retry stores the rest, the stored ones deduped.
     Beyond the duplicate window, effects must stay idempotent by key (the port's rule).
@@ -115,9 +118,9 @@ class NatsQueue:
 
     # ------------------------------------------------------------------ EventQueue
 
-    async def put_many(self, events: Sequence[ChangeEvent]) -> None:
+    async def put_many(self, events: Sequence[ChangeEvent]) -> int:
         if not events:
-            return
+            return 0
         js = (await self._ready())[0]
         depth = await self.depth()
         if depth >= self.max_depth:
@@ -145,7 +148,9 @@ class NatsQueue:
                 f"nats: {len(failures)} of {len(results)} events not stored in stream "
                 f"{self.stream} ({stored} stored; a retry stores the rest once): {failures[0]!r}"
             ) from failures[0]
-        self._depth_value += len(events)  # keeps the cached depth honest between refreshes
+        folded = sum(1 for r in results if getattr(r, "duplicate", False))
+        self._depth_value += len(events) - folded  # honest between refreshes
+        return folded
 
     async def get_batch(self, max_items: int, timeout: float) -> list[Delivery]:
         sub = (await self._ready())[1]

@@ -20,17 +20,21 @@ Group commit
     the operations one per transaction, so one bad operation cannot fail the others.
 
 Dedupe
-    ``events.key`` is unique (``INSERT OR IGNORE``), and acknowledged keys are kept in
-    ``processed`` for ``retention`` seconds (default 24 h): a redelivered event, waiting or
-    already processed, is accepted and stored once.
+    ``events.key`` is unique (``INSERT OR IGNORE``): an event put again while it still waits
+    is stored once, and ``put_many`` says how many it folded so.  Once acknowledged, an event
+    is gone from the file: the queue keeps no "already processed" marks (version 1 kept them
+    for 24 h in a ``processed`` table, dropped on open).  Whether an event was processed is
+    for the stores the workers write to decide -- each is idempotent by the event key -- so a
+    store that is new, or restored from a backup, is never starved of events an old queue
+    file had seen.
 
 Leases
     ``get_batch`` leases rows until ``now + ack_wait`` (``attempt += 1``); ``ack`` deletes
-    them (recording the key in ``processed``), ``nack(delay)`` makes them visible again after
-    ``delay``.  A lease that is neither acked nor nacked expires and the row is delivered
-    again.  The file is owned by one process (an ``flock`` on ``<path>.lock``): when it
-    opens the file, no other consumer can hold a lease, so leases left by a crashed process
-    are released at once.  Several processes or hosts: use ``NatsQueue``.
+    them, ``nack(delay)`` makes them visible again after ``delay``.  A lease that is neither
+    acked nor nacked expires and the row is delivered again.  The file is owned by one
+    process (an ``flock`` on ``<path>.lock``): when it opens the file, no other consumer can
+    hold a lease, so leases left by a crashed process are released at once.
+    Several processes or hosts: use ``NatsQueue``.
 
 Limits
     ``max_depth`` is checked before each ``put_many``: a batch that starts below the limit is
@@ -66,7 +70,7 @@ log = logging.getLogger(__name__)
 
 MAX_OPS_PER_COMMIT = 512  # bounds one transaction's time (and the latency it adds)
 _PARAMS_PER_STATEMENT = 500  # below SQLite's host-parameter limit (999 on old builds)
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2  # 1 had the "processed" table (see Dedupe): upgraded on open
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -79,18 +83,9 @@ CREATE TABLE IF NOT EXISTS events (
     stored_at  REAL    NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_visibility ON events (visible_at, seq);
-CREATE TABLE IF NOT EXISTS processed (
-    key     TEXT PRIMARY KEY,
-    done_at REAL NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS processed_by_age ON processed (done_at);
 """
 
-_INSERT = (
-    "INSERT OR IGNORE INTO events (key, body, visible_at, stored_at) "
-    "SELECT ?1, ?2, ?3, ?3 "
-    "WHERE NOT EXISTS (SELECT 1 FROM processed WHERE key = ?1 AND done_at >= ?4)"
-)
+_INSERT = "INSERT OR IGNORE INTO events (key, body, visible_at, stored_at) VALUES (?1, ?2, ?3, ?3)"
 _LEASE = (
     "UPDATE events SET visible_at = ?1, leased = 1, attempt = attempt + 1 "
     "WHERE seq IN (SELECT seq FROM events WHERE visible_at <= ?2 "
@@ -128,7 +123,6 @@ class SqliteQueue:
         max_depth: int = 100_000,
         ack_wait: float = 30.0,
         batch_window: float = 0.002,
-        retention: float = 24 * 3600.0,
         op_timeout: float = 30.0,
         poll_interval: float = 1.0,
         clock: Callable[[], float] = time.time,
@@ -137,7 +131,6 @@ class SqliteQueue:
         self.max_depth = max_depth
         self.ack_wait = ack_wait
         self.batch_window = batch_window
-        self.retention = retention
         self.op_timeout = op_timeout
         self.poll_interval = poll_interval
         self._clock = clock
@@ -145,7 +138,6 @@ class SqliteQueue:
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
         self._waiters_lock = threading.Lock()
         self._closed = False
-        self._last_prune = 0.0
         self.commits = 0  # transactions committed: fewer than operations is group commit
         self._lock_fh = self._take_file_lock()
         try:
@@ -160,13 +152,14 @@ class SqliteQueue:
 
     # ------------------------------------------------------------------ EventQueue
 
-    async def put_many(self, events: Sequence[ChangeEvent]) -> None:
+    async def put_many(self, events: Sequence[ChangeEvent]) -> int:
         if not events:
-            return
+            return 0
         if self._depth >= self.max_depth:  # fast refusal; the writer checks again
             raise QueueFull(self._depth, self.max_depth)
         rows = [(e.key, orjson.dumps(e.to_json())) for e in events]
-        await self._submit("put", rows)
+        folded: int = await self._submit("put", rows)
+        return folded
 
     async def get_batch(self, max_items: int, timeout: float) -> list[Delivery]:
         loop = asyncio.get_running_loop()
@@ -282,6 +275,9 @@ class SqliteQueue:
             conn.execute("PRAGMA synchronous=FULL")  # why: see the module docstring
             conn.executescript(_SCHEMA)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 1:  # its processed marks must not outlive it (see Dedupe)
+                conn.execute("DROP TABLE IF EXISTS processed")
+                version = 0
             if version == 0:
                 conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
             elif version != _SCHEMA_VERSION:
@@ -335,7 +331,6 @@ class SqliteQueue:
                         op.error = QueueUnavailable(f"sqlite queue {self.path}: {exc!r}")
                         self._resolve(op)
                     continue
-                self._maybe_prune()
         finally:
             self._fail_leftovers()
             with contextlib.suppress(sqlite3.Error):
@@ -394,9 +389,9 @@ class SqliteQueue:
             if depth >= self.max_depth:
                 raise QueueFull(depth, self.max_depth)
             (rows,) = op.args
-            cutoff = now - self.retention  # exact, whenever the prune last ran
-            cur = conn.executemany(_INSERT, [(key, body, now, cutoff) for key, body in rows])
+            cur = conn.executemany(_INSERT, [(key, body, now) for key, body in rows])
             op.depth_delta = max(cur.rowcount, 0)
+            op.result = len(rows) - op.depth_delta  # folded into one already waiting
             op.wakes_consumers = op.depth_delta > 0
         elif op.kind == "lease":
             (max_items,) = op.args
@@ -420,16 +415,11 @@ class SqliteQueue:
             op.result = (deliveries, next_visible)
         elif op.kind == "ack":
             (seqs,) = op.args
-            keys: list[str] = []
+            gone = 0
             for chunk in _chunks(seqs, _PARAMS_PER_STATEMENT):
                 marks = ",".join("?" * len(chunk))
-                sql = f"DELETE FROM events WHERE seq IN ({marks}) RETURNING key"
-                keys.extend(row[0] for row in conn.execute(sql, chunk))
-            conn.executemany(
-                "INSERT OR REPLACE INTO processed (key, done_at) VALUES (?, ?)",
-                [(key, now) for key in keys],
-            )
-            op.depth_delta = -len(keys)
+                gone += conn.execute(f"DELETE FROM events WHERE seq IN ({marks})", chunk).rowcount
+            op.depth_delta = -gone
         elif op.kind == "nack":
             tokens, delay = op.args
             # Only the current lease holder may hand a row back (attempt matches).
@@ -440,16 +430,6 @@ class SqliteQueue:
             op.wakes_consumers = delay == 0 and cur.rowcount > 0
         else:  # pragma: no cover - _submit callers are all above
             raise AssertionError(f"unknown queue operation {op.kind!r}")
-
-    def _maybe_prune(self) -> None:
-        now = self._clock()
-        if now - self._last_prune < min(60.0, self.retention / 10):
-            return
-        self._last_prune = now
-        try:
-            self._conn.execute("DELETE FROM processed WHERE done_at < ?", (now - self.retention,))
-        except sqlite3.Error as exc:  # retried at the next interval; puts still dedupe
-            log.warning("processed-keys prune failed path=%s error=%s", self.path, exc)
 
     def _resolve(self, op: _Op) -> None:
         with contextlib.suppress(RuntimeError):  # the caller's loop is closed
