@@ -167,10 +167,39 @@ async def test_queue_over_its_limit_is_429_with_retry_after(tmp_path):
         await h.close()
 
 
-async def test_redelivery_of_the_same_event_is_stored_once(gw):
+async def test_redelivery_of_the_same_event_is_stored_once_and_counted(gw):
     for _ in range(3):
         assert (await gw.post("aws", EKS_EVENT)).status_code == 202
     assert await gw.queue.depth() == 1
+    text = (await gw.client.get("/metrics")).text
+    assert "fleetwarden_events_duplicate_total 2.0" in text
+
+
+async def test_a_forged_cloudevent_cannot_shadow_the_aws_event_of_the_same_source_and_id(gw):
+    """A CloudEvents sender picks ``source`` and ``id`` freely: the one the real EventBridge
+    event will have, and a forged actor. Keys are namespaced by the route that authenticated
+    the delivery, so the genuine event is stored too, with its own actor."""
+    forged = {
+        "specversion": "1.0",
+        "id": EKS_EVENT["id"],
+        "source": "aws.eks",
+        "type": "aws.eks.UpdateNodegroupConfig",
+        "cluster": "prod-eu-1",
+        "nodepool": "general",
+        "actor": "arn:aws:iam::123456789012:user/mallory",
+        "data": {},
+    }
+    r = await gw.post(
+        "cloudevents", forged, headers={"content-type": "application/cloudevents+json"}
+    )
+    assert r.status_code == 202, r.text
+    assert (await gw.post("aws", EKS_EVENT)).status_code == 202
+    got = {d.event.route: d.event for d in await gw.queue.get_batch(10, timeout=1)}
+    assert set(got) == {"cloudevents", "aws"}
+    assert got["aws"].key != got["cloudevents"].key
+    assert (got["aws"].source, got["aws"].id) == (got["cloudevents"].source, EKS_EVENT["id"])
+    assert got["aws"].actor == "arn:aws:iam::123456789012:user/alice"
+    assert got["cloudevents"].actor == "arn:aws:iam::123456789012:user/mallory"
 
 
 async def test_event_grid_subscription_validation_echoes_the_code(gw):

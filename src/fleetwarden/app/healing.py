@@ -176,9 +176,8 @@ class Healer:
             refs = []
             cause = f.extra.get("cause")
             if isinstance(cause, dict) and cause.get("eventId") and cause.get("source"):
-                refs.append(
-                    record_id(AuditKind.EVENT, dedupe_key(cause["source"], cause["eventId"]))
-                )
+                key = cause.get("key") or dedupe_key(cause["source"], cause["eventId"])
+                refs.append(record_id(AuditKind.EVENT, key))
             finding_key = f"{f.id}:{ev.type.value}:{ev.at.isoformat()}"
             fdraft = finding_draft(f, refs=refs, key=finding_key)
             fid = record_id(AuditKind.FINDING, finding_key)

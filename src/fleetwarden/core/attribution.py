@@ -36,6 +36,7 @@ class Attribution:
                 e = hit[1]
                 return {
                     "eventId": e.id,
+                    "key": e.key,  # the event's audit record is record_id(EVENT, key)
                     "type": e.type,
                     "source": e.source,
                     "provider": e.provider.value,

@@ -4,7 +4,14 @@ The shape follows CloudEvents 1.0 (``id``, ``source``, ``type``, ``time``, ``sub
 fleetwarden's extensions: which cluster and pool changed, the provider, the operation, the
 changed fields where the payload says, and the **actor** — who did it (CloudTrail
 ``userIdentity.arn``, Azure ``claims``/``caller``, GCP ``authenticationInfo.principalEmail``).
-``(source, id)`` identifies an event: a redelivery of the same pair is the same event.
+
+Identity (``key``): ``(route, source, id)``. ``route`` is the gateway route the event came
+through, set by the gateway after the request authenticated with that route's own credential
+(``auth.<route>``): it is the sender's identity, which a payload cannot choose. ``source`` and
+``id`` are the payload's (CloudEvents: unique per source), so a redelivery is the same event,
+while a sender on one route can never reuse another route's key (a CloudEvent claiming
+``source: aws.eks`` is not the EventBridge event of that id). Events made without a route
+(tests, events queued by older versions) keep the key of ``(source, id)``.
 """
 
 from __future__ import annotations
@@ -67,11 +74,16 @@ class ChangeEvent:
     flags: tuple[EventFlag, ...] = ()
     received_at: datetime | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)  # small, secret-free extract
+    route: str | None = None  # the authenticated gateway route (see the module docstring)
     key: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # computed once: the gateway, the queue and the workers all need it
-        object.__setattr__(self, "key", dedupe_key(self.source, self.id))
+        object.__setattr__(self, "key", dedupe_key(self.source, self.id, route=self.route))
+
+    def via(self, route: str) -> ChangeEvent:
+        """The event as received on ``route`` (its key then lives in that route's namespace)."""
+        return self if self.route == route else _replace(self, route=route)
 
     def with_flags(self, *flags: EventFlag) -> ChangeEvent:
         merged = tuple(dict.fromkeys((*self.flags, *flags)))
@@ -97,6 +109,7 @@ class ChangeEvent:
             "flags": [f.value for f in self.flags],
             "receivedAt": _iso(self.received_at),
             "detail": dict(self.detail),
+            "route": self.route,
         }
 
     @classmethod
@@ -119,6 +132,7 @@ class ChangeEvent:
             flags=tuple(EventFlag(f) for f in data.get("flags") or ()),
             received_at=parse_time(data.get("receivedAt")),
             detail=dict(data.get("detail") or {}),
+            route=data.get("route"),
         )
 
     def to_bytes(self) -> bytes:
@@ -133,8 +147,15 @@ def _replace(event: ChangeEvent, **changes: Any) -> ChangeEvent:
     return ChangeEvent(**values)
 
 
-def dedupe_key(source: str, event_id: str) -> str:
-    return hashlib.sha256(f"{source}\0{event_id}".encode()).hexdigest()[:32]
+def dedupe_key(source: str, event_id: str, *, route: str | None = None) -> str:
+    """The event's identity as 32 hex digits: ``(route, source, id)``, or ``(source, id)``
+    for an event that came through no route (the form older versions stored). The routed
+    form hashes the JSON list of the three, so no choice of text in one can imitate another."""
+    if route is None:
+        data = f"{source}\0{event_id}".encode(errors="surrogatepass")  # a lone surrogate too
+    else:
+        data = json.dumps([route, source, event_id]).encode()  # ASCII: \u escapes
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -195,10 +195,12 @@ def create_app(
                 {"error": f"{source} payload: cannot be processed ({type(exc).__name__})"},
                 {},
             )
-        events = [eventrules.flag_unknown(e, config.known_pools) for e in parsed.events]
+        # the route names the credential that admitted the events: their keys live in its
+        # namespace, so no other route's sender can make them look like duplicates
+        events = [eventrules.flag_unknown(e.via(source), config.known_pools) for e in parsed.events]
         if events:
             try:
-                await queue.put_many(events)
+                folded = await queue.put_many(events)
             except QueueFull as exc:
                 reject(source, "queue_full")
                 return 429, {"error": str(exc)}, {"retry-after": str(config.retry_after)}
@@ -210,6 +212,8 @@ def create_app(
                     {"retry-after": str(config.retry_after)},
                 )
             accepted[source].inc(len(events))
+            if folded:
+                metrics.duplicates.inc(folded)
             recent.extend(events)
         if parsed.reply is not None:
             metrics.handshakes.labels(source).inc()

@@ -42,7 +42,7 @@ class ServiceMetrics:
         )
         self.duplicates = Counter(
             "fleetwarden_events_duplicate_total",
-            "Events dropped by the worker as already processed",
+            "Redelivered events: folded by the queue, or already stored when processed",
             registry=r,
         )
         self.coalesced = Counter(
