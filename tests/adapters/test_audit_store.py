@@ -151,7 +151,7 @@ async def test_opening_an_empty_database_migrates_it_to_head(backend: Backend):
         "SELECT version_num FROM alembic_version", "SELECT seq, hash FROM audit_head",
         bypass=False,
     )  # fmt: skip
-    assert version == ("0002_kind_at",)
+    assert version == ("0003_event_outbox",)
     assert head == (0, GENESIS_HASH)
     assert await store.last() is None
     assert (await store.verify()).ok
@@ -163,7 +163,8 @@ async def test_opening_an_empty_database_migrates_it_to_head(backend: Backend):
 async def test_a_store_of_the_first_schema_is_upgraded_on_open_and_keeps_its_records(
     backend: Backend,
 ):
-    """0002 adds the (kind, at) index that the start-up replay of decisions reads through."""
+    """0002 adds the (kind, at) index that the start-up replay of decisions reads through,
+    0003 the event outbox."""
     from alembic import command
 
     async def indexes() -> set[str]:
@@ -188,7 +189,7 @@ async def test_a_store_of_the_first_schema_is_upgraded_on_open_and_keeps_its_rec
         "SELECT kind FROM audit_records ORDER BY seq",
         bypass=False,
     )
-    assert version == ("0002_kind_at",)
+    assert version == ("0003_event_outbox",)
     assert rows == [(d.kind.value,) for d in incident(1)]
     assert (await store.verify()).ok
     assert "ix_audit_records_kind_at" in await indexes()
@@ -261,6 +262,51 @@ async def test_the_same_event_appended_again_is_the_stored_record(backend: Backe
     assert mixed[0] == first[0] and mixed[1].seq == 7
     assert await store.last() == (7, mixed[1].hash)
     assert (await store.verify()).checked == 7
+
+
+async def test_append_new_says_which_drafts_became_records(backend: Backend):
+    """The key is the dedupe mark, checked and written in the record's own transaction: the
+    worker learns which events are redeliveries from the append itself."""
+    store = await backend.open()
+    assert await store.append_new([audit.event_draft(event(1)), audit.event_draft(event(2))]) == [
+        True,
+        True,
+    ]
+    again = [audit.event_draft(event(2)), audit.event_draft(event(3)), audit.event_draft(event(3))]
+    assert await store.append_new(again) == [False, True, False]
+    assert (await store.verify()).checked == 3
+
+
+async def test_a_new_event_is_due_to_each_following_sink_once_until_marked_sent(
+    backend: Backend,
+):
+    """The outbox rows are written with the event record: a replayed event (already stored)
+    is not due again, so a sink hears of it once."""
+    store = await backend.open()
+    drafts = [audit.event_draft(event(i)) for i in range(3)]
+    await store.append_new(drafts[:2], deliver_to=("feed", "other"))
+    await store.append_new([drafts[1], drafts[2]], deliver_to=("feed", "other"))  # a replay
+    await store.append_new([AuditDraft(AuditKind.NOTE, key="n")], deliver_to=("feed",))
+    due = await store.fetch_due("feed")
+    assert [r.key for r in due] == [d.key for d in drafts]
+    assert due[0].payload["event"]["id"] == "evt-0"
+    assert [r.key for r in await store.fetch_due("feed", limit=1)] == [drafts[0].key]
+    await store.mark_sent("feed", [drafts[0].key, drafts[1].key])
+    assert [r.key for r in await store.fetch_due("feed")] == [drafts[2].key]
+    assert len(await store.fetch_due("other")) == 3, "each sink on its own"
+    await store.append_new(drafts, deliver_to=("feed",))  # replayed after the send
+    assert [r.key for r in await store.fetch_due("feed")] == [drafts[2].key]
+    assert await store.fetch_due("nobody") == []
+
+
+async def test_payload_contains_finds_records_by_their_payload_text(backend: Backend):
+    store = await backend.open()
+    await store.append_many([audit.event_draft(event(1)), audit.event_draft(event(2, id="x%_"))])
+    assert [r.payload["event"]["id"] for r in await store.query(payload_contains='"id":"x%_"')] == [
+        "x%_"
+    ]
+    assert len(await store.query(payload_contains='"source":"aws.eks/eu-west-1/')) == 2
+    assert await store.query(payload_contains='"id":"evt-3"') == []
 
 
 async def test_an_explicit_id_that_is_taken_is_a_conflict_and_nothing_is_stored(backend: Backend):

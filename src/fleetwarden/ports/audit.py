@@ -3,7 +3,12 @@
 Implementation: ``adapters/storage/audit_sql.py`` (SQLAlchemy; SQLite embedded, PostgreSQL
 for several replicas).  Appends are serialised across every writer of one store, so the chain
 never forks; a draft whose ``key`` is already stored is not stored again (the existing record
-is returned), which makes at-least-once workers safe.  Stores never update or delete records.
+is returned), which makes at-least-once workers safe: the key is the dedupe mark, stored by the
+same transaction as the record it guards.  Stores never update or delete records.
+
+The event outbox: ``append_new(..., deliver_to=sinks)`` makes each *new* event record due to
+those notification sinks in the same transaction; ``fetch_due`` / ``mark_sent`` are the
+sender's side (``app/relaying.py``).
 """
 
 from __future__ import annotations
@@ -49,6 +54,22 @@ class AuditStore(Protocol):
         """
         ...
 
+    async def append_new(
+        self, drafts: Sequence[AuditDraft], *, deliver_to: Sequence[str] = ()
+    ) -> list[bool]:
+        """``append_many``, answering per draft whether it became a new record (False: its
+        key was stored before, or earlier in the batch). Each new ``event`` record is due to
+        every sink in ``deliver_to`` from the same transaction on."""
+        ...
+
+    async def fetch_due(self, sink: str, *, limit: int = 100) -> list[AuditRecord]:
+        """The event records still due to ``sink``, oldest first."""
+        ...
+
+    async def mark_sent(self, sink: str, keys: Sequence[str]) -> None:
+        """``sink`` has the events of these keys: they are no longer due to it."""
+        ...
+
     async def query(
         self,
         *,
@@ -59,11 +80,13 @@ class AuditStore(Protocol):
         since: datetime | None = None,
         until: datetime | None = None,
         ref: str | None = None,
+        payload_contains: str | None = None,
         before_seq: int | None = None,
         limit: int = 100,
     ) -> list[AuditRecord]:
         """Matching records, newest first: ``since`` inclusive, ``until`` exclusive, ``ref``
-        a record id the result must reference; ``before_seq`` pages backwards."""
+        a record id the result must reference, ``payload_contains`` a substring of the
+        payload's canonical JSON; ``before_seq`` pages backwards."""
         ...
 
     def iterate(

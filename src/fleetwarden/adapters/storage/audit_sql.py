@@ -16,6 +16,13 @@ One writer at a time
     moves the head.  SQLite runs in WAL mode with ``synchronous=FULL``: an append that
     returned survives a power loss.
 
+Exactly once
+    The unique ``key`` of a record is the dedupe mark of the effect it records, and both are
+    written by the same transaction: a worker that dies before the commit left neither, one
+    that dies after it left both, and its replay finds the key and stores nothing.
+    ``append_new`` also writes the event outbox rows of new event records in that transaction
+    (migration 0003): a notification sink is due an event exactly when it was first stored.
+
 Reading
     ``iterate`` and ``verify`` read in keyset pages (``WHERE seq > last ORDER BY seq LIMIT
     n``), each page in its own short transaction: memory stays flat, nothing holds a
@@ -68,6 +75,7 @@ __all__ = [
     "SqlAuditStore",
     "alembic_config",
     "open_audit_store",
+    "sqlite_file",
     "store_url",
     "upgrade",
     "upgrade_async",
@@ -97,6 +105,13 @@ records = sa.Table(
     sa.Column("payload", sa.Text(), nullable=False),
     sa.Column("prev_hash", sa.String(64), nullable=False),
     sa.Column("hash", sa.String(64), nullable=False),
+)
+outbox = sa.Table(
+    "event_outbox",
+    _metadata,
+    sa.Column("sink", sa.String(128), primary_key=True),
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("seq", sa.BigInteger()),
 )
 head = sa.Table(
     "audit_head",
@@ -160,6 +175,13 @@ def _safe(url: str | URL) -> str:
 
 def _display(url: URL) -> str:
     return url.set(drivername=url.get_backend_name()).render_as_string(hide_password=True)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of an SQLite store URL; None for an in-memory or a PostgreSQL store.
+    Raises AuditUnavailable for a URL that is no store's."""
+    parsed = store_url(url)
+    return _sqlite_path(parsed) if parsed.get_backend_name() == "sqlite" else None
 
 
 def _sqlite_path(url: URL) -> Path | None:
@@ -359,8 +381,18 @@ class SqlAuditStore:
         return (await self.append_many([draft]))[0]
 
     async def append_many(self, drafts: Sequence[AuditDraft]) -> list[AuditRecord]:
+        return (await self._append(drafts, ()))[0]
+
+    async def append_new(
+        self, drafts: Sequence[AuditDraft], *, deliver_to: Sequence[str] = ()
+    ) -> list[bool]:
+        return (await self._append(drafts, deliver_to))[1]
+
+    async def _append(
+        self, drafts: Sequence[AuditDraft], deliver_to: Sequence[str]
+    ) -> tuple[list[AuditRecord], list[bool]]:
         if not drafts:
-            return []
+            return [], []
         keys = list(dict.fromkeys(d.key for d in drafts if d.key is not None))
         fresh: list[int] = []  # indices of the drafts that become new records
         first: dict[str, int] = {}  # key -> index of the first draft with it
@@ -393,6 +425,14 @@ class SqlAuditStore:
                         .where(head.c.id == 1)
                         .values(seq=new[-1].seq, hash=new[-1].hash)
                     )
+                due = [
+                    {"sink": sink, "key": r.key, "seq": r.seq}
+                    for r in new
+                    if r.key is not None and r.kind is AuditKind.EVENT
+                    for sink in deliver_to
+                ]
+                if due:
+                    await conn.execute(outbox.insert(), due)
         out: list[AuditRecord | None] = [None] * len(drafts)
         for i, r in zip(fresh, new, strict=True):
             out[i] = r
@@ -404,7 +444,34 @@ class SqlAuditStore:
                 rec = stored.get(d.key) or out[first[d.key]]
                 assert rec is not None
             result.append(rec)
-        return result
+        return result, [rec is not None for rec in out]
+
+    # -- the event outbox
+
+    async def fetch_due(self, sink: str, *, limit: int = 100) -> list[AuditRecord]:
+        stmt = (
+            sa.select(*_COLUMNS)
+            .select_from(outbox.join(records, outbox.c.seq == records.c.seq))
+            .where(outbox.c.sink == sink)
+            .order_by(outbox.c.seq)
+            .limit(max(0, limit))
+        )
+        with self._errors("reading the event outbox"):
+            async with self._engine.connect() as conn:
+                rows = (await conn.execute(stmt)).all()
+        return [self._readable(row) for row in rows]
+
+    async def mark_sent(self, sink: str, keys: Sequence[str]) -> None:
+        if not keys:
+            return
+        stmt = outbox.delete().where(
+            outbox.c.sink == sink, outbox.c.key.in_(sa.bindparam("keys", expanding=True))
+        )
+        step = _PARAMS_PER_STATEMENT
+        with self._errors("updating the event outbox"):
+            async with self._write() as conn:
+                for i in range(0, len(keys), step):
+                    await conn.execute(stmt, {"keys": list(keys[i : i + step])})
 
     async def _by_key(self, conn: AsyncConnection, keys: Sequence[str]) -> dict[str, AuditRecord]:
         found: dict[str, AuditRecord] = {}
@@ -447,11 +514,14 @@ class SqlAuditStore:
         since: datetime | None = None,
         until: datetime | None = None,
         ref: str | None = None,
+        payload_contains: str | None = None,
         before_seq: int | None = None,
         limit: int = 100,
     ) -> list[AuditRecord]:
         """Newest first.  ``cluster``, ``pool`` and ``actor`` match exactly, or as a glob
-        when they hold ``*`` (``--actor '*alice'`` finds an ARN ending in alice)."""
+        when they hold ``*`` (``--actor '*alice'`` finds an ARN ending in alice);
+        ``payload_contains`` is a substring of the payload's canonical JSON (a coarse filter:
+        callers check the parsed payload)."""
         stmt = sa.select(*_COLUMNS)
         for column, value in ((records.c.cluster, cluster), (records.c.pool, pool)):
             if value is not None:
@@ -468,6 +538,10 @@ class SqlAuditStore:
         if ref is not None:
             stmt = stmt.where(
                 records.c.refs.like(f"%{_like_escape(json.dumps(ref))}%", escape="\\")
+            )
+        if payload_contains is not None:
+            stmt = stmt.where(
+                records.c.payload.like(f"%{_like_escape(payload_contains)}%", escape="\\")
             )
         if before_seq is not None:
             stmt = stmt.where(records.c.seq < before_seq)
