@@ -38,7 +38,12 @@ from starlette.routing import Route
 from fleetwarden.adapters.notify import JsonPoster, RetryPolicy, redact_url
 from fleetwarden.adapters.notify.alertmanager import ALERTNAME, AlertmanagerSink, postable_alerts
 from fleetwarden.adapters.notify.slack import MAX_BLOCKS, SlackSink, slack_messages
-from fleetwarden.adapters.notify.webhook import SIGNATURE_HEADER, WebhookSink, webhook_payload
+from fleetwarden.adapters.notify.webhook import (
+    SIGNATURE_HEADER,
+    WebhookSink,
+    events_payload,
+    webhook_payload,
+)
 from fleetwarden.app.notifying import Notifier, NotifyError, Outcome
 from fleetwarden.core import notifying
 from fleetwarden.core.findings import Finding, Layer, Severity
@@ -219,6 +224,33 @@ async def test_webhook_posts_the_exact_payload_signed_so_check_signature_accepts
     assert check_signature(header, req.body, [HMAC_SECRET], now=now).ok
     assert not check_signature(header, req.body + b" ", [HMAC_SECRET], now=now).ok
     assert not check_signature(header, req.body, ["other"], now=now).ok
+
+
+async def test_webhook_sends_change_events_with_their_keys_signed(receiver):
+    """A sink that follows events gets them batched, each with the key receivers dedupe by;
+    the delivery id is the same for the same batch (a resend after a crash)."""
+    now = 1_740_830_400
+    sink = WebhookSink("feed", receiver.url("/feed"), secret=HMAC_SECRET, clock=lambda: now)
+    events = [("k1", {"id": "e1", "source": "aws.eks"}), ("k2", {"id": "e2", "source": "aws.eks"})]
+    try:
+        await sink.send_events(events)
+        await sink.send_events(events)
+    finally:
+        await sink.aclose()
+    first, again = receiver.at("/feed")
+    body = first.json()
+    assert body == events_payload("feed", events)
+    assert body["kind"] == "events" and body["sink"] == "feed"
+    assert body["events"] == [
+        {"key": "k1", "event": {"id": "e1", "source": "aws.eks"}},
+        {"key": "k2", "event": {"id": "e2", "source": "aws.eks"}},
+    ]
+    assert first.headers["x-fleetwarden-delivery"] == body["delivery"]
+    assert again.headers["x-fleetwarden-delivery"] == body["delivery"]
+    assert events_payload("feed", events[:1])["delivery"] != body["delivery"]
+    assert check_signature(
+        first.headers[SIGNATURE_HEADER.lower()], first.body, [HMAC_SECRET], now=now
+    ).ok
 
 
 async def test_webhook_without_a_secret_sends_no_signature(receiver):

@@ -29,11 +29,10 @@ from fleetwarden.core.audit import (
     AuditDraft,
     AuditKind,
     AuditRecord,
-    event_draft,
     finding_draft,
     record_id,
 )
-from fleetwarden.core.events import ChangeEvent, dedupe_key
+from fleetwarden.core.events import dedupe_key
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import Decision, Mode, Policy, PolicyState, Status
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
@@ -149,12 +148,6 @@ class Healer:
             log.warning(
                 "healing queue full: finding event dropped", extra={"finding": event.finding.id}
             )
-
-    async def record_events(self, events: Sequence[ChangeEvent]) -> None:
-        """The workers' durable effect: each change event in the audit store (idempotent by
-        key), before the queue delivery is acknowledged."""
-        if self.audit is not None:
-            await self.audit.append_many([event_draft(e) for e in events])
 
     # --- the loop -------------------------------------------------------------------------
 

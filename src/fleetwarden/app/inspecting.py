@@ -1,10 +1,15 @@
 """From queued change events to targeted inspections.
 
-Workers take deliveries from the durable queue (at-least-once), drop duplicates by event key,
+Workers take deliveries from the durable queue (at-least-once), pass each batch through the
+durable sinks (``record``: ``app/recording.py``, each sink idempotent by event key on its own),
 record each event for attribution, and inspect the pool it names: the first event for a pool
 is inspected at once (leading edge); further events for that pool within the debounce window
 are coalesced into one trailing inspection. A delivery is acknowledged only after the
 inspection that covers it has run.
+
+Duplicates are what the sinks say they already held (a redelivery after a crash, or an event
+sent again by its source): counted, acknowledged, not inspected again. Without ``record``
+(tests) a bounded in-memory set of keys decides.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
+
+Checkpoint = Callable[[str], None]
 
 __all__ = ["InspectionStats", "Inspector", "NodeSource", "snapshot_source"]
 
@@ -73,15 +80,18 @@ class Inspector:
         options: DiffOptions = DiffOptions(),
         debounce: float = 2.0,
         batch: int = 512,
-        record: Callable[[Sequence[ChangeEvent]], Awaitable[None]] | None = None,
+        record: Callable[[Sequence[ChangeEvent]], Awaitable[Sequence[bool]]] | None = None,
         on_latency: Callable[[float], None] | None = None,
         on_count: Callable[[str, int], None] | None = None,
         clock: Callable[[], float] = time.time,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
         self.queue, self.nodes, self.tracker, self.attribution = queue, nodes, tracker, attribution
         self.emit, self.options, self.debounce, self.batch = emit, options, debounce, batch
         self.record, self.on_latency, self.clock = record, on_latency, clock
         self.on_count = on_count or (lambda _name, _n: None)
+        # called with "before-ack"; a no-op outside the crash-point tests
+        self.checkpoint: Checkpoint = checkpoint or (lambda _step: None)
         self.indexes: dict[str, PoolIndex] = {}
         by_cluster: dict[str, list[NodePoolSpec]] = {}
         for spec in specs:
@@ -116,18 +126,17 @@ class Inspector:
         fresh: list[Delivery] = []
         batch_keys: set[str] = set()
         for d in deliveries:
-            if d.event.key in self.seen or d.event.key in batch_keys:
-                self.stats.duplicates += 1
-                self.on_count("duplicate", 1)
-                ack_now.append(d)
+            known = self.record is None and d.event.key in self.seen
+            if known or d.event.key in batch_keys:
+                self._duplicate(d, ack_now)
             else:
                 batch_keys.add(d.event.key)
                 fresh.append(d)
         if fresh and self.record is not None:
-            # the effect (the event's record) is durable before anything is acknowledged;
-            # a crash after this point redelivers, and the key is then already known
+            # the effects are durable before anything is acknowledged; a crash at any point
+            # redelivers, and each sink then adds only what it lacks
             try:
-                await self.record([d.event for d in fresh])
+                new = await self.record([d.event for d in fresh])
             except Exception:  # the store is down: retry the batch later, keep the loop alive
                 self.stats.record_failures += 1
                 with contextlib.suppress(QueueUnavailable):
@@ -135,6 +144,10 @@ class Inspector:
                     if ack_now:
                         await self.queue.ack(ack_now)
                 return
+            for d, is_new in zip(fresh, new, strict=True):
+                if not is_new:
+                    self._duplicate(d, ack_now)
+            fresh = [d for d, is_new in zip(fresh, new, strict=True) if is_new]
         for d in fresh:
             event = d.event
             self.seen.add(event.key)
@@ -163,8 +176,14 @@ class Inspector:
             self._inspect(key, group)
             ack_now.extend(group)
         if ack_now:  # one acknowledgement for the whole batch, after every inspection ran
+            self.checkpoint("before-ack")
             with contextlib.suppress(QueueUnavailable):
                 await self.queue.ack(ack_now)
+
+    def _duplicate(self, d: Delivery, ack_now: list[Delivery]) -> None:
+        self.stats.duplicates += 1
+        self.on_count("duplicate", 1)
+        ack_now.append(d)
 
     async def _trailing(self, key: tuple[str, str | None], delay: float) -> None:
         try:
@@ -172,6 +191,7 @@ class Inspector:
             group = self._pending.pop(key, [])
             if group:
                 self._inspect(key, group)
+                self.checkpoint("before-ack")
                 with contextlib.suppress(QueueUnavailable):
                     await self.queue.ack(group)
         finally:

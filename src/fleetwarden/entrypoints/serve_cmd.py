@@ -48,12 +48,13 @@ from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector
 from fleetwarden.app.notifying import Notifier
+from fleetwarden.app.recording import Checkpoint, Recorder, no_checkpoint
+from fleetwarden.app.relaying import EventRelay
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.diffing import diff_cluster
-from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
@@ -93,6 +94,7 @@ class Service:
     events: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=5000))
     journal: EventJournal | None = None
     argocd: ArgoCDClient | None = None
+    checkpoint: Checkpoint = no_checkpoint  # crash-point tests put a fault here
 
     def __post_init__(self) -> None:
         self.tracker = FindingTracker(
@@ -111,6 +113,14 @@ class Service:
             workload_settings=self.config.workloads,
         )
         self.workloads = WorkloadFleet(self.config, self.fleet, self.argocd)
+        self.feeds = build_event_feeds(self.config.notify)
+        self.relay: EventRelay | None = None  # once the store is open (run_workers)
+        self.recorder = Recorder(  # the audit store is set when it opens (open_store)
+            log=self.journal,
+            deliver_to=[f.name for f in self.feeds],
+            on_stored=lambda: self.relay.wake() if self.relay is not None else None,
+            checkpoint=self._checkpoint,
+        )
         self.inspector = Inspector(
             self.queue,
             self.specs,
@@ -122,11 +132,9 @@ class Service:
             debounce=self.config.debounce,
             on_latency=self.metrics.event_to_finding.observe,
             on_count=self._count,
-            record=self.record_events,
+            record=self.recorder.record,
+            checkpoint=self._checkpoint,
         )
-        if self.journal is not None:
-            for key in self.journal.processed_keys():
-                self.inspector.seen.add(key)
         known: dict[str, set[str]] = {}
         for spec in self.specs:
             if spec.cluster:
@@ -174,11 +182,8 @@ class Service:
             raise KeyError(f"no live connection to cluster {cluster!r}")
         return KubeNodeRestorer(watcher.client)
 
-    async def record_events(self, events: Sequence[ChangeEvent]) -> None:
-        """The workers' durable effect: the event log and/or the audit store."""
-        if self.journal is not None:
-            await self.journal.record(events)
-        await self.healer.record_events(events)
+    def _checkpoint(self, step: str) -> None:
+        self.checkpoint(step)  # looked up at each step: a test may set it after start-up
 
     def _admin_ok(self, request: Request) -> bool:
         auth = self.config.auth.get("admin")
@@ -306,6 +311,9 @@ class Service:
             tg.create_task(self.healer.run(), name="healer")
             if self.notifier is not None:
                 tg.create_task(self.notifier.run(), name="notifier")
+            if self.feeds and self.healer.audit is not None:
+                self.relay = EventRelay(self.healer.audit, self.feeds, checkpoint=self._checkpoint)
+                tg.create_task(self.relay.run(), name="event-relay")
 
 
 def build_notifier(specs: Sequence[dict[str, Any]]) -> Notifier | None:
@@ -334,6 +342,15 @@ def build_notifier(specs: Sequence[dict[str, Any]]) -> Notifier | None:
             sink = WebhookSink(name, url, secret=spec.get("secret"))
         pairs.append((policy, sink))
     return Notifier(pairs)
+
+
+def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
+    """The webhook sinks that also follow change events (``events: true``)."""
+    return [
+        WebhookSink(spec["name"], spec["url"], secret=spec.get("secret"))
+        for spec in specs
+        if spec.get("events")
+    ]
 
 
 def build_service(config: ServiceConfig) -> Service:
@@ -375,6 +392,7 @@ async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None
     cfg = service.config
     if service.healer.audit is None:
         await open_store(service)
+    service.recorder.audit = service.healer.audit  # the workers' store of record
     await service.healer.restore()  # the guards' history, before any finding is decided
     service.initial_scan()
     # the desired state and node snapshots live for the whole run: keep them out of the cyclic
@@ -413,6 +431,8 @@ async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None
         with contextlib.suppress(asyncio.CancelledError):
             await workers
         await service.queue.close()
+        for feed in service.feeds:
+            await feed.aclose()
         if service.healer.audit is not None:
             await service.healer.audit.close()
         if service.argocd is not None:

@@ -5,7 +5,7 @@ Example::
     listen: 127.0.0.1:8080
     store: sqlite:///fleetwarden.db          # audit store (SQLAlchemy URL)
     queue: sqlite                            # or nats://127.0.0.1:4222
-    queuePath: fleetwarden-queue.db          # the SQLite queue file
+    queuePath: fleetwarden-queue.db          # the SQLite queue file (default: beside the store)
     desired: [prod-eu-1=clusters/prod-eu-1/, fleet/pools.yaml]
     nodes: [prod-eu-1=dumps/prod-eu-1.json]  # latest known state where no live access
     clusters:
@@ -32,6 +32,7 @@ Example::
     notify:                                  # webhook | slack | alertmanager; urls are secrets
       - {name: oncall, kind: slack, url: env:SLACK_WEBHOOK_URL, minSeverity: high}
       - {name: am, kind: alertmanager, url: http://alertmanager:9093, renotifyMinutes: 1}
+      - {name: feed, kind: webhook, url: env:FEED_URL, events: true}  # every change event too
     scan: {...}                              # as for `fleetwarden scan --config`
     workloads:                               # follow applications' workloads live
       apps:
@@ -58,11 +59,13 @@ from typing import Any
 import jsonschema
 import yaml
 
+from fleetwarden.adapters.storage.audit_sql import sqlite_file
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.entrypoints.gateway import SOURCES, SourceAuth
 from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
+from fleetwarden.ports.audit import AuditStoreError
 
 __all__ = ["AppSource", "ServiceConfig", "load_service_config", "service_config_from"]
 
@@ -134,6 +137,7 @@ SERVICE_SCHEMA: dict[str, Any] = {
                     "token": _SECRET,
                     "minSeverity": {"enum": ["info", "low", "medium", "high", "critical"]},
                     "renotifyMinutes": {"type": "number", "exclusiveMinimum": 0},
+                    "events": {"type": "boolean"},
                 },
             },
         },
@@ -305,6 +309,11 @@ def service_config_from(
         auth[name] = SourceAuth(
             hmac_secrets=values("hmacSecret"), bearer_tokens=values("bearerToken")
         )
+    for n in raw.get("notify") or ():
+        if n.get("events") and n["kind"] != "webhook":
+            raise FormatError(
+                source, "events: true is for kind: webhook sinks", field=f"notify.{n['name']}"
+            )
     clusters = raw.get("clusters") or {}
     limits = raw.get("limits") or {}
     argocd = clusters.get("argocdSecrets") or {}
@@ -313,7 +322,7 @@ def service_config_from(
         port=int(port),
         store=raw.get("store", "sqlite:///fleetwarden.db"),
         queue=raw.get("queue", "sqlite"),
-        queue_path=raw.get("queuePath", "fleetwarden-queue.db"),
+        queue_path=raw.get("queuePath") or _queue_beside_store(raw, source),
         desired=list(raw.get("desired") or ()),
         nodes=list(raw.get("nodes") or ()),
         kubeconfig=clusters.get("kubeconfig"),
@@ -350,6 +359,26 @@ def service_config_from(
         argocd_insecure=bool((raw.get("argocd") or {}).get("insecure", False)),
         **_workloads(raw, source),
     )
+
+
+def _queue_beside_store(raw: Mapping[str, Any], source: str) -> str:
+    """The SQLite queue's default file: beside an SQLite store, named after it (the default
+    store's gives ``fleetwarden-queue.db``), never wherever serve happens to be started."""
+    store = raw.get("store", "sqlite:///fleetwarden.db")
+    try:
+        path = sqlite_file(store)
+    except AuditStoreError as exc:
+        raise FormatError(source, str(exc), field="store") from None
+    if path is not None:
+        return str(path.with_name(f"{path.stem}-queue.db"))
+    if raw.get("queue", "sqlite") == "sqlite":
+        raise FormatError(
+            source,
+            "the SQLite queue's file is kept beside an SQLite store by default; with this "
+            "store, set queuePath to a local file (or use queue: nats://...)",
+            field="queuePath",
+        )
+    return ""  # not used: the queue is NATS
 
 
 @dataclass(frozen=True)

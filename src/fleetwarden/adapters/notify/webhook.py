@@ -7,6 +7,15 @@ Body (``webhook_payload``)::
      "counts": {"firing": n, "resolved": m},
      "notifications": [Notification.to_json(), ...]}
 
+A sink configured with ``events: true`` also gets every processed change event
+(``app/relaying.py``), batched, in a message of its own (``events_payload``)::
+
+    {"version": 1, "source": "fleetwarden", "sink": "<name>", "kind": "events",
+     "delivery": "<id of the batch>", "events": [{"key": "<event key>", "event": {...}}, ...]}
+
+Each event is sent once; only a crash between the receiver's 2xx and the sender's record of it
+sends a batch again: receivers drop an event whose ``key`` they already have.
+
 Headers: ``X-Fleetwarden-Delivery`` (the batch key: the same on every retry, so receivers can
 drop duplicates) and, when a secret is configured, ``X-Fleetwarden-Signature: t=<unix>,v1=<hex
 HMAC-SHA256(secret, "<t>.<body>")>`` (``core.signatures.sign``; receivers verify it with
@@ -16,9 +25,10 @@ back-off is still inside the receiver's replay window.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -27,7 +37,7 @@ from fleetwarden.adapters.notify import JsonPoster, RetryPolicy
 from fleetwarden.core.notifying import Batch
 from fleetwarden.core.signatures import sign
 
-__all__ = ["SIGNATURE_HEADER", "WebhookSink", "webhook_payload"]
+__all__ = ["SIGNATURE_HEADER", "WebhookSink", "events_payload", "webhook_payload"]
 
 SIGNATURE_HEADER = "X-Fleetwarden-Signature"
 DELIVERY_HEADER = "X-Fleetwarden-Delivery"
@@ -43,6 +53,18 @@ def webhook_payload(batch: Batch) -> dict[str, Any]:
         "pool": batch.pool,
         "counts": {"firing": len(batch.firing), "resolved": len(batch.resolved)},
         "notifications": [n.to_json() for n in batch.notifications],
+    }
+
+
+def events_payload(sink: str, events: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    keys = "\n".join(key for key, _ in events)
+    return {
+        "version": 1,
+        "source": "fleetwarden",
+        "sink": sink,
+        "kind": "events",
+        "delivery": hashlib.sha256(keys.encode()).hexdigest()[:32],
+        "events": [{"key": key, "event": dict(event)} for key, event in events],
     }
 
 
@@ -83,12 +105,20 @@ class WebhookSink:
 
     async def send(self, batch: Batch) -> None:
         body = json.dumps(webhook_payload(batch), separators=(",", ":")).encode()
+        await self._post(body, batch.key)
+
+    async def send_events(self, events: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """One message with the events (``events_payload``), signed like ``send``."""
+        payload = events_payload(self.name, events)
+        await self._post(json.dumps(payload, separators=(",", ":")).encode(), payload["delivery"])
+
+    async def _post(self, body: bytes, delivery: str) -> None:
         secret = self._secret
 
         def signature(raw: bytes) -> dict[str, str]:
             return {SIGNATURE_HEADER: sign(secret, raw, int(self._clock()))} if secret else {}
 
-        await self._poster.post(body, headers={DELIVERY_HEADER: batch.key}, sign=signature)
+        await self._poster.post(body, headers={DELIVERY_HEADER: delivery}, sign=signature)
 
     async def aclose(self) -> None:
         await self._poster.aclose()
