@@ -38,7 +38,7 @@ from fleetwarden.core.policy import Decision, Mode, Policy, PolicyState, Status
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 
-__all__ = ["RESTORE_PAGE", "Healer", "Restored"]
+__all__ = ["RESTORE_PAGE", "Healer", "Restored", "recorded_decision"]
 
 log = logging.getLogger("fleetwarden.healing")
 
@@ -107,7 +107,7 @@ class Healer:
         malformed: list[str] = []
         for rec in await _records_since(self.audit, since):
             try:
-                decision = _recorded_decision(rec)
+                decision = recorded_decision(rec)
             except ValueError as exc:  # MalformedDecision, or a payload that is not JSON
                 malformed.append(f"seq {rec.seq} (id {rec.id}): {exc}")
                 continue
@@ -195,7 +195,11 @@ class Healer:
             policy_mod.record(decision, self.state, policy=self.policy)
             self.decisions[decision.id] = decision
             made.append(decision)
-            drafts.append(_decision_draft(decision, fid, f.cluster, f.pool))
+            drafts.append(
+                _decision_draft(
+                    decision, fid, f.cluster, f.pool, cause if isinstance(cause, dict) else None
+                )
+            )
             if decision.status in (Status.EXECUTE, Status.DRY_RUN):
                 to_run.append(decision)
             if self.notify is not None:
@@ -267,7 +271,7 @@ async def _records_since(store: AuditStore, since: datetime) -> list[AuditRecord
     return out
 
 
-def _recorded_decision(rec: AuditRecord) -> Decision | None:
+def recorded_decision(rec: AuditRecord) -> Decision | None:
     """The decision an audit record carries: a decision record's (``_decision_draft``), or
     an approval note's result (``Healer.approve``); None for any other record. Raises
     ValueError (``MalformedDecision``, or a payload that is not JSON) when it cannot be read.
@@ -312,15 +316,23 @@ def _decision_draft(
     finding_record: str | None,
     cluster: str | None,
     pool: str | None,
+    cause: dict[str, Any] | None = None,
 ) -> AuditDraft:
+    """The decision, with the change event its finding was attributed to (``cause``: its
+    actor is the record's, so ``/api/decisions?actor=`` and ``audit query`` find it)."""
     refs = tuple(r for r in (finding_record,) if r)
+    payload: dict[str, Any] = {"decision": decision.to_json()}
+    if cause:
+        payload["cause"] = cause
+    actor = cause.get("actor") if cause else None
     return AuditDraft(
         kind=AuditKind.DECISION,
         id=decision.id,
         summary=f"{decision.status.value}: {decision.action.value} — {decision.reasons[-1]}",
         cluster=cluster or decision.cluster,
         pool=pool or decision.pool,
+        actor=actor if isinstance(actor, str) else None,
         refs=refs,
-        payload={"decision": decision.to_json()},
+        payload=payload,
         key=f"decision:{decision.id}",
     )

@@ -262,12 +262,12 @@ def create_app(
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes = [
+        *extra_routes,  # first: serve lists /api/events from its durable store
         Route("/events/{source:str}", options, methods=["OPTIONS"]),
         Route("/api/events", api_events, methods=["GET"]),
         Route("/api/findings", api_findings, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", prom, methods=["GET"]),
-        *extra_routes,
     ]
     app = Starlette(routes=routes)
 

@@ -64,7 +64,7 @@ from fleetwarden.core.policy import Mode, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
-from fleetwarden.entrypoints import dashboard
+from fleetwarden.entrypoints import dashboard, history_api
 from fleetwarden.entrypoints.common import fail, warn
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.metrics import ServiceMetrics
@@ -162,7 +162,7 @@ class Service:
             findings=self.findings,
             on_reply=self.on_reply,
             extra_routes=[
-                Route("/api/decisions", self._api_decisions, methods=["GET"]),
+                *history_api.routes(lambda: self.healer.audit),
                 Route("/api/decisions/{id:str}/approve", self._api_approve, methods=["POST"]),
                 *self.workloads.routes(),
                 *dashboard.routes(self.fleet, self.snapshot, self.findings),
@@ -190,15 +190,6 @@ class Service:
         if auth is None or not auth.bearer_tokens:
             return False
         return check_bearer(request.headers.get("authorization"), auth.bearer_tokens).ok
-
-    async def _api_decisions(self, request: Request) -> Response:
-        status = request.query_params.get("status")
-        items = [
-            d.to_json()
-            for d in self.healer.decisions.values()
-            if status is None or d.status.value == status
-        ]
-        return JSONResponse(items[-1000:])
 
     async def _api_approve(self, request: Request) -> Response:
         if not self._admin_ok(request):

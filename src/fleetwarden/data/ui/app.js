@@ -119,7 +119,7 @@ async function refresh() {
     ]);
     renderFindings();
     await renderApps(apps.apps);
-    fill(document.getElementById("decisions"), decisions.slice(-50).reverse(), (d) => [
+    fill(document.getElementById("decisions"), decisions.slice(0, 50), (d) => [
       [d.at], [d.status], [d.action], [d.target ? JSON.stringify(d.target) : null], [d.reasons],
     ]);
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;

@@ -1,0 +1,111 @@
+"""Listing events and decisions from a real SQLite audit store: newest first, pages that
+follow on without gaps or repeats, filters checked on the payload, and a decision shown with the
+status its approval gave it -- all from the store, nothing from memory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
+from fleetwarden.app import listing
+from fleetwarden.app.healing import Healer
+from fleetwarden.app.recording import Recorder
+from fleetwarden.app.remediating import Remediator
+from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.findings import Finding, Layer, Severity
+from fleetwarden.core.ownership import OwnershipMap
+from fleetwarden.core.policy import Mode
+from fleetwarden.core.tracking import FindingEvent, FindingEventType
+
+
+def event(i: int, **fields: object) -> ChangeEvent:
+    values: dict = {
+        "id": f"e{i}",
+        "source": "aws.eks",
+        "type": "aws.eks.UpdateNodegroupConfig",
+        "provider": Provider.AWS,
+        "operation": Operation.SCALE,
+        "cluster": "prod-eu-1" if i % 2 else "prod-us-1",
+        "pool": "general",
+        "actor": f"arn:aws:iam::1:user/{'alice' if i % 3 else 'bob'}",
+    }
+    values.update(fields)
+    route = values.pop("route", "aws")
+    return ChangeEvent(**values).via(route)
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqlAuditStore]:
+    s = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}")
+    yield s
+    await s.close()
+
+
+async def every_page(store: SqlAuditStore, limit: int, **filters: object) -> list[str]:
+    ids: list[str] = []
+    before = None
+    while True:
+        page = await listing.list_events(store, limit=limit, before=before, **filters)
+        ids += [e["id"] for e in page.items]
+        if page.cursor is None:
+            return ids
+        before = page.cursor
+
+
+async def test_pages_list_every_event_once_newest_first(store: SqlAuditStore):
+    recorder = Recorder(audit=store)
+    await recorder.record([event(i) for i in range(10)])
+    await recorder.record([event(3), event(4)])  # redelivered: still one record each
+    assert await every_page(store, 3) == [f"e{i}" for i in reversed(range(10))]
+    first = await listing.list_events(store, limit=3)
+    assert [e["id"] for e in first.items] == ["e9", "e8", "e7"] and first.cursor is not None
+
+
+async def test_filters_by_cluster_actor_source_and_route(store: SqlAuditStore):
+    await Recorder(audit=store).record(
+        [
+            *(event(i) for i in range(6)),
+            event(6, source="other", detail={"source": "aws.eks"}),  # the text, elsewhere
+            event(7, route="cloudevents", provider=Provider.CLOUDEVENTS),
+        ]
+    )
+    assert await every_page(store, 2, cluster="prod-eu-1") == ["e7", "e5", "e3", "e1"]
+    assert await every_page(store, 2, actor="*/bob") == ["e6", "e3", "e0"]
+    assert "e6" not in await every_page(store, 2, source="aws.eks")
+    assert await every_page(store, 2, route="cloudevents") == ["e7"]
+    assert await every_page(store, 2, source="nothing") == []
+
+
+async def test_a_rare_match_is_found_across_pages_that_stop_at_the_scan_budget(
+    store: SqlAuditStore,
+):
+    await Recorder(audit=store).record([event(0, cluster="rare")])
+    await Recorder(audit=store).record([event(i, cluster="common") for i in range(1, 40)])
+    page = await listing.list_events(store, limit=5, cluster="rare", scan=10)
+    assert [e["id"] for e in page.items] == ["e0"], "cluster is a column: no scanning"
+    page = await listing.list_events(store, limit=5, source="aws.eks", route="x", scan=10)
+    assert page.items == [] and page.cursor is not None, "stopped at the budget, with a cursor"
+
+
+async def test_a_decision_is_listed_with_the_status_its_approval_gave_it(store: SqlAuditStore):
+    healer = Healer(
+        ownership=OwnershipMap(), remediator=Remediator(), audit=store, mode=Mode.APPROVAL
+    )
+    drift = Finding(
+        "prod", "general", Layer.L1, "labels.team", "platform", "x", Severity.CRITICAL,
+        nodes=("n-1",),
+    )  # fmt: skip
+    (request,) = await healer.process(
+        [FindingEvent(FindingEventType.APPEARED, drift, datetime.now(UTC))]
+    )
+    page = await listing.list_decisions(store, status="pending-approval")
+    assert [d["id"] for d in page.items] == [request.id]
+    await healer.approve(request.id)
+    assert (await listing.list_decisions(store, status="pending-approval")).items == []
+    (listed,) = (await listing.list_decisions(store)).items
+    assert (listed["id"], listed["status"]) == (request.id, "execute")
+    assert (await listing.list_decisions(store, cluster="elsewhere")).items == []
