@@ -299,6 +299,18 @@ async def test_a_new_event_is_due_to_each_following_sink_once_until_marked_sent(
     assert await store.fetch_due("nobody") == []
 
 
+async def test_one_process_at_a_time_sends_a_sinks_due_events(backend: Backend):
+    one, two = await backend.open(), await backend.open()
+    async with (
+        one.sender_lock("feed") as first,
+        two.sender_lock("feed") as second,
+        two.sender_lock("other") as other,
+    ):
+        assert (first, second, other) == (True, False, True)
+    async with two.sender_lock("feed") as again:
+        assert again, "released at the end of the block"
+
+
 async def test_payload_contains_finds_records_by_their_payload_text(backend: Backend):
     store = await backend.open()
     await store.append_many([audit.event_draft(event(1)), audit.event_draft(event(2, id="x%_"))])

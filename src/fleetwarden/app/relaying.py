@@ -5,7 +5,8 @@ An event becomes due to each such sink in the transaction that first stores it
 (``app/recording.py``), so a sink is never told about an event the store lacks, and a replayed
 event (already stored) is not due again. ``EventRelay.run`` keeps one loop per sink: read the
 oldest due events, send them as one batch, then mark them sent. A failed send is retried with
-jittered back-off, in order; the events stay due meanwhile (across restarts too).
+jittered back-off, in order; the events stay due meanwhile (across restarts too). Replicas
+sharing a store take turns per sink (``AuditStore.sender_lock``): one sends, the others wait.
 
 Exactly once, and its limit: the mark is written after the receiver answered 2xx, so a crash
 between the two sends that batch again. Every item carries the event's ``key`` (and the batch
@@ -93,7 +94,12 @@ class EventRelay:
                         await wake.wait()
 
     async def send_due(self, feed: EventFeed) -> int:
-        """One round: the oldest due events of ``feed``, sent and marked; how many."""
+        """One round: the oldest due events of ``feed``, sent and marked; how many (0 also
+        when another replica is sending to this sink now)."""
+        async with self.store.sender_lock(feed.name) as mine:
+            return await self._send_due(feed) if mine else 0
+
+    async def _send_due(self, feed: EventFeed) -> int:
         due = await self.store.fetch_due(feed.name, limit=self.batch)
         items = [(r.key, r.payload.get("event", r.payload)) for r in due if r.key is not None]
         if not items:

@@ -14,6 +14,7 @@ sender's side (``app/relaying.py``).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -68,6 +69,11 @@ class AuditStore(Protocol):
 
     async def mark_sent(self, sink: str, keys: Sequence[str]) -> None:
         """``sink`` has the events of these keys: they are no longer due to it."""
+        ...
+
+    def sender_lock(self, sink: str) -> AbstractAsyncContextManager[bool]:
+        """Whether this process may send ``sink``'s due events for the block: one sender per
+        sink among all the processes that use the store."""
         ...
 
     async def query(

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -460,6 +462,52 @@ class SqlAuditStore:
             async with self._engine.connect() as conn:
                 rows = (await conn.execute(stmt)).all()
         return [self._readable(row) for row in rows]
+
+    @contextlib.asynccontextmanager
+    async def sender_lock(self, sink: str) -> AsyncIterator[bool]:
+        """Whether this process may send ``sink``'s due events now: one sender per sink among
+        every process using the store, so two replicas never send the same batch. PostgreSQL:
+        a session advisory lock, held on a connection for the block (a dead replica's goes
+        with its connection); SQLite: an ``flock`` on a file beside the database."""
+        if self._postgres:
+            key = int.from_bytes(hashlib.sha256(f"fw-outbox:{sink}".encode()).digest()[:8], "big")
+            key -= 1 << 63  # a signed bigint
+            with self._errors("locking the event outbox"):
+                conn = await self._engine.connect()
+            try:
+                with self._errors("locking the event outbox"):
+                    got = bool(
+                        await conn.scalar(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": key})
+                    )
+                    await conn.commit()
+                try:
+                    yield got
+                finally:
+                    if got:
+                        try:
+                            await conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                            await conn.commit()
+                        except (exc.SQLAlchemyError, OSError):
+                            await conn.invalidate()  # never back to the pool holding the lock
+            finally:
+                await conn.close()
+            return
+        path = _sqlite_path(self._url)
+        if path is None:  # in memory: this process is the only one
+            yield True
+            return
+        name = hashlib.sha256(sink.encode()).hexdigest()[:16]
+        with self._errors("locking the event outbox"):
+            fh = path.with_name(f"{path.name}.outbox-{name}.lock").open("a")
+        try:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            fh.close()  # closing drops the flock
 
     async def mark_sent(self, sink: str, keys: Sequence[str]) -> None:
         if not keys:
