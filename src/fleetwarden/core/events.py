@@ -150,12 +150,13 @@ def _replace(event: ChangeEvent, **changes: Any) -> ChangeEvent:
 def dedupe_key(source: str, event_id: str, *, route: str | None = None) -> str:
     """The event's identity as 32 hex digits: ``(route, source, id)``, or ``(source, id)``
     for an event that came through no route (the form older versions stored). The routed
-    form hashes the JSON list of the three, so no choice of text in one can imitate another."""
+    form prefixes route and source with their lengths, so no choice of text in one part can
+    imitate another."""
     if route is None:
-        data = f"{source}\0{event_id}".encode(errors="surrogatepass")  # a lone surrogate too
+        text = f"{source}\0{event_id}"
     else:
-        data = json.dumps([route, source, event_id]).encode()  # ASCII: \u escapes
-    return hashlib.sha256(data).hexdigest()[:32]
+        text = f"{len(route)}:{route}{len(source)}:{source}{event_id}"
+    return hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:32]
 
 
 def _iso(value: datetime | None) -> str | None:
