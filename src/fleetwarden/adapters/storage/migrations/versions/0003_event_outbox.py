@@ -2,7 +2,7 @@
 
 Revision ID: 0003_event_outbox
 Revises: 0002_kind_at
-Create Date: 2026-12-12
+Create Date: 2026-12-01
 
 A change event stored for the first time (its ``event`` record appended) gets one row here per
 notification sink that follows events, written in the same transaction as the record: the
