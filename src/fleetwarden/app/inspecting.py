@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from fleetwarden.app.recording import Checkpoint, no_checkpoint
 from fleetwarden.core import eventrules
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.diffing import PoolIndex, diff_pool
@@ -31,8 +32,6 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
-
-Checkpoint = Callable[[str], None]
 
 __all__ = ["InspectionStats", "Inspector", "NodeSource", "snapshot_source"]
 
@@ -84,14 +83,13 @@ class Inspector:
         on_latency: Callable[[float], None] | None = None,
         on_count: Callable[[str, int], None] | None = None,
         clock: Callable[[], float] = time.time,
-        checkpoint: Checkpoint | None = None,
+        checkpoint: Checkpoint = no_checkpoint,
     ) -> None:
         self.queue, self.nodes, self.tracker, self.attribution = queue, nodes, tracker, attribution
         self.emit, self.options, self.debounce, self.batch = emit, options, debounce, batch
         self.record, self.on_latency, self.clock = record, on_latency, clock
         self.on_count = on_count or (lambda _name, _n: None)
-        # called with "before-ack"; a no-op outside the crash-point tests
-        self.checkpoint: Checkpoint = checkpoint or (lambda _step: None)
+        self.checkpoint = checkpoint  # "before-ack"; a no-op outside the crash-point tests
         self.indexes: dict[str, PoolIndex] = {}
         by_cluster: dict[str, list[NodePoolSpec]] = {}
         for spec in specs:
