@@ -272,62 +272,68 @@ def test_replayed_blast_radius_blocks_the_next_action():
 
 
 def test_requests_come_back_unless_decided_and_expired_ones_wait_to_be_cancelled():
-    g = Guards(pending_ttl=timedelta(minutes=30))
+    g = Guards(pending_ttl=timedelta(minutes=30))  # replay span: 1h, twice the wait
     policy = Policy(guards=g)
     state = PolicyState({"c0": 100})
     log = []
 
-    def request(k: int, at: datetime) -> Decision:
-        x = finding(0, k, 0, 0)
-        d = decide(x, OWNERS.route(x), state, at, Mode.APPROVAL, policy=policy)
+    def keep(d: Decision) -> Decision:
         record(d, state, policy=policy)
         log.append(d)
         return d
 
+    def request(k: int, at: datetime) -> Decision:
+        x = finding(0, k, 0, 0)
+        return keep(decide(x, OWNERS.route(x), state, at, Mode.APPROVAL, policy=policy))
+
     first = request(0, T0)
     second = request(1, T0 + timedelta(minutes=10))
-    ok = approve(second.id, state, T0 + timedelta(minutes=35), policy=policy)
+    ok = keep(approve(second.id, state, T0 + timedelta(minutes=35), policy=policy))
     assert ok.status is Status.EXECUTE
-    record(ok, state, policy=policy)
-    log.append(ok)
     third = request(2, T0 + timedelta(minutes=40))
     now = T0 + timedelta(minutes=45)  # the first expired at T0 + 30m, unapproved
     replay = restore_state(log, now, policy=policy, pools=state.pools)
     assert [d.id for d in replay.pending] == [third.id]
-    assert set(replay.state.pending) == {third.id}
-    assert (replay.replayed, replay.too_old) == (2, 2)  # the span is 33m: 30m + 2 · 3 · 30s
+    assert [d.id for d in replay.expired] == [first.id]  # kept, to be cancelled on record
+    assert set(replay.state.pending) == {first.id, third.id}
+    assert (replay.replayed, replay.too_old) == (4, 0)
+    (cancel,) = cancellations(replay.state, now, mode=Mode.APPROVAL, config=None)
+    assert (cancel.id, cancel.status, cancel.guard) == (first.id, Status.CANCELLED, Guard.EXPIRED)
+    record(cancel, replay.state, policy=policy)
+    keep(cancel)
     # the restored request can be approved, with the guards seeing the approved one
     result = approve(third.id, replay.state, now, policy=policy)
     assert result.status is Status.EXECUTE
     assert replay.state.executed_in_window(now, g.window) == 1
-    assert first.id not in replay.state.pending
-    record(result, state, policy=policy)
-    log.append(result)
-    # one made within the span that expired while nothing ran: kept, to be cancelled on record
+    keep(result)
+
+    # a later start: what is older than the span is not read; what was closed stays closed
     fourth = request(3, T0 + timedelta(minutes=46))
-    at_restart = T0 + timedelta(minutes=78)
+    at_restart = T0 + timedelta(minutes=78)  # the fourth expired at T0 + 76m, unapproved
     again = restore_state(log, at_restart, policy=policy, pools=state.pools)
-    assert [d.id for d in again.expired] == [fourth.id] and set(again.state.pending) == {fourth.id}
-    (cancel,) = cancellations(again.state, at_restart, mode=Mode.APPROVAL, config=None)
-    assert (cancel.id, cancel.status, cancel.guard) == (fourth.id, Status.CANCELLED, Guard.EXPIRED)
-    # and once that cancellation is on record too, a replay has it closed, not pending
-    record(cancel, again.state, policy=policy)
-    last = restore_state([*log, cancel], at_restart, policy=policy, pools=state.pools)
+    assert (again.replayed, again.too_old) == (5, 2)  # the first and second requests
+    assert again.pending == () and [d.id for d in again.expired] == [fourth.id]
+    assert set(again.state.pending) == {fourth.id}  # the first: cancelled on record
+    (late,) = cancellations(again.state, at_restart, mode=Mode.APPROVAL, config=None)
+    assert (late.id, late.guard) == (fourth.id, Guard.EXPIRED)
+    keep(late)
+    last = restore_state(log, at_restart, policy=policy, pools=state.pools)
     assert last.expired == () and fourth.id in last.state.closed
     assert cancellations(last.state, at_restart, mode=Mode.APPROVAL, config=None) == []
 
 
 def test_an_approval_counts_from_when_it_was_approved():
     """The request is older than the replay span, its approval is not: the action counts."""
-    g = Guards(window=timedelta(minutes=30))  # span: the 1h approval wait
+    # span: 33m, the horizon and its bursts (longer than twice the 15m approval wait)
+    g = Guards(window=timedelta(minutes=30), pending_ttl=timedelta(minutes=15))
     policy = Policy(guards=g)
     state = PolicyState({"c0": 100})
     x = finding(0, 0, 0, 0)
     request = decide(x, OWNERS.route(x), state, T0, Mode.APPROVAL, policy=policy)
     record(request, state, policy=policy)
-    ok = approve(request.id, state, T0 + timedelta(minutes=50), policy=policy)
+    ok = approve(request.id, state, T0 + timedelta(minutes=14), policy=policy)
     record(ok, state, policy=policy)
-    now = T0 + timedelta(minutes=65)
+    now = T0 + timedelta(minutes=40)
     replay = restore_state([request, ok], now, policy=policy, pools=state.pools)
     assert (replay.replayed, replay.too_old, replay.pending) == (1, 1, ())
     assert replay.state.executed_in_window(now, g.window) == 1
@@ -367,8 +373,8 @@ def test_decisions_older_than_the_replay_span_are_counted_not_replayed():
 def test_the_replay_span_covers_the_guards_bursts_and_approvals():
     g = Guards()
     assert g.replay_span >= g.horizon + 2 * g.flap_heals * g.heal_burst
-    assert g.replay_span >= g.pending_ttl
-    assert Guards(pending_ttl=timedelta(hours=5)).replay_span == timedelta(hours=5)
+    assert g.replay_span >= 2 * g.pending_ttl  # approvable, and expired but remembered
+    assert Guards(pending_ttl=timedelta(hours=5)).replay_span == timedelta(hours=10)
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,18 @@ the audit store, linked by ids: event <- finding <- decision <- action/outcome.
 
 The audit store is where the guards' history lives across restarts: decisions are appended
 *before* their calls are sent (an action that went out is on record even if the process dies
-right after), approvals are appended as notes carrying the approved decision, and
-``Healer.restore`` (called once at start-up, before any finding is decided) reads them back
-and replays them into the ``PolicyState`` (``core.policy.restore_state``). Without a store, or
-when an append fails (counted in ``audit_failures``), the history is in memory only.
+right after), approvals and cancellations are appended as notes carrying the resulting
+decision, and ``Healer.restore`` (called once at start-up, before any finding is decided) reads
+them back and replays them into the ``PolicyState`` (``core.policy.restore_state``). Without a
+store, or when an append fails (counted in ``audit_failures``), the history is in memory only.
+
+A request waiting for approval lives only as long as the mode and the configuration
+(``config``: ``core.policy.fingerprint``) it was made under, and at most ``pending_ttl``:
+``sweep`` — at start-up right after the replay, before each batch of findings and every
+``sweep_every`` seconds when idle — cancels the others, each with a note in the audit store
+(key ``cancel:<id>``, so two replicas cancelling one request leave one note). ``approve``
+checks the same, and also looks in the store for a cancellation another replica made; a
+cancelled request is never run, and approving it again returns the cancellation.
 """
 
 from __future__ import annotations
@@ -35,7 +43,14 @@ from fleetwarden.core.audit import (
 )
 from fleetwarden.core.events import ChangeEvent, dedupe_key
 from fleetwarden.core.ownership import OwnershipMap
-from fleetwarden.core.policy import Decision, Mode, Policy, PolicyState, Status
+from fleetwarden.core.policy import (
+    Decision,
+    Mode,
+    Policy,
+    PolicyState,
+    RequestCancelled,
+    Status,
+)
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 
@@ -55,10 +70,11 @@ def _utcnow() -> datetime:
 class Restored:
     """What ``Healer.restore`` found in the audit store."""
 
-    replayed: int  # decisions (and approvals) replayed into the policy state
+    replayed: int  # decisions (approvals, cancellations) replayed into the policy state
     pending: int  # requests waiting for approval again
     malformed: int  # records that carry no readable decision: skipped
     too_old: int = 0  # read, but before the replay span
+    cancelled: int = 0  # requests cancelled at start-up: expired, or of another mode/config
 
 
 class Healer:
@@ -74,9 +90,13 @@ class Healer:
         notify: Callable[[FindingEvent, dict[str, Any] | None], None] | None = None,
         clock: Callable[[], datetime] = _utcnow,
         max_queue: int = 100_000,
+        config: str | None = None,
+        sweep_every: float = 30.0,
     ) -> None:
         self.ownership, self.remediator, self.audit = ownership, remediator, audit
         self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
+        self.config = config  # the fingerprint of the configuration decisions are made under
+        self.sweep_every = sweep_every
         self.state = state or PolicyState()
         self.queue: asyncio.Queue[FindingEvent] = asyncio.Queue(maxsize=max_queue)
         self.decisions: dict[str, Decision] = {}
@@ -96,9 +116,11 @@ class Healer:
         ``Guards.replay_span`` (one time-bounded, paged query: newest first, by ``seq``),
         replays them (``core.policy.restore_state``) and installs the result, keeping the
         pool counts already set. Requests still waiting for approval come back (and are
-        listed in ``decisions``); a record whose decision cannot be read is skipped, counted
-        and logged. Raises ``AuditStoreError`` when the store cannot be read: healing must not
-        start with a history it could not see.
+        listed in ``decisions``) — unless they expired or were made in another mode or under
+        another configuration: those are cancelled at once, on record (``sweep``). A record
+        whose decision cannot be read is skipped, counted and logged. Raises
+        ``AuditStoreError`` when the store cannot be read: healing must not start with a
+        history it could not see.
         """
         if self.audit is None:
             return Restored(0, 0, 0)
@@ -120,6 +142,7 @@ class Healer:
         self.state = replay.state
         for request in replay.pending:
             self.decisions[request.id] = request
+        cancelled = await self.sweep()
         if malformed:
             log.warning(
                 "audit records without a readable decision skipped",
@@ -129,12 +152,35 @@ class Healer:
             "policy state restored from the audit store",
             extra={
                 "replayed": replay.replayed,
-                "pending": len(replay.pending),
+                "pending": len(self.state.pending),
+                "cancelled": len(cancelled),
                 "malformed": len(malformed),
                 "since": since.isoformat(),
             },
         )
-        return Restored(replay.replayed, len(replay.pending), len(malformed), replay.too_old)
+        return Restored(
+            replay.replayed,
+            len(self.state.pending),
+            len(malformed),
+            replay.too_old,
+            len(cancelled),
+        )
+
+    async def sweep(self) -> list[Decision]:
+        """Cancel, on record, every request that can no longer be approved: expired, or made
+        in another mode or under another configuration than this healer's."""
+        now = self.clock()
+        cancelled = policy_mod.cancellations(self.state, now, mode=self.mode, config=self.config)
+        for decision in cancelled:
+            policy_mod.record(decision, self.state, policy=self.policy)
+            self.decisions[decision.id] = decision
+        if cancelled:
+            log.info(
+                "requests waiting for approval cancelled",
+                extra={"count": len(cancelled), "ids": [d.id for d in cancelled][:20]},
+            )
+        await self._append([_cancellation_draft(d) for d in cancelled])
+        return cancelled
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -160,13 +206,19 @@ class Healer:
 
     async def run(self) -> None:
         while True:
-            first = await self.queue.get()
+            try:
+                async with asyncio.timeout(self.sweep_every):
+                    first = await self.queue.get()
+            except TimeoutError:  # idle: requests still expire on time
+                await self.sweep()
+                continue
             batch = [first]
             while not self.queue.empty() and len(batch) < 512:
                 batch.append(self.queue.get_nowait())
             await self.process(batch)
 
     async def process(self, events: Sequence[FindingEvent]) -> list[Decision]:
+        await self.sweep()  # a stale request must not swallow a drift as "already waiting"
         now = self.clock()
         drafts: list[AuditDraft] = []
         to_run: list[Decision] = []
@@ -199,7 +251,9 @@ class Healer:
                     self.notify(ev, None)
                 continue
             route = self.ownership.route(f)
-            decision = policy_mod.decide(f, route, self.state, now, self.mode, policy=self.policy)
+            decision = policy_mod.decide(
+                f, route, self.state, now, self.mode, policy=self.policy, config=self.config
+            )
             policy_mod.record(decision, self.state, policy=self.policy)
             self.decisions[decision.id] = decision
             made.append(decision)
@@ -219,11 +273,38 @@ class Healer:
         return made
 
     async def approve(self, decision_id: str) -> Decision:
-        """Approval mode: let a pending decision run now (guards are checked again)."""
+        """Approval mode: let a pending decision run now (guards are checked again).
+
+        A request that expired, or was made in another mode or under another configuration
+        than this healer's, is cancelled instead (on record), and nothing runs; one cancelled
+        before — here, or by another replica sharing the audit store — comes back as that
+        cancellation, and nothing is recorded or run. The status says which: ``cancelled``.
+        Raises ``UnknownDecision`` for an id that waits for nothing, ``AuditStoreError`` when
+        the store cannot be asked whether another replica cancelled the request.
+        """
         now = self.clock()
-        decision = policy_mod.approve(decision_id, self.state, now, policy=self.policy)
+        try:
+            decision = policy_mod.approve(
+                decision_id,
+                self.state,
+                now,
+                policy=self.policy,
+                mode=self.mode,
+                config=self.config,
+            )
+        except RequestCancelled as exc:
+            return exc.decision
+        if decision.status is not Status.CANCELLED:
+            elsewhere = await self._cancelled_elsewhere(self.state.pending[decision_id])
+            if elsewhere is not None:
+                policy_mod.record(elsewhere, self.state, policy=self.policy)
+                self.decisions[decision_id] = elsewhere
+                return elsewhere
         policy_mod.record(decision, self.state, policy=self.policy)
         self.decisions[decision.id] = decision
+        if decision.status is Status.CANCELLED:
+            await self._append([_cancellation_draft(decision)])
+            return decision
         drafts = [
             AuditDraft(
                 kind=AuditKind.NOTE,
@@ -243,6 +324,25 @@ class Healer:
 
     def pending(self) -> list[Decision]:
         return list(self.state.pending.values())
+
+    async def _cancelled_elsewhere(self, request: Decision) -> Decision | None:
+        """The cancellation of ``request`` another process put in the audit store, if any."""
+        if self.audit is None:
+            return None
+        notes = await self.audit.query(
+            kind=AuditKind.NOTE, ref=request.id, since=request.at, limit=100
+        )
+        for rec in notes:
+            data = rec.payload.get("cancellation")
+            if data is None:
+                continue
+            try:
+                found = Decision.from_json(data)
+            except ValueError:
+                continue  # counted and logged at the next restore; it cancels nothing
+            if found.id == request.id and found.status is Status.CANCELLED:
+                return found
+        return None
 
     async def _append(self, drafts: list[AuditDraft]) -> None:
         if self.audit is None or not drafts:
@@ -276,15 +376,32 @@ async def _records_since(store: AuditStore, since: datetime) -> list[AuditRecord
 
 
 def _recorded_decision(rec: AuditRecord) -> Decision | None:
-    """The decision an audit record carries: a decision record's (``_decision_draft``), or
-    an approval note's result (``Healer.approve``); None for any other record. Raises
+    """The decision an audit record carries: a decision record's (``_decision_draft``), an
+    approval note's result (``Healer.approve``) or a cancellation note's
+    (``_cancellation_draft``); None for any other record. Raises
     ValueError (``MalformedDecision``, or a payload that is not JSON) when it cannot be read.
     """
     if rec.kind == AuditKind.DECISION:
         return Decision.from_json(rec.payload.get("decision"))
     if rec.kind == AuditKind.NOTE and "approval" in rec.payload:
         return Decision.from_json(rec.payload["approval"])
+    if rec.kind == AuditKind.NOTE and "cancellation" in rec.payload:
+        return Decision.from_json(rec.payload["cancellation"])
     return None
+
+
+def _cancellation_draft(decision: Decision) -> AuditDraft:
+    """A request cancelled: one note per request, whoever cancels it and however often."""
+    return AuditDraft(
+        kind=AuditKind.NOTE,
+        key=f"cancel:{decision.id}",
+        summary=f"cancelled ({decision.guard.value if decision.guard else 'stale'}): "
+        f"{decision.action.value} — {decision.reasons[-1]}",
+        cluster=decision.cluster,
+        pool=decision.pool,
+        refs=(decision.id,),
+        payload={"cancellation": decision.to_json()},
+    )
 
 
 def _action_drafts(decision: Decision, outcome: Any) -> list[AuditDraft]:

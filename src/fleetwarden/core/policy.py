@@ -254,8 +254,11 @@ class Guards:
         heal bursts that straddle its start to line up again (a burst joins the heal begun up
         to ``heal_burst`` before it, so the first replayed action of a pool may be mistaken
         for a heal start; the mistake dies out within ``flap_heals`` bursts of two
-        ``heal_burst`` each), and at least ``pending_ttl`` (requests still approvable)."""
-        return max(self.horizon + 2 * self.flap_heals * self.heal_burst, self.pending_ttl)
+        ``heal_burst`` each), and at least twice ``pending_ttl``: the requests still
+        approvable, and those that expired within the last ``pending_ttl`` (the time an
+        expired request is remembered), so that one that expired while nothing ran is
+        cancelled on record at the next start."""
+        return max(self.horizon + 2 * self.flap_heals * self.heal_burst, 2 * self.pending_ttl)
 
 
 @dataclass(frozen=True, slots=True)
