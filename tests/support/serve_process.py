@@ -161,11 +161,14 @@ class ServeProcess:
 
 class Load:
     """Producer threads posting one event per request, each id once, until the block ends.
-    ``answers`` counts every status (and ``"error"`` for no answer); ``accepted`` lists the
-    ids answered 202, ``timeline`` (monotonic time, status) every answer."""
+    ``answers`` counts every status (``"error:<httpx exception>"`` for no answer within
+    ``timeout``, a webhook sender's patience); ``accepted`` lists the ids answered 202,
+    ``timeline`` (monotonic time, status) every answer."""
 
-    def __init__(self, svc: ServeProcess, *, threads: int = 2, prefix: str = "chaos") -> None:
-        self.svc, self.threads, self.prefix = svc, threads, prefix
+    def __init__(
+        self, svc: ServeProcess, *, threads: int = 2, prefix: str = "chaos", timeout: float = 10
+    ) -> None:
+        self.svc, self.threads, self.prefix, self.timeout = svc, threads, prefix, timeout
         self.accepted: list[str] = []
         self.answers: Counter[str] = Counter()
         self.timeline: list[tuple[float, str]] = []
@@ -193,7 +196,7 @@ class Load:
             i += 1
 
     def _run(self, n: int) -> None:
-        with httpx.Client(timeout=5) as client:
+        with httpx.Client(timeout=self.timeout) as client:
             for event_id in self.ids(n):
                 if self._stop.is_set():
                     return
@@ -204,8 +207,8 @@ class Load:
                         headers={"Authorization": f"Bearer {TOKEN}"},
                     )
                     status = str(r.status_code)
-                except httpx.HTTPError:
-                    status = "error"
+                except httpx.HTTPError as exc:  # no answer: not acknowledged either
+                    status = f"error:{type(exc).__name__}"
                     r = None
                 with self._lock:
                     self.answers[status] += 1
