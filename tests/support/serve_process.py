@@ -173,6 +173,7 @@ class Load:
         self.answers: Counter[str] = Counter()
         self.timeline: list[tuple[float, str]] = []
         self.bodies: dict[int, dict[str, Any]] = {}  # one example body per refusal status
+        self.slowest = 0.0  # seconds: the longest any request waited for its answer
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._workers: list[threading.Thread] = []
@@ -200,6 +201,7 @@ class Load:
             for event_id in self.ids(n):
                 if self._stop.is_set():
                     return
+                sent = time.monotonic()
                 try:
                     r = client.post(
                         f"{self.svc.base}/events/aws",
@@ -211,6 +213,7 @@ class Load:
                     status = f"error:{type(exc).__name__}"
                     r = None
                 with self._lock:
+                    self.slowest = max(self.slowest, time.monotonic() - sent)
                     self.answers[status] += 1
                     self.timeline.append((time.monotonic(), status))
                     if status == "202":
@@ -227,6 +230,10 @@ class Load:
     def count(self) -> int:
         with self._lock:
             return len(self.accepted)
+
+    def answered_since(self, t: float) -> int:
+        with self._lock:
+            return sum(1 for at, _ in self.timeline if at > t)
 
     def first_after(self, t: float, status: str = "202") -> float | None:
         """Monotonic time of the first answer ``status`` after ``t``."""

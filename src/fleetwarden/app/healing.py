@@ -20,6 +20,13 @@ A request waiting for approval lives only as long as the mode and the configurat
 (key ``cancel:<id>``, so two replicas cancelling one request leave one note). ``approve``
 checks the same, and also looks in the store for a cancellation another replica made; a
 cancelled request is never run, and approving it again returns the cancellation.
+
+A heal that failed only in ways that pass (``Outcome.retryable``: Argo CD unavailable or busy,
+a timeout) is not dropped: the finding is decided again after the cooldown, then after twice
+that, and so on, at most ``heal_retries`` times — each a new decision, guards included, each on
+record once — unless the drift cleared or was reported anew meanwhile. When the retries run
+out, a note says so. Retries live in memory: after a restart the drift is decided again when
+it is reported again (every current finding is, at start-up).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fleetwarden.app.remediating import Remediator
@@ -53,6 +60,7 @@ from fleetwarden.core.policy import (
 )
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
+from fleetwarden.ports.remediation import Outcome
 
 __all__ = ["RESTORE_PAGE", "Healer", "Restored"]
 
@@ -77,6 +85,16 @@ class Restored:
     cancelled: int = 0  # requests cancelled at start-up: expired, or of another mode/config
 
 
+@dataclass(frozen=True, slots=True)
+class _Retry:
+    """A finding to decide again at ``due``: its heal failed ``attempt`` times in a way that
+    may pass."""
+
+    due: datetime
+    attempt: int
+    event: FindingEvent
+
+
 class Healer:
     def __init__(
         self,
@@ -92,11 +110,14 @@ class Healer:
         max_queue: int = 100_000,
         config: str | None = None,
         sweep_every: float = 30.0,
+        heal_retries: int = 5,
     ) -> None:
         self.ownership, self.remediator, self.audit = ownership, remediator, audit
         self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
         self.config = config  # the fingerprint of the configuration decisions are made under
         self.sweep_every = sweep_every
+        self.heal_retries = heal_retries
+        self.retries: dict[str, _Retry] = {}  # finding id → when to decide it again
         self.state = state or PolicyState()
         self.queue: asyncio.Queue[FindingEvent] = asyncio.Queue(maxsize=max_queue)
         self.decisions: dict[str, Decision] = {}
@@ -209,22 +230,45 @@ class Healer:
             try:
                 async with asyncio.timeout(self.sweep_every):
                     first = await self.queue.get()
-            except TimeoutError:  # idle: requests still expire on time
+            except TimeoutError:  # idle: requests still expire on time, heals are retried
                 await self.sweep()
+                await self.retry_due()
                 continue
             batch = [first]
             while not self.queue.empty() and len(batch) < 512:
                 batch.append(self.queue.get_nowait())
             await self.process(batch)
+            await self.retry_due()
+
+    async def retry_due(self) -> list[Decision]:
+        """Decide again the findings whose failed heal is due for another try."""
+        now = self.clock()
+        due = [r for r in self.retries.values() if r.due <= now]
+        if not due:
+            return []
+        for r in due:
+            del self.retries[r.event.finding.id]
+        attempts = {r.event.finding.id: r.attempt for r in due}
+        return await self._process([r.event for r in due], attempts)
 
     async def process(self, events: Sequence[FindingEvent]) -> list[Decision]:
+        """Decide each finding event, record it, carry out what may run, record how it went."""
+        for ev in events:  # news of a finding replaces a retry of its failed heal
+            self.retries.pop(ev.finding.id, None)
+        return await self._process(events, {})
+
+    async def _process(
+        self, events: Sequence[FindingEvent], attempts: dict[str, int]
+    ) -> list[Decision]:
         await self.sweep()  # a stale request must not swallow a drift as "already waiting"
         now = self.clock()
         drafts: list[AuditDraft] = []
         to_run: list[Decision] = []
         made: list[Decision] = []
+        causes: dict[str, FindingEvent] = {}
         for ev in events:
             f = ev.finding
+            causes[f.id] = ev
             refs = []
             cause = f.extra.get("cause")
             if isinstance(cause, dict) and cause.get("eventId") and cause.get("source"):
@@ -269,8 +313,41 @@ class Healer:
         done: list[AuditDraft] = []
         for decision, outcome in zip(to_run, outcomes, strict=True):
             done.extend(_action_drafts(decision, outcome))
+            note = self._retry_later(decision, outcome, causes, attempts, now)
+            if note is not None:
+                done.append(note)
         await self._append(done)
         return made
+
+    def _retry_later(
+        self,
+        decision: Decision,
+        outcome: Outcome,
+        causes: dict[str, FindingEvent],
+        attempts: dict[str, int],
+        now: datetime,
+    ) -> AuditDraft | None:
+        """Schedule the finding of a heal that failed in a way that may pass; past
+        ``heal_retries``, a note that says it is given up."""
+        if decision.status is not Status.EXECUTE or not outcome.retryable:
+            return None
+        attempt = attempts.get(decision.finding_id, 0) + 1
+        if attempt <= self.heal_retries:
+            # just past the cooldown (which would refuse it), then twice that, ...
+            wait = self.policy.guards.cooldown * 2 ** (attempt - 1) + timedelta(seconds=1)
+            due = now + min(wait, timedelta(hours=1))
+            self.retries[decision.finding_id] = _Retry(due, attempt, causes[decision.finding_id])
+            return None
+        log.warning("heal given up", extra={"finding": decision.finding_id, "attempts": attempt})
+        return AuditDraft(
+            kind=AuditKind.NOTE,
+            key=f"given-up:{decision.id}",
+            summary=f"heal given up after {attempt} failed attempts: {decision.action.value}",
+            cluster=decision.cluster,
+            pool=decision.pool,
+            refs=(decision.id,),
+            payload={"givenUp": {"findingId": decision.finding_id, "attempts": attempt}},
+        )
 
     async def approve(self, decision_id: str) -> Decision:
         """Approval mode: let a pending decision run now (guards are checked again).
