@@ -6,9 +6,12 @@ reported anew, is not retried (fake Argo CD port, fake clock, real SQLite audit 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app.healing import Healer
@@ -19,6 +22,7 @@ from fleetwarden.core.ownership import ArgoApp, OwnershipMap, OwnershipRule
 from fleetwarden.core.policy import Guards, Mode, Policy, Status
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.argocd import ArgoNotFound, ArgoUnavailable
+from fleetwarden.ports.audit import AuditStore
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 OWNERS = OwnershipMap([OwnershipRule(direct_restore=False, argocd=ArgoApp("{cluster}-nodes"))])
@@ -61,8 +65,19 @@ def drift(kind: FindingEventType = FindingEventType.APPEARED) -> FindingEvent:
     return FindingEvent(kind, finding, T0)
 
 
-async def healer(tmp_path: Path, argo: Argo, clock: Clock, retries: int = 5) -> Healer:
+@pytest.fixture
+async def stores() -> AsyncIterator[list[AuditStore]]:
+    opened: list[AuditStore] = []
+    yield opened
+    for store in opened:
+        await store.close()
+
+
+async def healer(
+    tmp_path: Path, argo: Argo, clock: Clock, opened: list[AuditStore], retries: int = 5
+) -> Healer:
     store = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}", clock=clock)
+    opened.append(store)
     h = Healer(
         ownership=OWNERS,
         remediator=Remediator(argocd=argo, clock=clock),
@@ -82,9 +97,9 @@ async def outcomes(h: Healer) -> list[str]:
     return [r.payload["outcome"]["status"] for r in reversed(recs)]
 
 
-async def test_a_heal_failed_by_an_outage_is_decided_again_until_it_succeeds(tmp_path):
+async def test_a_heal_failed_by_an_outage_is_decided_again_until_it_succeeds(tmp_path, stores):
     clock, argo = Clock(), Argo(2, ArgoUnavailable("argocd-server: HTTP 503"))
-    h = await healer(tmp_path, argo, clock)
+    h = await healer(tmp_path, argo, clock, stores)
     (first,) = await h.process([drift()])
     assert first.status is Status.EXECUTE and await outcomes(h) == ["error"]
     assert await h.retry_due() == []  # not before the cooldown
@@ -103,9 +118,9 @@ async def test_a_heal_failed_by_an_outage_is_decided_again_until_it_succeeds(tmp
     assert Counter(r.id for r in decisions) == {first.id: 1, second.id: 1, third.id: 1}
 
 
-async def test_retries_are_bounded_and_giving_up_is_on_record(tmp_path):
+async def test_retries_are_bounded_and_giving_up_is_on_record(tmp_path, stores):
     clock, argo = Clock(), Argo(100, ArgoUnavailable("argocd-server: HTTP 503"))
-    h = await healer(tmp_path, argo, clock, retries=2)
+    h = await healer(tmp_path, argo, clock, stores, retries=2)
     await h.process([drift()])
     for _ in range(5):
         clock.t += timedelta(hours=1)
@@ -116,16 +131,16 @@ async def test_retries_are_bounded_and_giving_up_is_on_record(tmp_path):
     assert note.payload["givenUp"]["attempts"] == 3
 
 
-async def test_a_heal_that_failed_for_good_is_not_retried(tmp_path):
+async def test_a_heal_that_failed_for_good_is_not_retried(tmp_path, stores):
     clock, argo = Clock(), Argo(100, ArgoNotFound("application c0-nodes not found"))
-    h = await healer(tmp_path, argo, clock)
+    h = await healer(tmp_path, argo, clock, stores)
     await h.process([drift()])
     assert h.retries == {}
 
 
-async def test_a_drift_that_cleared_or_changed_meanwhile_is_not_retried(tmp_path):
+async def test_a_drift_that_cleared_or_changed_meanwhile_is_not_retried(tmp_path, stores):
     clock, argo = Clock(), Argo(100, ArgoUnavailable("argocd-server: HTTP 503"))
-    h = await healer(tmp_path, argo, clock)
+    h = await healer(tmp_path, argo, clock, stores)
     await h.process([drift()])
     assert set(h.retries) == {drift().finding.id}
     await h.process([drift(FindingEventType.CLEARED)])
