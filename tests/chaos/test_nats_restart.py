@@ -60,8 +60,7 @@ def test_nats_killed_and_restarted_under_load_loses_and_duplicates_nothing(tmp_p
             notes=f"{refused} deliveries answered 503 while it was down (not acknowledged); "
             f"every accepted event processed {caught_up - back:.1f}s after the restart; queue "
             f"empty after {drained - back:.1f}s (unacked deliveries come back after ack_wait "
-            f"and are recognised); slowest answer {load.slowest:.1f}s (a delivery in flight "
-            f"when the broker died waits out the 5 s PubAck timeout); answers "
+            f"and are recognised); slowest answer {load.slowest:.2f}s; answers "
             f"{dict(load.answers)}",
         )
         assert not lost, f"{len(lost)} acknowledged events lost, e.g. {lost[:5]}"
