@@ -1,12 +1,16 @@
 """A restart of the healer keeps its guards: the actions taken before it still count against the
-blast radius, requests still wait for approval (and can be approved), expired ones do not come
-back, and a record that cannot be read is skipped and counted — all read back from the real
-audit store, SQLite and PostgreSQL (scripts/pg-test-env), through its time-bounded query."""
+blast radius, requests still wait for approval (and can be approved) — unless they expired or
+the mode or the configuration changed: then they are cancelled, on record, and never run — and
+a record that cannot be read is skipped and counted; all read back from the real audit store,
+SQLite and PostgreSQL (scripts/pg-test-env), through its time-bounded query."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import logging
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -76,9 +80,12 @@ class World:
     patched: list[tuple[str, str]] = field(default_factory=list)
     stores: list[SqlAuditStore] = field(default_factory=list)
 
-    async def start(self, mode: Mode, *, restore: bool = True) -> Healer:
-        """A new process: a new store connection and a new healer (restored, unless not)."""
-        for store in self.stores:
+    async def start(
+        self, mode: Mode, *, restore: bool = True, config: str | None = "cfg-1", keep: bool = False
+    ) -> Healer:
+        """A new process: a new store connection and a new healer (restored, unless not).
+        ``keep``: the processes before it keep running (replicas sharing the store)."""
+        for store in self.stores if not keep else ():
             await store.close()
         store = await open_audit_store(self.url, clock=self.clock)
         self.stores.append(store)
@@ -88,6 +95,7 @@ class World:
             audit=store,
             mode=mode,
             clock=self.clock,
+            config=config,
         )
         healer.set_pool_counts(POOLS)
         if restore:
@@ -187,16 +195,99 @@ async def test_a_pending_approval_survives_a_restart_and_can_be_approved_after_i
         await third.approve(request.id)
 
 
-async def test_an_expired_request_does_not_come_back(world):
+async def cancellation_notes(healer: Healer, request: Decision) -> list[Decision]:
+    assert healer.audit is not None
+    notes = await healer.audit.query(kind=AuditKind.NOTE, ref=request.id)
+    return [
+        Decision.from_json(n.payload["cancellation"]) for n in notes if "cancellation" in n.payload
+    ]
+
+
+async def test_a_request_that_expired_while_nothing_ran_is_cancelled_on_record_at_the_start(
+    world,
+):
     first = await world.start(Mode.APPROVAL)
     (request,) = await first.process([drift(0)])
     world.clock.advance(hours=1, minutes=1)  # the request waited an hour (pending_ttl)
     second = await world.start(Mode.APPROVAL)
-    assert second.pending() == [] and request.id not in second.decisions
-    with pytest.raises(UnknownDecision):
-        await second.approve(request.id)
+    assert second.pending() == []
+    (note,) = await cancellation_notes(second, request)
+    assert (note.id, note.status, note.guard) == (request.id, Status.CANCELLED, Guard.EXPIRED)
+    assert second.decisions[request.id] == note  # listed by /api/decisions as cancelled
+    refused = await second.approve(request.id)
+    assert refused == note and world.patched == []  # says so, does nothing
     (fresh,) = await second.process([drift(0)])  # the drift gets a new request
     assert fresh.status is Status.PENDING_APPROVAL and fresh.id != request.id
+    # a third start finds it closed: no second note, and approving still says why
+    world.clock.advance(minutes=1)
+    third = await world.start(Mode.APPROVAL)
+    assert len(await cancellation_notes(third, request)) == 1
+    assert (await third.approve(request.id)).guard is Guard.EXPIRED
+    assert [d.id for d in third.pending()] == [fresh.id]
+
+
+@pytest.mark.parametrize(
+    ("mode", "config", "guard"),
+    [
+        (Mode.DRY_RUN, "cfg-1", Guard.MODE_CHANGED),
+        (Mode.ENFORCE, "cfg-1", Guard.MODE_CHANGED),
+        (Mode.APPROVAL, "cfg-2", Guard.CONFIG_CHANGED),
+    ],
+)
+async def test_a_request_does_not_outlive_its_mode_or_configuration_across_a_restart(
+    world, mode, config, guard
+):
+    """The issue's case: approval mode, a request waits; the service is switched to dry-run
+    (or enforce, or its rules change) and restarted; approving the request then runs nothing."""
+    first = await world.start(Mode.APPROVAL)
+    (request,) = await first.process([drift(0)])
+    world.clock.advance(minutes=5)
+    second = await world.start(mode, config=config)
+    assert second.pending() == []
+    (note,) = await cancellation_notes(second, request)
+    assert (note.status, note.guard, note.cancelled_at) == (Status.CANCELLED, guard, world.clock())
+    refused = await second.approve(request.id)
+    assert (refused.status, refused.guard) == (Status.CANCELLED, guard)
+    assert world.patched == []
+    assert second.state.executed_in_window(world.clock(), timedelta(hours=1)) == 0
+    # switched back: the cancelled request stays cancelled
+    world.clock.advance(minutes=1)
+    back = await world.start(Mode.APPROVAL)
+    assert back.pending() == []
+    assert (await back.approve(request.id)).status is Status.CANCELLED and world.patched == []
+
+
+async def test_a_request_cancelled_by_another_replica_is_not_run(world):
+    """Two replicas on one store: one still in approval mode, one started in dry-run. The
+    dry-run one cancels the request at its start; approving it on the other then finds the
+    cancellation in the store and runs nothing."""
+    old = await world.start(Mode.APPROVAL)
+    (request,) = await old.process([drift(0)])
+    world.clock.advance(minutes=2)
+    await world.start(Mode.DRY_RUN, keep=True)
+    assert [d.id for d in old.pending()] == [request.id]  # it has not heard of it yet
+    refused = await old.approve(request.id)
+    assert (refused.status, refused.guard) == (Status.CANCELLED, Guard.MODE_CHANGED)
+    assert world.patched == [] and old.pending() == []
+    assert len(await cancellation_notes(old, request)) == 1
+
+
+async def test_an_idle_healer_cancels_an_expired_request_on_time(world):
+    healer = await world.start(Mode.APPROVAL)
+    healer.sweep_every = 0.02
+    (request,) = await healer.process([drift(0)])
+    runner = asyncio.create_task(healer.run())
+    try:
+        world.clock.advance(hours=1, seconds=1)
+        deadline = time.monotonic() + 10
+        while not await cancellation_notes(healer, request):
+            assert time.monotonic() < deadline, "the expired request was not cancelled"
+            await asyncio.sleep(0.02)
+    finally:
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
+    assert healer.pending() == [] and healer.decisions[request.id].guard is Guard.EXPIRED
 
 
 async def test_dry_run_rehearsals_come_back_apart_from_real_actions(world):
@@ -215,7 +306,7 @@ async def test_dry_run_rehearsals_come_back_apart_from_real_actions(world):
 async def test_only_the_replay_span_is_read(world):
     first = await world.start(Mode.ENFORCE)
     await first.process([drift(0), drift(1, pool="gpu")])
-    world.clock.advance(hours=2)  # past the span (1 h: the approval wait)
+    world.clock.advance(hours=2, seconds=1)  # past the span (2 h: twice the approval wait)
     second = await world.start(Mode.ENFORCE, restore=False)
     restored = await second.restore()
     # the store's time bound left the old decisions out: none read, none replayed

@@ -32,11 +32,14 @@ from fleetwarden.core.policy import (
     Policy,
     PolicyRule,
     PolicyState,
+    RequestCancelled,
     Status,
     UnknownDecision,
     approve,
+    cancellations,
     decide,
     decide_all,
+    fingerprint,
     record,
 )
 from fleetwarden.core.pools import Taint
@@ -483,13 +486,21 @@ def test_approval_waits_then_executes_until_its_ttl():
         approve(d.id, state, T0 + timedelta(minutes=6))
 
 
-def test_approval_after_the_request_expired_is_blocked():
+def test_approving_an_expired_request_cancels_it_and_runs_nothing():
     state = fresh()
     d = decide(f(), route(Owner.CLUSTER), state, T0, Mode.APPROVAL)
     record(d, state)
     late = approve(d.id, state, T0 + timedelta(hours=2))
-    assert (late.status, late.guard, late.notify) == (Status.BLOCKED, Guard.EXPIRED, True)
-    assert "expired at" in late.reasons[-1]
+    assert (late.status, late.guard, late.executable) == (Status.CANCELLED, Guard.EXPIRED, False)
+    assert late.cancelled_at == T0 + timedelta(hours=2) and late.approved_at is None
+    assert "expired at 2026-03-01T13:00:00Z unapproved" in late.reasons[-1]
+    record(late, state)
+    assert state.pending == {} and state.waiting == {}
+    assert state.executed_in_window(T0 + timedelta(hours=2), timedelta(minutes=10)) == 0
+    # approving it again says it was cancelled, and why: nothing to record
+    with pytest.raises(RequestCancelled, match=r"was cancelled at .* expired") as again:
+        approve(d.id, state, T0 + timedelta(hours=2, minutes=1))
+    assert again.value.decision == late
 
 
 def test_an_expired_request_does_not_swallow_a_new_one_for_the_same_drift():
@@ -505,6 +516,85 @@ def test_an_expired_request_does_not_swallow_a_new_one_for_the_same_drift():
     assert set(state.pending) == {d.id, again.id}
     assert approve(d.id, state, later).guard is Guard.EXPIRED
     assert approve(again.id, state, later).status is Status.EXECUTE
+
+
+def test_a_request_records_the_mode_and_configuration_it_was_made_under():
+    d = decide(f(), route(Owner.CLUSTER), fresh(), T0, Mode.APPROVAL, config="abc")
+    assert (d.status, d.mode, d.config) == (Status.PENDING_APPROVAL, Mode.APPROVAL, "abc")
+    assert Decision.from_json(json.loads(json.dumps(d.to_json()))) == d
+    assert d.to_json()["config"] == "abc"
+
+
+@pytest.mark.parametrize(
+    ("mode", "config", "guard", "says"),
+    [
+        (Mode.DRY_RUN, "abc", Guard.MODE_CHANGED, "made in approval mode and the service now "),
+        (Mode.ENFORCE, "abc", Guard.MODE_CHANGED, "now runs in enforce mode"),
+        (Mode.APPROVAL, "def", Guard.CONFIG_CHANGED, "(configuration abc, now def)"),
+        (Mode.APPROVAL, None, Guard.CONFIG_CHANGED, "now not recorded"),
+    ],
+)
+def test_a_request_is_not_approvable_under_another_mode_or_configuration(mode, config, guard, says):
+    state = fresh()
+    d = decide(f(), route(Owner.CLUSTER), state, T0, Mode.APPROVAL, config="abc")
+    record(d, state)
+    now = T0 + timedelta(minutes=5)
+    refused = approve(d.id, state, now, mode=mode, config=config)
+    assert (refused.status, refused.guard, refused.cancelled_at) == (Status.CANCELLED, guard, now)
+    assert says in refused.reasons[-1] and "nothing is done" in refused.reasons[-1]
+    # the sweep says the same, with the same guard
+    (swept,) = cancellations(state, now, mode=mode, config=config)
+    assert (swept.id, swept.guard) == (d.id, guard)
+    assert swept.reasons[-1].startswith(f"cancelled at {now:%Y-%m-%dT%H:%M:%S}Z: ")
+    # under its own mode and configuration it runs; without a mode given nothing is checked
+    assert approve(d.id, state, now, mode=Mode.APPROVAL, config="abc").executable
+    assert approve(d.id, state, now).executable
+
+
+def test_the_sweep_cancels_expired_and_outdated_requests_oldest_first_and_keeps_the_rest():
+    state = fresh()
+    made = []
+    for k, (minutes, config) in enumerate([(0, "old"), (10, "abc"), (50, "abc")]):
+        x = f(field=f"labels.k{k}")
+        d = decide(x, route(Owner.CLUSTER), state, T0 + timedelta(minutes=minutes),
+                   Mode.APPROVAL, config=config)  # fmt: skip
+        record(d, state)
+        made.append(d)
+    now = T0 + timedelta(minutes=75)  # the second one expired at T0 + 70m
+    swept = cancellations(state, now, mode=Mode.APPROVAL, config="abc")
+    assert [(d.id, d.guard) for d in swept] == [
+        (made[0].id, Guard.CONFIG_CHANGED),  # the mode and configuration come before expiry
+        (made[1].id, Guard.EXPIRED),
+    ]
+    for d in swept:
+        record(d, state)
+    assert set(state.pending) == {made[2].id} and set(state.closed) == {made[0].id, made[1].id}
+    assert cancellations(state, now, mode=Mode.APPROVAL, config="abc") == []
+    # a cancelled request is remembered a while (approving it says so), then forgotten
+    with pytest.raises(RequestCancelled, match="configuration old, now abc"):
+        approve(made[0].id, state, now)
+    much_later = now + timedelta(hours=1, minutes=1)
+    record(
+        decide(f(field="labels.x"), route(Owner.CLUSTER), state, much_later, Mode.ENFORCE), state
+    )
+    with pytest.raises(UnknownDecision):
+        approve(made[0].id, state, much_later)
+
+
+def test_the_configuration_fingerprint_follows_rules_and_routing_not_guards():
+    base = fingerprint(DEFAULT_POLICY, ownership=[{"pool": "gpu", "owner": "cluster"}])
+    assert base == fingerprint(DEFAULT_POLICY, ownership=[{"owner": "cluster", "pool": "gpu"}])
+    assert len(base) == 16 and int(base, 16) >= 0
+    roomy = Policy(guards=Guards(max_fleet=99, pending_ttl=timedelta(hours=3)))
+    assert fingerprint(roomy, ownership=[{"pool": "gpu", "owner": "cluster"}]) == base
+    other_rules = Policy(rules=(PolicyRule(Action.ALERT),))
+    assert fingerprint(other_rules, ownership=[{"pool": "gpu", "owner": "cluster"}]) != base
+    assert fingerprint(DEFAULT_POLICY, ownership=[{"pool": "gpu", "owner": "infra"}]) != base
+    assert fingerprint(DEFAULT_POLICY, ownership=[], argocd="https://a") != fingerprint(
+        DEFAULT_POLICY, ownership=[], argocd="https://b"
+    )
+    with pytest.raises(TypeError, match="fingerprint"):
+        fingerprint(DEFAULT_POLICY, thing=object())
 
 
 def test_approval_rechecks_the_blast_radius_at_approval_time():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,6 +29,7 @@ from fleetwarden.core.policy import (
     PolicyState,
     Status,
     approve,
+    cancellations,
     decide,
     record,
     restore_state,
@@ -107,6 +108,11 @@ def every_kind_of_decision() -> list[Decision]:
             out.append(ok)
         if state.pending:  # one request approved too late
             out.append(approve(next(iter(state.pending)), state, T0 + timedelta(hours=3)))
+        if len(state.pending) >= 2:  # requests outliving their mode and their configuration
+            first, second = sorted(state.pending)[:2]
+            later = T0 + timedelta(minutes=2)
+            out.append(approve(first, state, later, mode=Mode.DRY_RUN, config=None))
+            out.append(approve(second, state, later, mode=mode, config="another"))
         flap = PolicyState({"c0": 20})
         for i in range(5):
             x = finding(0, 0, 0, 0)
@@ -131,6 +137,8 @@ def test_the_fixture_covers_every_action_status_mode_and_guard():
         Guard.QUARANTINE,
         Guard.BLAST_CLUSTER,
         Guard.EXPIRED,
+        Guard.MODE_CHANGED,
+        Guard.CONFIG_CHANGED,
     }
 
 
@@ -263,49 +271,69 @@ def test_replayed_blast_radius_blocks_the_next_action():
     assert fresh.status is Status.EXECUTE  # what a restart without the replay would do
 
 
-def test_requests_come_back_unless_decided_or_expired():
-    g = Guards(pending_ttl=timedelta(minutes=30))
+def test_requests_come_back_unless_decided_and_expired_ones_wait_to_be_cancelled():
+    g = Guards(pending_ttl=timedelta(minutes=30))  # replay span: 1h, twice the wait
     policy = Policy(guards=g)
     state = PolicyState({"c0": 100})
     log = []
 
-    def request(k: int, at: datetime) -> Decision:
-        x = finding(0, k, 0, 0)
-        d = decide(x, OWNERS.route(x), state, at, Mode.APPROVAL, policy=policy)
+    def keep(d: Decision) -> Decision:
         record(d, state, policy=policy)
         log.append(d)
         return d
 
+    def request(k: int, at: datetime) -> Decision:
+        x = finding(0, k, 0, 0)
+        return keep(decide(x, OWNERS.route(x), state, at, Mode.APPROVAL, policy=policy))
+
     first = request(0, T0)
     second = request(1, T0 + timedelta(minutes=10))
-    ok = approve(second.id, state, T0 + timedelta(minutes=35), policy=policy)
+    ok = keep(approve(second.id, state, T0 + timedelta(minutes=35), policy=policy))
     assert ok.status is Status.EXECUTE
-    record(ok, state, policy=policy)
-    log.append(ok)
     third = request(2, T0 + timedelta(minutes=40))
     now = T0 + timedelta(minutes=45)  # the first expired at T0 + 30m, unapproved
     replay = restore_state(log, now, policy=policy, pools=state.pools)
     assert [d.id for d in replay.pending] == [third.id]
-    assert set(replay.state.pending) == {third.id}
-    assert (replay.replayed, replay.too_old) == (2, 2)  # the span is 33m: 30m + 2 · 3 · 30s
+    assert [d.id for d in replay.expired] == [first.id]  # kept, to be cancelled on record
+    assert set(replay.state.pending) == {first.id, third.id}
+    assert (replay.replayed, replay.too_old) == (4, 0)
+    (cancel,) = cancellations(replay.state, now, mode=Mode.APPROVAL, config=None)
+    assert (cancel.id, cancel.status, cancel.guard) == (first.id, Status.CANCELLED, Guard.EXPIRED)
+    record(cancel, replay.state, policy=policy)
+    keep(cancel)
     # the restored request can be approved, with the guards seeing the approved one
     result = approve(third.id, replay.state, now, policy=policy)
     assert result.status is Status.EXECUTE
     assert replay.state.executed_in_window(now, g.window) == 1
-    assert first.id not in replay.state.pending
+    keep(result)
+
+    # a later start: what is older than the span is not read; what was closed stays closed
+    fourth = request(3, T0 + timedelta(minutes=46))
+    at_restart = T0 + timedelta(minutes=78)  # the fourth expired at T0 + 76m, unapproved
+    again = restore_state(log, at_restart, policy=policy, pools=state.pools)
+    assert (again.replayed, again.too_old) == (5, 2)  # the first and second requests
+    assert again.pending == () and [d.id for d in again.expired] == [fourth.id]
+    assert set(again.state.pending) == {fourth.id}  # the first: cancelled on record
+    (late,) = cancellations(again.state, at_restart, mode=Mode.APPROVAL, config=None)
+    assert (late.id, late.guard) == (fourth.id, Guard.EXPIRED)
+    keep(late)
+    last = restore_state(log, at_restart, policy=policy, pools=state.pools)
+    assert last.expired == () and fourth.id in last.state.closed
+    assert cancellations(last.state, at_restart, mode=Mode.APPROVAL, config=None) == []
 
 
 def test_an_approval_counts_from_when_it_was_approved():
     """The request is older than the replay span, its approval is not: the action counts."""
-    g = Guards(window=timedelta(minutes=30))  # span: the 1h approval wait
+    # span: 33m, the horizon and its bursts (longer than twice the 15m approval wait)
+    g = Guards(window=timedelta(minutes=30), pending_ttl=timedelta(minutes=15))
     policy = Policy(guards=g)
     state = PolicyState({"c0": 100})
     x = finding(0, 0, 0, 0)
     request = decide(x, OWNERS.route(x), state, T0, Mode.APPROVAL, policy=policy)
     record(request, state, policy=policy)
-    ok = approve(request.id, state, T0 + timedelta(minutes=50), policy=policy)
+    ok = approve(request.id, state, T0 + timedelta(minutes=14), policy=policy)
     record(ok, state, policy=policy)
-    now = T0 + timedelta(minutes=65)
+    now = T0 + timedelta(minutes=40)
     replay = restore_state([request, ok], now, policy=policy, pools=state.pools)
     assert (replay.replayed, replay.too_old, replay.pending) == (1, 1, ())
     assert replay.state.executed_in_window(now, g.window) == 1
@@ -345,8 +373,8 @@ def test_decisions_older_than_the_replay_span_are_counted_not_replayed():
 def test_the_replay_span_covers_the_guards_bursts_and_approvals():
     g = Guards()
     assert g.replay_span >= g.horizon + 2 * g.flap_heals * g.heal_burst
-    assert g.replay_span >= g.pending_ttl
-    assert Guards(pending_ttl=timedelta(hours=5)).replay_span == timedelta(hours=5)
+    assert g.replay_span >= 2 * g.pending_ttl  # approvable, and expired but remembered
+    assert Guards(pending_ttl=timedelta(hours=5)).replay_span == timedelta(hours=10)
 
 
 @pytest.mark.parametrize(
@@ -440,8 +468,13 @@ def test_heal_bursts_on_one_pool_replay_to_the_same_flap_verdict(gaps, flap_heal
         log.append(d)
 
 
-STEP = st.one_of(
-    st.tuples(
+CONFIGS = ["A", "B", None]  # configuration fingerprints: two configs, and none recorded
+
+
+def steps(modes: list[Mode], decisions: int = 1) -> st.SearchStrategy[tuple[Any, ...]]:
+    """One step of a run: a decision in one of ``modes`` (``decisions`` times as likely as
+    the rest), an approval, or the shell's sweep."""
+    decision = st.tuples(
         st.just("decide"),
         st.sampled_from([0, 0, 1, 5, 20, 45, 100, 300, 900]),  # seconds since the last step
         st.integers(min_value=0, max_value=2),  # cluster
@@ -449,14 +482,27 @@ STEP = st.one_of(
         st.integers(min_value=0, max_value=2),  # field
         st.integers(min_value=0, max_value=2),  # kind of drift
         st.sampled_from([Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM]),
-        st.sampled_from(list(Mode)),
-    ),
-    st.tuples(
+        st.sampled_from(modes),
+        st.sampled_from(CONFIGS[:2]),
+    )
+    approval = st.tuples(
         st.just("approve"),
         st.sampled_from([0, 1, 30, 300, 1800]),
         st.integers(min_value=0, max_value=1000),  # which pending request
-    ),
-)
+        st.sampled_from([None, *Mode]),  # the approver's mode (None: not checked)
+        st.sampled_from(CONFIGS[:2]),
+    )
+    sweep = st.tuples(  # the shell's sweep (at a start-up, or on its timer): cancel what is stale
+        st.just("sweep"),
+        st.sampled_from([0, 60, 600, 3600]),
+        st.sampled_from(list(Mode)),
+        st.sampled_from(CONFIGS),
+    )
+    kinds = {"decide": decision, "approve": approval, "sweep": sweep}
+    return st.sampled_from(["decide"] * decisions + ["approve", "sweep"]).flatmap(kinds.__getitem__)
+
+
+STEP = steps(list(Mode))
 PROBES = [
     finding(c, p, k, kind)
     for c in range(3)
@@ -466,22 +512,99 @@ PROBES = [
 ]
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    steps=st.lists(STEP, max_size=120),
-    pools=st.lists(st.integers(min_value=0, max_value=40), min_size=3, max_size=3),
-    flap_heals=st.integers(min_value=1, max_value=4),
-    heal_burst=st.sampled_from([0, 30, 90, 180]),
-    pending_ttl=st.sampled_from([120, 600, 3600]),
-    approval_ttl=st.sampled_from([60, 900]),
-    restart_after=st.sampled_from([0, 1, 30, 200, 3000]),
-)
-def test_after_a_replay_the_next_decision_is_the_one_the_lost_state_would_make(
-    steps, pools, flap_heals, heal_burst, pending_ttl, approval_ttl, restart_after
-):
-    """Drive decide + record (+ approve) over hours, keep every decision as the store would,
-    restart: the replayed state gives the same decision for every probe finding in every
-    mode, and the same answer to approving every request that came back."""
+@dataclass
+class Run:
+    """What a run left: the live state, the log as stored, and which requests were made and
+    which of them were closed (approved, refused, cancelled)."""
+
+    state: PolicyState
+    log: list[Any] = field(default_factory=list)
+    requested: set[str] = field(default_factory=set)
+    closed: set[str] = field(default_factory=set)
+    now: datetime = T0
+
+
+def drive(run_steps: list[tuple[Any, ...]], policy: Policy, counts: dict[str, int]) -> Run:
+    """decide / approve / sweep, each result recorded and stored, as the shell does."""
+    run = Run(PolicyState(counts))
+    state = run.state
+    for step in run_steps:
+        run.now += timedelta(seconds=step[1])
+        made: list[Decision] = []
+        if step[0] == "decide":
+            _, _, c, p, k, kind, sev, mode, config = step
+            x = finding(c, p, k, kind, sev)
+            made = [decide(x, OWNERS.route(x), state, run.now, mode, policy=policy, config=config)]
+        elif step[0] == "approve" and state.pending:
+            _, _, which, mode, config = step
+            ids = sorted(state.pending)
+            did = ids[which % len(ids)]
+            made = [approve(did, state, run.now, policy=policy, mode=mode, config=config)]
+        elif step[0] == "sweep":
+            _, _, mode, config = step
+            made = cancellations(state, run.now, mode=mode, config=config)
+        for d in made:
+            if d.status is Status.PENDING_APPROVAL:
+                run.requested.add(d.id)
+            elif d.id in run.requested:
+                run.closed.add(d.id)
+            record(d, state, policy=policy)
+            run.log.append(stored(d))
+    return run
+
+
+def restart_and_sweep(
+    run: Run, now: datetime, policy: Policy, counts: dict[str, int], mode: Mode, config: str | None
+) -> PolicyState:
+    """Replay the stored log at ``now`` and check what comes back against the lost state;
+    then the start-up sweep on both (in the new process's ``mode`` and ``config``), checked
+    too. Returns the restored state, swept; ``run.state`` is swept likewise."""
+    guards = policy.guards
+    state = run.state
+    replay = restore_state(
+        [Decision.from_json(data) for data in run.log], now, policy=policy, pools=counts
+    )
+    restored = replay.state
+    assert replay.replayed + replay.too_old == len(run.log)
+
+    def approvable(s: PolicyState) -> set[str]:
+        return {did for did, p in s.pending.items() if not p.expired(now)}
+
+    live = approvable(state)
+    assert approvable(restored) == live == {d.id for d in replay.pending}
+    assert {d.id for d in replay.expired} == set(restored.pending) - live
+    for did in live:
+        for m, c in [(None, None), *((m, c) for m in Mode for c in CONFIGS)]:
+            assert approve(did, restored, now, policy=policy, mode=m, config=c) == approve(
+                did, state, now, policy=policy, mode=m, config=c
+            )
+
+    lost = {d.id: d for d in cancellations(state, now, mode=mode, config=config)}
+    got = {d.id: d for d in cancellations(restored, now, mode=mode, config=config)}
+    assert not set(got) & run.closed  # nothing approved, refused or cancelled comes back
+    assert set(got) <= run.requested
+    assert all(d.status is Status.CANCELLED and not d.executable for d in got.values())
+    # a request the lost state still held (it forgets an expired one a while after its
+    # expiry) and made within the replay span is cancelled after the restart, for the same
+    # reason; one the lost state had forgotten may be cancelled on record only now
+    keeps = now - guards.pending_ttl
+    must = {
+        did
+        for did, d in lost.items()
+        if d.at >= now - guards.replay_span and (d.expires_at is None or d.expires_at >= keeps)
+    }
+    assert must <= set(got)
+    assert all(same(got[did]) == same(lost[did]) for did in must)
+    assert all(got[did].guard is Guard.EXPIRED for did in set(got) - set(lost))
+    for d in lost.values():
+        record(d, state, policy=policy)
+    for d in got.values():
+        record(d, restored, policy=policy)
+    assert approvable(restored) == approvable(state)
+    return restored
+
+
+def make_policy(flap_heals: int, heal_burst: int, pending_ttl: int, approval_ttl: int) -> Policy:
     guards = Guards(
         flap_heals=flap_heals,
         cooldown=timedelta(seconds=60),
@@ -490,36 +613,44 @@ def test_after_a_replay_the_next_decision_is_the_one_the_lost_state_would_make(
         approval_ttl=timedelta(seconds=approval_ttl),
     )
     assert 2 * guards.flap_heals * guards.heal_burst <= guards.flap_window  # exactness bound
-    policy = Policy(guards=guards)
+    return Policy(guards=guards)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    run_steps=st.lists(STEP, max_size=120),
+    pools=st.lists(st.integers(min_value=0, max_value=40), min_size=3, max_size=3),
+    flap_heals=st.integers(min_value=1, max_value=4),
+    heal_burst=st.sampled_from([0, 30, 90, 180]),
+    pending_ttl=st.sampled_from([120, 600, 3600]),
+    approval_ttl=st.sampled_from([60, 900]),
+    restart_after=st.sampled_from([0, 1, 30, 200, 3000]),
+    restart_mode=st.sampled_from(list(Mode)),
+    restart_config=st.sampled_from(CONFIGS),
+)
+def test_after_a_replay_the_next_decision_is_the_one_the_lost_state_would_make(
+    run_steps,
+    pools,
+    flap_heals,
+    heal_burst,
+    pending_ttl,
+    approval_ttl,
+    restart_after,
+    restart_mode,
+    restart_config,
+):
+    """Drive decide + record (+ approve, + the sweep that cancels stale requests) over hours,
+    in every mode and under two configurations, keep every decision as the store would,
+    restart and sweep: the replayed state has the same approvable requests, answers approving
+    each the same way, cancels what the lost state would (``restart_and_sweep``), and then
+    gives the same decision for every probe finding in every mode."""
+    policy = make_policy(flap_heals, heal_burst, pending_ttl, approval_ttl)
+    guards = policy.guards
     counts = {f"c{i}": n for i, n in enumerate(pools)}
-    state = PolicyState(counts)
-    log: list[Any] = []
-    now = T0
-    for step in steps:
-        now += timedelta(seconds=step[1])
-        if step[0] == "decide":
-            _, _, c, p, k, kind, sev, mode = step
-            x = finding(c, p, k, kind, sev)
-            d = decide(x, OWNERS.route(x), state, now, mode, policy=policy)
-        elif state.pending:
-            ids = sorted(state.pending)
-            d = approve(ids[step[2] % len(ids)], state, now, policy=policy)
-        else:
-            continue
-        record(d, state, policy=policy)
-        log.append(stored(d))
-    now += timedelta(seconds=restart_after)
-
-    replay = restore_state(
-        [Decision.from_json(data) for data in log], now, policy=policy, pools=counts
-    )
-    restored = replay.state
-
-    assert replay.replayed + replay.too_old == len(log)
-    live = {did for did, p in state.pending.items() if not p.expired(now)}
-    assert set(restored.pending) == live == {d.id for d in replay.pending}
-    for did in live:
-        assert approve(did, restored, now, policy=policy) == approve(did, state, now, policy=policy)
+    run = drive(run_steps, policy, counts)
+    now = run.now + timedelta(seconds=restart_after)
+    restored = restart_and_sweep(run, now, policy, counts, restart_mode, restart_config)
+    state = run.state
     for cluster in (None, *counts):
         for window in (guards.window, guards.flap_window):
             assert restored.executed_in_window(
@@ -528,6 +659,31 @@ def test_after_a_replay_the_next_decision_is_the_one_the_lost_state_would_make(
     for x in PROBES:
         rt = OWNERS.route(x)
         for mode in Mode:
-            before = decide(x, rt, state, now, mode, policy=policy)
-            after = decide(x, rt, restored, now, mode, policy=policy)
+            before = decide(x, rt, state, now, mode, policy=policy, config=restart_config)
+            after = decide(x, rt, restored, now, mode, policy=policy, config=restart_config)
             assert same(after) == same(before), (x.id, mode)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    # mostly requests, and long enough runs for them to be approved, expire and be swept
+    run_steps=st.lists(
+        steps([Mode.APPROVAL] * 4 + [Mode.ENFORCE], decisions=3), min_size=10, max_size=80
+    ),
+    pending_ttl=st.sampled_from([120, 600, 3600]),
+    restart_after=st.sampled_from([0, 30, 200, 1000, 3000, 7000]),
+    restart_mode=st.sampled_from([Mode.APPROVAL] * 3 + [Mode.DRY_RUN, Mode.ENFORCE]),
+    restart_config=st.sampled_from(["A", "A", "B", None]),
+)
+def test_after_a_replay_requests_are_approvable_or_cancelled_exactly_as_before(
+    run_steps, pending_ttl, restart_after, restart_mode, restart_config
+):
+    """The approval lifecycle alone, across a restart: requests made under two configurations,
+    approved (in the right and the wrong mode), expiring and swept; the restart — in the same
+    mode or another, under the same configuration or another — brings back exactly the
+    approvable ones and cancels exactly the stale ones (``restart_and_sweep``)."""
+    policy = make_policy(3, 30, pending_ttl, 900)
+    counts = {"c0": 40, "c1": 40, "c2": 40}
+    run = drive(run_steps, policy, counts)
+    now = run.now + timedelta(seconds=restart_after)
+    restart_and_sweep(run, now, policy, counts, restart_mode, restart_config)

@@ -1,15 +1,21 @@
 """deploy/kubernetes on a real kube-apiserver: every object is accepted; the ServiceAccount's
 RBAC lets `serve`'s watchers do all they do (nodes, the six workload kinds cluster-wide, Argo
-CD cluster Secrets) with nothing refused, and nothing more (no writes but node patches); the
-ConfigMap is a valid service config; a rotated projected token is picked up without a
-restart."""
+CD cluster Secrets) with nothing refused, and nothing more — the base writes nothing at all
+(not even a node patch: it runs dry-run); overlays/enforce adds exactly the node patch and
+policy.mode enforce; the ConfigMaps are valid service configs; a rotated projected token is
+picked up without a restart."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import contextlib
+import copy
 import json
+import shutil
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +36,10 @@ from tests.e2e.test_workloads_live import endpoint  # noqa: F401  (the fixture)
 pytestmark = pytest.mark.live
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes"
+ENFORCE = DEPLOY / "overlays" / "enforce"
 NS = "fleetwarden"
 SA = "fleetwarden"
+SECRET_ENV = ("ARGOCD_TOKEN", "FW_AWS_TOKEN", "FW_ARGOCD_WEBHOOK_TOKEN", "FW_ADMIN_TOKEN")
 
 PATHS = {
     "Namespace": "/api/v1/namespaces",
@@ -45,20 +53,113 @@ PATHS = {
     "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
     "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
 }
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
 
 
-def kustomized() -> list[dict[str, Any]]:
-    kust = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
-    files = sorted(p.name for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
-    assert sorted(kust["resources"]) == files  # nothing left out of the kustomization
-    out = []
+def kustomized(root: Path = DEPLOY) -> list[dict[str, Any]]:
+    """What ``kubectl apply -k root`` applies, for the kustomize features deploy/ uses (and
+    nothing else: anything more fails here, so the renderer is never silently wrong;
+    ``test_the_renderer_agrees_with_kustomize`` checks it against the real one): resources
+    (files and directories), a NamespaceTransformer with unsetOnly, strategic-merge patches
+    that replace a ConfigMap's keys."""
+    kust = yaml.safe_load((root / "kustomization.yaml").read_text())
+    assert set(kust) <= {"apiVersion", "kind", "resources", "transformers", "patches"}, kust
+    files = sorted(p.name for p in root.glob("*.yaml") if p.name != "kustomization.yaml")
+    listed = [r for r in kust["resources"] if r.endswith(".yaml")]
+    patches = [p["path"] for p in kust.get("patches", ())]
+    assert sorted(listed + patches) == files  # nothing left out of the kustomization
+    out: list[dict[str, Any]] = []
     for name in kust["resources"]:
-        for doc in yaml.safe_load_all((DEPLOY / name).read_text()):
-            if doc and doc["kind"] != "Namespace":
-                doc["metadata"].setdefault("namespace", kust["namespace"])
-            if doc:
-                out.append(doc)
+        if (root / name).is_dir():
+            out += kustomized((root / name).resolve())
+        else:
+            out += [d for d in yaml.safe_load_all((root / name).read_text()) if d]
+    for transformer in kust.get("transformers", ()):
+        spec = yaml.safe_load(transformer)
+        assert spec["kind"] == "NamespaceTransformer" and spec["unsetOnly"] is True, spec
+        for doc in out:
+            if doc["kind"] not in CLUSTER_SCOPED:
+                doc["metadata"].setdefault("namespace", spec["metadata"]["namespace"])
+    for path in patches:
+        (patch,) = [d for d in yaml.safe_load_all((root / path).read_text()) if d]
+        assert patch["kind"] == "ConfigMap", patch  # the one kind of patch this renderer knows
+        (target,) = [
+            d
+            for d in out
+            if d["kind"] == "ConfigMap" and d["metadata"]["name"] == patch["metadata"]["name"]
+        ]
+        target["data"].update(patch["data"])
     return out
+
+
+def service_config(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    (cm,) = [o for o in objs if o["kind"] == "ConfigMap"]
+    return yaml.safe_load(cm["data"]["config.yaml"])
+
+
+def rules_of(objs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """Every (API group, resource, verb) the ServiceAccount's roles grant."""
+    return sorted(
+        (group, resource, verb)
+        for o in objs
+        if o["kind"] in ("Role", "ClusterRole")
+        for rule in o["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    )
+
+
+def object_ids(objs: list[dict[str, Any]]) -> list[tuple[str, str | None, str]]:
+    return sorted((o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objs)
+
+
+def test_the_config_maps_are_valid_service_configs_and_differ_only_in_the_mode():
+    base, enforce = service_config(kustomized()), service_config(kustomized(ENFORCE))
+    env = dict.fromkeys(SECRET_ENV, "x")
+    cfg = service_config_from(base, source="config.yaml", env=env)
+    assert cfg.in_cluster == "mgmt" and cfg.argocd_namespace == "argocd"
+    assert cfg.policy_mode == "dry-run"  # healing acts only once someone says so
+    healing = service_config_from(enforce, source="overlays/enforce/config.yaml", env=env)
+    assert healing.policy_mode == "enforce"
+    same = copy.deepcopy(enforce)
+    same["policy"]["mode"] = "dry-run"
+    assert same == base, "overlays/enforce/config.yaml must be the base config but its mode"
+    (dep,) = [o for o in kustomized() if o["kind"] == "Deployment"]
+    pod = dep["spec"]["template"]["spec"]
+    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate"
+    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert "/var/run/secrets/kubernetes.io/serviceaccount" in mounts
+    assert cfg.store.endswith("/var/lib/fleetwarden/audit.db")
+    assert any(m.startswith("/var/lib/fleetwarden") for m in mounts)
+
+
+def test_the_base_only_reads_and_the_enforce_overlay_adds_only_the_node_patch():
+    base, enforce = rules_of(kustomized()), rules_of(kustomized(ENFORCE))
+    assert {verb for _, _, verb in base} <= {"get", "list", "watch"}
+    assert sorted(set(enforce) - set(base)) == [("", "nodes", "patch")]
+    assert set(base) <= set(enforce)
+    # the rest of the overlay is the base, object for object
+    assert set(object_ids(kustomized(ENFORCE))) - set(object_ids(kustomized())) == {
+        ("ClusterRole", None, "fleetwarden-heal"),
+        ("ClusterRoleBinding", None, "fleetwarden-heal"),
+    }
+
+
+@pytest.mark.skipif(not shutil.which("kubectl"), reason="no kubectl (its kustomize) here")
+@pytest.mark.parametrize("root", [DEPLOY, ENFORCE], ids=["base", "enforce"])
+def test_the_renderer_agrees_with_kustomize(root):
+    """The test's renderer against kubectl's kustomize, where there is one: same objects,
+    namespaces, config and RBAC rules."""
+    done = subprocess.run(
+        ["kubectl", "kustomize", str(root)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    real = [d for d in yaml.safe_load_all(done.stdout) if d]
+    ours = kustomized(root)
+    assert object_ids(ours) == object_ids(real)
+    assert service_config(ours) == service_config(real)
+    assert rules_of(ours) == rules_of(real)
 
 
 async def _ensure_ns(api: KubeClient, name: str) -> None:
@@ -80,6 +181,47 @@ async def _apply(api: KubeClient, obj: dict[str, Any]) -> None:
     raise AssertionError(f"could not create {obj['kind']}/{obj['metadata']['name']}")
 
 
+NODE = "fw-deploy-rbac-node"
+HEAL = [o for o in kustomized(ENFORCE) if o["metadata"]["name"] == "fleetwarden-heal"]
+
+
+async def _prune_heal(api: KubeClient) -> None:
+    """``kubectl apply --prune`` of the base after the overlay: the heal RBAC goes away."""
+    for obj in HEAL:
+        with contextlib.suppress(NotFound):
+            await api.request("DELETE", f"{PATHS[obj['kind']]}/{obj['metadata']['name']}")
+
+
+async def _node(api: KubeClient) -> str:
+    with contextlib.suppress(NotFound):
+        await api.request("DELETE", f"/api/v1/nodes/{NODE}")
+    for _ in range(50):
+        try:
+            await api.request("POST", "/api/v1/nodes", body={"metadata": {"name": NODE}})
+            return f"/api/v1/nodes/{NODE}"
+        except Conflict:
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"could not create node {NODE}")
+
+
+async def _eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 15) -> None:
+    """RBAC changes reach the authorizer through its informers: wait for one to take effect."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g}s: {what}")
+        await asyncio.sleep(0.1)
+
+
+async def _can_patch(client: KubeClient, path: str) -> bool:
+    body = {"metadata": {"labels": {"fleetwarden.io/rbac-test": str(time.monotonic_ns())}}}
+    try:
+        await client.patch(path, body)
+    except Forbidden:
+        return False
+    return True
+
+
 async def _token(api: KubeClient) -> str:
     granted = await api.request(
         "POST",
@@ -87,25 +229,6 @@ async def _token(api: KubeClient) -> str:
         body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
     )
     return str(granted["status"]["token"])
-
-
-def test_the_config_map_is_a_valid_service_config():
-    (cm,) = [o for o in kustomized() if o["kind"] == "ConfigMap"]
-    raw = yaml.safe_load(cm["data"]["config.yaml"])
-    env = {
-        k: "x"
-        for k in ("ARGOCD_TOKEN", "FW_AWS_TOKEN", "FW_ARGOCD_WEBHOOK_TOKEN", "FW_ADMIN_TOKEN")
-    }
-    cfg = service_config_from(raw, source="config.yaml", env=env)
-    assert cfg.in_cluster == "mgmt" and cfg.argocd_namespace == "argocd"
-    assert cfg.policy_mode == "dry-run"  # healing acts only once someone says so
-    (dep,) = [o for o in kustomized() if o["kind"] == "Deployment"]
-    pod = dep["spec"]["template"]["spec"]
-    assert dep["spec"]["replicas"] == 1 and dep["spec"]["strategy"]["type"] == "Recreate"
-    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
-    assert "/var/run/secrets/kubernetes.io/serviceaccount" in mounts
-    assert cfg.store.endswith("/var/lib/fleetwarden/audit.db")
-    assert any(m.startswith("/var/lib/fleetwarden") for m in mounts)
 
 
 async def test_manifests_are_accepted_and_rbac_covers_what_serve_does(
@@ -117,10 +240,12 @@ async def test_manifests_are_accepted_and_rbac_covers_what_serve_does(
     async with KubeClient(endpoint) as api:
         for ns in (NS, "argocd"):
             await _ensure_ns(api, ns)
+        await _prune_heal(api)
         for obj in objs:
             if obj["kind"] != "Namespace":
                 await _apply(api, obj)
         token = await _token(api)
+        node = await _node(api)
         # an Argo CD cluster Secret for a second cluster: this same API server, reached with
         # the ServiceAccount's token (as a real one would carry its own credentials)
         secret = {
@@ -197,8 +322,9 @@ async def test_manifests_are_accepted_and_rbac_covers_what_serve_does(
             await runner
         await argocd_client.aclose()
 
-    # ... and nothing more: no writes but node patches
+    # ... and nothing more: no writes at all, not even a node patch (the base runs dry-run)
     async with KubeClient(local) as as_sa:
+        await _eventually(lambda: _not(_can_patch(as_sa, node)), "the base cannot patch nodes")
         for method, path, body in (
             ("POST", "/api/v1/namespaces/default/secrets", {"metadata": {"name": "x"}}),
             ("DELETE", "/api/v1/nodes/any", None),
@@ -207,6 +333,48 @@ async def test_manifests_are_accepted_and_rbac_covers_what_serve_does(
         ):
             with pytest.raises(Forbidden):
                 await as_sa.request(method, path, body=body)
+
+
+async def _not(check: Awaitable[bool]) -> bool:
+    return not await check
+
+
+async def test_the_enforce_overlay_can_patch_nodes_and_nothing_more(endpoint, tmp_path):  # noqa: F811
+    async with KubeClient(endpoint) as api:
+        for ns in (NS, "argocd"):
+            await _ensure_ns(api, ns)
+        # the ServiceAccount and its RBAC (the rest is the base's, applied by the test above;
+        # a PVC deleted here would wait for a controller-manager to finalise it)
+        rbac = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+        for obj in kustomized(ENFORCE):
+            if obj["kind"] in rbac:
+                await _apply(api, obj)
+        node = await _node(api)
+        sa = tmp_path / "sa"
+        sa.mkdir()
+        (sa / "token").write_text(await _token(api))
+        (sa / "ca.crt").write_bytes(endpoint.ca_pem)
+        local = in_cluster_endpoint(
+            "mgmt", env={"FW_SA_DIR": str(sa), "FW_API_SERVER": endpoint.server}
+        )
+        try:
+            async with KubeClient(local) as as_sa:
+                await _eventually(lambda: _can_patch(as_sa, node), "the overlay can patch nodes")
+                labels = (await api.get(node))["metadata"]["labels"]
+                assert "fleetwarden.io/rbac-test" in labels  # the patch took effect
+                assert (await as_sa.list("/api/v1/nodes")).items  # and it still reads
+                for method, path, body in (
+                    ("DELETE", node, None),
+                    ("POST", "/api/v1/nodes", {"metadata": {"name": "x"}}),
+                    ("POST", "/api/v1/namespaces/default/secrets", {"metadata": {"name": "x"}}),
+                    ("PATCH", "/apis/apps/v1/namespaces/default/deployments/x", {}),
+                ):
+                    with pytest.raises(Forbidden):
+                        await as_sa.request(method, path, body=body)
+        finally:
+            await _prune_heal(api)
+            with contextlib.suppress(NotFound):
+                await api.request("DELETE", node)
 
 
 async def test_a_rotated_token_is_picked_up_without_a_restart(endpoint, tmp_path):  # noqa: F811

@@ -85,6 +85,12 @@ def kill_apiserver(state_dir: str | os.PathLike, index: int, timeout: float = 12
     _run(["kill-apiserver", str(index)], state_dir, timeout)
 
 
+def crash_apiserver(state_dir: str | os.PathLike, index: int, timeout: float = 120) -> None:
+    """SIGKILL cluster `index`'s kube-apiserver at once (no graceful shutdown); see
+    start_apiserver()."""
+    _run(["crash-apiserver", str(index)], state_dir, timeout)
+
+
 def start_apiserver(state_dir: str | os.PathLike, index: int, timeout: float = 600) -> None:
     """Start a killed kube-apiserver again (same flags and port) and wait for /readyz."""
     _run(["start-apiserver", str(index)], state_dir, timeout)

@@ -35,12 +35,14 @@ from tests.support.scripts import last_line, run_script
 __all__ = [
     "SCRIPT",
     "PgEnvError",
+    "crash_server",
     "create_database",
     "create_database_async",
     "ensure_binaries",
     "fresh_database",
     "fresh_database_async",
     "load_state",
+    "restart_server",
     "start_server",
     "stop_server",
 ]
@@ -95,6 +97,18 @@ def start_server(state_dir: str | os.PathLike, timeout: float = DEFAULT_TIMEOUT)
 def stop_server(state_dir: str | os.PathLike, timeout: float = 120) -> None:
     """Stop the server of state_dir (pg_ctl stop -m fast, by PID) and remove its dirs."""
     _run(["down"], state_dir, timeout)
+
+
+def crash_server(state_dir: str | os.PathLike, timeout: float = 90) -> None:
+    """Stop the server as a crash would (immediate: no checkpoint, connections cut); its data
+    dir and port stay for ``restart_server``."""
+    _run(["crash"], state_dir, timeout)
+
+
+def restart_server(state_dir: str | os.PathLike, timeout: float = DEFAULT_TIMEOUT) -> str:
+    """Start a crashed server again (same data, same port; the WAL is replayed); return its
+    URL once it accepts connections."""
+    return _last_line(_run(["start"], state_dir, timeout), "start")
 
 
 def load_state(state_dir: str | os.PathLike) -> dict:

@@ -101,6 +101,7 @@ class Inspector:
         self._last_run: dict[tuple[str, str | None], float] = {}
         self._pending: dict[tuple[str, str | None], list[Delivery]] = {}
         self._timers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
+        self._acking: set[asyncio.Task[None]] = set()  # trailing inspections being acked
         self._pool_labels = options.pool_labels or POOL_LABELS
 
     async def run(self) -> None:
@@ -114,7 +115,7 @@ class Inspector:
                 if deliveries:
                     await self.handle(deliveries)
         finally:
-            for task in self._timers.values():
+            for task in [*self._timers.values(), *self._acking]:
                 task.cancel()
 
     async def handle(self, deliveries: Sequence[Delivery]) -> None:
@@ -184,16 +185,25 @@ class Inspector:
         ack_now.append(d)
 
     async def _trailing(self, key: tuple[str, str | None], delay: float) -> None:
+        me = asyncio.current_task()
         try:
             await asyncio.sleep(delay)
             group = self._pending.pop(key, [])
+            # events from now on need a trailing inspection of their own: without this, one
+            # arriving while the ack below is awaited would wait for its lease to run out
+            del self._timers[key]
+            if me is not None:
+                self._acking.add(me)  # still ours (run() cancels it) while it acknowledges
             if group:
                 self._inspect(key, group)
                 self.checkpoint("before-ack")
                 with contextlib.suppress(QueueUnavailable):
                     await self.queue.ack(group)
         finally:
-            self._timers.pop(key, None)
+            if self._timers.get(key) is me:
+                del self._timers[key]
+            if me is not None:
+                self._acking.discard(me)
 
     def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
         """Diff the pool (or the whole cluster) now; the caller acknowledges ``group``."""

@@ -6,8 +6,9 @@ says: an ``execute`` decision whose window has not passed is turned into port ca
 Every call has a timeout; every error — a timeout, a conflict, an adapter error — becomes an
 ``Outcome`` value for the audit store instead of an exception. Nothing is fire-and-forget:
 concurrent calls run in a ``TaskGroup`` and are awaited before the outcome is returned.
-No retries here: a failed heal is seen again by the next diff and decided again (guards and
-cooldown included).
+No retries here: each failed call says whether it may pass (``CallResult.retryable``: a
+timeout, an unavailable or busy server); the healer decides a drift again later when its heal
+failed only in such ways (guards and cooldown included).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef
 from fleetwarden.core.policy import Action, Decision, NodeRestore, Status
 from fleetwarden.core.pools import Taint
 from fleetwarden.ports.argocd import ArgoConflict
-from fleetwarden.ports.kube import Conflict
+from fleetwarden.ports.kube import Conflict, Transient
 from fleetwarden.ports.remediation import (
     ArgoSync,
     Call,
@@ -159,6 +160,7 @@ class Remediator:
                     error_class="TimeoutError",
                     error_message=f"no answer within {self.timeout:g}s",
                     seconds=time.perf_counter() - t0,
+                    retryable=True,
                 )
             # Every failure must reach the audit log as an outcome, whatever raised it;
             # cancellation (BaseException) still propagates.
@@ -170,6 +172,7 @@ class Remediator:
                     error_class=type(exc).__name__,
                     error_message=str(exc)[:500],
                     seconds=time.perf_counter() - t0,
+                    retryable=_is_retryable(exc),
                 )
         return CallResult(call, OutcomeStatus.OK, result, seconds=time.perf_counter() - t0)
 
@@ -245,6 +248,14 @@ def _summarise(result: object) -> dict[str, Any]:
         elif isinstance(value, list | tuple) and all(isinstance(v, str | int) for v in value):
             out[key] = list(value)
     return out
+
+
+def _is_retryable(exc: Exception) -> bool:
+    """Argo CD errors say so themselves; Kubernetes' transient failures and conflicts pass."""
+    said = getattr(exc, "retryable", None)
+    if isinstance(said, bool):
+        return said
+    return isinstance(exc, Transient | Conflict | TimeoutError)
 
 
 def _is_conflict(exc: Exception) -> bool:

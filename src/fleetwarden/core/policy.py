@@ -26,27 +26,36 @@ executable for ``approval_ttl`` (a request not approved within ``pending_ttl`` e
 request for the same drift is then made instead of being coalesced onto the dead one).
 Statuses: ``planned`` (nothing for the remediator: ignore, alert, or covered by an earlier
 decision), ``dry-run``, ``pending-approval``, ``blocked`` (a guard said no; the reason has the
-numbers), ``execute``.
+numbers), ``execute``, ``cancelled`` (a request that can no longer be approved).
 
-The history survives a restart through the audit log: every decision, and every approval's
-result, is a ``Decision`` whose ``to_json`` the shell stores; ``Decision.from_json`` reads it
-back and ``restore_state`` replays the decisions of the last ``Guards.replay_span`` through
-``record`` — the same ledgers, rehearsal ones included, and the requests still waiting for
-approval. Replay is exact (the next ``decide`` answers as it would have without the restart)
-when ``2 · flap_heals · heal_burst <= flap_window`` (defaults: 3 min against 30 min); with
-longer bursts a run of overlapping heals that straddles the start of the replayed history can
-move the flap guard's heal count by one.
+A request is approvable only under what it was made under: it records its mode and the
+``fingerprint`` of the rules and routing that chose its action and target (``Decision.config``).
+``cancellations`` lists the requests that expired, or were made in another mode or under another
+configuration, each as a ``cancelled`` decision to record (and audit); ``approve`` with the
+current mode and fingerprint cancels such a request instead of running it, and approving a
+request already cancelled raises ``RequestCancelled`` (nothing to record, nothing to run).
+
+The history survives a restart through the audit log: every decision, every approval's result
+and every cancellation is a ``Decision`` whose ``to_json`` the shell stores;
+``Decision.from_json`` reads it back and ``restore_state`` replays the decisions of the last
+``Guards.replay_span`` through ``record`` — the same ledgers, rehearsal ones included, the
+requests still waiting for approval and the ones cancelled. Replay is exact (the next ``decide``
+answers as it would have without the restart) when ``2 · flap_heals · heal_burst <=
+flap_window`` (defaults: 3 min against 30 min); with longer bursts a run of overlapping heals
+that straddles the start of the replayed history can move the flap guard's heal count by one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
+import json
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from enum import StrEnum
+from enum import Enum, StrEnum
 from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
@@ -71,11 +80,14 @@ __all__ = [
     "PolicyRule",
     "PolicyState",
     "Replay",
+    "RequestCancelled",
     "Status",
     "UnknownDecision",
     "approve",
+    "cancellations",
     "decide",
     "decide_all",
+    "fingerprint",
     "record",
     "restore_state",
 ]
@@ -105,6 +117,7 @@ class Status(StrEnum):
     PENDING_APPROVAL = "pending-approval"
     BLOCKED = "blocked"
     EXECUTE = "execute"
+    CANCELLED = "cancelled"  # a request that expired or outlived its mode or configuration
 
 
 class Guard(StrEnum):
@@ -116,7 +129,9 @@ class Guard(StrEnum):
     QUARANTINE = "quarantine"  # stopped earlier by the flap guard, still within its window
     BLAST_CLUSTER = "blast-radius-cluster"
     BLAST_FLEET = "blast-radius-fleet"
-    EXPIRED = "expired"  # an approval that came too late
+    EXPIRED = "expired"  # a request not approved in time
+    MODE_CHANGED = "mode-changed"  # a request made in another mode
+    CONFIG_CHANGED = "config-changed"  # a request made under other rules or routing
 
 
 # --- rules ---------------------------------------------------------------------------------
@@ -239,8 +254,11 @@ class Guards:
         heal bursts that straddle its start to line up again (a burst joins the heal begun up
         to ``heal_burst`` before it, so the first replayed action of a pool may be mistaken
         for a heal start; the mistake dies out within ``flap_heals`` bursts of two
-        ``heal_burst`` each), and at least ``pending_ttl`` (requests still approvable)."""
-        return max(self.horizon + 2 * self.flap_heals * self.heal_burst, self.pending_ttl)
+        ``heal_burst`` each), and at least twice ``pending_ttl``: the requests still
+        approvable, and those that expired within the last ``pending_ttl`` (the time an
+        expired request is remembered), so that one that expired while nothing ran is
+        cancelled on record at the next start."""
+        return max(self.horizon + 2 * self.flap_heals * self.heal_burst, 2 * self.pending_ttl)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,10 +323,17 @@ class Decision:
     guard: Guard | None = None
     expires_at: datetime | None = None  # executable (or approvable) until then
     approved_at: datetime | None = None
+    config: str | None = None  # the fingerprint of the rules and routing it was made under
+    cancelled_at: datetime | None = None
 
     @property
     def executable(self) -> bool:
         return self.status is Status.EXECUTE
+
+    @property
+    def effective_at(self) -> datetime:
+        """When it took effect: approved, cancelled, else decided."""
+        return self.approved_at or self.cancelled_at or self.at
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and now > self.expires_at
@@ -332,6 +357,8 @@ class Decision:
             "guard": self.guard.value if self.guard else None,
             "expiresAt": ts(self.expires_at),
             "approvedAt": ts(self.approved_at),
+            "config": self.config,
+            "cancelledAt": ts(self.cancelled_at),
         }
 
     @classmethod
@@ -359,6 +386,8 @@ class Decision:
             guard=d.opt_enum("guard", Guard),
             expires_at=d.opt_time("expiresAt"),
             approved_at=d.opt_time("approvedAt"),
+            config=d.opt_text("config"),  # absent in records written before it was kept
+            cancelled_at=d.opt_time("cancelledAt"),
         )
         if decision.status is Status.PENDING_APPROVAL and (
             decision.target is None or decision.expires_at is None
@@ -371,6 +400,18 @@ class Decision:
 
 class UnknownDecision(LookupError):
     """``approve`` was given an id that is not waiting for approval."""
+
+
+class RequestCancelled(LookupError):
+    """``approve`` was given a request that was cancelled before: ``decision`` is the
+    cancellation (its last reason says why). Nothing is to be recorded or run."""
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        super().__init__(
+            f"decision {decision.id} was cancelled at {_ts(decision.cancelled_at)}: "
+            f"{decision.reasons[-1]}"
+        )
 
 
 class MalformedDecision(ValueError):
@@ -514,12 +555,13 @@ class PolicyState:
     """The guards' history. ``pools``: pool count per cluster (the blast-radius base).
     Change it only through ``record`` (and ``set_pools``)."""
 
-    __slots__ = ("_ledgers", "pending", "pools", "recorded", "waiting")
+    __slots__ = ("_ledgers", "closed", "pending", "pools", "recorded", "waiting")
 
     def __init__(self, pools: Mapping[str, int] | None = None) -> None:
         self.pools: dict[str, int] = dict(pools or {})
         self.pending: dict[str, Decision] = {}  # id → decision waiting for approval
         self.waiting: dict[str | OpKey, str] = {}  # finding id / operation → pending id
+        self.closed: dict[str, Decision] = {}  # id → its cancellation (kept a while)
         self.recorded = 0
         self._ledgers = {False: _Ledger(), True: _Ledger()}  # keyed by "rehearsal"
 
@@ -566,8 +608,11 @@ def decide(
     mode: Mode = Mode.DRY_RUN,
     *,
     policy: Policy = DEFAULT_POLICY,
+    config: str | None = None,
 ) -> Decision:
-    """What to do about ``finding`` now, and why. Reads ``state``; changes nothing."""
+    """What to do about ``finding`` now, and why. Reads ``state``; changes nothing.
+    ``config``: the ``fingerprint`` of the configuration it is made under (kept on the
+    decision, so that a request outlives no change of it)."""
     ref = _FindingRef(finding.id, finding.cluster, finding.pool)  # the id hashes: once
     reasons = [f"route: {route.reason}"]
     rule = next((r for r in policy.rules if r.matches(finding, route)), None)
@@ -595,6 +640,7 @@ def decide(
             tuple(reasons),
             target,
             now,
+            config=config,
             **kw,
         )
 
@@ -628,31 +674,36 @@ def decide(
 
 
 def approve(
-    decision_id: str, state: PolicyState, now: datetime, *, policy: Policy = DEFAULT_POLICY
+    decision_id: str,
+    state: PolicyState,
+    now: datetime,
+    *,
+    policy: Policy = DEFAULT_POLICY,
+    mode: Mode | None = None,
+    config: str | None = None,
 ) -> Decision:
     """The pending decision made executable at ``now`` (guards checked again, against real
-    history) — or blocked, with the reason. Changes nothing: ``record`` the result.
-    Raises ``UnknownDecision`` when nothing with that id waits for approval."""
+    history) — or blocked, with the reason — or cancelled, when it expired or (given the
+    current ``mode`` and ``config`` fingerprint) was made under others. Changes nothing:
+    ``record`` the result. ``mode`` None skips the mode and configuration checks.
+    Raises ``RequestCancelled`` for a request cancelled before, ``UnknownDecision`` when
+    nothing with that id waits for approval."""
     pending = state.pending.get(decision_id)
     if pending is None:
+        closed = state.closed.get(decision_id)
+        if closed is not None:
+            raise RequestCancelled(closed)
         raise UnknownDecision(
             f"no decision {decision_id!r} is waiting for approval"
             f" ({len(state.pending)} pending; see the audit log for decided ones)"
         )
+    stale = _stale(pending, now, mode, config) if mode is not None else None
+    if stale is None and pending.expired(now):
+        stale = _expiry(pending)
+    if stale is not None:
+        guard, why = stale
+        return _cancelled(pending, now, guard, f"approval at {_ts(now)} refused: {why}")
     reasons = list(pending.reasons)
-    if pending.expired(now):
-        reasons.append(
-            f"approval at {_ts(now)} came after the request expired at {_ts(pending.expires_at)}"
-        )
-        return replace(
-            pending,
-            status=Status.BLOCKED,
-            reasons=tuple(reasons),
-            guard=Guard.EXPIRED,
-            notify=True,
-            approved_at=now,
-            expires_at=None,
-        )
     assert pending.target is not None  # pending decisions always have one
     g = policy.guards
     finding = _FindingRef(pending.finding_id, pending.cluster, pending.pool)
@@ -683,11 +734,38 @@ def approve(
     )
 
 
+def cancellations(
+    state: PolicyState, now: datetime, *, mode: Mode, config: str | None
+) -> list[Decision]:
+    """The requests in ``state`` that can no longer be approved at ``now``, each as the
+    ``cancelled`` decision to ``record`` (and audit), oldest first: made in another ``mode``
+    than the current one, made under another ``config`` fingerprint (a request from before
+    fingerprints were kept counts as another), or expired. Changes nothing."""
+    out = []
+    for request in sorted(state.pending.values(), key=lambda d: (d.at, d.id)):
+        stale = _stale(request, now, mode, config) or (
+            _expiry(request) if request.expired(now) else None
+        )
+        if stale is not None:
+            guard, why = stale
+            out.append(_cancelled(request, now, guard, f"cancelled at {_ts(now)}: {why}"))
+    return out
+
+
+def fingerprint(policy: Policy = DEFAULT_POLICY, **context: object) -> str:
+    """A short, stable hash of what chooses a request's action and target: the policy's rules
+    and ``context`` (the shell passes the ownership rules and the remediation endpoints as
+    plain values). The guards are left out: ``approve`` checks them again anyway."""
+    data = {"rules": _canonical(policy.rules), "context": _canonical(context)}
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def record(decision: Decision, state: PolicyState, *, policy: Policy = DEFAULT_POLICY) -> None:
     """Write a decision's consequences into ``state``: actions made executable (or rehearsed)
     count against the guards; pending ones wait; a flap stops the pool."""
     g = policy.guards
-    now = decision.approved_at or decision.at
+    now = decision.effective_at
     state.recorded += 1
     if decision.status is Status.PENDING_APPROVAL:
         state.pending[decision.id] = decision
@@ -697,6 +775,10 @@ def record(decision: Decision, state: PolicyState, *, policy: Policy = DEFAULT_P
         return
     if decision.id in state.pending:
         state.forget_pending(decision.id)
+    if decision.status is Status.CANCELLED:
+        state.closed[decision.id] = decision
+        _prune(state.ledger(rehearsal=False), state, now, g)
+        return
     rehearsal = decision.mode is Mode.DRY_RUN
     ledger = state.ledger(rehearsal=rehearsal)
     key: PoolKey = (decision.cluster, decision.pool)
@@ -720,11 +802,12 @@ def decide_all(
     mode: Mode = Mode.DRY_RUN,
     *,
     policy: Policy = DEFAULT_POLICY,
+    config: str | None = None,
 ) -> list[Decision]:
     """``decide`` then ``record``, one finding after the other (a storm arrives in order)."""
     out = []
     for finding, route in items:
-        decision = decide(finding, route, state, now, mode, policy=policy)
+        decision = decide(finding, route, state, now, mode, policy=policy, config=config)
         record(decision, state, policy=policy)
         out.append(decision)
     return out
@@ -741,6 +824,7 @@ class Replay:
     replayed: int  # decisions recorded into ``state``
     too_old: int  # decisions before the replay span: no guard looks at them any more
     pending: tuple[Decision, ...]  # requests that wait for approval again, oldest first
+    expired: tuple[Decision, ...] = ()  # requests that expired without a cancellation
 
 
 def restore_state(
@@ -752,22 +836,25 @@ def restore_state(
 ) -> Replay:
     """The ``PolicyState`` that recording ``decisions`` built, rebuilt at ``now``.
 
-    ``decisions``: every decision and every approval's result (``approve``) that was recorded,
-    in the order it was stored (several may share one time). Each one that took effect within
-    ``policy.guards.replay_span`` before ``now`` — at its ``approved_at``, else at its ``at``
-    — goes through ``record`` again, in time order: blast-radius counts, heals, quarantines,
-    cooldowns and coalescing come back, rehearsed (dry-run) ones apart from real ones. Requests
-    that were approved, refused or expired when approved late leave ``pending`` as they did;
-    requests whose ``expires_at`` has passed by ``now`` do not come back (approving them
-    again would only say they expired). ``pools``: the blast-radius base (pool counts are
-    configuration, not history). Pure: reads the values given, changes nothing else.
+    ``decisions``: every decision, every approval's result (``approve``) and every
+    cancellation that was recorded, in the order it was stored (several may share one time).
+    Each one that took effect (``Decision.effective_at``) within ``policy.guards.replay_span``
+    before ``now`` goes through ``record`` again, in time order: blast-radius counts, heals,
+    quarantines, cooldowns and coalescing come back, rehearsed (dry-run) ones apart from real
+    ones. Requests that were approved, refused or cancelled leave ``pending`` as they did.
+    ``Replay.pending`` lists the requests still approvable by time; requests whose
+    ``expires_at`` has passed by ``now`` with no cancellation on record stay in the state and
+    are listed in ``Replay.expired``: ``cancellations`` turns them (and requests of another
+    mode or configuration) into the cancellations to record. ``pools``: the blast-radius
+    base (pool counts are configuration, not history). Pure: reads the values given, changes
+    nothing else.
     """
     g = policy.guards
     since = now - g.replay_span
     kept: list[tuple[datetime, Decision]] = []
     too_old = 0
     for decision in decisions:
-        took_effect = decision.approved_at or decision.at
+        took_effect = decision.effective_at
         if took_effect < since:
             too_old += 1
         else:
@@ -776,13 +863,69 @@ def restore_state(
     state = PolicyState(pools)
     for _, decision in kept:
         record(decision, state, policy=policy)
-    for did in [d for d, p in state.pending.items() if p.expired(now)]:
-        state.forget_pending(did)
-    pending = tuple(sorted(state.pending.values(), key=lambda d: d.at))
-    return Replay(state, len(kept), too_old, pending)
+    waiting = sorted(state.pending.values(), key=lambda d: d.at)
+    pending = tuple(d for d in waiting if not d.expired(now))
+    expired = tuple(d for d in waiting if d.expired(now))
+    return Replay(state, len(kept), too_old, pending, expired)
 
 
 # --- internals -----------------------------------------------------------------------------
+
+
+def _stale(
+    request: Decision, now: datetime, mode: Mode | None, config: str | None
+) -> tuple[Guard, str] | None:
+    """Why a request may not be approved under ``mode`` and ``config`` (expiry aside)."""
+    if mode is not None and request.mode is not mode:
+        return Guard.MODE_CHANGED, (
+            f"the request was made in {request.mode.value} mode and the service now runs in "
+            f"{mode.value} mode; nothing is done (the drift is decided again, in "
+            f"{mode.value} mode, when it is next reported)"
+        )
+    if mode is not None and request.config != config:
+        made = request.config or "not recorded"
+        return Guard.CONFIG_CHANGED, (
+            f"the policy rules or routing changed since the request was made (configuration "
+            f"{made}, now {config or 'not recorded'}); nothing is done"
+        )
+    return None
+
+
+def _expiry(request: Decision) -> tuple[Guard, str]:
+    return Guard.EXPIRED, f"the request expired at {_ts(request.expires_at)} unapproved"
+
+
+def _cancelled(request: Decision, now: datetime, guard: Guard, why: str) -> Decision:
+    return replace(
+        request,
+        status=Status.CANCELLED,
+        reasons=(*request.reasons, why),
+        guard=guard,
+        notify=False,
+        cancelled_at=now,
+    )
+
+
+def _canonical(value: object) -> object:
+    """Plain JSON values for hashing: dataclasses by field, enums by value, durations in
+    seconds, collections as lists (sets sorted)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return _canonical(value.value)
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return sorted((_canonical(v) for v in value), key=repr)
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(f"fingerprint: cannot hash a {describe_type(value)}")
 
 
 def _waiting(state: PolicyState, finding_id: str, op: OpKey, now: datetime) -> str | None:
@@ -988,10 +1131,12 @@ def _prune(ledger: _Ledger, state: PolicyState, now: datetime, g: Guards) -> Non
     ledger.findings = {k: t for k, t in ledger.findings.items() if t >= recent}
     ledger.ops = {k: v for k, v in ledger.ops.items() if v[0] >= recent}
     ledger.quarantine = {k: t for k, t in ledger.quarantine.items() if t > now}
-    # an expired request is kept a while so that a late `approve` says "expired", not "unknown"
+    # an expired request, or a cancelled one, is kept a while so that a late `approve` says
+    # so, not "unknown" (a shell that never cancels must not grow without bound either)
     stale = now - g.pending_ttl
     for did in [d for d, p in state.pending.items() if p.expires_at and p.expires_at < stale]:
         state.forget_pending(did)
+    state.closed = {k: d for k, d in state.closed.items() if d.effective_at >= stale}
 
 
 def _trimmed(times_by: dict[_K, list[datetime]], cutoff: datetime) -> dict[_K, list[datetime]]:

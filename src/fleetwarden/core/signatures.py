@@ -56,7 +56,13 @@ def check_signature(
     if timestamp is None or not given:
         return AuthResult(False, "signature must have t= and v1=")
     if abs(now - timestamp) > window:
-        return AuthResult(False, f"signature timestamp outside the {int(window)} s window")
+        skew = int(timestamp - now)
+        where = f"{skew} s ahead of" if skew > 0 else f"{-skew} s behind"
+        return AuthResult(
+            False,
+            f"signature timestamp t={timestamp} is {where} this server's clock (allowed: "
+            f"±{int(window)} s): check the sender's clock (NTP), or this is a replay",
+        )
     prefix = f"{timestamp}.".encode()
     for secret in secrets:
         want = hmac.new(secret.encode(), prefix + body, hashlib.sha256).hexdigest()

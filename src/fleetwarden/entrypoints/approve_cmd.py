@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 import typer
 
-from fleetwarden.entrypoints.common import fail
+from fleetwarden.entrypoints.common import fail, warn
 from fleetwarden.entrypoints.service_config import load_service_config
 from fleetwarden.formats.errors import FormatError
 
@@ -54,7 +54,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Approve a pending remediation: the service checks its guards again and, if they
-        still allow it, carries it out and records it in the audit log."""
+        still allow it, carries it out and records it in the audit log. A request that
+        expired, or was made in another policy mode or under another configuration, was
+        cancelled: this says so and exits 1, and nothing is done."""
         if config is not None:
             try:
                 cfg = load_service_config(config)
@@ -78,6 +80,11 @@ def register(app: typer.Typer) -> None:
             fail(f"--server {server}: not a usable URL ({exc})")
         except httpx.HTTPError as exc:
             fail(f"{server}: cannot reach the service ({type(exc).__name__})")
+        if resp.status_code == 409:  # cancelled: expired, or another mode or configuration
+            body = resp.json()
+            typer.echo(json.dumps(body.get("decision"), indent=2))
+            warn(body.get("error", "the request was cancelled; nothing was done"))
+            raise typer.Exit(1)
         if resp.status_code != 200:
             try:
                 message = resp.json().get("error", resp.text)

@@ -60,7 +60,7 @@ from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.ownership import OwnershipMap, parse_rules
-from fleetwarden.core.policy import Mode, UnknownDecision
+from fleetwarden.core.policy import Guards, Mode, Policy, Status, UnknownDecision, fingerprint
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
@@ -76,7 +76,7 @@ from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.queue import EventQueue
 
-__all__ = ["Service", "register"]
+__all__ = ["Service", "healing_policy", "register"]
 
 log = logging.getLogger("fleetwarden.serve")
 
@@ -147,11 +147,14 @@ class Service:
         )
         self.remediator = Remediator(argocd=self.argocd, flux=self._flux_for, nodes=self._nodes_for)
         self.notifier = build_notifier(self.config.notify)
+        policy, config_hash = healing_policy(self.config)
         self.healer = Healer(
             ownership=OwnershipMap(parse_rules(self.config.ownership)),
             remediator=self.remediator,
+            policy=policy,
             mode=Mode(self.config.policy_mode),
             notify=self.notifier.handle if self.notifier is not None else None,
+            config=config_hash,
         )
         self.healer.set_pool_counts({c: len(p) for c, p in known.items()})
         self.app = create_app(
@@ -200,6 +203,20 @@ class Service:
             decision = await self.healer.approve(request.path_params["id"])
         except UnknownDecision as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
+        except AuditStoreError as exc:  # cannot tell whether another replica cancelled it
+            return JSONResponse(
+                {"error": f"cannot check the audit store, nothing was done: {exc}"},
+                status_code=503,
+            )
+        if decision.status is Status.CANCELLED:  # expired, or another mode or configuration
+            return JSONResponse(
+                {
+                    "error": f"decision {decision.id} was cancelled, nothing was done: "
+                    f"{decision.reasons[-1]}",
+                    "decision": decision.to_json(),
+                },
+                status_code=409,
+            )
         return JSONResponse(decision.to_json())
 
     def _count(self, name: str, n: int) -> None:
@@ -305,6 +322,14 @@ class Service:
             if self.feeds and self.healer.audit is not None:
                 self.relay = EventRelay(self.healer.audit, self.feeds, checkpoint=self._checkpoint)
                 tg.create_task(self.relay.run(), name="event-relay")
+
+
+def healing_policy(config: ServiceConfig) -> tuple[Policy, str]:
+    """The healer's policy, and the fingerprint of what chooses a request's action and target
+    (rules, ownership, the Argo CD it calls): a request made under another is cancelled, not
+    approved (``core.policy.fingerprint``)."""
+    policy = Policy(guards=Guards(pending_ttl=timedelta(seconds=config.request_expiry)))
+    return policy, fingerprint(policy, ownership=config.ownership, argocd=config.argocd_url)
 
 
 def build_notifier(specs: Sequence[dict[str, Any]]) -> Notifier | None:

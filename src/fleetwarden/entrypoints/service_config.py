@@ -25,6 +25,7 @@ Example::
     eventLog: fleetwarden-events.jsonl       # every processed event, fsync'd before its ack
     role: all                                # all | gateway | worker (scale out over nats://)
     policy: {mode: dry-run}                  # dry-run (default) | enforce | approval
+                                             # requestExpiryMinutes: 60 (approval requests)
     ownership:                               # who owns which fields (defaults: seed 001)
       - {cluster: "prod-*", field: "labels.*", owner: cluster, argocd: "{cluster}-nodes"}
     argocd: {url: https://argocd.example.com, token: env:ARGOCD_TOKEN}
@@ -144,7 +145,10 @@ SERVICE_SCHEMA: dict[str, Any] = {
         "policy": {
             "type": "object",
             "additionalProperties": False,
-            "properties": {"mode": {"enum": ["dry-run", "enforce", "approval"]}},
+            "properties": {
+                "mode": {"enum": ["dry-run", "enforce", "approval"]},
+                "requestExpiryMinutes": {"type": "number", "exclusiveMinimum": 0},
+            },
         },
         "ownership": {"type": "array", "items": {"type": "object"}},
         "fleet": {"type": "object"},  # validated by formats.workloads.fleet_settings
@@ -219,6 +223,7 @@ class ServiceConfig:
     role: str = "all"
     notify: list[dict[str, Any]] = field(default_factory=list)
     policy_mode: str = "dry-run"
+    request_expiry: float = 3600.0  # seconds an approval request waits before it is cancelled
     ownership: list[dict[str, Any]] = field(default_factory=list)
     argocd_url: str | None = None
     argocd_token: str | None = None
@@ -351,6 +356,7 @@ def service_config_from(
             for n in raw.get("notify") or ()
         ],
         policy_mode=(raw.get("policy") or {}).get("mode", "dry-run"),
+        request_expiry=60.0 * float((raw.get("policy") or {}).get("requestExpiryMinutes", 60)),
         ownership=list(raw.get("ownership") or ()),
         argocd_url=(raw.get("argocd") or {}).get("url"),
         argocd_token=_secret((raw.get("argocd") or {})["token"], "argocd.token", source, env)

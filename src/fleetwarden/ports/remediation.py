@@ -125,13 +125,18 @@ class CallResult:
     error_class: str | None = None
     error_message: str | None = None
     seconds: float = 0.0
+    retryable: bool = False  # the same call may succeed later (an outage, a timeout, a 409)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"call": self.call.to_json(), "status": self.status.value}
         if self.result is not None:
             out["result"] = dict(self.result)
         if self.error_class:
-            out["error"] = {"class": self.error_class, "message": self.error_message}
+            out["error"] = {
+                "class": self.error_class,
+                "message": self.error_message,
+                "retryable": self.retryable,
+            }
         out["seconds"] = round(self.seconds, 6)
         return out
 
@@ -150,6 +155,13 @@ class Outcome:
     @property
     def errors(self) -> list[CallResult]:
         return [c for c in self.calls if c.status in (OutcomeStatus.ERROR, OutcomeStatus.CONFLICT)]
+
+    @property
+    def retryable(self) -> bool:
+        """It failed, and only in ways that may pass: carrying the decision out again later
+        may succeed."""
+        errors = self.errors
+        return bool(errors) and all(c.retryable for c in errors)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -17,7 +17,8 @@ Argo CD's own OpenAPI document), over applications seeded from real Application 
   (or, for ``/manifests``, the real manifests given with ``set_manifests``);
 * faults: ``fail_next`` (answer an error status), ``hang_next`` (answer late or never), each
   either before the request is applied or after it (the request took effect, its answer did
-  not arrive); ``requests`` lists every (method, path) received.
+  not arrive), for the next n requests and/or ``until`` a time of the injected clock (an
+  outage); ``requests`` lists every (method, path) received.
 
 It is not Argo CD: no Git, no cluster, no RBAC beyond "is the token valid", no diffing.
 """
@@ -64,7 +65,8 @@ class Fault:
 
     ``status``: answer this HTTP status (a grpc-gateway error body); ``hang``: wait ``seconds``
     (None: until ``release`` or the client gives up) before answering. ``after_apply``: the
-    request takes effect first. ``method``/``path`` (a substring) narrow what it matches.
+    request takes effect first. ``method``/``path`` (a substring) narrow what it matches;
+    ``until`` (a time of the simulator's clock) ends it then, whatever remains.
     """
 
     remaining: int = 1
@@ -74,10 +76,12 @@ class Fault:
     after_apply: bool = False
     method: str | None = None
     path: str | None = None
+    until: datetime | None = None
 
-    def matches(self, method: str, path: str) -> bool:
+    def matches(self, method: str, path: str, now: datetime | None = None) -> bool:
         return (
             self.remaining > 0
+            and (self.until is None or now is None or now < self.until)
             and (self.method is None or self.method == method)
             and (self.path is None or self.path in path)
         )
@@ -455,8 +459,9 @@ class ArgoCDSimulator:
         return response
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
+        now = self.clock()
         for fault in self.faults:
-            if fault.matches(method, path):
+            if fault.matches(method, path, now):
                 fault.remaining -= 1
                 return fault
         return None

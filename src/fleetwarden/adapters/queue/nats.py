@@ -30,7 +30,9 @@ Durability
     effects idempotent by event key.
 
 Depth is ``num_pending + num_ack_pending`` of the consumer, cached for ``depth_cache``
-seconds.  Connection, timeout and JetStream API errors become ``QueueUnavailable``.
+seconds.  Connection, timeout and JetStream API errors become ``QueueUnavailable``; while the
+client is reconnecting, ``put_many`` and ``depth`` raise it at once instead of waiting out
+the request timeout.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ class NatsQueue:
         if not events:
             return 0
         js = (await self._ready())[0]
+        self._check_connected("not stored")
         depth = await self.depth()
         if depth >= self.max_depth:
             raise QueueFull(depth, self.max_depth)
@@ -202,6 +205,7 @@ class NatsQueue:
             if time.monotonic() - self._depth_at < self.depth_cache:
                 return self._depth_value
             js = (await self._ready())[0]
+            self._check_connected("depth unknown")
             try:
                 info = await js.consumer_info(
                     self.stream, self.durable, timeout=self.request_timeout
@@ -220,6 +224,14 @@ class NatsQueue:
                 await asyncio.wait_for(nc.close(), self.request_timeout)
             except _FAILURES as exc:
                 log.warning("nats close failed servers=%s error=%r", self.servers, exc)
+
+    def _check_connected(self, what: str) -> None:
+        """While the client reconnects, a publish would wait in its buffer until the request
+        timeout: the gateway would answer nothing for seconds (a webhook sender's own timeout
+        is about 5 s). Refuse at once instead: the sender retries, the gateway says 503."""
+        nc = self._nc
+        if nc is not None and not nc.is_connected:
+            raise QueueUnavailable(f"nats: not connected to {', '.join(self.servers)}: {what}")
 
     # ------------------------------------------------------------------ setup
 

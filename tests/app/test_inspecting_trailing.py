@@ -1,0 +1,69 @@
+"""The debounce's trailing inspection: an event that arrives while the trailing inspection of
+its pool is being acknowledged gets a trailing inspection of its own — it is inspected and
+acknowledged within the debounce, not left leased until the queue redelivers it (fake queue
+whose acknowledgement is held open; the clock is real, the debounce short)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from fleetwarden.app.inspecting import Inspector
+from fleetwarden.core.attribution import Attribution
+from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.tracking import FindingTracker
+from fleetwarden.ports.queue import Delivery
+
+
+class HeldQueue:
+    """Acknowledgements wait for ``release`` while ``hold`` is set; every ack is kept."""
+
+    def __init__(self) -> None:
+        self.acked: list[str] = []
+        self.hold = asyncio.Event()
+        self.released = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def ack(self, deliveries: Sequence[Delivery]) -> None:
+        if self.hold.is_set():
+            self.waiting.set()
+            await self.released.wait()
+        self.acked += [d.event.id for d in deliveries]
+
+    async def nack(self, deliveries: Sequence[Delivery], *, delay: float = 0.0) -> None:
+        raise AssertionError("not expected")
+
+
+def delivery(i: int) -> Delivery:
+    event = ChangeEvent(
+        id=f"e{i}", source="test", type="t", provider=Provider.AWS, operation=Operation.SCALE,
+        cluster="prod", pool="general",
+    )  # fmt: skip
+    return Delivery(event, token=str(i))
+
+
+async def test_an_event_arriving_during_the_trailing_acknowledgement_is_not_stranded():
+    queue = HeldQueue()
+    spec = NodePoolSpec(name="general", cluster="prod")
+    inspector = Inspector(
+        queue,  # type: ignore[arg-type]
+        [spec],
+        lambda _cluster: [],
+        FindingTracker(),
+        Attribution(),
+        lambda _event: None,
+        debounce=0.05,
+    )
+    await inspector.handle([delivery(1)])  # leading edge: inspected and acked at once
+    await inspector.handle([delivery(2)])  # within the debounce: a trailing inspection
+    queue.hold.set()
+    await asyncio.wait_for(queue.waiting.wait(), 5)  # the trailing ack of e2 is under way
+    await inspector.handle([delivery(3)])  # arrives meanwhile
+    queue.hold.clear()
+    queue.released.set()
+    async with asyncio.timeout(5):
+        while "e3" not in queue.acked:
+            await asyncio.sleep(0.01)
+    assert queue.acked == ["e1", "e2", "e3"]
+    assert inspector.stats.inspections == 3
