@@ -75,7 +75,7 @@ class _TooLarge(Exception):
 
 async def _receive_body(headers: Mapping[str, str], receive: Any, limit: int) -> bytes:
     declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and _is_count(declared) and int(declared) > limit:
         raise _TooLarge
     chunks: list[bytes] = []
     size = 0
@@ -238,7 +238,7 @@ def create_app(
 
     async def api_events(request: Request) -> Response:
         raw = request.query_params.get("limit", "100")
-        if not raw.isdigit() or not 1 <= int(raw) <= config.recent_events:
+        if not _is_count(raw) or not 1 <= int(raw) <= config.recent_events:
             return _problem(400, f"limit must be an integer from 1 to {config.recent_events}")
         newest = list(recent)[-int(raw) :][::-1]
         return Response(orjson.dumps([e.to_json() for e in newest]), media_type="application/json")
@@ -294,6 +294,12 @@ def create_app(
     asgi.state = app.state  # type: ignore[attr-defined]
     asgi.recent = recent  # type: ignore[attr-defined]
     return asgi  # type: ignore[return-value]
+
+
+def _is_count(text: str) -> bool:
+    """1 to 18 ASCII digits: ``str.isdigit`` alone also says yes to "²" and other scripts'
+    digits, which ``int`` then refuses (a 500), and to 5,000 digits (too slow to convert)."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _decode(body: bytes, headers: Mapping[str, str]) -> Any:
