@@ -227,12 +227,10 @@ class Service:
     def emit(self, event: Event) -> None:
         self.events.append(event.to_json())
         self.healer.handle(event)
-        if isinstance(event, FindingEvent):
-            counts = {s: 0 for s in Severity}
-            for f in self.tracker.current():
-                counts[f.severity] += 1
-            for severity, n in counts.items():
-                self.metrics.findings.labels(severity.value).set(n)
+        if isinstance(event, FindingEvent):  # the tracker keeps the counts: no recount
+            counts = self.tracker.counts()
+            for severity in Severity:
+                self.metrics.findings.labels(severity.value).set(counts.get(severity, 0))
 
     def on_reply(self, source: str, reply: Reply) -> None:
         if reply.kind == "sns-subscribe" and reply.url:
