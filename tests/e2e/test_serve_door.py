@@ -142,12 +142,17 @@ def test_a_forged_or_expired_session_is_refused(svc):
         assert get(svc, "/api/findings", cookie=f"fw_session={forged}").status == 401, forged
 
 
-def test_a_login_posted_from_another_site_is_refused(svc):
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"origin": "http://evil.example"},
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site", "origin": "http://127.0.0.1"},
+    ],
+)
+def test_a_login_posted_from_another_site_is_refused(svc, headers):
     r = httpx.post(
-        f"{svc.base}/ui/login",
-        data={"token": READ},
-        headers={"origin": "http://evil.example"},
-        follow_redirects=False,
+        f"{svc.base}/ui/login", data={"token": READ}, headers=headers, follow_redirects=False
     )
     assert r.status_code == 403 and "set-cookie" not in r.headers
 

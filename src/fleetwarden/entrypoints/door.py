@@ -280,8 +280,12 @@ async def _form(request: Request) -> dict[str, str] | None:
 
 
 def _same_origin(request: Request) -> bool:
-    """A browser's form post names its page's origin: it must be this host (a missing
-    Origin is a non-browser client, which needs the token anyway)."""
+    """A browser says where a form post comes from: ``Sec-Fetch-Site`` (every current
+    browser), else ``Origin``; it must be this site. Neither: not a browser, and a client
+    that is not one needs the token anyway."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site == "same-origin"
     origin = request.headers.get("origin")
     if origin is None:
         return True
