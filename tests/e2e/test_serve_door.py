@@ -21,7 +21,12 @@ import httpx
 import pytest
 
 from fleetwarden.entrypoints.door import LOOPBACK_HOSTS, session_value
-from fleetwarden.entrypoints.service_config import exposure_problem, service_config_from
+from fleetwarden.entrypoints.service_config import (
+    exposure_problem,
+    service_config_from,
+    without_credentials,
+)
+from fleetwarden.formats.errors import FormatError
 from tests.e2e.test_gateway import EKS_EVENT
 from tests.formats.test_events import GENERIC, arm_event, as_cloudevent
 from tests.support.serve_proc import EXE, free_port, raw_request, rejected, serve
@@ -286,10 +291,20 @@ def test_read_tokens_come_from_env_or_file_and_token_and_public_are_exclusive(tm
     cfg = service_config_from(raw, source="x", env={"FW_READ": "from-env"})
     assert cfg.read.tokens == ("from-env", "from-a-file")
     assert "from-env" not in repr(cfg)
-    from fleetwarden.formats.errors import FormatError
-
     with pytest.raises(FormatError, match=r"auth\.read"):
         service_config_from({"auth": {"read": {"bearerToken": "t", "public": True}}}, source="x")
+
+
+def test_the_store_and_a_nats_url_with_credentials_come_from_env_or_file_never_printed(tmp_path):
+    url = tmp_path / "queue-url"
+    url.write_text("nats://fw:s3cret@127.0.0.1:4222\n")
+    raw = {"queue": f"file:{url}", "store": "env:FW_STORE"}
+    cfg = service_config_from(raw, source="x", env={"FW_STORE": "sqlite:///audit.db"})
+    assert (cfg.queue, cfg.store) == ("nats://fw:s3cret@127.0.0.1:4222", "sqlite:///audit.db")
+    assert "s3cret" not in repr(cfg)
+    assert without_credentials(cfg.queue) == "nats://127.0.0.1:4222"
+    with pytest.raises(FormatError, match="nats://"):
+        service_config_from({"queue": "env:Q"}, source="x", env={"Q": "redis://h"})
 
 
 # --------------------------------------------------------------------------- bounds

@@ -74,6 +74,7 @@ from fleetwarden.entrypoints.service_config import (
     ServiceConfig,
     exposure_problem,
     load_service_config,
+    without_credentials,
 )
 from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
@@ -481,7 +482,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(
             visible(
                 f"fleetwarden: serving on http://{cfg.host}:{cfg.port} "
-                f"(queue: {cfg.queue}, {len(service.specs)} desired pools)"
+                f"(queue: {without_credentials(cfg.queue)}, {len(service.specs)} desired pools)"
             ),
             err=True,
         )

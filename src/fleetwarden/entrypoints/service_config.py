@@ -61,6 +61,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import jsonschema
 import yaml
@@ -78,6 +79,7 @@ __all__ = [
     "exposure_problem",
     "load_service_config",
     "service_config_from",
+    "without_credentials",
 ]
 
 _SECRET = {"type": "string", "minLength": 1}
@@ -92,7 +94,8 @@ SERVICE_SCHEMA: dict[str, Any] = {
         **CONFIG_SCHEMA["properties"],
         "listen": {"type": "string", "pattern": r"^[^:\s]+:\d{1,5}$"},
         "store": {"type": "string", "minLength": 1},
-        "queue": {"type": "string", "pattern": r"^(sqlite|nats://.+)$"},
+        # a nats:// URL may carry credentials: env:NAME / file:PATH, like every secret
+        "queue": {"type": "string", "pattern": r"^(sqlite|nats://.+|env:.+|file:.+)$"},
         "queuePath": {"type": "string", "minLength": 1},
         "desired": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "nodes": {"type": "array", "items": {"type": "string", "minLength": 1}},
@@ -266,7 +269,8 @@ class ServiceConfig:
 
     def __repr__(self) -> str:
         return (
-            f"ServiceConfig(listen={self.host}:{self.port}, queue={self.queue}, auth={self.auth})"
+            f"ServiceConfig(listen={self.host}:{self.port}, "
+            f"queue={without_credentials(self.queue)}, auth={self.auth}, read={self.read})"
         )
 
 
@@ -288,6 +292,23 @@ def _secret(value: str, where: str, source: str, env: Mapping[str, str]) -> str:
             raise FormatError(source, f"secret file {path} is empty", field=where)
         return text
     return value
+
+
+def without_credentials(url: str) -> str:
+    """``nats://user:pass@host:4222`` as ``nats://host:4222``: a URL fit to print or log."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _queue_url(value: str, source: str, env: Mapping[str, str]) -> str:
+    url = _secret(value, "queue", source, env)
+    if url != "sqlite" and not url.startswith("nats://"):
+        raise FormatError(source, "must be sqlite or a nats:// URL", field="queue")
+    return url
 
 
 def load_service_config(
@@ -368,7 +389,7 @@ def service_config_from(
         batch_events=int(limits.get("batchEvents", 1000)),
         header_bytes=int(limits.get("headerBytes", 16384)),
         store=_secret(raw.get("store", "sqlite:///fleetwarden.db"), "store", source, env),
-        queue=raw.get("queue", "sqlite"),
+        queue=_queue_url(raw.get("queue", "sqlite"), source, env),
         queue_path=raw.get("queuePath", "fleetwarden-queue.db"),
         desired=list(raw.get("desired") or ()),
         nodes=list(raw.get("nodes") or ()),
