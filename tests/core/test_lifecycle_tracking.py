@@ -3,6 +3,8 @@ what is reported when, and that nothing is reported twice."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -371,6 +373,43 @@ def test_count_finding_keeps_its_id_as_the_count_moves():
     assert len(set(ids)) == 1
     (cleared,) = tracker.update(("c1", "general"), [], now=T0)
     assert cleared.type is FindingEventType.CLEARED and cleared.finding.id == ids[0]
+
+
+_SCOPES = st.sampled_from([("c1", "general"), ("c1", None), ("c2", "general")])
+_FINDINGS = st.lists(
+    st.builds(
+        finding,
+        actual=st.sampled_from(["a", "b", "c"]),
+        severity=st.sampled_from(list(Severity)),
+        field=st.sampled_from(["labels.team", "labels.role"]),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("update"), _SCOPES, _FINDINGS),
+            st.tuples(st.just("drop"), st.sampled_from(["c1", "c2"]), st.just([])),
+        ),
+        max_size=12,
+    )
+)
+def test_counts_by_severity_are_kept_equal_to_a_full_recount(steps):
+    """The service sets its findings gauge from ``counts()`` on every finding event: kept as
+    scopes change, it must always equal counting every current finding again."""
+    tracker = FindingTracker()
+    for kind, where, found in steps:
+        if kind == "update":
+            scope = (where[0], where[1])
+            placed = [dataclasses.replace(f, cluster=scope[0], pool=scope[1]) for f in found]
+            tracker.update(scope, placed, now=T0)
+        else:
+            tracker.drop_cluster(where, now=T0, reason="gone")
+        recount = Counter(f.severity for f in tracker.current())
+        assert {s: n for s, n in tracker.counts().items() if n} == dict(recount)
 
 
 # --- finding ids --------------------------------------------------------------------------

@@ -45,6 +45,23 @@ def test_tampered_body_wrong_secret_and_malformed_headers_fail():
         assert not check_signature(bad, BODY, ["s"], now=5).ok
 
 
+def test_a_timestamp_of_400_digits_or_other_digits_is_refused_with_a_reason():
+    """A header is anyone's data: an integer too large for a float (it was a 500), a sign, an
+    underscore or a superscript digit is a refusal that says why, never an exception."""
+    mac = "0" * 64
+    for t in ("9" * 400, "9" * 5000, "+5", "1_000", "\u00b2", " ", "-5", "5.0"):
+        result = check_signature(f"t={t},v1={mac}", BODY, ["s"], now=5)
+        assert not result.ok and "timestamp" in result.reason, t
+
+
+def test_a_v1_with_non_ascii_bytes_is_refused_not_raised():
+    """hmac.compare_digest raises TypeError on non-ASCII str: such a v1 can never match."""
+    fresh = sign("s", BODY, 1000).split(",")[0]
+    for v1 in ("\u00e9" * 64, "\u00e9", "0" * 63 + "\u00ff", "g" * 64, "0" * 65):
+        result = check_signature(f"{fresh},v1={v1}", BODY, ["s"], now=1000)
+        assert not result.ok and result.reason, v1
+
+
 def test_bearer_and_basic():
     assert check_bearer("Bearer tok", ["tok"]).ok
     assert check_bearer("bearer tok ", ["tok"]).ok
@@ -69,3 +86,16 @@ def test_arbitrary_headers_never_raise_and_never_pass_without_the_secret(header,
     )
     assert not check_bearer(header, ["the-secret-token"]).ok or "the-secret-token" in header
     check_basic(header, ["x"])
+
+
+_LATIN1 = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=255), max_size=80)
+
+
+@settings(max_examples=500, deadline=None)
+@given(t=st.one_of(st.integers(min_value=0, max_value=10**500).map(str), _LATIN1), v1=_LATIN1)
+def test_headers_decoded_from_any_bytes_never_raise(t, v1):
+    """What the gateway hands over: header bytes decoded as latin-1, so any of 256 chars."""
+    for header in (f"t={t},v1={v1}", f"v1={v1},t={t}", f"t={t}", v1):
+        assert not check_signature(header, BODY, ["s"], now=1000.0).ok
+        assert not check_bearer(header, ["tok"]).ok
+        check_basic(header, ["tok"])

@@ -17,10 +17,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import typer
 import yaml
@@ -35,6 +37,8 @@ from fleetwarden.entrypoints import cli, watch_cmd, workloads_api
 from fleetwarden.entrypoints.rendering import dumps, findings_table, visible
 from fleetwarden.entrypoints.service_config import service_config_from
 from tests.core.test_workloads import liveify, load_docs
+from tests.e2e.test_gateway import EKS_EVENT
+from tests.support.serve_proc import serve
 
 EXE = shutil.which("fleetwarden", path=str(Path(sys.executable).parent)) or "fleetwarden"
 
@@ -337,6 +341,68 @@ def test_audit_query_table_prints_actors_and_summaries_literally(tmp_path):
     for text in (BOGUS, BOLD, f"{MARKUP}{SHOWN_ESC}", f"user/{EMOJI}\\x9b"):
         assert text in r.stdout, text
     assert_no_controls(r.stdout + r.stderr)
+
+
+HOSTILE = f"{BOGUS}{ESC}\x9b31m\u202e{EMOJI}{MARKUP}\r\n"
+
+
+def test_event_data_stored_through_the_gateway_prints_literally_in_every_audit_output(
+    tmp_path,
+):
+    """Data from a webhook, stored by a real serve, read back by every audit command: the
+    actor, cluster, pool, type and subject of a CloudEvent and a CloudTrail actor carry
+    markup that would crash rich (``[/bogus]``), markup, an emoji code, ESC and C1 CSI
+    sequences, a bidi override and CR/LF. Printed as typed (controls as escapes), never
+    interpreted, no crash; JSON and the export keep the same values, escaped."""
+    token = "literal-token"
+    ce = {
+        "specversion": "1.0",
+        "id": "hostile-1",
+        "source": f"//ci{HOSTILE}",
+        "type": f"t{HOSTILE}",
+        "subject": f"s{HOSTILE}",
+        "cluster": f"c{HOSTILE}",
+        "nodepool": f"p{HOSTILE}",
+        "actor": f"a{HOSTILE}",
+    }
+    trail = copy.deepcopy(EKS_EVENT)
+    trail["detail"]["userIdentity"]["arn"] = f"arn:aws:iam::1:user/{HOSTILE}"
+    auth = {"authorization": f"Bearer {token}"}
+    config = {"auth": {"cloudevents": {"bearerToken": token}, "aws": {"bearerToken": token}}}
+    with serve(tmp_path, config) as svc:
+        r = httpx.post(
+            f"{svc.base}/events/cloudevents",
+            json=ce,
+            headers={**auth, "content-type": "application/cloudevents+json"},
+        )
+        assert r.status_code == 202, r.text
+        assert httpx.post(f"{svc.base}/events/aws", json=trail, headers=auth).status_code == 202
+        store = f"sqlite:///{tmp_path / 'audit.db'}"
+        deadline = time.monotonic() + 30
+        while True:  # the workers record both events in the audit store
+            found = run("audit", "query", "--store", store, "-o", "json")
+            if found.returncode == 0 and len(json.loads(found.stdout)) == 2:
+                break
+            assert time.monotonic() < deadline, found.stderr
+            time.sleep(0.2)
+    shown = visible(HOSTILE)
+    assert shown.startswith(f"{BOGUS}{SHOWN_ESC}\\x9b31m\\u202e{EMOJI}{MARKUP}")
+    table = run("audit", "query", "--store", store, "-o", "table", columns="2000")
+    assert table.returncode == 0, table.stderr
+    for text in (f"c{shown}", f"p{shown}", f"a{shown}", f"user/{shown}"):
+        assert text in table.stdout, text
+    as_json = run("audit", "query", "--store", store, "-o", "json")
+    values = {r["cluster"] for r in json.loads(as_json.stdout)}
+    assert f"c{HOSTILE}" in values  # the same value, escaped in the text
+    export = run("audit", "export", "--store", store)
+    assert export.returncode == 0, export.stderr
+    exported = [json.loads(line) for line in export.stdout.splitlines()]
+    assert {r["actor"] for r in exported} == {f"a{HOSTILE}", f"arn:aws:iam::1:user/{HOSTILE}"}
+    verify = run("audit", "verify", "--store", store)
+    assert verify.returncode == 0, verify.stderr
+    for r in (table, as_json, export, verify):
+        assert_no_controls(r.stdout + r.stderr)
+        assert "\u202e" not in r.stdout + r.stderr  # no raw bidi override either
 
 
 def test_watch_live_view_prints_events_literally(monkeypatch):

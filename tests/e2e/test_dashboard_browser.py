@@ -1,5 +1,7 @@
-"""The web dashboard in a real headless Chromium (Debian's, driven by Playwright): it shows
-what the API says, filters, follows the API as it changes, and a hostile value stays text."""
+"""The web dashboard in a real headless Chromium (Debian's, driven by Playwright): one logs in
+through the form (auth.read), the session cookie is out of the page's reach and its fetches
+work with it; it shows what the API says, filters, follows the API as it changes, a hostile
+value stays text; logging out closes it again."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ ARGS = [
     "--disable-dev-shm-usage",
 ]
 HOSTILE = '<img src=x onerror="window.__pwned=1">'
+READ = "dashboard-read-token"
+AUTH = {"authorization": f"Bearer {READ}"}
 
 
 @pytest.fixture()
@@ -56,6 +60,7 @@ async def service(tmp_path, realdata):
                 "desired": [str(tmp_path / "pools.yaml")],
                 "nodes": [f"honeycomb={nodes}"],
                 "workloads": {"apps": [{"name": "shop", "desired": [str(tmp_path)]}]},
+                "auth": {"read": {"bearerToken": READ}},
             }
         )
     )
@@ -83,7 +88,7 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
     from playwright.async_api import async_playwright
 
     svc, base = service
-    async with httpx.AsyncClient(base_url=base) as http:
+    async with httpx.AsyncClient(base_url=base, headers=AUTH) as http:
         page_resp = await http.get("/ui/")
         assert page_resp.status_code == 200
         csp = page_resp.headers["content-security-policy"]
@@ -102,8 +107,28 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
             errors: list[str] = []
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
+            # not logged in: the dashboard's address answers with the login form
             await page.goto(base + "/")  # redirects to /ui/
+            assert await page.locator("#findings").count() == 0
+            await page.fill("#token", "not-the-token")
+            async with page.expect_navigation():
+                await page.click("#submit")
+            assert await page.locator("#error").is_visible()
+            await page.fill("#token", READ)
+            async with page.expect_navigation():
+                await page.click("#submit")
             await page.wait_for_selector("body[data-loaded=true]", timeout=15_000)
+            errors.clear()  # Chromium logs each 401 page load (the form) as a console error
+            assert page.url == base + "/ui/"
+            # the session is a cookie the page's script cannot read, sent to this site only
+            (cookie,) = await page.context.cookies()
+            assert (cookie["name"], cookie["httpOnly"], cookie["sameSite"]) == (
+                "fw_session",
+                True,
+                "Strict",
+            )
+            assert READ not in cookie["value"]
+            assert await page.evaluate("() => document.cookie") == ""
             rows = page.locator("#findings tbody tr")
             assert await rows.count() == len(findings)
             card = page.locator('.card[data-name="findings"] b')
@@ -148,5 +173,22 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
             await page.fill("#filter", "labels.owner")
             assert await rows.count() == 1
             assert errors == [], errors
+
+            # a session that ends (expired, token rotated): the next refresh is a 401 and
+            # the page goes back to the form
+            await page.context.clear_cookies()
+            await page.wait_for_selector("#token", timeout=15_000)
+            await page.fill("#token", READ)
+            async with page.expect_navigation():
+                await page.click("#submit")
+            await page.wait_for_selector("body[data-loaded=true]", timeout=15_000)
+
+            # logging out: back to the form, and the API refuses what the page asks
+            await page.click("#logout")
+            await page.wait_for_selector("#token", timeout=15_000)
+            assert await page.context.cookies() == []
+            assert (await page.request.get(base + "/api/findings")).status == 401
+            await page.goto(base + "/ui/")
+            assert await page.locator("#token").count() == 1
         finally:
             await browser.close()

@@ -3,7 +3,10 @@ RBAC lets `serve`'s watchers do all they do (nodes, the six workload kinds clust
 CD cluster Secrets) with nothing refused, and nothing more — the base writes nothing at all
 (not even a node patch: it runs dry-run); overlays/enforce adds exactly the node patch and
 policy.mode enforce; the ConfigMaps are valid service configs; a rotated projected token is
-picked up without a restart."""
+picked up without a restart. The door: the read side's token comes from the Secret
+fleetwarden-read (shipped empty, which serve refuses), the NetworkPolicy admits only Argo CD, the
+ingress controller and Prometheus to the pod's port, and the shipped config served for real
+closes /api, /ui and /metrics and answers only the Service's names."""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ import asyncio
 import base64
 import contextlib
 import copy
+import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -19,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -28,10 +34,13 @@ from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import AppDesired, DesiredApps
-from fleetwarden.entrypoints.service_config import service_config_from
+from fleetwarden.entrypoints.door import ReadAuth
+from fleetwarden.entrypoints.service_config import exposure_problem, service_config_from
+from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import Conflict, Forbidden, NotFound, Unauthorized
 from tests.e2e.test_watch_live import Recorder
 from tests.e2e.test_workloads_live import endpoint  # noqa: F401  (the fixture)
+from tests.support.serve_proc import free_port, serve
 
 pytestmark = pytest.mark.live
 
@@ -39,7 +48,13 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes"
 ENFORCE = DEPLOY / "overlays" / "enforce"
 NS = "fleetwarden"
 SA = "fleetwarden"
-SECRET_ENV = ("ARGOCD_TOKEN", "FW_AWS_TOKEN", "FW_ARGOCD_WEBHOOK_TOKEN", "FW_ADMIN_TOKEN")
+SECRET_ENV = (
+    "ARGOCD_TOKEN",
+    "FW_AWS_TOKEN",
+    "FW_ARGOCD_WEBHOOK_TOKEN",
+    "FW_ADMIN_TOKEN",
+    "FW_READ_TOKEN",
+)
 
 PATHS = {
     "Namespace": "/api/v1/namespaces",
@@ -52,6 +67,8 @@ PATHS = {
     "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
     "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
     "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "Secret": "/api/v1/namespaces/{ns}/secrets",
+    "NetworkPolicy": "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
 }
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
 
@@ -120,6 +137,11 @@ def test_the_config_maps_are_valid_service_configs_and_differ_only_in_the_mode()
     cfg = service_config_from(base, source="config.yaml", env=env)
     assert cfg.in_cluster == "mgmt" and cfg.argocd_namespace == "argocd"
     assert cfg.policy_mode == "dry-run"  # healing acts only once someone says so
+    # it listens on every address of the pod: only because the read side has a token
+    assert cfg.host == "0.0.0.0" and cfg.read.tokens == ("x",)
+    assert exposure_problem(cfg) is None
+    assert exposure_problem(dataclasses.replace(cfg, read=ReadAuth())) is not None
+    assert "fleetwarden.fleetwarden.svc" in cfg.allowed_hosts and "*" not in cfg.allowed_hosts
     healing = service_config_from(enforce, source="overlays/enforce/config.yaml", env=env)
     assert healing.policy_mode == "enforce"
     same = copy.deepcopy(enforce)
@@ -132,6 +154,66 @@ def test_the_config_maps_are_valid_service_configs_and_differ_only_in_the_mode()
     assert "/var/run/secrets/kubernetes.io/serviceaccount" in mounts
     assert cfg.store.endswith("/var/lib/fleetwarden/audit.db")
     assert any(m.startswith("/var/lib/fleetwarden") for m in mounts)
+
+
+def test_the_read_token_comes_from_a_secret_shipped_empty_which_serve_refuses():
+    objs = kustomized()
+    (secret,) = [o for o in objs if o["kind"] == "Secret"]
+    assert secret["metadata"]["name"] == "fleetwarden-read"
+    assert secret["stringData"] == {"token": ""}  # no token everyone knows
+    (dep,) = [o for o in objs if o["kind"] == "Deployment"]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    (var,) = [e for e in container["env"] if e["name"] == "FW_READ_TOKEN"]
+    assert var["valueFrom"]["secretKeyRef"] == {"name": "fleetwarden-read", "key": "token"}
+    (cm,) = [o for o in objs if o["kind"] == "ConfigMap"]
+    raw = yaml.safe_load(cm["data"]["config.yaml"])
+    assert raw["auth"]["read"] == {"bearerToken": "env:FW_READ_TOKEN"}
+    env = {k: "x" for k in ("ARGOCD_TOKEN", "FW_AWS_TOKEN", "FW_ARGOCD_WEBHOOK_TOKEN")}
+    with pytest.raises(FormatError, match="FW_READ_TOKEN"):
+        service_config_from(
+            raw, source="config.yaml", env={**env, "FW_ADMIN_TOKEN": "x", "FW_READ_TOKEN": ""}
+        )
+
+
+def test_the_network_policy_admits_only_argocd_the_ingress_and_prometheus_to_the_port():
+    objs = kustomized()
+    (policy,) = [o for o in objs if o["kind"] == "NetworkPolicy"]
+    (dep,) = [o for o in objs if o["kind"] == "Deployment"]
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    namespaces = {
+        f["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for f in rule["from"]
+    }
+    assert namespaces == {"argocd", "ingress-nginx", "monitoring"}
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    assert [p["port"] for p in rule["ports"]] == [container["ports"][0]["name"]]
+
+
+def test_the_shipped_config_served_closes_the_read_side_and_answers_only_its_names(tmp_path):
+    """The ConfigMap's listen/allowedHosts/auth, run for real (the cluster parts left out)."""
+    (cm,) = [o for o in kustomized() if o["kind"] == "ConfigMap"]
+    raw = yaml.safe_load(cm["data"]["config.yaml"])
+    port = free_port()
+    door = {
+        "listen": f"0.0.0.0:{port}",
+        "allowedHosts": raw["allowedHosts"],
+        "auth": {k: raw["auth"][k] for k in ("read", "aws", "admin")},
+    }
+    env = {**os.environ, "FW_READ_TOKEN": "r" * 32, "FW_AWS_TOKEN": "a", "FW_ADMIN_TOKEN": "d"}
+    with serve(tmp_path, door, env=env) as svc:
+        base = f"http://127.0.0.1:{port}"
+        named = {"host": f"fleetwarden.fleetwarden.svc:{port}"}
+        read = {**named, "authorization": "Bearer " + "r" * 32}
+        for path in ("/api/findings", "/ui/", "/metrics"):
+            assert httpx.get(base + path, headers=named).status_code == 401, path
+            assert httpx.get(base + path, headers=read).status_code == 200, path
+        pod_ip = {**read, "host": f"10.1.2.3:{port}"}
+        assert httpx.get(base + "/api/findings", headers=pod_ip).status_code == 400
+        assert httpx.get(base + "/healthz", headers={"host": f"10.1.2.3:{port}"}).status_code == 200
+        assert svc.proc.poll() is None
 
 
 def test_the_base_only_reads_and_the_enforce_overlay_adds_only_the_node_patch():
@@ -244,6 +326,11 @@ async def test_manifests_are_accepted_and_rbac_covers_what_serve_does(
         for obj in objs:
             if obj["kind"] != "Namespace":
                 await _apply(api, obj)
+        # the API server kept the door's objects as written
+        policy = await api.get(f"{PATHS['NetworkPolicy'].format(ns=NS)}/fleetwarden")
+        assert policy["spec"]["ingress"][0]["ports"] == [{"port": "http", "protocol": "TCP"}]
+        read = await api.get(f"{PATHS['Secret'].format(ns=NS)}/fleetwarden-read")
+        assert read["data"] == {"token": ""}
         token = await _token(api)
         node = await _node(api)
         # an Argo CD cluster Secret for a second cluster: this same API server, reached with

@@ -317,6 +317,23 @@ async def test_unknown_source_and_bad_limit(gw):
     assert (await gw.client.get("/healthz")).json() == {"status": "ok"}
 
 
+@pytest.mark.parametrize("limit", ["²", "١٢", "9" * 5000, "+5", " 5"])
+async def test_a_limit_in_other_digits_or_too_long_is_400_not_500(gw, limit):
+    """str.isdigit says yes to "²" and Arabic-Indic digits, and int() then refuses "²"."""
+    r = await gw.client.get("/api/events", params={"limit": limit})
+    assert r.status_code == 400 and "limit" in r.json()["error"]
+
+
+async def test_json_inside_a_body_with_a_lone_surrogate_is_a_400_naming_the_field(gw):
+    """The standard library's json reads "\\ud800" into a str nothing can store (it was a 500
+    when queued); JSON inside a string is now read like a body."""
+    message = json.dumps(EKS_EVENT).replace("prod-eu-1", "prod\\ud800")
+    sns = {"Type": "Notification", "MessageId": "m-1", "Message": message}
+    r = await gw.post("aws", sns, headers={"x-amz-sns-message-type": "Notification"})
+    assert r.status_code == 400 and "Message: not valid JSON" in r.json()["error"]
+    assert await gw.queue.depth() == 0
+
+
 # --- fuzz: >= 10,000 generated bodies and headers over every route ----------------------
 
 _json = st.recursive(

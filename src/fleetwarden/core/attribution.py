@@ -2,10 +2,18 @@
 
 When a finding appears in a pool shortly after a change event for that pool (or its cluster),
 that event — its id, type, source and actor — is attached to the finding as its ``cause``.
+
+Bounded, at O(1) per event: each provider (``aws``, ``azure``, ... -- a fixed set) keeps at
+most ``max_scopes_per_source`` scopes in an insertion-ordered dict; recording a scope moves it
+to the end and, over the cap, drops the one recorded longest ago; entries older than the
+window are dropped from the front as new ones arrive. A sender that names 100,000 invented
+clusters therefore pushes out only its own provider's oldest entries, and no event ever scans
+the others.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,25 +21,45 @@ from fleetwarden.core.events import ChangeEvent
 
 __all__ = ["Attribution"]
 
+_Scope = tuple[str, str | None]
+
 
 class Attribution:
     def __init__(
-        self, *, window: timedelta = timedelta(minutes=15), max_scopes: int = 100_000
+        self,
+        *,
+        window: timedelta = timedelta(minutes=15),
+        max_scopes_per_source: int = 10_000,
     ) -> None:
-        self.window, self.max_scopes = window, max_scopes
-        self._latest: dict[tuple[str, str | None], tuple[datetime, ChangeEvent]] = {}
+        self.window, self.max_scopes_per_source = window, max_scopes_per_source
+        self._by_source: dict[str, OrderedDict[_Scope, tuple[datetime, ChangeEvent]]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(s) for s in self._by_source.values())
 
     def record(self, event: ChangeEvent, *, now: datetime) -> None:
         if event.cluster is None:
             return
-        if len(self._latest) >= self.max_scopes:
-            oldest = min(self._latest, key=lambda k: self._latest[k][0])
-            del self._latest[oldest]
-        self._latest[(event.cluster, event.pool)] = (now, event)
+        scopes = self._by_source.setdefault(event.provider.value, OrderedDict())
+        scope = (event.cluster, event.pool)
+        scopes[scope] = (now, event)
+        scopes.move_to_end(scope)
+        if len(scopes) > self.max_scopes_per_source:
+            scopes.popitem(last=False)
+        # expired entries at the front (recorded in time order; stops at the first fresh one)
+        while scopes:
+            oldest = next(iter(scopes.values()))[0]
+            if now - oldest <= self.window:
+                break
+            scopes.popitem(last=False)
 
     def cause_for(self, cluster: str, pool: str | None, *, now: datetime) -> dict[str, Any] | None:
         for scope in ((cluster, pool), (cluster, None)):
-            hit = self._latest.get(scope)
+            hit: tuple[datetime, ChangeEvent] | None = None
+            for scopes in self._by_source.values():
+                found = scopes.get(scope)
+                if found is not None and (hit is None or found[0] > hit[0]):
+                    hit = found
             if hit is not None and now - hit[0] <= self.window:
                 e = hit[1]
                 return {

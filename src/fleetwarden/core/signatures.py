@@ -5,6 +5,8 @@ Header format (for sources that cannot sign natively)::
     X-Fleetwarden-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>
 
 Several ``v1=`` values may be present (secret rotation). Comparisons are constant-time.
+A header is data from anyone: a timestamp that is not 1 to 12 ASCII digits, or a ``v1=``
+that is not 64 hex digits, is refused with a reason (never an exception).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 __all__ = ["AuthResult", "check_basic", "check_bearer", "check_signature", "sign"]
 
 DEFAULT_WINDOW = 300.0
+_MAX_TIMESTAMP_DIGITS = 12  # unix seconds until the year 33658: enough, and never overflows
+_HEX = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +51,17 @@ def check_signature(
     for part in header.split(","):
         key, _, value = part.strip().partition("=")
         if key == "t":
-            try:
-                timestamp = int(value)
-            except ValueError:
-                return AuthResult(False, "signature timestamp is not an integer")
+            value = value.strip()
+            # ASCII digits only: int() also takes "+1", "1_0" and other scripts' digits
+            if not (value.isascii() and value.isdigit()) or len(value) > _MAX_TIMESTAMP_DIGITS:
+                return AuthResult(False, "signature timestamp is not an integer (unix seconds)")
+            timestamp = int(value)
         elif key == "v1" and value:
-            given.append(value.strip().lower())
+            digest = value.strip().lower()
+            if len(digest) == 64 and _HEX.issuperset(digest):
+                given.append(digest)  # anything else cannot match: compare_digest wants ASCII
     if timestamp is None or not given:
-        return AuthResult(False, "signature must have t= and v1=")
+        return AuthResult(False, "signature must have t= and v1= (64 hex digits)")
     if abs(now - timestamp) > window:
         skew = int(timestamp - now)
         where = f"{skew} s ahead of" if skew > 0 else f"{-skew} s behind"

@@ -8,13 +8,14 @@ reconnect emits nothing for drift that was already known.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from fleetwarden.core.findings import Finding
+from fleetwarden.core.findings import Finding, Severity
 
 __all__ = [
     "FindingEvent",
@@ -65,16 +66,26 @@ class FindingEvent:
 
 class FindingTracker:
     """Current findings by scope. ``attribute`` (optional) names the cause of a new finding;
-    the cause stays with the finding for as long as it lasts."""
+    the cause stays with the finding for as long as it lasts. ``counts()`` by severity is kept
+    as scopes change (the cost of an update is the size of its scope, never of the fleet)."""
 
     def __init__(
         self, attribute: Callable[[Finding, datetime], dict[str, Any] | None] | None = None
     ) -> None:
         self._by_scope: dict[Scope, dict[str, Finding]] = {}
         self._attribute = attribute
+        self._counts: Counter[Severity] = Counter()
 
     def current(self) -> list[Finding]:
         return [f for scope in self._by_scope.values() for f in scope.values()]
+
+    def counts(self) -> Mapping[Severity, int]:
+        """Current findings by severity (a severity with none may be absent)."""
+        return self._counts
+
+    def _count(self, findings: Iterable[Finding], sign: int) -> None:
+        for f in findings:
+            self._counts[f.severity] += sign
 
     def update(self, scope: Scope, findings: list[Finding], *, now: datetime) -> list[FindingEvent]:
         before = self._by_scope.get(scope, {})
@@ -98,6 +109,8 @@ class FindingTracker:
                 events.append(FindingEvent(FindingEventType.APPEARED, f, now))
             elif old.nodes != f.nodes or old.severity != f.severity or old.actual != f.actual:
                 events.append(FindingEvent(FindingEventType.CHANGED, f, now))
+        self._count(before.values(), -1)
+        self._count(after.values(), +1)
         if after:
             self._by_scope[scope] = after
         else:
@@ -113,6 +126,8 @@ class FindingTracker:
     def drop_cluster(self, cluster: str, *, now: datetime, reason: str) -> list[FindingEvent]:
         events = []
         for scope in self.scopes_of(cluster):
-            for f in self._by_scope.pop(scope).values():
+            dropped = self._by_scope.pop(scope)
+            self._count(dropped.values(), -1)
+            for f in dropped.values():
                 events.append(FindingEvent(FindingEventType.CLEARED, f, now, reason=reason))
         return events

@@ -30,7 +30,7 @@ from rich.table import Table
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
 from fleetwarden.entrypoints.common import fail
-from fleetwarden.entrypoints.rendering import dumps, line, literal, make_console
+from fleetwarden.entrypoints.rendering import dumps, json_safe, line, literal, make_console
 from fleetwarden.ports.audit import AuditStoreError
 
 if TYPE_CHECKING:
@@ -367,7 +367,9 @@ def export(
     async def write_all(s: SqlAuditStore) -> tuple[int, int, int]:
         count = first = last = 0
         async for record in s.iterate(after_seq=after_seq):
-            target.write(record.to_json_line())
+            # payloads are stored as their canonical JSON, UTF-8 kept: a C1 control (U+009B
+            # is a one-character CSI) or a bidi override from an event would reach a terminal
+            target.write(json_safe(record.to_json_line()))
             count += 1
             first = first or record.seq
             last = record.seq

@@ -3,9 +3,14 @@ change events, plus the read API (``/api/events``, ``/api/findings``), ``/health
 ``/metrics``.
 
 Answers: 202 once stored; 200 for handshakes; 401 without valid credentials (nothing stored);
-413 over the body limit; 400 for a body that does not parse (with the reason); 429 with
-Retry-After when the queue is over its limit; 503 when the queue cannot store. A surprise in a
-payload is a 400, never a 5xx.
+413 over the body limit or over ``batch_events`` events in one request; 400 for a body that
+does not parse (with the reason); 429 with Retry-After when the queue is over its limit; 503
+when the queue cannot store. A surprise in a payload, a header or a query string is a 4xx,
+never a 5xx. Before any route, every request passes the front door (``door``: the Host check
+and the read side's credentials). Every 4xx answered -- by the door, the ingest path or a
+route -- is counted in ``fleetwarden_events_rejected_total{source, reason}``; ``source`` is
+the event source, or the route family (``api``, ``ui``, ``metrics``, ``events``, ``other``)
+for the rest.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from starlette.routing import Route
 from fleetwarden.core import eventrules, signatures
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
+from fleetwarden.entrypoints import door
 from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Parsed, Reply
@@ -67,15 +73,22 @@ class GatewayConfig:
     retry_after: int = 5
     recent_events: int = 1000
     known_pools: Mapping[str, set[str]] = field(default_factory=dict)  # cluster -> pools
+    batch_events: int = 1000  # events in one request (a batch, or one body that names many)
+    door: door.DoorConfig = field(default_factory=door.DoorConfig)
 
 
 class _TooLarge(Exception):
     pass
 
 
+# the reason label of a 4xx a route answered (the ingest path and the door name their own)
+_REASONS = {400: "malformed", 401: "unauthorized", 403: "forbidden", 404: "not_found"}
+_REASONS |= {405: "method", 413: "too_large", 429: "queue_full"}
+
+
 async def _receive_body(headers: Mapping[str, str], receive: Any, limit: int) -> bytes:
     declared = headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and _is_count(declared) and int(declared) > limit:
         raise _TooLarge
     chunks: list[bytes] = []
     size = 0
@@ -181,7 +194,12 @@ def create_app(
             return 401, {"error": auth.reason}, {"www-authenticate": "Bearer"}
         now = datetime.fromtimestamp(clock(), UTC)
         try:
-            parsed = parsers[source](_decode(body, headers), headers, now)
+            decoded = _decode(body, headers)
+            if isinstance(decoded, list) and len(decoded) > config.batch_events:
+                # refused before the parser spends time on it (every batch form is an array)
+                reject(source, "too_many_events")
+                return 413, {"error": _too_many(len(decoded), config.batch_events)}, {}
+            parsed = parsers[source](decoded, headers, now)
         except FormatError as exc:
             reject(source, "malformed")
             return 400, {"error": str(exc)}, {}
@@ -195,6 +213,9 @@ def create_app(
                 {"error": f"{source} payload: cannot be processed ({type(exc).__name__})"},
                 {},
             )
+        if len(parsed.events) > config.batch_events:  # one body that names many events
+            reject(source, "too_many_events")
+            return 413, {"error": _too_many(len(parsed.events), config.batch_events)}, {}
         # the route names the credential that admitted the events: their keys live in its
         # namespace, so no other route's sender can make them look like duplicates
         events = [eventrules.flag_unknown(e.via(source), config.known_pools) for e in parsed.events]
@@ -206,9 +227,11 @@ def create_app(
                 return 429, {"error": str(exc)}, {"retry-after": str(config.retry_after)}
             except QueueUnavailable as exc:
                 reject(source, "unavailable")
+                # the cause (a file path, a broker address) is the operator's, not the sender's
+                log.warning("queue unavailable", extra={"source": source, "error": str(exc)})
                 return (
                     503,
-                    {"error": f"cannot store events: {exc}"},
+                    {"error": "cannot store events now: the queue is unavailable; retry later"},
                     {"retry-after": str(config.retry_after)},
                 )
             accepted[source].inc(len(events))
@@ -242,7 +265,7 @@ def create_app(
 
     async def api_events(request: Request) -> Response:
         raw = request.query_params.get("limit", "100")
-        if not raw.isdigit() or not 1 <= int(raw) <= config.recent_events:
+        if not _is_count(raw) or not 1 <= int(raw) <= config.recent_events:
             return _problem(400, f"limit must be an integer from 1 to {config.recent_events}")
         newest = list(recent)[-int(raw) :][::-1]
         return Response(orjson.dumps([e.to_json() for e in newest]), media_type="application/json")
@@ -262,7 +285,8 @@ def create_app(
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes = [
-        *extra_routes,  # first: serve lists /api/events from its durable store
+        *door.routes(config.door, clock=clock),
+        *extra_routes,  # before the gateway's own: serve lists /api/events from its store
         Route("/events/{source:str}", options, methods=["OPTIONS"]),
         Route("/api/events", api_events, methods=["GET"]),
         Route("/api/findings", api_findings, methods=["GET"]),
@@ -274,30 +298,55 @@ def create_app(
     known = set(parsers)
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path.startswith("/events/"):
-            source = path[len("/events/") :].strip("/")
-            if source not in known:
-                await _send_json(
-                    send,
-                    404,
-                    {
-                        "error": f"unknown event source {source!r} "
-                        f"(known: {', '.join(sorted(known))})"
-                    },
-                )
-                return
-            if scope["method"] == "POST":
-                headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-                query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-                status, payload, extra = await ingest(source, headers, query, receive)
-                await _send_json(send, status, payload, extra)
-                return
-        await app(scope, receive, send)
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        source = path[len("/events/") :].strip("/") if path.startswith("/events/") else None
+        label = source if source in known else door.family(path)
+        refusal = door.check(path, headers, config.door, now=clock())
+        if refusal is not None:
+            if label in known and scope["method"] == "POST":
+                received[label].inc()  # a delivery, refused at the door
+            reject(label, refusal.reason)
+            response = door.refusal_response(refusal, path, scope["method"])
+            await response(scope, receive, send)
+            return
+        if source is not None and source not in known:
+            reject(label, "unknown_source")
+            await _send_json(
+                send,
+                404,
+                {"error": f"unknown event source (known: {', '.join(sorted(known))})"},
+            )
+            return
+        if source is not None and scope["method"] == "POST":
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+            status, payload, extra = await ingest(source, headers, query, receive)
+            await _send_json(send, status, payload, extra)
+            return
+
+        async def counting(message: Any) -> None:
+            if message["type"] == "http.response.start" and 400 <= message["status"] < 500:
+                reject(label, _REASONS.get(message["status"], "refused"))
+            await send(message)
+
+        await app(scope, receive, counting)
 
     asgi.state = app.state  # type: ignore[attr-defined]
     asgi.recent = recent  # type: ignore[attr-defined]
     return asgi  # type: ignore[return-value]
+
+
+def _too_many(n: int, limit: int) -> str:
+    return f"{n} events in one request: over limits.batchEvents ({limit}); send smaller batches"
+
+
+def _is_count(text: str) -> bool:
+    """1 to 18 ASCII digits: ``str.isdigit`` alone also says yes to "²" and other scripts'
+    digits, which ``int`` then refuses (a 500), and to 5,000 digits (too slow to convert)."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _decode(body: bytes, headers: Mapping[str, str]) -> Any:

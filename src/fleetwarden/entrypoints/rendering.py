@@ -31,6 +31,7 @@ __all__ = [
     "SEVERITY_STYLE",
     "dumps",
     "findings_table",
+    "json_safe",
     "line",
     "literal",
     "make_console",
@@ -100,7 +101,13 @@ SEVERITY_STYLE = {
 def dumps(value: Any) -> str:
     """Indented JSON, UTF-8 kept, but C1 controls and bidi overrides as ``\\u`` escapes (the
     same JSON value; a terminal showing it is not driven by it)."""
-    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def json_safe(text: str) -> str:
+    """JSON text made by another encoder (C0 escaped, UTF-8 kept) with its C1 controls and
+    bidi overrides as ``\\u`` escapes: they can only be inside strings, so it is the same
+    JSON value, and a terminal showing it is not driven by it."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

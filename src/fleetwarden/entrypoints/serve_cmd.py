@@ -66,10 +66,17 @@ from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.entrypoints import dashboard, history_api
 from fleetwarden.entrypoints.common import fail, warn
+from fleetwarden.entrypoints.door import DoorConfig
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
+from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.entrypoints.rendering import visible
-from fleetwarden.entrypoints.service_config import ServiceConfig, load_service_config
+from fleetwarden.entrypoints.service_config import (
+    ServiceConfig,
+    exposure_problem,
+    load_service_config,
+    without_credentials,
+)
 from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply, parsers
@@ -139,11 +146,19 @@ class Service:
         for spec in self.specs:
             if spec.cluster:
                 known.setdefault(spec.cluster, set()).add(spec.name)
+        admin = self.config.auth.get("admin")
         self.gateway_config = GatewayConfig(
             auth=self.config.auth,
             body_limit=self.config.body_limit,
             replay_window=self.config.replay_window,
             known_pools=known,
+            batch_events=self.config.batch_events,
+            door=DoorConfig(
+                allowed_hosts=self.config.allowed_hosts,
+                read=self.config.read,
+                admin_tokens=admin.bearer_tokens if admin is not None else (),
+                metrics_public=self.config.metrics_public,
+            ),
         )
         self.remediator = Remediator(argocd=self.argocd, flux=self._flux_for, nodes=self._nodes_for)
         self.notifier = build_notifier(self.config.notify)
@@ -240,12 +255,10 @@ class Service:
     def emit(self, event: Event) -> None:
         self.events.append(event.to_json())
         self.healer.handle(event)
-        if isinstance(event, FindingEvent):
-            counts = {s: 0 for s in Severity}
-            for f in self.tracker.current():
-                counts[f.severity] += 1
-            for severity, n in counts.items():
-                self.metrics.findings.labels(severity.value).set(n)
+        if isinstance(event, FindingEvent):  # the tracker keeps the counts: no recount
+            counts = self.tracker.counts()
+            for severity in Severity:
+                self.metrics.findings.labels(severity.value).set(counts.get(severity, 0))
 
     def on_reply(self, source: str, reply: Reply) -> None:
         if reply.kind == "sns-subscribe" and reply.url:
@@ -416,17 +429,15 @@ async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None
     gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 20, 50)
+    refused = service.metrics.rejected
     server = uvicorn.Server(
-        uvicorn.Config(
+        server_config(
             service.app,
             host=cfg.host,
             port=cfg.port,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            proxy_headers=False,
-            server_header=False,
-            timeout_graceful_shutdown=5,
+            header_bytes=cfg.header_bytes,
+            # refused by the HTTP parser, before any route: counted under source "http"
+            on_refused=lambda reason: refused.labels("http", reason).inc(),
         )
     )
     workers = asyncio.create_task(service.run_workers(), name="workers")
@@ -495,16 +506,19 @@ def register(app: typer.Typer) -> None:
         /metrics."""
         try:
             cfg = load_service_config(config)
+            problem = exposure_problem(cfg)  # before anything is read or opened
+            if problem is not None:
+                fail(f"{config}: {problem}")
             service = build_service(cfg)
         except FormatError as exc:
             fail(str(exc))
-        if not any(a.configured for a in cfg.auth.values()):
+        if not any(a.configured for n, a in cfg.auth.items() if n != "admin"):
             warn("no auth.<source> is configured: every event delivery will be refused with 401")
         # values from the config file: printed literally (rendering.visible), like all data
         typer.echo(
             visible(
                 f"fleetwarden: serving on http://{cfg.host}:{cfg.port} "
-                f"(queue: {cfg.queue}, {len(service.specs)} desired pools)"
+                f"(queue: {without_credentials(cfg.queue)}, {len(service.specs)} desired pools)"
             ),
             err=True,
         )

@@ -13,14 +13,17 @@ Example::
       inCluster: mgmt                        # in a pod: watch this cluster too (its token)
       contexts: [prod-eu-1]
       argocdSecrets: {namespace: argocd, context: mgmt}
+    allowedHosts: [fleetwarden.example.com]  # Host names served (default: loopback + listen)
     auth:
+      read: {bearerToken: env:FW_READ_TOKEN}   # /api/*, /ui/, /metrics (public: true: open)
       aws: {bearerToken: env:FW_AWS_TOKEN}
       azure: {bearerToken: file:/run/secrets/azure-token}
       gcp: {bearerToken: env:FW_GCP_TOKEN}
       cloudevents: {hmacSecret: env:FW_CE_SECRET}
       argocd: {bearerToken: env:FW_ARGOCD_TOKEN}
       flux: {hmacSecret: env:FW_FLUX_SECRET}
-    limits: {bodyBytes: 1048576, queueDepth: 100000}
+    limits: {bodyBytes: 1048576, queueDepth: 100000, batchEvents: 1000, headerBytes: 16384}
+    metrics: {public: false}                 # true: /metrics without auth.read (a scraper)
     debounceSeconds: 2
     eventLog: fleetwarden-events.jsonl       # every processed event, fsync'd before its ack
     role: all                                # all | gateway | worker (scale out over nats://)
@@ -47,6 +50,10 @@ Example::
 
 Secret values may be given as ``env:NAME`` (an environment variable) or ``file:PATH``; they are
 never logged or echoed (a missing variable is an error that names the variable, not a value).
+
+The read side (``/api/*``, ``/ui/``, ``/metrics``) is closed by default: without ``auth.read``
+tokens ``serve`` listens only on a loopback address (``exposure_problem``), and whatever the
+address, only ``allowedHosts`` are answered (see ``entrypoints/door.py``).
 """
 
 from __future__ import annotations
@@ -56,23 +63,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import jsonschema
 import yaml
 
 from fleetwarden.adapters.storage.audit_sql import sqlite_file
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
+from fleetwarden.entrypoints.door import ReadAuth, default_hosts, is_loopback
 from fleetwarden.entrypoints.gateway import SOURCES, SourceAuth
 from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 from fleetwarden.ports.audit import AuditStoreError
 
-__all__ = ["AppSource", "ServiceConfig", "load_service_config", "service_config_from"]
+__all__ = [
+    "AppSource",
+    "ServiceConfig",
+    "exposure_problem",
+    "load_service_config",
+    "service_config_from",
+    "without_credentials",
+]
 
 _SECRET = {"type": "string", "minLength": 1}
 _STRINGS = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _SECRETS = {"oneOf": [_SECRET, {"type": "array", "items": _SECRET, "minItems": 1}]}
+# a name, *.suffix, * (any), or a bracketed IPv6 address; never a port or a path
+_HOST_PATTERN = r"^(\*|(\*\.)?[^\s/*:\[\]]+|\[[0-9a-fA-F:.]+\])$"
 SERVICE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -80,7 +98,8 @@ SERVICE_SCHEMA: dict[str, Any] = {
         **CONFIG_SCHEMA["properties"],
         "listen": {"type": "string", "pattern": r"^[^:\s]+:\d{1,5}$"},
         "store": {"type": "string", "minLength": 1},
-        "queue": {"type": "string", "pattern": r"^(sqlite|nats://.+)$"},
+        # a nats:// URL may carry credentials: env:NAME / file:PATH, like every secret
+        "queue": {"type": "string", "pattern": r"^(sqlite|nats://.+|env:.+|file:.+)$"},
         "queuePath": {"type": "string", "minLength": 1},
         "desired": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "nodes": {"type": "array", "items": {"type": "string", "minLength": 1}},
@@ -110,7 +129,24 @@ SERVICE_SCHEMA: dict[str, Any] = {
                     "properties": {"hmacSecret": _SECRETS, "bearerToken": _SECRETS},
                 }
                 for source in (*SOURCES, "admin")
+            }
+            | {
+                "read": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"bearerToken": _SECRETS, "public": {"type": "boolean"}},
+                }
             },
+        },
+        "allowedHosts": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "string", "pattern": _HOST_PATTERN},
+        },
+        "metrics": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"public": {"type": "boolean"}},
         },
         "limits": {
             "type": "object",
@@ -119,6 +155,8 @@ SERVICE_SCHEMA: dict[str, Any] = {
                 **CONFIG_SCHEMA["properties"]["limits"]["properties"],
                 "bodyBytes": {"type": "integer", "minimum": 1024},
                 "queueDepth": {"type": "integer", "minimum": 1},
+                "batchEvents": {"type": "integer", "minimum": 1},
+                "headerBytes": {"type": "integer", "minimum": 1024},
             },
         },
         "debounceSeconds": {"type": "number", "minimum": 0},
@@ -214,7 +252,12 @@ class ServiceConfig:
     argocd_context: str | None = None
     probe_interval: float = 10.0
     auth: dict[str, SourceAuth] = field(default_factory=dict)
+    read: ReadAuth = field(default_factory=ReadAuth)
+    allowed_hosts: frozenset[str] = field(default_factory=lambda: default_hosts("127.0.0.1"))
+    metrics_public: bool = False
     body_limit: int = 2**20
+    batch_events: int = 1000
+    header_bytes: int = 16384
     queue_depth: int = 100_000
     debounce: float = 2.0
     replay_window: float = 300.0
@@ -235,7 +278,8 @@ class ServiceConfig:
 
     def __repr__(self) -> str:
         return (
-            f"ServiceConfig(listen={self.host}:{self.port}, queue={self.queue}, auth={self.auth})"
+            f"ServiceConfig(listen={self.host}:{self.port}, "
+            f"queue={without_credentials(self.queue)}, auth={self.auth}, read={self.read})"
         )
 
 
@@ -257,6 +301,23 @@ def _secret(value: str, where: str, source: str, env: Mapping[str, str]) -> str:
             raise FormatError(source, f"secret file {path} is empty", field=where)
         return text
     return value
+
+
+def without_credentials(url: str) -> str:
+    """``nats://user:pass@host:4222`` as ``nats://host:4222``: a URL fit to print or log."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _queue_url(value: str, source: str, env: Mapping[str, str]) -> str:
+    url = _secret(value, "queue", source, env)
+    if url != "sqlite" and not url.startswith("nats://"):
+        raise FormatError(source, "must be sqlite or a nats:// URL", field="queue")
+    return url
 
 
 def load_service_config(
@@ -304,6 +365,7 @@ def service_config_from(
     scan = settings_from({"scan": raw.get("scan") or {}, "limits": file_limits}, source=source)
     host, _, port = raw.get("listen", "127.0.0.1:8080").rpartition(":")
     auth = {}
+    read = ReadAuth()
     for name, spec in (raw.get("auth") or {}).items():
 
         def values(key: str, spec: Mapping[str, Any] = spec, name: str = name) -> tuple[str, ...]:
@@ -311,8 +373,15 @@ def service_config_from(
             items = [v] if isinstance(v, str) else list(v or ())
             return tuple(_secret(x, f"auth.{name}.{key}", source, env) for x in items)
 
+        if name == "read":
+            read = ReadAuth(tokens=values("bearerToken"), public=bool(spec.get("public", False)))
+            continue
         auth[name] = SourceAuth(
             hmac_secrets=values("hmacSecret"), bearer_tokens=values("bearerToken")
+        )
+    if read.public and read.tokens:
+        raise FormatError(
+            source, "give bearerToken or public: true, not both", field="auth.read.public"
         )
     for n in raw.get("notify") or ():
         if n.get("events") and n["kind"] != "webhook":
@@ -322,12 +391,22 @@ def service_config_from(
     clusters = raw.get("clusters") or {}
     limits = raw.get("limits") or {}
     argocd = clusters.get("argocdSecrets") or {}
+    hosts = raw.get("allowedHosts")
+    store = _secret(raw.get("store", "sqlite:///fleetwarden.db"), "store", source, env)
+    queue = _queue_url(raw.get("queue", "sqlite"), source, env)
     return ServiceConfig(
         host=host,
         port=int(port),
-        store=raw.get("store", "sqlite:///fleetwarden.db"),
-        queue=raw.get("queue", "sqlite"),
-        queue_path=raw.get("queuePath") or _queue_beside_store(raw, source),
+        read=read,
+        allowed_hosts=frozenset(h.strip("[]").lower() for h in hosts)
+        if hosts
+        else default_hosts(host),
+        metrics_public=bool((raw.get("metrics") or {}).get("public", False)),
+        batch_events=int(limits.get("batchEvents", 1000)),
+        header_bytes=int(limits.get("headerBytes", 16384)),
+        store=store,
+        queue=queue,
+        queue_path=raw.get("queuePath") or _queue_beside_store(store, queue, source),
         desired=list(raw.get("desired") or ()),
         nodes=list(raw.get("nodes") or ()),
         kubeconfig=clusters.get("kubeconfig"),
@@ -367,17 +446,16 @@ def service_config_from(
     )
 
 
-def _queue_beside_store(raw: Mapping[str, Any], source: str) -> str:
+def _queue_beside_store(store: str, queue: str, source: str) -> str:
     """The SQLite queue's default file: beside an SQLite store, named after it (the default
     store's gives ``fleetwarden-queue.db``), never wherever serve happens to be started."""
-    store = raw.get("store", "sqlite:///fleetwarden.db")
     try:
         path = sqlite_file(store)
     except AuditStoreError as exc:
         raise FormatError(source, str(exc), field="store") from None
     if path is not None:
         return str(path.with_name(f"{path.stem}-queue.db"))
-    if raw.get("queue", "sqlite") == "sqlite":
+    if queue == "sqlite":
         raise FormatError(
             source,
             "the SQLite queue's file is kept beside an SQLite store by default; with this "
@@ -385,6 +463,18 @@ def _queue_beside_store(raw: Mapping[str, Any], source: str) -> str:
             field="queuePath",
         )
     return ""  # not used: the queue is NATS
+
+
+def exposure_problem(config: ServiceConfig) -> str | None:
+    """Why ``serve`` must not start with this config (None: it may): a read side without
+    ``auth.read`` on an address other machines can reach, unless ``auth.read.public``."""
+    if is_loopback(config.host) or config.read.required or config.read.public:
+        return None
+    return (
+        f"listen: {config.host}:{config.port} is reachable from other machines and auth.read "
+        "has no bearerToken: /api, /ui and /metrics would be open to them. Set "
+        "auth.read.bearerToken, listen on 127.0.0.1, or say auth.read.public: true"
+    )
 
 
 @dataclass(frozen=True)

@@ -39,10 +39,21 @@ function fill(table, rows, columns) {
   }
 }
 
+// Same-origin fetches carry the HttpOnly session cookie the login form set; when it has
+// expired (or the token was rotated) the API answers 401 and the page goes back to the form.
 async function get(path) {
-  const resp = await fetch(path, { headers: { Accept: "application/json" } });
+  const resp = await fetch(path, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+  if (resp.status === 401) {
+    window.location.assign("/ui/login");
+    throw new Error("logged out");
+  }
   if (!resp.ok) throw new Error(`${path}: HTTP ${resp.status}`);
   return resp.json();
+}
+
+async function logout() {
+  await fetch("/ui/logout", { method: "POST", credentials: "same-origin" });
+  window.location.assign("/ui/login");
 }
 
 function renderSummary(clusters, findings) {
@@ -133,6 +144,7 @@ document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("filter").addEventListener("input", renderFindings);
   document.getElementById("severity").addEventListener("change", renderFindings);
   document.getElementById("app").addEventListener("change", refresh);
+  document.getElementById("logout").addEventListener("click", logout);
   refresh();
   setInterval(refresh, REFRESH_MS);
 });

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
+import orjson
+
 from fleetwarden.core.events import ChangeEvent, parse_time
 from fleetwarden.formats.errors import FormatError
 
@@ -209,10 +211,12 @@ class Reader:
         return out
 
     def json_text(self, value: str | bytes, field_: str) -> Any:
-        """JSON carried inside a string (an SNS ``Message``, a Pub/Sub attribute)."""
+        """JSON carried inside a string (an SNS ``Message``, a Pub/Sub attribute), read by the
+        same rules as a request body (orjson): a lone surrogate (``"\\ud800"``), which the
+        standard library would accept and nothing downstream could store, is refused here."""
         try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
             self.fail(field_, "not valid JSON")
 
     def base64(self, value: str, field_: str) -> bytes:
@@ -225,9 +229,8 @@ class Reader:
 def maybe_json(raw: bytes | str) -> Any:
     """JSON if the bytes are UTF-8 JSON, else None (an opaque payload is not an error)."""
     try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        return json.loads(text)
-    except (ValueError, RecursionError):
+        return orjson.loads(raw)  # UTF-8 only, no lone surrogates: as for a request body
+    except orjson.JSONDecodeError:
         return None
 
 
