@@ -45,3 +45,10 @@ def realdata_files(folder: str, *suffixes: str) -> list[Path]:
     if not base.is_dir():
         return []
     return sorted(p for p in base.iterdir() if not suffixes or p.suffix in suffixes)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _state_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """serve's default store lives in a state directory (~/.local/state/fleetwarden): the
+    suite, and the serve processes it starts, keep theirs in a temporary one."""
+    os.environ["FLEETWARDEN_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))

@@ -262,4 +262,11 @@ def test_a_postgresql_store_with_a_nats_queue_needs_no_queue_file() -> None:
         source="svc.yaml",
     )
     assert cfg.queue.startswith("nats://")
-    assert service_config_from({}, source="svc.yaml").queue_path == "fleetwarden-queue.db"
+    # the defaults live in a state directory, never the working directory
+    cfg = service_config_from({}, source="svc.yaml", env={"FLEETWARDEN_STATE_DIR": "/srv/fw"})
+    assert (cfg.store, cfg.queue_path) == (
+        "sqlite:////srv/fw/fleetwarden.db",
+        "/srv/fw/fleetwarden-queue.db",
+    )
+    xdg = service_config_from({}, source="svc.yaml", env={"XDG_STATE_HOME": "/var/state"})
+    assert xdg.store == "sqlite:////var/state/fleetwarden/fleetwarden.db"

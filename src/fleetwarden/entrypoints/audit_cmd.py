@@ -31,14 +31,14 @@ from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
 from fleetwarden.entrypoints.common import fail
 from fleetwarden.entrypoints.rendering import dumps, json_safe, line, literal, make_console
+from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.ports.audit import AuditStoreError
 
 if TYPE_CHECKING:
     from fleetwarden.adapters.storage.audit_sql import SqlAuditStore
 
-__all__ = ["DEFAULT_STORE", "audit_app", "parse_since", "register", "resolve_store_url"]
+__all__ = ["audit_app", "parse_since", "register", "resolve_store_url"]
 
-DEFAULT_STORE = "sqlite:///fleetwarden.db"  # the `store` default of `fleetwarden serve`
 
 T = TypeVar("T")
 
@@ -118,7 +118,7 @@ def resolve_store_url(store: str | None, config: Path | None) -> str:
         raw = {}
     if not isinstance(raw, dict):
         raise ValueError(f"{config}: the config must be a mapping with a `store` key")
-    value = raw.get("store", DEFAULT_STORE)
+    value = raw.get("store") or default_store()  # the `store` default of `fleetwarden serve`
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{config}: `store` must be a database URL string")
     return _indirect(value.strip(), f"{config}: store")

@@ -73,6 +73,7 @@ from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.entrypoints.rendering import visible
 from fleetwarden.entrypoints.service_config import (
     ServiceConfig,
+    default_store,
     exposure_problem,
     load_service_config,
     without_credentials,
@@ -411,6 +412,11 @@ def build_service(config: ServiceConfig) -> Service:
 
 async def open_store(service: Service) -> None:
     """The audit store (SQLite by default, PostgreSQL for production), migrated on open."""
+    if service.config.store == default_store():
+        # the default lives in a state directory of its own: make it on first use
+        state = Path(service.config.store.removeprefix("sqlite:///")).parent
+        with contextlib.suppress(OSError):  # if it cannot be made, opening says why
+            state.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
         service.healer.audit = await open_audit_store(service.config.store)
     except AuditStoreError as exc:

@@ -3,7 +3,7 @@
 Example::
 
     listen: 127.0.0.1:8080
-    store: sqlite:///fleetwarden.db          # audit store (SQLAlchemy URL)
+    store: sqlite:///fleetwarden.db          # audit store (SQLAlchemy URL; default: a state dir)
     queue: sqlite                            # or nats://127.0.0.1:4222
     queuePath: fleetwarden-queue.db          # the SQLite queue file (default: beside the store)
     desired: [prod-eu-1=clusters/prod-eu-1/, fleet/pools.yaml]
@@ -80,6 +80,7 @@ from fleetwarden.ports.audit import AuditStoreError
 __all__ = [
     "AppSource",
     "ServiceConfig",
+    "default_store",
     "exposure_problem",
     "load_service_config",
     "service_config_from",
@@ -236,13 +237,28 @@ SERVICE_SCHEMA: dict[str, Any] = {
 }
 
 
+def default_store(env: Mapping[str, str] | None = None) -> str:
+    """Where the audit store lives when the config does not say: a state directory (never the
+    directory serve happens to be started in): ``$FLEETWARDEN_STATE_DIR``, else
+    ``$XDG_STATE_HOME/fleetwarden``, else ``~/.local/state/fleetwarden``. The SQLite queue
+    then sits beside it."""
+    env = os.environ if env is None else env
+    state = env.get("FLEETWARDEN_STATE_DIR") or os.path.join(
+        env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"),
+        "fleetwarden",
+    )
+    return f"sqlite:///{os.path.abspath(os.path.join(state, 'fleetwarden.db'))}"
+
+
 @dataclass
 class ServiceConfig:
     host: str = "127.0.0.1"
     port: int = 8080
-    store: str = "sqlite:///fleetwarden.db"
+    store: str = field(default_factory=default_store)
     queue: str = "sqlite"
-    queue_path: str = "fleetwarden-queue.db"
+    queue_path: str = field(
+        default_factory=lambda: _queue_beside_store(default_store(), "sqlite", "<defaults>")
+    )
     desired: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
     kubeconfig: str | None = None
@@ -392,7 +408,7 @@ def service_config_from(
     limits = raw.get("limits") or {}
     argocd = clusters.get("argocdSecrets") or {}
     hosts = raw.get("allowedHosts")
-    store = _secret(raw.get("store", "sqlite:///fleetwarden.db"), "store", source, env)
+    store = _secret(raw.get("store") or default_store(env), "store", source, env)
     queue = _queue_url(raw.get("queue", "sqlite"), source, env)
     return ServiceConfig(
         host=host,
