@@ -70,6 +70,7 @@ def read_desired(
     out = DesiredRead(files=len(files))
     direct = {f.path for f in files if f.direct}
     docs_by_path: dict[str, list[Document]] = {}
+    not_objects: dict[str, list[str]] = {}
     tf_files: list[terraform.TfFile] = []
     for f in files:
         try:
@@ -80,7 +81,10 @@ def read_desired(
             if not f.path.endswith(YAML_SUFFIXES):
                 out.skipped.append(Skip(f.path, "not a YAML, JSON or Terraform file"))
                 continue
-            docs_by_path[f.path] = parse_yaml_documents(f.path, text)
+            others: list[str] = []  # a JSON patch (a list), a bare value: no pool there
+            docs_by_path[f.path] = parse_yaml_documents(f.path, text, others=others)
+            if others:
+                not_objects[f.path] = others
         except FormatError as exc:
             if f.direct:
                 raise
@@ -98,6 +102,7 @@ def read_desired(
         kinds = Counter(
             d.kind or "(no kind)" for d in parsed if (d.path, d.index) not in found.claimed
         )
+        kinds.update(f"{what}, not an object" for what in not_objects.get(path, ()))
         out.kinds.update(kinds)
         what = ", ".join(sorted(kinds)) if kinds else "empty"
         out.skipped.append(Skip(path, f"no node-pool definition ({what})"))

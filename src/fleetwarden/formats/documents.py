@@ -159,11 +159,14 @@ class PoolsRead:
             self.notes.setdefault(path, note)
 
 
-def parse_yaml_documents(path: str, text: str) -> list[Document]:
+def parse_yaml_documents(
+    path: str, text: str, *, others: list[str] | None = None
+) -> list[Document]:
     """All mapping documents of a YAML (or JSON) text; a ``List`` is expanded into its items.
 
     Raises ``FormatError`` with the line for a syntax error, and for a document that is not a
-    mapping (a scalar or a list at the top level is never a Kubernetes object).
+    mapping (a scalar or a list at the top level is never a Kubernetes object) — unless
+    ``others`` is given: such documents are then described there and passed by.
     """
     try:
         raw = list(yaml.load_all(text, Loader=_Loader))
@@ -181,6 +184,9 @@ def parse_yaml_documents(path: str, text: str) -> list[Document]:
         if body is None:
             continue
         if not isinstance(body, Mapping):
+            if others is not None:  # the caller reads objects only and says what it passed by
+                others.append(describe_type(body))
+                continue
             raise FormatError(path, f"document {i} is {describe_type(body)}, not a mapping")
         if body.get("kind") == "List" and isinstance(body.get("items"), list):
             for j, item in enumerate(body["items"]):

@@ -628,9 +628,12 @@ class _Group:
                 return _Out(None, "the launch template may name it (not followed)", (external,))
             why = "EKS: t3.medium when neither instance_types nor a launch template names one"
             return _Out((eks.DEFAULT_INSTANCE_TYPE,), why, default=True)
-        if major >= 19 and (wanted := self.stated("instance_requirements", major)) is not None:
-            return _Out(None, "instance_requirements: any matching type (not compared)", (wanted,))
         mixed, drops = self._mixed(major)
+        if major >= 19 and (wanted := self.stated("instance_requirements", major)) is not None:
+            # the overrides (often instance requirements too) say the same: any matching type
+            uses = (wanted, *(mixed.uses if mixed is not None else ()))
+            why = "instance_requirements: any matching type (not compared)"
+            return _Out(None, why, uses, drops=drops)
         if mixed is not None:
             if (single := self.stated("instance_type", major)) is not None:
                 why = "replaced by the mixed instances policy overrides"

@@ -256,8 +256,31 @@ _MODULE_POOL_IGNORED: dict[str, str] = {
                     "image_gc_high_threshold_percent",
                     "container_log_max_size",
                     "container_log_max_files",
+                    "allowed_unsafe_sysctls",
+                    "image_maximum_gc_age",
+                    "image_minimum_gc_age",
+                    "enable_fast_socket",
+                    "performance_monitoring_unit",
+                    "windows_node_config_os_version",
                 ),
                 "kubelet / sandbox configuration: not compared",
+            ),
+            (
+                ("node_metadata",),
+                "workload metadata mode (GKE_METADATA adds GKE's metadata-server label): "
+                "not compared",
+            ),
+            (
+                (
+                    "provisioned_iops",
+                    "provisioned_throughput",
+                    "secondary_boot_disk",
+                    "secondary_boot_disk_mode",
+                    "ephemeral_storage_local_ssd_data_cache_count",
+                    "total_egress_bandwidth_tier",
+                    "respect_pdb_during_node_pool_deletion",
+                ),
+                f"disk performance, image cache, network tier, deletion: {_NOT_ON_NODE}",
             ),
         )
         for key in keys
