@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core.eventrules import coalesce_key, flag_unknown
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 
 KNOWN = {"prod-eu": {"general", "gpu"}, "prod-us": set()}
 
@@ -19,7 +19,7 @@ def event(cluster: str | None, pool: str | None = None, *flags: EventFlag) -> Ch
         id="e-1",
         source="aws.eks",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster=cluster,
         pool=pool,

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.findings import Layer, Severity
 from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.core.pools import NodePoolSpec, Provider, Requirement, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Requirement, Taint
 from fleetwarden.core.schedulability import (
     GateCluster,
     PlannedWorkload,
@@ -71,7 +71,7 @@ def eks_spec(**changes: Any) -> NodePoolSpec:
     base: dict[str, Any] = dict(
         name="custom-1",
         cluster="duckboat",
-        provider=Provider.AWS,
+        provider=Provisioner.AWS,
         source="pools/eksctl.yaml",
         instance_types=("m6gd.2xlarge",),
         min_size=1,

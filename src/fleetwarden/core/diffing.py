@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fleetwarden.core import osfamilies, versions
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
-from fleetwarden.core.pools import NodePoolSpec, Provider
+from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.core.rules import DiffOptions, apply_rules
 
@@ -130,7 +130,7 @@ def _diff_count(spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collect
     if n == 0:
         floor = spec.min_size if spec.min_size is not None else spec.desired_size
         if floor is None:
-            severity = Severity.INFO if spec.provider is Provider.KARPENTER else Severity.MEDIUM
+            severity = Severity.INFO if spec.provider is Provisioner.KARPENTER else Severity.MEDIUM
         else:
             severity = Severity.HIGH if floor > 0 else Severity.INFO
         out.add(Layer.COUNT, "nodeCount", expected, 0, severity, None)

@@ -27,7 +27,7 @@ from typing import Any
 from fleetwarden.core.diffing import PoolIndex, diff_pool, group_nodes
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
 from fleetwarden.core.nodes import INSTANCE_TYPE_LABELS, POOL_LABELS, ObservedNode
-from fleetwarden.core.pools import NodePoolSpec, Provider, Requirement, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Requirement, Taint
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.workloads import Toleration, Workload, canonical_quantity
@@ -174,7 +174,7 @@ class PoolState:
         spec = self.spec
         if spec is None:
             return False
-        if spec.provider is Provider.KARPENTER:
+        if spec.provider is Provisioner.KARPENTER:
             return True
         return spec.max_size is not None and spec.max_size > len(self.nodes)
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.terraform import eks, eks_v17
 from fleetwarden.formats.terraform.eks_majors import Majors, majors_of, span
@@ -330,7 +330,7 @@ class _Group:
         max_pods = self._boot(labels, taints)
         self._overridden()
         return r.spec(
-            Provider.AWS,
+            Provisioner.AWS,
             name=name,
             cluster=cluster,
             instance_types=tuple(types or ()),

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats.terraform.eks_majors import constraint_majors
 from fleetwarden.formats.terraform.gke_ignored import (
     _CLUSTER_IGNORED,
@@ -266,7 +266,7 @@ def _pool(
             "kubernetesVersion", version_attr, "not stated: the cluster's version (not compared)"
         )
     return r.spec(
-        Provider.GCP,
+        Provisioner.GCP,
         name=name,
         cluster=cluster,
         instance_types=(machine,) if machine else (),
@@ -466,7 +466,7 @@ def _module_pool(r: Reader, root: Obj, obj: Obj, *, windows: bool) -> NodePoolSp
         pods = r.count(root, "default_max_pods_per_node", "allocatable.pods")
     version = _module_version(r, root, obj)
     return r.spec(
-        Provider.GCP,
+        Provisioner.GCP,
         name=name,
         cluster=cluster,
         instance_types=(machine,) if machine else (),
