@@ -30,6 +30,7 @@ from fleetwarden.core.schedulability import (
     requirement_matches,
     spec_accepts,
 )
+from fleetwarden.core.subjects import NodePoolRef, WorkloadRef
 from fleetwarden.formats.nodes import node_from_object
 from tests.core.test_workloads import load_docs
 
@@ -270,6 +271,10 @@ def test_workloads_pinned_to_one_pool_are_summed_together(realdata, doks):
         "1200m",
         "1",
     )
+    assert f.subject == NodePoolRef("doks", "smallnode")  # about the pool, not one workload
+    (g,) = check_schedulability("doks", [planned(a, pods=3)], pool_states(nodes_of(doks))).findings
+    assert g.field == "schedule.capacity.cpu" and isinstance(g.subject, WorkloadRef)
+    assert g.subject.ref == g.pool
 
 
 def test_cordoned_nodes_and_daemonsets(realdata):

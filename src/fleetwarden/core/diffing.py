@@ -17,6 +17,7 @@ from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.core.rules import DiffOptions, apply_rules
+from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = [
     "ClusterDiff",
@@ -83,6 +84,7 @@ class _Collector:
                     source=self.source,
                     message=self._messages.get(field_, ""),
                     provenance=spec.origin_of(field_) if spec is not None else None,
+                    subject=NodePoolRef(self.cluster, self.pool),
                 )
             )
         return out

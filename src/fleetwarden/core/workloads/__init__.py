@@ -42,7 +42,8 @@ Drift kinds (``driftKind`` in a finding's JSON) and their fields:
 
 In these findings ``layer`` is ``WORKLOAD`` and ``pool`` names the object the finding is about
 (``Deployment/boutique/frontend``): it keeps the finding's id unique when two workloads share
-a container name. Pure: no I/O, no clock.
+a container name; ``subject`` is the same object, typed (``core.subjects.WorkloadRef``).
+Pure: no I/O, no clock.
 """
 
 from __future__ import annotations

@@ -52,10 +52,11 @@ class WorkloadOptions:
 
 
 class _Out:
-    __slots__ = ("app", "cluster", "findings", "ref", "source")
+    __slots__ = ("app", "cluster", "findings", "ref", "source", "subject")
 
-    def __init__(self, cluster: str, ref: str, app: str | None, source: str | None) -> None:
-        self.cluster, self.ref, self.app, self.source = cluster, ref, app, source
+    def __init__(self, cluster: str, key: ObjectKey, app: str | None, source: str | None) -> None:
+        self.cluster, self.app, self.source = cluster, app, source
+        self.ref, self.subject = key.ref, key.in_cluster(cluster)
         self.findings: list[Finding] = []
 
     def add(
@@ -80,6 +81,7 @@ class _Out:
                 source=self.source,
                 message=message,
                 extra={"workload": self.ref, "app": self.app, "driftKind": drift, **extra},
+                subject=self.subject,
             )
         )
 
@@ -175,13 +177,14 @@ def diff_workload(
     actual: Workload,
     *,
     cluster: str,
-    ref: str | None = None,
+    key: ObjectKey | None = None,
     hpa_owned: bool = False,
 ) -> list[Finding]:
-    """Findings between one desired workload and its observed counterpart (both models)."""
+    """Findings between one desired workload and its observed counterpart (both models);
+    ``key``: the pair's key, when it differs from the desired model's (a defaulted namespace)."""
     if not _workload_drifts(desired, actual, hpa_owned):
         return []
-    out = _Out(cluster, ref or desired.key.ref, desired.app or actual.app, desired.source)
+    out = _Out(cluster, key or desired.key, desired.app or actual.app, desired.source)
     if desired.replicas is not None and not hpa_owned and desired.replicas != actual.replicas:
         out.add("replicas", desired.replicas, actual.replicas, Severity.MEDIUM, "resources")
     for want_list, have_list, init in (
@@ -214,10 +217,14 @@ def diff_workload(
             )
     if desired.mesh != actual.mesh:
         w_mesh, h_mesh = dict(desired.mesh), dict(actual.mesh)
-        for key in sorted(w_mesh.keys() | h_mesh.keys()):
-            if w_mesh.get(key) != h_mesh.get(key):
+        for switch in sorted(w_mesh.keys() | h_mesh.keys()):
+            if w_mesh.get(switch) != h_mesh.get(switch):
                 out.add(
-                    f"mesh.{key}", w_mesh.get(key), h_mesh.get(key), Severity.HIGH, "dependency"
+                    f"mesh.{switch}",
+                    w_mesh.get(switch),
+                    h_mesh.get(switch),
+                    Severity.HIGH,
+                    "dependency",
                 )
     if desired.volumes != actual.volumes:
         w_vol, h_vol = dict(desired.volumes), dict(actual.volumes)
@@ -232,12 +239,12 @@ def diff_workload(
                 )
     if desired.node_selector != actual.node_selector:
         w_sel, h_sel = dict(desired.node_selector), dict(actual.node_selector)
-        for key in sorted(w_sel.keys() | h_sel.keys()):
-            if w_sel.get(key) != h_sel.get(key):
+        for label in sorted(w_sel.keys() | h_sel.keys()):
+            if w_sel.get(label) != h_sel.get(label):
                 out.add(
-                    f"nodeSelector.{key}",
-                    w_sel.get(key),
-                    h_sel.get(key),
+                    f"nodeSelector.{label}",
+                    w_sel.get(label),
+                    h_sel.get(label),
                     Severity.MEDIUM,
                     "scheduling",
                 )
@@ -253,14 +260,14 @@ def diff_workload(
 
 
 def diff_config(
-    desired: ConfigObject, actual: ConfigObject, *, cluster: str, ref: str | None = None
+    desired: ConfigObject, actual: ConfigObject, *, cluster: str, key: ObjectKey | None = None
 ) -> list[Finding]:
     """Content drift of a ConfigMap or Secret, by digest; a Secret's values never appear."""
     if desired.digests == actual.digests:
         return []
     out = _Out(
         cluster,
-        ref or ObjectKey(desired.kind, desired.namespace, desired.name).ref,
+        key or ObjectKey(desired.kind, desired.namespace, desired.name),
         desired.app or actual.app,
         desired.source,
     )
@@ -305,13 +312,13 @@ def _autoscaler_drifts(desired: Autoscaler, actual: Autoscaler) -> bool:
 
 
 def diff_autoscaler(
-    desired: Autoscaler, actual: Autoscaler, *, cluster: str, ref: str | None = None
+    desired: Autoscaler, actual: Autoscaler, *, cluster: str, key: ObjectKey | None = None
 ) -> list[Finding]:
     if not _autoscaler_drifts(desired, actual):
         return []
     out = _Out(
         cluster,
-        ref or ObjectKey(AUTOSCALER_KIND, desired.namespace, desired.name).ref,
+        key or ObjectKey(AUTOSCALER_KIND, desired.namespace, desired.name),
         desired.app or actual.app,
         desired.source,
     )
@@ -481,7 +488,7 @@ def diff_app(
             ref = key.ref
             present = want or have
             assert present is not None
-            out = _Out(cluster, ref, app, present.source if want else None)
+            out = _Out(cluster, key, app, present.source if want else None)
             missing = have is None
             out.add(
                 _presence_field(key),
@@ -498,18 +505,16 @@ def diff_app(
         if isinstance(want, Workload) and isinstance(have, Workload):
             hpa = key in owned  # an ObjectKey equals the (kind, namespace, name) tuple
             if _workload_drifts(want, have, hpa):
-                findings.extend(
-                    diff_workload(want, have, cluster=cluster, ref=key.ref, hpa_owned=hpa)
-                )
+                findings.extend(diff_workload(want, have, cluster=cluster, key=key, hpa_owned=hpa))
         elif isinstance(want, ConfigObject) and isinstance(have, ConfigObject):
             if want.digests != have.digests:
-                findings.extend(diff_config(want, have, cluster=cluster, ref=key.ref))
+                findings.extend(diff_config(want, have, cluster=cluster, key=key))
         elif (
             isinstance(want, Autoscaler)
             and isinstance(have, Autoscaler)
             and _autoscaler_drifts(want, have)
         ):
-            findings.extend(diff_autoscaler(want, have, cluster=cluster, ref=key.ref))
+            findings.extend(diff_autoscaler(want, have, cluster=cluster, key=key))
     findings = apply_rules(findings, severities=options.severities, ignores=options.ignores)
     return AppDiff(cluster, app, findings, compared)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeGuard
 
+from fleetwarden.core.subjects import WorkloadRef
+
 __all__ = [
     "AUTOSCALER_KIND",
     "CONFIG_KINDS",
@@ -52,6 +54,10 @@ class ObjectKey(NamedTuple):
     @property
     def ref(self) -> str:
         return f"{self.kind}/{self.namespace or '-'}/{self.name}"
+
+    def in_cluster(self, cluster: str) -> WorkloadRef:
+        """This object in ``cluster``: the subject of its findings (``ref`` is its ``pool``)."""
+        return WorkloadRef(cluster, self.namespace, self.kind, self.name)
 
 
 def key_of(obj: Mapping[str, Any]) -> ObjectKey | None:
