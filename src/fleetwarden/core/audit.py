@@ -40,6 +40,7 @@ from functools import cached_property, lru_cache
 from json.encoder import encode_basestring
 from typing import Any, Final
 
+from fleetwarden.core.describing import describe_drift
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
 
@@ -508,8 +509,8 @@ def finding_draft(
     return AuditDraft(
         kind=AuditKind.FINDING,
         summary=finding.message
-        or f"{finding.layer.value} {finding.field}: expected {finding.expected!r}, "
-        f"actual {finding.actual!r}",
+        or f"{finding.layer.value} {finding.field}: "
+        f"{describe_drift(finding.expected, finding.actual, finding.nodes)}",
         cluster=finding.cluster,
         pool=finding.pool,
         refs=tuple(refs),

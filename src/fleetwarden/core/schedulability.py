@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetwarden.core.describing import describe_drift
 from fleetwarden.core.diffing import PoolIndex, diff_pool, group_nodes
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
 from fleetwarden.core.nodes import INSTANCE_TYPE_LABELS, POOL_LABELS, ObservedNode
@@ -501,10 +502,9 @@ class GateResult:
 
 
 def _describe(f: Finding) -> str:
-    where = f" on {len(f.nodes)} node(s)" if f.nodes else ""
     return (
-        f"pool {f.pool!r} in cluster {f.cluster!r} drifts: {f.layer.value} {f.field} expected "
-        f"{f.expected!r}, actual {f.actual!r}{where} ({f.severity.value})"
+        f"pool {f.pool!r} in cluster {f.cluster!r} drifts: {f.layer.value} {f.field} "
+        f"{describe_drift(f.expected, f.actual, f.nodes)} ({f.severity.value})"
     )
 
 

@@ -65,6 +65,7 @@ from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWork
 from fleetwarden.entrypoints.common import err_console, fail
 from fleetwarden.entrypoints.rendering import (
     SEVERITY_STYLE,
+    cell_text,
     dumps,
     line,
     literal,
@@ -780,11 +781,7 @@ def _findings_table(findings: Sequence[Finding], *, title: str | None = None) ->
 
 
 def _cell(value: object) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "[]"
-    return str(value)
+    return cell_text(value)
 
 
 def diff_command(

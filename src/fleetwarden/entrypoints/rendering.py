@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.app.explaining import Explanation
+from fleetwarden.core.describing import show_change, show_details, show_value
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import FleetReport, Skip
 from fleetwarden.core.pools import FieldStatus
@@ -29,7 +30,10 @@ from fleetwarden.core.pools import FieldStatus
 __all__ = [
     "PIPED_WIDTH",
     "SEVERITY_STYLE",
+    "cell_text",
+    "demo_intro",
     "dumps",
+    "event_text",
     "findings_table",
     "json_safe",
     "line",
@@ -111,12 +115,28 @@ def json_safe(text: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def cell_text(value: object) -> str:
+    """A finding's expected/actual value in a table cell: ``—`` for nothing, else as people
+    read it (``Unknown → Ready``, ``a, b``), never a Python repr."""
+    return "—" if value is None else show_value(value)
+
+
 def _cell(value: object) -> Text:
-    if value is None:
-        return Text("—")
-    if isinstance(value, list):
-        return literal(", ".join(str(v) for v in value))
-    return literal(value)
+    return literal(cell_text(value))
+
+
+def event_text(data: Mapping[str, Any], finding: Finding | None = None) -> str:
+    """One line of the ``watch`` event log: time, type, and what happened — a finding as
+    ``cluster/pool LAYER field: expected → actual``, a cluster event's details as
+    ``Unknown → Healthy`` or ``key=value`` pairs."""
+    if finding is not None:
+        f = finding
+        return (
+            f"{data['at']} {data['type']:<16} {f.severity.value:<8} {f.cluster}/"
+            f"{f.pool or '-'} {f.layer.value} {f.field}: {show_change(f.expected, f.actual)}"
+        )
+    rest = {k: v for k, v in data.items() if k not in ("type", "cluster", "at")}
+    return f"{data['at']} {data['type']:<16} {data['cluster']} {show_details(rest)}"
 
 
 def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
@@ -124,6 +144,18 @@ def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
         return ""
     shown = ", ".join(nodes[:limit])
     return f"{shown} (+{len(nodes) - limit})" if len(nodes) > limit else shown
+
+
+def demo_intro(steps: int, interval: float) -> str:
+    """What the live demo is about to do, as it will do it: a fixed number of changes, or
+    changes until Ctrl-C (``steps`` 0)."""
+    every = f"one every {interval:g} s"
+    if steps == 0:
+        return f"simulating changes, {every}, until Ctrl-C"
+    return (
+        f"simulating {steps} change{'' if steps == 1 else 's'}, {every}, then stopping "
+        "(--steps 0: until Ctrl-C)"
+    )
 
 
 def findings_table(findings: Sequence[Finding], *, title: str | None = None) -> Table:
