@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from fleetwarden.core.describing import describe_drift, show_change, show_details, show_value
+from fleetwarden.core.describing import (
+    decision_summary,
+    describe_drift,
+    show_change,
+    show_details,
+    show_value,
+)
+from fleetwarden.core.findings import Finding, Layer, Severity
+from fleetwarden.core.ownership import OwnershipMap
+from fleetwarden.core.policy import Decision, Mode, PolicyState, Status, decide, record
 
 
 @pytest.mark.parametrize(
@@ -49,3 +60,39 @@ def test_a_pool_level_finding_gives_no_node_count():
 def test_node_counts_are_singular_and_plural():
     assert describe_drift("m5.large", "t3.medium", ["a"]).endswith("on 1 node")
     assert describe_drift("m5.large", "t3.medium", ["a", "b"]).endswith("on 2 nodes")
+
+
+# --- decisions ---------------------------------------------------------------------------
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _label(pool: str) -> Finding:
+    return Finding(
+        "prod", pool, Layer.L1, "labels.team", "platform", "payments", Severity.HIGH,
+        nodes=("n-1",),
+    )  # fmt: skip
+
+
+def _decide_two(mode: Mode) -> tuple[Decision, Decision]:
+    """Two label drifts in a 5-pool cluster: the blast radius (1 action) lets one through."""
+    state, owners = PolicyState({"prod": 5}), OwnershipMap()
+    first = decide(_label("a"), owners.route(_label("a")), state, T0, mode)
+    record(first, state)
+    second = decide(_label("b"), owners.route(_label("b")), state, T0, mode)
+    return first, second
+
+
+def test_a_blocked_dry_run_decision_is_summarised_by_the_guard_that_stopped_it():
+    first, second = _decide_two(Mode.DRY_RUN)
+    assert second.status is Status.BLOCKED
+    assert second.reasons[-1] == "dry-run: nothing would be sent"  # what the summary showed
+    text = decision_summary(second)
+    assert text.startswith("blocked (dry-run): restore — blast radius: cluster prod already had")
+    assert decision_summary(first) == "dry-run: restore label team=platform on 1 node(s) of prod/a"
+
+
+def test_an_enforced_decision_says_what_it_does():
+    first, second = _decide_two(Mode.ENFORCE)
+    assert decision_summary(first) == "execute: restore label team=platform on 1 node(s) of prod/a"
+    assert decision_summary(second).startswith("blocked: restore — blast radius:")

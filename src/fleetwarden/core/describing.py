@@ -5,8 +5,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["describe_drift", "describe_type", "show_change", "show_details", "show_value"]
+if TYPE_CHECKING:  # policy imports this module: the name is for the annotation only
+    from fleetwarden.core.policy import Decision
+
+__all__ = [
+    "decision_summary",
+    "describe_drift",
+    "describe_type",
+    "show_change",
+    "show_details",
+    "show_value",
+]
 
 NONE = "(none)"
 ARROW = "→"
@@ -91,3 +102,21 @@ def describe_drift(expected: object, actual: object, nodes: Sequence[str]) -> st
         "(pool-level)" if not nodes else f"on {len(nodes)} node" + ("" if len(nodes) == 1 else "s")
     )
     return f"expected {show_value(expected)}, actual {show_value(actual)} {where}"
+
+
+# The notes a decision's mode adds after its real reasons (core.policy.decide).
+_MODE_NOTES = ("dry-run:", "approval mode:")
+_ACTS = ("execute", "dry-run", "pending-approval")
+
+
+def decision_summary(decision: Decision) -> str:
+    """A decision on one line, by what explains its status: what it does (or would do) when
+    it acts, the guard's reason when a guard stopped it — never only its mode's note
+    ("blocked: restore — dry-run: nothing would be sent" hid the blast-radius guard)."""
+    status, action, mode = decision.status.value, decision.action.value, decision.mode.value
+    if status in _ACTS and decision.target is not None:
+        return f"{status}: {action} {decision.target.describe()}"
+    reasons = [r for r in decision.reasons if not r.startswith(_MODE_NOTES)]
+    cause = reasons[-1] if reasons else (decision.reasons[-1] if decision.reasons else "")
+    head = f"{status} ({mode})" if status == "blocked" and mode == "dry-run" else status
+    return f"{head}: {action} — {cause}" if cause else f"{head}: {action}"
