@@ -24,7 +24,7 @@ from rich.text import Text
 from fleetwarden.app.explaining import Explanation
 from fleetwarden.core.describing import show_change, show_details, show_value
 from fleetwarden.core.findings import Finding, Severity
-from fleetwarden.core.fleet import FleetReport, Skip
+from fleetwarden.core.fleet import FleetReport, Skip, UnresolvedFact
 from fleetwarden.core.pools import FieldStatus
 
 __all__ = [
@@ -42,6 +42,8 @@ __all__ = [
     "print_explanation",
     "print_report",
     "print_skipped",
+    "unresolved_summary",
+    "unresolved_text",
     "visible",
 ]
 
@@ -190,6 +192,23 @@ def print_skipped(console: Console, skipped: Sequence[Skip], *, what: str = "fil
         console.print(line("  ", s.path, ": ", (s.reason, "dim")), soft_wrap=True)
 
 
+def unresolved_text(u: UnresolvedFact, *, source: bool = False) -> str:
+    """One unresolved desired value: ``cluster/pool field = expression`` (and its file)."""
+    text = f"{u.cluster or '(no cluster)'}/{u.pool} {u.field} = {u.expression}"
+    return f"{text} ({u.source})" if source else text
+
+
+def unresolved_summary(unresolved: Sequence[UnresolvedFact], *, shown: int = 3) -> str:
+    """The line after a scan table: how many desired values were not checked because the
+    source states them through a variable or an expression, and the first few of them."""
+    n = len(unresolved)
+    head = f"{n} desired value{'' if n == 1 else 's'} unresolved (not checked): "
+    text = head + "; ".join(unresolved_text(u) for u in unresolved[:shown])
+    if n > shown:
+        text += f"; +{n - shown} more (--verbose or --format json lists them)"
+    return text
+
+
 def print_report(console: Console, report: FleetReport, *, verbose: bool = False) -> None:
     if report.findings:
         console.print(findings_table(report.findings))
@@ -237,15 +256,10 @@ def print_report(console: Console, report: FleetReport, *, verbose: bool = False
             text += f", {unknown} unknown to fleetwarden (not compared)"
         console.print(line((text + " — fleetwarden explain lists them", "dim")))
     if report.unresolved:
-        console.print(
-            line(
-                (
-                    f"{len(report.unresolved)} desired values are unresolved "
-                    "(variables/expressions) and were not checked",
-                    "dim",
-                )
-            )
-        )
+        console.print(line((unresolved_summary(report.unresolved), "dim")), soft_wrap=True)
+        if verbose:
+            for u in report.unresolved:
+                console.print(line(("  " + unresolved_text(u, source=True), "dim")), soft_wrap=True)
 
 
 _STATUS_STYLE = {
