@@ -770,3 +770,60 @@ async def test_the_rbac_lets_each_service_account_do_what_it_needs_and_nothing_m
             *NEVER,
         ):
             assert not await _review(api, ns, "fw-fleetwarden-gate", **denied), denied
+
+
+REQUIRE_IMAGE = os.environ.get("FW_REQUIRE_IMAGE_BUILD") == "1"
+UNREACHABLE = re.compile(r"pinging container registry|no such host|dial tcp|network is unreachable")
+
+
+def _skip_or_fail(reason: str) -> None:
+    if REQUIRE_IMAGE:
+        pytest.fail(f"the image must be built here (FW_REQUIRE_IMAGE_BUILD=1): {reason}")
+    pytest.skip(reason)
+
+
+def test_the_dockerfile_builds_into_the_image_the_chart_expects(tmp_path):
+    """Builds the Dockerfile with buildah (FW_IMAGE_BUILDER, which scripts/test sets from
+    scripts/image-builder-ensure, or buildah/podman on PATH; chroot isolation, vfs
+    storage in a temporary root: no daemon, no privileges beyond the user's) and checks the
+    image's config -- user, exposed port, entrypoint -- against the chart's assumptions.
+    Skipped with the builder's own error line when there is no builder or the base image
+    cannot be pulled (no registry access); FW_REQUIRE_IMAGE_BUILD=1 makes that a failure."""
+    builder = (
+        os.environ.get("FW_IMAGE_BUILDER") or shutil.which("buildah") or shutil.which("podman")
+    )
+    if not builder:
+        _skip_or_fail(
+            "no image builder (buildah, podman): scripts/image-builder-ensure installs one"
+        )
+    store = ["--root", str(tmp_path / "root"), "--runroot", str(tmp_path / "run")]
+    if Path(builder).name == "buildah":
+        store += ["--storage-driver", "vfs"]
+        build = [builder, *store, "bud", "--isolation=chroot"]
+    else:
+        build = [builder, *store, "build"]
+    tag = "localhost/fleetwarden:chart-test"
+    done = subprocess.run(
+        [*build, "-t", tag, "-f", str(DOCKERFILE), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["?"])[-1]
+            if UNREACHABLE.search(done.stderr):
+                _skip_or_fail(f"{Path(builder).name} cannot pull the base image: {last}")
+            raise AssertionError(f"the Dockerfile does not build:\n{done.stderr[-4000:]}")
+        inspect = [builder, *store, "inspect", "--type", "image", tag]
+        if Path(builder).name != "buildah":
+            inspect = [builder, *store, "image", "inspect", tag]
+        got = yaml.safe_load(subprocess.run(inspect, capture_output=True, text=True).stdout)
+        config = (got[0] if isinstance(got, list) else got)["OCIv1"]["config"]
+        facts = dockerfile_facts()
+        assert config["User"] == f"{facts['uid']}:{facts['gid']}"
+        assert f"{facts['port']}/tcp" in config["ExposedPorts"]
+        assert config["Entrypoint"] == facts["entrypoint"] == ["fleetwarden"]
+    finally:
+        subprocess.run([builder, *store, "rmi", "--all", "--force"], capture_output=True)
