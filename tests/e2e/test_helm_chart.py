@@ -194,12 +194,12 @@ def test_every_pod_runs_unprivileged_with_a_read_only_root(helm, tmp_path, name)
                     assert c[probe]["httpGet"] == {"path": "/healthz", "port": "http"}, where
 
 
-def test_the_namespace_is_restricted_pod_security_compatible(helm, tmp_path):
-    """The Pod Security 'restricted' profile deploy/kubernetes' namespace enforces: checked
-    field by field on every pod (the API server checks it for real below, in dry run)."""
+def test_no_pod_shares_the_host_or_mounts_its_paths(helm, tmp_path):
+    """What Pod Security 'restricted' refuses beyond the security contexts (the API server
+    enforces the whole profile on each pod below, in dry run)."""
     for name in ("defaults", "split", "gate"):
         for where, pod in pod_specs(render(helm, VALUE_SETS[name], tmp_path)):
-            assert "hostNetwork" not in pod and "hostPID" not in pod, where
+            assert not {"hostNetwork", "hostPID", "hostIPC"} & set(pod), where
             for vol in pod["volumes"]:
                 assert "hostPath" not in vol, where
 
@@ -600,6 +600,38 @@ async def test_every_rendered_object_is_accepted_by_the_api_server(
             await api.request(
                 "POST", f"/api/v1/namespaces/{ns}/pods", params={"dryRun": "All"}, body=body
             )
+
+
+@pytest.mark.live
+async def test_generated_tokens_survive_an_upgrade_and_an_uninstall(
+    helm, tmp_path, k8s, api_endpoint
+):
+    """``helm install`` for real, then ``upgrade`` and ``uninstall``: the auth Secret the chart
+    generated keeps its tokens across the upgrade (lookup) and outlives the uninstall
+    (helm.sh/resource-policy: keep), so the senders' tokens never change under them."""
+    ns = "fw-tokens"
+    kube = ["--kubeconfig", k8s["kubeconfig"], "--kube-context", api_endpoint.name]
+    secret_path = f"/api/v1/namespaces/{ns}/secrets/fw-fleetwarden-auth"
+    async with KubeClient(api_endpoint) as api:
+        await _namespace(api, ns)
+        await _namespace(api, "argocd")  # the Role for Argo CD's cluster Secrets lands there
+        with contextlib.suppress(NotFound):
+            await api.request("DELETE", secret_path)
+        helm_run(helm, "uninstall", "fw", "-n", ns, *kube, values=None, tmp=tmp_path)
+        for step in ("install", "upgrade"):
+            done = helm_run(helm, step, "fw", str(CHART), "-n", ns, *kube, values={}, tmp=tmp_path)
+            assert done.returncode == 0, done.stderr
+            data = (await api.get(secret_path))["data"]
+            if step == "install":
+                first = data
+                assert set(first) == {"read", "admin", "aws", "argocd"}
+        assert data == first  # upgrade: the same tokens
+        done = helm_run(helm, "uninstall", "fw", "-n", ns, *kube, values=None, tmp=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert (await api.get(secret_path))["data"] == first  # kept
+        with pytest.raises(NotFound):  # while the rest of the release is gone
+            await api.get(f"/api/v1/namespaces/{ns}/configmaps/fw-fleetwarden-config")
+        await api.request("DELETE", secret_path)
 
 
 async def _review(api: KubeClient, sa_ns: str, sa: str, **attrs: str) -> bool:
