@@ -64,6 +64,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "external": EXTERNAL,
     "split-external": {**EXTERNAL, "role": "split"},
     "gate": {"gate": {"enabled": True}},
+    "gate-only": {"serve": {"enabled": False}, "gate": {"enabled": True}},
     "namespaced": {"workloads": {"namespaces": ["shop", "billing"], "secrets": False}},
     "leases": {"rbac": {"leases": True}},
     "monitor": {"serviceMonitor": {"enabled": True}},
@@ -420,6 +421,23 @@ def test_the_gate_job_is_the_argocd_presync_hook_with_read_only_rbac(helm, tmp_p
     for o in objs:
         if o["metadata"]["name"].startswith("fw-fleetwarden-gate") and o["kind"] != "Job":
             assert o["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"] == "-1"
+
+
+def test_the_gate_alone_renders_only_the_gate_and_its_rbac(helm, tmp_path):
+    """serve.enabled false: the chart as a second source of an application (its namespace)."""
+    objs = render(helm, VALUE_SETS["gate-only"], tmp_path, namespace="shop")
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in objs) == [
+        ("ClusterRole", "fw-fleetwarden-gate-nodes"),
+        ("ClusterRoleBinding", "fw-fleetwarden-gate-nodes-shop"),
+        ("Job", "fw-fleetwarden-presync-gate"),
+        ("Role", "fw-fleetwarden-gate"),
+        ("RoleBinding", "fw-fleetwarden-gate"),
+        ("ServiceAccount", "fw-fleetwarden-gate"),
+    ]
+    assert {(ns, r) for ns, _, r, _ in granted(objs, "fw-fleetwarden-gate")} >= {
+        (None, "nodes"),
+        ("shop", "deployments"),
+    }
 
 
 @pytest.mark.parametrize(
