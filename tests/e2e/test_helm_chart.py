@@ -205,7 +205,9 @@ def test_no_pod_shares_the_host_or_mounts_its_paths(helm, tmp_path):
                 assert "hostPath" not in vol, where
 
 
-@pytest.mark.parametrize("name", ["defaults", "approval", "leases", "gate", "namespaced"])
+@pytest.mark.parametrize(
+    "name", ["defaults", "enforce", "approval", "leases", "gate", "namespaced"]
+)
 def test_the_watchers_never_patch_nodes_unless_the_policy_heals(helm, tmp_path, name):
     values = VALUE_SETS[name]
     objs = render(helm, values, tmp_path)
