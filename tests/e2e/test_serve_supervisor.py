@@ -261,3 +261,35 @@ def test_the_worker_down_makes_healthz_503_and_metrics_say_so(tmp_path):
         wait_for(lambda: svc.health().get("status") == "ok", 10, "the worker to answer again")
     finally:
         svc.stop()
+
+
+def test_metrics_of_both_processes_are_merged_without_counting_a_refusal_twice():
+    """The gateway's deliveries are the gateway's (the worker's copies only repeat the 4xx it
+    passed on); the worker's inspections are the worker's; duplicates are both processes'."""
+    from prometheus_client import generate_latest
+
+    from fleetwarden.entrypoints.gateway_process import merge_metrics
+    from fleetwarden.entrypoints.metrics import ServiceMetrics
+
+    gateway, worker = ServiceMetrics(), ServiceMetrics()
+    gateway.received.labels("aws").inc(3)
+    gateway.rejected.labels("api", "unauthorized").inc(2)
+    gateway.duplicates.inc(2)
+    worker.rejected.labels("api", "unauthorized").inc(2)  # the same two, passed on
+    worker.duplicates.inc(5)
+    worker.inspections.labels("drift").inc(4)
+    worker.event_to_finding.observe(0.02)
+    text = merge_metrics(
+        gateway.registry.collect(), generate_latest(worker.registry).decode()
+    ).decode()
+    lines = set(text.splitlines())
+    assert 'fleetwarden_events_received_total{source="aws"} 3.0' in lines
+    assert 'fleetwarden_events_rejected_total{reason="unauthorized",source="api"} 2.0' in lines
+    assert "fleetwarden_events_duplicate_total 7.0" in lines
+    assert 'fleetwarden_inspections_total{result="drift"} 4.0' in lines
+    assert "fleetwarden_event_to_finding_seconds_count 1.0" in lines
+    assert 'fleetwarden_process_up{process="worker"} 1.0' in lines
+    assert sum(x.startswith("# TYPE fleetwarden_events_received_total") for x in lines) <= 1
+    alone = merge_metrics(gateway.registry.collect(), None).decode()
+    assert 'fleetwarden_process_up{process="worker"} 0.0' in alone
+    assert 'fleetwarden_events_received_total{source="aws"} 3.0' in alone

@@ -107,14 +107,20 @@ def create_gateway_app(
         target = request.url.path
         if request.url.query:
             target += "?" + request.url.query
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > config.body_limit:
+                return JSONResponse(
+                    {"error": f"body over the limit of {config.body_limit} bytes"},
+                    status_code=413,
+                )
         try:
             resp = await worker.request(
-                request.method,
-                target,
-                headers=_forwarded(request),
-                content=await request.body(),
-                timeout=30.0,
+                request.method, target, headers=_forwarded(request), content=body, timeout=30.0
             )
+        except httpx.LocalProtocolError as exc:  # a request h11 will not write: the client's
+            return JSONResponse({"error": f"cannot pass the request on: {exc}"}, status_code=400)
         except httpx.HTTPError:
             return JSONResponse(
                 {"error": "the worker process is not answering (restarting?); retry shortly"},
