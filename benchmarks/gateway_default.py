@@ -9,15 +9,22 @@ Each round runs, for "before" (``PYTHONPATH=<--before>``: that checkout's code) 
 connections) and CloudEvents batches of 100 (16 and 64 connections), against a fresh queue
 file, with the fleet of ``gateway_ingest.py`` (50 clusters x 50 pools, node dumps). Load,
 config and parsing are ``gateway_ingest.py``'s, so the figures compare with its table.
+
+Besides wrk's figures, the CPU time each process of the service used during the load (from
+``/proc/PID/stat``), per 1,000 requests: a figure that other load on the machine changes much
+less than latencies, and the capacity of one free core for that process (1,000 / ms).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -30,6 +37,27 @@ from benchmarks.gateway_ingest import (  # noqa: E402 - after the path is set
     write_fleet,
     wrk,
 )
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def service_processes(svc: Svc) -> dict[str, int]:
+    """name -> pid: "serve" alone, or the supervisor's "gateway" and "worker"."""
+    assert svc.proc is not None
+    kids = [
+        int(x)
+        for task in Path(f"/proc/{svc.proc.pid}/task").glob("*")
+        for x in (task / "children").read_text().split()
+    ]
+    if not kids:
+        return {"serve": svc.proc.pid}
+    gateway = httpx.get(f"{svc.base}/healthz", timeout=5).json()["processes"]["gateway"]["pid"]
+    named = {"supervisor": svc.proc.pid, "gateway": gateway}
+    (named["worker"],) = (k for k in kids if k != gateway)
+    return named
 
 
 def main() -> None:
@@ -58,7 +86,14 @@ def main() -> None:
                 (work / "events.jsonl").unlink(missing_ok=True)
                 svc = Svc(work, "sqlite")
                 svc.start({"PYTHONPATH": sides[side]})
+                procs = service_processes(svc)
+                cpu0 = {n: cpu_seconds(p) for n, p in procs.items()}
                 r = wrk(binary, svc.base, script, args.seconds, conns)
+                requests = r["requests_per_s"] * args.seconds
+                r["cpu_ms_per_1000_requests"] = {
+                    n: round((cpu_seconds(p) - cpu0[n]) * 1e6 / max(requests, 1), 1)
+                    for n, p in procs.items()
+                }
                 svc.stop()
                 if label == "batch100":
                     r["events_per_s"] = r["requests_per_s"] * 100
