@@ -45,7 +45,7 @@ class RestartPolicy:
     second_delay: float = 0.2
     max_delay: float = 5.0
     stable_after: float = 30.0
-    fatal_within: float = 10.0
+    fatal_within: float = 60.0  # a slow start on a busy machine still counts as the start
     fatal_codes: tuple[int, ...] = (2,)
 
 
