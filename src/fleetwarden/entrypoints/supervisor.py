@@ -253,10 +253,18 @@ def _open_resources(config: ServiceConfig) -> _Resources:
     except BaseException:
         lock.close()
         raise
-    api_dir = tempfile.mkdtemp(prefix="fleetwarden-serve-")  # 0700: only this user
-    api = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    api.bind(str(Path(api_dir) / "worker.sock"))
-    api.listen(1024)
+    try:
+        api_dir = tempfile.mkdtemp(prefix="fleetwarden-serve-")  # 0700: only this user
+        api = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        api.bind(str(Path(api_dir) / "worker.sock"))
+        api.listen(1024)
+    except OSError as exc:
+        listen.close()
+        lock.close()
+        raise FormatError(
+            tempfile.gettempdir(),
+            f"cannot make the worker's socket: {exc} (set TMPDIR to a writable directory)",
+        ) from None
     wake = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     for s in wake:
         s.setblocking(False)
