@@ -33,7 +33,8 @@ def format_micro_time(value: datetime) -> str:
     """Kubernetes MicroTime: UTC, microseconds, ``Z``."""
     if value.tzinfo is None:
         raise ValueError("MicroTime needs an aware datetime")
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime: %Y does not pad years before 1000 to four digits
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def parse_micro_time(text: str) -> datetime:
