@@ -203,7 +203,7 @@ def test_before_and_after_name_the_entry_that_changed_and_owns_the_field():
     d = actors.actor_from_managed_fields(after, path, before=before)
     assert d.actor == Actor("kubectl-edit", ActorKind.HUMAN, Via.MANAGED_FIELDS)
     assert d.started_at == T0 + timedelta(hours=1)
-    assert any("changed and owns" in r for r in d.reasons)
+    assert any("wrote and owns" in r for r in d.reasons)
 
 
 def test_a_removed_field_is_blamed_on_the_entry_that_changed_when_nobody_owns_it_after():
@@ -220,6 +220,17 @@ def test_a_removed_field_is_blamed_on_the_entry_that_changed_when_nobody_owns_it
     # without the before state, nobody owns a removed field: no actor, and it says so
     alone = actors.actor_from_managed_fields(after, actors.finding_field_path("labels.role"))
     assert alone.actor is None and "no managedFields entry owns" in alone.reasons[0]
+
+
+def test_a_removal_by_a_manager_that_owns_nothing_after_it_names_no_actor():
+    """kubectl edit removing a label sends a patch that sets nothing: no kubectl-edit entry is
+    left, and kubelet, which lost the label, is the victim, not the writer."""
+    before = [_entry("kubelet", T0, KUBELET_LABELS)]
+    after = [_entry("kubelet", T0, {"f:metadata": {"f:labels": {".": {}, "f:zone": {}}}})]
+    d = actors.actor_from_managed_fields(
+        after, actors.finding_field_path("labels.role"), before=before
+    )
+    assert d.actor is None and "audit" in d.reasons[0]
 
 
 def test_the_newest_owner_wins_without_a_before_state():

@@ -383,36 +383,44 @@ def actor_from_managed_fields(
     before: Sequence[ManagedFieldsEntry] | None = None,
 ) -> ActorDecision:
     """The writer of ``path`` from the object's managedFields after the change (and, when the
-    watch has it, before). With both, the writer is an entry that is new or changed (time or
-    field set) — the one covering the path, else (the field was removed, so nobody owns it now)
-    the newest changed one. With ``after`` only: the newest entry covering the path."""
+    watch has it, before). With both, the writer is an entry that is new, newer or gained
+    fields — the one covering the path; else, for a removed field (nobody owns it now), the
+    newest writer, and no actor when none wrote (a client that removes a field it never owned
+    leaves no entry: only the audit log names it). With ``after`` only, or when no writer owns
+    the path: the newest entry covering it."""
     reasons: list[str] = []
     shown = _show(path)
     owners = [e for e in after if covers(e.fields, path)]
     chosen: ManagedFieldsEntry | None = None
     if before is not None:
         old = {(e.manager, e.operation, e.subresource): e for e in before}
-        changed = [
+        # a writer is an entry that is new, has a newer time or gained fields; an entry that
+        # only lost fields is a victim (another manager took them or removed them)
+        writers = [
             e
             for e in after
             if (prev := old.get((e.manager, e.operation, e.subresource))) is None
             or prev.time != e.time
-            or prev.fields != e.fields
+            or e.fields - prev.fields
         ]
-        chosen = _newest(e for e in changed if e in owners)
+        chosen = _newest(e for e in writers if e in owners)
         if chosen is not None:
-            reasons.append(f"{chosen.manager} ({chosen.operation}) changed and owns {shown}")
-        else:
-            chosen = _newest(changed)
-            if chosen is not None and not owners:
-                reasons.append(
-                    f"nobody owns {shown} after the change (removed); "
-                    f"{chosen.manager} ({chosen.operation}) is the entry that changed"
+            reasons.append(f"{chosen.manager} ({chosen.operation}) wrote and owns {shown}")
+        elif not owners:
+            chosen = _newest(writers)
+            if chosen is None:
+                return ActorDecision(
+                    None,
+                    None,
+                    (
+                        f"{shown} was removed by a writer that owns nothing now: managedFields "
+                        "cannot name it (an audit event can)",
+                    ),
                 )
-            elif chosen is not None:
-                reasons.append(
-                    f"no changed entry owns {shown}; {chosen.manager} is the newest change"
-                )
+            reasons.append(
+                f"nobody owns {shown} after the change (removed); "
+                f"{chosen.manager} ({chosen.operation}) is the entry written then"
+            )
     if chosen is None:
         chosen = _newest(owners)
         if chosen is not None:
