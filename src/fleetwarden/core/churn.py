@@ -41,6 +41,13 @@ Signals and where their names come from (every one is checked against the change
   A ``human`` actor makes the change unexplained whatever else is seen: a person deleting a
   node during a repair is still a person.
 
+While churn is under way a pool passes through states the diff reports: two kubelet versions
+(``kubeletVersion.mixed``, "an upgrade under way or stuck") and a node count off by the surge
+or the node being replaced (``nodeCount``). ``explained_by_churn`` says when such a pool-level
+finding is the transition of a churn decision of the same pool within ``window`` (default 1 h):
+under way, it is part of the churn; once the window passes with the finding still open, the
+rollout is stuck and the finding stands.
+
 Not recognised (no verified name): AKS node auto-repair and auto-upgrade markers on the node;
 they are churn here only through an Azure event or an actor of kind provider.
 """
@@ -68,8 +75,10 @@ __all__ = [
     "NodeChange",
     "NodeChangeKind",
     "NodeSnapshot",
+    "Transition",
     "Verdict",
     "classify",
+    "explained_by_churn",
 ]
 
 
@@ -308,3 +317,47 @@ def classify(
         reasons.append("no autoscaler, provider or repair evidence within the window")
         return ChurnDecision(change, Verdict.UNEXPLAINED, causes, tuple(reasons))
     return ChurnDecision(change, Verdict.CHURN, causes, tuple(reasons))
+
+
+# pool-level findings a rollout passes through (``diffing``): versions mixed, the count off
+_TRANSITIONAL_FIELDS = frozenset({"kubeletVersion.mixed", "nodeCount"})
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A finding that is the passing state of a churn decision, not drift."""
+
+    finding: Finding
+    churn: ChurnDecision
+    reason: str
+
+
+def explained_by_churn(
+    finding: Finding,
+    recent: Iterable[ChurnDecision],
+    *,
+    now: datetime,
+    window: timedelta = timedelta(hours=1),
+) -> Transition | None:
+    """The churn that explains a pool-level transitional finding, if one does (see above)."""
+    if finding.field not in _TRANSITIONAL_FIELDS:
+        return None
+    best: ChurnDecision | None = None
+    for d in recent:
+        c = d.change
+        if (
+            d.verdict is Verdict.CHURN
+            and c.cluster == finding.cluster
+            and c.pool == finding.pool
+            and timedelta(0) <= now - c.at <= window
+            and (best is None or c.at > best.change.at)
+        ):
+            best = d
+    if best is None:
+        return None
+    causes = ", ".join(x.value for x in best.causes)
+    reason = (
+        f"{finding.field} in {finding.cluster}/{finding.pool} while churn ({causes}) is under "
+        f"way: last change {best.change.at.isoformat()}, within {window}"
+    )
+    return Transition(finding, best, reason)
