@@ -3,15 +3,19 @@ the window clears it; memory stays bounded; the healer's question has the right 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import itertools
+import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core import fights
+from fleetwarden.core import actors, fights
 from fleetwarden.core.fights import FightKey, FightOptions, FightState, FightStatus, Write
-from fleetwarden.core.findings import Layer
+from fleetwarden.core.findings import Finding, Layer, Severity
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 KEY = FightKey("prod", "Node/ip-10-0-1-2", "labels.role", pool="general")
@@ -137,3 +141,65 @@ def test_writes_further_apart_than_the_window_never_fight(steps):
 def test_alternations_count_writer_changes_plus_one(writers):
     expected = (1 + sum(x != y for x, y in itertools.pairwise(writers))) if writers else 0
     assert fights.alternations(tuple(writers)) == expected
+
+
+# --- from Node updates to writes, and the healer's guard -----------------------------------
+
+
+def _set_label(obj, manager, at, key, value):
+    """An Update by ``manager`` setting one label: it owns the label from now on."""
+    obj = copy.deepcopy(obj)
+    obj["metadata"]["labels"][key] = value
+    path = actors.decode_fields({"f:metadata": {"f:labels": {f"f:{key}": {}}}})
+    kept = []
+    for e in obj["metadata"]["managedFields"]:
+        if e["manager"] != manager:
+            rest = actors.decode_fields(e["fieldsV1"]) - path
+            if rest:
+                kept.append({**e, "fieldsV1": actors.encode_fields(rest)})
+    mine = {"f:metadata": {"f:labels": {f"f:{key}": {}}}}
+    stamp = at.isoformat().replace("+00:00", "Z")
+    kept.append({"manager": manager, "operation": "Update", "time": stamp, "fieldsV1": mine})
+    obj["metadata"]["managedFields"] = kept
+    return obj
+
+
+@pytest.mark.realdata
+def test_argo_and_a_person_rewriting_a_real_nodes_label_become_a_fight_that_blocks_healing(
+    realdata,
+):
+    node = json.loads((realdata / "nodes" / "honeycomb-eks-nodelist-arm64.json").read_text())[
+        "items"
+    ][0]
+    state, now, statuses = FightState(), T0, []
+    for i, (manager, value) in enumerate(
+        [
+            ("argocd-controller", "platform"),
+            ("kubectl-edit", "oncall"),
+            ("argocd-controller", "platform"),
+        ]
+    ):
+        now = T0 + timedelta(minutes=i)
+        after = _set_label(node, manager, now, "team", value)
+        (write,) = fights.node_writes("duckboat", "custom-1", node, after, now=now)
+        assert (write.writer, write.at, write.key.field) == (manager, now, "labels.team")
+        state, decision = fights.observe(state, write, now)
+        statuses.append(decision.status)
+        node = after
+    assert statuses[-1] is FightStatus.STARTED
+    drift = Finding(
+        cluster="duckboat",
+        pool="custom-1",
+        layer=Layer.L1,
+        field="labels.team",
+        expected="platform",
+        actual="oncall",
+        severity=Severity.HIGH,
+        nodes=("duckboat-01",),
+    )
+    held = fights.blocking(state, drift, now)
+    assert held is not None and "kubectl-edit" in held.reasons[0]
+    elsewhere = dataclasses.replace(drift, field="labels.zone")
+    assert fights.blocking(state, elsewhere, now) is None
+    assert fights.blocking(state, drift, now + WINDOW + timedelta(seconds=1)) is None
+    assert fights.node_writes("duckboat", "custom-1", node, node, now=now) == ()

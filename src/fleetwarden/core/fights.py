@@ -24,7 +24,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any
 
+from fleetwarden.core import actors
 from fleetwarden.core.findings import Finding, Layer, Severity
 
 __all__ = [
@@ -36,9 +38,11 @@ __all__ = [
     "FightStatus",
     "Write",
     "alternations",
+    "blocking",
     "expire",
     "fight_finding",
     "in_fight",
+    "node_writes",
     "observe",
 ]
 
@@ -267,3 +271,62 @@ def fight_finding(fight: Fight, *, severity: Severity = Severity.HIGH) -> Findin
             "lastWriteAt": fight.last.isoformat().replace("+00:00", "Z"),
         },
     )
+
+
+def _node_fields(obj: Mapping[str, Any]) -> dict[str, str]:
+    """A raw Node's labels and taints as finding fields → value."""
+    meta = obj.get("metadata") or {}
+    out = {f"labels.{k}": str(v) for k, v in (meta.get("labels") or {}).items()}
+    for t in (obj.get("spec") or {}).get("taints") or ():
+        if isinstance(t, Mapping) and t.get("key"):
+            out[f"taints.{t['key']}:{t.get('effect', '')}"] = str(t.get("value") or "")
+    return out
+
+
+def node_writes(
+    cluster: str,
+    pool: str | None,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    *,
+    now: datetime,
+) -> tuple[Write, ...]:
+    """The writes one Node update made (a watch MODIFIED event: the object before and after):
+    every label or taint that appeared, changed or went, with its writer from managedFields
+    (``actors.actor_from_managed_fields``; ``unknown`` when none is named) at the entry's time,
+    else ``now``. Raises ``ValueError`` on malformed managedFields."""
+    old, new = _node_fields(before), _node_fields(after)
+    changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    if not changed:
+        return ()
+    name = str((after.get("metadata") or {}).get("name") or "")
+    entries_before = actors.parse_managed_fields(
+        (before.get("metadata") or {}).get("managedFields")
+    )
+    entries_after = actors.parse_managed_fields((after.get("metadata") or {}).get("managedFields"))
+    out = []
+    for f in changed:
+        path = actors.finding_field_path(f)
+        if path is None:
+            continue
+        d = actors.actor_from_managed_fields(entries_after, path, before=entries_before)
+        writer = d.actor.name if d.actor else "unknown"
+        key = FightKey(cluster, f"Node/{name}", f, pool)
+        out.append(Write(key, writer, d.started_at or now, new.get(f)))
+    return tuple(out)
+
+
+def blocking(state: FightState, finding: Finding, now: datetime) -> FightDecision | None:
+    """The fight that forbids healing ``finding`` now, if any: its field on any of its nodes
+    (node findings) or on the pool's subject (a FIGHT finding itself is never healed)."""
+    keys = [
+        FightKey(finding.cluster, f"Node/{n}", finding.field, finding.pool) for n in finding.nodes
+    ]
+    for key in keys:
+        d = in_fight(state, key, now)
+        if d.fighting:
+            return d
+    if finding.layer is Layer.FIGHT:
+        key = FightKey(finding.cluster, "", finding.field, finding.pool)
+        return FightDecision(key, FightStatus.ONGOING, None, ("a fight is reported, not healed",))
+    return None
