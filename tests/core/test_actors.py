@@ -385,3 +385,12 @@ def test_cloud_principals_have_kinds(principal, kind):
 )
 def test_audit_users_have_kinds(user, agent, kind):
     assert actors.kind_of_audit_user(_audit(user, T0, agent=agent)) is kind
+
+
+def test_a_decision_gives_the_finding_its_actor_and_start_in_the_contract_shape():
+    d = _managed("kubectl-edit")
+    assert d.to_json() == {
+        "actor": {"name": "kubectl-edit", "kind": "human", "via": "managedFields"},
+        "startedAt": "2026-11-30T12:00:00Z",
+    }
+    assert actors.ActorDecision(None, None, ("nothing",)).to_json() == {}

@@ -23,6 +23,7 @@ from fleetwarden.core.churn import (
     NodeSnapshot,
     Verdict,
 )
+from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats.events import aws
 from fleetwarden.formats.nodes import node_from_object
@@ -196,3 +197,28 @@ def test_a_karpenter_launch_in_a_karpenter_pool_is_provisioning(item):
     assert d.verdict is Verdict.CHURN and d.causes == (ChurnCause.KARPENTER_PROVISIONING,)
     unknown_pool = churn.classify(change(NodeChangeKind.ADDED, added=[new], pool="x"), spec=None)
     assert unknown_pool.verdict is Verdict.DRIFT
+
+
+@pytest.mark.realdata
+def test_only_pool_level_transitions_of_recent_churn_in_the_same_pool_are_explained(item):
+    done = churn.classify(
+        change(
+            NodeChangeKind.REPLACED,
+            [snap(item, conditions={"Ready": "False"})],
+            [snap(item, name="n")],
+        ),
+        spec=spec(),
+    )
+    assert done.verdict is Verdict.CHURN
+
+    def f(field, pool="custom-1"):
+        return Finding("duckboat", pool, Layer.L4, field, "1.21", ["a", "b"], Severity.MEDIUM)
+
+    hit = churn.explained_by_churn(
+        f("kubeletVersion.mixed"), [done], now=T0 + timedelta(minutes=30)
+    )
+    assert hit is not None and hit.churn is done and "auto-repair" in hit.reason
+    assert churn.explained_by_churn(f("kubeletVersion"), [done], now=T0) is None
+    assert churn.explained_by_churn(f("nodeCount", pool="gpu"), [done], now=T0) is None
+    assert churn.explained_by_churn(f("nodeCount"), [done], now=T0 + timedelta(hours=2)) is None
+    assert churn.explained_by_churn(f("nodeCount"), [done], now=T0 - timedelta(minutes=1)) is None

@@ -367,6 +367,16 @@ class ActorDecision:
     def strength(self) -> int:
         return 0 if self.actor is None else _STRENGTH[self.actor.via]
 
+    def to_json(self) -> dict[str, Any]:
+        """The keys a live finding gains (the contract): ``actor`` and ``startedAt``, each only
+        when known."""
+        out: dict[str, Any] = {}
+        if self.actor is not None:
+            out["actor"] = self.actor.to_json()
+        if self.started_at is not None:
+            out["startedAt"] = self.started_at.isoformat().replace("+00:00", "Z")
+        return out
+
 
 def _newest(entries: Iterable[ManagedFieldsEntry]) -> ManagedFieldsEntry | None:
     best: ManagedFieldsEntry | None = None
