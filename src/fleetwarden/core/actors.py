@@ -102,10 +102,15 @@ class Actor:
 
 # --- field managers ------------------------------------------------------------------------
 
-# Exact field-manager names. Sources: kubectl's default managers are ``kubectl-<command>``
-# (``kubectl-label`` and ``kubectl-client-side-apply`` are in ../shared/realdata: the minikube
-# node dump and the gitops-engine live manifests); ``argocd-controller`` is Argo CD's
-# server-side-apply manager (same manifests); the rest are the controllers' own names.
+# Exact field-manager names. Verified in ../shared/realdata: ``kubectl-label`` (minikube node
+# dump), ``kubectl-client-side-apply`` and ``argocd-controller`` (gitops-engine live manifests),
+# ``kubelet``, ``kube-controller-manager``, ``cilium-agent``, ``machine-config-daemon``,
+# ``nodelink-controller`` (node dumps). kubectl names its managers ``kubectl-<command>``
+# (``kubectl-edit``, ``kubectl-patch``...; ``kubectl`` for server-side apply). From public
+# sources, not the corpus: ``kustomize-controller`` (Flux's server-side-apply owner),
+# ``cluster-autoscaler`` (an Argo CD ignoreDifferences recipe by manager). Not verified: the
+# exact manager of Karpenter's node writes (``karpenter`` assumed), ``helm``/``helm-controller``
+# and ``eks-node-monitoring-agent``; a manager not in this table is ``unknown``, never guessed.
 _MANAGERS: dict[str, ActorKind] = {
     "kubectl": ActorKind.HUMAN,  # server-side apply's default manager
     "kubectl-edit": ActorKind.HUMAN,
