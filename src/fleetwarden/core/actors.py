@@ -110,7 +110,7 @@ class Actor:
 # sources, not the corpus: ``kustomize-controller`` (Flux's server-side-apply owner),
 # ``cluster-autoscaler`` (an Argo CD ignoreDifferences recipe by manager). Not verified: the
 # exact manager of Karpenter's node writes (``karpenter`` assumed), ``helm``/``helm-controller``
-# and ``eks-node-monitoring-agent``; a manager not in this table is ``unknown``, never guessed.
+# and ``eks-node-monitoring-agent``; a manager neither here nor in a family below is unknown.
 _MANAGERS: dict[str, ActorKind] = {
     "kubectl": ActorKind.HUMAN,  # server-side apply's default manager
     "kubectl-edit": ActorKind.HUMAN,
