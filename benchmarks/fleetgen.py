@@ -235,6 +235,7 @@ def write_fleet(
     kinds = make_pools(pools)
     (out / "desired.yaml").write_text(desired_yaml(names, kinds))
     planted: dict[str, int] = {}
+    planted_nodes: dict[str, list[str]] = {}
     for cluster in names:
         with (out / "nodes" / f"{cluster}.json").open("w") as fh:
             # kubectl's key order (apiVersion, items, kind, metadata): the kind comes last
@@ -245,6 +246,7 @@ def write_fleet(
                 kind = plant(n, rng, pool)
                 if kind:
                     planted[kind] = planted.get(kind, 0) + 1
+                    planted_nodes.setdefault(kind, []).append(n["metadata"]["name"])
                 item = json.dumps(n, indent=4).replace("\n", "\n        ")
                 fh.write(("," if i else "") + "\n        " + item)
             fh.write('\n    ],\n    "kind": "List",\n')
@@ -254,4 +256,5 @@ def write_fleet(
         "nodes": clusters * nodes_per_cluster,
         "pools": [p[0] for p in kinds],
         "planted": planted,
+        "planted_nodes": planted_nodes,
     }

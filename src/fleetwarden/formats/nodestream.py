@@ -466,16 +466,19 @@ def _decode(
     buf[pos - 1], buf[end] = 0x5B, 0x5D
     view = memoryview(buf)[pos - 1 : end + 1]
     items: list[_Item] = []
+    count = -1
     try:
         items = _ITEMS.decode(view)
-        count = len(items)
         _nodes_of(items, nodes, shared)  # copies what it keeps: the raw maps point into buf
-    except msgspec.DecodeError:
-        raise Unstreamable from None
+        count = len(items)
+    except (msgspec.DecodeError, Unstreamable):
+        pass  # handled here, so no traceback keeps the raw maps (and the buffer) alive
     finally:
         del items
         view.release()
         buf[pos - 1], buf[end] = before, after
+    if count < 0:
+        raise Unstreamable
     win.pos = end
     return count
 
