@@ -13,8 +13,12 @@ is written out in full as one jq program (pool labels, taint set equality withou
 taints, kubelet minor version) and run over the same saved dump as ``fleetwarden scan``. Each
 side's node-level drifts are checked against the drift ``fleetgen`` planted (jq: L1/L2/L4;
 fleetwarden: also the instance type, SPEC): every planted drift found, nothing else. Wall
-times are best of ``--runs``; peak memory is the RSS of the command and every process it
-starts, summed and sampled from /proc every 20 ms (``proctree``), highest over the runs.
+times and CPU times (user + system of the command and its workers, from getrusage) are best
+of ``--runs``. On a busy machine the CPU time is the steadier figure: jq runs on one core, so
+on a quiet machine its wall time is its CPU time, while fleetwarden's two processes overlap;
+the CPU-time ratio is thus about the least the quiet wall-time ratio will be. Peak memory is
+the RSS of the command and every process it starts, summed and sampled from /proc every
+20 ms (``proctree``), highest over the runs.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import sys
 import tempfile
@@ -75,9 +80,16 @@ def _fw_drift(stdout: bytes) -> set[tuple[str, str]]:
     }
 
 
+def _cpu() -> float:
+    """CPU seconds of every waited-for child so far (worker processes included)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _measure(label: str, cmd: list[str], runs: int, env: dict[str, str] | None = None) -> dict:
-    walls, peaks, out = [], [], b""
+    walls, cpus, peaks, out = [], [], [], b""
     for _ in range(runs):
+        cpu = _cpu()
         if env is None:
             r, wall, peak = proctree.run_measured(cmd)
         else:
@@ -91,10 +103,18 @@ def _measure(label: str, cmd: list[str], runs: int, env: dict[str, str] | None =
                 os.environ.update(saved)
         if r.returncode not in (0, 1):
             raise SystemExit(f"{label} failed ({r.returncode}): {r.stderr.decode()[-2000:]}")
+        cpus.append(_cpu() - cpu)
         walls.append(wall)
         peaks.append(peak)
         out = r.stdout
-    return {"label": label, "walls": walls, "best": min(walls), "peak_mib": max(peaks), "out": out}
+    return {
+        "label": label,
+        "walls": walls,
+        "best": min(walls),
+        "cpu": min(cpus),
+        "peak_mib": max(peaks),
+        "out": out,
+    }
 
 
 def main() -> None:
@@ -104,6 +124,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--before-src", help="another fleetwarden src/ to time on the same dump")
     ap.add_argument("--keep", help="write the fleet here and keep it (default: a temp dir)")
+    ap.add_argument(
+        "--also-one-process", action="store_true", help="also time `scan --jobs 1` (no split)"
+    )
     args = ap.parse_args()
     jq = shutil.which("jq")
     if not jq:
@@ -147,6 +170,8 @@ def main() -> None:
         startup = _measure("start-up", tiny_cmd, args.runs)
         sides = [_measure("jq (seed method, L1/L2/L4)", jq_cmd, args.runs)]
         sides.append(_measure("fleetwarden scan", fw_cmd, args.runs))
+        if args.also_one_process:
+            sides.append(_measure("fleetwarden scan --jobs 1", [*fw_cmd, "--jobs", "1"], args.runs))
         if args.before_src:
             env = {**os.environ, "PYTHONPATH": args.before_src}
             sides.append(_measure(f"fleetwarden scan, {args.before_src}", fw_cmd, args.runs, env))
@@ -162,18 +187,20 @@ def main() -> None:
             side["found"] = found == want
             ok = ok and side["found"]
             ratio = sides[0]["best"] / side["best"]
+            cpu_ratio = sides[0]["cpu"] / side["cpu"]
             print(
-                f"{side['label']}: best {side['best']:.2f} s (runs "
-                f"{', '.join(f'{w:.2f}' for w in side['walls'])}), "
-                f"peak {side['peak_mib']:.0f} MiB, "
-                f"{ratio:.1f}x jq; {len(found)} node-level drifts, every planted drift found "
-                f"and nothing else: {side['found']}"
+                f"{side['label']}: best {side['best']:.2f} s wall (runs "
+                f"{', '.join(f'{w:.2f}' for w in side['walls'])}), {side['cpu']:.2f} s CPU "
+                f"(all processes), peak {side['peak_mib']:.0f} MiB; {ratio:.1f}x jq by wall, "
+                f"{cpu_ratio:.1f}x by CPU; {len(found)} node-level drifts, every planted drift "
+                f"found and nothing else: {side['found']}"
             )
             if not side["found"]:
                 print("  missed:", sorted(want - found)[:10])
                 print("  extra:", sorted(found - want)[:10])
         print(
-            f"of which start-up: `fleetwarden scan` of a 3-node dump takes {startup['best']:.2f} s"
+            f"start-up: `fleetwarden scan` of a 3-node dump takes {startup['best']:.2f} s wall, "
+            f"{startup['cpu']:.2f} s CPU"
         )
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         print(f"load average after: {os.getloadavg()}; at {when}")
