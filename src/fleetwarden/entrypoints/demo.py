@@ -136,6 +136,7 @@ def run_live(
     seed: int,
     json_lines: bool = False,
     sleep: Callable[[float], None] = time.sleep,
+    wide: bool = False,
 ) -> None:
     """Print the initial state, then one simulated change per ``interval`` and its effect."""
     rng = random.Random(seed)
@@ -143,7 +144,7 @@ def run_live(
     desired = demo_desired()
     current = {f.id: f for f in report.findings}
     if not json_lines:
-        console.print(findings_table(report.findings, title="demo fleet: current drift"))
+        console.print(findings_table(report.findings, title="demo fleet: current drift", wide=wide))
         console.print(line(("simulating changes; Ctrl-C stops", "dim")))
     step = 0
     while steps == 0 or step < steps:
