@@ -79,6 +79,13 @@ def test_a_table_that_fits_in_full_is_shown_in_full(cols, width):
         assert [(p.width, p.fit) for p in result.shown] == [(c.natural, Fit.FULL) for c in cols]
 
 
+@given(needs(), st.integers(20, 300))
+def test_an_abbreviated_column_is_no_wider_than_its_short_form(cols, width):
+    for p in plan(cols, width, gap=GAP).shown:
+        if p.fit is Fit.SHORT:
+            assert p.width == cols[p.index].short
+
+
 @given(needs(), st.integers(20, 200), st.integers(1, 100))
 def test_more_width_never_shows_fewer_columns(cols, width, more):
     narrow, wide = plan(cols, width, gap=GAP), plan(cols, width + more, gap=GAP)

@@ -20,8 +20,8 @@ a reader expects a line to break) only. When the columns do not fit the width:
 4. the other columns are dropped, lowest priority first (the table names them and says that
    ``--wide`` shows them), one column staying at least.
 
-The width left over goes to the columns that would wrap, highest priority first, each up to
-its natural width: the columns that matter most wrap least.
+The width left over brings columns up to their natural width, the ones that lack least
+first: as many columns as possible are not wrapped at all, and the longest values wrap.
 
 ``wide`` (``--wide``) keeps every column in full: the table is then as wide as its words need,
 which may be wider than the terminal.
@@ -108,7 +108,9 @@ def plan(
     shown = sorted(fits)
     mins = {i: _min(needs[i], fits[i], cap) for i in shown}
     room = width - edge - gap * (len(shown) - 1)
-    widths = _spread(needs, mins, room)
+    # an abbreviated column is as wide as its short forms need, no wider
+    wants = {i: mins[i] if fits[i] is Fit.SHORT else needs[i].natural for i in shown}
+    widths = _spread(needs, mins, wants, room)
     total = sum(widths.values()) + edge + gap * (len(shown) - 1)
     return Plan(
         tuple(Placed(i, widths[i], fits[i]) for i in shown),
@@ -148,15 +150,18 @@ def _reduce(
     return fits
 
 
-def _spread(needs: Sequence[Need], mins: dict[int, int], room: int) -> dict[int, int]:
-    """Each column at least its minimum; what is left to the highest priorities first, each
-    up to its natural width."""
+def _spread(
+    needs: Sequence[Need], mins: dict[int, int], wants: dict[int, int], room: int
+) -> dict[int, int]:
+    """Each column at least its minimum; what is left brings columns up to their natural
+    width, the ones that lack least first (higher priority first among equals): as many
+    columns as possible are not wrapped at all, and the longest values wrap."""
     widths = dict(mins)
     left = room - sum(mins.values())
-    for i in sorted(mins, key=lambda i: (-needs[i].priority, i)):
+    for i in sorted(mins, key=lambda i: (wants[i] - mins[i], -needs[i].priority, i)):
         if left <= 0:
             break
-        add = min(left, max(0, needs[i].natural - widths[i]))
+        add = min(left, max(0, wants[i] - widths[i]))
         widths[i] += add
         left -= add
     return widths
