@@ -147,7 +147,9 @@ _ELLIPSIS = "…"
 @dataclass(frozen=True)
 class Col:
     """One column of a ``Grid``: its header, how much it matters (a higher ``priority`` is
-    kept longer) and, optionally, short forms of its values and header for narrow widths."""
+    kept longer) and, optionally, short forms of its values (``short``) and of its header
+    (``short_header``, without which the column cannot get narrower than its header) used when
+    the columns do not fit."""
 
     header: str
     priority: int
