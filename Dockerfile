@@ -3,7 +3,7 @@
 # unprivileged 65532 with a read-only root filesystem (state lives on the mounted volume).
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 

@@ -25,13 +25,20 @@ from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 
 import typer
 import yaml
-from rich.table import Table
 
 from fleetwarden.app.healing import record_summary
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
-from fleetwarden.entrypoints.common import fail
-from fleetwarden.entrypoints.rendering import dumps, json_safe, line, literal, make_console
+from fleetwarden.entrypoints.common import WideOpt, fail
+from fleetwarden.entrypoints.rendering import (
+    Col,
+    Grid,
+    dumps,
+    json_safe,
+    line,
+    literal,
+    make_console,
+)
 from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.ports.audit import AuditStoreError
 
@@ -290,6 +297,7 @@ def query(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 100,
     output: FormatOpt = _Format.table,
+    wide: WideOpt = False,
 ) -> None:
     """Audit records, newest first, by cluster, pool, actor, kind, time or refs."""
     url = _url(store, config)
@@ -312,17 +320,26 @@ def query(
     if output is _Format.json:
         sys.stdout.write(dumps([r.to_json() for r in found]) + "\n")
         return
-    console = make_console()
+    console = make_console(wide=wide)
     if not found:
         console.print("no audit records match", highlight=False)
         return
-    console.print(_table(found))
+    console.print(_table(found, wide=wide))
 
 
-def _table(found: list[AuditRecord]) -> Table:
-    table = Table(show_lines=False)
-    for name in ("seq", "at", "kind", "cluster", "pool", "actor", "summary", "refs", "id"):
-        table.add_column(name, overflow="fold", justify="right" if name == "seq" else "left")
+def _table(found: list[AuditRecord], *, wide: bool = False) -> Grid:
+    table = Grid(
+        Col("seq", 9, justify="right"),
+        Col("at", 8),
+        Col("kind", 7),
+        Col("cluster", 5),
+        Col("pool", 4),
+        Col("actor", 3),
+        Col("summary", 10),
+        Col("refs", 1),
+        Col("id", 2),
+        wide=wide,
+    )
     for r in found:
         table.add_row(
             literal(r.seq),
@@ -332,7 +349,7 @@ def _table(found: list[AuditRecord]) -> Table:
             literal(r.pool or "—"),
             literal(r.actor or "—"),
             literal(record_summary(r)),
-            literal(", ".join(r.refs) or "—"),
+            list(r.refs) or "—",
             literal(r.id),
         )
     return table

@@ -30,7 +30,7 @@ from fleetwarden.entrypoints import (
     watch_cmd,
 )
 from fleetwarden.entrypoints import demo as demo_mod
-from fleetwarden.entrypoints.common import fail
+from fleetwarden.entrypoints.common import WideOpt, fail
 from fleetwarden.entrypoints.rendering import (
     dumps,
     make_console,
@@ -149,6 +149,7 @@ def scan(
             help="Worker processes (default: all cores for dumps over 32 MB, else 1).",
         ),
     ] = None,
+    wide: WideOpt = False,
 ) -> None:
     """Diff desired node pools against node dumps: labels (L1), taints (L2), allocatable (L3),
     kubelet versions (L4), instance type / OS / disk (SPEC) and node counts (COUNT).
@@ -171,7 +172,7 @@ def scan(
         report = _scan(loaded, sources, settings, progress, jobs)
     except (FormatError, NothingToCompare) as exc:
         fail(str(exc))
-    _emit(report, output, verbose)
+    _emit(report, output, verbose, wide)
     raise typer.Exit(exit_code(report, fail_on))
 
 
@@ -195,6 +196,7 @@ def explain(
         typer.Option("--strict", help="Exit 1 when an attribute is unknown to fleetwarden."),
     ] = False,
     allow_empty: AllowEmptyOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Account for every field of the desired pools: what is compared (the value and where it
     came from: file:line, or the provisioner's default), unresolved (the expression), ignored
@@ -225,7 +227,7 @@ def explain(
     if output is OutputFormat.json:
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
-        print_explanation(make_console(), result)
+        print_explanation(make_console(wide=wide), result, wide=wide)
     raise typer.Exit(1 if strict and result.unaccounted else 0)
 
 
@@ -280,11 +282,11 @@ def _scan(
         )
 
 
-def _emit(report: FleetReport, output: OutputFormat, verbose: bool) -> None:
+def _emit(report: FleetReport, output: OutputFormat, verbose: bool, wide: bool = False) -> None:
     if output is OutputFormat.json:
         sys.stdout.write(dumps(report.to_json()) + "\n")
     else:
-        print_report(make_console(), report, verbose=verbose)
+        print_report(make_console(wide=wide), report, verbose=verbose, wide=wide)
 
 
 @app.command()
@@ -301,21 +303,23 @@ def demo(
     ] = 12,
     interval: Annotated[float, typer.Option(help="Live mode: seconds between changes.")] = 1.5,
     seed: Annotated[int, typer.Option(help="Random seed of the live simulation.")] = 7,
+    wide: WideOpt = False,
 ) -> None:
     """Run on an embedded, reproducible fleet (3 clusters on AWS, GCP and Azure; 14 pools;
     120+ nodes) with drift planted in every layer, including seed 000's incident
     (m5.large -> t3.medium changed in the cloud console)."""
     report = demo_mod.scan_demo()
     if once:
-        _emit(report, output, verbose=False)
+        _emit(report, output, verbose=False, wide=wide)
         raise typer.Exit(exit_code(report, FailOn.high))
     demo_mod.run_live(
-        make_console(),
+        make_console(wide=wide),
         report,
         steps=steps,
         interval=interval,
         seed=seed,
         json_lines=output is OutputFormat.json,
+        wide=wide,
     )
 
 

@@ -6,18 +6,29 @@ to hide by importing inside functions).
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
 from fleetwarden.entrypoints.rendering import line
 
-__all__ = ["err_console", "fail", "warn"]
+__all__ = ["WideOpt", "err_console", "fail", "warn"]
 
 # rich wraps at 80 columns when stderr is not a terminal: messages are printed soft-wrapped
 # (never broken), so a long error stays one line in a log or a pipe.
 err_console = Console(stderr=True)
+
+# every command that prints a table (rendering.Grid) takes it
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Tables: every column, every value in full (words never split; lines may then "
+        "be wider than the terminal). Without it, columns that do not fit are dropped or "
+        "abbreviated, and the table says which.",
+    ),
+]
 
 
 def fail(message: str) -> NoReturn:

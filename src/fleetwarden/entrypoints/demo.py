@@ -151,6 +151,7 @@ def run_live(
     seed: int,
     json_lines: bool = False,
     sleep: Callable[[float], None] = time.sleep,
+    wide: bool = False,
 ) -> None:
     """Print the initial state, then one simulated change per ``interval`` and its effect."""
     rng = random.Random(seed)
@@ -158,7 +159,7 @@ def run_live(
     desired = demo_desired()
     current = {f.id: f for f in report.findings}
     if not json_lines:
-        console.print(findings_table(report.findings, title="demo fleet: current drift"))
+        console.print(findings_table(report.findings, title="demo fleet: current drift", wide=wide))
         console.print(line((demo_intro(steps, interval), "dim")))
     step = 0
     while steps == 0 or step < steps:

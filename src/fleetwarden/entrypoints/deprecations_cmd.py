@@ -23,15 +23,22 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.adapters import files, helm
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationFinding, DeprecationTable, Status
 from fleetwarden.core.fleet import Skip
-from fleetwarden.entrypoints.common import fail
-from fleetwarden.entrypoints.rendering import dumps, line, literal, make_console, print_skipped
+from fleetwarden.entrypoints.common import WideOpt, fail
+from fleetwarden.entrypoints.rendering import (
+    Col,
+    Grid,
+    dumps,
+    line,
+    literal,
+    make_console,
+    print_skipped,
+)
 from fleetwarden.formats import manifests
 from fleetwarden.formats.desired import YAML_SUFFIXES
 from fleetwarden.formats.documents import Document
@@ -198,18 +205,22 @@ def _table(components: Sequence[str]) -> DeprecationTable:
     return table.only(components)
 
 
-def _print(scan: Scan) -> None:
-    console = make_console()
+def _print(scan: Scan, *, wide: bool = False) -> None:
+    console = make_console(wide=wide)
     target = deprecations.format_minor(scan.target)
     if scan.findings:
-        table = Table(
-            title=literal(f"APIs deprecated or removed at {target}"),
-            header_style="bold",
-            expand=False,
+        table = Grid(
+            Col("status", 10),
+            Col("file", 6),
+            Col("kind", 7),
+            Col("name", 8),
+            Col("apiVersion", 9),
+            Col("deprecated", 2),
+            Col("removed", 3),
+            Col("replacement", 5),
+            title=f"APIs deprecated or removed at {target}",
+            wide=wide,
         )
-        for name in ("status", "file", "kind", "name", "apiVersion", "deprecated", "removed"):
-            table.add_column(name, overflow="fold")
-        table.add_column("replacement", overflow="fold")
         for f in scan.findings:
             api, status = f.finding.api, f.finding.status
             name = f.object.name or "—"
@@ -286,6 +297,7 @@ def deprecations_command(
             "Repeat.",
         ),
     ] = None,
+    wide: WideOpt = False,
 ) -> None:
     """Find manifests using Kubernetes APIs that are deprecated or removed at a target version
     (table from Pluto's versions.yaml).
@@ -317,7 +329,7 @@ def deprecations_command(
     if output is _Format.json:
         sys.stdout.write(dumps(scan.to_json()) + "\n")
     else:
-        _print(scan)
+        _print(scan, wide=wide)
     threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
     failing = any(f.finding.status.rank >= threshold.rank for f in scan.findings)
     raise typer.Exit(1 if failing else 0)

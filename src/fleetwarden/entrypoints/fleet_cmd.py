@@ -37,7 +37,6 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.adapters import files
@@ -62,9 +61,12 @@ from fleetwarden.core.fleet import Skip, assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWorkload, decide_gate
-from fleetwarden.entrypoints.common import err_console, fail
+from fleetwarden.entrypoints.common import WideOpt, err_console, fail
 from fleetwarden.entrypoints.rendering import (
+    SEVERITY_COL,
     SEVERITY_STYLE,
+    Col,
+    Grid,
     cell_text,
     dumps,
     line,
@@ -647,18 +649,20 @@ def _style(row: Mapping[str, Any]) -> str:
     return "yellow" if row["divergesFromPeers"] else ""
 
 
-def _print_versions(doc: Mapping[str, Any], state: DesiredState) -> None:
-    console = make_console()
+def _print_versions(doc: Mapping[str, Any], state: DesiredState, *, wide: bool = False) -> None:
+    console = make_console(wide=wide)
     rows = doc["rows"]
     columns: dict[tuple[str, str], str | None] = {}
     for r in rows:
         columns.setdefault((f"{r['kind']}/{r['workload']}", r["container"]), r["desiredImage"])
     clusters = sorted({r["cluster"] for r in rows})
     if rows and len(columns) <= MATRIX_MAX_CONTAINERS:
-        table = Table(title=literal(f"images of {doc['app']}"), header_style="bold", expand=False)
-        table.add_column("cluster", overflow="fold")
-        for workload, container in columns:
-            table.add_column(line(workload, "\n", container), overflow="fold")
+        table = Grid(
+            Col("cluster", 100),
+            *(Col(f"{w}\n{c}", 50 - i) for i, (w, c) in enumerate(columns)),
+            title=f"images of {doc['app']}",
+            wide=wide,
+        )
         table.add_row(
             Text("Git", style="bold"), *[literal(d or "—", "dim") for d in columns.values()]
         )
@@ -676,9 +680,16 @@ def _print_versions(doc: Mapping[str, Any], state: DesiredState) -> None:
             table.add_row(literal(cluster), *row_cells)
         console.print(table)
     elif rows:
-        table = Table(title=literal(f"images of {doc['app']}"), header_style="bold", expand=False)
-        for name in ("cluster", "workload", "container", "image", "Git", "peers"):
-            table.add_column(name, overflow="fold")
+        table = Grid(
+            Col("cluster", 9),
+            Col("workload", 7),
+            Col("container", 6),
+            Col("image", 10),
+            Col("Git", 5),
+            Col("peers", 4),
+            title=f"images of {doc['app']}",
+            wide=wide,
+        )
         for r in rows:
             table.add_row(
                 literal(r["cluster"]),
@@ -725,6 +736,7 @@ def versions_command(
             "counts every row).",
         ),
     ] = False,
+    wide: WideOpt = False,
 ) -> None:
     """Which image of the app runs in every cluster: a cluster x container table, marking
     each cluster that diverges from Git and from its peers. Image drift is high: exit 1
@@ -746,7 +758,7 @@ def versions_command(
     if output is _Format.json:
         sys.stdout.write(dumps(doc) + "\n")
     else:
-        _print_versions(doc, state)
+        _print_versions(doc, state, wide=wide)
     drift = doc["summary"]["drift"] > 0
     raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
 
@@ -761,12 +773,20 @@ def _by_severity(findings: Sequence[Finding]) -> dict[str, int]:
     return counts
 
 
-def _findings_table(findings: Sequence[Finding], *, title: str | None = None) -> Table:
-    table = Table(
-        title=None if title is None else literal(title), header_style="bold", expand=False
+def _findings_table(
+    findings: Sequence[Finding], *, title: str | None = None, wide: bool = False
+) -> Grid:
+    table = Grid(
+        SEVERITY_COL,
+        Col("cluster", 5),
+        Col("object", 6),
+        Col("field", 9),
+        Col("expected", 7),
+        Col("actual", 8),
+        Col("note", 2),
+        title=title,
+        wide=wide,
     )
-    for name in ("severity", "cluster", "object", "field", "expected", "actual", "note"):
-        table.add_column(name, overflow="fold")
     for f in findings:
         table.add_row(
             Text(f.severity.value, style=SEVERITY_STYLE[f.severity]),
@@ -799,6 +819,7 @@ def diff_command(
     output: FormatOpt = _Format.table,
     fail_on: FailOnOpt = _FailOn.high,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
+    wide: WideOpt = False,
 ) -> None:
     """Every drift of the app per cluster: image (repository, tag, digest), configuration
     (ConfigMap/Secret content, env, envFrom), resources (requests, limits, replicas unless
@@ -828,9 +849,9 @@ def diff_command(
         }
         sys.stdout.write(dumps(doc) + "\n")
     else:
-        console = make_console()
+        console = make_console(wide=wide)
         if findings:
-            console.print(_findings_table(findings, title=f"drift of {app}"))
+            console.print(_findings_table(findings, title=f"drift of {app}", wide=wide))
         parts = [f"{n} {name}" for name, n in _by_severity(findings).items() if n]
         console.print(
             line(
@@ -929,12 +950,12 @@ def _gate_clusters(
     return clusters, notes
 
 
-def _print_gate(result: GateResult) -> None:
-    console = make_console()
+def _print_gate(result: GateResult, *, wide: bool = False) -> None:
+    console = make_console(wide=wide)
     if result.findings:
         # a blocking finding's message is its reason, given once below
         rows = [replace(f, message="") if f.id in result.blocking else f for f in result.findings]
-        console.print(_findings_table(sorted(rows, key=severity_order)))
+        console.print(_findings_table(sorted(rows, key=severity_order), wide=wide))
     for note in result.notes:
         console.print(line((f"note: {note}", "dim")), highlight=False)
     if result.blocked:
@@ -1001,6 +1022,7 @@ def gate_command(
         _FailOn,
         typer.Option("--fail-on", help="Block when a targeted pool drifts at or above this."),
     ] = _FailOn.high,
+    wide: WideOpt = False,
 ) -> None:
     """Argo CD PreSync gate: exit 1 (and say why) when a workload of the app would not
     schedule (nodeSelector, affinity, tolerations, requests vs allocatable) or a pool it
@@ -1063,7 +1085,7 @@ def gate_command(
     if output is _Format.json:
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
-        _print_gate(result)
+        _print_gate(result, wide=wide)
     if result.blocked and output is _Format.json:
         # stdout is for machines: one line for people on stderr (the table says it already)
         first = result.reasons[0] if result.reasons else ""

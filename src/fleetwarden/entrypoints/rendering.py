@@ -7,6 +7,11 @@ and never reaches the terminal as a control sequence: C0/C1 controls (ESC, CSI, 
 ``visible``. Build everything printed from ``literal``/``line`` (``rich.text.Text``), not from
 markup strings. A backslash in data is left as it is, so ``\x1b`` typed as four characters and
 an escaped ESC look alike: the point is that nothing is interpreted.
+
+Tables are ``Grid``s: each declares its columns (``Col``) with a priority and, where there is
+one, a short form; the grid is laid out when it is printed, for the width it is given, by the
+pure ``table_layout.plan`` (no word split, columns that do not fit dropped or abbreviated and
+named under the table, ``--wide`` for every column). This module only measures and prints.
 """
 
 from __future__ import annotations
@@ -14,10 +19,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from rich.console import Console
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -26,10 +35,17 @@ from fleetwarden.core.describing import show_change, show_details, show_value
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import FleetReport, Skip, UnresolvedFact
 from fleetwarden.core.pools import FieldStatus
+from fleetwarden.entrypoints import table_layout
+from fleetwarden.entrypoints.table_layout import Fit
 
 __all__ = [
+    "MIN_WIDTH",
     "PIPED_WIDTH",
+    "SEVERITY_COL",
+    "SEVERITY_SHORT",
     "SEVERITY_STYLE",
+    "Col",
+    "Grid",
     "cell_text",
     "demo_intro",
     "dumps",
@@ -47,7 +63,8 @@ __all__ = [
     "visible",
 ]
 
-PIPED_WIDTH = 200  # table width when piped and COLUMNS is not set
+PIPED_WIDTH = 200  # width when no terminal is attached at all and COLUMNS is not set
+MIN_WIDTH = 20  # narrower than this (COLUMNS=5) is taken as this
 
 # C0 controls, DEL, C1 controls (U+009B is a one-character CSI), the line and paragraph
 # separators and the bidirectional formatting characters (they reorder what is shown).
@@ -84,15 +101,36 @@ def line(*parts: str | tuple[str, str]) -> Text:
     return out
 
 
-def make_console(*, stderr: bool = False) -> Console:
-    """A console that stays wide when piped: COLUMNS when set, else ``PIPED_WIDTH`` (rich
-    falls back to 80 columns otherwise). On a terminal, the terminal's width."""
+def make_console(*, stderr: bool = False, wide: bool = False) -> Console:
+    """A console as wide as the terminal the user looks at.
+
+    ``COLUMNS`` when set (a terminal's own width otherwise: rich reads both). When the output
+    is piped (``| less``, ``| grep``), the width of the terminal still attached to stderr or
+    stdin: an exported ``COLUMNS`` is not needed for ``fleetwarden scan | less`` to fit. With
+    no terminal at all (CI logs, files), ``PIPED_WIDTH``: nothing to fit, so every column is
+    kept. ``wide`` (``--wide``): lines are never wrapped nor cropped by the console, a table
+    laid out wider than the terminal is printed whole.
+    """
     probe = Console(stderr=stderr)
-    if probe.is_terminal:
-        return probe
+    width: int | None = None
     columns = os.environ.get("COLUMNS", "").strip()
-    width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
-    return Console(stderr=stderr, width=width)
+    if columns.isdigit() and int(columns) > 0:
+        width = int(columns)
+    elif not probe.is_terminal:
+        width = _attached_terminal_width() or PIPED_WIDTH
+    if width is not None:
+        width = max(width, MIN_WIDTH)
+    return Console(stderr=stderr, width=width, soft_wrap=wide)
+
+
+def _attached_terminal_width() -> int | None:
+    for stream in (sys.stderr, sys.stdin):
+        try:
+            if stream is not None and stream.isatty():
+                return os.get_terminal_size(stream.fileno()).columns or None
+        except (OSError, ValueError):  # replaced streams (tests), closed descriptors
+            continue
+    return None
 
 
 SEVERITY_STYLE = {
@@ -102,6 +140,195 @@ SEVERITY_STYLE = {
     Severity.LOW: "cyan",
     Severity.INFO: "dim",
 }
+
+
+SEVERITY_SHORT = {"critical": "crit", "medium": "med"}  # high, low and info are short
+
+
+Cell = Text | str | Sequence[str]  # a list (of nodes, refs...) is shown "a, b +3 more"
+_GAP = 3  # between two columns: padding, the (blank) rule, padding
+_ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column of a ``Grid``: its header, how much it matters (a higher ``priority`` is
+    kept longer) and, optionally, short forms of its values (``short``) and of its header
+    (``short_header``, without which the column cannot get narrower than its header) used when
+    the columns do not fit."""
+
+    header: str
+    priority: int
+    short: Mapping[str, str] | None = None
+    short_header: str | None = None
+    justify: Literal["left", "right"] = "left"
+
+
+class Grid:
+    """A table laid out at print time for the width it is printed at (see ``table_layout``).
+
+    Cells are ``Text`` (shown literally, styles kept), strings (made ``literal``), or lists of
+    strings (shown in full with ``wide``, else as many items as fit on one line and
+    ``+N more``). Under the table, a dim note says what is not shown: the value of a dropped
+    column that is the same in every row, the columns dropped, and that ``--wide`` shows all.
+    """
+
+    def __init__(self, *columns: Col, title: str | None = None, wide: bool = False) -> None:
+        self.columns = columns
+        self.title = title
+        self.wide = wide
+        self.rows: list[tuple[Text | list[str], ...]] = []
+
+    def add_row(self, *cells: Cell) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append(
+            tuple(
+                c if isinstance(c, Text) else literal(c) if isinstance(c, str) else [*c]
+                for c in cells
+            )
+        )
+
+    def layout(self, width: int) -> table_layout.Plan:
+        return table_layout.plan(
+            [self._need(i) for i in range(len(self.columns))],
+            width,
+            gap=_GAP,
+            wide=self.wide,
+        )
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        if self.title is not None:
+            yield from _wrapped(literal(self.title, "table.title"), width)
+        plan = self.layout(width)
+        table = Table(
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1),
+            header_style="bold",
+            expand=False,
+        )
+        for placed in plan.shown:
+            col = self.columns[placed.index]
+            header = col.header
+            if placed.fit is Fit.SHORT and col.short_header:
+                header = col.short_header
+            table.add_column(
+                _fitted(Text(header), placed),
+                width=placed.width,
+                justify=col.justify,
+                overflow="fold",
+            )
+        for row in self.rows:
+            table.add_row(*(_fitted(self._shown(row, p), p) for p in plan.shown))
+        yield from console.render(table, options.update(width=plan.width))
+        note = self._note(plan)
+        if note:
+            yield from _wrapped(Text(note, style="dim"), width)
+
+    def _need(self, index: int) -> table_layout.Need:
+        col = self.columns[index]
+        cells = [row[index] for row in self.rows]
+        texts = [self._full(c) for c in cells]
+        lines = col.header.split("\n")
+        for cell, text in zip(cells, texts, strict=True):
+            # a list is shown shortened unless wide: two items and "+N more" at most
+            lines += [_listed(cell, 2)] if isinstance(cell, list) and not self.wide else [text]
+        natural = max(cell_len(x) for text in lines for x in text.split("\n"))
+        word = max([_longest(col.header)] + [_longest(t) for t in texts], default=1)
+        short = None
+        if col.short_header:  # short values alone cannot narrow a column past its header
+            short = max(
+                [_longest(col.short_header)] + [_longest(self._abbreviated(c, col)) for c in cells]
+            )
+            short = min(max(short, 1), max(word, 1))
+        constant = len(self.rows) > 1 and len(set(texts)) == 1
+        word = max(word, 1)
+        return table_layout.Need(col.priority, max(natural, word), word, short, constant)
+
+    @staticmethod
+    def _full(cell: Text | list[str]) -> str:
+        return ", ".join(visible(x) for x in cell) if isinstance(cell, list) else cell.plain
+
+    @staticmethod
+    def _abbreviated(cell: Text | list[str], col: Col) -> str:
+        text = Grid._full(cell)
+        return (col.short or {}).get(text, text)
+
+    def _shown(self, row: tuple[Text | list[str], ...], placed: table_layout.Placed) -> Text:
+        cell = row[placed.index]
+        col = self.columns[placed.index]
+        if isinstance(cell, list):
+            if self.wide:
+                return Text(", ".join(visible(x) for x in cell))
+            return Text(_listed_to_fit(cell, placed.width))
+        if placed.fit is Fit.SHORT and col.short and cell.plain in col.short:
+            return Text(col.short[cell.plain], style=cell.style)
+        return cell
+
+    def _note(self, plan: table_layout.Plan) -> str:
+        if not plan.dropped and all(p.fit is Fit.FULL for p in plan.shown):
+            return ""
+        parts = []
+        same = [i for i in plan.dropped if len(self.rows) > 1 and self._need(i).constant]
+        if same:
+            parts.append(
+                "every row: "
+                + "; ".join(
+                    f"{self.columns[i].header.replace(chr(10), ' ')} {self._full(self.rows[0][i]) or '—'}"
+                    for i in same
+                )
+            )
+        other = [i for i in plan.dropped if i not in same]
+        if other:
+            names = ", ".join(self.columns[i].header.replace("\n", " ") for i in other)
+            parts.append(f"not shown: {names}")
+        if any(p.fit is Fit.TRUNCATED for p in plan.shown):
+            parts.append(f"long words cut ({_ELLIPSIS})")
+        return "; ".join(parts) + " (--wide shows every column in full)"
+
+
+def _longest(text: str) -> int:
+    return table_layout.longest_piece(text, cell_len)
+
+
+def _listed(items: Sequence[str], shown: int) -> str:
+    head = ", ".join(visible(x) for x in items[:shown])
+    return head if len(items) <= shown else f"{head} +{len(items) - shown} more"
+
+
+def _listed_to_fit(items: Sequence[str], width: int) -> str:
+    """As many items as fit on one line of ``width``, then ``+N more`` (one item at least)."""
+    best = _listed(items, 1)
+    for shown in range(2, len(items) + 1):
+        text = _listed(items, shown)
+        if cell_len(text) > width:
+            break
+        best = text
+    return best
+
+
+def _fitted(text: Text, placed: table_layout.Placed) -> Text:
+    """``text`` broken into lines of the column's width between words (styles kept); a word
+    longer than the width is cut with an ellipsis only when the plan truncates the column."""
+    plain = text.plain
+    lines: list[Text] = []
+    for a, b in table_layout.wrap(plain, placed.width, cell_len):
+        piece = text[a:b]
+        if cell_len(piece.plain) > placed.width:
+            piece.truncate(placed.width, overflow="ellipsis")
+        lines.append(piece)
+    return Text("\n", style=text.style).join(lines) if lines else text
+
+
+def _wrapped(text: Text, width: int) -> Iterator[Text]:
+    for a, b in table_layout.wrap(text.plain, width, cell_len):
+        piece = text[a:b]
+        if cell_len(piece.plain) > width:
+            piece.truncate(width, overflow="ellipsis")
+        yield piece
 
 
 def dumps(value: Any) -> str:
@@ -123,7 +350,9 @@ def cell_text(value: object) -> str:
     return "—" if value is None else show_value(value)
 
 
-def _cell(value: object) -> Text:
+def _cell(value: object) -> Text | list[str]:
+    if isinstance(value, list):  # a list wraps between items (or shows "+N more")
+        return [show_value(v) for v in value]
     return literal(cell_text(value))
 
 
@@ -141,11 +370,7 @@ def event_text(data: Mapping[str, Any], finding: Finding | None = None) -> str:
     return f"{data['at']} {data['type']:<16} {data['cluster']} {show_details(rest)}"
 
 
-def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
-    if not nodes:
-        return ""
-    shown = ", ".join(nodes[:limit])
-    return f"{shown} (+{len(nodes) - limit})" if len(nodes) > limit else shown
+SEVERITY_COL = Col("severity", 10, short=SEVERITY_SHORT, short_header="sev")
 
 
 def demo_intro(steps: int, interval: float) -> str:
@@ -160,15 +385,23 @@ def demo_intro(steps: int, interval: float) -> str:
     )
 
 
-def findings_table(findings: Sequence[Finding], *, title: str | None = None) -> Table:
-    table = Table(
-        title=None if title is None else literal(title),
-        show_lines=False,
-        header_style="bold",
-        expand=False,
+def findings_table(
+    findings: Sequence[Finding], *, title: str | None = None, wide: bool = False
+) -> Grid:
+    """Node-pool findings (scan, watch, demo). At 80 columns the layer and the node list go
+    first; severity, field, actual and expected stay."""
+    table = Grid(
+        SEVERITY_COL,
+        Col("cluster", 5),
+        Col("pool", 6),
+        Col("layer", 2),
+        Col("field", 9),
+        Col("expected", 7),
+        Col("actual", 8),
+        Col("nodes", 3),
+        title=title,
+        wide=wide,
     )
-    for name in ("severity", "cluster", "pool", "layer", "field", "expected", "actual", "nodes"):
-        table.add_column(name, overflow="fold")
     for f in findings:
         table.add_row(
             Text(f.severity.value, style=SEVERITY_STYLE[f.severity]),
@@ -178,7 +411,7 @@ def findings_table(findings: Sequence[Finding], *, title: str | None = None) -> 
             literal(f.field),
             _cell(f.expected),
             _cell(f.actual),
-            literal(_nodes(f.nodes)),
+            list(f.nodes),
         )
     return table
 
@@ -209,9 +442,11 @@ def unresolved_summary(unresolved: Sequence[UnresolvedFact], *, shown: int = 3) 
     return text
 
 
-def print_report(console: Console, report: FleetReport, *, verbose: bool = False) -> None:
+def print_report(
+    console: Console, report: FleetReport, *, verbose: bool = False, wide: bool = False
+) -> None:
     if report.findings:
-        console.print(findings_table(report.findings))
+        console.print(findings_table(report.findings, wide=wide))
     notes = dict.fromkeys(
         f"{f.cluster}/{f.pool or '-'} {f.field}: {f.message}" for f in report.findings if f.message
     )
@@ -270,17 +505,23 @@ _STATUS_STYLE = {
 }
 
 
-def print_explanation(console: Console, result: Explanation) -> None:
+def print_explanation(console: Console, result: Explanation, *, wide: bool = False) -> None:
     """One table per pool: every attribute and what became of it. Values are data, shown
     literally (never as markup, controls made visible)."""
     for pool in result.pools:
-        title = literal(
+        title = (
             f"{pool.name} (cluster {pool.cluster or 'not named'}) — {pool.source} "
             f"[{pool.source_format}]"
         )
-        table = Table(title=title, header_style="bold", expand=False)
-        for name in ("status", "attribute", "fact", "value / expression / reason", "from"):
-            table.add_column(name, overflow="fold")
+        table = Grid(
+            Col("status", 10),
+            Col("attribute", 9),
+            Col("fact", 4),
+            Col("value / expression / reason", 8),
+            Col("from", 3),
+            title=title,
+            wide=wide,
+        )
         for entry in pool.account:
             table.add_row(
                 literal(entry.status.value, _STATUS_STYLE[entry.status]),

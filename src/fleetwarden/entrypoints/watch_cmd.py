@@ -29,7 +29,7 @@ from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.fleet import NothingToCompare, check_comparable, severity_order
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
-from fleetwarden.entrypoints.common import fail
+from fleetwarden.entrypoints.common import WideOpt, fail
 from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
 from fleetwarden.entrypoints.rendering import event_text, findings_table, literal, make_console
 from fleetwarden.entrypoints.service_config import ServiceConfig, service_config_from
@@ -139,6 +139,7 @@ def register(app: typer.Typer) -> None:
                 help="Run even when --desired holds no pool definition (else exit 2).",
             ),
         ] = False,
+        wide: WideOpt = False,
     ) -> None:
         """Watch live clusters: every node change re-diffs its pool at once; findings that
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
@@ -177,7 +178,7 @@ def register(app: typer.Typer) -> None:
         except FormatError as exc:
             fail(str(exc))
         watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
-        runner = _JsonSink() if output == "json" else _LiveSink()
+        runner = _JsonSink() if output == "json" else _LiveSink(wide=wide)
         hook = upgrade_hook([files.parse_path_arg(m) for m in manifests or ()], runner.emit)
         pools = loaded.pools
         try:
@@ -313,7 +314,8 @@ class _JsonSink:
 class _LiveSink:
     fleet: FleetWatcher | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, *, wide: bool = False) -> None:
+        self.wide = wide  # the live view is cropped to the terminal all the same
         self.console = make_console()
         self.log: deque[Text] = deque(maxlen=12)
         self.live = Live(console=self.console, auto_refresh=False, transient=False)
@@ -332,7 +334,7 @@ class _LiveSink:
         current = sorted(self.fleet.tracker.current(), key=severity_order) if self.fleet else []
         self.live.update(
             Group(
-                findings_table(current, title=f"{len(current)} findings"),
+                findings_table(current, title=f"{len(current)} findings", wide=self.wide),
                 Text("recent events:", style="bold"),
                 *self.log,
             ),
