@@ -34,7 +34,7 @@ from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.entrypoints import cli, watch_cmd, workloads_api
-from fleetwarden.entrypoints.rendering import dumps, findings_table, visible
+from fleetwarden.cli.rendering import dumps, findings_table, visible
 from fleetwarden.entrypoints.service_config import service_config_from
 from tests.core.test_workloads import liveify, load_docs
 from tests.e2e.test_gateway import EKS_EVENT

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import httpx
 import typer
 
-from fleetwarden.entrypoints.common import fail, warn
+from fleetwarden.cli.common import fail, warn
 from fleetwarden.entrypoints.service_config import load_service_config
 from fleetwarden.formats.errors import FormatError
 

@@ -29,8 +29,8 @@ from rich.table import Table
 
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
-from fleetwarden.entrypoints.common import fail
-from fleetwarden.entrypoints.rendering import dumps, json_safe, line, literal, make_console
+from fleetwarden.cli.common import fail
+from fleetwarden.cli.rendering import dumps, json_safe, line, literal, make_console
 from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.ports.audit import AuditStoreError
 

@@ -30,8 +30,8 @@ from fleetwarden.entrypoints import (
     watch_cmd,
 )
 from fleetwarden.entrypoints import demo as demo_mod
-from fleetwarden.entrypoints.common import fail
-from fleetwarden.entrypoints.rendering import (
+from fleetwarden.cli.common import fail
+from fleetwarden.cli.rendering import (
     dumps,
     make_console,
     print_explanation,

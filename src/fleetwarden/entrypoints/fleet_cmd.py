@@ -62,8 +62,8 @@ from fleetwarden.core.fleet import Skip, assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWorkload, decide_gate
-from fleetwarden.entrypoints.common import err_console, fail
-from fleetwarden.entrypoints.rendering import (
+from fleetwarden.cli.common import err_console, fail
+from fleetwarden.cli.rendering import (
     SEVERITY_STYLE,
     dumps,
     line,

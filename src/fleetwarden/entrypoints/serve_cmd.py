@@ -65,12 +65,12 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.entrypoints import dashboard, history_api
-from fleetwarden.entrypoints.common import fail, warn
+from fleetwarden.cli.common import fail, warn
 from fleetwarden.entrypoints.door import DoorConfig
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics
-from fleetwarden.entrypoints.rendering import visible
+from fleetwarden.cli.rendering import visible
 from fleetwarden.entrypoints.service_config import (
     ServiceConfig,
     default_store,

@@ -11,7 +11,7 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-from fleetwarden.entrypoints.rendering import line
+from fleetwarden.cli.rendering import line
 
 __all__ = ["err_console", "fail", "warn"]
 
