@@ -44,7 +44,7 @@ from fleetwarden.formats.workloads import parse_workload_dump
 
 APPS = 20
 TARGET_APP = "app-07"
-CLI = "from fleetwarden.entrypoints import cli, fleet_cmd; fleet_cmd.register(cli.app); cli.main()"
+CLI = "from fleetwarden.cli.main import main; main()"
 
 
 def desired_app(app: str, n: int, rnd: random.Random) -> list[dict[str, Any]]:

@@ -19,7 +19,6 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 
@@ -27,10 +26,10 @@ import typer
 import yaml
 from rich.table import Table
 
+from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, fail
+from fleetwarden.cli.rendering import dumps, json_safe, line, literal, make_console
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
-from fleetwarden.cli.common import fail
-from fleetwarden.cli.rendering import dumps, json_safe, line, literal, make_console
 from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.ports.audit import AuditStoreError
 
@@ -58,11 +57,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(audit_app, name="audit")
 
 
-class _Format(StrEnum):
-    table = "table"
-    json = "json"
-
-
 StoreOpt = Annotated[
     str | None,
     typer.Option(
@@ -83,7 +77,10 @@ ConfigOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[
-    _Format, typer.Option("--format", "-o", help="table for people, json for machines.")
+    OutputFormat,
+    typer.Option(
+        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
+    ),
 ]
 
 
@@ -221,7 +218,7 @@ def _anchors(values: list[str] | None) -> dict[int, str]:
 def verify(
     store: StoreOpt = None,
     config: ConfigOpt = None,
-    output: FormatOpt = _Format.table,
+    output: FormatOpt = OutputFormat.table,
     expect: Annotated[
         list[str] | None,
         typer.Option(
@@ -242,7 +239,7 @@ def verify(
     url = _url(store, config)
     anchors = _anchors(expect)
     result = _with_store(url, lambda s: s.verify(anchors=anchors))
-    if output is _Format.json:
+    if output is OutputFormat.json:
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
         console = make_console()
@@ -288,7 +285,7 @@ def query(
         typer.Option(help="Only records that reference this record id (its consequences)."),
     ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 100,
-    output: FormatOpt = _Format.table,
+    output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Audit records, newest first, by cluster, pool, actor, kind, time or refs."""
     url = _url(store, config)
@@ -308,7 +305,7 @@ def query(
             limit=limit,
         ),
     )
-    if output is _Format.json:
+    if output is OutputFormat.json:
         sys.stdout.write(dumps([r.to_json() for r in found]) + "\n")
         return
     console = make_console()

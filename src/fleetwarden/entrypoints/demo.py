@@ -17,9 +17,9 @@ import orjson
 from rich.console import Console
 
 from fleetwarden.adapters import simulated
+from fleetwarden.cli.rendering import SEVERITY_STYLE, findings_table, line
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.fleet import FleetReport, diff_fleet
-from fleetwarden.cli.rendering import SEVERITY_STYLE, findings_table, line
 from fleetwarden.formats.desired import DesiredRead, SourceFile, read_desired
 from fleetwarden.formats.nodes import parse_nodes
 

@@ -27,11 +27,11 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.adapters import files, helm
+from fleetwarden.cli.common import fail
+from fleetwarden.cli.rendering import dumps, line, literal, make_console, print_skipped
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationFinding, DeprecationTable, Status
 from fleetwarden.core.fleet import Skip
-from fleetwarden.cli.common import fail
-from fleetwarden.cli.rendering import dumps, line, literal, make_console, print_skipped
 from fleetwarden.formats import manifests
 from fleetwarden.formats.desired import YAML_SUFFIXES
 from fleetwarden.formats.documents import Document

@@ -30,9 +30,8 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -41,18 +40,27 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.adapters import files
-from fleetwarden.adapters.argocd.client import ArgoCDClient
-from fleetwarden.adapters.kube.client import KubeClient
-from fleetwarden.adapters.kube.config import (
-    http_client_factory,
-    in_cluster_endpoint,
-    load_kubeconfig,
-)
 from fleetwarden.adapters.workload_sources import (
     app_from_argocd,
     list_nodes,
     list_workloads,
     parse_argo_ref,
+)
+from fleetwarden.cli.common import (
+    FAIL_ON_METAVAR,
+    FORMAT_METAVAR,
+    FailOn,
+    OutputFormat,
+    err_console,
+    fail,
+)
+from fleetwarden.cli.rendering import (
+    SEVERITY_STYLE,
+    dumps,
+    line,
+    literal,
+    make_console,
+    print_skipped,
 )
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.clusters import ClusterEndpoint
@@ -62,15 +70,6 @@ from fleetwarden.core.fleet import Skip, assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWorkload, decide_gate
-from fleetwarden.cli.common import err_console, fail
-from fleetwarden.cli.rendering import (
-    SEVERITY_STYLE,
-    dumps,
-    line,
-    literal,
-    make_console,
-    print_skipped,
-)
 from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, read_desired
 from fleetwarden.formats.errors import FormatError
@@ -84,32 +83,24 @@ from fleetwarden.formats.workloads import (
 from fleetwarden.ports.argocd import ArgoError
 from fleetwarden.ports.kube import CredentialError, KubeError
 
+if TYPE_CHECKING:  # the HTTP clients load only when a live source is asked for
+    from fleetwarden.adapters.argocd.client import ArgoCDClient
+    from fleetwarden.adapters.kube.client import KubeClient
+
 __all__ = [
     "DesiredState",
     "build_versions",
+    "diff_command",
     "gate_command",
     "load_desired_state",
     "load_observed",
     "planned_workloads",
-    "register",
+    "versions_command",
     "workload_sources",
 ]
 
 T = TypeVar("T")
 MATRIX_MAX_CONTAINERS = 8  # beyond this, one row per cluster and container reads better
-
-
-class _Format(StrEnum):
-    table = "table"
-    json = "json"
-
-
-class _FailOn(StrEnum):
-    info = "info"
-    low = "low"
-    medium = "medium"
-    high = "high"
-    critical = "critical"
 
 
 AppOpt = Annotated[
@@ -206,10 +197,18 @@ ConfigOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[
-    _Format, typer.Option("--format", "-o", help="table for people, json for machines.")
+    OutputFormat,
+    typer.Option(
+        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
+    ),
 ]
 FailOnOpt = Annotated[
-    _FailOn, typer.Option("--fail-on", help="Exit 1 when a finding is at or above this severity.")
+    FailOn,
+    typer.Option(
+        "--fail-on",
+        metavar=FAIL_ON_METAVAR,
+        help="Exit 1 when a finding is at or above this severity.",
+    ),
 ]
 
 
@@ -450,6 +449,8 @@ def argocd_client(server: str | None, *, insecure: bool = False) -> ArgoCDClient
         fail(f"--argocd-app needs an Argo CD API token in the variable {ARGOCD_TOKEN_ENV}")
     if "://" not in server:
         server = f"https://{server}"  # the argocd CLI's ARGOCD_SERVER is a bare host:port
+    from fleetwarden.adapters.argocd.client import ArgoCDClient
+
     try:
         return ArgoCDClient(server, token=token, verify=not insecure, retries=2)
     except (ArgoError, ValueError) as exc:
@@ -465,6 +466,8 @@ async def fetch_argocd_desired(app: str, live: LiveSources, *, app_label: str | 
 def _endpoints(live: LiveSources) -> list[ClusterEndpoint]:
     if live.kubeconfig is None:
         return []
+    from fleetwarden.adapters.kube.config import load_kubeconfig
+
     endpoints = load_kubeconfig(live.kubeconfig.expanduser(), contexts=live.contexts)
     if not endpoints:
         raise FormatError(str(live.kubeconfig), "no context to read")
@@ -479,14 +482,16 @@ async def _gather_live(
 ) -> dict[str, T]:
     """``read`` on every cluster, ``LIVE_CONCURRENCY`` at a time, with a progress bar on a
     terminal when there are several; the first failure names its cluster."""
+    from fleetwarden.adapters.kube.config import http_client_factory
+
     gate = asyncio.Semaphore(LIVE_CONCURRENCY)
-    show = err_console.is_terminal and len(endpoints) > 1
+    show = err_console().is_terminal and len(endpoints) > 1
     with Progress(
         TextColumn("reading live clusters"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=err_console,
+        console=err_console(),
         transient=True,
         disable=not show,
     ) as bar:
@@ -714,8 +719,8 @@ def versions_command(
     argocd_insecure: ArgoInsecureOpt = False,
     revision: RevisionOpt = None,
     config: ConfigOpt = None,
-    output: FormatOpt = _Format.table,
-    fail_on: FailOnOpt = _FailOn.high,
+    output: FormatOpt = OutputFormat.table,
+    fail_on: FailOnOpt = FailOn.high,
     drift_only: Annotated[
         bool,
         typer.Option(
@@ -742,7 +747,7 @@ def versions_command(
     if drift_only:
         doc["rows"] = [r for r in doc["rows"] if r["drift"] or r["divergesFromPeers"]]
     doc["skipped"] = _skipped_json(state)
-    if output is _Format.json:
+    if output is OutputFormat.json:
         sys.stdout.write(dumps(doc) + "\n")
     else:
         _print_versions(doc, state)
@@ -799,8 +804,8 @@ def diff_command(
     argocd_insecure: ArgoInsecureOpt = False,
     revision: RevisionOpt = None,
     config: ConfigOpt = None,
-    output: FormatOpt = _Format.table,
-    fail_on: FailOnOpt = _FailOn.high,
+    output: FormatOpt = OutputFormat.table,
+    fail_on: FailOnOpt = FailOn.high,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
 ) -> None:
     """Every drift of the app per cluster: image (repository, tag, digest), configuration
@@ -817,7 +822,7 @@ def diff_command(
     state, desired_idx, observed, fleet = _load_fleet(app, desired, workloads, config, live)
     results = wl.diff_fleet_workloads(app, desired_idx, observed, options=fleet.options)
     findings = sorted((f for r in results for f in r.findings), key=severity_order)
-    if output is _Format.json:
+    if output is OutputFormat.json:
         doc = {
             "app": app,
             "findings": [f.to_json() for f in findings],
@@ -993,11 +998,15 @@ def gate_command(
     argocd_insecure: ArgoInsecureOpt = False,
     revision: RevisionOpt = None,
     config: ConfigOpt = None,
-    output: FormatOpt = _Format.table,
+    output: FormatOpt = OutputFormat.table,
     fail_on: Annotated[
-        _FailOn,
-        typer.Option("--fail-on", help="Block when a targeted pool drifts at or above this."),
-    ] = _FailOn.high,
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            metavar=FAIL_ON_METAVAR,
+            help="Block when a targeted pool drifts at or above this.",
+        ),
+    ] = FailOn.high,
 ) -> None:
     """Argo CD PreSync gate: exit 1 (and say why) when a workload of the app would not
     schedule (nodeSelector, affinity, tolerations, requests vs allocatable) or a pool it
@@ -1042,6 +1051,8 @@ def gate_command(
         )
         endpoints = _endpoints(live)
         if in_cluster is not None:
+            from fleetwarden.adapters.kube.config import in_cluster_endpoint
+
             endpoints.append(in_cluster_endpoint(in_cluster))
         if endpoints:
             live_nodes, live_workloads = asyncio.run(_read_gate_live(endpoints, live, fleet))
@@ -1057,33 +1068,16 @@ def gate_command(
     clusters, notes = _gate_clusters(app, state, node_map, observed, fleet)
     result = decide_gate(app, clusters, fail_on=Severity(fail_on.value), options=settings.diff)
     result.notes[:0] = notes
-    if output is _Format.json:
+    if output is OutputFormat.json:
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
         _print_gate(result)
     if result.blocked:
         # one line on stderr too: Argo CD shows the hook's last log lines in the sync status
         first = result.reasons[0] if result.reasons else ""
-        err_console.print(
+        err_console().print(
             line(f"fleetwarden gate: blocked sync of {app}: {first}"),
             highlight=False,
             soft_wrap=True,
         )
     raise typer.Exit(1 if result.blocked else 0)
-
-
-# =========================================================================== wiring
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``fleet versions``, ``fleet diff`` and ``gate`` to the command line."""
-    fleet = typer.Typer(
-        name="fleet",
-        help="Workloads across clusters: which image runs where, and every drift from Git.",
-        no_args_is_help=True,
-        rich_markup_mode=None,  # help prints literally
-    )
-    fleet.command("versions")(versions_command)
-    fleet.command("diff")(diff_command)
-    app.add_typer(fleet, name="fleet")
-    app.command("gate")(gate_command)

@@ -23,15 +23,15 @@ from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
+from fleetwarden.cli.common import fail
+from fleetwarden.cli.rendering import findings_table, literal, make_console
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.fleet import NothingToCompare, check_comparable, severity_order
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
-from fleetwarden.cli.common import fail
 from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
-from fleetwarden.cli.rendering import findings_table, literal, make_console
 from fleetwarden.entrypoints.service_config import ServiceConfig, service_config_from
 from fleetwarden.entrypoints.settings import load_settings
 from fleetwarden.entrypoints.workloads_api import load_apps
