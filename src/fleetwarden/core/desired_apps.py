@@ -8,6 +8,12 @@ two things of it: the desired index of (app, cluster) -- clusters without an ove
 one index, so its models are built once for the fleet -- and which applications an observed
 change can concern.
 
+The merge of desired parts (an application's files and its Argo CD applications, or every
+``--desired`` path of a command) is here too, once: ``merge_objects`` and ``merge_aliases``
+concatenate per cluster, ``merge_apps`` makes one ``AppDesired`` of several, and
+``overlay_index`` builds a cluster's desired index (the objects of every cluster, then the
+cluster's overlay replacing same-keyed ones).
+
 ``last_writer`` reads an object's ``managedFields`` for the field manager that wrote it last
 (``kubectl-set``, ``kubectl-edit``, ``argocd-controller``, ``helm``...): the "who" of a drift
 seen live. Pure: no I/O, no clock.
@@ -21,7 +27,47 @@ from typing import Any
 
 from fleetwarden.core.workloads import ManifestObject, ObjectIndex, ObjectKey
 
-__all__ = ["AppDesired", "DesiredApps", "Writer", "last_writer"]
+__all__ = [
+    "AppDesired",
+    "DesiredApps",
+    "Writer",
+    "last_writer",
+    "merge_aliases",
+    "merge_apps",
+    "merge_objects",
+    "overlay_index",
+]
+
+Objects = Mapping[str | None, Sequence[ManifestObject]]  # cluster (None: all) -> objects
+Aliases = Mapping[str, tuple[str, ...]]  # cluster -> other application names there
+
+
+def merge_objects(parts: Iterable[Objects]) -> dict[str | None, list[ManifestObject]]:
+    """Per cluster (``None``: all clusters), the objects of every part, in order."""
+    out: dict[str | None, list[ManifestObject]] = {}
+    for part in parts:
+        for cluster, objs in part.items():
+            out.setdefault(cluster, []).extend(objs)
+    return out
+
+
+def merge_aliases(parts: Iterable[Aliases]) -> dict[str, tuple[str, ...]]:
+    """Per cluster, the application aliases of every part, in order."""
+    out: dict[str, tuple[str, ...]] = {}
+    for part in parts:
+        for cluster, names in part.items():
+            out[cluster] = (*out.get(cluster, ()), *names)
+    return out
+
+
+def overlay_index(objects: Objects, cluster: str | None) -> ObjectIndex:
+    """The desired index of ``cluster``: every cluster's objects, then the cluster's own
+    (its overlay) replacing those with the same key. ``None``: the shared index."""
+    index = ObjectIndex(objects.get(None, ()))
+    if cluster is not None:
+        for obj in objects.get(cluster, ()):
+            index.put(obj)
+    return index
 
 
 @dataclass(slots=True)
@@ -49,10 +95,7 @@ class AppDesired:
         key = cluster if self.objects.get(cluster) else None
         index = self._indexes.get(key)
         if index is None:
-            index = ObjectIndex(self.objects.get(None, ()))
-            for obj in self.objects.get(key, ()) if key is not None else ():
-                index.put(obj)
-            self._indexes[key] = index
+            index = self._indexes[key] = overlay_index(self.objects, key)
         return index
 
     def names(self) -> set[tuple[str, str]]:
@@ -60,6 +103,17 @@ class AppDesired:
 
     def __len__(self) -> int:
         return sum(len(objs) for objs in self.objects.values())
+
+
+def merge_apps(name: str, parts: Sequence[AppDesired]) -> AppDesired:
+    """One application's desired state from several parts (its files, its Argo CD
+    applications): objects and aliases concatenated per cluster, sources in order."""
+    return AppDesired(
+        name,
+        merge_objects(p.objects for p in parts),
+        sources=tuple(s for p in parts for s in p.sources),
+        aliases=merge_aliases(p.aliases for p in parts),
+    )
 
 
 class DesiredApps:

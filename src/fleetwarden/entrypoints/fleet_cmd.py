@@ -64,7 +64,7 @@ from fleetwarden.cli.rendering import (
 )
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.clusters import ClusterEndpoint
-from fleetwarden.core.desired_apps import AppDesired
+from fleetwarden.core.desired_apps import AppDesired, merge_aliases, merge_objects, overlay_index
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import Skip, assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
@@ -227,10 +227,8 @@ class DesiredState:
     unreadable: list[Skip] = field(default_factory=list)
 
     def add(self, app: AppDesired) -> None:
-        for cluster, objs in app.objects.items():
-            self.objects.setdefault(cluster, []).extend(objs)
-        for cluster, names in app.aliases.items():
-            self.aliases[cluster] = (*self.aliases.get(cluster, ()), *names)
+        self.objects = merge_objects([self.objects, app.objects])
+        self.aliases = merge_aliases([self.aliases, app.aliases])
 
     def apply_aliases(self, app: str, observed: Mapping[str, wl.ObjectIndex]) -> None:
         """In a cluster whose overlay is another Argo CD application, objects labelled for
@@ -247,18 +245,10 @@ class DesiredState:
     def indexes(self, clusters: Iterable[str]) -> dict[str, wl.ObjectIndex]:
         """One desired index per cluster; clusters without an overlay share one (its models
         are then built once for the whole fleet)."""
-        base = wl.ObjectIndex(self.objects.get(None, ()))
-        out: dict[str, wl.ObjectIndex] = {}
-        for cluster in clusters:
-            overlay = self.objects.get(cluster)
-            if not overlay:
-                out[cluster] = base
-                continue
-            merged = wl.ObjectIndex(base.objects.values())
-            for obj in overlay:
-                merged.put(obj)
-            out[cluster] = merged
-        return out
+        base = overlay_index(self.objects, None)
+        return {
+            c: overlay_index(self.objects, c) if self.objects.get(c) else base for c in clusters
+        }
 
 
 def _read_workload_files(
