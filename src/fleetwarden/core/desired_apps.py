@@ -25,11 +25,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetwarden.core.fleet import Skip
+from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.workloads import ManifestObject, ObjectIndex, ObjectKey
 
 __all__ = [
     "AppDesired",
     "DesiredApps",
+    "DesiredState",
     "Writer",
     "last_writer",
     "merge_aliases",
@@ -114,6 +117,42 @@ def merge_apps(name: str, parts: Sequence[AppDesired]) -> AppDesired:
         sources=tuple(s for p in parts for s in p.sources),
         aliases=merge_aliases(p.aliases for p in parts),
     )
+
+
+@dataclass(slots=True)
+class DesiredState:
+    """Desired objects (all clusters: key None; a cluster's overlay: its name), pools, skips."""
+
+    objects: dict[str | None, list[ManifestObject]] = field(default_factory=dict)
+    pools: list[NodePoolSpec] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # see AppDesired
+    # files that could not be read or parsed (also in skipped): always shown
+    unreadable: list[Skip] = field(default_factory=list)
+
+    def add(self, app: AppDesired) -> None:
+        self.objects = merge_objects([self.objects, app.objects])
+        self.aliases = merge_aliases([self.aliases, app.aliases])
+
+    def apply_aliases(self, app: str, observed: Mapping[str, ObjectIndex]) -> None:
+        """In a cluster whose overlay is another Argo CD application, objects labelled for
+        that application are the app's."""
+        for cluster, index in observed.items():
+            index.set_aliases(app, self.aliases.get(cluster, ()))
+
+    def names(self) -> set[tuple[str, str]]:
+        return {(o.key.kind, o.key.name) for objs in self.objects.values() for o in objs}
+
+    def apps(self) -> set[str]:
+        return {o.app for objs in self.objects.values() for o in objs if o.app}
+
+    def indexes(self, clusters: Iterable[str]) -> dict[str, ObjectIndex]:
+        """One desired index per cluster; clusters without an overlay share one (its models
+        are then built once for the whole fleet)."""
+        base = overlay_index(self.objects, None)
+        return {
+            c: overlay_index(self.objects, c) if self.objects.get(c) else base for c in clusters
+        }
 
 
 class DesiredApps:
