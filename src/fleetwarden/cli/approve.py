@@ -1,14 +1,96 @@
-"""``fleetwarden approve ID``: let a pending remediation run (approval mode)."""
+"""``fleetwarden approve ID``: let a decision that waits in approval mode run now."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import quote
+
+import httpx
 import typer
 
-from fleetwarden.entrypoints import approve_cmd
+from fleetwarden.cli.common import fail, warn
+from fleetwarden.entrypoints.service_config import load_service_config
+from fleetwarden.formats.errors import FormatError
 
 __all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``approve`` to the command line."""
-    approve_cmd.register(app)
+    @app.command()
+    def approve(
+        decision_id: Annotated[
+            str,
+            typer.Argument(
+                metavar="ID",
+                help="The decision id (d-...), "
+                "from GET /api/decisions?status="
+                "pending-approval or the audit log.",
+            ),
+        ],
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                "--config",
+                "-c",
+                metavar="FILE",
+                help="The service config: its listen address and auth.admin token are used.",
+            ),
+        ] = None,
+        server: Annotated[
+            str | None,
+            typer.Option(
+                help="The service URL (default: from --config, else http://127.0.0.1:8080)."
+            ),
+        ] = None,
+        token: Annotated[
+            str | None,
+            typer.Option(
+                envvar="FW_ADMIN_TOKEN",
+                show_envvar=True,
+                help="The admin bearer token (default: auth.admin of --config).",
+            ),
+        ] = None,
+    ) -> None:
+        """Approve a pending remediation: the service checks its guards again and, if they
+        still allow it, carries it out and records it in the audit log. A request that
+        expired, or was made in another policy mode or under another configuration, was
+        cancelled: this says so and exits 1, and nothing is done."""
+        if config is not None:
+            try:
+                cfg = load_service_config(config)
+            except FormatError as exc:
+                fail(str(exc))
+            server = server or f"http://{cfg.host}:{cfg.port}"
+            admin = cfg.auth.get("admin")
+            if token is None and admin is not None and admin.bearer_tokens:
+                token = admin.bearer_tokens[0]
+        server = (server or "http://127.0.0.1:8080").rstrip("/")
+        if not token:
+            fail("no admin token: give --token, FW_ADMIN_TOKEN or a --config with auth.admin")
+        try:
+            resp = httpx.post(
+                # the id is one path segment, whatever it holds
+                f"{server}/api/decisions/{quote(decision_id, safe='')}/approve",
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=30,
+            )
+        except httpx.InvalidURL as exc:
+            fail(f"--server {server}: not a usable URL ({exc})")
+        except httpx.HTTPError as exc:
+            fail(f"{server}: cannot reach the service ({type(exc).__name__})")
+        if resp.status_code == 409:  # cancelled: expired, or another mode or configuration
+            body = resp.json()
+            typer.echo(json.dumps(body.get("decision"), indent=2))
+            warn(body.get("error", "the request was cancelled; nothing was done"))
+            raise typer.Exit(1)
+        if resp.status_code != 200:
+            try:
+                message = resp.json().get("error", resp.text)
+            except ValueError:
+                message = resp.text
+            fail(f"{server}: HTTP {resp.status_code}: {message}")
+        decision = resp.json()
+        typer.echo(json.dumps(decision, indent=2))
+        raise typer.Exit(0 if decision.get("status") == "execute" else 1)
