@@ -30,12 +30,13 @@ from rich.console import Console
 
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.cli import main as cli_main
+from fleetwarden.cli import watch as watch_cmd
 from fleetwarden.cli.rendering import dumps, findings_table, visible
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
-from fleetwarden.entrypoints import watch_cmd, workloads_api
+from fleetwarden.entrypoints import workloads_api
 from fleetwarden.entrypoints.service_config import service_config_from
 from tests.core.test_workloads import liveify, load_docs
 from tests.e2e.test_gateway import EKS_EVENT
@@ -177,6 +178,7 @@ def test_every_help_text_prints_literally(path):
         texts.append(getattr(param, "help", None) or "")
         texts.append(getattr(param, "metavar", None) or "")
     for text in texts:
+        text = text.replace("\b", "")  # click's "do not rewrap this paragraph" marker
         for paragraph in text.split("\n\n"):
             assert _squash(paragraph) in shown, paragraph
 

@@ -41,12 +41,14 @@ def register(app: typer.Typer) -> None:
         server: Annotated[
             str | None,
             typer.Option(
-                help="The service URL (default: from --config, else http://127.0.0.1:8080)."
+                metavar="URL",
+                help="The service URL (default: from --config, else http://127.0.0.1:8080).",
             ),
         ] = None,
         token: Annotated[
             str | None,
             typer.Option(
+                metavar="TOKEN",
                 envvar="FW_ADMIN_TOKEN",
                 show_envvar=True,
                 help="The admin bearer token (default: auth.admin of --config).",

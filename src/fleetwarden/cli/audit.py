@@ -263,28 +263,40 @@ def query(
     store: StoreOpt = None,
     config: ConfigOpt = None,
     cluster: Annotated[
-        str | None, typer.Option(help="Only this cluster (* is a wildcard).")
+        str | None, typer.Option(metavar="GLOB", help="Only this cluster (* is a wildcard).")
     ] = None,
-    pool: Annotated[str | None, typer.Option(help="Only this node pool (* is a wildcard).")] = None,
+    pool: Annotated[
+        str | None, typer.Option(metavar="GLOB", help="Only this node pool (* is a wildcard).")
+    ] = None,
     actor: Annotated[
         str | None,
-        typer.Option(help="Only this actor, e.g. an IAM ARN ('*alice' for any ending in alice)."),
+        typer.Option(
+            metavar="GLOB",
+            help="Only this actor, e.g. an IAM ARN ('*alice' for any ending in alice).",
+        ),
     ] = None,
     kind: Annotated[
-        list[AuditKind] | None, typer.Option(help="Only these kinds of record. Repeat.")
+        list[AuditKind] | None,
+        typer.Option(metavar="|".join(AuditKind), help="Only these kinds of record. Repeat."),
     ] = None,
     since: Annotated[
         str | None,
-        typer.Option(help="From this time on: RFC 3339, a date, or an age (15m, 24h, 7d)."),
+        typer.Option(
+            metavar="TIME", help="From this time on: RFC 3339, a date, or an age (15m, 24h, 7d)."
+        ),
     ] = None,
     until: Annotated[
-        str | None, typer.Option(help="Before this time (same forms as --since).")
+        str | None, typer.Option(metavar="TIME", help="Before this time (same forms as --since).")
     ] = None,
     ref: Annotated[
         str | None,
-        typer.Option(help="Only records that reference this record id (its consequences)."),
+        typer.Option(
+            metavar="ID", help="Only records that reference this record id (its consequences)."
+        ),
     ] = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 100,
+    limit: Annotated[
+        int, typer.Option(min=1, metavar="N", help="At most this many, newest first.")
+    ] = 100,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Audit records, newest first, by cluster, pool, actor, kind, time or refs."""
@@ -343,7 +355,10 @@ def export(
         typer.Option("--output", "-O", metavar="FILE", help="Write here instead of stdout."),
     ] = None,
     after_seq: Annotated[
-        int, typer.Option(min=0, help="Only records after this seq (incremental exports).")
+        int,
+        typer.Option(
+            min=0, metavar="SEQ", help="Only records after this seq (incremental exports)."
+        ),
     ] = 0,
 ) -> None:
     """Every record in seq order, as JSON lines.

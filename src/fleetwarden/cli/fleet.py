@@ -150,10 +150,12 @@ def versions_command(
     each cluster that diverges from Git and from its peers. Image drift is high: exit 1
     with the default --fail-on.
 
+    \b
     Examples:
-      fleetwarden fleet versions --app shop -d rendered/ -w dumps/ --format json
-      ARGOCD_AUTH_TOKEN=... fleetwarden fleet versions --app shop --argocd-app shop
-        --argocd-server argocd.example.com --kubeconfig ~/.kube/fleet.yaml
+      fleetwarden fleet versions --app shop -d rendered/ -w dumps/ -o json
+      ARGOCD_AUTH_TOKEN=... fleetwarden fleet versions --app shop
+        --argocd-app shop --argocd-server argocd.example.com
+        --kubeconfig ~/.kube/fleet.yaml
     """
     live = live_sources(
         kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
@@ -191,9 +193,11 @@ def diff_command(
     (ConfigMap/Secret content, env, envFrom), resources (requests, limits, replicas unless
     an HPA owns them) and dependencies (sidecars, init containers, mesh injection).
 
+    \b
     Examples:
-      fleetwarden fleet diff --app shop -d rendered/ -w prod-eu-1=eu.json -w us.json
-      fleetwarden fleet diff --app shop -d rendered/ --kubeconfig ~/.kube/config --context prod
+      fleetwarden fleet diff --app shop -d rendered/ -w eu=eu.json -w us.json
+      fleetwarden fleet diff --app shop -d rendered/ --kubeconfig ~/.kube/config
+        --context prod
     """
     live = live_sources(
         kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision

@@ -127,9 +127,11 @@ def gate_command(
     --argocd-app takes the app's manifests from Argo CD instead. Nodes and workloads come
     from dumps (--nodes, --workloads), a kubeconfig, or the pod's own cluster (--in-cluster).
 
+    \b
     Examples:
       fleetwarden gate --app shop -d /git/shop/ -d /git/pools/ -n nodes.json
-      fleetwarden gate --app shop --argocd-app shop -d /git/pools/ --in-cluster prod-eu-1
+      fleetwarden gate --app shop --argocd-app shop -d /git/pools/
+        --in-cluster prod-eu-1
     """
     settings, fleet = fleet_settings_or_fail(config)
     live = live_sources(

@@ -72,6 +72,7 @@ class _LazyGroup(TyperGroup):
         module.register(sub)
         for name, command in typer.main.get_group(sub).commands.items():
             command.short_help = COMMANDS[name].summary if name in COMMANDS else None
+            _name_arguments_by_metavar(command)
             self.commands.setdefault(name, command)
         return self.commands.get(cmd_name)
 
@@ -91,6 +92,16 @@ class _LazyGroup(TyperGroup):
         rows = [(name, COMMANDS[name].summary) for name in COMMANDS]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _name_arguments_by_metavar(command: Any) -> None:
+    """Typer prints an argument's Python type after its metavar (``ID <str>``); the metavar
+    already names the value, so the type is left out (options do this themselves)."""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", None) == "argument" and param.metavar:
+            param.display_type_rich = lambda ctx: None
+    for sub in getattr(command, "commands", {}).values():
+        _name_arguments_by_metavar(sub)
 
 
 class _Placeholder:

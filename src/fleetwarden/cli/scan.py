@@ -127,7 +127,9 @@ def scan(
     """Diff desired node pools against node dumps: labels (L1), taints (L2), allocatable (L3),
     kubelet versions (L4), instance type / OS / disk (SPEC) and node counts (COUNT).
 
-    Example: fleetwarden scan -d prod-eu-1=clusters/prod-eu-1/ -n prod-eu-1=nodes.json
+    \b
+    Example:
+      fleetwarden scan -d prod-eu-1=clusters/prod-eu-1/ -n prod-eu-1=nodes.json
     """
     settings = load_settings_or_fail(config)
     try:
@@ -173,7 +175,9 @@ def explain(
     came from: file:line, or the provisioner's default), unresolved (the expression), ignored
     (why) or unknown to fleetwarden.
 
-    Example: fleetwarden explain -d clusters/prod-eu-1/eksctl.yaml --pool ng-1
+    \b
+    Example:
+      fleetwarden explain -d clusters/prod-eu-1/eksctl.yaml --pool ng-1
     """
     settings = load_settings_or_fail(config)
     try:

@@ -23,7 +23,7 @@ from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
-from fleetwarden.cli.common import fail
+from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, fail
 from fleetwarden.cli.rendering import findings_table, literal, make_console
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable
@@ -122,15 +122,24 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         output: Annotated[
-            str,
-            typer.Option("--format", "-o", help="table (live view) or json (one event per line)."),
-        ] = "table",
+            OutputFormat,
+            typer.Option(
+                "--format",
+                "-o",
+                metavar=FORMAT_METAVAR,
+                help="table (live view) or json (one event per line).",
+            ),
+        ] = OutputFormat.table,
         probe_interval: Annotated[
-            float, typer.Option(help="Seconds between /readyz and /version probes.")
+            float,
+            typer.Option(metavar="SECONDS", help="Seconds between /readyz and /version probes."),
         ] = 10.0,
         duration: Annotated[
             float | None,
-            typer.Option(help="Stop after this many seconds (default: run until interrupted)."),
+            typer.Option(
+                metavar="SECONDS",
+                help="Stop after this many seconds (default: run until interrupted).",
+            ),
         ] = None,
         allow_empty: Annotated[
             bool,
@@ -143,8 +152,6 @@ def register(app: typer.Typer) -> None:
         """Watch live clusters: every node change re-diffs its pool at once; findings that
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
         scaled) are printed as they happen."""
-        if output not in ("table", "json"):
-            fail(f"--format must be table or json, not {output!r}")
         try:
             settings = load_settings(config)
             desired_args = [files.parse_path_arg(a) for a in desired]
@@ -177,7 +184,7 @@ def register(app: typer.Typer) -> None:
         except FormatError as exc:
             fail(str(exc))
         watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
-        runner = _JsonSink() if output == "json" else _LiveSink()
+        runner = _JsonSink() if output is OutputFormat.json else _LiveSink()
         hook = upgrade_hook([files.parse_path_arg(m) for m in manifests or ()], runner.emit)
         pools = loaded.pools
         try:
