@@ -168,7 +168,7 @@ def gate_command(
 
             endpoints.append(in_cluster_endpoint(in_cluster))
         if endpoints:
-            live_nodes, live_workloads = asyncio.run(read_gate_live(endpoints, live, fleet))
+            live_nodes, live_workloads = read_gate_live(endpoints, live, fleet)
             node_map.update(live_nodes)
             observed.update(live_workloads)
         state.apply_aliases(app, observed)

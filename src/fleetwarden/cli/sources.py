@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -32,8 +32,6 @@ from fleetwarden.adapters import files
 from fleetwarden.adapters.workload_files import load_desired_state, load_observed, workload_sources
 from fleetwarden.adapters.workload_sources import (
     app_from_argocd,
-    list_nodes,
-    list_workloads,
     parse_argo_ref,
 )
 from fleetwarden.app.fleet import missing_app
@@ -55,11 +53,10 @@ from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 from fleetwarden.ports.argocd import ArgoError
-from fleetwarden.ports.kube import CredentialError, KubeError
+from fleetwarden.ports.kube import CredentialError
 
 if TYPE_CHECKING:  # the HTTP clients load only when a live source is asked for
     from fleetwarden.adapters.argocd.client import ArgoCDClient
-    from fleetwarden.adapters.kube.client import KubeClient
 
 __all__ = [
     "AppOpt",
@@ -86,8 +83,6 @@ __all__ = [
     "read_gate_live",
     "workload_findings_table",
 ]
-
-T = TypeVar("T")
 
 
 AppOpt = Annotated[
@@ -300,43 +295,17 @@ def kube_endpoints(live: LiveSources) -> list[ClusterEndpoint]:
     return endpoints
 
 
-LIVE_CONCURRENCY = 32  # clusters read at once: kind to API servers and to this machine
-
-
-async def gather_live(
-    endpoints: Sequence[ClusterEndpoint], read: Callable[[KubeClient], Awaitable[T]]
-) -> dict[str, T]:
-    """``read`` on every cluster, ``LIVE_CONCURRENCY`` at a time, with a progress bar on a
-    terminal when there are several; the first failure names its cluster."""
-    from fleetwarden.adapters.kube.config import http_client_factory
-
-    gate = asyncio.Semaphore(LIVE_CONCURRENCY)
-    show = err_console().is_terminal and len(endpoints) > 1
-    with Progress(
+def _progress(total: int) -> Progress:
+    """A progress bar on stderr, shown on a terminal when several clusters are read."""
+    return Progress(
         TextColumn("reading live clusters"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=err_console(),
         transient=True,
-        disable=not show,
-    ) as bar:
-        task = bar.add_task("read", total=len(endpoints))
-
-        async def one(endpoint: ClusterEndpoint) -> tuple[str, T]:
-            async with gate:
-                try:
-                    client = http_client_factory(endpoint)
-                except KubeError as exc:
-                    raise FormatError(endpoint.name, str(exc)) from None
-                async with client:
-                    # an exec plugin runs first: if it fails, its own error is the message
-                    await client.authenticate()
-                    result = await read(client)
-                bar.advance(task)
-                return endpoint.name, result
-
-        return dict(await asyncio.gather(*(one(e) for e in endpoints)))
+        disable=not (err_console().is_terminal and total > 1),
+    )
 
 
 def load_live_workloads(live: LiveSources, *, app_label: str | None) -> dict[str, wl.ObjectIndex]:
@@ -344,31 +313,36 @@ def load_live_workloads(live: LiveSources, *, app_label: str | None) -> dict[str
     endpoints = kube_endpoints(live)
     if not endpoints:
         return {}
-    return asyncio.run(
-        gather_live(
-            endpoints,
-            lambda c: list_workloads(c, namespaces=live.namespaces, app_label=app_label),
+    from fleetwarden.adapters import live_workloads
+
+    with _progress(len(endpoints)) as bar:
+        task = bar.add_task("read", total=len(endpoints))
+        return asyncio.run(
+            live_workloads.read_workloads(
+                endpoints,
+                namespaces=live.namespaces,
+                app_label=app_label,
+                on_done=lambda _: bar.advance(task),
+            )
         )
-    )
 
 
-async def read_gate_live(
+def read_gate_live(
     endpoints: Sequence[ClusterEndpoint], live: LiveSources, fleet: FleetSettings
 ) -> tuple[dict[str, list[ObservedNode]], dict[str, wl.ObjectIndex]]:
-    """Nodes, workloads and HPAs of each live cluster: all the gate reads (never a Secret
-    or a ConfigMap, so its RBAC need not grant them)."""
+    """Nodes, workloads and HPAs of each live cluster, for the gate."""
+    from fleetwarden.adapters import live_workloads
 
-    async def read(client: KubeClient) -> tuple[list[ObservedNode], wl.ObjectIndex]:
-        found = await list_workloads(
-            client,
-            namespaces=live.namespaces,
-            kinds=wl.WORKLOAD_KINDS | {wl.AUTOSCALER_KIND},
-            app_label=fleet.app_label,
+    with _progress(len(endpoints)) as bar:
+        task = bar.add_task("read", total=len(endpoints))
+        return asyncio.run(
+            live_workloads.read_gate_inputs(
+                endpoints,
+                namespaces=live.namespaces,
+                app_label=fleet.app_label,
+                on_done=lambda _: bar.advance(task),
+            )
         )
-        return await list_nodes(client), found
-
-    got = await gather_live(endpoints, read)
-    return {c: n for c, (n, _) in got.items()}, {c: w for c, (_, w) in got.items()}
 
 
 def load_fleet(
