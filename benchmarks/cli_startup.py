@@ -12,7 +12,9 @@ the runs of the different commands interleaved so that load on the machine hits 
 - ``python -m fleetwarden gate --help`` (Typer resolves the one command it is asked about).
 
 Prints each time, its ratio to the bare interpreter, and the goals (``--help`` at most 10x,
-``scan`` of a 3-node dump at most 0.3 s).
+``scan`` of a 3-node dump at most 0.3 s). ``--before SRC`` adds the same commands run from
+another source tree (e.g. a checkout of main before issue 12, through its
+``fleetwarden.entrypoints.cli:main``), interleaved in the same run.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def _time(cmd: list[str], env: dict[str, str]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--before", type=Path, help="another src/ tree to time side by side")
     args = ap.parse_args()
     py = sys.executable
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "0"}
@@ -61,16 +64,26 @@ def main() -> None:
                 "-n", str(dump), "-o", "json",
             ],
         }  # fmt: skip
-        for cmd in cases.values():  # warm the bytecode caches once
-            _time(cmd, env)
+        envs = dict.fromkeys(cases, env)
+        if args.before is not None:
+            old = {**env, "PYTHONPATH": str(args.before.resolve())}
+            run_old = "import sys; from fleetwarden.entrypoints.cli import main; main()"
+            for name, cmd in list(cases.items())[1:]:
+                if "--version" in cmd:
+                    continue  # the old command line had none
+                label = f"before: {name}"
+                cases[label] = [py, "-c", run_old, *cmd[3:]]
+                envs[label] = old
+        for name, cmd in cases.items():  # warm the bytecode caches once
+            _time(cmd, envs[name])
         best = dict.fromkeys(cases, float("inf"))
         for _ in range(args.runs):
             for name, cmd in cases.items():
-                best[name] = min(best[name], _time(cmd, env))
+                best[name] = min(best[name], _time(cmd, envs[name]))
     floor = best["python -c pass"]
     print(f"python {sys.version.split()[0]} ({py}), best of {args.runs}, {os.cpu_count()} cores")
     for name, took in best.items():
-        print(f"  {name:<28} {took * 1000:8.1f} ms  {took / floor:6.1f}x")
+        print(f"  {name:<36} {took * 1000:8.1f} ms  {took / floor:6.1f}x")
     help_ratio = best["fleetwarden --help"] / floor
     scan = best["fleetwarden scan (3 nodes)"]
     print(
