@@ -145,3 +145,20 @@ def test_the_core_allow_list_refuses_io_third_party_and_other_layers(source):
 def test_the_core_allow_list_accepts_the_core_and_pure_stdlib():
     source = "import re\nfrom . import findings\nfrom fleetwarden.core.pools import NodePoolSpec"
     assert core_imports_outside_allow_list(source, "x.py") == []
+
+
+MAX_MODULE_LINES = 800
+TOO_LONG_ALLOWED: set[str] = set()  # entrypoints/fleet_cmd.py was dismantled (issue #12)
+
+
+def test_no_module_is_longer_than_800_lines():
+    """A module over 800 lines holds several concerns: split it along them (issue #12)."""
+    src = ROOT / "src" / "fleetwarden"
+    too_long = {
+        str(p.relative_to(src)): n
+        for p in sorted(src.rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    for allowed in TOO_LONG_ALLOWED:
+        too_long.pop(allowed, None)
+    assert not too_long, f"modules over {MAX_MODULE_LINES} lines: {too_long}"

@@ -15,7 +15,7 @@ from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_sto
 from fleetwarden.app.notifying import NotifyError
 from fleetwarden.app.recording import Recorder
 from fleetwarden.app.relaying import EventRelay
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 
 
 class Feed:
@@ -47,7 +47,7 @@ def event(i: int) -> ChangeEvent:
         id=f"e{i}",
         source="aws.eks",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster="prod-eu-1",
     ).via("aws")

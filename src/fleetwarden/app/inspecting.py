@@ -31,6 +31,7 @@ from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.subjects import NodePoolRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
 
@@ -102,9 +103,9 @@ class Inspector:
         self.indexes = {c: PoolIndex(s) for c, s in by_cluster.items()}
         self.seen = _SeenKeys()
         self.stats = InspectionStats()
-        self._last_run: dict[tuple[str, str | None], float] = {}
-        self._pending: dict[tuple[str, str | None], list[Delivery]] = {}
-        self._timers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
+        self._last_run: dict[NodePoolRef, float] = {}
+        self._pending: dict[NodePoolRef, list[Delivery]] = {}
+        self._timers: dict[NodePoolRef, asyncio.Task[None]] = {}
         self._acking: set[asyncio.Task[None]] = set()  # trailing inspections being acked
         self._pool_labels = options.pool_labels or POOL_LABELS
 
@@ -125,7 +126,7 @@ class Inspector:
     async def handle(self, deliveries: Sequence[Delivery]) -> None:
         now_dt = datetime.fromtimestamp(self.clock(), UTC)
         ack_now: list[Delivery] = []
-        leading: dict[tuple[str, str | None], list[Delivery]] = {}
+        leading: dict[NodePoolRef, list[Delivery]] = {}
         fresh: list[Delivery] = []
         batch_keys: set[str] = set()
         for d in deliveries:
@@ -157,7 +158,7 @@ class Inspector:
             self.stats.processed += 1
             self.attribution.record(event, now=now_dt)
             key = eventrules.coalesce_key(event)
-            if key is None or key[0] not in self.indexes:
+            if key is None or key.cluster not in self.indexes:
                 ack_now.append(d)  # nothing to inspect: recorded, done
                 continue
             last = self._last_run.get(key)
@@ -188,7 +189,7 @@ class Inspector:
         self.on_count("duplicate", 1)
         ack_now.append(d)
 
-    async def _trailing(self, key: tuple[str, str | None], delay: float) -> None:
+    async def _trailing(self, key: NodePoolRef, delay: float) -> None:
         me = asyncio.current_task()
         try:
             await asyncio.sleep(delay)
@@ -209,9 +210,9 @@ class Inspector:
             if me is not None:
                 self._acking.discard(me)
 
-    def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
+    def _inspect(self, key: NodePoolRef, group: list[Delivery]) -> None:
         """Diff the pool (or the whole cluster) now; the caller acknowledges ``group``."""
-        cluster, pool = key
+        cluster, pool = key.cluster, key.pool
         self._last_run[key] = self.clock()
         index = self.indexes[cluster]
         nodes = self.nodes(cluster)

@@ -38,14 +38,13 @@ from fleetwarden.core.findings import Finding
 from fleetwarden.entrypoints import door
 from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.events import Parsed, Reply
+from fleetwarden.formats.events import SOURCES, Parsed, Reply
 from fleetwarden.ports.queue import EventQueue, QueueFull, QueueUnavailable
 
 __all__ = ["SOURCES", "GatewayConfig", "SourceAuth", "create_app"]
 
 log = logging.getLogger("fleetwarden.gateway")
 
-SOURCES = ("aws", "azure", "gcp", "cloudevents", "argocd", "flux")
 Parser = Callable[[Any, Mapping[str, str], datetime], Parsed]
 
 
