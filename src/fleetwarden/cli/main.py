@@ -72,7 +72,7 @@ class _LazyGroup(TyperGroup):
         module.register(sub)
         for name, command in typer.main.get_group(sub).commands.items():
             command.short_help = COMMANDS[name].summary if name in COMMANDS else None
-            _name_arguments_by_metavar(command)
+            _name_values(command)
             self.commands.setdefault(name, command)
         return self.commands.get(cmd_name)
 
@@ -94,14 +94,21 @@ class _LazyGroup(TyperGroup):
             formatter.write_dl(rows)
 
 
-def _name_arguments_by_metavar(command: Any) -> None:
-    """Typer prints an argument's Python type after its metavar (``ID <str>``); the metavar
-    already names the value, so the type is left out (options do this themselves)."""
+def _name_values(command: Any) -> None:
+    """Placeholders that name the values: an option of a fixed set of values without a
+    metavar shows them bare (``--format table|json``, not Typer's ``<table|json>``); an
+    argument with a metavar does not repeat its Python type after it (``ID``, not
+    ``ID <str>``)."""
     for param in getattr(command, "params", ()):
-        if getattr(param, "param_type_name", None) == "argument" and param.metavar:
+        kind = getattr(param, "param_type_name", None)
+        if kind == "argument" and param.metavar:
             param.display_type_rich = lambda ctx: None
+        elif kind == "option" and param.metavar is None and not param.is_flag:
+            shown = param.display_type(None)
+            if shown and shown.startswith("<") and shown.endswith(">") and "|" in shown:
+                param.metavar = shown[1:-1]
     for sub in getattr(command, "commands", {}).values():
-        _name_arguments_by_metavar(sub)
+        _name_values(sub)
 
 
 class _Placeholder:
