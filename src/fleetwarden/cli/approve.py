@@ -11,7 +11,6 @@ import httpx
 import typer
 
 from fleetwarden.cli.common import fail, warn
-from fleetwarden.entrypoints.service_config import load_service_config
 from fleetwarden.formats.errors import FormatError
 
 __all__ = ["register"]
@@ -61,6 +60,8 @@ def register(app: typer.Typer) -> None:
         cancelled: this says so and exits 1, and nothing is done."""
         if config is not None:
             try:
+                from fleetwarden.entrypoints.service_config import load_service_config
+
                 cfg = load_service_config(config)
             except FormatError as exc:
                 fail(str(exc))

@@ -30,7 +30,6 @@ from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, fail
 from fleetwarden.cli.rendering import dumps, json_safe, line, literal, make_console
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
-from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.ports.audit import AuditStoreError
 
 if TYPE_CHECKING:
@@ -115,6 +114,8 @@ def resolve_store_url(store: str | None, config: Path | None) -> str:
         raw = {}
     if not isinstance(raw, dict):
         raise ValueError(f"{config}: the config must be a mapping with a `store` key")
+    from fleetwarden.entrypoints.service_config import default_store
+
     value = raw.get("store") or default_store()  # the `store` default of `fleetwarden serve`
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{config}: `store` must be a database URL string")

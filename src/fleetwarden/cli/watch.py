@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group
@@ -32,12 +32,13 @@ from fleetwarden.core.fleet import NothingToCompare, check_comparable, severity_
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
-from fleetwarden.entrypoints.service_config import ServiceConfig, service_config_from
 from fleetwarden.entrypoints.settings import load_settings
-from fleetwarden.entrypoints.workloads_api import load_apps
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
+
+if TYPE_CHECKING:  # the serve stack loads only when applications are followed
+    from fleetwarden.entrypoints.service_config import ServiceConfig
 
 __all__ = ["register", "upgrade_hook"]
 
@@ -237,6 +238,9 @@ class _Followed:
                 verify=not self.config.argocd_insecure,
             )
         try:
+            # the serve stack's loader: imported only when applications are followed
+            from fleetwarden.entrypoints.workloads_api import load_apps
+
             desired, failures = await load_apps(self.config, client)
         finally:
             if client is not None:
@@ -268,6 +272,8 @@ def _followed(
         section["namespaces"] = list(namespaces)
     doc = {k: raw[k] for k in ("fleet", "argocd", "scan") if k in raw}
     doc["workloads"] = section
+    from fleetwarden.entrypoints.service_config import service_config_from
+
     cfg = service_config_from(doc, source=str(config or "--follow"))
     return _Followed(cfg)
 
