@@ -26,6 +26,7 @@ import typer
 import yaml
 from rich.table import Table
 
+from fleetwarden.app.healing import record_summary
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, fail
 from fleetwarden.cli.rendering import dumps, json_safe, line, literal, make_console
 from fleetwarden.core.audit import AuditKind, AuditRecord
@@ -340,7 +341,7 @@ def _table(found: list[AuditRecord]) -> Table:
             literal(r.cluster or "—"),
             literal(r.pool or "—"),
             literal(r.actor or "—"),
-            literal(r.summary),
+            literal(record_summary(r)),
             literal(", ".join(r.refs) or "—"),
             literal(r.id),
         )

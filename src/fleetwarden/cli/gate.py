@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -51,11 +52,17 @@ __all__ = ["gate_command", "register"]
 def _print_gate(result: GateResult) -> None:
     console = make_console()
     if result.findings:
-        console.print(workload_findings_table(sorted(result.findings, key=severity_order)))
+        # a blocking finding's message is its reason, given once below
+        rows = [replace(f, message="") if f.id in result.blocking else f for f in result.findings]
+        console.print(workload_findings_table(sorted(rows, key=severity_order)))
     for note in result.notes:
         console.print(line((f"note: {note}", "dim")), highlight=False)
     if result.blocked:
-        console.print(line(("gate: BLOCK", "bold red"), f" sync of {result.app}:"), highlight=False)
+        n = len(result.reasons)
+        why = f"{n} reason" if n == 1 else f"{n} reasons"
+        console.print(
+            line(("gate: BLOCK", "bold red"), f" sync of {result.app} ({why}):"), highlight=False
+        )
         for reason in result.reasons:
             console.print(line(f"  - {reason}"), highlight=False)
     else:
@@ -191,11 +198,12 @@ def gate_command(
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
         _print_gate(result)
-    if result.blocked:
-        # one line on stderr too: Argo CD shows the hook's last log lines in the sync status
+    if result.blocked and output is OutputFormat.json:
+        # stdout is for machines: one line for people on stderr (the table says it already)
         first = result.reasons[0] if result.reasons else ""
+        more = f" (+{len(result.reasons) - 1} more)" if len(result.reasons) > 1 else ""
         err_console().print(
-            line(f"fleetwarden gate: blocked sync of {app}: {first}"),
+            line(f"fleetwarden gate: blocked sync of {app}: {first}{more}"),
             highlight=False,
             soft_wrap=True,
         )

@@ -43,7 +43,7 @@ from fleetwarden.cli.common import (
     err_console,
     fail,
 )
-from fleetwarden.cli.rendering import SEVERITY_STYLE, line, literal, print_skipped
+from fleetwarden.cli.rendering import SEVERITY_STYLE, cell_text, line, literal, print_skipped
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import AppDesired, DesiredState
@@ -420,8 +420,4 @@ def workload_findings_table(findings: Sequence[Finding], *, title: str | None = 
 
 
 def _cell(value: object) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "[]"
-    return str(value)
+    return cell_text(value)

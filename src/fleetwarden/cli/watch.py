@@ -24,7 +24,7 @@ from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, fail
-from fleetwarden.cli.rendering import findings_table, literal, make_console
+from fleetwarden.cli.rendering import event_text, findings_table, literal, make_console
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.desired_apps import DesiredApps
@@ -340,16 +340,8 @@ class _LiveSink:
 
     def emit(self, event: Event) -> None:
         data = event.to_json()
-        if isinstance(event, FindingEvent):
-            f = event.finding
-            line = (
-                f"{data['at']} {event.type.value:<16} {f.severity.value:<8} {f.cluster}/"
-                f"{f.pool} {f.layer.value} {f.field}: {f.expected!r} -> {f.actual!r}"
-            )
-        else:
-            rest = {k: v for k, v in data.items() if k not in ("type", "cluster", "at")}
-            line = f"{data['at']} {data['type']:<16} {data['cluster']} {rest}"
-        self.log.append(literal(line))
+        finding = event.finding if isinstance(event, FindingEvent) else None
+        self.log.append(literal(event_text(data, finding)))
         current = sorted(self.fleet.tracker.current(), key=severity_order) if self.fleet else []
         self.live.update(
             Group(
