@@ -38,13 +38,13 @@ from typing import Any
 
 import orjson
 
+from fleetwarden.app import fleet as fleet_app
 from fleetwarden.core import workloads as wl
-from fleetwarden.entrypoints import fleet_cmd
 from fleetwarden.formats.workloads import parse_workload_dump
 
 APPS = 20
 TARGET_APP = "app-07"
-CLI = "from fleetwarden.entrypoints import cli, fleet_cmd; fleet_cmd.register(cli.app); cli.main()"
+CLI = "from fleetwarden.cli.main import main; main()"
 
 
 def desired_app(app: str, n: int, rnd: random.Random) -> list[dict[str, Any]]:
@@ -282,8 +282,8 @@ def main() -> None:
             observed[path.stem] = wl.ObjectIndex(parse_workload_dump(str(path), path.read_bytes()))
         print(f"cache filled with all objects of all clusters in {time.perf_counter() - t:.1f}s")
         desired_by = dict.fromkeys(observed, desired)
-        first, doc = best(lambda: fleet_cmd.build_versions(TARGET_APP, desired_by, observed), 1)
-        warm, doc = best(lambda: fleet_cmd.build_versions(TARGET_APP, desired_by, observed), 5)
+        first, doc = best(lambda: fleet_app.build_versions(TARGET_APP, desired_by, observed), 1)
+        warm, doc = best(lambda: fleet_app.build_versions(TARGET_APP, desired_by, observed), 5)
         s = doc["summary"]
         print(
             f"fleet versions, warm cache: {warm * 1000:.0f} ms (first query, models still to "

@@ -45,10 +45,110 @@ def test_core_modules_have_docstrings():
             assert importlib.import_module(name).__doc__, name
 
 
+# --------------------------------------------------------------------------- core allow list
+
+# The core is pure (STYLE.md): values, rules, decisions. It may import itself and these
+# standard-library modules, which do no I/O, read no clock and keep no process state. Anything
+# else (os, time, random, logging, asyncio, pathlib, a third-party package, another layer of
+# fleetwarden) fails the test below: an allow list, where import-linter can only forbid.
+CORE_ALLOWED = frozenset(
+    {
+        "__future__",
+        "abc",
+        "base64",
+        "binascii",
+        "bisect",
+        "collections",
+        "collections.abc",
+        "contextlib",
+        "copy",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "difflib",
+        "enum",
+        "fnmatch",
+        "fractions",
+        "functools",
+        "hashlib",
+        "heapq",
+        "hmac",
+        "ipaddress",
+        "itertools",
+        "json",
+        "json.encoder",
+        "math",
+        "numbers",
+        "operator",
+        "re",
+        "statistics",
+        "string",
+        "textwrap",
+        "types",
+        "typing",
+        "unicodedata",
+    }
+)
+CORE = ROOT / "src" / "fleetwarden" / "core"
+
+
+def core_imports_outside_allow_list(source: str, path: str) -> list[str]:
+    """Every import in ``source`` (a module of ``fleetwarden.core``) that is neither the core
+    itself nor in ``CORE_ALLOWED``, as ``path:line: module``."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source, path)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: inside the core package
+                continue
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            if name == "fleetwarden.core" or name.startswith("fleetwarden.core."):
+                continue
+            if name not in CORE_ALLOWED:
+                found.append(f"{path}:{node.lineno}: {name}")
+    return found
+
+
+def test_core_imports_only_itself_and_pure_stdlib_modules():
+    """The allow list holds for every module of the core (in functions and TYPE_CHECKING
+    blocks too)."""
+    bad = []
+    for path in sorted(CORE.rglob("*.py")):
+        bad.extend(core_imports_outside_allow_list(path.read_text(), str(path.relative_to(ROOT))))
+    assert not bad, "the core imports outside its allow list:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import os",
+        "import time",
+        "from pathlib import Path",
+        "import sqlalchemy",
+        "from starlette.requests import Request",
+        "from fleetwarden.formats import nodes",
+        "import fleetwarden.app.scanning",
+        "def f():\n    import logging",
+        "from collections import abc\nimport asyncio.tasks",
+    ],
+)
+def test_the_core_allow_list_refuses_io_third_party_and_other_layers(source):
+    assert core_imports_outside_allow_list(source, "x.py")
+
+
+def test_the_core_allow_list_accepts_the_core_and_pure_stdlib():
+    source = "import re\nfrom . import findings\nfrom fleetwarden.core.pools import NodePoolSpec"
+    assert core_imports_outside_allow_list(source, "x.py") == []
+
+
 MAX_MODULE_LINES = 800
-# entrypoints/fleet_cmd.py is being dismantled into app/ and cli/ (issue #12); it goes away,
-# and with it this exception
-TOO_LONG_ALLOWED = {"entrypoints/fleet_cmd.py"}
+TOO_LONG_ALLOWED: set[str] = set()  # entrypoints/fleet_cmd.py was dismantled (issue #12)
 
 
 def test_no_module_is_longer_than_800_lines():

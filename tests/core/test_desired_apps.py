@@ -8,7 +8,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleetwarden.core import workloads as wl
-from fleetwarden.core.desired_apps import AppDesired, DesiredApps, Writer, last_writer
+from fleetwarden.core.desired_apps import (
+    AppDesired,
+    DesiredApps,
+    Writer,
+    last_writer,
+    merge_aliases,
+    merge_apps,
+    merge_objects,
+    overlay_index,
+)
 
 
 def obj(kind: str, name: str, *, app: str | None = None, ns: str | None = None) -> Any:
@@ -127,3 +136,36 @@ def test_an_alias_makes_another_applications_objects_the_apps_in_one_cluster():
 
     apps = DesiredApps([AppDesired("shop", {None: []}, aliases={"prod-eu-1": ("shop-prod-eu-1",)})])
     assert apps.concerned(wl.ObjectKey("ConfigMap", "shop", "x"), "shop-prod-eu-1") == {"shop"}
+
+
+def test_parts_merge_per_cluster_in_order_with_their_aliases_and_sources():
+    files = AppDesired("shop", {None: [obj("ConfigMap", "a")]}, sources=("git/",))
+    argo = AppDesired(
+        "shop",
+        {None: [obj("ConfigMap", "b")], "eu": [obj("ConfigMap", "c")]},
+        sources=("argocd:shop", "argocd:shop-eu"),
+        aliases={"eu": ("shop-eu",)},
+    )
+    more = AppDesired("shop", {"eu": [obj("ConfigMap", "d")]}, aliases={"eu": ("shop-eu-2",)})
+    merged = merge_apps("shop", [files, argo, more])
+    assert [o.key.name for o in merged.objects[None]] == ["a", "b"]
+    assert [o.key.name for o in merged.objects["eu"]] == ["c", "d"]
+    assert merged.aliases == {"eu": ("shop-eu", "shop-eu-2")}
+    assert merged.sources == ("git/", "argocd:shop", "argocd:shop-eu")
+    assert merge_apps("shop", []).objects == {}
+
+
+def test_an_overlay_index_replaces_same_keyed_objects_and_leaves_the_parts_alone():
+    base = [obj("ConfigMap", "a"), obj("ConfigMap", "b")]
+    changed = obj("ConfigMap", "b", ns=None)
+    objects = merge_objects([{None: base}, {"eu": [changed, obj("ConfigMap", "c")]}])
+    eu = overlay_index(objects, "eu")
+    assert sorted(k.name for k in eu.objects) == ["a", "b", "c"]
+    assert eu.objects[changed.key] is changed
+    assert sorted(k.name for k in overlay_index(objects, None).objects) == ["a", "b"]
+    assert sorted(k.name for k in overlay_index(objects, "us").objects) == ["a", "b"]
+    assert [o.key.name for o in objects[None]] == ["a", "b"]  # no part was changed
+    assert merge_aliases([{"eu": ("x",)}, {"eu": ("y",), "us": ("z",)}]) == {
+        "eu": ("x", "y"),
+        "us": ("z",),
+    }

@@ -5,7 +5,7 @@ Exit codes pinned: verify 0 intact / 1 broken (naming the first bad record) / 2 
 (with a message, never a traceback).  Tampering is raw SQL with the append-only triggers
 switched off, as a database owner could do it.
 
-Until ``audit_cmd.register`` is wired into ``cli.py``, FW_AUDIT_CLI_SHIM=1 runs the same
+FW_AUDIT_CLI_SHIM=1 runs the same
 commands through a minimal Typer app holding only the ``audit`` group.
 """
 
@@ -34,11 +34,11 @@ from tests.support import pg_env
 EXE = shutil.which("fleetwarden", path=str(Path(sys.executable).parent)) or "fleetwarden"
 SHIM = """
 import typer
-from fleetwarden.entrypoints import audit_cmd
+from fleetwarden.cli import audit
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 @app.callback()
 def main() -> None: ...
-audit_cmd.register(app)
+audit.register(app)
 app(prog_name="fleetwarden")
 """
 _dbs = itertools.count(1)
@@ -64,7 +64,7 @@ def cli() -> None:
     if r.returncode != 0 or "verify" not in r.stdout:
         pytest.fail(
             "`fleetwarden audit` is not available: wire "
-            "fleetwarden.entrypoints.audit_cmd.register(app) into entrypoints/cli.py "
+            "fleetwarden.cli.audit into fleetwarden.cli.main.COMMANDS "
             f"(or set FW_AUDIT_CLI_SHIM=1).\n{r.stdout}{r.stderr}"
         )
 

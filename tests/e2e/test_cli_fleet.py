@@ -22,7 +22,8 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from fleetwarden.entrypoints import fleet_cmd
+from fleetwarden.cli import fleet as fleet_cli
+from fleetwarden.cli import gate as gate_cli
 from tests.core.test_workloads import liveify, load_docs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,7 +140,8 @@ def lose_label(tree: Path) -> None:
 
 def _app() -> typer.Typer:
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    fleet_cmd.register(app)
+    fleet_cli.register(app)
+    gate_cli.register(app)
 
     @app.callback()
     def _root() -> None:  # a group, like the real command line

@@ -6,8 +6,8 @@ import asyncio
 import shutil
 
 from fleetwarden.adapters.files import parse_path_arg
+from fleetwarden.cli.watch import upgrade_hook
 from fleetwarden.core.lifecycle import LifecycleType
-from fleetwarden.entrypoints.watch_cmd import upgrade_hook
 
 
 def test_upgrade_to_1_25_reports_the_removed_apis_of_that_cluster(realdata, tmp_path):

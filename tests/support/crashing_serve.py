@@ -20,7 +20,8 @@ import os
 import signal
 
 from fleetwarden.adapters.queue.nats import NatsQueue
-from fleetwarden.entrypoints import cli, serve_cmd
+from fleetwarden.cli.main import main as cli_main
+from fleetwarden.entrypoints import serve_cmd
 from fleetwarden.entrypoints.service_config import ServiceConfig
 
 
@@ -50,7 +51,7 @@ def main() -> None:
         return service
 
     serve_cmd.build_service = build_with_fault  # type: ignore[assignment]
-    cli.main()
+    cli_main()
 
 
 if __name__ == "__main__":

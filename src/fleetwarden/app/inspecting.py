@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fleetwarden.app.recording import Checkpoint, no_checkpoint
+from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.core import eventrules
 from fleetwarden.core.attribution import Attribution
-from fleetwarden.core.diffing import PoolIndex, diff_pool
+from fleetwarden.core.diffing import PoolIndex
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
@@ -221,17 +222,22 @@ class Inspector:
             self.on_count("no_data", 1)
         else:
             specs = [index.spec_for(pool)] if pool is not None else list(index.specs.values())
-            for spec in specs:
-                if spec is None:
-                    continue  # an unknown pool: flagged on the event already
-                members = [
-                    n
-                    for n in nodes
-                    if index.spec_for(pool_of(n, pool_labels=self._pool_labels)) is spec
-                ]
-                findings = diff_pool(spec, members, cluster=cluster, options=self.options)
-                for ev in self.tracker.update((cluster, spec.name), findings, now=now_dt):
-                    self.emit(ev)
+            groups = {
+                spec.name: (
+                    spec,
+                    [
+                        n
+                        for n in nodes
+                        if index.spec_for(pool_of(n, pool_labels=self._pool_labels)) is spec
+                    ],
+                )
+                for spec in specs
+                if spec is not None  # an unknown pool: flagged on the event already
+            }
+            for ev in diff_and_track(
+                self.tracker, cluster, groups, options=self.options, now=now_dt
+            ):
+                self.emit(ev)
             self.stats.inspections += 1
             self.on_count("inspected", 1)
         done = self.clock()

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
 from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.diffing import PoolIndex, diff_pool, diff_strays
+from fleetwarden.core.diffing import PoolIndex
 from fleetwarden.core.lifecycle import (
     ClusterHealth,
     HealthTracker,
@@ -264,14 +265,10 @@ class ClusterWatcher:
     async def _rediff(self, scope: str | None) -> None:
         options = self.settings.options
         spec = self.index.specs.get(scope) if scope is not None else None
-        nodes = self.nodes_of(scope)
-        if spec is not None:
-            findings = diff_pool(spec, nodes, cluster=self.cluster, options=options)
-        elif nodes:
-            findings = diff_strays(self.cluster, scope, nodes, options=options)
-        else:
-            findings = []
-        for event in self.tracker.update((self.cluster, scope), findings, now=self.now()):
+        groups = {scope: (spec, self.nodes_of(scope))}
+        for event in diff_and_track(
+            self.tracker, self.cluster, groups, options=options, now=self.now()
+        ):
             await _emit(self.emit, event)
 
     # --- health --------------------------------------------------------------------------

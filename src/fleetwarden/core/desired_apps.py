@@ -8,6 +8,12 @@ two things of it: the desired index of (app, cluster) -- clusters without an ove
 one index, so its models are built once for the fleet -- and which applications an observed
 change can concern.
 
+The merge of desired parts (an application's files and its Argo CD applications, or every
+``--desired`` path of a command) is here too, once: ``merge_objects`` and ``merge_aliases``
+concatenate per cluster, ``merge_apps`` makes one ``AppDesired`` of several, and
+``overlay_index`` builds a cluster's desired index (the objects of every cluster, then the
+cluster's overlay replacing same-keyed ones).
+
 ``last_writer`` reads an object's ``managedFields`` for the field manager that wrote it last
 (``kubectl-set``, ``kubectl-edit``, ``argocd-controller``, ``helm``...): the "who" of a drift
 seen live. Pure: no I/O, no clock.
@@ -19,9 +25,52 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetwarden.core.fleet import Skip
+from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.workloads import ManifestObject, ObjectIndex, ObjectKey
 
-__all__ = ["AppDesired", "DesiredApps", "Writer", "last_writer"]
+__all__ = [
+    "AppDesired",
+    "DesiredApps",
+    "DesiredState",
+    "Writer",
+    "last_writer",
+    "merge_aliases",
+    "merge_apps",
+    "merge_objects",
+    "overlay_index",
+]
+
+Objects = Mapping[str | None, Sequence[ManifestObject]]  # cluster (None: all) -> objects
+Aliases = Mapping[str, tuple[str, ...]]  # cluster -> other application names there
+
+
+def merge_objects(parts: Iterable[Objects]) -> dict[str | None, list[ManifestObject]]:
+    """Per cluster (``None``: all clusters), the objects of every part, in order."""
+    out: dict[str | None, list[ManifestObject]] = {}
+    for part in parts:
+        for cluster, objs in part.items():
+            out.setdefault(cluster, []).extend(objs)
+    return out
+
+
+def merge_aliases(parts: Iterable[Aliases]) -> dict[str, tuple[str, ...]]:
+    """Per cluster, the application aliases of every part, in order."""
+    out: dict[str, tuple[str, ...]] = {}
+    for part in parts:
+        for cluster, names in part.items():
+            out[cluster] = (*out.get(cluster, ()), *names)
+    return out
+
+
+def overlay_index(objects: Objects, cluster: str | None) -> ObjectIndex:
+    """The desired index of ``cluster``: every cluster's objects, then the cluster's own
+    (its overlay) replacing those with the same key. ``None``: the shared index."""
+    index = ObjectIndex(objects.get(None, ()))
+    if cluster is not None:
+        for obj in objects.get(cluster, ()):
+            index.put(obj)
+    return index
 
 
 @dataclass(slots=True)
@@ -49,10 +98,7 @@ class AppDesired:
         key = cluster if self.objects.get(cluster) else None
         index = self._indexes.get(key)
         if index is None:
-            index = ObjectIndex(self.objects.get(None, ()))
-            for obj in self.objects.get(key, ()) if key is not None else ():
-                index.put(obj)
-            self._indexes[key] = index
+            index = self._indexes[key] = overlay_index(self.objects, key)
         return index
 
     def names(self) -> set[tuple[str, str]]:
@@ -60,6 +106,53 @@ class AppDesired:
 
     def __len__(self) -> int:
         return sum(len(objs) for objs in self.objects.values())
+
+
+def merge_apps(name: str, parts: Sequence[AppDesired]) -> AppDesired:
+    """One application's desired state from several parts (its files, its Argo CD
+    applications): objects and aliases concatenated per cluster, sources in order."""
+    return AppDesired(
+        name,
+        merge_objects(p.objects for p in parts),
+        sources=tuple(s for p in parts for s in p.sources),
+        aliases=merge_aliases(p.aliases for p in parts),
+    )
+
+
+@dataclass(slots=True)
+class DesiredState:
+    """Desired objects (all clusters: key None; a cluster's overlay: its name), pools, skips."""
+
+    objects: dict[str | None, list[ManifestObject]] = field(default_factory=dict)
+    pools: list[NodePoolSpec] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # see AppDesired
+    # files that could not be read or parsed (also in skipped): always shown
+    unreadable: list[Skip] = field(default_factory=list)
+
+    def add(self, app: AppDesired) -> None:
+        self.objects = merge_objects([self.objects, app.objects])
+        self.aliases = merge_aliases([self.aliases, app.aliases])
+
+    def apply_aliases(self, app: str, observed: Mapping[str, ObjectIndex]) -> None:
+        """In a cluster whose overlay is another Argo CD application, objects labelled for
+        that application are the app's."""
+        for cluster, index in observed.items():
+            index.set_aliases(app, self.aliases.get(cluster, ()))
+
+    def names(self) -> set[tuple[str, str]]:
+        return {(o.key.kind, o.key.name) for objs in self.objects.values() for o in objs}
+
+    def apps(self) -> set[str]:
+        return {o.app for objs in self.objects.values() for o in objs if o.app}
+
+    def indexes(self, clusters: Iterable[str]) -> dict[str, ObjectIndex]:
+        """One desired index per cluster; clusters without an overlay share one (its models
+        are then built once for the whole fleet)."""
+        base = overlay_index(self.objects, None)
+        return {
+            c: overlay_index(self.objects, c) if self.objects.get(c) else base for c in clusters
+        }
 
 
 class DesiredApps:

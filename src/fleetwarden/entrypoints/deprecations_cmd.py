@@ -26,11 +26,8 @@ import typer
 from rich.text import Text
 
 from fleetwarden.adapters import files, helm
-from fleetwarden.core import deprecations
-from fleetwarden.core.deprecations import DeprecationFinding, DeprecationTable, Status
-from fleetwarden.core.fleet import Skip
-from fleetwarden.entrypoints.common import WideOpt, fail
-from fleetwarden.entrypoints.rendering import (
+from fleetwarden.cli.common import WideOpt, fail
+from fleetwarden.cli.rendering import (
     Col,
     Grid,
     dumps,
@@ -39,6 +36,9 @@ from fleetwarden.entrypoints.rendering import (
     make_console,
     print_skipped,
 )
+from fleetwarden.core import deprecations
+from fleetwarden.core.deprecations import DeprecationFinding, DeprecationTable, Status
+from fleetwarden.core.fleet import Skip
 from fleetwarden.formats import manifests
 from fleetwarden.formats.desired import YAML_SUFFIXES
 from fleetwarden.formats.documents import Document

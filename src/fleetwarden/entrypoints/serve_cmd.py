@@ -53,6 +53,8 @@ from fleetwarden.app.recording import Checkpoint, Recorder, no_checkpoint
 from fleetwarden.app.relaying import EventRelay
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
+from fleetwarden.cli.common import fail, warn
+from fleetwarden.cli.rendering import visible
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.diffing import diff_cluster
@@ -66,12 +68,10 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.entrypoints import dashboard, gateway_process, history_api, supervisor
-from fleetwarden.entrypoints.common import fail, warn
 from fleetwarden.entrypoints.door import DoorConfig
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics
-from fleetwarden.entrypoints.rendering import visible
 from fleetwarden.entrypoints.service_config import (
     ServiceConfig,
     default_store,

@@ -29,9 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
-
 from fleetwarden.adapters.files import DEFAULT_DESIRED_LIMIT, DEFAULT_NODES_LIMIT
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.nodes import POOL_LABELS
@@ -107,6 +104,8 @@ class Settings:
 def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
+    import yaml  # loaded only with a config file: a plain ``scan`` does not pay for it
+
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -126,6 +125,8 @@ def load_settings(path: Path | None) -> Settings:
 
 
 def settings_from(raw: Mapping[str, Any], *, source: str = "<config>") -> Settings:
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
     errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
     if errors:

@@ -51,7 +51,7 @@ from types import FrameType
 from typing import IO, Any
 
 from fleetwarden.app import supervising
-from fleetwarden.entrypoints.common import warn
+from fleetwarden.cli.common import warn
 from fleetwarden.entrypoints.service_config import ServiceConfig
 from fleetwarden.formats.errors import FormatError
 

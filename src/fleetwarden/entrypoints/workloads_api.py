@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,14 +34,13 @@ from fleetwarden.adapters.workload_sources import (
     app_from_files,
     parse_argo_ref,
 )
+from fleetwarden.app.fleet import build_versions
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.app.workload_watching import WorkloadWatcher
-from fleetwarden.core import workloads as wl
-from fleetwarden.core.desired_apps import AppDesired, DesiredApps
+from fleetwarden.cli.rendering import visible
+from fleetwarden.core.desired_apps import AppDesired, DesiredApps, merge_apps
 from fleetwarden.core.fleet import severity_order
 from fleetwarden.core.tracking import app_scope
-from fleetwarden.entrypoints.fleet_cmd import build_versions
-from fleetwarden.entrypoints.rendering import visible
 from fleetwarden.entrypoints.service_config import AppSource, ServiceConfig
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoCD
@@ -52,18 +50,7 @@ __all__ = ["WorkloadFleet", "load_app", "load_apps", "merge_app"]
 log = logging.getLogger("fleetwarden.workloads")
 
 
-def merge_app(name: str, parts: Sequence[AppDesired]) -> AppDesired:
-    objects: dict[str | None, list[wl.ManifestObject]] = {}
-    for part in parts:
-        for cluster, objs in part.objects.items():
-            objects.setdefault(cluster, []).extend(objs)
-    aliases: dict[str, tuple[str, ...]] = {}
-    for part in parts:
-        for cluster, names in part.aliases.items():
-            aliases[cluster] = (*aliases.get(cluster, ()), *names)
-    return AppDesired(
-        name, objects, sources=tuple(s for p in parts for s in p.sources), aliases=aliases
-    )
+merge_app = merge_apps  # the one merge lives in core.desired_apps
 
 
 async def load_app(config: ServiceConfig, argocd: ArgoCD | None, source: AppSource) -> AppDesired:

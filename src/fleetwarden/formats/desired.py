@@ -15,13 +15,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fleetwarden.core.fleet import Skip
 from fleetwarden.core.pools import NodePoolSpec
-from fleetwarden.formats import capi, eksctl, karpenter, native, terraform
+from fleetwarden.formats import capi, eksctl, karpenter, native
 from fleetwarden.formats.documents import Document, PoolsRead, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
+
+if TYPE_CHECKING:
+    from fleetwarden.formats import terraform
 
 __all__ = ["YAML_SUFFIXES", "DesiredRead", "SourceFile", "decode_text", "read_desired"]
 
@@ -76,6 +80,9 @@ def read_desired(
         try:
             text = decode_text(f)
             if f.path.endswith(".tf"):
+                # the HCL parser (python-hcl2, lark) loads only for a tree with .tf files
+                from fleetwarden.formats import terraform
+
                 tf_files.append(terraform.TfFile(f.path, text))
                 continue
             if not f.path.endswith(YAML_SUFFIXES):
@@ -130,6 +137,8 @@ def _read_all(
             found.extend(karpenter.read_pools(docs))
             found.extend(capi.read_pools(docs))
             if tf_files:
+                from fleetwarden.formats import terraform
+
                 found.extend(terraform.read_pools(tf_files, assume=assume))
             return found
         except FormatError as exc:

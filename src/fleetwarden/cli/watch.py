@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group
@@ -23,21 +23,22 @@ from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
+from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
+from fleetwarden.cli.rendering import event_text, findings_table, literal, make_console
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.fleet import NothingToCompare, check_comparable, severity_order
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
-from fleetwarden.entrypoints.common import WideOpt, fail
 from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
-from fleetwarden.entrypoints.rendering import event_text, findings_table, literal, make_console
-from fleetwarden.entrypoints.service_config import ServiceConfig, service_config_from
 from fleetwarden.entrypoints.settings import load_settings
-from fleetwarden.entrypoints.workloads_api import load_apps
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
+
+if TYPE_CHECKING:  # the serve stack loads only when applications are followed
+    from fleetwarden.entrypoints.service_config import ServiceConfig
 
 __all__ = ["register", "upgrade_hook"]
 
@@ -122,15 +123,24 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         output: Annotated[
-            str,
-            typer.Option("--format", "-o", help="table (live view) or json (one event per line)."),
-        ] = "table",
+            OutputFormat,
+            typer.Option(
+                "--format",
+                "-o",
+                metavar=FORMAT_METAVAR,
+                help="table (live view) or json (one event per line).",
+            ),
+        ] = OutputFormat.table,
         probe_interval: Annotated[
-            float, typer.Option(help="Seconds between /readyz and /version probes.")
+            float,
+            typer.Option(metavar="SECONDS", help="Seconds between /readyz and /version probes."),
         ] = 10.0,
         duration: Annotated[
             float | None,
-            typer.Option(help="Stop after this many seconds (default: run until interrupted)."),
+            typer.Option(
+                metavar="SECONDS",
+                help="Stop after this many seconds (default: run until interrupted).",
+            ),
         ] = None,
         allow_empty: Annotated[
             bool,
@@ -144,8 +154,6 @@ def register(app: typer.Typer) -> None:
         """Watch live clusters: every node change re-diffs its pool at once; findings that
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
         scaled) are printed as they happen."""
-        if output not in ("table", "json"):
-            fail(f"--format must be table or json, not {output!r}")
         try:
             settings = load_settings(config)
             desired_args = [files.parse_path_arg(a) for a in desired]
@@ -178,7 +186,7 @@ def register(app: typer.Typer) -> None:
         except FormatError as exc:
             fail(str(exc))
         watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
-        runner = _JsonSink() if output == "json" else _LiveSink(wide=wide)
+        runner = _JsonSink() if output is OutputFormat.json else _LiveSink(wide=wide)
         hook = upgrade_hook([files.parse_path_arg(m) for m in manifests or ()], runner.emit)
         pools = loaded.pools
         try:
@@ -231,6 +239,9 @@ class _Followed:
                 verify=not self.config.argocd_insecure,
             )
         try:
+            # the serve stack's loader: imported only when applications are followed
+            from fleetwarden.entrypoints.workloads_api import load_apps
+
             desired, failures = await load_apps(self.config, client)
         finally:
             if client is not None:
@@ -262,6 +273,8 @@ def _followed(
         section["namespaces"] = list(namespaces)
     doc = {k: raw[k] for k in ("fleet", "argocd", "scan") if k in raw}
     doc["workloads"] = section
+    from fleetwarden.entrypoints.service_config import service_config_from
+
     cfg = service_config_from(doc, source=str(config or "--follow"))
     return _Followed(cfg)
 

@@ -19,7 +19,6 @@ import re
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 
@@ -27,19 +26,10 @@ import typer
 import yaml
 
 from fleetwarden.app.healing import record_summary
+from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
+from fleetwarden.cli.rendering import Col, Grid, dumps, json_safe, line, literal, make_console
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
-from fleetwarden.entrypoints.common import WideOpt, fail
-from fleetwarden.entrypoints.rendering import (
-    Col,
-    Grid,
-    dumps,
-    json_safe,
-    line,
-    literal,
-    make_console,
-)
-from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.ports.audit import AuditStoreError
 
 if TYPE_CHECKING:
@@ -66,11 +56,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(audit_app, name="audit")
 
 
-class _Format(StrEnum):
-    table = "table"
-    json = "json"
-
-
 StoreOpt = Annotated[
     str | None,
     typer.Option(
@@ -91,7 +76,10 @@ ConfigOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[
-    _Format, typer.Option("--format", "-o", help="table for people, json for machines.")
+    OutputFormat,
+    typer.Option(
+        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
+    ),
 ]
 
 
@@ -126,6 +114,8 @@ def resolve_store_url(store: str | None, config: Path | None) -> str:
         raw = {}
     if not isinstance(raw, dict):
         raise ValueError(f"{config}: the config must be a mapping with a `store` key")
+    from fleetwarden.entrypoints.service_config import default_store
+
     value = raw.get("store") or default_store()  # the `store` default of `fleetwarden serve`
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{config}: `store` must be a database URL string")
@@ -229,7 +219,7 @@ def _anchors(values: list[str] | None) -> dict[int, str]:
 def verify(
     store: StoreOpt = None,
     config: ConfigOpt = None,
-    output: FormatOpt = _Format.table,
+    output: FormatOpt = OutputFormat.table,
     expect: Annotated[
         list[str] | None,
         typer.Option(
@@ -250,7 +240,7 @@ def verify(
     url = _url(store, config)
     anchors = _anchors(expect)
     result = _with_store(url, lambda s: s.verify(anchors=anchors))
-    if output is _Format.json:
+    if output is OutputFormat.json:
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
         console = make_console()
@@ -274,29 +264,41 @@ def query(
     store: StoreOpt = None,
     config: ConfigOpt = None,
     cluster: Annotated[
-        str | None, typer.Option(help="Only this cluster (* is a wildcard).")
+        str | None, typer.Option(metavar="GLOB", help="Only this cluster (* is a wildcard).")
     ] = None,
-    pool: Annotated[str | None, typer.Option(help="Only this node pool (* is a wildcard).")] = None,
+    pool: Annotated[
+        str | None, typer.Option(metavar="GLOB", help="Only this node pool (* is a wildcard).")
+    ] = None,
     actor: Annotated[
         str | None,
-        typer.Option(help="Only this actor, e.g. an IAM ARN ('*alice' for any ending in alice)."),
+        typer.Option(
+            metavar="GLOB",
+            help="Only this actor, e.g. an IAM ARN ('*alice' for any ending in alice).",
+        ),
     ] = None,
     kind: Annotated[
-        list[AuditKind] | None, typer.Option(help="Only these kinds of record. Repeat.")
+        list[AuditKind] | None,
+        typer.Option(metavar="|".join(AuditKind), help="Only these kinds of record. Repeat."),
     ] = None,
     since: Annotated[
         str | None,
-        typer.Option(help="From this time on: RFC 3339, a date, or an age (15m, 24h, 7d)."),
+        typer.Option(
+            metavar="TIME", help="From this time on: RFC 3339, a date, or an age (15m, 24h, 7d)."
+        ),
     ] = None,
     until: Annotated[
-        str | None, typer.Option(help="Before this time (same forms as --since).")
+        str | None, typer.Option(metavar="TIME", help="Before this time (same forms as --since).")
     ] = None,
     ref: Annotated[
         str | None,
-        typer.Option(help="Only records that reference this record id (its consequences)."),
+        typer.Option(
+            metavar="ID", help="Only records that reference this record id (its consequences)."
+        ),
     ] = None,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 100,
-    output: FormatOpt = _Format.table,
+    limit: Annotated[
+        int, typer.Option(min=1, metavar="N", help="At most this many, newest first.")
+    ] = 100,
+    output: FormatOpt = OutputFormat.table,
     wide: WideOpt = False,
 ) -> None:
     """Audit records, newest first, by cluster, pool, actor, kind, time or refs."""
@@ -317,7 +319,7 @@ def query(
             limit=limit,
         ),
     )
-    if output is _Format.json:
+    if output is OutputFormat.json:
         sys.stdout.write(dumps([r.to_json() for r in found]) + "\n")
         return
     console = make_console(wide=wide)
@@ -364,7 +366,10 @@ def export(
         typer.Option("--output", "-O", metavar="FILE", help="Write here instead of stdout."),
     ] = None,
     after_seq: Annotated[
-        int, typer.Option(min=0, help="Only records after this seq (incremental exports).")
+        int,
+        typer.Option(
+            min=0, metavar="SEQ", help="Only records after this seq (incremental exports)."
+        ),
     ] = 0,
 ) -> None:
     """Every record in seq order, as JSON lines.

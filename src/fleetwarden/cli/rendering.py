@@ -31,12 +31,12 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.app.explaining import Explanation
+from fleetwarden.cli import table_layout
+from fleetwarden.cli.table_layout import Fit
 from fleetwarden.core.describing import show_change, show_details, show_value
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import FleetReport, Skip, UnresolvedFact
 from fleetwarden.core.pools import FieldStatus
-from fleetwarden.entrypoints import table_layout
-from fleetwarden.entrypoints.table_layout import Fit
 
 __all__ = [
     "MIN_WIDTH",
@@ -277,7 +277,8 @@ class Grid:
             parts.append(
                 "every row: "
                 + "; ".join(
-                    f"{self.columns[i].header.replace(chr(10), ' ')} {self._full(self.rows[0][i]) or '—'}"
+                    f"{self.columns[i].header.replace(chr(10), ' ')} "
+                    f"{self._full(self.rows[0][i]) or '—'}"
                     for i in same
                 )
             )

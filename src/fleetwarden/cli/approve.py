@@ -10,8 +10,7 @@ from urllib.parse import quote
 import httpx
 import typer
 
-from fleetwarden.entrypoints.common import fail, warn
-from fleetwarden.entrypoints.service_config import load_service_config
+from fleetwarden.cli.common import fail, warn
 from fleetwarden.formats.errors import FormatError
 
 __all__ = ["register"]
@@ -41,12 +40,14 @@ def register(app: typer.Typer) -> None:
         server: Annotated[
             str | None,
             typer.Option(
-                help="The service URL (default: from --config, else http://127.0.0.1:8080)."
+                metavar="URL",
+                help="The service URL (default: from --config, else http://127.0.0.1:8080).",
             ),
         ] = None,
         token: Annotated[
             str | None,
             typer.Option(
+                metavar="TOKEN",
                 envvar="FW_ADMIN_TOKEN",
                 show_envvar=True,
                 help="The admin bearer token (default: auth.admin of --config).",
@@ -59,6 +60,8 @@ def register(app: typer.Typer) -> None:
         cancelled: this says so and exits 1, and nothing is done."""
         if config is not None:
             try:
+                from fleetwarden.entrypoints.service_config import load_service_config
+
                 cfg = load_service_config(config)
             except FormatError as exc:
                 fail(str(exc))

@@ -1,0 +1,227 @@
+"""Workloads across clusters: the use cases behind ``fleet versions``, ``fleet diff`` and
+``gate``, over desired and observed states the caller has loaded.
+
+- ``build_versions``: the cluster x container table of images, with Git's image and the image
+  most clusters run (the ``fleet versions --format json`` document).
+- ``drift_of_app``: every drift of the app per cluster (image, configuration, resources,
+  replicas, dependencies), in ``scan``'s finding shape with ``layer: WORKLOAD``.
+- ``gate``: the Argo CD PreSync gate's checks: would every workload of the app schedule on
+  the pools it targets, and does one of those pools drift at or above the threshold.
+
+Loading is the caller's (``adapters.workload_files`` for files, the live clients for
+clusters and Argo CD); this module reads nothing and prints nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fleetwarden.core import workloads as wl
+from fleetwarden.core.desired_apps import DesiredState
+from fleetwarden.core.findings import Finding, Severity
+from fleetwarden.core.fleet import assign_pools, severity_order
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWorkload, decide_gate
+from fleetwarden.formats.workloads import FleetSettings
+
+__all__ = [
+    "AppDrift",
+    "build_versions",
+    "by_severity",
+    "drift_of_app",
+    "gate",
+    "gate_clusters",
+    "missing_app",
+    "planned_workloads",
+    "skipped_json",
+]
+
+
+def missing_app(app: str, desired: DesiredState) -> str | None:
+    """Why ``app`` cannot be compared (the desired state holds nothing of it), or None."""
+    if any(o.app in (None, app) for objs in desired.objects.values() for o in objs):
+        return None
+    found = ", ".join(sorted(desired.apps())) or "none"
+    return (
+        f"--app {app}: the desired state holds no workload, ConfigMap, Secret or HPA of "
+        f"this application (applications found: {found})"
+    )
+
+
+def build_versions(
+    app: str,
+    desired: Mapping[str, wl.ObjectIndex],
+    observed: Mapping[str, wl.ObjectIndex],
+    *,
+    namespace: str = "default",
+) -> dict[str, Any]:
+    """The ``fleet versions --format json`` document."""
+    rows = wl.fleet_versions(app, desired, observed, namespace=namespace)
+    from_git = sorted({r.cluster for r in rows if r.drift})
+    from_peers = sorted({r.cluster for r in rows if r.diverges_from_peers})
+    return {
+        "app": app,
+        "rows": [r.to_json() for r in rows],
+        "summary": {
+            "clusters": len(observed),
+            "containers": len({(r.kind, r.namespace, r.workload, r.container) for r in rows}),
+            "rows": len(rows),
+            "drift": sum(1 for r in rows if r.drift),
+            "clustersDivergingFromGit": from_git,
+            "clustersDivergingFromPeers": from_peers,
+        },
+    }
+
+
+def by_severity(findings: Sequence[Finding]) -> dict[str, int]:
+    """Finding counts per severity, most severe first (every severity present)."""
+    counts = {s.value: 0 for s in reversed(Severity)}
+    for f in findings:
+        counts[f.severity.value] += 1
+    return counts
+
+
+@dataclass(frozen=True, slots=True)
+class AppDrift:
+    """Every drift of one app across the clusters compared, most severe first."""
+
+    app: str
+    findings: list[Finding]
+    clusters: int
+    objects: int
+
+    def to_json(self, skipped: list[dict[str, str]]) -> dict[str, Any]:
+        """The ``fleet diff --format json`` document."""
+        return {
+            "app": self.app,
+            "findings": [f.to_json() for f in self.findings],
+            "summary": {
+                "clusters": self.clusters,
+                "objects": self.objects,
+                "findings": len(self.findings),
+                "bySeverity": by_severity(self.findings),
+            },
+            "skipped": skipped,
+        }
+
+
+def drift_of_app(
+    app: str,
+    desired: Mapping[str, wl.ObjectIndex],
+    observed: Mapping[str, wl.ObjectIndex],
+    *,
+    options: wl.WorkloadOptions,
+) -> AppDrift:
+    """The app's desired objects against each cluster's."""
+    results = wl.diff_fleet_workloads(app, desired, observed, options=options)
+    findings = sorted((f for r in results for f in r.findings), key=severity_order)
+    return AppDrift(app, findings, len(results), sum(r.compared for r in results))
+
+
+def skipped_json(state: DesiredState) -> list[dict[str, str]]:
+    """Every skipped file: those that could not be read or parsed, then the rest."""
+    unreadable = {s.path for s in state.unreadable}
+    rest = [s for s in state.skipped if s.path not in unreadable]
+    return [s.to_json() for s in (*state.unreadable, *rest)]
+
+
+def _pods(
+    key: wl.ObjectKey,
+    model: wl.Workload,
+    hpa_min: Mapping[tuple[str, str | None, str], int],
+    observed: wl.ObjectIndex | None,
+) -> int:
+    owned = hpa_min.get((key.kind, key.namespace, key.name))
+    if owned is not None:
+        return owned
+    if model.replicas is not None:
+        return model.replicas
+    if observed is not None and key in observed.objects:
+        live = observed.model(key)
+        if isinstance(live, wl.Workload) and live.replicas is not None:
+            return live.replicas  # Git leaves replicas to the cluster: the sync keeps them
+    return 1
+
+
+def planned_workloads(
+    app: str,
+    desired: wl.ObjectIndex,
+    observed: wl.ObjectIndex | None,
+    *,
+    namespace: str,
+) -> list[PlannedWorkload]:
+    """The app's desired workloads as the sync will apply them, with the pods that must fit."""
+    pairs = wl.pair_objects(
+        app, desired, observed or wl.ObjectIndex(), namespace=namespace, report_extra=False
+    )
+    hpa_min: dict[tuple[str, str | None, str], int] = {}
+    for pair in pairs:
+        if pair.key.kind == wl.AUTOSCALER_KIND and pair.desired is not None:
+            hpa = desired.model(pair.desired)
+            if isinstance(hpa, wl.Autoscaler):
+                hpa_min[(hpa.target_kind, pair.key.namespace, hpa.target_name)] = hpa.min_replicas
+    if observed is not None:
+        for key in observed.autoscalers():
+            hpa = observed.model(key)
+            if isinstance(hpa, wl.Autoscaler):
+                hpa_min.setdefault(
+                    (hpa.target_kind, key.namespace, hpa.target_name), hpa.min_replicas
+                )
+    out = []
+    for pair in pairs:
+        if pair.key.kind not in wl.WORKLOAD_KINDS or pair.desired is None:
+            continue
+        model = desired.model(pair.desired)
+        if isinstance(model, wl.Workload):
+            pods = _pods(pair.key, model, hpa_min, observed)
+            out.append(PlannedWorkload(model, pair.key.ref, pods))
+    return out
+
+
+def gate_clusters(
+    app: str,
+    state: DesiredState,
+    nodes: Mapping[str, list[ObservedNode]],
+    observed: Mapping[str, wl.ObjectIndex],
+    fleet: FleetSettings,
+) -> tuple[list[GateCluster], list[str]]:
+    notes: list[str] = []
+    specs = state.pools
+    if len(nodes) == 1:  # the hook's usual case: pools of an unnamed cluster are this one's
+        only = next(iter(nodes))
+        specs = [s if s.cluster else s.with_cluster(only) for s in specs]
+    by_cluster, skips = assign_pools(specs, nodes.keys())
+    notes.extend(f"{s.path}: {s.reason}" for s in skips)
+    desired_idx = state.indexes(nodes)
+    clusters = []
+    for cluster, cluster_nodes in nodes.items():
+        planned = planned_workloads(
+            app, desired_idx[cluster], observed.get(cluster), namespace=fleet.options.namespace
+        )
+        if not planned:
+            notes.append(
+                f"cluster {cluster!r}: the app has no Deployment, StatefulSet or DaemonSet"
+            )
+        clusters.append(GateCluster(cluster, cluster_nodes, by_cluster.get(cluster, []), planned))
+    return clusters, notes
+
+
+def gate(
+    app: str,
+    state: DesiredState,
+    nodes: Mapping[str, list[ObservedNode]],
+    observed: Mapping[str, wl.ObjectIndex],
+    fleet: FleetSettings,
+    *,
+    fail_on: Severity,
+    options: DiffOptions,
+) -> GateResult:
+    """The PreSync gate's decision, with every reason and note (the pools assigned to each
+    cluster, the app's planned workloads, the schedulability and drift checks)."""
+    clusters, notes = gate_clusters(app, state, nodes, observed, fleet)
+    result = decide_gate(app, clusters, fail_on=fail_on, options=options)
+    result.notes[:0] = notes
+    return result

@@ -1,0 +1,136 @@
+"""What every command shares: the one error path (exit 2), the option enums, the exit code.
+
+Command modules import this at the top; it imports no command module (no cycle to hide) and
+nothing heavy: ``rich`` is loaded by ``fail``/``warn`` only when there is something to print,
+so ``fleetwarden --help`` and ``--version`` stay at Typer's own start-up cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from fleetwarden.core.findings import Finding
+    from fleetwarden.core.fleet import FleetReport
+    from fleetwarden.entrypoints.settings import Settings
+
+__all__ = [
+    "FAIL_ON_METAVAR",
+    "FORMAT_METAVAR",
+    "FailOn",
+    "OutputFormat",
+    "WideOpt",
+    "emit_report",
+    "err_console",
+    "exit_code",
+    "fail",
+    "load_settings_or_fail",
+    "warn",
+]
+
+
+class OutputFormat(StrEnum):
+    """``--format``: ``table`` for people, ``json`` for machines."""
+
+    table = "table"
+    json = "json"
+
+
+class FailOn(StrEnum):
+    """``--fail-on``: the lowest severity that makes the command exit 1."""
+
+    info = "info"
+    low = "low"
+    medium = "medium"
+    high = "high"
+    critical = "critical"
+
+
+# help placeholders that name the values (Typer would print <table|json> or <str>)
+FORMAT_METAVAR = "|".join(OutputFormat)
+FAIL_ON_METAVAR = "|".join(FailOn)
+
+# every command that prints a table (rendering.Grid) takes it
+WideOpt = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Tables: every column, every value in full (words never split; lines may then "
+        "be wider than the terminal). Without it, columns that do not fit are dropped or "
+        "abbreviated, and the table says which.",
+    ),
+]
+
+_err: Console | None = None
+
+
+def err_console() -> Console:
+    """The stderr console, made on first use. rich wraps at 80 columns when stderr is not a
+    terminal: messages are printed soft-wrapped (never broken), so a long error stays one line
+    in a log or a pipe."""
+    global _err
+    if _err is None:
+        from rich.console import Console
+
+        _err = Console(stderr=True)
+    return _err
+
+
+def exit_code(findings: Iterable[Finding], fail_on: FailOn) -> int:
+    """1 when a finding is at or above ``fail_on``, else 0."""
+    from fleetwarden.core.findings import Severity
+
+    threshold = Severity(fail_on.value)
+    return 1 if any(f.severity.at_least(threshold) for f in findings) else 0
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``fleetwarden: error: MESSAGE`` on stderr, literally and on one line; exit 2."""
+    from fleetwarden.cli.rendering import line
+
+    err_console().print(
+        line(("fleetwarden: error:", "bold red"), " ", message), soft_wrap=True, highlight=False
+    )
+    raise typer.Exit(2)
+
+
+def warn(message: str) -> None:
+    """``fleetwarden: warning: MESSAGE`` on stderr, literally and on one line."""
+    from fleetwarden.cli.rendering import line
+
+    err_console().print(
+        line(("fleetwarden: warning:", "yellow"), " ", message), soft_wrap=True, highlight=False
+    )
+
+
+def load_settings_or_fail(config: Path | None) -> Settings:
+    """The ``--config`` settings (``scan:`` and the rest); a bad file exits 2 naming it."""
+    from fleetwarden.entrypoints.settings import load_settings
+    from fleetwarden.formats.errors import FormatError
+
+    try:
+        return load_settings(config)
+    except FormatError as exc:
+        fail(str(exc))
+
+
+def emit_report(
+    report: FleetReport, output: OutputFormat, *, verbose: bool = False, wide: bool = False
+) -> None:
+    """A pool report as JSON (the contract's shape, on stdout) or as tables for people."""
+    import sys
+
+    from fleetwarden.cli.rendering import dumps, make_console, print_report
+
+    if output is OutputFormat.json:
+        sys.stdout.write(dumps(report.to_json()) + "\n")
+    else:
+        print_report(make_console(wide=wide), report, verbose=verbose, wide=wide)

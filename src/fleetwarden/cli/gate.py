@@ -1,0 +1,223 @@
+"""``fleetwarden gate``: the Argo CD PreSync gate (exit 1 blocks the sync).
+
+Exit 1 (with every reason) when a workload of the app would not schedule on the pools it
+targets, or when one of those pools drifts at or above ``--fail-on``; exit 0 otherwise; 2 when
+it cannot run. ``deploy/argocd/presync-gate-job.yaml`` runs it in every sync: on dumps it loads
+neither the HTTP clients nor the serve stack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+
+from fleetwarden.adapters import files
+from fleetwarden.adapters.workload_files import load_desired_state, load_observed, workload_sources
+from fleetwarden.app import fleet as fleet_app
+from fleetwarden.cli.common import (
+    FAIL_ON_METAVAR,
+    FailOn,
+    OutputFormat,
+    WideOpt,
+    err_console,
+    fail,
+)
+from fleetwarden.cli.rendering import dumps, line, make_console
+from fleetwarden.cli.sources import (
+    AppOpt,
+    ArgoAppOpt,
+    ArgoInsecureOpt,
+    ArgoServerOpt,
+    ConfigOpt,
+    ContextOpt,
+    DesiredOpt,
+    FormatOpt,
+    KubeconfigOpt,
+    NamespaceOpt,
+    RevisionOpt,
+    check_app,
+    fetch_argocd_desired,
+    fleet_settings_or_fail,
+    kube_endpoints,
+    live_sources,
+    read_gate_live,
+    workload_findings_table,
+)
+from fleetwarden.core.findings import Severity
+from fleetwarden.core.fleet import severity_order
+from fleetwarden.core.schedulability import GateResult
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.ports.kube import CredentialError
+
+__all__ = ["gate_command", "register"]
+
+
+def _print_gate(result: GateResult, *, wide: bool = False) -> None:
+    console = make_console(wide=wide)
+    if result.findings:
+        # a blocking finding's message is its reason, given once below
+        rows = [replace(f, message="") if f.id in result.blocking else f for f in result.findings]
+        console.print(workload_findings_table(sorted(rows, key=severity_order), wide=wide))
+    for note in result.notes:
+        console.print(line((f"note: {note}", "dim")), highlight=False)
+    if result.blocked:
+        n = len(result.reasons)
+        why = f"{n} reason" if n == 1 else f"{n} reasons"
+        console.print(
+            line(("gate: BLOCK", "bold red"), f" sync of {result.app} ({why}):"), highlight=False
+        )
+        for reason in result.reasons:
+            console.print(line(f"  - {reason}"), highlight=False)
+    else:
+        targets = sorted({t for c in result.checks for p in c.placements for t in p.targets})
+        console.print(
+            line(
+                ("gate: PASS", "bold green"),
+                f" {result.app}: every workload schedules; target pools "
+                f"({', '.join(targets) or 'none'}) show no drift at or above the threshold",
+            ),
+            highlight=False,
+        )
+
+
+def gate_command(
+    app: AppOpt,
+    desired: DesiredOpt = None,
+    nodes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--nodes",
+            "-n",
+            metavar="[CLUSTER=]PATH",
+            help="`kubectl get nodes -o json` of the destination cluster(s). Repeat.",
+        ),
+    ] = None,
+    workloads: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--workloads",
+            "-w",
+            metavar="[CLUSTER=]PATH",
+            help="Live workloads (optional): HPAs that own replicas, replicas Git leaves open.",
+        ),
+    ] = None,
+    in_cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--in-cluster",
+            metavar="CLUSTER",
+            help="Read nodes and workloads live from the cluster this pod runs in (its "
+            "ServiceAccount), named CLUSTER as the pool definitions name it. Instead of "
+            "--nodes/--workloads (the PreSync hook's way).",
+        ),
+    ] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    argocd_app: ArgoAppOpt = None,
+    argocd_server: ArgoServerOpt = None,
+    argocd_insecure: ArgoInsecureOpt = False,
+    revision: RevisionOpt = None,
+    config: ConfigOpt = None,
+    output: FormatOpt = OutputFormat.table,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            metavar=FAIL_ON_METAVAR,
+            help="Block when a targeted pool drifts at or above this.",
+        ),
+    ] = FailOn.high,
+    wide: WideOpt = False,
+) -> None:
+    """Argo CD PreSync gate: exit 1 (and say why) when a workload of the app would not
+    schedule (nodeSelector, affinity, tolerations, requests vs allocatable) or a pool it
+    targets drifts at or above --fail-on; exit 0 to let the sync go ahead.
+
+    --desired holds the app's manifests and the desired node pools (any supported format);
+    --argocd-app takes the app's manifests from Argo CD instead. Nodes and workloads come
+    from dumps (--nodes, --workloads), a kubeconfig, or the pod's own cluster (--in-cluster).
+
+    \b
+    Examples:
+      fleetwarden gate --app shop -d /git/shop/ -d /git/pools/ -n nodes.json
+      fleetwarden gate --app shop --argocd-app shop -d /git/pools/
+        --in-cluster prod-eu-1
+    """
+    settings, fleet = fleet_settings_or_fail(config)
+    live = live_sources(
+        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
+    )
+    if not desired and not live.argocd_apps:
+        fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
+    if not nodes and kubeconfig is None and in_cluster is None:
+        fail("no nodes: give --nodes PATH, --kubeconfig FILE or --in-cluster CLUSTER")
+    try:
+        state = load_desired_state(
+            [files.parse_path_arg(a) for a in desired or ()],
+            app_label=fleet.app_label,
+            with_pools=True,
+            limit=settings.desired_file_limit,
+        )
+        if live.argocd_apps:
+            state.add(asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label)))
+        check_app(app, state)
+        node_map = files.load_nodes(
+            [files.parse_path_arg(a) for a in nodes or ()], limit=settings.nodes_file_limit
+        )
+        observed = load_observed(
+            workload_sources([files.parse_path_arg(a) for a in workloads or ()]),
+            app=app,
+            desired_names=state.names(),
+            app_label=fleet.app_label,
+            limit=settings.nodes_file_limit,
+            aliases=[n for names in state.aliases.values() for n in names],
+        )
+        endpoints = kube_endpoints(live)
+        if in_cluster is not None:
+            from fleetwarden.adapters.kube.config import in_cluster_endpoint
+
+            endpoints.append(in_cluster_endpoint(in_cluster))
+        if endpoints:
+            live_nodes, live_workloads = read_gate_live(endpoints, live, fleet)
+            node_map.update(live_nodes)
+            observed.update(live_workloads)
+        state.apply_aliases(app, observed)
+        if not node_map:
+            fail("--nodes: no node dump found")
+    except FormatError as exc:
+        fail(str(exc))
+    except CredentialError as exc:  # a context's exec plugin is missing or failed
+        fail(exc.reason)  # fail() prints it literally
+    result = fleet_app.gate(
+        app,
+        state,
+        node_map,
+        observed,
+        fleet,
+        fail_on=Severity(fail_on.value),
+        options=settings.diff,
+    )
+    if output is OutputFormat.json:
+        sys.stdout.write(dumps(result.to_json()) + "\n")
+    else:
+        _print_gate(result, wide=wide)
+    if result.blocked and output is OutputFormat.json:
+        # stdout is for machines: one line for people on stderr (the table says it already)
+        first = result.reasons[0] if result.reasons else ""
+        more = f" (+{len(result.reasons) - 1} more)" if len(result.reasons) > 1 else ""
+        err_console().print(
+            line(f"fleetwarden gate: blocked sync of {app}: {first}{more}"),
+            highlight=False,
+            soft_wrap=True,
+        )
+    raise typer.Exit(1 if result.blocked else 0)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``gate`` to the command line."""
+    app.command("gate")(gate_command)
