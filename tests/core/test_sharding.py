@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ from fleetwarden.core.sharding import (
     ListedLease,
     assign,
     live_members,
+    member_lease_name,
     observe_members,
     owned_by,
     owner_of,
@@ -161,3 +163,16 @@ def test_an_assignment_names_what_to_start_and_stop():
     change = Assignment.between(frozenset({"a", "b"}), frozenset({"b", "c"}))
     assert change.owned == {"b", "c"}
     assert change.added == {"c"} and change.removed == {"a"}
+
+
+@given(st.text(min_size=1, max_size=300))
+def test_member_lease_names_are_valid_object_names_and_distinct(identity):
+    name = member_lease_name(identity)
+    assert name.startswith("fleetwarden-member-") and len(name) <= 63
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name), name
+    assert member_lease_name(identity + "_") != name, "two identities share a Lease"
+
+
+def test_a_pod_name_is_kept_and_host_pid_is_made_a_name():
+    assert member_lease_name("fleetwarden-0") == "fleetwarden-member-fleetwarden-0"
+    assert member_lease_name("web_42").startswith("fleetwarden-member-web-42-")

@@ -33,6 +33,7 @@ Pure: no I/O, no clock reads (``now`` is passed in), no logging.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -43,11 +44,29 @@ __all__ = [
     "ListedLease",
     "assign",
     "live_members",
+    "member_lease_name",
     "observe_members",
     "owned_by",
     "owner_of",
     "weight",
 ]
+
+
+MEMBER_PREFIX = "fleetwarden-member-"
+_NOT_NAME = re.compile(r"[^a-z0-9-]+")
+
+
+def member_lease_name(identity: str) -> str:
+    """``fleetwarden-member-<identity>`` as a valid object name: lowercase letters, digits and
+    ``-`` (``host_1234`` becomes ``host-1234``); when the identity had to change, or is too
+    long, a short hash of the exact identity is appended so two identities never share a
+    Lease. The identity itself lives in the Lease's ``holderIdentity``."""
+    clean = _NOT_NAME.sub("-", identity.lower()).strip("-")
+    name = MEMBER_PREFIX + clean
+    if clean != identity or len(name) > 63:
+        tag = hashlib.blake2b(identity.encode(), digest_size=4).hexdigest()
+        name = f"{name[: 63 - 9].rstrip('-')}-{tag}"
+    return name
 
 
 def weight(member: str, cluster: str) -> int:
