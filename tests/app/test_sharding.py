@@ -17,6 +17,7 @@ from fleetwarden.app.sharding import Membership, ShardingConfig, sharding_from
 from fleetwarden.core.leadership import ElectionTiming
 from fleetwarden.core.sharding import ListedLease, assign
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.ports.kube import Conflict, NotFound
 from tests.app.test_electing import MemoryLease
 
 TIMING = ElectionTiming(lease_duration=1, renew_deadline=0.5, retry_period=0.1)
@@ -29,9 +30,19 @@ class MemoryGroup:
     def __init__(self) -> None:
         self.leases: dict[str, MemoryLease] = {}
         self.lists = 0
+        self.deleted: list[str] = []
 
     def member(self, name: str) -> MemoryLease:
         return self.leases.setdefault(name, MemoryLease())
+
+    async def delete(self, lease: ListedLease) -> None:
+        held = self.leases.get(lease.name)
+        if held is None or held.record is None:
+            raise NotFound("memory", "not found", status=404)
+        if str(held.version) != lease.version:
+            raise Conflict("memory", "precondition failed", status=409)
+        held.record = None
+        self.deleted.append(lease.name)
 
     async def list(self) -> list[ListedLease]:
         self.lists += 1
@@ -140,6 +151,25 @@ def _lease_of(group: MemoryGroup, identity: str) -> str:
         for n, lease in group.leases.items()
         if lease.record and lease.record.holder_identity == identity
     )
+
+
+async def test_peers_delete_a_dead_members_lease_so_a_joiner_does_not_wait_for_it():
+    group = MemoryGroup()
+    rs = [Replica(group, f"m{i}") for i in range(4)]
+    async with asyncio.TaskGroup() as tg:
+        tasks = [tg.create_task(r.membership.run()) for r in rs[:3]]
+        await until(lambda: steady(rs[:3], ["m0", "m1", "m2"]), 5)
+        dead = _lease_of(group, "m2")
+        tasks[2].cancel()  # a crash: its Lease stays as it was, never released
+        await until(lambda: tasks[2].done(), 5)
+        group.leases[dead].record = group.leases[dead].writes[-2]  # undo the release
+        await until(lambda: dead in group.deleted, 5)
+        assert group.deleted == [dead], "a live member's lease was deleted"
+        tasks.append(tg.create_task(rs[3].membership.run()))
+        took = await until(lambda: steady([rs[0], rs[1], rs[3]], ["m0", "m1", "m3"]), 5)
+        assert took < TIMING.lease_duration / 2, f"the joiner waited {took:.2f}s for a dead member"
+        for t in tasks:
+            t.cancel()
 
 
 async def test_a_joiner_takes_only_the_clusters_that_move_to_it():

@@ -19,6 +19,7 @@ from fleetwarden.core.sharding import (
     Assignment,
     ListedLease,
     assign,
+    gone_leases,
     live_members,
     member_lease_name,
     observe_members,
@@ -176,3 +177,17 @@ def test_member_lease_names_are_valid_object_names_and_distinct(identity):
 def test_a_pod_name_is_kept_and_host_pid_is_made_a_name():
     assert member_lease_name("fleetwarden-0") == "fleetwarden-member-fleetwarden-0"
     assert member_lease_name("web_42").startswith("fleetwarden-member-web-42-")
+
+
+def test_gone_leases_are_the_released_and_the_expired_at_the_version_judged():
+    seen = observe_members(
+        {}, [lease("m-a", "a", "1"), lease("m-b", "b", "1"), lease("m-c", "", "4")], now=0.0
+    )
+    seen = observe_members(
+        seen, [lease("m-a", "a", "2"), lease("m-b", "b", "1"), lease("m-c", "", "4")], now=5.0
+    )
+    assert [g.name for g in gone_leases(seen, now=5.0)] == ["m-c"]
+    assert [(g.name, g.version) for g in gone_leases(seen, now=10.0)] == [
+        ("m-b", "1"),
+        ("m-c", "4"),
+    ]

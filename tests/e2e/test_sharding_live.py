@@ -6,6 +6,7 @@ at the next round. Per-process RSS and CPU are measured and printed."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -20,7 +21,8 @@ from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.adapters.kube.lease import KubeLeaseGroup
 from fleetwarden.app.sharding import MEMBERSHIP_LABEL
-from fleetwarden.core.sharding import assign
+from fleetwarden.core.sharding import ListedLease, assign
+from fleetwarden.ports.kube import Conflict
 from tests.support.shard_member import MemberProc, cluster_names, rss_and_cpu, spawn
 
 pytestmark = pytest.mark.live
@@ -91,6 +93,15 @@ def assert_exactly_once(ps: list[MemberProc]) -> None:
     assert set().union(*owned) == set(CLUSTERS)
 
 
+def lease_holders(endpoint: Any, group: str) -> list[str]:
+    async def listed() -> list[str]:
+        async with KubeClient(endpoint) as api:
+            g = KubeLeaseGroup(api, namespace=NS, label=MEMBERSHIP_LABEL, value=group)
+            return sorted(lease.record.holder_identity for lease in await g.list())
+
+    return asyncio.run(listed())
+
+
 def test_100_clusters_over_3_processes_kill_9_and_a_join(procs, k8s, endpoint, group):
     ps = [start(procs, k8s, endpoint, group, f"member-{i}") for i in range(3)]
     wait_sync(lambda: steady(ps), 30, "three members to split the clusters")
@@ -130,13 +141,23 @@ def test_100_clusters_over_3_processes_kill_9_and_a_join(procs, k8s, endpoint, g
         assert not any(e["removed"] for e in p.assigns(since=killed))
     assert set().union(*(p.owned - before[p.name] for p in survivors)) == before[dead.name]
 
+    wait_sync(
+        lambda: lease_holders(endpoint, group) == ["member-0", "member-1"],
+        2 * RETRY + 2,
+        "a survivor to delete the dead member's lease",
+    )
     before = {p.name: set(p.owned) for p in survivors}
     joined = time.time()
     newcomer = start(procs, k8s, endpoint, group, "member-3")
     members = [*survivors, newcomer]
     wait_sync(lambda: steady(members), BUDGET + 10, "the newcomer to take its share")
     took = max(e["t"] for p in members for e in p.assigns(since=joined)) - joined
-    print(f"\njoin: settled after {took:.3f}s (including the process start)")
+    started = min(e["t"] for e in newcomer.events)
+    print(
+        f"\njoin: settled after {took:.3f}s ({took - (started - joined):.3f}s after the "
+        "process was ready)"
+    )
+    assert took - (started - joined) < 2 * 1.2 * RETRY + 1.0, "the join waited for a lease"
     assert_exactly_once(members)
     for p in survivors:
         assert p.owned <= before[p.name], f"{p.name} gained a cluster on a join"
@@ -176,3 +197,7 @@ async def test_the_membership_leases_are_labelled_and_released(procs, k8s, endpo
         p.popen.wait(10)
         (lease,) = await g.list()
         assert lease.record.holder_identity == ""
+        with pytest.raises(Conflict):  # only the version judged gone is deleted
+            await g.delete(ListedLease(lease.name, lease.record, str(int(lease.version) - 1)))
+        await g.delete(lease)
+        assert await g.list() == []

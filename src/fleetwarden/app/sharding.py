@@ -22,9 +22,11 @@ of after a whole lease duration.
 ``owners()`` is what ``/api/clusters`` shows: each configured cluster's owner in this
 replica's current view (None before the first successful round).
 
-Not done here: deleting the Leases of members that died and never came back (pod names of a
-Deployment are not reused); they are judged gone after one lease duration and then only cost
-a list entry each.
+After each successful round a member deletes the Leases of members it judges gone (released,
+or unchanged for their duration), each with a ``resourceVersion`` precondition so a Lease
+renewed meanwhile is kept: the group does not grow with the pod names of a Deployment, and a
+newcomer does not count a dead member as live for a whole lease duration after first seeing
+its Lease (which would leave that member's clusters unwatched meanwhile).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from fleetwarden.core.leadership import ElectionTiming, LeaseRecord, Observation
 from fleetwarden.core.sharding import (
     Assignment,
     assign,
+    gone_leases,
     live_members,
     member_lease_name,
     observe_members,
@@ -88,7 +91,8 @@ class Membership:
         rng: random.Random | None = None,
     ) -> None:
         self.group, self.identity, self.timing = group, identity, timing
-        self.store = group.member(member_lease_name(identity))
+        self.lease_name = member_lease_name(identity)
+        self.store = group.member(self.lease_name)
         self.on_assign, self.clock, self.wall = on_assign, clock, wall
         self._rng = rng or random.Random()
         self._clusters = tuple(dict.fromkeys(clusters))
@@ -150,6 +154,24 @@ class Membership:
         self.last_reason = f"{len(live)} live members"
         self._reassign(live)
         self.assigned_event.set()
+        await self._sweep(now)
+
+    async def _sweep(self, now: float) -> None:
+        """Delete the Leases of gone members (each only at the version judged gone): a
+        newcomer then never counts a dead member as live. Peers race to do it; losing
+        (Conflict: it was renewed or recreated; NotFound: already deleted) is fine."""
+        for lease in gone_leases(self._observed, now=now):
+            if lease.name == self.lease_name:
+                continue
+            try:
+                async with asyncio.timeout(self.timing.retry_period):
+                    await self.group.delete(lease)
+            except (KubeError, TimeoutError) as exc:
+                log.debug(
+                    "gone member's lease not deleted", extra={"lease": lease.name, "error": exc}
+                )
+            else:
+                log.info("deleted a gone member's lease", extra={"lease": lease.name})
 
     async def _renew(self) -> None:
         wall = self.wall()

@@ -43,6 +43,7 @@ __all__ = [
     "Assignment",
     "ListedLease",
     "assign",
+    "gone_leases",
     "live_members",
     "member_lease_name",
     "observe_members",
@@ -137,6 +138,17 @@ def live_members(observations: Mapping[str, Observation], *, now: float) -> froz
         for o in observations.values()
         if o.record.holder_identity and now < expires_at(o)
     )
+
+
+def gone_leases(observations: Mapping[str, Observation], *, now: float) -> list[ListedLease]:
+    """The Leases whose members are gone at ``now`` (released, or unchanged for their
+    duration): a live member deletes them, each only at the version it judged, so a newcomer
+    does not count a dead member as live for a whole lease duration after it first sees it."""
+    return [
+        ListedLease(name, o.record, o.version)
+        for name, o in sorted(observations.items())
+        if not o.record.holder_identity or now >= expires_at(o)
+    ]
 
 
 @dataclass(frozen=True, slots=True)

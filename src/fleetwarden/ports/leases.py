@@ -42,6 +42,11 @@ class LeaseGroup(Protocol):
         """Every Lease of the group (the whole group, in one consistent list)."""
         ...
 
+    async def delete(self, lease: ListedLease) -> None:
+        """Delete ``lease`` if it is still at ``lease.version`` (``Conflict`` if it changed,
+        ``NotFound`` if it is gone)."""
+        ...
+
     def member(self, name: str) -> LeaseStore:
         """The Lease ``name`` of the group: created and written with the group's label."""
         ...

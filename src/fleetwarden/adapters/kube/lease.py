@@ -142,6 +142,9 @@ class KubeLeaseGroup:
             out.append(ListedLease(name, record, version))
         return out
 
+    async def delete(self, lease: ListedLease) -> None:
+        await self.api.delete(f"{self._collection}/{lease.name}", resource_version=lease.version)
+
     def member(self, name: str) -> KubeLeaseStore:
         return KubeLeaseStore(self.api, namespace=self.namespace, name=name, labels=self.labels)
 
