@@ -6,7 +6,12 @@ start and ``released`` after a SIGTERM::
     python -m tests.support.shard_member KUBECONFIG CONTEXT NAMESPACE GROUP IDENTITY \
         --clusters 100 --lease 4 --deadline 2.5 --retry 0.5
 
-The clusters are named ``cluster-000`` .. ``cluster-NNN``.
+The clusters are named ``cluster-000`` .. ``cluster-NNN``. With ``--watch-context CTX`` the
+member also *watches* each cluster it owns the way a watcher replica would use ``on_assign``:
+cluster ``cluster-007`` stands for the namespace ``cluster-007`` on that context's API server,
+a gained cluster starts ``app.reflecting.reflect`` over its ConfigMaps (a fresh list first, so
+changes made while nobody watched are found) and a lost one is cancelled; every ConfigMap
+listed or changed is printed (``{"event": "seen", "cluster": ..., "name": ..., "value": ...}``).
 """
 
 from __future__ import annotations
@@ -21,12 +26,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.adapters.kube.lease import KubeLeaseGroup
+from fleetwarden.app.reflecting import reflect
 from fleetwarden.app.sharding import MEMBERSHIP_LABEL, Membership
 from fleetwarden.core.leadership import ElectionTiming
 
@@ -41,10 +48,48 @@ def say(event: str, **fields: Any) -> None:
     print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
 
 
+def seen(cluster: str, obj: Mapping[str, Any]) -> None:
+    meta, data = obj.get("metadata") or {}, obj.get("data") or {}
+    say("seen", cluster=cluster, name=meta.get("name"), value=data.get("v"))
+
+
+async def watch_cluster(api: KubeClient, cluster: str) -> None:
+    """One owned cluster's watch: list (reporting every object), then follow the changes."""
+    path = f"/api/v1/namespaces/{cluster}/configmaps"
+
+    async def relist() -> str:
+        listed = await api.list(path)
+        for item in listed.items:
+            seen(cluster, item)
+        return listed.resource_version
+
+    async def apply(kind: str, obj: Mapping[str, Any]) -> None:
+        seen(cluster, obj)
+
+    await reflect(api, path, relist=relist, apply=apply)
+
+
 async def main(args: argparse.Namespace) -> None:
-    endpoint = load_kubeconfig(Path(args.kubeconfig), contexts=[args.context])[0]
+    endpoints = load_kubeconfig(Path(args.kubeconfig))
+    endpoint = next(e for e in endpoints if e.name == args.context)
     timing = ElectionTiming(args.lease, args.deadline, args.retry)
-    async with KubeClient(endpoint, timeout=args.deadline) as api:
+    watched = next((e for e in endpoints if e.name == args.watch_context), None)
+    async with (
+        KubeClient(endpoint, timeout=args.deadline) as api,
+        KubeClient(watched or endpoint) as watch_api,
+        asyncio.TaskGroup() as tg,
+    ):
+        watches: dict[str, asyncio.Task[None]] = {}
+
+        def on_assign(added: frozenset[str], removed: frozenset[str]) -> None:
+            say("assign", added=sorted(added), removed=sorted(removed))
+            if watched is None:
+                return
+            for cluster in removed:
+                watches.pop(cluster).cancel()
+            for cluster in sorted(added):
+                watches[cluster] = tg.create_task(watch_cluster(watch_api, cluster))
+
         group = KubeLeaseGroup(
             api, namespace=args.namespace, label=MEMBERSHIP_LABEL, value=args.group
         )
@@ -53,17 +98,13 @@ async def main(args: argparse.Namespace) -> None:
             identity=args.identity,
             clusters=cluster_names(args.clusters),
             timing=timing,
-            on_assign=lambda added, removed: say(
-                "assign", added=sorted(added), removed=sorted(removed)
-            ),
+            on_assign=on_assign,
         )
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        member = tg.create_task(membership.run())
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, member.cancel)
         say("ready", pid=os.getpid())
         with contextlib.suppress(asyncio.CancelledError):
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(membership.run())
+            await member
         say("released")
 
 
@@ -78,6 +119,7 @@ def spawn(
     lease: int,
     deadline: float,
     retry: float,
+    watch_context: str | None = None,
 ) -> subprocess.Popen[str]:
     """Start one member process (stdout: its JSON lines)."""
     argv = [
@@ -94,6 +136,8 @@ def spawn(
         f"--deadline={deadline}",
         f"--retry={retry}",
     ]
+    if watch_context:
+        argv.append(f"--watch-context={watch_context}")
     environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     return subprocess.Popen(
         argv, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
@@ -157,4 +201,5 @@ if __name__ == "__main__":
     parser.add_argument("--lease", type=int, required=True)
     parser.add_argument("--deadline", type=float, required=True)
     parser.add_argument("--retry", type=float, required=True)
+    parser.add_argument("--watch-context")
     asyncio.run(main(parser.parse_args()))
