@@ -34,12 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import k8s_env
-from tests.support.shard_member import MemberProc, cluster_names, rss_and_cpu, spawn
+from tests.support.shard_member import (
+    MemberProc,
+    cluster_names,
+    put_probes,
+    rss_and_cpu,
+    spawn,
+)
 
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.core.sharding import assign
-from fleetwarden.ports.kube import NotFound
 
 
 def wait(cond: Any, timeout: float, what: str) -> None:
@@ -67,24 +72,6 @@ def reported(p: MemberProc, cluster: str, value: str, since: float) -> float | N
         ):
             return float(e["t"])
     return None
-
-
-async def put_probes(api: KubeClient, clusters: list[str], value: str) -> None:
-    for c in clusters:
-        path = f"/api/v1/namespaces/{c}/configmaps"
-        body = {"metadata": {"name": "probe", "namespace": c}, "data": {"v": value}}
-        try:
-            current = await api.get(f"{path}/probe")
-        except NotFound:
-            await api.create(path, body)
-            continue
-        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        await api.replace(f"{path}/probe", body)
-
-
-async def make_namespaces(api: KubeClient, clusters: list[str]) -> None:
-    for c in clusters:
-        await api.create("/api/v1/namespaces", {"metadata": {"name": c}})
 
 
 def failover_round(
@@ -155,8 +142,7 @@ def main() -> None:
 
         async def prepare() -> None:
             async with KubeClient(fleet_ep) as api:
-                await make_namespaces(api, clusters)
-                await put_probes(api, clusters, "v0")
+                await put_probes(api, clusters, "v0", create_namespaces=True)
 
         asyncio.run(prepare())
         group = f"bench-{uuid.uuid4().hex[:6]}"

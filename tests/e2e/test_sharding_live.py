@@ -23,7 +23,13 @@ from fleetwarden.adapters.kube.lease import KubeLeaseGroup
 from fleetwarden.app.sharding import MEMBERSHIP_LABEL
 from fleetwarden.core.sharding import ListedLease, assign
 from fleetwarden.ports.kube import Conflict
-from tests.support.shard_member import MemberProc, cluster_names, rss_and_cpu, spawn
+from tests.support.shard_member import (
+    MemberProc,
+    cluster_names,
+    put_probes,
+    rss_and_cpu,
+    spawn,
+)
 
 pytestmark = pytest.mark.live
 
@@ -53,7 +59,9 @@ def procs() -> Iterator[list[MemberProc]]:
         p.stop()
 
 
-def start(procs: list[MemberProc], k8s: Any, endpoint: Any, group: str, who: str) -> MemberProc:
+def start(
+    procs: list[MemberProc], k8s: Any, endpoint: Any, group: str, who: str, **kw: Any
+) -> MemberProc:
     p = MemberProc(
         who,
         spawn(
@@ -62,10 +70,11 @@ def start(procs: list[MemberProc], k8s: Any, endpoint: Any, group: str, who: str
             NS,
             group,
             who,
-            clusters=len(CLUSTERS),
+            clusters=kw.pop("clusters", len(CLUSTERS)),
             lease=LEASE,
             deadline=DEADLINE,
             retry=RETRY,
+            **kw,
         ),
     )
     procs.append(p)
@@ -201,3 +210,55 @@ async def test_the_membership_leases_are_labelled_and_released(procs, k8s, endpo
             await g.delete(ListedLease(lease.name, lease.record, str(int(lease.version) - 1)))
         await g.delete(lease)
         assert await g.list() == []
+
+
+def test_changes_made_while_a_dead_members_clusters_were_unwatched_are_found_after_relist(
+    procs, k8s, endpoint, group
+):
+    """The watchers' use of ``on_assign``: each member watches the ConfigMaps of the clusters
+    it owns (namespaces on the second API server). After kill -9, every change written to the
+    dead member's clusters while nobody watched them is reported by the new owner."""
+    fleet = load_kubeconfig(Path(k8s["kubeconfig"]))[1]
+    clusters = cluster_names(20)
+    asyncio.run(_probes(fleet, clusters, "v0", create=True))
+    ps = [
+        start(procs, k8s, endpoint, group, f"w-{i}", clusters=20, watch_context=fleet.name)
+        for i in range(3)
+    ]
+    expected = assign(clusters, [p.name for p in ps])
+    wait_sync(
+        lambda: all(seen(p, c, "v0") for c, o in expected.items() for p in ps if p.name == o),
+        30,
+        "every owner to list its clusters",
+    )
+    dead, survivors = ps[0], ps[1:]
+    lost = sorted(c for c, o in expected.items() if o == dead.name)
+    assert lost, "the member to kill owns nothing"
+    os.kill(dead.popen.pid, signal.SIGKILL)
+    killed = time.time()
+    dead.popen.wait(10)
+    asyncio.run(_probes(fleet, lost, "gap"))
+    after = assign(clusters, [p.name for p in survivors])
+    owner = {p.name: p for p in survivors}
+    wait_sync(
+        lambda: all(seen(owner[after[c]], c, "gap") for c in lost),
+        BUDGET + 5,
+        "every change made in the gap to be found",
+    )
+    took = max(seen(owner[after[c]], c, "gap") or 0.0 for c in lost) - killed
+    print(f"\n{len(lost)} changes made in the gap all found {took:.3f}s after kill -9")
+    for p in survivors:  # the clusters they kept were never relisted
+        kept = [c for c in clusters if expected[c] == p.name]
+        assert all(len([e for e in p.events if e.get("cluster") == c]) == 1 for c in kept)
+
+
+def seen(p: MemberProc, cluster: str, value: str) -> float | None:
+    for e in list(p.events):
+        if e["event"] == "seen" and e["cluster"] == cluster and e["value"] == value:
+            return float(e["t"])
+    return None
+
+
+async def _probes(fleet: Any, clusters: list[str], value: str, *, create: bool = False) -> None:
+    async with KubeClient(fleet) as api:
+        await put_probes(api, clusters, value, create_namespaces=create)

@@ -36,6 +36,7 @@ from fleetwarden.adapters.kube.lease import KubeLeaseGroup
 from fleetwarden.app.reflecting import reflect
 from fleetwarden.app.sharding import MEMBERSHIP_LABEL, Membership
 from fleetwarden.core.leadership import ElectionTiming
+from fleetwarden.ports.kube import Conflict, NotFound
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,6 +47,26 @@ def cluster_names(n: int) -> list[str]:
 
 def say(event: str, **fields: Any) -> None:
     print(json.dumps({"event": event, "t": time.time(), **fields}), flush=True)
+
+
+async def put_probes(
+    api: KubeClient, clusters: list[str], value: str, *, create_namespaces: bool = False
+) -> None:
+    """Write ``value`` into the ``probe`` ConfigMap of each cluster's namespace (creating the
+    namespace first, if asked and missing)."""
+    for c in clusters:
+        if create_namespaces:
+            with contextlib.suppress(Conflict):
+                await api.create("/api/v1/namespaces", {"metadata": {"name": c}})
+        path = f"/api/v1/namespaces/{c}/configmaps"
+        body: dict[str, Any] = {"metadata": {"name": "probe"}, "data": {"v": value}}
+        try:
+            current = await api.get(f"{path}/probe")
+        except NotFound:
+            await api.create(path, body)
+            continue
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        await api.replace(f"{path}/probe", body)
 
 
 def seen(cluster: str, obj: Mapping[str, Any]) -> None:
