@@ -20,12 +20,15 @@ observer's own monotonic clock, a member is live until its Lease has stayed *unc
 ``leaseDurationSeconds`` since this observer first saw that version; a released Lease (empty
 holder) is gone at once. Clock offsets between replicas do not matter.
 
-Bounds, given every member renews each ``retryPeriod`` and lists the group each round:
-a member's loss is noticed by each peer at most ``leaseDuration + retryPeriod`` after its last
-renewal; a member that joins is seen by each peer within one ``retryPeriod`` (until then a
-cluster moving to it is watched twice, never by nobody). Replicas whose views differ (one has
-noticed a loss, another not yet) may briefly disagree: a cluster can then be owned twice or,
-for at most the same bound, by nobody.
+Bounds, given every member renews and lists the group every ``retryPeriod`` (jittered by up
+to 20 %): a peer first sees a dead member's last renewal up to one retry after it, judges it
+gone ``leaseDuration`` later and acts at its next round, so its clusters move at most
+``leaseDuration + 2 x 1.2 x retryPeriod`` (plus request latency) after its last renewal. A
+member that joins is seen by each peer within one retry (until then a cluster moving to it is
+watched twice, never by nobody). Replicas whose views differ (one has noticed a loss, another
+not yet) may briefly disagree: a cluster can then be owned twice or, within the same bound,
+by nobody. ``gone_leases`` names the Leases a live member may delete, so that a newcomer
+never counts a long-dead member as live for a lease duration after first seeing its Lease.
 
 Pure: no I/O, no clock reads (``now`` is passed in), no logging.
 """
