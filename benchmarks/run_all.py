@@ -56,6 +56,7 @@ FULL_ONLY: frozenset[str] = frozenset(
         "gateway_ingest.py",
         "live_scale.py",
         "live_watch.py",
+        "sharding_failover.py",
         "workload_watch.py",
     }
 )

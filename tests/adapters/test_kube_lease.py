@@ -14,9 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleetwarden.adapters.kube.client import KubeClient
-from fleetwarden.adapters.kube.lease import KubeLeaseStore, format_micro_time, parse_micro_time
+from fleetwarden.adapters.kube.lease import (
+    KubeLeaseGroup,
+    KubeLeaseStore,
+    format_micro_time,
+    parse_micro_time,
+)
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.leadership import LeaseRecord
+from fleetwarden.core.sharding import ListedLease
 from fleetwarden.ports.kube import ApiError, Conflict, ObjectApi, Transient
 
 PATH = "/apis/coordination.k8s.io/v1/namespaces/fw/leases/leader"
@@ -164,3 +170,56 @@ async def test_an_unreachable_server_is_transient():
     async with client:
         with pytest.raises(Transient):
             await store.read()
+
+
+async def test_a_group_lists_by_label_and_its_members_keep_the_label_on_every_write():
+    seen: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.method == "GET":
+            item = lease_object("7", holderIdentity="pod-a", leaseDurationSeconds=15)
+            item["metadata"]["name"] = "fleetwarden-member-pod-a"
+            return httpx.Response(200, json={"items": [item], "metadata": {"resourceVersion": "9"}})
+        body = json.loads(request.content)
+        body["metadata"]["resourceVersion"] = "8"
+        return httpx.Response(200 if request.method == "PUT" else 201, json=body)
+
+    client = KubeClient(
+        ClusterEndpoint("mgmt", "https://api.invalid"), transport=httpx.MockTransport(handle)
+    )
+    group = KubeLeaseGroup(client, namespace="fw", label="fleetwarden.io/membership", value="w")
+    async with client:
+        listed = await group.list()
+        member = group.member("fleetwarden-member-pod-b")
+        await member.create(LeaseRecord("pod-b", 15, T, T, 0))
+        await member.update(LeaseRecord("pod-b", 15, T, T, 0), "8")
+    assert listed == [
+        ListedLease("fleetwarden-member-pod-a", LeaseRecord("pod-a", 15, None, None, 0), "7")
+    ]
+    assert seen[0].url.params["labelSelector"] == "fleetwarden.io/membership=w"
+    assert seen[0].url.path == "/apis/coordination.k8s.io/v1/namespaces/fw/leases"
+    for request in seen[1:]:
+        meta = json.loads(request.content)["metadata"]
+        assert meta["labels"] == {"fleetwarden.io/membership": "w"}, request.method
+    assert group.where == "mgmt/fw/fleetwarden.io/membership=w"
+
+
+async def test_a_listed_lease_without_a_name_or_with_a_bad_field_is_an_api_error():
+    bad = lease_object("7", leaseTransitions=-1)
+    bad["metadata"]["name"] = "m"
+    nameless = lease_object("7")
+    del nameless["metadata"]["name"]
+    for item, says in ((bad, "spec.leaseTransitions"), (nameless, "has no name")):
+        client = KubeClient(
+            ClusterEndpoint("mgmt", "https://api.invalid"),
+            transport=httpx.MockTransport(
+                lambda request, item=item: httpx.Response(
+                    200, json={"items": [item], "metadata": {}}
+                )
+            ),
+        )
+        group = KubeLeaseGroup(client, namespace="fw", label="l", value="v")
+        async with client:
+            with pytest.raises(ApiError, match=says):
+                await group.list()

@@ -26,7 +26,14 @@ from typing import Any
 from fleetwarden.core.leadership import ElectionTiming
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["SCHEMA", "LeaderElectionConfig", "leader_election_from"]
+__all__ = [
+    "SCHEMA",
+    "LeaderElectionConfig",
+    "leader_election_from",
+    "lease_location",
+    "lease_namespace",
+    "lease_timing",
+]
 
 SECTION = "leaderElection"
 # the service schema's entry: this module checks the section itself, with precise errors
@@ -71,6 +78,21 @@ def leader_election_from(raw: Any, *, source: str) -> LeaderElectionConfig | Non
     for key in raw:
         if key not in _KEYS:
             raise fail(str(key), f"unknown field; the fields are {', '.join(_KEYS)}")
+    context, in_cluster = lease_location(raw, fail)
+    namespace = lease_namespace(raw, fail)
+    name = raw.get("name", "fleetwarden")
+    if not isinstance(name, str) or not _SUBDOMAIN.match(name):
+        raise fail("name", "must be a Lease name (lowercase RFC 1123 subdomain)")
+    timing = lease_timing(raw, fail)
+    return LeaderElectionConfig(
+        namespace=namespace, name=name, context=context, in_cluster=in_cluster, timing=timing
+    )
+
+
+def lease_location(
+    raw: Mapping[str, Any], fail: Callable[[str | None, str], FormatError]
+) -> tuple[str | None, bool]:
+    """``(context, inCluster)`` of a section that names where its Leases live."""
     context, in_cluster = raw.get("context"), raw.get("inCluster", False)
     if context is not None and (not isinstance(context, str) or not context):
         raise fail("context", "must be the name of a kubeconfig context")
@@ -82,12 +104,22 @@ def leader_election_from(raw: Any, *, source: str) -> LeaderElectionConfig | Non
             "say where the Lease lives: context: NAME (a kubeconfig context) or inCluster: "
             "true (the pod's own API server), exactly one of them",
         )
+    return context, in_cluster
+
+
+def lease_namespace(raw: Mapping[str, Any], fail: Callable[[str | None, str], FormatError]) -> str:
+    """The required ``namespace`` of a section."""
     namespace = raw.get("namespace")
     if not isinstance(namespace, str) or not _LABEL.match(namespace):
         raise fail("namespace", "required: a namespace name (lowercase RFC 1123 label)")
-    name = raw.get("name", "fleetwarden")
-    if not isinstance(name, str) or not _SUBDOMAIN.match(name):
-        raise fail("name", "must be a Lease name (lowercase RFC 1123 subdomain)")
+    return namespace
+
+
+def lease_timing(
+    raw: Mapping[str, Any], fail: Callable[[str | None, str], FormatError]
+) -> ElectionTiming:
+    """``leaseSeconds`` (default 15), ``renewDeadlineSeconds`` (2/3 of it) and
+    ``retryPeriodSeconds`` (2/15 of it) of a section, checked as ``ElectionTiming``."""
     lease = raw.get("leaseSeconds", 15)
     if isinstance(lease, bool) or not isinstance(lease, int) or lease < 1:
         raise fail("leaseSeconds", "must be a whole number of seconds, at least 1")
@@ -100,12 +132,9 @@ def leader_election_from(raw: Any, *, source: str) -> LeaderElectionConfig | Non
             "acting before another replica may take the lease",
         )
     try:
-        timing = ElectionTiming(lease, deadline, retry)
+        return ElectionTiming(lease, deadline, retry)
     except ValueError as exc:
         raise fail("retryPeriodSeconds", str(exc)) from None
-    return LeaderElectionConfig(
-        namespace=namespace, name=name, context=context, in_cluster=in_cluster, timing=timing
-    )
 
 
 def _seconds(

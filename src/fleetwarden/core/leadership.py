@@ -47,6 +47,7 @@ __all__ = [
     "Observation",
     "Term",
     "decide",
+    "expires_at",
     "fence_problem",
     "observe",
     "released",
@@ -157,6 +158,13 @@ def observe(
     return Observation(record, version, now)
 
 
+def expires_at(observed: Observation) -> float:
+    """The local time at which the holder of ``observed`` is judged gone if the record is still
+    unchanged: its ``leaseDurationSeconds`` after this observer first saw that version (its own
+    clock; the wall times in the record are never compared)."""
+    return observed.observed_at + observed.record.lease_duration_seconds
+
+
 def decide(
     observed: Observation | None,
     *,
@@ -212,7 +220,7 @@ def decide(
             taken,
             observed.version,
         )
-    expires = observed.observed_at + held.lease_duration_seconds
+    expires = expires_at(observed)
     if term is not None:
         return Decision(
             Action.STEP_DOWN, (f"the lease is held by {held.holder_identity!r}, not by me",)

@@ -75,17 +75,27 @@ class KubeApi(Protocol):
 
 
 class ObjectApi(Protocol):
-    """Read and write whole objects (leader-election Leases): ``create`` POSTs to the
-    collection path, ``replace`` PUTs the object with its ``metadata.resourceVersion`` — the
-    server answers ``Conflict`` when that version is no longer current."""
+    """Read and write whole objects (leader-election and membership Leases): ``create`` POSTs
+    to the collection path, ``replace`` PUTs the object with its ``metadata.resourceVersion``
+    — the server answers ``Conflict`` when that version is no longer current; ``list`` reads
+    a collection by label selector; ``delete`` with a ``resource_version`` removes only that
+    version (``Conflict`` otherwise, ``NotFound`` when it is gone already)."""
 
     cluster: str
 
     async def get(self, path: str, **params: Any) -> Any: ...
 
+    async def list(
+        self, path: str, *, label_selector: str | None = None, limit: int = 500
+    ) -> ListResult: ...
+
     async def create(self, path: str, body: Any, *, timeout: float | None = None) -> Any: ...
 
     async def replace(self, path: str, body: Any, *, timeout: float | None = None) -> Any: ...
+
+    async def delete(
+        self, path: str, *, resource_version: str | None = None, timeout: float | None = None
+    ) -> Any: ...
 
 
 ClientFactory = Callable[[ClusterEndpoint], KubeApi]

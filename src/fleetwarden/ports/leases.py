@@ -1,4 +1,5 @@
-"""The leader-election port: one Lease, read and written with compare-and-swap. Callers bound
+"""The Lease ports: one Lease read and written with compare-and-swap (leader election), and a
+group of labelled membership Leases listed at once (cluster sharding). Callers bound
 every call with their own timeout (``asyncio.timeout``).
 
 Errors are the Kubernetes port's (``ports.kube``): ``Conflict`` when a create finds the Lease
@@ -11,8 +12,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from fleetwarden.core.leadership import LeaseRecord
+from fleetwarden.core.sharding import ListedLease
 
-__all__ = ["LeaseStore"]
+__all__ = ["LeaseGroup", "LeaseStore"]
 
 
 class LeaseStore(Protocol):
@@ -28,4 +30,23 @@ class LeaseStore(Protocol):
 
     async def update(self, record: LeaseRecord, version: str) -> str:
         """Write ``record`` over ``version`` (and only over it); the new version."""
+        ...
+
+
+class LeaseGroup(Protocol):
+    """The membership Leases of one sharding group (one label value in one namespace)."""
+
+    where: str  # "cluster/namespace/label=value"
+
+    async def list(self) -> list[ListedLease]:
+        """Every Lease of the group (the whole group, in one consistent list)."""
+        ...
+
+    async def delete(self, lease: ListedLease) -> None:
+        """Delete ``lease`` if it is still at ``lease.version`` (``Conflict`` if it changed,
+        ``NotFound`` if it is gone)."""
+        ...
+
+    def member(self, name: str) -> LeaseStore:
+        """The Lease ``name`` of the group: created and written with the group's label."""
         ...

@@ -416,6 +416,20 @@ class KubeClient:
         """PUT ``body`` at ``path``; a stale ``metadata.resourceVersion`` is ``Conflict``."""
         return await self.request("PUT", path, body=body, timeout=timeout)
 
+    async def delete(
+        self, path: str, *, resource_version: str | None = None, timeout: float | None = None
+    ) -> Any:
+        """DELETE ``path``; with ``resource_version`` only that version of the object (a
+        precondition: ``Conflict`` when it changed)."""
+        body = None
+        if resource_version is not None:
+            body = {
+                "apiVersion": "v1",
+                "kind": "DeleteOptions",
+                "preconditions": {"resourceVersion": resource_version},
+            }
+        return await self.request("DELETE", path, body=body, timeout=timeout)
+
     # --- health --------------------------------------------------------------------------
 
     async def readyz(self, *, timeout: float = 5.0) -> tuple[bool, str]:

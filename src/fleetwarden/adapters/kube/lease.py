@@ -1,4 +1,5 @@
-"""A coordination.k8s.io/v1 Lease as the leader-election ``LeaseStore``.
+"""A coordination.k8s.io/v1 Lease as the leader-election ``LeaseStore``, and a labelled group
+of them as the sharding ``LeaseGroup``.
 
 Writes are optimistic: an update PUTs the whole object carrying the ``resourceVersion`` it was
 read at, so the API server refuses it (409 Conflict) when anyone wrote in between; a create of
@@ -12,13 +13,21 @@ spec cannot be read raises ``ApiError`` naming the field.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, NotRequired, TypedDict
 
 from fleetwarden.core.leadership import LeaseRecord
+from fleetwarden.core.sharding import ListedLease
 from fleetwarden.ports.kube import ApiError, NotFound, ObjectApi
 
-__all__ = ["KubeLeaseStore", "format_micro_time", "parse_micro_time"]
+__all__ = [
+    "KubeLeaseGroup",
+    "KubeLeaseStore",
+    "decode_lease",
+    "format_micro_time",
+    "parse_micro_time",
+]
 
 
 class LeaseSpec(TypedDict):
@@ -54,10 +63,19 @@ def parse_micro_time(text: str) -> datetime:
 
 
 class KubeLeaseStore:
-    """The Lease ``namespace/name`` on the cluster ``api`` talks to."""
+    """The Lease ``namespace/name`` on the cluster ``api`` talks to; ``labels`` are written
+    with every create and update (a PUT replaces the whole object)."""
 
-    def __init__(self, api: ObjectApi, *, namespace: str, name: str) -> None:
+    def __init__(
+        self,
+        api: ObjectApi,
+        *,
+        namespace: str,
+        name: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         self.api, self.namespace, self.name = api, namespace, name
+        self.labels = dict(labels or {})
         self.where = f"{api.cluster}/{namespace}/{name}"
         self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
         self._path = f"{self._collection}/{name}"
@@ -79,6 +97,8 @@ class KubeLeaseStore:
 
     def _object(self, record: LeaseRecord, *, version: str | None) -> dict[str, Any]:
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self.labels:
+            meta["labels"] = dict(self.labels)
         if version is not None:
             meta["resourceVersion"] = version
         spec: LeaseSpec = {
@@ -98,35 +118,65 @@ class KubeLeaseStore:
         }
 
     def _decoded(self, obj: Any) -> tuple[LeaseRecord, str]:
-        if not isinstance(obj, dict):
-            raise ApiError(self.api.cluster, f"{self._path}: the answer is not a Lease object")
-        version = (obj.get("metadata") or {}).get("resourceVersion")
-        if not isinstance(version, str) or not version:
-            raise ApiError(self.api.cluster, f"{self._path}: metadata.resourceVersion is missing")
-        spec: LeaseSpec = obj.get("spec") or {}
-        times: dict[str, datetime | None] = {}
-        for key in ("acquireTime", "renewTime"):
-            raw = spec.get(key)
-            try:
-                times[key] = parse_micro_time(raw) if isinstance(raw, str) and raw else None
-            except ValueError:
-                raise ApiError(
-                    self.api.cluster, f"{self._path}: spec.{key} is not a time: {raw!r}"
-                ) from None
-        duration = spec.get("leaseDurationSeconds")
-        transitions = spec.get("leaseTransitions", 0)
-        for key, number in (("leaseDurationSeconds", duration), ("leaseTransitions", transitions)):
-            if number is not None and (not isinstance(number, int) or number < 0):
-                raise ApiError(
-                    self.api.cluster, f"{self._path}: spec.{key} is not a count: {number!r}"
-                )
-        record = LeaseRecord(
-            holder_identity=spec.get("holderIdentity") or "",
-            # a Lease written without a duration by another tool: judge it as 1 s, so a
-            # record that nobody renews is not held forever
-            lease_duration_seconds=duration or 1,
-            acquire_time=times["acquireTime"],
-            renew_time=times["renewTime"],
-            lease_transitions=transitions or 0,
-        )
-        return record, version
+        return decode_lease(self.api.cluster, self._path, obj)
+
+
+class KubeLeaseGroup:
+    """The Leases labelled ``label=value`` in ``namespace`` (one sharding group)."""
+
+    def __init__(self, api: ObjectApi, *, namespace: str, label: str, value: str) -> None:
+        self.api, self.namespace = api, namespace
+        self.labels = {label: value}
+        self.where = f"{api.cluster}/{namespace}/{label}={value}"
+        self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        self._selector = f"{label}={value}"
+
+    async def list(self) -> list[ListedLease]:
+        listed = await self.api.list(self._collection, label_selector=self._selector)
+        out = []
+        for obj in listed.items:
+            name = (obj.get("metadata") or {}).get("name")
+            if not isinstance(name, str) or not name:
+                raise ApiError(self.api.cluster, f"{self._collection}: a Lease has no name")
+            record, version = decode_lease(self.api.cluster, f"{self._collection}/{name}", obj)
+            out.append(ListedLease(name, record, version))
+        return out
+
+    async def delete(self, lease: ListedLease) -> None:
+        await self.api.delete(f"{self._collection}/{lease.name}", resource_version=lease.version)
+
+    def member(self, name: str) -> KubeLeaseStore:
+        return KubeLeaseStore(self.api, namespace=self.namespace, name=name, labels=self.labels)
+
+
+def decode_lease(cluster: str, path: str, obj: Any) -> tuple[LeaseRecord, str]:
+    """The record and version of the Lease object ``obj`` read from ``path``; ``ApiError``
+    naming the field when it cannot be read."""
+    if not isinstance(obj, dict):
+        raise ApiError(cluster, f"{path}: the answer is not a Lease object")
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    if not isinstance(version, str) or not version:
+        raise ApiError(cluster, f"{path}: metadata.resourceVersion is missing")
+    spec: LeaseSpec = obj.get("spec") or {}
+    times: dict[str, datetime | None] = {}
+    for key in ("acquireTime", "renewTime"):
+        raw = spec.get(key)
+        try:
+            times[key] = parse_micro_time(raw) if isinstance(raw, str) and raw else None
+        except ValueError:
+            raise ApiError(cluster, f"{path}: spec.{key} is not a time: {raw!r}") from None
+    duration = spec.get("leaseDurationSeconds")
+    transitions = spec.get("leaseTransitions", 0)
+    for key, number in (("leaseDurationSeconds", duration), ("leaseTransitions", transitions)):
+        if number is not None and (not isinstance(number, int) or number < 0):
+            raise ApiError(cluster, f"{path}: spec.{key} is not a count: {number!r}")
+    record = LeaseRecord(
+        holder_identity=spec.get("holderIdentity") or "",
+        # a Lease written without a duration by another tool: judge it as 1 s, so a
+        # record that nobody renews is not held forever
+        lease_duration_seconds=duration or 1,
+        acquire_time=times["acquireTime"],
+        renew_time=times["renewTime"],
+        lease_transitions=transitions or 0,
+    )
+    return record, version
