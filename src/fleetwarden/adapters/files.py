@@ -14,13 +14,17 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetwarden.core.fleet import Skip
 from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.formats.desired import YAML_SUFFIXES, DesiredRead, SourceFile, read_desired
+from fleetwarden.formats.documents import YAML_SUFFIXES, SourceFile
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import parse_nodes
 from fleetwarden.formats.provisioners import Assumed
+
+if TYPE_CHECKING:
+    from fleetwarden.formats.desired import DesiredRead
 
 __all__ = [
     "DEFAULT_DESIRED_LIMIT",
@@ -180,6 +184,10 @@ def load_desired(
 ) -> DesiredRead:
     """Every pool under the paths. A file named directly must be readable (else
     ``FormatError``); a file found in a directory that cannot be read is a skipped problem."""
+    # every desired-state reader (Terraform, CAPI, JSON Schema...) loads only when used: the
+    # commands that only walk and read files (deprecations) start without them
+    from fleetwarden.formats.desired import DesiredRead, read_desired
+
     out = DesiredRead()
     for arg in args:
         direct = arg.path.is_file()
