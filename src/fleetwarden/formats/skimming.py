@@ -60,8 +60,8 @@ _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 # Hazards are found by scanning for their first character (the regex engine skips ahead to it)
 # and then asking whether a token may start there (`_at_token_start`).
 _OTHER_BREAKS = re.compile(r"[\r\x85\u2028\u2029\ufeff]")  # other line breaks, a late BOM
-_TAB_INDENT = re.compile(r"^ *\t", re.MULTILINE)
-_MARKERS = re.compile(r"^(?:%|\.\.\.(?:[ \t]|$))", re.MULTILINE)  # a directive, a document end
+_TAB_INDENT = re.compile(r"\n *\t")
+_MARKERS = re.compile(r"\n(?:%|\.\.\.(?:[ \t]|$))", re.MULTILINE)  # a directive, a document end
 _LONG_INT = re.compile(r"[0-9_]{4300}")  # past int()'s digit limit
 _SPECIAL = re.compile(r"[&*!?=]")
 _EQUALS_ALONE = re.compile(r"=[ \t]*(?:$|#|:)", re.MULTILINE)  # the scalar `=`
@@ -70,6 +70,7 @@ _OPEN_QUOTE = re.compile(r"\"(?:[^\"\\\n]|\\.)*\\?$|'(?:[^'\n]|'')*$", re.MULTIL
 _SPACES = re.compile(" *")
 _DQ_SPAN = re.compile(r'"(?:[^"\\]|\\[\s\S])*"')
 _SQ_SPAN = re.compile(r"'(?:[^']|'')*'")
+_DATE_DASHES = re.compile(r"-[0-9]{1,2}-[0-9]")  # starts with a literal: found fast
 _TIMESTAMP_LIKE = re.compile(
     r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}"
     r"(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?)?"
@@ -89,11 +90,11 @@ _FLAT_LINE = re.compile(
     rf"(?:{_SEQ}|{_MAP})[ \t]*(?:#.*)?"
 )
 
-_DOC_START = re.compile(r"^---(?=[ \t]|$)(.*)$", re.MULTILINE)
-_CONTENT = re.compile(r"^(?![ \t]*(?:#|$))", re.MULTILINE)  # a line that is not blank/comment
-_TOP_KEY = re.compile(r"^(apiVersion|kind|metadata)[ \t]*:(.*)$", re.MULTILINE)
-_QUOTED_TOP = re.compile(r"^[\"']", re.MULTILINE)
-_COLUMN0 = re.compile(r"^[^ \t\n#]", re.MULTILINE)  # the next top-level line
+_DOC_START = re.compile(r"\n---(?=[ \t\n]|\Z)(.*)")
+_CONTENT = re.compile(r"\n(?![ \t]*(?:#|\n|\Z))")  # a line that is not blank/comment
+_TOP_KEY = re.compile(r"\n(apiVersion|kind|metadata)[ \t]*:(.*)")
+_QUOTED_TOP = re.compile(r"\n[\"']")
+_COLUMN0 = re.compile(r"\n[^ \t\n#]")  # the next top-level line
 _FIRST_KEY = re.compile(rf"{_PLAIN_KEY}[ \t]*:(?:[ \t]|$)", re.MULTILINE)
 _NEXT_CONTENT = re.compile(r"(?:[ \t]*\n)*( *)([^ \n]?)")
 _DQ = re.compile(r"\"([^\"\\]*)\"[ \t]*(?:#.*)?")
@@ -112,14 +113,17 @@ def skim_yaml(text: str) -> list[Head] | None:
         return None
     if "\r" in text:
         text = text.replace("\r\n", "\n")
-    if _hazard(text) or _bad_quote(text) or _bad_timestamp(text) or _bad_flow(text):
+    # every line, the first too, starts after a "\n": patterns find line starts by that
+    # literal character (fast), never by `^` (tried at every position)
+    lines = "\n" + text
+    if _hazard(lines) or _bad_quote(lines) or _bad_timestamp(lines) or _bad_flow(lines):
         return None
     try:
         _CParser(text).raw_parse()
     except (yaml.YAMLError, ValueError, TypeError):
         return None  # the full parse says what is wrong, with the line
     try:
-        return _heads(text)
+        return _heads(lines)
     except _Unsure:
         return None
 
@@ -224,7 +228,12 @@ def _bad_timestamp(text: str) -> bool:
     if "-" not in text:
         return False
     constructor = yaml.constructor.SafeConstructor()
-    for m in _TIMESTAMP_LIKE.finditer(text):
+    pos = 0
+    while (dashes := _DATE_DASHES.search(text, pos)) is not None:
+        pos = dashes.start() + 1  # overlapping: a candidate never hides the next
+        m = _TIMESTAMP_LIKE.match(text, max(dashes.start() - 4, 0))
+        if m is None:
+            continue
         value = m.group()
         if _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) != _TIMESTAMP:
             continue
@@ -252,13 +261,15 @@ def _bad_flow(text: str) -> bool:
 
 
 def _heads(text: str) -> list[Head]:
-    starts = [0]
+    """``text`` starts with a "\n"; each document runs from a line end to a line end."""
+    starts, ends = [0], []
     for m in _DOC_START.finditer(text):
         rest = m.group(1).strip(" \t")
         if rest and not rest.startswith("#"):
             raise _Unsure  # content on the `---` line
+        ends.append(m.start())
         starts.append(m.end())
-    ends = [m.start() for m in _DOC_START.finditer(text)] + [len(text)]
+    ends.append(len(text))
     heads = []
     for start, end in zip(starts, ends, strict=True):
         head = _document(text, start, end)
@@ -269,9 +280,9 @@ def _heads(text: str) -> list[Head]:
 
 def _document(text: str, start: int, end: int) -> Head | None:
     first = _CONTENT.search(text, start, end)
-    if first is None or first.start() >= end:
+    if first is None:
         return None  # empty: the full parse has no document (or None) here
-    if not _FIRST_KEY.match(text, first.start(), end) or _QUOTED_TOP.search(text, start, end):
+    if not _FIRST_KEY.match(text, first.end(), end) or _QUOTED_TOP.search(text, start, end):
         raise _Unsure  # not a block mapping at column 0, or a quoted key there
     values: dict[str, Any] = {}
     meta: tuple[str | None, str | None] = (None, None)
@@ -324,27 +335,26 @@ def _value(text: str, rest: str, line_end: int, indent: int) -> Any:
 
 
 def _metadata(text: str, rest: str, line_end: int, end: int) -> tuple[str | None, str | None]:
+    """``metadata``'s name and namespace; ``line_end`` is the "\n" ending its line."""
     if rest.strip(" \t") and not rest.lstrip(" \t").startswith("#"):
         raise _Unsure  # flow style or a scalar
-    body_start = min(line_end + 1, end)
-    first = _CONTENT.search(text, body_start, end)
+    first = _CONTENT.search(text, line_end, end)
     if first is None:
         return None, None  # null: nothing follows
-    if text[first.start()] not in " ":
-        if text[first.start()] == "-":
+    at = first.end()
+    if text[at] != " ":
+        if text[at] == "-":
             raise _Unsure  # a sequence at column 0
         return None, None  # null: the next top-level key follows
-    stop = _COLUMN0.search(text, body_start, end)
+    stop = _COLUMN0.search(text, line_end, end)
     body_end = stop.start() if stop else end
-    nl = text.find("\n", first.start(), body_end)
-    line = text[first.start() : body_end if nl < 0 else nl]
-    indent = len(line) - len(line.lstrip(" "))
-    if line[indent] in _INDICATORS:
+    indent = _SPACES.match(text, at).end() - at  # type: ignore[union-attr]
+    if text[at + indent] in _INDICATORS:
         raise _Unsure  # a sequence, a quoted or complex key
-    if _quoted_key(indent).search(text, body_start, body_end):
+    if _quoted_key(indent).search(text, line_end, body_end):
         raise _Unsure
     found: dict[str, Any] = {}
-    for m in _meta_key(indent).finditer(text, body_start, body_end):
+    for m in _meta_key(indent).finditer(text, line_end, body_end):
         found[m.group(1)] = _value(text, m.group(2), m.end(), indent)
     name, namespace = found.get("name"), found.get("namespace")
     return (
@@ -355,9 +365,9 @@ def _metadata(text: str, rest: str, line_end: int, end: int) -> tuple[str | None
 
 @lru_cache(maxsize=32)
 def _meta_key(indent: int) -> re.Pattern[str]:
-    return re.compile(rf"^ {{{indent}}}(name|namespace)[ \t]*:(.*)$", re.MULTILINE)
+    return re.compile(rf"\n {{{indent}}}(name|namespace)[ \t]*:(.*)")
 
 
 @lru_cache(maxsize=32)
 def _quoted_key(indent: int) -> re.Pattern[str]:
-    return re.compile(rf"^ {{{indent}}}[\"'?{{\[]", re.MULTILINE)
+    return re.compile(rf"\n {{{indent}}}[\"'?{{\[]")
