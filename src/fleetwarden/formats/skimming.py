@@ -56,6 +56,7 @@ except ImportError:  # PyYAML without libyaml: every file is parsed fully
 _RESOLVER = yaml.resolver.Resolver()
 _STR = "tag:yaml.org,2002:str"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_NULL = "tag:yaml.org,2002:null"
 
 # Hazards are found by scanning for their first character (the regex engine skips ahead to it)
 # and then asking whether a token may start there (`_at_token_start`).
@@ -100,6 +101,7 @@ _NEXT_CONTENT = re.compile(r"(?:[ \t]*\n)*( *)([^ \n]?)")
 _DQ = re.compile(r"\"([^\"\\]*)\"[ \t]*(?:#.*)?")
 _SQ = re.compile(r"'((?:[^']|'')*)'[ \t]*(?:#.*)?")
 _COMMENT = re.compile(r"[ \t]#")
+_COMMENT_TAIL = re.compile(r"(?:^|[ \t])#.*")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` \t")  # what a plain scalar here may not start with
 
 
@@ -148,13 +150,11 @@ def skim_json(text: str) -> list[Head] | None:
     for b in bodies:
         meta = b.get("metadata")
         values = [b.get("apiVersion"), b.get("kind")]
-        if isinstance(meta, dict):
-            values += [meta.get("name"), meta.get("namespace")]
-        elif meta is not None:
-            return None
+        values += (
+            [meta.get("name"), meta.get("namespace")] if isinstance(meta, dict) else [None] * 2
+        )
         if any(v is not None and not isinstance(v, str) for v in values):
             return None
-        values += [None] * (4 - len(values))
         heads.append(Head(values[0] or "", values[1] or "", values[2], values[3]))
     return heads
 
@@ -336,7 +336,12 @@ def _value(text: str, rest: str, line_end: int, indent: int) -> Any:
 
 def _metadata(text: str, rest: str, line_end: int, end: int) -> tuple[str | None, str | None]:
     """``metadata``'s name and namespace; ``line_end`` is the "\n" ending its line."""
-    if rest.strip(" \t") and not rest.lstrip(" \t").startswith("#"):
+    value = _COMMENT_TAIL.sub("", rest).strip(" \t")
+    if value == "{}" or (
+        value and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _NULL
+    ):
+        return None, None  # an empty mapping, or null
+    if value:
         raise _Unsure  # flow style or a scalar
     first = _CONTENT.search(text, line_end, end)
     if first is None:
