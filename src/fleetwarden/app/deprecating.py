@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationFinding, DeprecationTable, Status
 from fleetwarden.core.fleet import Skip
 from fleetwarden.formats import manifests
 from fleetwarden.formats.errors import FormatError
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = [
     "DEFAULT_COMPONENTS",
@@ -148,7 +151,7 @@ def find_deprecations(
     rendered = _render(charts, target, render) if charts else []
     results = _read_all(found, read, workers)
     for path, text in rendered:
-        results.append(_objects(path, lambda t=text: t.encode(), named=False))
+        results.append(_objects(path, text.encode, named=False))
     scan_findings: list[ManifestFinding] = []
     n_files = n_objects = 0
     for result in results:
@@ -197,7 +200,7 @@ def _objects(path: str, data: Callable[[], bytes], *, named: bool) -> _Result:
 
 def _read_files(batch: Sequence[tuple[Path, bool]], read: ReadFile) -> list[_Result]:
     """A batch of files, read and skimmed; module-level, so a worker process can run it."""
-    return [_objects(str(p), lambda p=p: read(p), named=named) for p, named in batch]
+    return [_objects(str(p), partial(read, p), named=named) for p, named in batch]
 
 
 def _read_all(found: list[tuple[Path, bool]], read: ReadFile, workers: int) -> list[_Result]:
@@ -213,6 +216,9 @@ def _read_all(found: list[tuple[Path, bool]], read: ReadFile, workers: int) -> l
     for f, size in zip(found, sizes, strict=True):
         batches[min(int(acc / share), workers - 1)].append(f)
         acc += size
+    # loaded only here: a small tree (most runs) never pays for importing multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=workers - 1) as pool:
         # this process reads the first batch while the workers read the others
         futures: list[Future[list[_Result]]] = [

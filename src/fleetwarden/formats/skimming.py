@@ -48,8 +48,11 @@ class Head(NamedTuple):
     namespace: str | None
 
 
-try:  # libyaml's parser without composing: validates the stream in C
-    from yaml._yaml import CParser as _CParser
+_CParser: Any  # libyaml's parser without composing: validates the stream in C
+try:
+    from yaml import _yaml
+
+    _CParser = _yaml.CParser
 except ImportError:  # PyYAML without libyaml: every file is parsed fully
     _CParser = None
 
@@ -103,6 +106,12 @@ _SQ = re.compile(r"'((?:[^']|'')*)'[ \t]*(?:#.*)?")
 _COMMENT = re.compile(r"[ \t]#")
 _COMMENT_TAIL = re.compile(r"(?:^|[ \t])#.*")
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@` \t")  # what a plain scalar here may not start with
+
+
+def _plain_tag(value: str) -> str:
+    """The tag PyYAML's resolver gives a plain scalar (str, int, bool, null, timestamp...)."""
+    tag: str = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    return tag
 
 
 class _Unsure(Exception):
@@ -235,7 +244,7 @@ def _bad_timestamp(text: str) -> bool:
         if m is None:
             continue
         value = m.group()
-        if _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) != _TIMESTAMP:
+        if _plain_tag(value) != _TIMESTAMP:
             continue
         try:
             constructor.construct_yaml_timestamp(yaml.ScalarNode(_TIMESTAMP, value))
@@ -329,7 +338,7 @@ def _value(text: str, rest: str, line_end: int, indent: int) -> Any:
     nxt = _NEXT_CONTENT.match(text, line_end + 1)
     if nxt is not None and nxt.group(2) not in ("", "#") and len(nxt.group(1)) > indent:
         raise _Unsure  # a plain scalar going on over the next lines
-    if _RESOLVER.resolve(yaml.ScalarNode, plain, (True, False)) != _STR:
+    if _plain_tag(plain) != _STR:
         return _NOT_STR
     return plain
 
@@ -337,9 +346,7 @@ def _value(text: str, rest: str, line_end: int, indent: int) -> Any:
 def _metadata(text: str, rest: str, line_end: int, end: int) -> tuple[str | None, str | None]:
     """``metadata``'s name and namespace; ``line_end`` is the "\n" ending its line."""
     value = _COMMENT_TAIL.sub("", rest).strip(" \t")
-    if value == "{}" or (
-        value and _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == _NULL
-    ):
+    if value == "{}" or (value and _plain_tag(value) == _NULL):
         return None, None  # an empty mapping, or null
     if value:
         raise _Unsure  # flow style or a scalar
