@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -71,13 +72,17 @@ def pluto_binary() -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def timed(argv: list[str], cwd: Path) -> tuple[float, str]:
+def timed(argv: list[str], cwd: Path) -> tuple[float, float, str]:
+    """Wall time, CPU time (user + system, the process and the children it waited for), output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if done.returncode not in (0, 1, 2, 3, 4):  # findings: exit 1 (fleetwarden), 2-4 (pluto)
         sys.exit(f"{argv[0]} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return wall, done.stdout
+    return wall, cpu, done.stdout
 
 
 def pluto_rows(out: str, root: Path) -> set[Row]:
@@ -123,16 +128,23 @@ def main() -> None:
             "the command alone": [sys.executable, "-c", ONE_COMMAND, *fw_args[1:]],
         }
         best = dict.fromkeys(commands, float("inf"))
+        best_cpu = dict.fromkeys(commands, float("inf"))
         outputs: dict[str, str] = {}
         for _ in range(args.runs):
             for name, argv in commands.items():  # side by side, in turn
-                wall, out = timed(argv, work)
+                wall, cpu, out = timed(argv, work)
                 best[name] = min(best[name], wall)
+                best_cpu[name] = min(best_cpu[name], cpu)
                 outputs[name] = out
-        base = best["pluto detect-files"]
-        print(f"\n{'command':28} {'best of ' + str(args.runs):>12} {'vs pluto':>9}")
+        base, base_cpu = best["pluto detect-files"], best_cpu["pluto detect-files"]
+        print(
+            f"\n{'command':26} {'wall, best of ' + str(args.runs):>18} {'vs pluto':>9}"
+            f" {'CPU (user+sys)':>15} {'vs pluto':>9}"
+        )
         for name, wall in best.items():
-            print(f"{name:28} {wall:>11.3f}s {wall / base:>8.2f}x")
+            cpu = best_cpu[name]
+            ratios = f"{wall / base:>8.2f}x {cpu:>14.3f}s {cpu / base_cpu:>8.2f}x"
+            print(f"{name:26} {wall:>17.3f}s {ratios}")
         theirs = pluto_rows(outputs["pluto detect-files"], work)
         ours = fleetwarden_rows(outputs["fleetwarden deprecations"], work)
         alone = fleetwarden_rows(outputs["the command alone"], work)

@@ -168,7 +168,11 @@ def read_limited(path: Path, limit: int) -> bytes:
                 str(path), f"file too large: {size / 2**20:.1f} MiB (limit {limit / 2**20:.0f} MiB)"
             )
         with path.open("rb") as fh:
-            data = fh.read(limit + 1)
+            # read(n) allocates n bytes first: ask for the size stat gave (+1 to see growth),
+            # not the limit, or every small file costs a 16 MiB allocation
+            data = fh.read(size + 1)
+            if len(data) > size:  # it grew since stat: read on, up to the limit
+                data += fh.read(limit + 1 - len(data))
     except OSError as exc:
         raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
