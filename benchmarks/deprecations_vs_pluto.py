@@ -72,11 +72,23 @@ def pluto_binary() -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def child_env() -> dict[str, str]:
+    """The environment for the commands: the fleetwarden this script imports (a worktree's
+    ``src`` given as a relative PYTHONPATH would not resolve from the set's directory)."""
+    import fleetwarden
+
+    src = str(Path(fleetwarden.__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, path) if p)}
+
+
 def timed(argv: list[str], cwd: Path) -> tuple[float, float, str]:
     """Wall time, CPU time (user + system, the process and the children it waited for), output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        argv, cwd=cwd, capture_output=True, text=True, check=False, env=child_env()
+    )
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
