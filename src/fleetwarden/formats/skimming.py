@@ -70,7 +70,10 @@ _LONG_INT = re.compile(r"[0-9_]{4300}")  # past int()'s digit limit
 _SPECIAL = re.compile(r"[&*!?=]")
 _EQUALS_ALONE = re.compile(r"=[ \t]*(?:$|#|:)", re.MULTILINE)  # the scalar `=`
 # a quoted scalar still open at the end of its line, and the whole of one
-_OPEN_QUOTE = re.compile(r"\"(?:[^\"\\\n]|\\.)*\\?$|'(?:[^'\n]|'')*$", re.MULTILINE)
+# (one pattern per kind: a match holds no other quote of its kind that could start a token,
+# only an escaped `\"` or a doubled `''`, so matching without overlaps misses none)
+_OPEN_DQ = re.compile(r"\"(?:[^\"\\\n]|\\.)*\\?$", re.MULTILINE)
+_OPEN_SQ = re.compile(r"'(?:[^'\n]|'')*$", re.MULTILINE)
 _SPACES = re.compile(" *")
 _DQ_SPAN = re.compile(r'"(?:[^"\\]|\\[\s\S])*"')
 _SQ_SPAN = re.compile(r"'(?:[^']|'')*'")
@@ -183,7 +186,9 @@ def _at_token_start(text: str, i: int) -> bool:
 def _hazard(text: str) -> bool:
     """Anything that makes the composer or the safe constructor fail, or gives a top-level line
     another meaning: see the module docstring."""
-    if _OTHER_BREAKS.search(text) or "<<" in text or "0b_" in text or "0x_" in text:
+    if not text.isascii() and _OTHER_BREAKS.search(text):  # past ASCII; \r: skim_yaml
+        return True
+    if "<<" in text or "0b_" in text or "0x_" in text:
         return True
     if "\t" in text and _TAB_INDENT.search(text):
         return True
@@ -210,19 +215,18 @@ def _bad_quote(text: str) -> bool:
     libyaml does not check their indentation, so such a line could pass for a key."""
     if '"' not in text and "'" not in text:
         return False
-    pos = 0
-    while (m := _OPEN_QUOTE.search(text, pos)) is not None:
-        quote_at = pos = m.start()
-        pos += 1  # overlapping: a candidate never hides the next
-        if not _at_token_start(text, quote_at):
-            continue  # a quote inside a plain scalar
-        line_start = text.rfind("\n", 0, quote_at) + 1
-        span = (_DQ_SPAN if text[quote_at] == '"' else _SQ_SPAN).match(text, quote_at)
-        if span is None:
-            return True  # never closed: the full parse reports it
-        indent = _SPACES.match(text, line_start).end() - line_start  # type: ignore[union-attr]
-        if _shallow(indent).search(text, quote_at, span.end()):
-            return True
+    for pattern, span_of in ((_OPEN_DQ, _DQ_SPAN), (_OPEN_SQ, _SQ_SPAN)):
+        for m in pattern.finditer(text):
+            quote_at = m.start()
+            if not _at_token_start(text, quote_at):
+                continue  # a quote inside a plain scalar
+            span = span_of.match(text, quote_at)
+            if span is None:
+                return True  # never closed: the full parse reports it
+            line_start = text.rfind("\n", 0, quote_at) + 1
+            indent = _SPACES.match(text, line_start).end() - line_start  # type: ignore[union-attr]
+            if _shallow(indent).search(text, quote_at, span.end()):
+                return True
     return False
 
 
