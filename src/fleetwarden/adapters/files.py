@@ -14,13 +14,17 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetwarden.adapters import nodedumps
 from fleetwarden.core.fleet import Skip
 from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.formats.desired import YAML_SUFFIXES, DesiredRead, SourceFile, read_desired
+from fleetwarden.formats.documents import YAML_SUFFIXES, SourceFile
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
+
+if TYPE_CHECKING:
+    from fleetwarden.formats.desired import DesiredRead
 
 __all__ = [
     "DEFAULT_DESIRED_LIMIT",
@@ -164,7 +168,11 @@ def read_limited(path: Path, limit: int) -> bytes:
                 str(path), f"file too large: {size / 2**20:.1f} MiB (limit {limit / 2**20:.0f} MiB)"
             )
         with path.open("rb") as fh:
-            data = fh.read(limit + 1)
+            # read(n) allocates n bytes first: ask for the size stat gave (+1 to see growth),
+            # not the limit, or every small file costs a 16 MiB allocation
+            data = fh.read(size + 1)
+            if len(data) > size:  # it grew since stat: read on, up to the limit
+                data += fh.read(limit + 1 - len(data))
     except OSError as exc:
         raise FormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
     if len(data) > limit:
@@ -180,6 +188,10 @@ def load_desired(
 ) -> DesiredRead:
     """Every pool under the paths. A file named directly must be readable (else
     ``FormatError``); a file found in a directory that cannot be read is a skipped problem."""
+    # every desired-state reader (Terraform, CAPI, JSON Schema...) loads only when used: the
+    # commands that only walk and read files (deprecations) start without them
+    from fleetwarden.formats.desired import DesiredRead, read_desired
+
     out = DesiredRead()
     for arg in args:
         direct = arg.path.is_file()

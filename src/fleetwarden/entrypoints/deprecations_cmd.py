@@ -2,30 +2,26 @@
 
 Like Pluto's ``detect-files``, on the table converted from Pluto's ``versions.yaml``. Exit 0
 clean, 1 when an API is removed at the target (or only deprecated, with ``--fail-on
-deprecated``), 2 on bad arguments or input.
-
-Unreadable input, as Pluto decides it: a directory is walked and a file in it that cannot be
-read or parsed (a YAML syntax error, an unrendered Helm template, binary or non-UTF-8 data) is
-listed under ``skipped`` with the reason while the rest is still reported, as Pluto's
-``detect-files`` goes on past such files (it only logs them); a path named on the command line
-that is missing or unreadable, and a file named directly that does not parse, exit 2, as
-Pluto's ``detect FILE`` fails. ``--helm-chart DIR`` renders a chart with ``helm template`` and
-scans what it renders, each object under its template's path (``DIR/templates/x.yaml``).
+deprecated``), 2 on bad arguments or input. The use case, and what is skipped rather than
+fatal, is ``app.deprecating``; this module parses the arguments, wires the file reader and
+helm into one ``find_deprecations`` call, and renders the result.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.text import Text
 
 from fleetwarden.adapters import files, helm
+from fleetwarden.app import deprecating
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, ManifestFinding, Scan
 from fleetwarden.cli.common import WideOpt, fail
 from fleetwarden.cli.rendering import (
     Col,
@@ -37,11 +33,10 @@ from fleetwarden.cli.rendering import (
     print_skipped,
 )
 from fleetwarden.core import deprecations
-from fleetwarden.core.deprecations import DeprecationFinding, DeprecationTable, Status
+from fleetwarden.core.deprecations import DeprecationTable, Status
 from fleetwarden.core.fleet import Skip
 from fleetwarden.formats import manifests
-from fleetwarden.formats.desired import YAML_SUFFIXES
-from fleetwarden.formats.documents import Document
+from fleetwarden.formats.documents import YAML_SUFFIXES
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
@@ -49,13 +44,8 @@ __all__ = [
     "ManifestFinding",
     "Scan",
     "register",
-    "render_charts",
     "scan_manifests",
 ]
-
-# istio and cert-manager rows are versioned by their own releases, not Kubernetes': checking
-# them against a Kubernetes target would be wrong, so they are opt-in (--component).
-DEFAULT_COMPONENTS = ("k8s",)
 
 
 class _Format(StrEnum):
@@ -71,57 +61,14 @@ class _FailOn(StrEnum):
 _STATUS_STYLE = {Status.REMOVED: "bold red", Status.DEPRECATED: "yellow"}
 
 
-@dataclass(frozen=True, slots=True)
-class ManifestFinding:
-    object: manifests.ApiObject
-    finding: DeprecationFinding
-
-    def to_json(self) -> dict[str, Any]:
-        api = self.finding.api
-        return {
-            "file": self.object.path,
-            "kind": self.object.kind,
-            "apiVersion": self.object.api_version,
-            "name": self.object.name,
-            "namespace": self.object.namespace,
-            "deprecatedIn": _minor(api.deprecated_in),
-            "removedIn": _minor(api.removed_in),
-            "replacement": api.replacement,
-            "replacementAvailableIn": _minor(api.replacement_available_in),
-            "component": api.component,
-            "status": self.finding.status.value,
-            "removed": self.finding.removed,
-        }
+def _list_files(root: Path, skipped: list[Skip]) -> Iterator[tuple[Path, bool]]:
+    # the walker every command shares
+    for f in files.walk_tree(root, YAML_SUFFIXES, skipped=skipped):
+        yield f.path, f.named
 
 
-@dataclass(frozen=True, slots=True)
-class Scan:
-    target: deprecations.MinorVersion
-    findings: list[ManifestFinding]
-    files: int
-    objects: int
-    skipped: list[Skip] = field(default_factory=list)  # files not scanned, with the reason
-
-    def count(self, status: Status) -> int:
-        return sum(1 for f in self.findings if f.finding.status is status)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": deprecations.format_minor(self.target),
-            "findings": [f.to_json() for f in self.findings],
-            "summary": {
-                "files": self.files,
-                "objects": self.objects,
-                "removed": self.count(Status.REMOVED),
-                "deprecated": self.count(Status.DEPRECATED),
-                "skipped": len(self.skipped),
-            },
-            "skipped": [s.to_json() for s in self.skipped],
-        }
-
-
-def _minor(version: deprecations.MinorVersion | None) -> str | None:
-    return None if version is None else deprecations.format_minor(version)
+# the size-limited reader every command shares (a partial of a module function: picklable)
+_read = partial(files.read_limited, limit=files.DEFAULT_DESIRED_LIMIT)
 
 
 def scan_manifests(
@@ -129,65 +76,16 @@ def scan_manifests(
     target: deprecations.MinorVersion,
     table: DeprecationTable,
     *,
-    limit: int = files.DEFAULT_DESIRED_LIMIT,
-    rendered: Sequence[tuple[str, str]] = (),
+    workers: int = 1,
 ) -> Scan:
-    """Every API object of the files (directories searched recursively) and of ``rendered``
-    ``(path, text)`` pairs (a chart's templates), checked at target.
-
-    A file found in a directory, or a rendered template, that cannot be read or parsed is
-    skipped with the reason; a path in ``paths`` that is missing or unreadable, or a file
-    in ``paths`` that does not parse, is a ``FormatError``.
-    """
-    found: list[ManifestFinding] = []
-    skipped: list[Skip] = []
-    n_files = n_objects = 0
-
-    def add(docs: Sequence[Document]) -> None:
-        nonlocal n_files, n_objects
-        n_files += 1
-        for obj in manifests.api_objects(docs):
-            n_objects += 1
-            hit = deprecations.check(obj.api_version, obj.kind, target, table)
-            if hit is not None:
-                found.append(ManifestFinding(obj, hit))
-
-    for root in paths:
-        # the size-limited reader every command shares
-        for f, data in files.read_tree(root, YAML_SUFFIXES, limit=limit, skipped=skipped):
-            try:
-                docs = manifests.parse_manifests(str(f.path), data)
-            except FormatError as exc:
-                if f.named:
-                    raise
-                skipped.append(files.skip_of(exc))
-                continue
-            add(docs)
-    for path, text in rendered:
-        try:
-            docs = manifests.parse_manifests(path, text.encode())
-        except FormatError as exc:
-            skipped.append(files.skip_of(exc))
-            continue
-        add(docs)
-    return Scan(target, found, n_files, n_objects, skipped)
+    """``find_deprecations`` over files on disk (``watch``'s upgrade hook calls this)."""
+    return deprecating.find_deprecations(
+        paths, target, table, list_files=_list_files, read=_read, workers=workers
+    )
 
 
-def render_charts(
-    charts: Sequence[Path], target: deprecations.MinorVersion, *, helm_bin: str
-) -> list[tuple[str, str]]:
-    """Each chart rendered by ``helm template`` for the target version, as ``(path, text)``
-    per template: ``DIR/templates/x.yaml`` for the ``# Source: NAME/templates/x.yaml`` that
-    helm prints (NAME is the chart's name, DIR the directory given)."""
-    out: list[tuple[str, str]] = []
-    for chart in charts:
-        text = helm.render_chart(
-            chart, helm=helm_bin, kube_version=deprecations.format_minor(target)
-        )
-        for source, chunk in manifests.split_helm_output(text):
-            _name, _, inside = source.partition("/")
-            out.append((str(chart / inside) if inside else str(chart), chunk))
-    return out
+def _render(helm_bin: str, chart: Path, target: deprecations.MinorVersion) -> str:
+    return helm.render_chart(chart, helm=helm_bin, kube_version=deprecations.format_minor(target))
 
 
 def _table(components: Sequence[str]) -> DeprecationTable:
@@ -203,6 +101,10 @@ def _table(components: Sequence[str]) -> DeprecationTable:
             f"(known: {', '.join(sorted(known))})"
         )
     return table.only(components)
+
+
+def _minor(version: deprecations.MinorVersion | None) -> str | None:
+    return None if version is None else deprecations.format_minor(version)
 
 
 def _print(scan: Scan, *, wide: bool = False) -> None:
@@ -318,12 +220,16 @@ def deprecations_command(
             "or run scripts/helm-ensure from a fleetwarden checkout"
         )
     try:
-        rendered = (
-            render_charts(helm_charts, target, helm_bin=helm_bin)
-            if helm_charts and helm_bin
-            else []
+        scan = deprecating.find_deprecations(
+            manifest_paths or [],
+            target,
+            table,
+            list_files=_list_files,
+            read=_read,
+            charts=helm_charts or [],
+            render=partial(_render, helm_bin) if helm_bin else None,
+            workers=deprecating.default_workers(),
         )
-        scan = scan_manifests(manifest_paths or [], target, table, rendered=rendered)
     except FormatError as exc:
         fail(str(exc))
     if output is _Format.json:
@@ -331,8 +237,7 @@ def deprecations_command(
     else:
         _print(scan, wide=wide)
     threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
-    failing = any(f.finding.status.rank >= threshold.rank for f in scan.findings)
-    raise typer.Exit(1 if failing else 0)
+    raise typer.Exit(1 if scan.failing(threshold) else 0)
 
 
 def register(app: typer.Typer) -> None:

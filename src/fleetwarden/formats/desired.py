@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING
 from fleetwarden.core.fleet import Skip
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats import capi, eksctl, karpenter, native
-from fleetwarden.formats.documents import Document, PoolsRead, parse_yaml_documents
+from fleetwarden.formats.documents import (
+    YAML_SUFFIXES,
+    Document,
+    PoolsRead,
+    SourceFile,
+    decode_text,
+    parse_yaml_documents,
+)
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
 
@@ -28,15 +35,6 @@ if TYPE_CHECKING:
     from fleetwarden.formats import terraform
 
 __all__ = ["YAML_SUFFIXES", "DesiredRead", "SourceFile", "decode_text", "read_desired"]
-
-YAML_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-@dataclass(frozen=True, slots=True)
-class SourceFile:
-    path: str
-    data: bytes
-    direct: bool = False  # named on the command line itself, not found in a directory
 
 
 @dataclass(slots=True)
@@ -162,13 +160,3 @@ def _problem(exc: FormatError, data: bytes | None = None) -> str:
     if data is not None and (b"{{" in data and b"}}" in data):
         reason += " (an unrendered template? render it first, e.g. with helm template)"
     return reason
-
-
-def decode_text(f: SourceFile) -> str:
-    """The file as text; binary or non-UTF-8 data is a FormatError naming the file."""
-    if b"\x00" in f.data[:8192]:
-        raise FormatError(f.path, "binary data, not a text file")
-    try:
-        return f.data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f.path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None

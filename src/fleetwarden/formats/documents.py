@@ -14,9 +14,12 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
+    "YAML_SUFFIXES",
     "Document",
     "LineIndex",
     "PoolsRead",
+    "SourceFile",
+    "decode_text",
     "expect_int",
     "expect_list",
     "expect_mapping",
@@ -26,6 +29,25 @@ __all__ = [
 ]
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: str
+    data: bytes
+    direct: bool = False  # named on the command line itself, not found in a directory
+
+
+def decode_text(f: SourceFile) -> str:
+    """The file as text; binary or non-UTF-8 data is a FormatError naming the file."""
+    if b"\x00" in f.data[:8192]:
+        raise FormatError(f.path, "binary data, not a text file")
+    try:
+        return f.data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f.path, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
 
 
 class LineIndex:

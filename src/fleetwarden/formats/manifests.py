@@ -20,8 +20,8 @@ from importlib import resources
 from typing import Any, NamedTuple
 
 from fleetwarden.core.deprecations import DeprecatedApi, MinorVersion, parse_minor
-from fleetwarden.formats.desired import SourceFile, decode_text
-from fleetwarden.formats.documents import Document, parse_yaml_documents
+from fleetwarden.formats import skimming
+from fleetwarden.formats.documents import Document, SourceFile, decode_text, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "bundled_table",
     "load_table",
     "parse_manifests",
+    "read_api_objects",
     "split_helm_output",
 ]
 
@@ -60,6 +61,26 @@ def parse_manifests(path: str, data: bytes) -> list[Document]:
                 line=exc.line,
             ) from None
         raise
+
+
+_JSON_START = re.compile(r"\s*[{\[]")
+
+
+def read_api_objects(path: str, data: bytes) -> list[ApiObject]:
+    """``api_objects(parse_manifests(path, data))``, the same objects and the same errors, in
+    a fraction of the time where the file allows: a JSON file is read as JSON, and in YAML only
+    the lines holding ``apiVersion``, ``kind`` and ``metadata`` are read, once libyaml has
+    checked the whole stream (``formats.skimming``); anything else is parsed fully."""
+    text = decode_text(SourceFile(path, data))
+    heads = skimming.skim_json(text) if _JSON_START.match(text) else skimming.skim_yaml(text)
+    if heads is None:
+        return api_objects(parse_manifests(path, data))
+    out = []
+    for h in heads:
+        api_version, kind = h.api_version.strip(), h.kind.strip()
+        if api_version and kind:
+            out.append(ApiObject(path, api_version, kind, h.name, h.namespace))
+    return out
 
 
 # `# Source: CHART/templates/x.yaml` opens each template's documents in `helm template` output
