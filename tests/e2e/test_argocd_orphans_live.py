@@ -19,6 +19,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfi
 from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, argo_path
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.core.findings import Layer
-from fleetwarden.core.lifecycle import LifecycleEvent
+from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.ports.kube import Conflict, NotFound
 
@@ -344,3 +345,27 @@ async def test_a_missing_crd_is_refused_not_crashed(k8s):
         with contextlib.suppress(asyncio.CancelledError):
             await runner
         await client.aclose()
+
+
+async def test_without_the_crds_a_removal_does_not_wait_for_a_list_that_cannot_come(k8s):
+    endpoint = load_kubeconfig(Path(k8s["kubeconfig"]))[1]
+    client = http_client_factory(endpoint)
+    watcher = ArgoWatcher(client, namespace="argocd")
+    out: list[Any] = []
+    monitor = OrphanMonitor(watcher.inventory, out.append, sync_timeout=30)
+    runner = asyncio.create_task(watcher.run())
+    try:
+        await wait_for(lambda: all(k.refused for k in watcher.inventory.kinds), what="refusals")
+        started = time.monotonic()
+        await monitor.observe(LifecycleEvent(LifecycleType.REMOVED, "eu", _now(), {}))
+        assert time.monotonic() - started < 1
+        assert out[0].details["inventorySynced"] is False
+    finally:
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
+        await client.aclose()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

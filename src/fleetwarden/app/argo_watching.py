@@ -61,6 +61,7 @@ class _Kind(Generic[T]):
     parse: Callable[[Mapping[str, Any]], T]
     items: dict[tuple[str, str], T] = field(default_factory=dict)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
+    refused: str | None = None  # the last refusal, until the kind lists again
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -87,9 +88,13 @@ class ArgoInventory:
         return all(k.synced.is_set() for k in self.kinds)
 
     async def wait_synced(self, timeout: float) -> bool:
+        """Wait for every kind's first list; at once False while one is refused (RBAC, no
+        CRD: no list is coming soon, and a removal must not stall on it)."""
         try:
             async with asyncio.timeout(timeout):
                 for kind in self.kinds:
+                    if not kind.synced.is_set() and kind.refused is not None:
+                        return False
                     await kind.synced.wait()
         except TimeoutError:
             return False
@@ -130,6 +135,7 @@ class ArgoWatcher:
 
         async def relist() -> str:
             listed = await self.client.list(path)
+            kind.refused = None
             kind.items.clear()
             for obj in listed.items:
                 await self._store(kind, obj)
@@ -148,6 +154,7 @@ class ArgoWatcher:
             await self._changed()
 
         async def refused(reason: str) -> None:
+            kind.refused = reason
             if self.on_refused is not None:
                 await self.on_refused(kind.plural, reason)
 
