@@ -14,7 +14,7 @@ from fleetwarden.core.lifecycle import HealthTracker, LifecycleEvent, LifecycleT
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.formats.argocd_apps import application_from_object
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.ports.kube import ListResult, WatchEvent
+from fleetwarden.ports.kube import Gone, ListResult, WatchEvent
 
 NOW = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 NS = "argocd"
@@ -35,7 +35,9 @@ class FakeArgoApi:
     def __init__(self, apps: list[dict[str, Any]]) -> None:
         self.items = {argo_path(p, NS): [] for p in ("applicationsets", "appprojects")}
         self.items[argo_path("applications", NS)] = apps
-        self.queues: dict[str, asyncio.Queue[WatchEvent]] = {p: asyncio.Queue() for p in self.items}
+        self.queues: dict[str, asyncio.Queue[WatchEvent | Exception]] = {
+            p: asyncio.Queue() for p in self.items
+        }
 
     async def list(self, path: str, *, label_selector: str | None = None, limit: int = 500):
         return ListResult(list(self.items[path]), "1")
@@ -44,7 +46,10 @@ class FakeArgoApi:
         self, path: str, *, resource_version: str, label_selector=None, timeout_seconds=300
     ) -> AsyncIterator[WatchEvent]:
         while True:
-            yield await self.queues[path].get()
+            item = await self.queues[path].get()
+            if isinstance(item, Exception):
+                raise item
+            yield item
 
     async def get(self, path: str, **params: Any) -> Any:
         raise NotImplementedError
@@ -137,3 +142,34 @@ async def test_a_removal_before_the_first_list_says_the_inventory_was_not_synced
     await monitor.observe(LifecycleEvent(LifecycleType.REMOVED, "eu", NOW, {"reason": "x"}))
     assert out[0].details["inventorySynced"] is False
     assert out[0].details["orphanedApps"] == []
+
+
+async def test_an_app_deleted_during_a_watch_gap_is_seen_by_the_relist_after_410():
+    """The watch resumes with 410 Gone (the version was compacted): the relist replaces the
+    cache, so the deleted app's orphan finding clears though no DELETED event ever came."""
+    api = FakeArgoApi([app("a", server="https://eu.example"), app("b", name="eu")])
+    out: list[FindingEvent | LifecycleEvent] = []
+    watcher = ArgoWatcher(api, namespace=NS)
+    monitor = OrphanMonitor(watcher.inventory, out.append, now=lambda: NOW)
+    watcher.on_change = monitor.inventory_changed
+    task = asyncio.create_task(watcher.run())
+    try:
+        await until(lambda: watcher.inventory.synced)
+        await monitor.observe(
+            LifecycleEvent(LifecycleType.ADDED, "eu", NOW, {"server": "https://eu.example"})
+        )
+        await monitor.observe(LifecycleEvent(LifecycleType.REMOVED, "eu", NOW, {}))
+        assert len(monitor.book.tracker.current()) == 2
+        path = argo_path("applications", NS)
+        api.items[path] = [app("b", name="eu")]  # "a" deleted while nobody watched
+        api.queues[path].put_nowait(Gone("mgmt", "too old", status=410))
+        await until(lambda: len(monitor.book.tracker.current()) == 1)
+        cleared = [
+            e for e in out if isinstance(e, FindingEvent) and e.type.value.endswith("cleared")
+        ]
+        assert [e.finding.extra["application"]["name"] for e in cleared] == ["a"]
+        assert watcher.reflections["applications"].relists == 2
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
