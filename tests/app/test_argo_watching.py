@@ -131,9 +131,33 @@ async def test_a_cluster_declared_gone_by_its_probes_gets_its_orphans_once_and_b
     assert out[-1] is again
 
     out.clear()
-    await monitor.observe(added)  # back
+    for event in health.observe(ProbeResult(ready=True), now=NOW):  # it answers again
+        await monitor.observe(event)
     assert [type(e).__name__ for e in out] == ["LifecycleEvent", "FindingEvent"]
+    assert out[0].type is LifecycleType.HEALTH  # type: ignore[union-attr]
     assert out[1].type is FindingEventType.CLEARED  # type: ignore[union-attr]
+    assert monitor.book.tracker.current() == []
+
+
+async def test_a_removed_cluster_re_added_clears_its_orphans():
+    inventory = ArgoInventory()
+    for kind in inventory.kinds:
+        kind.synced.set()
+    parsed = application_from_object(app("a", name="eu"))
+    inventory.apps.items[parsed.key] = parsed
+    out: list[FindingEvent | LifecycleEvent] = []
+    monitor = OrphanMonitor(inventory, out.append, now=lambda: NOW)
+    added = LifecycleEvent(LifecycleType.ADDED, "eu", NOW, {"server": "https://eu.example"})
+    await monitor.observe(added)
+    await monitor.observe(LifecycleEvent(LifecycleType.REMOVED, "eu", NOW, {"reason": "deleted"}))
+    assert len(monitor.book.tracker.current()) == 1
+    # a health event of a cluster removed by its Secret does not bring it back
+    back = LifecycleEvent(LifecycleType.HEALTH, "eu", NOW, {"to": "Healthy"})
+    await monitor.observe(back)
+    assert len(monitor.book.tracker.current()) == 1
+    await monitor.observe(added)  # the Secret is re-created
+    assert monitor.book.tracker.current() == []
+    assert isinstance(out[-1], FindingEvent) and out[-1].type is FindingEventType.CLEARED
 
 
 async def test_a_removal_before_the_first_list_says_the_inventory_was_not_synced():

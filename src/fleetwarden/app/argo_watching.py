@@ -11,7 +11,9 @@ not installed) through ``on_refused``.
 every event on, remembers each cluster's server from ``cluster.added``, and gives
 ``cluster.removed`` its ``orphanedApps``, ``appSets`` and ``projects`` (``core.orphans``), then
 emits a ``LIFECYCLE`` finding per orphaned application; ``inventory_changed`` (the watcher's
-``on_change``) clears them as applications are deleted or re-targeted. It waits a bounded time
+``on_change``) clears them as applications are deleted or re-targeted; they clear too when the
+cluster comes back (``cluster.added``, or for a cluster declared gone by its probes, a
+``cluster.health`` event to Healthy or Degraded). It waits a bounded time
 for the inventory's first list before computing (``inventorySynced: false`` when it had to
 give up). It does not delete or re-target anything: that is the user's call.
 """
@@ -26,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from fleetwarden.app.reflecting import Reflection, reflect
 from fleetwarden.core.applications import Application, ApplicationSet, AppProject, ClusterRef
-from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
+from fleetwarden.core.lifecycle import ClusterHealth, LifecycleEvent, LifecycleType
 from fleetwarden.core.orphans import OrphanBook
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.formats.argocd_apps import (
@@ -42,6 +44,9 @@ __all__ = ["ArgoInventory", "ArgoWatcher", "OrphanMonitor", "argo_path"]
 
 T = TypeVar("T")
 Emit = Callable[[FindingEvent | LifecycleEvent], Awaitable[None] | None]
+
+
+_ANSWERING = {ClusterHealth.HEALTHY.value, ClusterHealth.DEGRADED.value}
 
 
 def _utcnow() -> datetime:
@@ -207,6 +212,7 @@ class OrphanMonitor:
         self.book = book or OrphanBook()
         self.sync_timeout = sync_timeout
         self.known: dict[str, ClusterRef] = {}
+        self._declared_gone: set[str] = set()
 
     def remember(self, cluster: ClusterRef) -> None:
         """A cluster with its Secret's labels (``cluster.added`` carries only its server)."""
@@ -225,9 +231,18 @@ class OrphanMonitor:
             for finding_event in self.book.restored(event.cluster, now=event.at):
                 await _emit(self._emit, finding_event)
             return
+        if event.type is LifecycleType.HEALTH and event.cluster in self._declared_gone:
+            await _emit(self._emit, event)
+            if event.details.get("to") in _ANSWERING:  # declared gone by probes, and back
+                self._declared_gone.discard(event.cluster)
+                for finding_event in self.book.restored(event.cluster, now=event.at):
+                    await _emit(self._emit, finding_event)
+            return
         if event.type is not LifecycleType.REMOVED or event.cluster in self.book.removed:
             await _emit(self._emit, event)
             return
+        if event.details.get("declaredGone"):
+            self._declared_gone.add(event.cluster)
         cluster = self.known.get(event.cluster)
         if cluster is None:  # never announced: its name is all there is to match
             cluster = ClusterRef(event.cluster, str(event.details.get("server") or ""))
