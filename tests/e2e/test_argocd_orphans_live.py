@@ -200,6 +200,37 @@ async def test_deleting_a_cluster_secret_names_exactly_its_orphans_and_findings_
             },
         },
     )
+    # a project and an ApplicationSet about the other cluster only: never named for "eu"
+    await create(
+        api,
+        "appprojects",
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "AppProject",
+            "metadata": {"name": "us-only", "namespace": NS},
+            "spec": {"destinations": [{"server": us.server, "namespace": "*"}]},
+        },
+    )
+    await create(
+        api,
+        "applicationsets",
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "ApplicationSet",
+            "metadata": {"name": "us-tools", "namespace": NS},
+            "spec": {
+                "generators": [{"list": {"elements": [{"cluster": "us"}]}}],
+                "template": {
+                    "metadata": {"name": "{{cluster}}-tools"},
+                    "spec": {
+                        "project": "us-only",
+                        "source": {"repoURL": "https://github.com/argoproj/argocd-example-apps"},
+                        "destination": {"name": "{{cluster}}", "namespace": "tools"},
+                    },
+                },
+            },
+        },
+    )
     app_set = await create(
         api,
         "applicationsets",
@@ -263,6 +294,10 @@ async def test_deleting_a_cluster_secret_names_exactly_its_orphans_and_findings_
         assert (live.sync, live.health) == ("Synced", "Healthy")
         assert live.app_set is not None and live.app_set.uid == app_set["metadata"]["uid"]
         assert inventory.apps.items[(NS, "us-by-name")].app_set is None
+        await wait_for(lambda: len(inventory.app_sets.items) == 2, what="the ApplicationSets")
+        await wait_for(lambda: len(inventory.projects.items) == 2, what="the AppProjects")
+        us_tools = inventory.app_sets.items[(NS, "us-tools")]
+        assert [(t.kind, t.name) for t in us_tools.targets] == [("list", "us")]
 
         # a status change is followed live
         await api.patch(
