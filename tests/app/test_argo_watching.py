@@ -9,12 +9,18 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from fleetwarden.app.argo_watching import ArgoInventory, ArgoWatcher, OrphanMonitor, argo_path
+from fleetwarden.app.argo_watching import (
+    ArgoInventory,
+    ArgoWatcher,
+    OrphanMonitor,
+    argo_path,
+    orphan_tracking,
+)
 from fleetwarden.core.lifecycle import HealthTracker, LifecycleEvent, LifecycleType, ProbeResult
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.formats.argocd_apps import application_from_object
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.ports.kube import Gone, ListResult, WatchEvent
+from fleetwarden.ports.kube import Gone, ListResult, NotFound, WatchEvent
 
 NOW = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 NS = "argocd"
@@ -193,6 +199,39 @@ async def test_an_app_deleted_during_a_watch_gap_is_seen_by_the_relist_after_410
         ]
         assert [e.finding.extra["application"]["name"] for e in cleared] == ["a"]
         assert watcher.reflections["applications"].relists == 2
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_orphan_tracking_wires_the_monitor_to_the_watcher_and_reports_refusals():
+    class NoCrds(FakeArgoApi):
+        async def list(self, path: str, *, label_selector: str | None = None, limit: int = 500):
+            if path.endswith("/appprojects"):
+                raise NotFound("mgmt", f"GET {path}: HTTP 404: the server could not find it")
+            return await super().list(path)
+
+    out: list[FindingEvent | LifecycleEvent] = []
+    api = NoCrds([app("a", name="eu")])
+    monitor, watcher = orphan_tracking(api, out.append, namespace=NS, now=lambda: NOW)
+    task = asyncio.create_task(watcher.run())
+    try:
+        await until(lambda: any(isinstance(e, LifecycleEvent) for e in out))
+        (refusal,) = out
+        assert refusal.to_json()["type"] == "cluster.watch_refused"
+        assert refusal.to_json()["resource"] == "argoproj.io/appprojects"
+        await until(lambda: (NS, "a") in watcher.inventory.apps.items)
+        await monitor.observe(LifecycleEvent(LifecycleType.REMOVED, "eu", NOW, {}))
+        removed = out[-2]
+        assert isinstance(removed, LifecycleEvent) and removed.details["inventorySynced"] is False
+        assert removed.details["orphanedApps"] == [
+            {"name": "a", "namespace": NS, "project": "default"}
+        ]
+        assert isinstance(out[-1], FindingEvent)
+        path = argo_path("applications", NS)
+        api.queues[path].put_nowait(WatchEvent("DELETED", app("a", name="eu")))
+        await until(lambda: monitor.book.tracker.current() == [])
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -40,7 +40,7 @@ from fleetwarden.formats.argocd_apps import (
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import KubeApi
 
-__all__ = ["ArgoInventory", "ArgoWatcher", "OrphanMonitor", "argo_path"]
+__all__ = ["ArgoInventory", "ArgoWatcher", "OrphanMonitor", "argo_path", "orphan_tracking"]
 
 T = TypeVar("T")
 Emit = Callable[[FindingEvent | LifecycleEvent], Awaitable[None] | None]
@@ -267,3 +267,33 @@ class OrphanMonitor:
             return
         for event in self.book.update(self.inventory.apps.items.values(), now=self.now()):
             await _emit(self._emit, event)
+
+
+def orphan_tracking(
+    client: KubeApi,
+    emit: Emit,
+    *,
+    namespace: str | None = "argocd",
+    now: Callable[[], datetime] = _utcnow,
+    sync_timeout: float = 10.0,
+) -> tuple[OrphanMonitor, ArgoWatcher]:
+    """The two pieces wired together: give ``monitor.observe`` to the ``FleetWatcher`` as its
+    emit, run ``watcher.run()`` beside it. A refused Argo CD kind (no CRD, RBAC) becomes one
+    ``cluster.watch_refused`` event for the Argo CD cluster, as a refused node watch does."""
+    inventory = ArgoInventory()
+    monitor = OrphanMonitor(inventory, emit, now=now, sync_timeout=sync_timeout)
+
+    async def refused(plural: str, reason: str) -> None:
+        details = {"resource": f"{GROUP}/{plural}", "reason": reason}
+        await _emit(
+            emit, LifecycleEvent(LifecycleType.WATCH_REFUSED, client.cluster, now(), details)
+        )
+
+    watcher = ArgoWatcher(
+        client,
+        namespace=namespace,
+        inventory=inventory,
+        on_change=monitor.inventory_changed,
+        on_refused=refused,
+    )
+    return monitor, watcher
