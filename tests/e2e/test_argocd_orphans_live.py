@@ -28,7 +28,7 @@ import yaml
 
 from fleetwarden.adapters.kube.client import JSON_MERGE, KubeClient
 from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
-from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, argo_path
+from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, argo_path, orphan_tracking
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.core.findings import Layer
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
@@ -274,9 +274,7 @@ async def test_deleting_a_cluster_secret_names_exactly_its_orphans_and_findings_
     sink = Sink()
     mgmt = http_client_factory(us)
     argo_client = http_client_factory(us)
-    watcher = ArgoWatcher(argo_client, namespace=NS)
-    monitor = OrphanMonitor(watcher.inventory, sink)
-    watcher.on_change = monitor.inventory_changed
+    monitor, watcher = orphan_tracking(argo_client, sink, namespace=NS)  # the lead's wiring
     fleet = FleetWatcher([], http_client_factory, monitor.observe, settings=WatchSettings())
 
     async def run() -> None:
@@ -346,8 +344,9 @@ async def test_deleting_a_cluster_secret_names_exactly_its_orphans_and_findings_
             what="the re-targeted and the deleted app's findings to clear",
         )
         assert set(monitor.book.tracker.current()) == {findings["eu-by-name"].finding}
-        # the other cluster was never touched
+        # the other cluster was never touched; nothing was refused
         assert sink.lifecycle("cluster.removed", "us") == []
+        assert sink.lifecycle("cluster.watch_refused") == []
     finally:
         runner.cancel()
         with contextlib.suppress(asyncio.CancelledError):
