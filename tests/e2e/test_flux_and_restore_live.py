@@ -3,8 +3,9 @@
 Flux: the real HelmRelease CRD from the corpus (fluxcd/helm-controller's
 ``helm.toolkit.fluxcd.io_helmreleases.yaml``) is installed and the corpus's podinfo HelmRelease
 created; a reconcile request sets ``reconcile.fluxcd.io/requestedAt``, suspend/resume toggle
-``spec.suspend``. The corpus has no Kustomization or GitRepository CRD, so those kinds are only
-checked to fail cleanly (404 becomes an error outcome) — the paths are unit-tested elsewhere.
+``spec.suspend``. The same on real Kustomization and GitRepository objects (the corpus's
+``crds/`` from fluxcd/kustomize-controller and fluxcd/source-controller, and their config
+samples); an object that does not exist fails cleanly as ``NotFound``.
 
 Nodes: a label and a taint removed by hand are put back on a real Node by the policy's own
 decisions, while a transient taint stays; a concurrent write between read and write is met
@@ -164,9 +165,73 @@ def test_flux_object_paths_use_the_served_api_versions(kind, path):
     assert object_path(FluxRef(kind, "ns", "x")) == path
 
 
-@pytest.mark.parametrize("kind", [FluxKind.KUSTOMIZATION, FluxKind.GIT_REPOSITORY])
-async def test_kinds_without_a_crd_in_the_corpus_fail_as_not_found(api, kind):
-    ref = FluxRef(kind, "flux-system", "infra", api.cluster)
+REAL_KINDS = [
+    (FluxKind.KUSTOMIZATION, "flux-kustomization-crd.yaml", "flux-kustomization-sample.yaml"),
+    (FluxKind.GIT_REPOSITORY, "flux-gitrepository-crd.yaml", "flux-gitrepository-sample.yaml"),
+]
+
+
+async def create_sample(api: KubeClient, ref: FluxRef, body: dict[str, Any]) -> dict[str, Any]:
+    with contextlib.suppress(Conflict):
+        await api.request("POST", "/api/v1/namespaces", body={"metadata": {"name": ref.namespace}})
+    with contextlib.suppress(NotFound):
+        await api.request("DELETE", object_path(ref))
+    body = {**body, "metadata": {**body["metadata"], "namespace": ref.namespace}}
+    collection = object_path(ref).rsplit("/", 1)[0]
+
+    async def created() -> Any:
+        try:
+            return await api.request("POST", collection, body=body)
+        except (NotFound, Conflict):  # the new API is not served yet / the old one not gone
+            return None
+
+    return await wait_for(created, what=f"the {ref.kind.value} to be created")
+
+
+@pytest.mark.parametrize(("kind", "crd", "sample"), REAL_KINDS)
+async def test_reconcile_suspend_resume_on_real_kustomization_and_gitrepository(
+    api, realdata, kind, crd, sample
+):
+    """The annotation and ``spec.suspend`` are written on the real object, through the CRD's
+    own schema (a field the schema does not know would be pruned), and nothing else moves."""
+    await install_crd(api, realdata / "crds" / crd)
+    body = next(d for d in yaml.safe_load_all((realdata / "flux" / sample).read_text()) if d)
+    ref = FluxRef(kind, "flux-system", body["metadata"]["name"], api.cluster)
+    created = await create_sample(api, ref, body)
+    assert REQUESTED_AT not in (created["metadata"].get("annotations") or {})
+    assert "suspend" not in created["spec"]
+
+    result = await FluxClient(api, clock=lambda: NOW).reconcile(ref)
+    live = await api.get(object_path(ref))
+    assert live["metadata"]["annotations"][REQUESTED_AT] == "2026-03-01T12:00:00.123456Z"
+    assert result == {
+        "cluster": api.cluster,
+        "kind": kind.value,
+        "namespace": "flux-system",
+        "name": ref.name,
+        "resourceVersion": live["metadata"]["resourceVersion"],
+        "requestedAt": "2026-03-01T12:00:00.123456Z",
+        "suspend": False,
+    }
+    assert live["spec"] == created["spec"]  # only the annotation changed
+
+    suspended = await FluxClient(api).suspend(ref)
+    live = await api.get(object_path(ref))
+    assert live["spec"]["suspend"] is True and suspended["suspend"] is True
+    assert live["metadata"]["annotations"][REQUESTED_AT] == "2026-03-01T12:00:00.123456Z"
+
+    later = NOW.replace(minute=7)
+    resumed = await FluxClient(api, clock=lambda: later).resume(ref)
+    live = await api.get(object_path(ref))
+    assert live["spec"]["suspend"] is False and resumed["suspend"] is False
+    assert live["metadata"]["annotations"][REQUESTED_AT] == "2026-03-01T12:07:00.123456Z"
+    assert {k: v for k, v in live["spec"].items() if k != "suspend"} == created["spec"]
+
+
+@pytest.mark.parametrize(("kind", "crd", "sample"), REAL_KINDS)
+async def test_a_missing_flux_object_fails_as_not_found(api, realdata, kind, crd, sample):
+    await install_crd(api, realdata / "crds" / crd)
+    ref = FluxRef(kind, "flux-system", "no-such-object", api.cluster)
     with pytest.raises(NotFound, match=object_path(ref)):
         await FluxClient(api).reconcile(ref)
 

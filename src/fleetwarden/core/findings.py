@@ -57,6 +57,7 @@ class Layer(StrEnum):
     COUNT = "COUNT"  # node counts
     WORKLOAD = "WORKLOAD"
     FIGHT = "FIGHT"  # two or more writers alternating on one field (``core.fights``)
+    LIFECYCLE = "LIFECYCLE"  # an application left pointing at a removed cluster (``core.orphans``)
 
 
 # the default of ``Finding.subject``: replaced by the finding's own node pool on creation

@@ -2,7 +2,10 @@
 
 Healthy: ``/readyz`` answers 200. Degraded: the server answers but is not ready. Unreachable:
 no answer ``failure_threshold`` times in a row. Unknown: not probed yet. A change of
-``/version`` is an upgrade.
+``/version`` is an upgrade. With ``gone_after`` (the issue's default: 5), that many failed
+probes in a row declare the cluster gone: one ``cluster.removed`` event (``declaredGone``),
+until it answers again -- what ``core.orphans`` then computes is the same as for a deleted
+Argo CD cluster Secret.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class HealthTracker:
     state: ClusterHealth = ClusterHealth.UNKNOWN
     version: str | None = None
     failures: int = 0
+    gone_after: int | None = None  # failed probes in a row that declare the cluster gone
+    gone: bool = False
 
     def observe(self, probe: ProbeResult, *, now: datetime) -> list[LifecycleEvent]:
         events: list[LifecycleEvent] = []
@@ -76,6 +81,7 @@ class HealthTracker:
             )
         else:
             self.failures = 0
+            self.gone = False
             new = ClusterHealth.HEALTHY if probe.ready else ClusterHealth.DEGRADED
         if new != self.state:
             events.append(
@@ -91,6 +97,19 @@ class HealthTracker:
                 )
             )
             self.state = new
+        if self.gone_after is not None and self.failures >= self.gone_after and not self.gone:
+            self.gone = True
+            events.append(
+                LifecycleEvent(
+                    LifecycleType.REMOVED,
+                    self.cluster,
+                    now,
+                    {
+                        "reason": f"no answer to {self.failures} probes in a row",
+                        "declaredGone": True,
+                    },
+                )
+            )
         if probe.version:
             if self.version is not None and probe.version != self.version:
                 events.append(
