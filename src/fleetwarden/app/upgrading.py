@@ -24,18 +24,22 @@ running eksctl or Terraform (the plan shows the change; the roll step waits for 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, record_id
+from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.diffing import PoolIndex, diff_pool
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
-from fleetwarden.core.ownership import ArgoApp, FluxRef
+from fleetwarden.core.ownership import ArgoApp, FluxRef, OwnershipMap
+from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.upgrades import (
+    DEFAULT_BUDGET,
+    AppObjects,
     Classified,
     RollProgress,
     RunPhase,
@@ -46,6 +50,7 @@ from fleetwarden.core.upgrades import (
     UpgradePlan,
     classify_drift,
     over_budget,
+    plan_upgrade,
     roll_node,
     roll_progress,
     run_findings,
@@ -59,7 +64,7 @@ from fleetwarden.ports.audit import AuditStore
 from fleetwarden.ports.kube import KubeApi
 from fleetwarden.ports.remediation import ArgoSync, FluxReconciler
 
-__all__ = ["Progress", "RunReport", "UpgradeRunner"]
+__all__ = ["Progress", "RunReport", "UpgradeRunner", "plan_live"]
 
 NODES = "/api/v1/nodes"
 
@@ -381,6 +386,41 @@ class UpgradeRunner:
         self._report.last = progress
         await _call(self.on_progress, progress)
         return progress
+
+
+async def plan_live(
+    kube: KubeApi,
+    cluster: str,
+    pool: str,
+    to_version: str,
+    *,
+    specs: Sequence[NodePoolSpec] = (),
+    apps: Sequence[AppObjects] = (),
+    table: DeprecationTable | None = None,
+    ownership: OwnershipMap | None = None,
+    surge: int = 1,
+    unavailable: int = 1,
+    budget: timedelta = DEFAULT_BUDGET,
+    options: DiffOptions = DiffOptions(),
+    timeout: float = 30.0,
+) -> UpgradePlan:
+    """The plan of the upgrade over the cluster's nodes as they are now (one list call) and
+    the desired pool among ``specs`` (matched as the watcher matches: by name or prefix)."""
+    async with asyncio.timeout(timeout):
+        listed = await kube.list(NODES)
+    nodes = []
+    for obj in listed.items:
+        try:
+            nodes.append(node_from_object(obj))
+        except FormatError:
+            continue  # a node we cannot read is not ours to judge
+    mine = [s for s in specs if s.cluster in (None, cluster)]
+    spec = PoolIndex(mine).spec_for(pool)
+    return plan_upgrade(
+        cluster, pool, to_version, nodes=nodes, spec=spec, specs=mine, apps=apps, table=table,
+        ownership=ownership, surge=surge, unavailable=unavailable, budget=budget,
+        options=options,
+    )  # fmt: skip
 
 
 async def _call(callback: Callable[[Any], Awaitable[None] | None] | None, value: Any) -> None:
