@@ -161,3 +161,31 @@ def test_plan_blocks_on_a_removed_api_and_run_records_a_dry_run(
         assert len(asyncio.run(audited())) == 5
     finally:
         asyncio.run(_remove(kubeconfig, names))
+
+
+@pytest.mark.live
+def test_run_execute_finishes_a_pool_already_on_the_target_and_a_second_run_is_done(
+    cli: typer.Typer, k8s: dict[str, Any], tmp_path: Path
+) -> None:
+    kubeconfig = Path(k8s["kubeconfig"])
+    pool = "web-exec"
+    names = [f"{pool}-a", f"{pool}-b"]
+    asyncio.run(_nodes(kubeconfig, pool, dict.fromkeys(names, "v1.30.2")))
+    try:
+        (tmp_path / "pools.yaml").write_text(DESIRED.format(pool=pool))
+        store = f"sqlite:///{tmp_path / 'audit.db'}"
+        args = [
+            "upgrade", "run", f"fw-test-1/{pool}", "--to", "1.30", "--kubeconfig",
+            str(kubeconfig), "-d", f"fw-test-1={tmp_path / 'pools.yaml'}", "--store", store,
+            "--execute", "--poll", "0.05", "-o", "json",
+        ]  # fmt: skip
+        first = CliRunner().invoke(cli, args)
+        assert first.exit_code == 0, first.output
+        report = json.loads(first.stdout)
+        assert report["mode"] == "execute" and report["state"]["phase"] == "done"
+        assert [s["status"] for s in report["steps"]] == ["started", "done"] * 5
+        second = CliRunner().invoke(cli, args)
+        assert second.exit_code == 0, second.output
+        assert json.loads(second.stdout)["steps"] == []  # already done: nothing again
+    finally:
+        asyncio.run(_remove(kubeconfig, names))

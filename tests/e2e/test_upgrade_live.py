@@ -353,3 +353,31 @@ async def test_dry_run_sends_nothing_and_records_what_each_step_would_do(
         assert sim.count("POST", f"/{APP}/sync") == 0
     finally:
         await store.close()
+
+
+async def test_a_missing_flux_object_fails_the_infrastructure_step_and_nothing_after_it_runs(
+    api: KubeClient, provider: Provider, kustomization: FluxRef, tmp_path: Path
+) -> None:
+    await provider.add(f"{provider.pool}-a", "v1.29.4")
+    missing = FluxRef(FluxKind.KUSTOMIZATION, "flux-system", "no-such-pools")
+    plan = await plan_for(provider, missing)
+    sim = ArgoCDSimulator([application()], tokens=["tok"])
+    store = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}")
+    try:
+        async with argo(sim) as argocd:
+            runner = UpgradeRunner(
+                plan, kube=api, store=store, flux=lambda _c: FluxClient(api), argocd=argocd,
+                execute=True, poll=0.05,
+            )  # fmt: skip
+            report = await asyncio.wait_for(runner.run(), 10)
+        assert report.state.failed is not None
+        assert report.state.failed.step is StepKind.INFRASTRUCTURE
+        assert "NotFound" in report.state.failed.detail
+        [finding] = report.findings
+        assert finding.field == "upgrade.infrastructure"
+        assert not [r for r in report.records if r.step is StepKind.ROLL]
+        assert sim.count("POST", f"/{APP}/sync") == 0
+        again = await UpgradeRunner(plan, kube=api, store=store, execute=True).run()
+        assert again.records == [] and again.state.phase is RunPhase.FAILED  # not retried
+    finally:
+        await store.close()
