@@ -245,7 +245,8 @@ def capacity_findings(state: CapacityState, cluster: str | None = None) -> list[
             else ""
         )
         extra: dict[str, Any] = {"pods": names, "scaledDown": scale.to_json()}
-        extra["actor"] = scale.actor.to_json() if scale.actor else None
+        if scale.actor is not None:  # the contract's ``actor``, where known
+            extra["actor"] = scale.actor.to_json()
         out.append(
             Finding(
                 cluster=c,

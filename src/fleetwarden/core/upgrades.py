@@ -42,7 +42,7 @@ from fleetwarden.core.events import parse_time
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, Owner, OwnershipMap
-from fleetwarden.core.pools import NodePoolSpec, Provisioner
+from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.schedulability import PlannedWorkload, check_schedulability, pool_states
 from fleetwarden.core.versions import matches, parse_version
@@ -271,17 +271,12 @@ def _infrastructure_step(
 ) -> Step:
     route = ownership.route(_probe(cluster, pool, Layer.L4, "kubeletVersion"))
     where = spec.source if spec is not None and spec.source else "the pool's definition"
-    field_ = (
-        "version"
-        if spec is not None and spec.provider is Provisioner.GENERIC
-        else "kubernetes version"
-    )
     if route.owner is Owner.INFRASTRUCTURE and isinstance(route.target, FluxRef):
         ref = route.target
         if ref.kind in (FluxKind.KUSTOMIZATION, FluxKind.HELM_RELEASE):
             return Step(
                 StepKind.INFRASTRUCTURE,
-                f"after the Git change ({field_} {to_version} in {where}), request a reconcile "
+                f"after the Git change (version {to_version} in {where}), request a reconcile "
                 f"of {ref.describe()}",
                 target=ref,
             )
@@ -400,21 +395,19 @@ class RollNode:
 
 def roll_node(obj: Mapping[str, Any]) -> RollNode:
     """A Node object: its name, kubelet version and Ready condition (not ``True``: not ready)."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
-    assert isinstance(meta, Mapping) and isinstance(status, Mapping)
-    info = status.get("nodeInfo") if isinstance(status.get("nodeInfo"), Mapping) else {}
-    assert isinstance(info, Mapping)
-    conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
-    assert isinstance(conditions, list)
-    ready = any(
+    meta, status = _mapping(obj.get("metadata")), _mapping(obj.get("status"))
+    kubelet = _mapping(status.get("nodeInfo")).get("kubeletVersion")
+    conditions = status.get("conditions")
+    ready = isinstance(conditions, list) and any(
         isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
         for c in conditions
     )
-    kubelet = info.get("kubeletVersion")
-    return RollNode(
-        str(meta.get("name") or ""), kubelet if isinstance(kubelet, str) else None, ready
-    )
+    name = str(meta.get("name") or "")
+    return RollNode(name, kubelet if isinstance(kubelet, str) else None, ready)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass(frozen=True, slots=True)
