@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.core.audit import AuditKind
 from fleetwarden.entrypoints import upgrade_cmd
+from fleetwarden.ports.audit import AuditUnavailable
 from fleetwarden.ports.kube import NotFound
 
 POOL_LABEL = "eks.amazonaws.com/nodegroup"
@@ -189,3 +194,75 @@ def test_run_execute_finishes_a_pool_already_on_the_target_and_a_second_run_is_d
         assert json.loads(second.stdout)["steps"] == []  # already done: nothing again
     finally:
         asyncio.run(_remove(kubeconfig, names))
+
+
+# the command module in a process of its own (the CLI registers it only later)
+_MAIN = (
+    "import typer\n"
+    "from fleetwarden.entrypoints import upgrade_cmd\n"
+    "app = typer.Typer()\n"
+    "app.callback()(lambda: None)\n"
+    "upgrade_cmd.register(app)\n"
+    "app()\n"
+)
+
+
+async def _roll_started(store: str) -> bool:
+    try:
+        s = await open_audit_store(store, create=False)
+    except AuditUnavailable:
+        return False  # not created yet
+    try:
+        found = await s.query(
+            kind=AuditKind.ACTION, payload_contains='"status":"started"', limit=10
+        )
+        return any(r.payload["upgrade"]["record"]["step"] == "roll" for r in found)
+    finally:
+        await s.close()
+
+
+@pytest.mark.live
+def test_a_run_killed_mid_roll_resumes_at_the_roll_in_a_new_process(
+    k8s: dict[str, Any], tmp_path: Path
+) -> None:
+    """kill -9 of `upgrade run --execute` while it waits for the roll; the provider finishes
+    the roll; the same command again resumes at the roll and completes the upgrade."""
+    kubeconfig = Path(k8s["kubeconfig"])
+    pool = "web-kill"
+    old = [f"{pool}-a", f"{pool}-b"]
+    new = [f"{pool}-c", f"{pool}-d"]
+    asyncio.run(_nodes(kubeconfig, pool, dict.fromkeys(old, "v1.29.4")))
+    (tmp_path / "pools.yaml").write_text(DESIRED.format(pool=pool))
+    store = f"sqlite:///{tmp_path / 'audit.db'}"
+    command = [
+        sys.executable, "-c", _MAIN, "upgrade", "run", f"fw-test-1/{pool}", "--to", "1.30",
+        "--kubeconfig", str(kubeconfig), "-d", f"fw-test-1={tmp_path / 'pools.yaml'}",
+        "--store", store, "--execute", "--poll", "0.05", "-o", "json",
+    ]  # fmt: skip
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not asyncio.run(_roll_started(store)):
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline, "the roll never started"
+            time.sleep(0.1)
+        first.kill()  # SIGKILL: no clean-up, no last record
+        first.wait(10)
+        asyncio.run(_nodes(kubeconfig, pool, dict.fromkeys(new, "v1.30.2")))
+        asyncio.run(_remove(kubeconfig, old))
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 0, second.stderr
+        report = json.loads(second.stdout)
+        assert report["resumedAt"] == "roll"
+        assert report["state"]["phase"] == "done"
+        assert [(s["step"], s["status"]) for s in report["steps"]] == [
+            ("roll", "done"), ("cluster", "started"), ("cluster", "done"),
+            ("verify", "started"), ("verify", "done"),
+        ]  # fmt: skip
+        assert report["steps"][0]["data"]["oldLeft"] == []
+    finally:
+        if first.poll() is None:
+            first.kill()
+        asyncio.run(_remove(kubeconfig, old + new))
