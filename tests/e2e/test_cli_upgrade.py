@@ -266,3 +266,30 @@ def test_a_run_killed_mid_roll_resumes_at_the_roll_in_a_new_process(
         if first.poll() is None:
             first.kill()
         asyncio.run(_remove(kubeconfig, old + new))
+
+
+@pytest.mark.live
+def test_run_execute_with_a_flux_object_that_is_not_there_fails_with_exit_1(
+    cli: typer.Typer, k8s: dict[str, Any], tmp_path: Path
+) -> None:
+    kubeconfig = Path(k8s["kubeconfig"])
+    pool = "web-flux"
+    names = [f"{pool}-a"]
+    asyncio.run(_nodes(kubeconfig, pool, dict.fromkeys(names, "v1.29.4")))
+    try:
+        (tmp_path / "pools.yaml").write_text(DESIRED.format(pool=pool))
+        args = [
+            "upgrade", "run", f"fw-test-1/{pool}", "--to", "1.30", "--kubeconfig",
+            str(kubeconfig), "--context", "fw-test-1", "-d", f"fw-test-1={tmp_path / 'pools.yaml'}",
+            "--store", f"sqlite:///{tmp_path / 'audit.db'}", "--execute", "-o", "json",
+            "--flux", "Kustomization/flux-system/no-such-pools",
+        ]  # fmt: skip
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 1, result.output
+        report = json.loads(result.stdout)
+        assert report["state"]["failed"]["step"] == "infrastructure"
+        assert "NotFound" in report["state"]["failed"]["detail"]
+        [finding] = report["findings"]
+        assert (finding["field"], finding["severity"]) == ("upgrade.infrastructure", "high")
+    finally:
+        asyncio.run(_remove(kubeconfig, names))

@@ -359,10 +359,15 @@ def run_command(
         by_name = {e.name: e for e in endpoints}
         clients: dict[str, KubeClient] = {}
 
-        def flux_for(context_name: str) -> FluxClient:
-            if context_name not in clients:
-                clients[context_name] = KubeClient(by_name[context_name])
-            return FluxClient(clients[context_name])
+        def flux_for(cluster: str) -> FluxClient:
+            # the pool's own cluster is reached through --context; any other (a management
+            # cluster holding the template: --flux ...@CONTEXT) is a context of the kubeconfig
+            name = inputs.context if cluster == inputs.cluster else cluster
+            if name not in by_name:
+                raise LookupError(f"no context {name!r} in {inputs.kubeconfig} for the Flux object")
+            if name not in clients:
+                clients[name] = KubeClient(by_name[name])
+            return FluxClient(clients[name])
 
         try:
             async with KubeClient(by_name[inputs.context]) as kube:
