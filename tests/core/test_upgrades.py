@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.deprecations import DeprecatedApi, DeprecationTable
+from fleetwarden.core.diffing import diff_pool
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, OwnershipMap, OwnershipRule
@@ -304,3 +305,21 @@ def test_verify_diffs_the_pool_against_the_target_version():
     assert verify_findings(plan, [node("c", "v1.30.2"), node("d", "v1.30.2")]) == []
     left = verify_findings(plan, [node("c", "v1.30.2"), node("d", "v1.29.4")])
     assert {f.field for f in left} >= {"kubeletVersion"}
+
+
+def test_the_diff_of_a_pool_half_rolled_with_one_surge_node_is_all_in_progress():
+    """The real four-layer diff mid-roll (3 old nodes, 1 surge node on the target, max 3)."""
+    before = [node("a"), node("b"), node("c")]
+    plan = plan_upgrade("prod", "general", "1.30", nodes=before, spec=spec(max_size=3))
+    mid = [*before, node("d", "v1.30.1")]
+    drift = diff_pool(spec(max_size=3), mid, cluster="prod")
+    assert {(f.layer, f.field) for f in drift} == {
+        (Layer.COUNT, "nodeCount"),
+        (Layer.L4, "kubeletVersion"),
+    }
+    running = run_state([rec(StepKind.PREFLIGHT, StepStatus.DONE, 0)])
+    got = classify_drift(drift, plan, running)
+    assert got.findings == () and len(got.in_progress) == 2
+    two_surge = diff_pool(spec(max_size=3), [*mid, node("e", "v1.30.1")], cluster="prod")
+    left = classify_drift(two_surge, plan, running).findings
+    assert [(f.layer, f.actual) for f in left] == [(Layer.COUNT, 5)]  # beyond the surge
