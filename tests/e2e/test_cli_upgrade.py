@@ -148,6 +148,11 @@ def test_plan_blocks_on_a_removed_api_and_run_records_a_dry_run(
         ]
         assert "PodDisruptionBudget api uses policy/v1beta1" in deps["blocking"][0]
 
+        table = runner.invoke(cli, ["upgrade", "plan", *common, "-o", "table"])
+        assert table.exit_code == 1
+        assert "BLOCKS" in table.stdout and "policy/v1beta1" in table.stdout
+        assert "sync Argo CD application web-node-config" in table.stdout
+
         (app_dir / "pdb.yaml").unlink()
         store = f"sqlite:///{tmp_path / 'audit.db'}"
         dry = runner.invoke(cli, ["upgrade", "run", *common, "--store", store])
