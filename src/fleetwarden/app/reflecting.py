@@ -59,12 +59,15 @@ async def reflect(
     apply: Callable[[str, Mapping[str, Any]], Awaitable[None]],
     state: Reflection | None = None,
     label_selector: str | None = None,
+    field_selector: str | None = None,
     watch_timeout: int = 300,
     refused_delay: float = 5.0,
     on_refused: Callable[[str], Awaitable[None]] | None = None,
 ) -> None:
     """Run until cancelled. ``relist()`` lists ``path`` into the caller's cache and returns
-    the list's resourceVersion; ``apply(type, object)`` takes one ADDED/MODIFIED/DELETED."""
+    the list's resourceVersion; ``apply(type, object)`` takes one ADDED/MODIFIED/DELETED.
+    ``field_selector`` is passed to the watch (the caller's ``relist`` lists with the same
+    one); an object that stops matching it arrives as DELETED."""
     state = state or Reflection(path)
     backoff = Backoff()
     while True:
@@ -73,11 +76,15 @@ async def reflect(
                 state.resource_version = await relist()
                 state.relists += 1
                 state.refused = None
+            selectors: dict[str, str] = {}
+            if field_selector is not None:  # passed only when set: a KubeApi need not take it
+                selectors["field_selector"] = field_selector
             async for ev in client.watch(
                 path,
                 resource_version=state.resource_version,
                 label_selector=label_selector,
                 timeout_seconds=watch_timeout,
+                **selectors,
             ):
                 state.resource_version = ev.resource_version or state.resource_version
                 if ev.type != "BOOKMARK":

@@ -55,6 +55,10 @@ COMMANDS: dict[str, _Command] = {
     "fleet": _Command(
         "fleetwarden.cli.fleet", "Workloads across clusters: image versions and drift from Git."
     ),
+    "upgrade": _Command(
+        "fleetwarden.cli.upgrade",
+        "Plan and run an ordered pool upgrade: infrastructure, roll, cluster layer, verify.",
+    ),
 }
 
 

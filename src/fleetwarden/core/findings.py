@@ -58,6 +58,7 @@ class Layer(StrEnum):
     WORKLOAD = "WORKLOAD"
     FIGHT = "FIGHT"  # two or more writers alternating on one field (``core.fights``)
     LIFECYCLE = "LIFECYCLE"  # an application left pointing at a removed cluster (``core.orphans``)
+    CAPACITY = "CAPACITY"  # pods left unschedulable by a scale-down (``core.capacity``)
 
 
 # the default of ``Finding.subject``: replaced by the finding's own node pool on creation
@@ -127,9 +128,10 @@ def finding_id(
     The node list is deliberately not part of it: one more node showing the same drift
     *changes* a finding rather than creating a new one. Pool-level states whose actual value
     moves with time (a node count, the set of kubelet versions in a pool mid-upgrade) are
-    identified without it, for the same reason.
+    identified without it, for the same reason; so is a ``CAPACITY`` finding, whose actual
+    value (how many pods the scale-down left unschedulable) moves while it lasts.
     """
-    if layer is Layer.COUNT or field_.endswith(".mixed"):
+    if layer in (Layer.COUNT, Layer.CAPACITY) or field_.endswith(".mixed"):
         actual = None
     key = json.dumps([cluster, pool, layer.value, field_, expected, actual], sort_keys=True)
     return hashlib.sha256(key.encode()).hexdigest()[:16]

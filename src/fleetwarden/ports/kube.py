@@ -51,7 +51,12 @@ class KubeApi(Protocol):
     cluster: str
 
     async def list(
-        self, path: str, *, label_selector: str | None = None, limit: int = 500
+        self,
+        path: str,
+        *,
+        label_selector: str | None = None,
+        limit: int = 500,
+        field_selector: str | None = None,
     ) -> ListResult: ...
 
     def watch(
@@ -61,6 +66,7 @@ class KubeApi(Protocol):
         resource_version: str,
         label_selector: str | None = None,
         timeout_seconds: int = 300,
+        field_selector: str | None = None,
     ) -> AsyncIterator[WatchEvent]: ...
 
     async def get(self, path: str, **params: Any) -> Any: ...

@@ -1,0 +1,402 @@
+"""``fleetwarden upgrade plan|run CLUSTER/POOL --to VERSION``: the ordered pool upgrade.
+
+Parses the arguments, calls ``app.upgrading`` (``plan_live``, then ``UpgradeRunner`` for
+``run``) and renders the plan or the run. ``run`` is a dry-run unless ``--execute`` (as healing
+is): it records what each step would do in the audit store and sends nothing. Exit codes (the
+contract's): 0 the plan passes / the run is done or dry; 1 the pre-flight blocks / a step
+failed or the window went over its budget (a high finding); 2 bad arguments or unreadable input.
+Registered by the CLI with ``register(app)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.table import Table
+
+from fleetwarden.adapters import files
+from fleetwarden.adapters.argocd.client import ArgoCDClient
+from fleetwarden.adapters.flux import FluxClient
+from fleetwarden.adapters.kube.client import KubeClient
+from fleetwarden.adapters.kube.config import load_kubeconfig
+from fleetwarden.adapters.storage.audit_sql import open_audit_store
+from fleetwarden.app.upgrading import Progress, RunReport, UpgradeRunner, plan_live
+from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, fail
+from fleetwarden.cli.rendering import findings_table, literal, make_console
+from fleetwarden.core import workloads as wl
+from fleetwarden.core.deprecations import DeprecationTable
+from fleetwarden.core.fleet import Skip
+from fleetwarden.core.ownership import (
+    ArgoApp,
+    FluxKind,
+    FluxRef,
+    OwnershipMap,
+    OwnershipRule,
+    parse_rules,
+)
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.schedulability import PlannedWorkload
+from fleetwarden.core.upgrades import AppObjects, RunPhase, StepRecord, UpgradePlan
+from fleetwarden.entrypoints.service_config import default_store
+from fleetwarden.formats import manifests as manifests_format
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.ports.argocd import ArgoError
+from fleetwarden.ports.audit import AuditStoreError
+from fleetwarden.ports.kube import KubeError
+
+__all__ = ["register", "upgrade_app"]
+
+ARGOCD_TOKEN_ENV = "ARGOCD_AUTH_TOKEN"  # the argocd CLI's own variable
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+upgrade_app = typer.Typer(
+    help="Plan and run an ordered node-pool upgrade: infrastructure, roll, cluster layer, verify.",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(upgrade_app, name="upgrade")
+
+
+# --- the arguments both commands share -----------------------------------------------------
+
+Target = Annotated[str, typer.Argument(metavar="CLUSTER/POOL", help="The pool to upgrade.")]
+To = Annotated[str, typer.Option("--to", metavar="VERSION", help="Target version, e.g. 1.30.")]
+Desired = Annotated[
+    list[str] | None,
+    typer.Option("--desired", "-d", metavar="[CLUSTER=]PATH", help="Desired node pools."),
+]
+Kubeconfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig", "-k", metavar="FILE", help="Default: $KUBECONFIG, ~/.kube/config."
+    ),
+]
+Context = Annotated[
+    str | None,
+    typer.Option("--context", metavar="NAME", help="The cluster's context (default: CLUSTER)."),
+]
+Manifests = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--manifests",
+        "-m",
+        metavar="APP=PATH",
+        help="Rendered manifests of an application that targets the cluster (repeat): its APIs "
+        "are checked at the target version, its workloads placed on the rolling pool.",
+    ),
+]
+Flux = Annotated[
+    str | None,
+    typer.Option(
+        "--flux",
+        metavar="KIND/NAMESPACE/NAME[@CONTEXT]",
+        help="The Kustomization or HelmRelease that owns the pool template.",
+    ),
+]
+ArgoAppOpt = Annotated[
+    str | None,
+    typer.Option("--argocd-app", metavar="NAME", help="The app that owns the pool's labels."),
+]
+Ownership = Annotated[
+    Path | None,
+    typer.Option("--ownership", metavar="FILE", help="Ownership rules (YAML list, as in serve)."),
+]
+Surge = Annotated[int, typer.Option("--surge", min=0, help="New nodes added while rolling.")]
+Unavailable = Annotated[
+    int, typer.Option("--unavailable", min=0, help="Old nodes drained at once while rolling.")
+]
+Budget = Annotated[
+    float, typer.Option("--budget", min=0.1, metavar="MINUTES", help="The window's budget.")
+]
+Output = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
+    ),
+]
+
+
+@dataclass
+class Inputs:
+    cluster: str
+    pool: str
+    to: str
+    kubeconfig: Path
+    context: str
+    specs: list[NodePoolSpec] = field(default_factory=list)
+    apps: list[AppObjects] = field(default_factory=list)
+    ownership: OwnershipMap = field(default_factory=OwnershipMap)
+    surge: int = 1
+    unavailable: int = 1
+    budget: timedelta = timedelta(minutes=30)
+
+
+def parse_inputs(
+    target: str,
+    to: str,
+    *,
+    desired: Sequence[str] = (),
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    manifests: Sequence[str] = (),
+    flux: str | None = None,
+    argocd_app: str | None = None,
+    ownership: Path | None = None,
+    surge: int = 1,
+    unavailable: int = 1,
+    budget: float = 30.0,
+) -> Inputs:
+    """Every argument read and checked; exit 2 naming the one that is wrong."""
+    cluster, sep, pool = target.partition("/")
+    if not sep or not cluster or not pool or "/" in pool:
+        fail(f"{target!r}: expected CLUSTER/POOL (e.g. prod-eu-1/general)")
+    if kubeconfig is None:
+        env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+        kubeconfig = Path(env) if env else Path.home() / ".kube" / "config"
+    inputs = Inputs(
+        cluster, pool, to, kubeconfig, context or cluster, surge=surge, unavailable=unavailable,
+        budget=timedelta(minutes=budget),
+    )  # fmt: skip
+    try:
+        if desired:
+            loaded = files.load_desired([files.parse_path_arg(d) for d in desired])
+            inputs.specs = [s if s.cluster else s.with_cluster(cluster) for s in loaded.pools]
+        inputs.apps = [_app_objects(m) for m in manifests]
+    except FormatError as exc:
+        fail(str(exc))
+    rules: list[OwnershipRule] = []
+    if ownership is not None:
+        try:
+            data = yaml.safe_load(ownership.read_text(encoding="utf-8"))
+            rules.extend(parse_rules(data or [], where=str(ownership)))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as exc:
+            fail(f"--ownership {ownership}: {exc}")
+    if flux:
+        rules.insert(0, OwnershipRule(cluster=cluster, pool=pool, flux=_flux_ref(flux)))
+    if argocd_app:
+        rules.insert(0, OwnershipRule(cluster=cluster, pool=pool, argocd=ArgoApp(argocd_app)))
+    inputs.ownership = OwnershipMap(rules)
+    return inputs
+
+
+def _flux_ref(text: str) -> FluxRef:
+    ref, _, context = text.partition("@")
+    parts = ref.split("/")
+    kinds = {k.value.lower(): k for k in FluxKind}
+    if len(parts) != 3 or parts[0].lower() not in kinds or not all(parts):
+        fail(
+            f"--flux {text!r}: expected KIND/NAMESPACE/NAME[@CONTEXT] "
+            "(KIND: Kustomization or HelmRelease)"
+        )
+    return FluxRef(kinds[parts[0].lower()], parts[1], parts[2], context or None)
+
+
+def _app_objects(arg: str) -> AppObjects:
+    app, sep, path = arg.partition("=")
+    if not sep or not app or not path:
+        fail(f"--manifests {arg!r}: expected APP=PATH")
+    objects: list[tuple[str, str, str | None]] = []
+    workloads: list[PlannedWorkload] = []
+    skipped: list[Skip] = []  # unreadable files found in a directory: not the app's
+    limit = files.DEFAULT_DESIRED_LIMIT
+    for f, data in files.read_tree(Path(path), YAML_SUFFIXES, limit=limit, skipped=skipped):
+        docs = manifests_format.parse_manifests(str(f.path), data)
+        objects.extend((o.api_version, o.kind, o.name) for o in manifests_format.api_objects(docs))
+        for doc in docs:
+            if doc.body.get("kind") not in wl.WORKLOAD_KINDS:
+                continue
+            model = wl.model_from(doc.body, app=app, source=str(f.path))
+            if isinstance(model, wl.Workload):
+                pods = model.replicas if model.replicas is not None else 1
+                workloads.append(PlannedWorkload(model, model.key.ref, pods))
+    return AppObjects(app, objects, workloads)
+
+
+async def _plan(inputs: Inputs) -> UpgradePlan:
+    endpoints = load_kubeconfig(inputs.kubeconfig, contexts=[inputs.context])
+    async with KubeClient(endpoints[0]) as kube:
+        return await plan_live(
+            kube, inputs.cluster, inputs.pool, inputs.to, specs=inputs.specs, apps=inputs.apps,
+            table=_table(), ownership=inputs.ownership, surge=inputs.surge,
+            unavailable=inputs.unavailable, budget=inputs.budget,
+        )  # fmt: skip
+
+
+def _table() -> DeprecationTable:
+    return DeprecationTable(manifests_format.bundled_table())
+
+
+# --- plan ----------------------------------------------------------------------------------
+
+
+@upgrade_app.command("plan")
+def plan_command(
+    target: Target,
+    to: To,
+    desired: Desired = None,
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
+    manifests: Manifests = None,
+    flux: Flux = None,
+    argocd_app: ArgoAppOpt = None,
+    ownership: Ownership = None,
+    surge: Surge = 1,
+    unavailable: Unavailable = 1,
+    budget: Budget = 30.0,
+    output: Output = OutputFormat.table,
+) -> None:
+    """The pre-flight checks and the ordered steps; exit 1 when the pre-flight blocks."""
+    inputs = parse_inputs(
+        target, to, desired=desired or (), kubeconfig=kubeconfig, context=context,
+        manifests=manifests or (), flux=flux, argocd_app=argocd_app, ownership=ownership,
+        surge=surge, unavailable=unavailable, budget=budget,
+    )  # fmt: skip
+    plan = _run_or_fail(_plan(inputs))
+    if output is OutputFormat.json:
+        typer.echo(json.dumps(plan.to_json(), indent=2))
+    else:
+        _print_plan(plan)
+    raise typer.Exit(1 if plan.blocked else 0)
+
+
+def _run_or_fail(coro: Any) -> Any:
+    try:
+        return asyncio.run(coro)
+    except (KubeError, FormatError, ArgoError, AuditStoreError, ValueError, OSError) as exc:
+        fail(str(exc) or type(exc).__name__)
+
+
+def _print_plan(plan: UpgradePlan) -> None:
+    console = make_console()
+    console.print(
+        literal(
+            f"upgrade {plan.cluster}/{plan.pool}: {', '.join(plan.from_versions) or 'no node'} "
+            f"-> {plan.to_version} (run {plan.run_id}, budget {plan.budget})",
+            "bold",
+        )
+    )
+    checks = Table("pre-flight", "result", "details", header_style="bold")
+    for c in plan.checks:
+        details = "\n".join([*c.blocking, *c.notes])
+        checks.add_row(literal(c.name), literal("BLOCKS" if not c.ok else "ok"), literal(details))
+    console.print(checks)
+    steps = Table("#", "step", "what", header_style="bold")
+    for i, s in enumerate(plan.steps, 1):
+        steps.add_row(str(i), literal(s.kind.value), literal(s.description))
+    console.print(steps)
+
+
+# --- run -----------------------------------------------------------------------------------
+
+
+@upgrade_app.command("run")
+def run_command(
+    target: Target,
+    to: To,
+    desired: Desired = None,
+    kubeconfig: Kubeconfig = None,
+    context: Context = None,
+    manifests: Manifests = None,
+    flux: Flux = None,
+    argocd_app: ArgoAppOpt = None,
+    ownership: Ownership = None,
+    surge: Surge = 1,
+    unavailable: Unavailable = 1,
+    budget: Budget = 30.0,
+    output: Output = OutputFormat.table,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Act (default: dry-run, nothing is sent).")
+    ] = False,
+    store: Annotated[
+        str | None, typer.Option("--store", metavar="URL", help="Audit store (default: serve's).")
+    ] = None,
+    argocd_server: Annotated[
+        str | None,
+        typer.Option(
+            "--argocd-server",
+            metavar="URL",
+            envvar="ARGOCD_SERVER",
+            help=f"Argo CD for the cluster step (token in ${ARGOCD_TOKEN_ENV}).",
+        ),
+    ] = None,
+    poll: Annotated[float, typer.Option("--poll", min=0.01, metavar="SECONDS")] = 5.0,
+) -> None:
+    """Carry the plan out, step by step, every step audited; a run stopped half-way resumes
+    when started again. Exit 1 when a step failed or the window went over its budget."""
+    inputs = parse_inputs(
+        target, to, desired=desired or (), kubeconfig=kubeconfig, context=context,
+        manifests=manifests or (), flux=flux, argocd_app=argocd_app, ownership=ownership,
+        surge=surge, unavailable=unavailable, budget=budget,
+    )  # fmt: skip
+    argocd = _argocd(argocd_server) if argocd_server else None
+    console = make_console(stderr=True)
+
+    def said(rec: StepRecord) -> None:
+        if output is OutputFormat.table:
+            console.print(literal(f"{rec.step.value}: {rec.status.value}: {rec.detail}"))
+
+    def looked(p: Progress) -> None:
+        if output is OutputFormat.table:
+            note = f"upgrade in progress: {p.roll.describe()}"
+            console.print(literal(f"{note}; {len(p.drift.findings)} finding(s)", "dim"))
+
+    async def go() -> RunReport:
+        plan = await _plan(inputs)
+        audit = await open_audit_store(store or default_store())
+        endpoints = load_kubeconfig(inputs.kubeconfig)
+        by_name = {e.name: e for e in endpoints}
+        clients: dict[str, KubeClient] = {}
+
+        def flux_for(cluster: str) -> FluxClient:
+            # the pool's own cluster is reached through --context; any other (a management
+            # cluster holding the template: --flux ...@CONTEXT) is a context of the kubeconfig
+            name = inputs.context if cluster == inputs.cluster else cluster
+            if name not in by_name:
+                raise LookupError(f"no context {name!r} in {inputs.kubeconfig} for the Flux object")
+            if name not in clients:
+                clients[name] = KubeClient(by_name[name])
+            return FluxClient(clients[name])
+
+        try:
+            async with KubeClient(by_name[inputs.context]) as kube:
+                runner = UpgradeRunner(
+                    plan, kube=kube, store=audit, flux=flux_for, argocd=argocd, execute=execute,
+                    poll=poll, on_progress=looked, on_record=said,
+                )  # fmt: skip
+                return await runner.run()
+        finally:
+            for c in clients.values():
+                await c.aclose()
+            if argocd is not None:
+                await argocd.aclose()
+            await audit.close()
+
+    report: RunReport = _run_or_fail(go())
+    if output is OutputFormat.json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    elif report.findings:
+        make_console().print(findings_table(report.findings, title="upgrade findings"))
+    raise typer.Exit(1 if report.state.phase is RunPhase.FAILED else 0)
+
+
+def _argocd(server: str) -> ArgoCDClient:
+    token = os.environ.get(ARGOCD_TOKEN_ENV, "").strip()
+    if not token:
+        fail(f"--argocd-server needs an Argo CD API token in the variable {ARGOCD_TOKEN_ENV}")
+    if "://" not in server:
+        server = f"https://{server}"
+    try:
+        return ArgoCDClient(server, token=token, retries=2)
+    except (ArgoError, ValueError) as exc:
+        fail(f"--argocd-server {server}: {exc}")
