@@ -57,6 +57,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event, exc
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -70,6 +71,7 @@ from fleetwarden.ports.audit import (
     AuditStoreError,
     AuditUnavailable,
 )
+from fleetwarden.ports.guards import Claim
 
 __all__ = [
     "MIGRATIONS",
@@ -116,6 +118,13 @@ outbox = sa.Table(
     sa.Column("sink", sa.String(128), primary_key=True),
     sa.Column("key", sa.String(255), primary_key=True),
     sa.Column("seq", sa.BigInteger()),
+)
+claims = sa.Table(
+    "guard_claims",
+    _metadata,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("holder", sa.String(255), nullable=False),
+    sa.Column("at", sa.String(32), nullable=False),
 )
 head = sa.Table(
     "audit_head",
@@ -433,46 +442,59 @@ class SqlAuditStore:
     ) -> tuple[list[AuditRecord], list[bool]]:
         if not drafts:
             return [], []
+        with self._errors("appending audit records"):
+            async with self._write_lock, self._write() as conn:
+                at = await self._lock_head(conn)
+                result, fresh, _ = await self._insert(conn, at, drafts, deliver_to)
+        return result, fresh
+
+    async def _lock_head(self, conn: AsyncConnection) -> tuple[int, str]:
+        """The chain head ``(seq, hash)``, locked for this transaction."""
+        row = (
+            await conn.execute(
+                sa.select(head.c.seq, head.c.hash)
+                .where(head.c.id == 1)
+                .with_for_update()  # rendered for PostgreSQL; SQLite: BEGIN IMMEDIATE
+            )
+        ).one()
+        return int(row.seq), str(row.hash)
+
+    async def _insert(
+        self,
+        conn: AsyncConnection,
+        at: tuple[int, str],
+        drafts: Sequence[AuditDraft],
+        deliver_to: Sequence[str],
+    ) -> tuple[list[AuditRecord], list[bool], tuple[int, str]]:
+        """Store the drafts after the locked head ``at``; the records, which are new, and
+        the new head."""
         keys = list(dict.fromkeys(d.key for d in drafts if d.key is not None))
         fresh: list[int] = []  # indices of the drafts that become new records
         first: dict[str, int] = {}  # key -> index of the first draft with it
-        with self._errors("appending audit records"):
-            async with self._write_lock, self._write() as conn:
-                row = (
-                    await conn.execute(
-                        sa.select(head.c.seq, head.c.hash)
-                        .where(head.c.id == 1)
-                        .with_for_update()  # rendered for PostgreSQL; SQLite: BEGIN IMMEDIATE
-                    )
-                ).one()
-                stored = await self._by_key(conn, keys)
-                for i, d in enumerate(drafts):
-                    if d.key is None:
-                        fresh.append(i)
-                    elif d.key not in stored and d.key not in first:
-                        first[d.key] = i
-                        fresh.append(i)
-                new = audit.build_records(
-                    [drafts[i] for i in fresh],
-                    prev_hash=row.hash,
-                    next_seq=row.seq + 1,
-                    now=self._clock(),
-                )
-                if new:
-                    await conn.execute(records.insert(), [_row(r) for r in new])
-                    await conn.execute(
-                        head.update()
-                        .where(head.c.id == 1)
-                        .values(seq=new[-1].seq, hash=new[-1].hash)
-                    )
-                due = [
-                    {"sink": sink, "key": r.key, "seq": r.seq}
-                    for r in new
-                    if r.key is not None and r.kind is AuditKind.EVENT
-                    for sink in deliver_to
-                ]
-                if due:
-                    await conn.execute(outbox.insert(), due)
+        stored = await self._by_key(conn, keys)
+        for i, d in enumerate(drafts):
+            if d.key is None:
+                fresh.append(i)
+            elif d.key not in stored and d.key not in first:
+                first[d.key] = i
+                fresh.append(i)
+        new = audit.build_records(
+            [drafts[i] for i in fresh], prev_hash=at[1], next_seq=at[0] + 1, now=self._clock()
+        )
+        if new:
+            await conn.execute(records.insert(), [_row(r) for r in new])
+            await conn.execute(
+                head.update().where(head.c.id == 1).values(seq=new[-1].seq, hash=new[-1].hash)
+            )
+            at = (new[-1].seq, new[-1].hash)
+        due = [
+            {"sink": sink, "key": r.key, "seq": r.seq}
+            for r in new
+            if r.key is not None and r.kind is AuditKind.EVENT
+            for sink in deliver_to
+        ]
+        if due:
+            await conn.execute(outbox.insert(), due)
         out: list[AuditRecord | None] = [None] * len(drafts)
         for i, r in zip(fresh, new, strict=True):
             out[i] = r
@@ -484,7 +506,44 @@ class SqlAuditStore:
                 rec = stored.get(d.key) or out[first[d.key]]
                 assert rec is not None
             result.append(rec)
-        return result, [rec is not None for rec in out]
+        return result, [rec is not None for rec in out], at
+
+    # -- shared guard state (ports.guards)
+
+    async def head_seq(self) -> int:
+        current = await self.last()
+        return 0 if current is None else current[0]
+
+    @contextlib.asynccontextmanager
+    async def guarded(self, *, after_seq: int) -> AsyncIterator[_GuardedWrite]:
+        """The policy lock is the chain head's: every append waits for it anyway, so the
+        decisions read here are all there are until this transaction commits."""
+        with self._errors("a guarded policy write"):
+            async with self._write_lock, self._write() as conn:
+                at = await self._lock_head(conn)
+                stmt = (
+                    sa.select(*_COLUMNS)
+                    .where(
+                        records.c.seq > after_seq,
+                        records.c.kind.in_([AuditKind.DECISION.value, AuditKind.NOTE.value]),
+                    )
+                    .order_by(records.c.seq)
+                )
+                news = [self._readable(row) for row in (await conn.execute(stmt)).all()]
+                yield _GuardedWrite(self, conn, at, news)
+
+    async def _claim(self, conn: AsyncConnection, name: str, holder: str) -> Claim:
+        now = audit.format_time(self._clock())
+        dialect = postgresql if self._postgres else sqlite
+        inserted = await conn.execute(
+            dialect.insert(claims)
+            .values(name=name, holder=holder, at=now)
+            .on_conflict_do_nothing(index_elements=["name"])
+        )
+        row = (
+            await conn.execute(sa.select(claims.c.holder, claims.c.at).where(claims.c.name == name))
+        ).one()
+        return Claim(name, str(row.holder), audit.parse_time(row.at), inserted.rowcount == 1)
 
     # -- the event outbox
 
@@ -696,6 +755,38 @@ class SqlAuditStore:
                         pending.cancel()
                     break
         return verifier.finish()
+
+
+class _GuardedWrite:
+    """``ports.guards.GuardedWrite`` on one open transaction of ``SqlAuditStore.guarded``."""
+
+    def __init__(
+        self,
+        store: SqlAuditStore,
+        conn: AsyncConnection,
+        at: tuple[int, str],
+        news: list[AuditRecord],
+    ) -> None:
+        self._store, self._conn, self._at, self._news = store, conn, at, news
+
+    @property
+    def news(self) -> Sequence[AuditRecord]:
+        return self._news
+
+    @property
+    def head(self) -> int:
+        return self._at[0]
+
+    async def append(self, drafts: Sequence[AuditDraft]) -> list[bool]:
+        if not drafts:
+            return []
+        with self._store._errors("appending audit records"):
+            _, fresh, self._at = await self._store._insert(self._conn, self._at, drafts, ())
+        return fresh
+
+    async def claim(self, name: str, holder: str) -> Claim:
+        with self._store._errors(f"claiming {name}"):
+            return await self._store._claim(self._conn, name, holder)
 
 
 _NAMES = tuple(c.name for c in _COLUMNS)
