@@ -25,12 +25,14 @@ from typing import Any
 
 import pytest
 
+from fleetwarden.adapters.storage import audit_sql
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
 from fleetwarden.app.healing import AlreadyApproved, Healer
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.core.audit import AuditKind
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import Decision, Guard, Mode, Status, UnknownDecision
+from fleetwarden.ports.audit import AuditUnavailable
 from fleetwarden.ports.guards import SharedGuards
 from tests.support import pg_env
 from tests.support.shared_worker import (
@@ -213,6 +215,43 @@ async def test_a_request_made_on_one_replica_is_known_and_coalesced_on_the_other
     with pytest.raises(UnknownDecision):  # an id nobody made: nothing is claimed
         await b.approve("d-nosuchthing")
     assert (await b.approve(request.id)).status is Status.EXECUTE
+
+
+async def test_a_guarded_write_that_fails_runs_nothing_and_is_decided_again_later(
+    fleet, monkeypatch: pytest.MonkeyPatch
+):
+    """The store fails after the batch's records were written, before the commit: nothing
+    of the batch is on record, counted (here or elsewhere) or run; the findings come back as
+    retries and are decided again from the store's state."""
+    (worker,) = await fleet.workers(Mode.ENFORCE, 1)
+    other = await fleet.worker(Mode.ENFORCE, "worker-other")
+    original = audit_sql._GuardedWrite.append
+    failures = iter([True])
+
+    async def failing(self: audit_sql._GuardedWrite, drafts: Any) -> list[bool]:
+        fresh = await original(self, drafts)
+        if next(failures, False):
+            raise AuditUnavailable("appending audit records failed: the disk is full")
+        return fresh
+
+    monkeypatch.setattr(audit_sql._GuardedWrite, "append", failing)
+    assert await worker.process([drift("c0", 0), drift("c0", 1)]) == []
+    assert fleet.patched == [] and worker.audit_failures == 1
+    assert await fleet.stores[0].query(kind=AuditKind.DECISION) == []
+    assert worker.decisions == {} and set(worker.retries) == {
+        drift("c0", 0).finding.id,
+        drift("c0", 1).finding.id,
+    }
+    # counted nowhere: this replica still has the cluster's whole budget (its state was
+    # rebuilt from the store), and spends it; the other replica then sees it spent
+    done = await worker.process([drift("c0", 2), drift("c0", 3)])
+    assert len(executed(done)) == PER_CLUSTER
+    (late,) = await other.process([drift("c0", 4)])
+    assert (late.status, late.guard) == (Status.BLOCKED, Guard.BLAST_CLUSTER)
+    fleet.clock.t += timedelta(seconds=worker.sweep_every)
+    again = await worker.retry_due()
+    assert [(d.status, d.guard) for d in again] == [(Status.BLOCKED, Guard.BLAST_CLUSTER)] * 2
+    assert fleet.patched == ["c0-p2-n0", "c0-p3-n0"]
 
 
 # --------------------------------------------------------------------------- OS processes

@@ -314,8 +314,9 @@ class Healer:
     ) -> list[Decision]:
         await self.sweep()  # a stale request must not swallow a drift as "already waiting"
         now = self.clock()
+        batch = _Batch()
         if self.shared is None:
-            batch = self._decide(events, now)
+            self._decide(events, now, batch)
             # write-ahead: the decisions are on record before any call goes out, so a restart
             # right after the calls still counts them against the guards (see restore)
             await self._append(batch.drafts)
@@ -323,18 +324,21 @@ class Healer:
             try:
                 async with await self._guarded() as txn:
                     self._catch_up(txn.news)
-                    batch = self._decide(events, now)
+                    self._decide(events, now, batch)
                     await txn.append(batch.drafts)  # counted and on record: one commit
                     self._cursor = txn.head
             except AuditStoreError as exc:
                 # nothing of the batch is on record, so nothing of it may run; the local
-                # state recorded it, so it is rebuilt from the store before the next one
+                # state recorded it, so it is rebuilt from the store before the next batch,
+                # and the findings are decided again then (a retry, not yet an attempt)
                 self.audit_failures += 1
                 self._cursor = None
+                for decision in batch.made:
+                    self.decisions.pop(decision.id, None)
                 log.error("guarded policy write failed", extra={"error": str(exc)})
+                later = now + timedelta(seconds=self.sweep_every)
                 for ev in events:
-                    retry = timedelta(seconds=self.sweep_every)
-                    self.retries[ev.finding.id] = _Retry(now + retry, 0, ev)
+                    self.retries[ev.finding.id] = _Retry(later, attempts.get(ev.finding.id, 0), ev)
                 return []
         for ev, decision in batch.notices:
             if self.notify is not None:
@@ -350,9 +354,8 @@ class Healer:
         await self._append(done)
         return batch.made
 
-    def _decide(self, events: Sequence[FindingEvent], now: datetime) -> _Batch:
-        """Decide and record each event (no I/O): what to store, run and tell."""
-        batch = _Batch()
+    def _decide(self, events: Sequence[FindingEvent], now: datetime, batch: _Batch) -> None:
+        """Decide and record each event into ``batch`` (no I/O): what to store, run, tell."""
         for ev in events:
             f = ev.finding
             batch.causes[f.id] = ev
@@ -394,7 +397,6 @@ class Healer:
             if decision.status in (Status.EXECUTE, Status.DRY_RUN):
                 batch.to_run.append(decision)
             batch.notices.append((ev, decision))
-        return batch
 
     async def _guarded(self) -> AbstractAsyncContextManager[GuardedWrite]:
         """The shared store's policy transaction, after the last record replayed (the
