@@ -21,6 +21,19 @@ A request waiting for approval lives only as long as the mode and the configurat
 checks the same, and also looks in the store for a cancellation another replica made; a
 cancelled request is never run, and approving it again returns the cancellation.
 
+Several worker replicas on one store (``shared``: the store, as ``ports.guards.SharedGuards``)
+enforce ONE blast radius and run an approval once: each batch is decided in the store's
+guarded transaction — read what the other replicas recorded since this one last looked
+(``_catch_up``: their actions count here, their requests can be approved here, their
+approvals and cancellations close requests here), decide and record (pure, as alone), append
+the decisions, commit — serialised with every other replica's, so no two decide from the same
+counts, and an action is counted and on record, or neither (a worker killed before the commit
+leaves nothing). A failed guarded write runs nothing: the state is rebuilt from the store and
+the findings are decided again after ``sweep_every``. ``approve`` claims ``approve:<id>`` in
+the same kind of transaction as its note: the first replica runs it, the others raise
+``AlreadyApproved`` naming it (``identity``: the pod name, or host:pid). Without ``shared``
+each replica keeps its own counts, as a single process does.
+
 A heal that failed only in ways that pass (``Outcome.retryable``: Argo CD unavailable or busy,
 a timeout) is not dropped: the finding is decided again after the cooldown, then after twice
 that, and so on, at most ``heal_retries`` times — each a new decision, guards included, each on

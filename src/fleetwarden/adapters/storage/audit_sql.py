@@ -23,6 +23,18 @@ Exactly once
     ``append_new`` also writes the event outbox rows of new event records in that transaction
     (migration 0003): a notification sink is due an event exactly when it was first stored.
 
+Shared guard state
+    ``guarded(after_seq=N)`` (``ports.guards``) is a write transaction that locks the chain
+    head first, as an append does, then reads the decision records and notes after seq N: a
+    worker replica decides from them and appends its decisions in the same transaction, so
+    replicas decide one after another from the whole history (the head's row lock is the
+    policy lock; one lock for appends and guards, so a decision can never slip between a
+    read and a write).  ``claim`` inserts a unique name into ``guard_claims`` (migration
+    0004; ``INSERT ... ON CONFLICT DO NOTHING``) and answers who holds it: an approval runs
+    on the one replica that claimed it.  A replica killed mid-transaction leaves neither
+    records nor claims (PostgreSQL aborts the transaction of a dropped connection; SQLite
+    ignores an uncommitted WAL).
+
 Reading
     ``iterate`` and ``verify`` read in keyset pages (``WHERE seq > last ORDER BY seq LIMIT
     n``), each page in its own short transaction: memory stays flat, nothing holds a
