@@ -217,6 +217,33 @@ async def test_a_request_made_on_one_replica_is_known_and_coalesced_on_the_other
     assert (await b.approve(request.id)).status is Status.EXECUTE
 
 
+@pytest.mark.parametrize("first", ["approve", "cancel"])
+async def test_a_request_is_either_approved_or_cancelled_never_both(fleet, first):
+    """One replica approves a request while another, switched to dry-run, sweeps it as
+    stale: whichever comes first wins; the approval runs with no cancellation on record, or
+    the cancellation stands and approving it runs nothing."""
+    approver, sweeper = await fleet.workers(Mode.APPROVAL, 2)
+    (request,) = await approver.process([drift("c0", 0)])
+    await sweeper.sweep()  # it has heard of the request: it would cancel it
+    assert [d.id for d in sweeper.pending()] == [request.id]
+    sweeper.mode = Mode.DRY_RUN
+    if first == "approve":
+        approved = await approver.approve(request.id)
+        assert await sweeper.sweep() == []
+    else:
+        (cancelled,) = await sweeper.sweep()
+        approved = await approver.approve(request.id)
+        assert approved == cancelled
+    notes = await fleet.stores[0].query(kind=AuditKind.NOTE, ref=request.id)
+    kinds = sorted(k for n in notes for k in ("approval", "cancellation") if k in n.payload)
+    if first == "approve":
+        assert approved.status is Status.EXECUTE and fleet.patched == ["c0-p0-n0"]
+        assert kinds == ["approval"]
+    else:
+        assert (approved.status, approved.guard) == (Status.CANCELLED, Guard.MODE_CHANGED)
+        assert fleet.patched == [] and kinds == ["cancellation"]
+
+
 async def test_a_guarded_write_that_fails_runs_nothing_and_is_decided_again_later(
     fleet, monkeypatch: pytest.MonkeyPatch
 ):
@@ -230,7 +257,7 @@ async def test_a_guarded_write_that_fails_runs_nothing_and_is_decided_again_late
 
     async def failing(self: audit_sql._GuardedWrite, drafts: Any) -> list[bool]:
         fresh = await original(self, drafts)
-        if next(failures, False):
+        if drafts and next(failures, False):
             raise AuditUnavailable("appending audit records failed: the disk is full")
         return fresh
 

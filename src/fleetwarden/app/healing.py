@@ -76,7 +76,7 @@ from fleetwarden.core.policy import (
     UnknownDecision,
 )
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
-from fleetwarden.ports.audit import AuditStore, AuditStoreError
+from fleetwarden.ports.audit import AuditConflict, AuditStore, AuditStoreError
 from fleetwarden.ports.guards import GuardedWrite, SharedGuards
 from fleetwarden.ports.remediation import Outcome
 
@@ -260,7 +260,26 @@ class Healer:
 
     async def sweep(self) -> list[Decision]:
         """Cancel, on record, every request that can no longer be approved: expired, or made
-        in another mode or under another configuration than this healer's."""
+        in another mode or under another configuration than this healer's. Shared: in a
+        guarded transaction, after catching up — a request another replica approved meanwhile
+        is not cancelled here, and one cancelled here cannot be approved there."""
+        if self.shared is None or self._cursor is None:
+            cancelled = self._cancel_stale()
+            await self._append([_cancellation_draft(d) for d in cancelled])
+            return cancelled
+        try:
+            async with await self._guarded() as txn:
+                self._catch_up(txn.news)
+                cancelled = self._cancel_stale()
+                if cancelled:
+                    await txn.append([_cancellation_draft(d) for d in cancelled])
+                self._cursor = txn.head
+        except AuditStoreError as exc:
+            self._lost(exc)  # the requests stay pending; the next sweep tries again
+            return []
+        return cancelled
+
+    def _cancel_stale(self) -> list[Decision]:
         now = self.clock()
         cancelled = policy_mod.cancellations(self.state, now, mode=self.mode, config=self.config)
         for decision in cancelled:
@@ -271,8 +290,14 @@ class Healer:
                 "requests waiting for approval cancelled",
                 extra={"count": len(cancelled), "ids": [d.id for d in cancelled][:20]},
             )
-        await self._append([_cancellation_draft(d) for d in cancelled])
         return cancelled
+
+    def _lost(self, exc: AuditStoreError) -> None:
+        """A guarded write failed: nothing of it is on record. The local state recorded it,
+        so it is rebuilt from the store (``restore``) before the next guarded write."""
+        self.audit_failures += 1
+        self._cursor = None
+        log.error("guarded policy write failed", extra={"error": str(exc)})
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -338,17 +363,15 @@ class Healer:
                 async with await self._guarded() as txn:
                     self._catch_up(txn.news)
                     self._decide(events, now, batch)
-                    await txn.append(batch.drafts)  # counted and on record: one commit
+                    fresh = await txn.append(batch.drafts)  # counted and on record: one commit
+                    _refuse_taken(batch.drafts, fresh)
                     self._cursor = txn.head
             except AuditStoreError as exc:
-                # nothing of the batch is on record, so nothing of it may run; the local
-                # state recorded it, so it is rebuilt from the store before the next batch,
-                # and the findings are decided again then (a retry, not yet an attempt)
-                self.audit_failures += 1
-                self._cursor = None
+                # nothing of the batch is on record, so nothing of it may run; the findings
+                # are decided again later (a retry, not yet an attempt)
+                self._lost(exc)
                 for decision in batch.made:
                     self.decisions.pop(decision.id, None)
-                log.error("guarded policy write failed", extra={"error": str(exc)})
                 later = now + timedelta(seconds=self.sweep_every)
                 for ev in events:
                     self.retries[ev.finding.id] = _Retry(later, attempts.get(ev.finding.id, 0), ev)
@@ -612,6 +635,16 @@ class Healer:
         except AuditStoreError as exc:
             self.audit_failures += 1
             log.error("audit append failed", extra={"error": str(exc)})
+
+
+def _refuse_taken(drafts: Sequence[AuditDraft], fresh: Sequence[bool]) -> None:
+    """A decision whose id another replica's decision already has (the same finding decided
+    at the same instant after as many records) must not run as if it were on record: the
+    transaction is rolled back and the batch decided again."""
+    pairs = zip(drafts, fresh, strict=True)
+    taken = [d.key for d, new in pairs if not new and d.kind is AuditKind.DECISION]
+    if taken:
+        raise AuditConflict(f"decision already on record under another replica: {taken[0]}")
 
 
 async def _records_since(
