@@ -379,3 +379,49 @@ def test_a_worker_killed_mid_transaction_leaves_no_partial_state(store_url: str,
     assert p.returncode == 0, err.decode()[-2000:]
     report = json.loads(survivor.read_text())
     assert len(report["executed"]) == FLEET  # the budget the dead worker never spent
+
+
+@pytest.mark.live
+def test_a_worker_that_hangs_in_its_transaction_delays_the_others_only_for_the_lock_timeout(
+    pg_server: str, tmp_path: Path
+):
+    """PostgreSQL: a replica stuck holding the policy lock makes the others' guarded writes
+    fail after ``lock_timeout`` (nothing decided, nothing run, retried later), not wait for
+    ever; once it is gone they decide with the whole budget."""
+    url = pg_env.fresh_database(pg_server, "hung")
+    go = tmp_path / "go"
+    go.touch()
+    stuck = start_worker(url, tmp_path / "stuck.json", go=go, mode="die-in-transaction")
+
+    async def other() -> tuple[list[Decision], float, int, list[Decision]]:
+        store = await open_audit_store(url, lock_timeout=1.0)
+        try:
+            healer = Healer(
+                ownership=OwnershipMap(),
+                remediator=Remediator(nodes=lambda _: FakeNodes([])),
+                audit=store,
+                mode=Mode.ENFORCE,
+                shared=store,
+            )
+            healer.set_pool_counts(POOLS)
+            await healer.restore()
+            await asyncio.to_thread(wait_for, tmp_path / "stuck.json.inside", [stuck])
+            started = time.monotonic()
+            refused = await healer.process([drift("c0", 0)])
+            waited = time.monotonic() - started
+            failures = healer.audit_failures
+            stuck.kill()
+            await asyncio.to_thread(stuck.wait, 30)
+            return refused, waited, failures, await healer.process([drift("c0", 1)])
+        finally:
+            await store.close()
+
+    try:
+        refused, waited, failures, after = asyncio.run(other())
+    finally:
+        if stuck.poll() is None:
+            stuck.kill()
+            stuck.wait()
+    assert refused == [] and failures == 1
+    assert 0.9 <= waited < 10
+    assert [d.status for d in after] == [Status.EXECUTE]

@@ -76,7 +76,12 @@ from fleetwarden.core.policy import (
     UnknownDecision,
 )
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
-from fleetwarden.ports.audit import AuditConflict, AuditStore, AuditStoreError
+from fleetwarden.ports.audit import (
+    AuditConflict,
+    AuditStore,
+    AuditStoreError,
+    AuditUnavailable,
+)
 from fleetwarden.ports.guards import GuardedWrite, SharedGuards
 from fleetwarden.ports.remediation import Outcome
 
@@ -263,7 +268,7 @@ class Healer:
         in another mode or under another configuration than this healer's. Shared: in a
         guarded transaction, after catching up — a request another replica approved meanwhile
         is not cancelled here, and one cancelled here cannot be approved there."""
-        if self.shared is None or self._cursor is None:
+        if self.shared is None:
             cancelled = self._cancel_stale()
             await self._append([_cancellation_draft(d) for d in cancelled])
             return cancelled
@@ -358,6 +363,9 @@ class Healer:
             # write-ahead: the decisions are on record before any call goes out, so a restart
             # right after the calls still counts them against the guards (see restore)
             await self._append(batch.drafts)
+        elif self._cursor is None:  # the sweep's guarded write failed: so would this one
+            self._decide_later(events, attempts, now)
+            return []
         else:
             try:
                 async with await self._guarded() as txn:
@@ -367,14 +375,11 @@ class Healer:
                     _refuse_taken(batch.drafts, fresh)
                     self._cursor = txn.head
             except AuditStoreError as exc:
-                # nothing of the batch is on record, so nothing of it may run; the findings
-                # are decided again later (a retry, not yet an attempt)
+                # nothing of the batch is on record, so nothing of it may run
                 self._lost(exc)
                 for decision in batch.made:
                     self.decisions.pop(decision.id, None)
-                later = now + timedelta(seconds=self.sweep_every)
-                for ev in events:
-                    self.retries[ev.finding.id] = _Retry(later, attempts.get(ev.finding.id, 0), ev)
+                self._decide_later(events, attempts, now)
                 return []
         for ev, decision in batch.notices:
             if self.notify is not None:
@@ -389,6 +394,15 @@ class Healer:
                 done.append(note)
         await self._append(done)
         return batch.made
+
+    def _decide_later(
+        self, events: Sequence[FindingEvent], attempts: dict[str, int], now: datetime
+    ) -> None:
+        """Findings not decided for want of the store: again after ``sweep_every`` (a retry,
+        not a failed attempt)."""
+        later = now + timedelta(seconds=self.sweep_every)
+        for ev in events:
+            self.retries[ev.finding.id] = _Retry(later, attempts.get(ev.finding.id, 0), ev)
 
     def _decide(self, events: Sequence[FindingEvent], now: datetime, batch: _Batch) -> None:
         """Decide and record each event into ``batch`` (no I/O): what to store, run, tell."""
@@ -440,7 +454,8 @@ class Healer:
         assert self.shared is not None
         if self._cursor is None:
             await self.restore()
-        assert self._cursor is not None
+        if self._cursor is None:  # its sweep's guarded write failed
+            raise AuditUnavailable("the policy state could not be read back from the store")
         return self.shared.guarded(after_seq=self._cursor)
 
     def _catch_up(self, news: Sequence[AuditRecord]) -> None:

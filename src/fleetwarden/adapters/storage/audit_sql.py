@@ -343,11 +343,15 @@ async def open_audit_store(
     clock: Callable[[], datetime] | None = None,
     page_size: int = PAGE_SIZE,
     connect_timeout: float = 10.0,
+    lock_timeout: float = _SQLITE_BUSY_TIMEOUT,
 ) -> SqlAuditStore:
     """Connect, migrate (unless ``migrate=False``) and return a store.
 
     ``create=False`` refuses an SQLite file that does not exist yet (read-only commands must
-    not leave an empty database behind a typo).  Raises AuditUnavailable / AuditSchemaError.
+    not leave an empty database behind a typo).  ``lock_timeout``: seconds a guarded write
+    waits for the policy lock in PostgreSQL (SQLite waits its busy timeout, 30 s) before it
+    fails with AuditUnavailable — a replica that hangs holding it stops no other for good.
+    Raises AuditUnavailable / AuditSchemaError.
     """
     target = store_url(url)
     path = _sqlite_path(target) if target.get_backend_name() == "sqlite" else None
@@ -361,7 +365,9 @@ async def open_audit_store(
                 f"exist{note}"
             )
     engine = _create_engine(target, connect_timeout=connect_timeout)
-    store = SqlAuditStore(engine, target, clock=clock, page_size=page_size)
+    store = SqlAuditStore(
+        engine, target, clock=clock, page_size=page_size, lock_timeout=lock_timeout
+    )
     try:
         await store._prepare(migrate=migrate)
     except BaseException:
@@ -380,8 +386,10 @@ class SqlAuditStore:
         *,
         clock: Callable[[], datetime] | None = None,
         page_size: int = PAGE_SIZE,
+        lock_timeout: float = _SQLITE_BUSY_TIMEOUT,
     ) -> None:
         self._engine = engine
+        self._lock_timeout_ms = max(1, round(lock_timeout * 1000))
         self._url = url
         self._postgres = url.get_backend_name() == "postgresql"
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -532,6 +540,8 @@ class SqlAuditStore:
         decisions read here are all there are until this transaction commits."""
         with self._errors("a guarded policy write"):
             async with self._write_lock, self._write() as conn:
+                if self._postgres:  # a hung holder fails this write, not the replica
+                    await conn.execute(sa.text(f"SET LOCAL lock_timeout = {self._lock_timeout_ms}"))
                 at = await self._lock_head(conn)
                 stmt = (
                     sa.select(*_COLUMNS)
