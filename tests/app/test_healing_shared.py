@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from fleetwarden.adapters.storage import audit_sql
+from fleetwarden.adapters.storage import guarding
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
 from fleetwarden.app.healing import AlreadyApproved, Healer
 from fleetwarden.app.remediating import Remediator
@@ -252,16 +252,16 @@ async def test_a_guarded_write_that_fails_runs_nothing_and_is_decided_again_late
     retries and are decided again from the store's state."""
     (worker,) = await fleet.workers(Mode.ENFORCE, 1)
     other = await fleet.worker(Mode.ENFORCE, "worker-other")
-    original = audit_sql._GuardedWrite.append
+    original = guarding.SqlGuardedWrite.append
     failures = iter([True])
 
-    async def failing(self: audit_sql._GuardedWrite, drafts: Any) -> list[bool]:
+    async def failing(self: guarding.SqlGuardedWrite, drafts: Any) -> list[bool]:
         fresh = await original(self, drafts)
         if drafts and next(failures, False):
             raise AuditUnavailable("appending audit records failed: the disk is full")
         return fresh
 
-    monkeypatch.setattr(audit_sql._GuardedWrite, "append", failing)
+    monkeypatch.setattr(guarding.SqlGuardedWrite, "append", failing)
     assert await worker.process([drift("c0", 0), drift("c0", 1)]) == []
     assert fleet.patched == [] and worker.audit_failures == 1
     assert await fleet.stores[0].query(kind=AuditKind.DECISION) == []

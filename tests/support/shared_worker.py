@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fleetwarden.adapters.storage import audit_sql
+from fleetwarden.adapters.storage import audit_sql, guarding
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.core.findings import Finding, Layer, Severity
@@ -76,9 +76,9 @@ def storm() -> list[list[FindingEvent]]:
 
 
 def _stop_inside_the_transaction(out: Path) -> None:
-    original = audit_sql._GuardedWrite.append
+    original = guarding.SqlGuardedWrite.append
 
-    async def append(self: audit_sql._GuardedWrite, drafts: Any) -> list[bool]:
+    async def append(self: guarding.SqlGuardedWrite, drafts: Any) -> list[bool]:
         fresh = await original(self, drafts)
         if not drafts:
             return fresh
@@ -86,7 +86,7 @@ def _stop_inside_the_transaction(out: Path) -> None:
         while True:  # killed here, before the commit
             time.sleep(1)
 
-    audit_sql._GuardedWrite.append = append  # type: ignore[method-assign]
+    guarding.SqlGuardedWrite.append = append  # type: ignore[method-assign]
 
 
 async def main(url: str, out: Path, go: Path, mode: str) -> None:

@@ -24,16 +24,7 @@ Exactly once
     (migration 0003): a notification sink is due an event exactly when it was first stored.
 
 Shared guard state
-    ``guarded(after_seq=N)`` (``ports.guards``) is a write transaction that locks the chain
-    head first, as an append does, then reads the decision records and notes after seq N: a
-    worker replica decides from them and appends its decisions in the same transaction, so
-    replicas decide one after another from the whole history (the head's row lock is the
-    policy lock; one lock for appends and guards, so a decision can never slip between a
-    read and a write).  ``claim`` inserts a unique name into ``guard_claims`` (migration
-    0004; ``INSERT ... ON CONFLICT DO NOTHING``) and answers who holds it: an approval runs
-    on the one replica that claimed it.  A replica killed mid-transaction leaves neither
-    records nor claims (PostgreSQL aborts the transaction of a dropped connection; SQLite
-    ignores an uncommitted WAL).
+    ``guarded`` and its claims (``ports.guards``, migration 0004): see ``guarding.py``.
 
 Reading
     ``iterate`` and ``verify`` read in keyset pages (``WHERE seq > last ORDER BY seq LIMIT
@@ -69,12 +60,12 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event, exc
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
+from fleetwarden.adapters.storage import guarding
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, VerifyResult
 from fleetwarden.ports.audit import (
@@ -83,7 +74,6 @@ from fleetwarden.ports.audit import (
     AuditStoreError,
     AuditUnavailable,
 )
-from fleetwarden.ports.guards import Claim
 
 __all__ = [
     "MIGRATIONS",
@@ -130,13 +120,6 @@ outbox = sa.Table(
     sa.Column("sink", sa.String(128), primary_key=True),
     sa.Column("key", sa.String(255), primary_key=True),
     sa.Column("seq", sa.BigInteger()),
-)
-claims = sa.Table(
-    "guard_claims",
-    _metadata,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("holder", sa.String(255), nullable=False),
-    sa.Column("at", sa.String(32), nullable=False),
 )
 head = sa.Table(
     "audit_head",
@@ -535,7 +518,7 @@ class SqlAuditStore:
         return 0 if current is None else current[0]
 
     @contextlib.asynccontextmanager
-    async def guarded(self, *, after_seq: int) -> AsyncIterator[_GuardedWrite]:
+    async def guarded(self, *, after_seq: int) -> AsyncIterator[guarding.SqlGuardedWrite]:
         """The policy lock is the chain head's: every append waits for it anyway, so the
         decisions read here are all there are until this transaction commits."""
         with self._errors("a guarded policy write"):
@@ -552,20 +535,7 @@ class SqlAuditStore:
                     .order_by(records.c.seq)
                 )
                 news = [self._readable(row) for row in (await conn.execute(stmt)).all()]
-                yield _GuardedWrite(self, conn, at, news)
-
-    async def _claim(self, conn: AsyncConnection, name: str, holder: str) -> Claim:
-        now = audit.format_time(self._clock())
-        dialect = postgresql if self._postgres else sqlite
-        inserted = await conn.execute(
-            dialect.insert(claims)
-            .values(name=name, holder=holder, at=now)
-            .on_conflict_do_nothing(index_elements=["name"])
-        )
-        row = (
-            await conn.execute(sa.select(claims.c.holder, claims.c.at).where(claims.c.name == name))
-        ).one()
-        return Claim(name, str(row.holder), audit.parse_time(row.at), inserted.rowcount == 1)
+                yield guarding.SqlGuardedWrite(self, conn, at, news)
 
     # -- the event outbox
 
@@ -777,38 +747,6 @@ class SqlAuditStore:
                         pending.cancel()
                     break
         return verifier.finish()
-
-
-class _GuardedWrite:
-    """``ports.guards.GuardedWrite`` on one open transaction of ``SqlAuditStore.guarded``."""
-
-    def __init__(
-        self,
-        store: SqlAuditStore,
-        conn: AsyncConnection,
-        at: tuple[int, str],
-        news: list[AuditRecord],
-    ) -> None:
-        self._store, self._conn, self._at, self._news = store, conn, at, news
-
-    @property
-    def news(self) -> Sequence[AuditRecord]:
-        return self._news
-
-    @property
-    def head(self) -> int:
-        return self._at[0]
-
-    async def append(self, drafts: Sequence[AuditDraft]) -> list[bool]:
-        if not drafts:
-            return []
-        with self._store._errors("appending audit records"):
-            _, fresh, self._at = await self._store._insert(self._conn, self._at, drafts, ())
-        return fresh
-
-    async def claim(self, name: str, holder: str) -> Claim:
-        with self._store._errors(f"claiming {name}"):
-            return await self._store._claim(self._conn, name, holder)
 
 
 _NAMES = tuple(c.name for c in _COLUMNS)
