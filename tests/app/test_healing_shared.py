@@ -281,6 +281,21 @@ async def test_a_guarded_write_that_fails_runs_nothing_and_is_decided_again_late
     assert fleet.patched == ["c0-p2-n0", "c0-p3-n0"]
 
 
+async def test_a_decision_whose_id_another_replica_has_is_not_taken_as_on_record(fleet):
+    """Two replicas deciding one finding at one instant after as many records make one id:
+    the second one's batch is rolled back (its decision would not be stored under the key
+    the first one has) and decided again later, not run as if it were on record."""
+    a, b = await fleet.workers(Mode.ENFORCE, 2)
+    (first,) = await a.process([drift("c0", 0)])
+    assert first.status is Status.EXECUTE
+    b.state.recorded = a.state.recorded - 2  # b's catch-up of a's record evens them up
+    assert await b.process([drift("c0", 0)]) == []
+    assert b.audit_failures == 1 and first.id not in b.decisions
+    assert set(b.retries) == {drift("c0", 0).finding.id}
+    decisions = await fleet.stores[0].query(kind=AuditKind.DECISION)
+    assert [r.id for r in decisions] == [first.id] and fleet.patched == ["c0-p0-n0"]
+
+
 # --------------------------------------------------------------------------- OS processes
 
 
