@@ -151,7 +151,7 @@ async def test_opening_an_empty_database_migrates_it_to_head(backend: Backend):
         "SELECT version_num FROM alembic_version", "SELECT seq, hash FROM audit_head",
         bypass=False,
     )  # fmt: skip
-    assert version == ("0003_event_outbox",)
+    assert version == ("0004_guard_claims",)
     assert head == (0, GENESIS_HASH)
     assert await store.last() is None
     assert (await store.verify()).ok
@@ -189,7 +189,7 @@ async def test_a_store_of_the_first_schema_is_upgraded_on_open_and_keeps_its_rec
         "SELECT kind FROM audit_records ORDER BY seq",
         bypass=False,
     )
-    assert version == ("0003_event_outbox",)
+    assert version == ("0004_guard_claims",)
     assert rows == [(d.kind.value,) for d in incident(1)]
     assert (await store.verify()).ok
     assert "ix_audit_records_kind_at" in await indexes()

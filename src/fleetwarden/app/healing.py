@@ -21,6 +21,19 @@ A request waiting for approval lives only as long as the mode and the configurat
 checks the same, and also looks in the store for a cancellation another replica made; a
 cancelled request is never run, and approving it again returns the cancellation.
 
+Several worker replicas on one store (``shared``: the store, as ``ports.guards.SharedGuards``)
+enforce ONE blast radius and run an approval once: each batch is decided in the store's
+guarded transaction — read what the other replicas recorded since this one last looked
+(``_catch_up``: their actions count here, their requests can be approved here, their
+approvals and cancellations close requests here), decide and record (pure, as alone), append
+the decisions, commit — serialised with every other replica's, so no two decide from the same
+counts, and an action is counted and on record, or neither (a worker killed before the commit
+leaves nothing). A failed guarded write runs nothing: the state is rebuilt from the store and
+the findings are decided again after ``sweep_every``. ``approve`` claims ``approve:<id>`` in
+the same kind of transaction as its note: the first replica runs it, the others raise
+``AlreadyApproved`` naming it (``identity``: the pod name, or host:pid). Without ``shared``
+each replica keeps its own counts, as a single process does.
+
 A heal that failed only in ways that pass (``Outcome.retryable``: Argo CD unavailable or busy,
 a timeout) is not dropped: the finding is decided again after the cooldown, then after twice
 that, and so on, at most ``heal_retries`` times — each a new decision, guards included, each on
@@ -33,8 +46,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -57,12 +73,27 @@ from fleetwarden.core.policy import (
     PolicyState,
     RequestCancelled,
     Status,
+    UnknownDecision,
 )
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
-from fleetwarden.ports.audit import AuditStore, AuditStoreError
+from fleetwarden.ports.audit import (
+    AuditConflict,
+    AuditStore,
+    AuditStoreError,
+    AuditUnavailable,
+)
+from fleetwarden.ports.guards import GuardedWrite, SharedGuards
 from fleetwarden.ports.remediation import Outcome
 
-__all__ = ["RESTORE_PAGE", "Healer", "Restored", "record_summary", "recorded_decision"]
+__all__ = [
+    "RESTORE_PAGE",
+    "AlreadyApproved",
+    "Healer",
+    "Restored",
+    "record_summary",
+    "recorded_decision",
+    "replica_identity",
+]
 
 log = logging.getLogger("fleetwarden.healing")
 
@@ -74,6 +105,25 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def replica_identity() -> str:
+    """Who this replica is, in claims and approval notes: the pod name (``POD_NAME``, from
+    the downward API) or ``host:pid``."""
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}:{os.getpid()}"
+
+
+class AlreadyApproved(UnknownDecision):
+    """The request was approved already — by another replica sharing the store, or by this
+    one — and nothing was done now. ``holder``: who approved it, ``at``: when."""
+
+    def __init__(self, decision_id: str, holder: str, at: datetime, status: str | None) -> None:
+        self.decision_id, self.holder, self.at, self.status = decision_id, holder, at, status
+        outcome = f" (the approval made it {status})" if status else ""
+        super().__init__(
+            f"decision {decision_id!r} was already approved by {holder} at "
+            f"{at.isoformat()}{outcome}; nothing was done here"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Restored:
     """What ``Healer.restore`` found in the audit store."""
@@ -83,6 +133,18 @@ class Restored:
     malformed: int  # records that carry no readable decision: skipped
     too_old: int = 0  # read, but before the replay span
     cancelled: int = 0  # requests cancelled at start-up: expired, or of another mode/config
+
+
+@dataclass(slots=True)
+class _Batch:
+    """What deciding one batch of finding events made: records to store, calls to make,
+    what to tell ``notify``."""
+
+    drafts: list[AuditDraft] = field(default_factory=list)
+    to_run: list[Decision] = field(default_factory=list)
+    made: list[Decision] = field(default_factory=list)
+    causes: dict[str, FindingEvent] = field(default_factory=dict)
+    notices: list[tuple[FindingEvent, Decision | None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +173,16 @@ class Healer:
         config: str | None = None,
         sweep_every: float = 30.0,
         heal_retries: int = 5,
+        shared: SharedGuards | None = None,
+        identity: str | None = None,
     ) -> None:
+        if shared is not None and audit is None:
+            raise ValueError("shared guard state needs the audit store it lives in (audit=)")
         self.ownership, self.remediator, self.audit = ownership, remediator, audit
+        self.shared = shared  # several replicas: decide under the store's policy lock
+        self.identity = identity or replica_identity()
+        self._cursor: int | None = None  # shared: the last record replayed into ``state``
+        self._approved: dict[str, tuple[str, datetime]] = {}  # id → (approver, when)
         self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
         self.config = config  # the fingerprint of the configuration decisions are made under
         self.sweep_every = sweep_every
@@ -145,11 +215,16 @@ class Healer:
         """
         if self.audit is None:
             return Restored(0, 0, 0)
+        # shared: the replay ends at a head read first, and later records are caught up
+        # under the policy lock (``_catch_up``): none missed, none counted twice
+        upto = await self.shared.head_seq() if self.shared is not None else None
         now = self.clock()
         since = now - self.policy.guards.replay_span
         decisions: list[Decision] = []
         malformed: list[str] = []
-        for rec in await _records_since(self.audit, since):
+        records = await _records_since(self.audit, since, upto=upto)
+        for rec in records:
+            self._note_approval(rec)
             try:
                 decision = recorded_decision(rec)
             except ValueError as exc:  # MalformedDecision, or a payload that is not JSON
@@ -163,6 +238,7 @@ class Healer:
         self.state = replay.state
         for request in replay.pending:
             self.decisions[request.id] = request
+        self._cursor = upto
         cancelled = await self.sweep()
         if malformed:
             log.warning(
@@ -189,7 +265,26 @@ class Healer:
 
     async def sweep(self) -> list[Decision]:
         """Cancel, on record, every request that can no longer be approved: expired, or made
-        in another mode or under another configuration than this healer's."""
+        in another mode or under another configuration than this healer's. Shared: in a
+        guarded transaction, after catching up — a request another replica approved meanwhile
+        is not cancelled here, and one cancelled here cannot be approved there."""
+        if self.shared is None:
+            cancelled = self._cancel_stale()
+            await self._append([_cancellation_draft(d) for d in cancelled])
+            return cancelled
+        try:
+            async with await self._guarded() as txn:
+                self._catch_up(txn.news)
+                cancelled = self._cancel_stale()
+                if cancelled:
+                    await txn.append([_cancellation_draft(d) for d in cancelled])
+                self._cursor = txn.head
+        except AuditStoreError as exc:
+            self._lost(exc)  # the requests stay pending; the next sweep tries again
+            return []
+        return cancelled
+
+    def _cancel_stale(self) -> list[Decision]:
         now = self.clock()
         cancelled = policy_mod.cancellations(self.state, now, mode=self.mode, config=self.config)
         for decision in cancelled:
@@ -200,8 +295,14 @@ class Healer:
                 "requests waiting for approval cancelled",
                 extra={"count": len(cancelled), "ids": [d.id for d in cancelled][:20]},
             )
-        await self._append([_cancellation_draft(d) for d in cancelled])
         return cancelled
+
+    def _lost(self, exc: AuditStoreError) -> None:
+        """A guarded write failed: nothing of it is on record. The local state recorded it,
+        so it is rebuilt from the store (``restore``) before the next guarded write."""
+        self.audit_failures += 1
+        self._cursor = None
+        log.error("guarded policy write failed", extra={"error": str(exc)})
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -256,13 +357,58 @@ class Healer:
     ) -> list[Decision]:
         await self.sweep()  # a stale request must not swallow a drift as "already waiting"
         now = self.clock()
-        drafts: list[AuditDraft] = []
-        to_run: list[Decision] = []
-        made: list[Decision] = []
-        causes: dict[str, FindingEvent] = {}
+        batch = _Batch()
+        if self.shared is None:
+            self._decide(events, now, batch)
+            # write-ahead: the decisions are on record before any call goes out, so a restart
+            # right after the calls still counts them against the guards (see restore)
+            await self._append(batch.drafts)
+        elif self._cursor is None:  # the sweep's guarded write failed: so would this one
+            self._decide_later(events, attempts, now)
+            return []
+        else:
+            try:
+                async with await self._guarded() as txn:
+                    self._catch_up(txn.news)
+                    self._decide(events, now, batch)
+                    fresh = await txn.append(batch.drafts)  # counted and on record: one commit
+                    _refuse_taken(batch.drafts, fresh)
+                    self._cursor = txn.head
+            except AuditStoreError as exc:
+                # nothing of the batch is on record, so nothing of it may run
+                self._lost(exc)
+                for decision in batch.made:
+                    self.decisions.pop(decision.id, None)
+                self._decide_later(events, attempts, now)
+                return []
+        for ev, decision in batch.notices:
+            if self.notify is not None:
+                self.notify(ev, decision.to_json() if decision is not None else None)
+        to_run = batch.to_run
+        outcomes = await self.remediator.carry_out_all(to_run) if to_run else []
+        done: list[AuditDraft] = []
+        for decision, outcome in zip(to_run, outcomes, strict=True):
+            done.extend(_action_drafts(decision, outcome))
+            note = self._retry_later(decision, outcome, batch.causes, attempts, now)
+            if note is not None:
+                done.append(note)
+        await self._append(done)
+        return batch.made
+
+    def _decide_later(
+        self, events: Sequence[FindingEvent], attempts: dict[str, int], now: datetime
+    ) -> None:
+        """Findings not decided for want of the store: again after ``sweep_every`` (a retry,
+        not a failed attempt)."""
+        later = now + timedelta(seconds=self.sweep_every)
+        for ev in events:
+            self.retries[ev.finding.id] = _Retry(later, attempts.get(ev.finding.id, 0), ev)
+
+    def _decide(self, events: Sequence[FindingEvent], now: datetime, batch: _Batch) -> None:
+        """Decide and record each event into ``batch`` (no I/O): what to store, run, tell."""
         for ev in events:
             f = ev.finding
-            causes[f.id] = ev
+            batch.causes[f.id] = ev
             refs = []
             cause = f.extra.get("cause")
             if isinstance(cause, dict) and cause.get("eventId") and cause.get("source"):
@@ -271,7 +417,7 @@ class Healer:
             finding_key = f"{f.id}:{ev.type.value}:{ev.at.isoformat()}"
             fdraft = finding_draft(f, refs=refs, key=finding_key)
             fid = record_id(AuditKind.FINDING, finding_key)
-            drafts.append(
+            batch.drafts.append(
                 AuditDraft(
                     kind=fdraft.kind,
                     summary=f"{ev.type.value}: {fdraft.summary}",
@@ -284,8 +430,7 @@ class Healer:
                 )
             )
             if ev.type is FindingEventType.CLEARED:
-                if self.notify is not None:
-                    self.notify(ev, None)
+                batch.notices.append((ev, None))
                 continue
             route = self.ownership.route(f)
             decision = policy_mod.decide(
@@ -293,28 +438,52 @@ class Healer:
             )
             policy_mod.record(decision, self.state, policy=self.policy)
             self.decisions[decision.id] = decision
-            made.append(decision)
-            drafts.append(
+            batch.made.append(decision)
+            batch.drafts.append(
                 _decision_draft(
                     decision, fid, f.cluster, f.pool, cause if isinstance(cause, dict) else None
                 )
             )
             if decision.status in (Status.EXECUTE, Status.DRY_RUN):
-                to_run.append(decision)
-            if self.notify is not None:
-                self.notify(ev, decision.to_json())
-        # write-ahead: the decisions are on record before any call goes out, so a restart
-        # right after the calls still counts them against the guards (see restore)
-        await self._append(drafts)
-        outcomes = await self.remediator.carry_out_all(to_run) if to_run else []
-        done: list[AuditDraft] = []
-        for decision, outcome in zip(to_run, outcomes, strict=True):
-            done.extend(_action_drafts(decision, outcome))
-            note = self._retry_later(decision, outcome, causes, attempts, now)
-            if note is not None:
-                done.append(note)
-        await self._append(done)
-        return made
+                batch.to_run.append(decision)
+            batch.notices.append((ev, decision))
+
+    async def _guarded(self) -> AbstractAsyncContextManager[GuardedWrite]:
+        """The shared store's policy transaction, after the last record replayed (the
+        whole replay first when there is none: at start, or after a failed write)."""
+        assert self.shared is not None
+        if self._cursor is None:
+            await self.restore()
+        if self._cursor is None:  # its sweep's guarded write failed
+            raise AuditUnavailable("the policy state could not be read back from the store")
+        return self.shared.guarded(after_seq=self._cursor)
+
+    def _catch_up(self, news: Sequence[AuditRecord]) -> None:
+        """Replay what other replicas recorded since the last look into ``state``: their
+        actions count against this replica's guards, their requests can be approved here and
+        their approvals and cancellations close requests here too. A record of this replica's
+        own (its decision already in ``decisions``, equal) is not counted twice."""
+        for rec in news:
+            self._note_approval(rec)
+            try:
+                decision = recorded_decision(rec)
+            except ValueError as exc:
+                log.warning(
+                    "audit record without a readable decision skipped",
+                    extra={"seq": rec.seq, "error": str(exc)},
+                )
+                continue
+            if decision is None or self.decisions.get(decision.id) == decision:
+                continue
+            policy_mod.record(decision, self.state, policy=self.policy)
+            self.decisions[decision.id] = decision
+
+    def _note_approval(self, rec: AuditRecord) -> None:
+        """Remember who approved a request (the approval note's ``by``)."""
+        if rec.kind == AuditKind.NOTE and isinstance(rec.payload.get("approval"), dict):
+            did = rec.payload["approval"].get("id")
+            if isinstance(did, str):
+                self._approved[did] = (str(rec.payload.get("by") or "a replica"), rec.at)
 
     def _retry_later(
         self,
@@ -353,9 +522,16 @@ class Healer:
         than this healer's, is cancelled instead (on record), and nothing runs; one cancelled
         before — here, or by another replica sharing the audit store — comes back as that
         cancellation, and nothing is recorded or run. The status says which: ``cancelled``.
-        Raises ``UnknownDecision`` for an id that waits for nothing, ``AuditStoreError`` when
-        the store cannot be asked whether another replica cancelled the request.
+        Raises ``UnknownDecision`` for an id that waits for nothing, ``AlreadyApproved`` (an
+        ``UnknownDecision``) for a request some replica approved before, ``AuditStoreError``
+        when the store cannot be asked whether another replica cancelled the request.
+
+        With shared guard state the approval is decided under the store's policy lock, after
+        catching up with the other replicas, and claims ``approve:<id>`` in the same
+        transaction as its note: of N replicas asked at once, one runs it.
         """
+        if self.shared is not None:
+            return await self._approve_shared(decision_id)
         now = self.clock()
         try:
             decision = policy_mod.approve(
@@ -368,6 +544,11 @@ class Healer:
             )
         except RequestCancelled as exc:
             return exc.decision
+        except UnknownDecision:
+            approved = self._approved.get(decision_id)
+            if approved is not None:
+                raise self._already(decision_id, *approved) from None
+            raise
         if decision.status is not Status.CANCELLED:
             elsewhere = await self._cancelled_elsewhere(self.state.pending[decision_id])
             if elsewhere is not None:
@@ -379,22 +560,65 @@ class Healer:
         if decision.status is Status.CANCELLED:
             await self._append([_cancellation_draft(decision)])
             return decision
-        drafts = [
-            AuditDraft(
-                kind=AuditKind.NOTE,
-                key=f"approval:{decision_id}:{now.isoformat()}",
-                summary=f"approved: {decision.action.value} -> {decision.status.value}",
-                cluster=decision.cluster,
-                pool=decision.pool,
-                refs=(decision_id,),
-                payload={"approval": decision.to_json()},
-            )
-        ]
-        await self._append(drafts)  # write-ahead, as in process
+        self._approved[decision_id] = (self.identity, now)
+        await self._append([self._approval_draft(decision)])  # write-ahead, as in process
         if decision.status is Status.EXECUTE:
             (outcome,) = await self.remediator.carry_out_all([decision])
             await self._append(_action_drafts(decision, outcome))
         return decision
+
+    async def _approve_shared(self, decision_id: str) -> Decision:
+        now = self.clock()
+        async with await self._guarded() as txn:
+            self._catch_up(txn.news)
+            closed = self.state.closed.get(decision_id)
+            if closed is not None:
+                return closed  # cancelled before, here or elsewhere: nothing to record
+            claim = await txn.claim(f"approve:{decision_id}", self.identity)
+            if not claim.new:
+                raise self._already(decision_id, claim.holder, claim.at)
+            # (``RequestCancelled`` cannot come: closed requests were answered above)
+            decision = policy_mod.approve(
+                decision_id,
+                self.state,
+                now,
+                policy=self.policy,
+                mode=self.mode,
+                config=self.config,
+            )
+            draft = (
+                _cancellation_draft(decision)
+                if decision.status is Status.CANCELLED
+                else self._approval_draft(decision)
+            )
+            await txn.append([draft])
+            policy_mod.record(decision, self.state, policy=self.policy)
+            self.decisions[decision.id] = decision
+            if decision.status is not Status.CANCELLED:
+                self._approved[decision_id] = (self.identity, now)
+            self._cursor = txn.head
+        # committed: this replica, and no other, carries it out
+        if decision.status is Status.EXECUTE:
+            (outcome,) = await self.remediator.carry_out_all([decision])
+            await self._append(_action_drafts(decision, outcome))
+        return decision
+
+    def _already(self, decision_id: str, holder: str, at: datetime) -> AlreadyApproved:
+        known = self.decisions.get(decision_id)
+        status = known.status.value if known is not None and known.approved_at else None
+        return AlreadyApproved(decision_id, holder, at, status)
+
+    def _approval_draft(self, decision: Decision) -> AuditDraft:
+        """An approval's result, and who approved it: one note per request."""
+        return AuditDraft(
+            kind=AuditKind.NOTE,
+            key=f"approval:{decision.id}",
+            summary=f"approved: {decision.action.value} -> {decision.status.value}",
+            cluster=decision.cluster,
+            pool=decision.pool,
+            refs=(decision.id,),
+            payload={"approval": decision.to_json(), "by": self.identity},
+        )
 
     def pending(self) -> list[Decision]:
         return list(self.state.pending.values())
@@ -428,8 +652,21 @@ class Healer:
             log.error("audit append failed", extra={"error": str(exc)})
 
 
-async def _records_since(store: AuditStore, since: datetime) -> list[AuditRecord]:
-    """The decision records and notes stored at or after ``since``, oldest first.
+def _refuse_taken(drafts: Sequence[AuditDraft], fresh: Sequence[bool]) -> None:
+    """A decision whose id another replica's decision already has (the same finding decided
+    at the same instant after as many records) must not run as if it were on record: the
+    transaction is rolled back and the batch decided again."""
+    pairs = zip(drafts, fresh, strict=True)
+    taken = [d.key for d, new in pairs if not new and d.kind is AuditKind.DECISION]
+    if taken:
+        raise AuditConflict(f"decision already on record under another replica: {taken[0]}")
+
+
+async def _records_since(
+    store: AuditStore, since: datetime, *, upto: int | None = None
+) -> list[AuditRecord]:
+    """The decision records and notes stored at or after ``since`` (and at or before seq
+    ``upto``, when given), oldest first.
 
     ``query`` answers newest first and pages backwards by ``seq``. The bound is the store's
     time of the record (written after the decision, by the same clock), so the replay span
@@ -438,7 +675,7 @@ async def _records_since(store: AuditStore, since: datetime) -> list[AuditRecord
     """
     kinds = (AuditKind.DECISION, AuditKind.NOTE)
     out: list[AuditRecord] = []
-    before: int | None = None
+    before: int | None = None if upto is None else upto + 1
     while True:
         page = await store.query(kind=kinds, since=since, before_seq=before, limit=RESTORE_PAGE)
         out.extend(page)

@@ -23,6 +23,9 @@ Exactly once
     ``append_new`` also writes the event outbox rows of new event records in that transaction
     (migration 0003): a notification sink is due an event exactly when it was first stored.
 
+Shared guard state
+    ``guarded`` and its claims (``ports.guards``, migration 0004): see ``guarding.py``.
+
 Reading
     ``iterate`` and ``verify`` read in keyset pages (``WHERE seq > last ORDER BY seq LIMIT
     n``), each page in its own short transaction: memory stays flat, nothing holds a
@@ -62,6 +65,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
+from fleetwarden.adapters.storage import guarding
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, VerifyResult
 from fleetwarden.ports.audit import (
@@ -322,11 +326,15 @@ async def open_audit_store(
     clock: Callable[[], datetime] | None = None,
     page_size: int = PAGE_SIZE,
     connect_timeout: float = 10.0,
+    lock_timeout: float = _SQLITE_BUSY_TIMEOUT,
 ) -> SqlAuditStore:
     """Connect, migrate (unless ``migrate=False``) and return a store.
 
     ``create=False`` refuses an SQLite file that does not exist yet (read-only commands must
-    not leave an empty database behind a typo).  Raises AuditUnavailable / AuditSchemaError.
+    not leave an empty database behind a typo).  ``lock_timeout``: seconds a guarded write
+    waits for the policy lock in PostgreSQL (SQLite waits its busy timeout, 30 s) before it
+    fails with AuditUnavailable — a replica that hangs holding it stops no other for good.
+    Raises AuditUnavailable / AuditSchemaError.
     """
     target = store_url(url)
     path = _sqlite_path(target) if target.get_backend_name() == "sqlite" else None
@@ -340,7 +348,9 @@ async def open_audit_store(
                 f"exist{note}"
             )
     engine = _create_engine(target, connect_timeout=connect_timeout)
-    store = SqlAuditStore(engine, target, clock=clock, page_size=page_size)
+    store = SqlAuditStore(
+        engine, target, clock=clock, page_size=page_size, lock_timeout=lock_timeout
+    )
     try:
         await store._prepare(migrate=migrate)
     except BaseException:
@@ -359,8 +369,10 @@ class SqlAuditStore:
         *,
         clock: Callable[[], datetime] | None = None,
         page_size: int = PAGE_SIZE,
+        lock_timeout: float = _SQLITE_BUSY_TIMEOUT,
     ) -> None:
         self._engine = engine
+        self._lock_timeout_ms = max(1, round(lock_timeout * 1000))
         self._url = url
         self._postgres = url.get_backend_name() == "postgresql"
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -433,46 +445,59 @@ class SqlAuditStore:
     ) -> tuple[list[AuditRecord], list[bool]]:
         if not drafts:
             return [], []
+        with self._errors("appending audit records"):
+            async with self._write_lock, self._write() as conn:
+                at = await self._lock_head(conn)
+                result, fresh, _ = await self._insert(conn, at, drafts, deliver_to)
+        return result, fresh
+
+    async def _lock_head(self, conn: AsyncConnection) -> tuple[int, str]:
+        """The chain head ``(seq, hash)``, locked for this transaction."""
+        row = (
+            await conn.execute(
+                sa.select(head.c.seq, head.c.hash)
+                .where(head.c.id == 1)
+                .with_for_update()  # rendered for PostgreSQL; SQLite: BEGIN IMMEDIATE
+            )
+        ).one()
+        return int(row.seq), str(row.hash)
+
+    async def _insert(
+        self,
+        conn: AsyncConnection,
+        at: tuple[int, str],
+        drafts: Sequence[AuditDraft],
+        deliver_to: Sequence[str],
+    ) -> tuple[list[AuditRecord], list[bool], tuple[int, str]]:
+        """Store the drafts after the locked head ``at``; the records, which are new, and
+        the new head."""
         keys = list(dict.fromkeys(d.key for d in drafts if d.key is not None))
         fresh: list[int] = []  # indices of the drafts that become new records
         first: dict[str, int] = {}  # key -> index of the first draft with it
-        with self._errors("appending audit records"):
-            async with self._write_lock, self._write() as conn:
-                row = (
-                    await conn.execute(
-                        sa.select(head.c.seq, head.c.hash)
-                        .where(head.c.id == 1)
-                        .with_for_update()  # rendered for PostgreSQL; SQLite: BEGIN IMMEDIATE
-                    )
-                ).one()
-                stored = await self._by_key(conn, keys)
-                for i, d in enumerate(drafts):
-                    if d.key is None:
-                        fresh.append(i)
-                    elif d.key not in stored and d.key not in first:
-                        first[d.key] = i
-                        fresh.append(i)
-                new = audit.build_records(
-                    [drafts[i] for i in fresh],
-                    prev_hash=row.hash,
-                    next_seq=row.seq + 1,
-                    now=self._clock(),
-                )
-                if new:
-                    await conn.execute(records.insert(), [_row(r) for r in new])
-                    await conn.execute(
-                        head.update()
-                        .where(head.c.id == 1)
-                        .values(seq=new[-1].seq, hash=new[-1].hash)
-                    )
-                due = [
-                    {"sink": sink, "key": r.key, "seq": r.seq}
-                    for r in new
-                    if r.key is not None and r.kind is AuditKind.EVENT
-                    for sink in deliver_to
-                ]
-                if due:
-                    await conn.execute(outbox.insert(), due)
+        stored = await self._by_key(conn, keys)
+        for i, d in enumerate(drafts):
+            if d.key is None:
+                fresh.append(i)
+            elif d.key not in stored and d.key not in first:
+                first[d.key] = i
+                fresh.append(i)
+        new = audit.build_records(
+            [drafts[i] for i in fresh], prev_hash=at[1], next_seq=at[0] + 1, now=self._clock()
+        )
+        if new:
+            await conn.execute(records.insert(), [_row(r) for r in new])
+            await conn.execute(
+                head.update().where(head.c.id == 1).values(seq=new[-1].seq, hash=new[-1].hash)
+            )
+            at = (new[-1].seq, new[-1].hash)
+        due = [
+            {"sink": sink, "key": r.key, "seq": r.seq}
+            for r in new
+            if r.key is not None and r.kind is AuditKind.EVENT
+            for sink in deliver_to
+        ]
+        if due:
+            await conn.execute(outbox.insert(), due)
         out: list[AuditRecord | None] = [None] * len(drafts)
         for i, r in zip(fresh, new, strict=True):
             out[i] = r
@@ -484,7 +509,33 @@ class SqlAuditStore:
                 rec = stored.get(d.key) or out[first[d.key]]
                 assert rec is not None
             result.append(rec)
-        return result, [rec is not None for rec in out]
+        return result, [rec is not None for rec in out], at
+
+    # -- shared guard state (ports.guards)
+
+    async def head_seq(self) -> int:
+        current = await self.last()
+        return 0 if current is None else current[0]
+
+    @contextlib.asynccontextmanager
+    async def guarded(self, *, after_seq: int) -> AsyncIterator[guarding.SqlGuardedWrite]:
+        """The policy lock is the chain head's: every append waits for it anyway, so the
+        decisions read here are all there are until this transaction commits."""
+        with self._errors("a guarded policy write"):
+            async with self._write_lock, self._write() as conn:
+                if self._postgres:  # a hung holder fails this write, not the replica
+                    await conn.execute(sa.text(f"SET LOCAL lock_timeout = {self._lock_timeout_ms}"))
+                at = await self._lock_head(conn)
+                stmt = (
+                    sa.select(*_COLUMNS)
+                    .where(
+                        records.c.seq > after_seq,
+                        records.c.kind.in_([AuditKind.DECISION.value, AuditKind.NOTE.value]),
+                    )
+                    .order_by(records.c.seq)
+                )
+                news = [self._readable(row) for row in (await conn.execute(stmt)).all()]
+                yield guarding.SqlGuardedWrite(self, conn, at, news)
 
     # -- the event outbox
 
