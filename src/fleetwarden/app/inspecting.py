@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from fleetwarden.app.recording import Checkpoint, no_checkpoint
 from fleetwarden.core import eventrules
@@ -32,6 +30,7 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["InspectionStats", "Inspector", "NodeSource", "snapshot_source"]
 
@@ -85,7 +84,7 @@ class Inspector:
         record: Callable[[Sequence[ChangeEvent]], Awaitable[Sequence[bool]]] | None = None,
         on_latency: Callable[[float], None] | None = None,
         on_count: Callable[[str, int], None] | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         checkpoint: Checkpoint = no_checkpoint,
     ) -> None:
         self.queue, self.nodes, self.tracker, self.attribution = queue, nodes, tracker, attribution
@@ -122,7 +121,7 @@ class Inspector:
                 task.cancel()
 
     async def handle(self, deliveries: Sequence[Delivery]) -> None:
-        now_dt = datetime.fromtimestamp(self.clock(), UTC)
+        now_dt = self.clock.now()
         ack_now: list[Delivery] = []
         leading: dict[tuple[str, str | None], list[Delivery]] = {}
         fresh: list[Delivery] = []
@@ -162,14 +161,14 @@ class Inspector:
             last = self._last_run.get(key)
             if key in leading:
                 leading[key].append(d)
-            elif last is None or self.clock() - last >= self.debounce:
+            elif last is None or self.clock.time() - last >= self.debounce:
                 leading[key] = [d]
             else:
                 self.stats.coalesced += 1
                 self.on_count("coalesced", 1)
                 self._pending.setdefault(key, []).append(d)
                 if key not in self._timers:
-                    delay = max(0.0, last + self.debounce - self.clock())
+                    delay = max(0.0, last + self.debounce - self.clock.time())
                     self._timers[key] = asyncio.create_task(self._trailing(key, delay))
         for key, group in leading.items():
             self.stats.coalesced += len(group) - 1
@@ -211,10 +210,10 @@ class Inspector:
     def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
         """Diff the pool (or the whole cluster) now; the caller acknowledges ``group``."""
         cluster, pool = key
-        self._last_run[key] = self.clock()
+        self._last_run[key] = self.clock.time()
         index = self.indexes[cluster]
         nodes = self.nodes(cluster)
-        now_dt = datetime.fromtimestamp(self.clock(), UTC)
+        now_dt = self.clock.now()
         if nodes is None:
             self.stats.no_data += 1
             self.on_count("no_data", 1)
@@ -233,7 +232,7 @@ class Inspector:
                     self.emit(ev)
             self.stats.inspections += 1
             self.on_count("inspected", 1)
-        done = self.clock()
+        done = self.clock.time()
         for d in group:
             if d.event.received_at is not None:
                 latency = done - d.event.received_at.timestamp()

@@ -7,8 +7,8 @@ sink's batches in order (a resolve never overtakes its firing), each send under 
 and folds every outcome back into the state, so a failed delivery is retried. Outcomes are
 returned and passed to ``on_outcome`` (the audit store's hook).
 
-The ``Sink`` protocol and ``NotifyError`` are the seam the adapters (``adapters/notify``)
-implement; sink errors never carry URLs or tokens.
+The ``Sink`` protocol and ``NotifyError`` (``ports/notify.py``) are the seam the adapters
+(``adapters/notify``) implement; sink errors never carry URLs or tokens.
 """
 
 from __future__ import annotations
@@ -21,45 +21,16 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from fleetwarden.core import notifying
 from fleetwarden.core.notifying import Batch, NotifierState, SinkPolicy
 from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.ports.notify import NotifyError, Sink
 
-__all__ = ["Notifier", "NotifierStats", "NotifyError", "Outcome", "Sink"]
+__all__ = ["Notifier", "NotifierStats", "Outcome"]
 
 log = logging.getLogger(__name__)
-
-
-class NotifyError(Exception):
-    """A notification could not be delivered. ``sink`` names the sink; the message never holds
-    its URL or credentials. ``retryable``: a later attempt may succeed (5xx, timeout)."""
-
-    def __init__(
-        self,
-        sink: str,
-        detail: str,
-        *,
-        status: int | None = None,
-        attempts: int = 1,
-        retryable: bool = False,
-    ) -> None:
-        super().__init__(f"notify {sink}: {detail}")
-        self.sink, self.detail, self.status = sink, detail, status
-        self.attempts, self.retryable = attempts, retryable
-
-
-class Sink(Protocol):
-    """Delivers one batch as one message (or, if it must split it, several). Raises
-    ``NotifyError`` and nothing else; retries transient failures itself, within bounds."""
-
-    @property
-    def name(self) -> str: ...
-
-    async def send(self, batch: Batch) -> None: ...
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,10 +24,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from fleetwarden.app.notifying import NotifyError
 from fleetwarden.app.recording import Checkpoint, no_checkpoint
-from fleetwarden.app.reflecting import Backoff
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
+from fleetwarden.ports.notify import Backoff, NotifyError
 
 __all__ = ["EventFeed", "EventRelay"]
 

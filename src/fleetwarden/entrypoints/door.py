@@ -30,7 +30,6 @@ import hmac
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
@@ -38,6 +37,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from fleetwarden.core.signatures import check_bearer
+from fleetwarden.ports.sources import Clock
 
 __all__ = [
     "COOKIE",
@@ -293,11 +293,11 @@ def _same_origin(request: Request) -> bool:
     return bool(sep) and rest.lower() == request.headers.get("host", "").lower()
 
 
-def routes(config: DoorConfig, *, clock: Any) -> list[Route]:
-    """The login form and its two actions. ``clock()``: unix seconds (sessions expire)."""
+def routes(config: DoorConfig, *, clock: Clock) -> list[Route]:
+    """The login form and its two actions (sessions expire by ``clock``)."""
 
     async def login_form(request: Request) -> Response:
-        if not config.read.required or credentials_ok(request.headers, config, now=clock()):
+        if not config.read.required or credentials_ok(request.headers, config, now=clock.time()):
             return RedirectResponse("/ui/", status_code=303)
         return _login_response(200)
 
@@ -312,7 +312,7 @@ def routes(config: DoorConfig, *, clock: Any) -> list[Route]:
             return RedirectResponse("/ui/", status_code=303)
         if not token or not check_bearer(f"Bearer {token}", config.read_tokens).ok:
             return _login_response(401, failed=True)
-        expiry = int(clock()) + SESSION_SECONDS
+        expiry = int(clock.time()) + SESSION_SECONDS
         resp = RedirectResponse("/ui/", status_code=303)
         resp.set_cookie(
             COOKIE,

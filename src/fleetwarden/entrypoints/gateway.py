@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -40,6 +39,7 @@ from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Parsed, Reply
 from fleetwarden.ports.queue import EventQueue, QueueFull, QueueUnavailable
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["SOURCES", "GatewayConfig", "SourceAuth", "create_app"]
 
@@ -128,7 +128,7 @@ def create_app(
     metrics: ServiceMetrics | None = None,
     findings: Callable[[], Sequence[Finding]] = list,
     on_reply: Callable[[str, Reply], None] | None = None,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = SYSTEM_CLOCK,
     extra_routes: Sequence[Route] = (),
 ) -> Starlette:
     metrics = metrics or ServiceMetrics()
@@ -155,7 +155,7 @@ def create_app(
         if auth.hmac_secrets and sig:
             results.append(
                 signatures.check_signature(
-                    sig, body, auth.hmac_secrets, now=clock(), window=config.replay_window
+                    sig, body, auth.hmac_secrets, now=clock.time(), window=config.replay_window
                 )
             )
         if auth.bearer_tokens:
@@ -192,7 +192,7 @@ def create_app(
         if not auth.ok:
             reject(source, "unauthorized")
             return 401, {"error": auth.reason}, {"www-authenticate": "Bearer"}
-        now = datetime.fromtimestamp(clock(), UTC)
+        now = clock.now()
         try:
             decoded = _decode(body, headers)
             if isinstance(decoded, list) and len(decoded) > config.batch_events:
@@ -305,7 +305,7 @@ def create_app(
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         source = path[len("/events/") :].strip("/") if path.startswith("/events/") else None
         label = source if source in known else door.family(path)
-        refusal = door.check(path, headers, config.door, now=clock())
+        refusal = door.check(path, headers, config.door, now=clock.time())
         if refusal is not None:
             if label in known and scope["method"] == "POST":
                 received[label].inc()  # a delivery, refused at the door

@@ -1,7 +1,7 @@
 """Notification sinks over HTTP: a generic JSON webhook (``webhook``), Slack incoming webhooks
 (``slack``) and Alertmanager's v2 alerts API (``alertmanager``).
 
-Each sink implements ``app.notifying.Sink``: it turns a ``core.notifying.Batch`` into its
+Each sink implements ``ports.notify.Sink``: it turns a ``core.notifying.Batch`` into its
 receiver's payload and POSTs it through ``JsonPoster``, which owns what they share — timeouts,
 bounded retries with jittered back-off on 5xx, 429 and transport errors (``Retry-After``
 honoured up to the cap), and mapping every failure to ``NotifyError``. No httpx exception
@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from fleetwarden.app.notifying import NotifyError
-from fleetwarden.app.reflecting import Backoff
+from fleetwarden.ports.notify import Backoff, NotifyError
 
 __all__ = ["JsonPoster", "Response", "RetryPolicy", "redact_url"]
 
