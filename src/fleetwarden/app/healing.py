@@ -32,7 +32,6 @@ it is reported again (every current finding is, at start-up).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -58,12 +57,13 @@ from fleetwarden.core.policy import (
     Status,
 )
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 from fleetwarden.ports.remediation import Outcome
 
 __all__ = ["RESTORE_PAGE", "Healer", "Restored", "recorded_decision"]
 
-log = logging.getLogger("fleetwarden.healing")
+log = get_logger("fleetwarden.healing")
 
 
 RESTORE_PAGE = 10_000  # audit records per query while restoring (each page re-reads the span)
@@ -166,17 +166,16 @@ class Healer:
         if malformed:
             log.warning(
                 "audit records without a readable decision skipped",
-                extra={"count": len(malformed), "first": malformed[0]},
+                count=len(malformed),
+                first=malformed[0],
             )
         log.info(
             "policy state restored from the audit store",
-            extra={
-                "replayed": replay.replayed,
-                "pending": len(self.state.pending),
-                "cancelled": len(cancelled),
-                "malformed": len(malformed),
-                "since": since.isoformat(),
-            },
+            replayed=replay.replayed,
+            pending=len(self.state.pending),
+            cancelled=len(cancelled),
+            malformed=len(malformed),
+            since=since.isoformat(),
         )
         return Restored(
             replay.replayed,
@@ -197,7 +196,8 @@ class Healer:
         if cancelled:
             log.info(
                 "requests waiting for approval cancelled",
-                extra={"count": len(cancelled), "ids": [d.id for d in cancelled][:20]},
+                count=len(cancelled),
+                ids=[d.id for d in cancelled][:20],
             )
         await self._append([_cancellation_draft(d) for d in cancelled])
         return cancelled
@@ -213,7 +213,10 @@ class Healer:
         except asyncio.QueueFull:
             self.dropped += 1
             log.warning(
-                "healing queue full: finding event dropped", extra={"finding": event.finding.id}
+                "healing queue full: finding event dropped",
+                finding=event.finding.id,
+                cluster=event.finding.cluster,
+                pool=event.finding.pool,
             )
 
     # --- the loop -------------------------------------------------------------------------
@@ -264,9 +267,10 @@ class Healer:
             causes[f.id] = ev
             refs = []
             cause = f.extra.get("cause")
+            event_key = None  # the queued event this finding is attributed to
             if isinstance(cause, dict) and cause.get("eventId") and cause.get("source"):
-                key = cause.get("key") or dedupe_key(cause["source"], cause["eventId"])
-                refs.append(record_id(AuditKind.EVENT, key))
+                event_key = cause.get("key") or dedupe_key(cause["source"], cause["eventId"])
+                refs.append(record_id(AuditKind.EVENT, event_key))
             finding_key = f"{f.id}:{ev.type.value}:{ev.at.isoformat()}"
             fdraft = finding_draft(f, refs=refs, key=finding_key)
             fid = record_id(AuditKind.FINDING, finding_key)
@@ -289,6 +293,17 @@ class Healer:
             route = self.ownership.route(f)
             decision = policy_mod.decide(
                 f, route, self.state, now, self.mode, policy=self.policy, config=self.config
+            )
+            log.info(
+                "finding decided",
+                # the event the finding is blamed for; none for drift found at start-up
+                **({"event_key": event_key} if event_key else {}),
+                cluster=f.cluster,
+                pool=f.pool,
+                finding=f.id,
+                decision=decision.id,
+                status=decision.status.value,
+                action=decision.action.value,
             )
             policy_mod.record(decision, self.state, policy=self.policy)
             self.decisions[decision.id] = decision
@@ -334,7 +349,13 @@ class Healer:
             due = now + min(wait, timedelta(hours=1))
             self.retries[decision.finding_id] = _Retry(due, attempt, causes[decision.finding_id])
             return None
-        log.warning("heal given up", extra={"finding": decision.finding_id, "attempts": attempt})
+        log.warning(
+            "heal given up",
+            finding=decision.finding_id,
+            attempts=attempt,
+            cluster=decision.cluster,
+            pool=decision.pool,
+        )
         return AuditDraft(
             kind=AuditKind.NOTE,
             key=f"given-up:{decision.id}",
@@ -424,7 +445,7 @@ class Healer:
             await self.audit.append_many(drafts)
         except AuditStoreError as exc:
             self.audit_failures += 1
-            log.error("audit append failed", extra={"error": str(exc)})
+            log.error("audit append failed", error=str(exc), records=len(drafts))
 
 
 async def _records_since(store: AuditStore, since: datetime) -> list[AuditRecord]:

@@ -5,7 +5,10 @@ durable sinks (``record``: ``app/recording.py``, each sink idempotent by event k
 record each event for attribution, and inspect the pool it names: the first event for a pool
 is inspected at once (leading edge); further events for that pool within the debounce window
 are coalesced into one trailing inspection. A delivery is acknowledged only after the
-inspection that covers it has run.
+inspection that covers it has run. Inspecting is asking a ``PoolDiffer`` to re-diff the pool:
+the live watcher of the cluster where there is one, else the latest node dump
+(``app/serving.py``; ``NodeDiffer`` here for the nodes a ``NodeSource`` gives), through the one
+"nodes -> diff -> track" step (``app/watching.track_scope``).
 
 Duplicates are what the sinks say they already held (a redelivery after a crash, or an event
 sent again by its source): counted, acknowledged, not inspected again. Without ``record``
@@ -16,25 +19,92 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
 
 from fleetwarden.app.recording import Checkpoint, no_checkpoint
+from fleetwarden.app.watching import track_scope
 from fleetwarden.core import eventrules
 from fleetwarden.core.attribution import Attribution
-from fleetwarden.core.diffing import PoolIndex, diff_pool
+from fleetwarden.core.diffing import PoolIndex
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
-__all__ = ["InspectionStats", "Inspector", "NodeSource", "snapshot_source"]
+__all__ = ["InspectionStats", "Inspector", "NodeDiffer", "NodeSource", "PoolDiffer"]
+
+log = get_logger("fleetwarden.inspecting")
 
 NodeSource = Callable[[str], Sequence[ObservedNode] | None]  # cluster -> nodes, None: unknown
+
+
+class PoolDiffer(Protocol):
+    def knows(self, cluster: str) -> bool:
+        """Whether the cluster's nodes are known (a synced watcher, a node dump)."""
+        ...
+
+    async def rediff(self, cluster: str, scope: str) -> int:
+        """Diff the desired pool ``scope`` of ``cluster`` now, track and emit what changed;
+        the number of finding events emitted."""
+        ...
+
+
+class NodeDiffer:
+    """Re-diffs from the nodes a ``NodeSource`` gives (node dumps; tests)."""
+
+    def __init__(
+        self,
+        specs: Sequence[NodePoolSpec],
+        nodes: NodeSource,
+        tracker: FindingTracker,
+        emit: Callable[[FindingEvent], None],
+        *,
+        options: DiffOptions = DiffOptions(),
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.nodes, self.tracker, self.emit = nodes, tracker, emit
+        self.options, self.clock = options, clock
+        self.indexes = _indexes(specs)
+        self._pool_labels = options.pool_labels or POOL_LABELS
+
+    def knows(self, cluster: str) -> bool:
+        return self.nodes(cluster) is not None
+
+    async def rediff(self, cluster: str, scope: str) -> int:
+        index = self.indexes.get(cluster)
+        spec = index.specs.get(scope) if index is not None else None
+        if index is None or spec is None:
+            return 0
+        members = [
+            n
+            for n in self.nodes(cluster) or ()
+            if index.spec_for(pool_of(n, pool_labels=self._pool_labels)) is spec
+        ]
+        now = self.clock.now()
+        events = track_scope(
+            self.tracker, cluster, scope, spec, members, options=self.options, now=now
+        )
+        for ev in events:
+            self.emit(ev)
+        return len(events)
+
+
+def _indexes(specs: Sequence[NodePoolSpec]) -> dict[str, PoolIndex]:
+    by_cluster: dict[str, list[NodePoolSpec]] = {}
+    for spec in specs:
+        if spec.cluster:
+            by_cluster.setdefault(spec.cluster, []).append(spec)
+    return {c: PoolIndex(s) for c, s in by_cluster.items()}
 
 
 @dataclass
@@ -73,12 +143,9 @@ class Inspector:
         self,
         queue: EventQueue,
         specs: Sequence[NodePoolSpec],
-        nodes: NodeSource,
-        tracker: FindingTracker,
+        differ: PoolDiffer,
         attribution: Attribution,
-        emit: Callable[[FindingEvent], None],
         *,
-        options: DiffOptions = DiffOptions(),
         debounce: float = 2.0,
         batch: int = 512,
         record: Callable[[Sequence[ChangeEvent]], Awaitable[Sequence[bool]]] | None = None,
@@ -87,24 +154,18 @@ class Inspector:
         clock: Clock = SYSTEM_CLOCK,
         checkpoint: Checkpoint = no_checkpoint,
     ) -> None:
-        self.queue, self.nodes, self.tracker, self.attribution = queue, nodes, tracker, attribution
-        self.emit, self.options, self.debounce, self.batch = emit, options, debounce, batch
+        self.queue, self.differ, self.attribution = queue, differ, attribution
+        self.debounce, self.batch = debounce, batch
         self.record, self.on_latency, self.clock = record, on_latency, clock
         self.on_count = on_count or (lambda _name, _n: None)
         self.checkpoint = checkpoint  # "before-ack"; a no-op outside the crash-point tests
-        self.indexes: dict[str, PoolIndex] = {}
-        by_cluster: dict[str, list[NodePoolSpec]] = {}
-        for spec in specs:
-            if spec.cluster:
-                by_cluster.setdefault(spec.cluster, []).append(spec)
-        self.indexes = {c: PoolIndex(s) for c, s in by_cluster.items()}
+        self.indexes = _indexes(specs)
         self.seen = _SeenKeys()
         self.stats = InspectionStats()
         self._last_run: dict[tuple[str, str | None], float] = {}
         self._pending: dict[tuple[str, str | None], list[Delivery]] = {}
         self._timers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
         self._acking: set[asyncio.Task[None]] = set()  # trailing inspections being acked
-        self._pool_labels = options.pool_labels or POOL_LABELS
 
     async def run(self) -> None:
         try:
@@ -138,8 +199,14 @@ class Inspector:
             # redelivers, and each sink then adds only what it lacks
             try:
                 new = await self.record([d.event for d in fresh])
-            except Exception:  # the store is down: retry the batch later, keep the loop alive
+            except Exception as exc:  # the store is down: retry the batch later, keep the loop
                 self.stats.record_failures += 1
+                log.warning(
+                    "events not recorded: retried later",
+                    error=str(exc) or type(exc).__name__,
+                    count=len(fresh),
+                    event_keys=[d.event.key for d in fresh[:20]],
+                )
                 with contextlib.suppress(QueueUnavailable):
                     await self.queue.nack(fresh, delay=1.0)
                     if ack_now:
@@ -149,12 +216,22 @@ class Inspector:
                 if not is_new:
                     self._duplicate(d, ack_now)
             fresh = [d for d, is_new in zip(fresh, new, strict=True) if is_new]
+        debug = log.isEnabledFor(logging.DEBUG)  # the hot path: no work for lines not shown
         for d in fresh:
             event = d.event
             self.seen.add(event.key)
             self.stats.processed += 1
             self.attribution.record(event, now=now_dt)
             key = eventrules.coalesce_key(event)
+            if debug:
+                log.debug(
+                    "event recorded",
+                    event_key=event.key,
+                    source=event.source,
+                    cluster=key[0] if key else None,
+                    pool=key[1] if key else None,
+                    attempt=d.attempt,
+                )
             if key is None or key[0] not in self.indexes:
                 ack_now.append(d)  # nothing to inspect: recorded, done
                 continue
@@ -174,7 +251,7 @@ class Inspector:
             self.stats.coalesced += len(group) - 1
             if len(group) > 1:
                 self.on_count("coalesced", len(group) - 1)
-            self._inspect(key, group)
+            await self._inspect(key, group)
             ack_now.extend(group)
         if ack_now:  # one acknowledgement for the whole batch, after every inspection ran
             self.checkpoint("before-ack")
@@ -197,7 +274,7 @@ class Inspector:
             if me is not None:
                 self._acking.add(me)  # still ours (run() cancels it) while it acknowledges
             if group:
-                self._inspect(key, group)
+                await self._inspect(key, group)
                 self.checkpoint("before-ack")
                 with contextlib.suppress(QueueUnavailable):
                     await self.queue.ack(group)
@@ -207,14 +284,26 @@ class Inspector:
             if me is not None:
                 self._acking.discard(me)
 
-    def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
+    async def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
         """Diff the pool (or the whole cluster) now; the caller acknowledges ``group``."""
         cluster, pool = key
+        # every line of this inspection (the findings it emits, the healer's hand-off) names
+        # the event that caused it, and the pool
+        bound = structlog.contextvars.bind_contextvars(
+            event_key=group[0].event.key, cluster=cluster, pool=pool
+        )
+        try:
+            await self._inspect_bound(key, group)
+        finally:
+            structlog.contextvars.reset_contextvars(**bound)
+
+    async def _inspect_bound(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
+        cluster, pool = key
         self._last_run[key] = self.clock.time()
+        emitted = 0
         index = self.indexes[cluster]
-        nodes = self.nodes(cluster)
-        now_dt = self.clock.now()
-        if nodes is None:
+        known = self.differ.knows(cluster)
+        if not known:
             self.stats.no_data += 1
             self.on_count("no_data", 1)
         else:
@@ -222,17 +311,16 @@ class Inspector:
             for spec in specs:
                 if spec is None:
                     continue  # an unknown pool: flagged on the event already
-                members = [
-                    n
-                    for n in nodes
-                    if index.spec_for(pool_of(n, pool_labels=self._pool_labels)) is spec
-                ]
-                findings = diff_pool(spec, members, cluster=cluster, options=self.options)
-                for ev in self.tracker.update((cluster, spec.name), findings, now=now_dt):
-                    self.emit(ev)
+                emitted += await self.differ.rediff(cluster, spec.name)
             self.stats.inspections += 1
             self.on_count("inspected", 1)
         done = self.clock.time()
+        log.debug(
+            "pool inspected",
+            nodes_known=known,
+            finding_events=emitted,
+            coalesced_keys=[d.event.key for d in group[1:20]],
+        )
         for d in group:
             if d.event.received_at is not None:
                 latency = done - d.event.received_at.timestamp()
@@ -240,8 +328,3 @@ class Inspector:
                 self.stats.latency_seconds += latency
                 if self.on_latency is not None:
                     self.on_latency(latency)
-
-
-def snapshot_source(snapshot: Mapping[str, Sequence[ObservedNode]]) -> NodeSource:
-    """The latest known state from node dumps, for clusters without a live connection."""
-    return lambda cluster: snapshot.get(cluster)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,11 +25,12 @@ from typing import Any
 from fleetwarden.core import notifying
 from fleetwarden.core.notifying import Batch, NotifierState, SinkPolicy
 from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.notify import NotifyError, Sink
 
 __all__ = ["Notifier", "NotifierStats", "Outcome"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +121,11 @@ class Notifier:
         except asyncio.QueueFull:
             self.stats.dropped += 1
             log.warning(
-                "notification queue full; event dropped type=%s cluster=%s pool=%s id=%s",
-                event.type.value,
-                event.finding.cluster,
-                event.finding.pool,
-                event.finding.id,
+                "notification queue full: event dropped",
+                type=event.type.value,
+                cluster=event.finding.cluster,
+                pool=event.finding.pool,
+                finding=event.finding.id,
             )
             return
         self.stats.events += 1
@@ -215,23 +215,23 @@ class Notifier:
         except TimeoutError:
             error = f"notify {sink.name}: no answer within {self.send_timeout:g} s"
         except Exception as exc:  # a bug in a sink must not stop the notifier
-            log.exception("notification sink failed sink=%s", sink.name)
+            log.exception("notification sink failed", sink=sink.name)
             error = f"notify {sink.name}: internal error: {type(exc).__name__}"
         duration = time.monotonic() - started
         if error is None:
             log.info(
-                "notification sent sink=%s delivery=%s count=%d",
-                sink.name,
-                batch.key,
-                len(batch.notifications),
+                "notification sent",
+                sink=sink.name,
+                delivery=batch.key,
+                count=len(batch.notifications),
             )
             return Outcome(sink.name, batch, ok=True, at=at, duration=duration)
         log.warning(
-            "notification failed sink=%s delivery=%s count=%d error=%s",
-            sink.name,
-            batch.key,
-            len(batch.notifications),
-            error,
+            "notification failed",
+            sink=sink.name,
+            delivery=batch.key,
+            count=len(batch.notifications),
+            error=error,
         )
         return Outcome(
             sink.name,
@@ -253,7 +253,7 @@ class Notifier:
                 await result
         except Exception:  # the audit hook failing must not lose the state update
             self.stats.outcome_hook_failures += 1
-            log.exception("notification outcome hook failed sink=%s", outcome.sink)
+            log.exception("notification outcome hook failed", sink=outcome.sink)
 
     # --- background ----------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object
 from fleetwarden.ports.kube import ClientFactory, KubeApi, KubeError
 
-__all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
+__all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings", "track_scope"]
 
 Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
@@ -57,6 +57,29 @@ class WatchSettings:
     max_nodes: int = 50_000  # per cluster; beyond this the cache refuses nodes and says so
     watch_timeout: int = 300
     options: DiffOptions = field(default_factory=DiffOptions)
+
+
+def track_scope(
+    tracker: FindingTracker,
+    cluster: str,
+    scope: str | None,
+    spec: NodePoolSpec | None,
+    nodes: Sequence[ObservedNode],
+    *,
+    options: DiffOptions,
+    now: datetime,
+) -> list[FindingEvent]:
+    """The one "nodes -> diff -> track" step of the service: a desired pool's nodes against its
+    spec (or nodes no pool claims, as strays), folded into the tracker; the finding events of
+    what appeared, changed or cleared. The watchers' re-diffs and the inspector's (through
+    ``app/serving.py``) both come here."""
+    if spec is not None:
+        findings = diff_pool(spec, nodes, cluster=cluster, options=options)
+    elif nodes:
+        findings = diff_strays(cluster, scope, nodes, options=options)
+    else:
+        findings = []
+    return tracker.update((cluster, scope), findings, now=now)
 
 
 async def _emit(emit: Emit, event: Event) -> None:
@@ -261,18 +284,26 @@ class ClusterWatcher:
             ]
         return [self.nodes[n] for n in names]
 
-    async def _rediff(self, scope: str | None) -> None:
-        options = self.settings.options
+    async def rediff(self, scope: str | None) -> int:
+        """Diff one scope (a desired pool's name, or a group of nodes no pool claims) from the
+        cache now and emit what changed (how many finding events): what the inspector asks
+        for when an event names a pool of a cluster watched live."""
+        return await self._rediff(scope)
+
+    async def _rediff(self, scope: str | None) -> int:
         spec = self.index.specs.get(scope) if scope is not None else None
-        nodes = self.nodes_of(scope)
-        if spec is not None:
-            findings = diff_pool(spec, nodes, cluster=self.cluster, options=options)
-        elif nodes:
-            findings = diff_strays(self.cluster, scope, nodes, options=options)
-        else:
-            findings = []
-        for event in self.tracker.update((self.cluster, scope), findings, now=self.now()):
+        events = track_scope(
+            self.tracker,
+            self.cluster,
+            scope,
+            spec,
+            self.nodes_of(scope),
+            options=self.settings.options,
+            now=self.now(),
+        )
+        for event in events:
             await _emit(self.emit, event)
+        return len(events)
 
     # --- health --------------------------------------------------------------------------
 

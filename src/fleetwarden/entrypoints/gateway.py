@@ -25,12 +25,14 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
+import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fleetwarden import logs
 from fleetwarden.core import eventrules, signatures
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
@@ -43,7 +45,7 @@ from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["SOURCES", "GatewayConfig", "SourceAuth", "create_app"]
 
-log = logging.getLogger("fleetwarden.gateway")
+log = logs.get_logger("fleetwarden.gateway")
 
 SOURCES = ("aws", "azure", "gcp", "cloudevents", "argocd", "flux")
 Parser = Callable[[Any, Mapping[str, str], datetime], Parsed]
@@ -75,6 +77,9 @@ class GatewayConfig:
     known_pools: Mapping[str, set[str]] = field(default_factory=dict)  # cluster -> pools
     batch_events: int = 1000  # events in one request (a batch, or one body that names many)
     door: door.DoorConfig = field(default_factory=door.DoorConfig)
+
+
+_KEYS_LOGGED = 20  # event keys named in one request's debug line
 
 
 class _TooLarge(Exception):
@@ -190,6 +195,7 @@ def create_app(
             return 413, {"error": f"body over the limit of {config.body_limit} bytes"}, {}
         auth = authenticate(source, headers, query, body)
         if not auth.ok:
+            log.info("delivery refused", source=source, reason="unauthorized")
             reject(source, "unauthorized")
             return 401, {"error": auth.reason}, {"www-authenticate": "Bearer"}
         now = clock.now()
@@ -204,9 +210,7 @@ def create_app(
             reject(source, "malformed")
             return 400, {"error": str(exc)}, {}
         except Exception as exc:  # a surprise in a payload is the sender's problem, not a 5xx
-            log.warning(
-                "unexpected payload error", extra={"source": source, "error": type(exc).__name__}
-            )
+            log.warning("unexpected payload error", source=source, error=type(exc).__name__)
             reject(source, "malformed")
             return (
                 400,
@@ -228,13 +232,21 @@ def create_app(
             except QueueUnavailable as exc:
                 reject(source, "unavailable")
                 # the cause (a file path, a broker address) is the operator's, not the sender's
-                log.warning("queue unavailable", extra={"source": source, "error": str(exc)})
+                log.warning("queue unavailable", source=source, error=str(exc))
                 return (
                     503,
                     {"error": "cannot store events now: the queue is unavailable; retry later"},
                     {"retry-after": str(config.retry_after)},
                 )
             accepted[source].inc(len(events))
+            if log.isEnabledFor(logging.DEBUG):  # the hot path: no work for a line not shown
+                log.debug(
+                    "events queued",
+                    source=source,
+                    count=len(events),
+                    folded=folded,
+                    event_keys=[e.key for e in events[:_KEYS_LOGGED]],
+                )
             if folded:
                 metrics.duplicates.inc(folded)
             recent.extend(events)
@@ -301,8 +313,17 @@ def create_app(
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        path = scope.get("path", "")
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        # every line of this request carries its id; the answer echoes it
+        rid = logs.request_id(headers.get("x-request-id"))
+        bound = structlog.contextvars.bind_contextvars(request_id=rid)
+        try:
+            await route(scope, receive, _echoing(send, rid), headers)
+        finally:
+            structlog.contextvars.reset_contextvars(**bound)
+
+    async def route(scope: Any, receive: Any, send: Any, headers: dict[str, str]) -> None:
+        path = scope.get("path", "")
         source = path[len("/events/") :].strip("/") if path.startswith("/events/") else None
         label = source if source in known else door.family(path)
         refusal = door.check(path, headers, config.door, now=clock.time())
@@ -310,6 +331,7 @@ def create_app(
             if label in known and scope["method"] == "POST":
                 received[label].inc()  # a delivery, refused at the door
             reject(label, refusal.reason)
+            log.info("request refused", route=label, status=refusal.status, reason=refusal.reason)
             response = door.refusal_response(refusal, path, scope["method"])
             await response(scope, receive, send)
             return
@@ -337,6 +359,18 @@ def create_app(
     asgi.state = app.state  # type: ignore[attr-defined]
     asgi.recent = recent  # type: ignore[attr-defined]
     return asgi  # type: ignore[return-value]
+
+
+def _echoing(send: Any, rid: str) -> Any:
+    """``send`` with ``X-Request-Id`` added to the response head."""
+    header = (b"x-request-id", rid.encode("latin-1"))
+
+    async def echo(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), header]}
+        await send(message)
+
+    return echo
 
 
 def _too_many(n: int, limit: int) -> str:

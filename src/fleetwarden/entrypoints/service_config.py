@@ -83,6 +83,7 @@ __all__ = [
     "default_store",
     "exposure_problem",
     "load_service_config",
+    "secret_values",
     "service_config_from",
     "without_credentials",
 ]
@@ -479,6 +480,23 @@ def _queue_beside_store(store: str, queue: str, source: str) -> str:
             field="queuePath",
         )
     return ""  # not used: the queue is NATS
+
+
+def secret_values(config: ServiceConfig) -> list[str]:
+    """Every credential the config holds (tokens, HMAC secrets, webhook URLs, passwords in the
+    store and queue URLs): the values the log redaction masks wherever they appear."""
+    values: list[str] = [*config.read.tokens]
+    for auth in config.auth.values():
+        values += [*auth.hmac_secrets, *auth.bearer_tokens]
+    for sink in config.notify:
+        values += [sink[k] for k in ("url", "secret", "token") if sink.get(k)]
+    if config.argocd_token:
+        values.append(config.argocd_token)
+    for url in (config.store, config.queue):
+        password = urlsplit(url).password
+        if password:
+            values += [password, url]
+    return values
 
 
 def exposure_problem(config: ServiceConfig) -> str | None:

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 
 import httpx
 
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.notify import Backoff, NotifyError
 
 __all__ = ["JsonPoster", "Response", "RetryPolicy", "redact_url"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 USER_AGENT = "fleetwarden/0.1"
 
@@ -173,11 +174,11 @@ class JsonPoster:
                 break
             wait = backoff.next() if delay is None else min(delay, self._retry.cap)
             log.info(
-                "notification retry sink=%s attempt=%d wait=%.2f reason=%s",
-                self.sink,
-                attempt,
-                wait,
-                detail,
+                "notification retry",
+                sink=self.sink,
+                attempt=attempt,
+                wait=round(wait, 2),
+                reason=detail,
             )
             await self._sleep(wait)
         # raised outside any ``except``: no httpx exception (which may hold the URL) chained
