@@ -8,7 +8,7 @@ are coalesced into one trailing inspection. A delivery is acknowledged only afte
 inspection that covers it has run. Inspecting is asking a ``PoolDiffer`` to re-diff the pool:
 the live watcher of the cluster where there is one, else the latest node dump
 (``app/serving.py``; ``NodeDiffer`` here for the nodes a ``NodeSource`` gives), through the one
-"nodes -> diff -> track" step (``app/watching.track_scope``).
+"nodes -> diff -> track" step (``app/rediffing.diff_and_track``).
 
 Duplicates are what the sinks say they already held (a redelivery after a crash, or an event
 sent again by its source): counted, acknowledged, not inspected again. Without ``record``
@@ -28,7 +28,7 @@ from typing import Protocol
 import structlog
 
 from fleetwarden.app.recording import Checkpoint, no_checkpoint
-from fleetwarden.app.watching import track_scope
+from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.core import eventrules
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.diffing import PoolIndex
@@ -90,9 +90,12 @@ class NodeDiffer:
             for n in self.nodes(cluster) or ()
             if index.spec_for(pool_of(n, pool_labels=self._pool_labels)) is spec
         ]
-        now = self.clock.now()
-        events = track_scope(
-            self.tracker, cluster, scope, spec, members, options=self.options, now=now
+        events = diff_and_track(
+            self.tracker,
+            cluster,
+            {scope: (spec, members)},
+            options=self.options,
+            now=self.clock.now(),
         )
         for ev in events:
             self.emit(ev)

@@ -10,7 +10,7 @@ decisions -> actions -> audit records, with the live watchers feeding the same f
 - the ``Inspector`` (queue -> ``Recorder``: event log and audit store -> re-diff of the pool
   an event names). It asks the cluster's live watcher to re-diff (``ClusterWatcher.rediff``)
   and falls back to the latest node dump otherwise: both go through the one "nodes -> diff ->
-  track" step, ``app/watching.track_scope``;
+  track" step, ``app/rediffing.diff_and_track`` (which ``initial_scan`` uses too);
 - the ``Healer`` (policy, remediation, audit), the ``Notifier`` and the ``EventRelay``;
 - ``emit``: where every finding and lifecycle event goes (the healer, the recent-event ring,
   the findings-by-severity gauge through ``on_findings``).
@@ -34,6 +34,7 @@ from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
 from fleetwarden.app.notifying import Notifier
 from fleetwarden.app.recording import Checkpoint, EventLog, Recorder, no_checkpoint
+from fleetwarden.app.rediffing import cluster_groups, diff_and_track
 from fleetwarden.app.relaying import EventFeed, EventRelay
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
@@ -41,7 +42,6 @@ from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.diffing import diff_cluster
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
@@ -233,7 +233,7 @@ class Serving:
 
     async def rediff(self, cluster: str, scope: str) -> int:
         """The inspector asks the cluster's live watcher to re-diff the pool; without a synced
-        watcher, the pool is diffed from the node dump. Either way: ``track_scope``."""
+        watcher, the pool is diffed from the node dump. Either way: ``diff_and_track``."""
         watcher = self.fleet.watcher(cluster)
         if watcher is not None and watcher.synced.is_set():
             return await watcher.rediff(scope)
@@ -250,19 +250,11 @@ class Serving:
     def initial_scan(self) -> None:
         """Findings of the latest known state (node dumps) before any event arrives."""
         by_cluster, _ = assign_pools(self.specs, self.snapshot.keys())
-        now = self.clock.now()
+        now, options = self.clock.now(), self.settings.options
         for cluster, nodes in self.snapshot.items():
-            result = diff_cluster(
-                cluster, by_cluster.get(cluster, []), nodes, options=self.settings.options
-            )
-            scopes: dict[str | None, list[Finding]] = {
-                s.name: [] for s in by_cluster.get(cluster, [])
-            }
-            for f in result.findings:
-                scopes.setdefault(f.pool, []).append(f)
-            for pool, found in scopes.items():
-                for ev in self.tracker.update((cluster, pool), found, now=now):
-                    self.emit(ev)
+            groups = cluster_groups(by_cluster.get(cluster, []), nodes, options=options)
+            for ev in diff_and_track(self.tracker, cluster, groups, options=options, now=now):
+                self.emit(ev)
 
     # --- running -----------------------------------------------------------------------------
 

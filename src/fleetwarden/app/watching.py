@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
 from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.diffing import PoolIndex, diff_pool, diff_strays
+from fleetwarden.core.diffing import PoolIndex
 from fleetwarden.core.lifecycle import (
     ClusterHealth,
     HealthTracker,
@@ -37,7 +38,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object
 from fleetwarden.ports.kube import ClientFactory, KubeApi, KubeError
 
-__all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings", "track_scope"]
+__all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
 
 Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
@@ -57,29 +58,6 @@ class WatchSettings:
     max_nodes: int = 50_000  # per cluster; beyond this the cache refuses nodes and says so
     watch_timeout: int = 300
     options: DiffOptions = field(default_factory=DiffOptions)
-
-
-def track_scope(
-    tracker: FindingTracker,
-    cluster: str,
-    scope: str | None,
-    spec: NodePoolSpec | None,
-    nodes: Sequence[ObservedNode],
-    *,
-    options: DiffOptions,
-    now: datetime,
-) -> list[FindingEvent]:
-    """The one "nodes -> diff -> track" step of the service: a desired pool's nodes against its
-    spec (or nodes no pool claims, as strays), folded into the tracker; the finding events of
-    what appeared, changed or cleared. The watchers' re-diffs and the inspector's (through
-    ``app/serving.py``) both come here."""
-    if spec is not None:
-        findings = diff_pool(spec, nodes, cluster=cluster, options=options)
-    elif nodes:
-        findings = diff_strays(cluster, scope, nodes, options=options)
-    else:
-        findings = []
-    return tracker.update((cluster, scope), findings, now=now)
 
 
 async def _emit(emit: Emit, event: Event) -> None:
@@ -292,14 +270,9 @@ class ClusterWatcher:
 
     async def _rediff(self, scope: str | None) -> int:
         spec = self.index.specs.get(scope) if scope is not None else None
-        events = track_scope(
-            self.tracker,
-            self.cluster,
-            scope,
-            spec,
-            self.nodes_of(scope),
-            options=self.settings.options,
-            now=self.now(),
+        groups = {scope: (spec, self.nodes_of(scope))}
+        events = diff_and_track(
+            self.tracker, self.cluster, groups, options=self.settings.options, now=self.now()
         )
         for event in events:
             await _emit(self.emit, event)
