@@ -46,6 +46,7 @@ from fleetwarden.adapters.queue.sqlite import SqliteQueue
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app import serving
 from fleetwarden.app.serving import Serving, ServingSettings, inspection_counter
+from fleetwarden.core.access import DoorConfig
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.notifying import SinkPolicy
@@ -54,7 +55,6 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.entrypoints import dashboard, history_api
 from fleetwarden.entrypoints.common import fail
-from fleetwarden.entrypoints.door import DoorConfig
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics

@@ -53,7 +53,7 @@ never logged or echoed (a missing variable is an error that names the variable, 
 
 The read side (``/api/*``, ``/ui/``, ``/metrics``) is closed by default: without ``auth.read``
 tokens ``serve`` listens only on a loopback address (``exposure_problem``), and whatever the
-address, only ``allowedHosts`` are answered (see ``entrypoints/door.py``).
+address, only ``allowedHosts`` are answered (see ``core/access.py``).
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ import jsonschema
 import yaml
 
 from fleetwarden.adapters.storage.audit_sql import sqlite_file
+from fleetwarden.app.ingesting import SOURCES, SourceAuth
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
-from fleetwarden.entrypoints.door import ReadAuth, default_hosts, is_loopback
-from fleetwarden.entrypoints.gateway import SOURCES, SourceAuth
+from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
 from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
