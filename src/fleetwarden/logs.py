@@ -153,19 +153,21 @@ def _shared() -> list[Any]:
 # structlog's own default prints to stdout: route it through the stdlib from the first import,
 # rendered to one ``key=value`` string, so an unconfigured process behaves as before (warnings
 # on stderr through the last-resort handler, nothing on stdout). Loggers are not cached:
-# ``configure`` may come after a module logged once.
-structlog.configure(
-    processors=[
-        structlog.stdlib.filter_by_level,
-        structlog.contextvars.merge_contextvars,
-        structlog.stdlib.PositionalArgumentsFormatter(),
-        redactor,
-        structlog.processors.KeyValueRenderer(key_order=["event"], repr_native_str=False),
-    ],
-    logger_factory=structlog.stdlib.LoggerFactory(),
-    wrapper_class=structlog.stdlib.BoundLogger,
-    cache_logger_on_first_use=False,
-)
+# ``configure`` may come after a module logged once. A program that configured structlog
+# before importing fleetwarden keeps its configuration.
+if not structlog.is_configured():
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.PositionalArgumentsFormatter(),
+            redactor,
+            structlog.processors.KeyValueRenderer(key_order=["event"], repr_native_str=False),
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
 
 
 def configure(fmt: str = "json", level: str = "info", *, stream: TextIO | None = None) -> None:
