@@ -211,7 +211,7 @@ def create_app(
             if label in known and scope["method"] == "POST":
                 counters.received[label].inc()  # a delivery, refused at the door
             reject(label, refusal.reason)
-            log.info("request refused", route=label, status=refusal.status, reason=refusal.reason)
+            log.debug("request refused", route=label, status=refusal.status, reason=refusal.reason)
             response = door.refusal_response(refusal, path, scope["method"])
             await response(scope, receive, send)
             return
