@@ -23,6 +23,7 @@ configured tokens, HMAC secrets, webhook URLs and DSN passwords) are masked.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import sys
@@ -38,6 +39,7 @@ __all__ = [
     "add_secrets",
     "configure",
     "get_logger",
+    "is_debug",
     "redactor",
     "request_id",
 ]
@@ -130,15 +132,25 @@ def get_logger(name: str) -> Any:
     return structlog.stdlib.get_logger(name)
 
 
+def is_debug(logger: logging.Logger) -> bool:
+    """Whether debug lines of this stdlib logger are shown: the hot paths ask before building
+    a line (the stdlib caches the answer; a structlog proxy would rebuild its logger)."""
+    return logger.isEnabledFor(logging.DEBUG)
+
+
 _REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+=@-]{0,127}")
+# generated ids: a random prefix per process and a counter -- unique across restarts and
+# replicas, and ~50x cheaper than a uuid4 per request (no system call)
+_ID_PREFIX = uuid.uuid4().hex[:16]
+_ID_COUNTER = itertools.count(1)
 
 
 def request_id(given: str | None) -> str:
     """The client's ``X-Request-Id`` when it is sane (1-128 characters of a token-like
-    alphabet), else a fresh one."""
+    alphabet), else a fresh one (32 hex digits)."""
     if given and _REQUEST_ID.fullmatch(given):
         return given
-    return uuid.uuid4().hex
+    return f"{_ID_PREFIX}{next(_ID_COUNTER) & 0xFFFF_FFFF_FFFF_FFFF:016x}"
 
 
 def _shared() -> list[Any]:

@@ -28,13 +28,14 @@ from fleetwarden.core import eventrules, signatures
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Parsed, Reply
-from fleetwarden.logs import get_logger
+from fleetwarden.logs import get_logger, is_debug
 from fleetwarden.ports.queue import EventQueue, QueueFull, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["SOURCES", "Answer", "Ingest", "IngestCounters", "Parser", "SourceAuth", "is_count"]
 
 log = get_logger("fleetwarden.gateway")
+_std = logging.getLogger("fleetwarden.gateway")  # for the hot path's level check
 
 SOURCES = ("aws", "azure", "gcp", "cloudevents", "argocd", "flux")
 Parser = Callable[[Any, Mapping[str, str], datetime], Parsed]
@@ -179,7 +180,7 @@ class Ingest:
                     {"retry-after": str(self.retry_after)},
                 )
             self.counters.accept(source, len(events), folded)
-            if log.isEnabledFor(logging.DEBUG):  # the hot path: no work for a line not shown
+            if is_debug(_std):  # the hot path: no work for a line not shown
                 log.debug(
                     "events queued",
                     source=source,

@@ -37,13 +37,14 @@ from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
-from fleetwarden.logs import get_logger
+from fleetwarden.logs import get_logger, is_debug
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["InspectionStats", "Inspector", "NodeDiffer", "NodeSource", "PoolDiffer"]
 
 log = get_logger("fleetwarden.inspecting")
+_std = logging.getLogger("fleetwarden.inspecting")  # for the hot path's level check
 
 NodeSource = Callable[[str], Sequence[ObservedNode] | None]  # cluster -> nodes, None: unknown
 
@@ -219,7 +220,7 @@ class Inspector:
                 if not is_new:
                     self._duplicate(d, ack_now)
             fresh = [d for d, is_new in zip(fresh, new, strict=True) if is_new]
-        debug = log.isEnabledFor(logging.DEBUG)  # the hot path: no work for lines not shown
+        debug = is_debug(_std)  # the hot path: no work for lines not shown
         for d in fresh:
             event = d.event
             self.seen.add(event.key)
