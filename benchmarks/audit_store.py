@@ -40,7 +40,7 @@ from tests.support import pg_env
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Finding, Layer, Severity
 
 FILL_BATCH = 5_000
@@ -52,7 +52,7 @@ def incident(i: int) -> list[AuditDraft]:
         id=f"c0ffee00-{i:012d}",
         source="aws.eks/eu-west-1/123456789012",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.UPDATE,
         subject=f"arn:aws:eks:eu-west-1:123456789012:nodegroup/prod-eu-1/general-{i % 40}/abc",
         cluster=f"prod-eu-{i % 7}",

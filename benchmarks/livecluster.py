@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fleetgen
 
 from fleetwarden.adapters.kube.client import KubeClient
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 
 
 def pool_specs(cluster: str) -> list[NodePoolSpec]:
@@ -24,7 +24,7 @@ def pool_specs(cluster: str) -> list[NodePoolSpec]:
         NodePoolSpec(
             name=name,
             cluster=cluster,
-            provider=Provider.AWS,
+            provider=Provisioner.AWS,
             instance_types=(itype,),
             min_size=1,
             max_size=1000,

@@ -28,7 +28,7 @@ from tests.support import nats_env
 
 from fleetwarden.adapters.queue.nats import NatsQueue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.ports.queue import EventQueue
 
 WARMUP = 500
@@ -40,7 +40,7 @@ def make_event(i: int) -> ChangeEvent:
         id=f"c0ffee00-{i:012d}",
         source="aws.eks/eu-west-1/123456789012",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         subject="arn:aws:eks:eu-west-1:123456789012:nodegroup/prod-eu-1/general/abc",
         cluster="prod-eu-1",

@@ -18,7 +18,7 @@ import pytest
 
 from fleetwarden.adapters.queue.nats import NatsQueue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.ports.queue import EventQueue
 from tests.support import nats_env
 
@@ -112,7 +112,7 @@ def event(i: int | str, *, source: str = "test", **fields: Any) -> ChangeEvent:
         id=str(i),
         source=source,
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster="prod-eu-1",
         pool="general",

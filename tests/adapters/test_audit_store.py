@@ -22,7 +22,7 @@ from fleetwarden.adapters.storage import audit_sql
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store, store_url
 from fleetwarden.core import audit
 from fleetwarden.core.audit import GENESIS_HASH, AuditDraft, AuditKind, Problem
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.ports.audit import (
     AuditConflict,
@@ -108,7 +108,7 @@ def event(i: int, **fields: object) -> ChangeEvent:
         "id": f"evt-{i}",
         "source": "aws.eks/eu-west-1/123456789012",
         "type": "aws.eks.UpdateNodegroupConfig",
-        "provider": Provider.AWS,
+        "provider": EventSource.AWS,
         "operation": Operation.UPDATE,
         "cluster": "prod-eu-1",
         "pool": "general",

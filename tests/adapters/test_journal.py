@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from fleetwarden.adapters.journal import EventJournal
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 
 
 def event(i: int, route: str = "aws") -> ChangeEvent:
@@ -15,7 +15,7 @@ def event(i: int, route: str = "aws") -> ChangeEvent:
         id=f"e{i}",
         source="aws.eks",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster="prod-eu-1",
         pool="general",

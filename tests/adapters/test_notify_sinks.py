@@ -44,7 +44,7 @@ from fleetwarden.adapters.notify.webhook import (
     events_payload,
     webhook_payload,
 )
-from fleetwarden.app.notifying import Notifier, Outcome
+from fleetwarden.app.notifying import BatchResult, Notifier
 from fleetwarden.core import notifying
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
@@ -727,9 +727,9 @@ class Clock:
 
 
 async def test_notifier_sends_to_every_sink_and_records_outcomes(receiver):
-    outcomes: list[Outcome] = []
+    outcomes: list[BatchResult] = []
 
-    async def audit(o: Outcome) -> None:
+    async def audit(o: BatchResult) -> None:
         outcomes.append(o)
 
     sinks = [
@@ -854,7 +854,7 @@ async def test_the_queue_is_bounded_and_counts_what_it_drops():
 
 
 async def test_an_outcome_hook_failure_does_not_lose_the_state_update(receiver):
-    def broken(o: Outcome) -> None:
+    def broken(o: BatchResult) -> None:
         raise RuntimeError("audit store down")
 
     sink = WebhookSink("hooks", receiver.url("/hook"))

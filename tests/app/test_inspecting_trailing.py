@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
 from fleetwarden.core.attribution import Attribution
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.tracking import FindingTracker
 from fleetwarden.ports.queue import Delivery
@@ -37,7 +37,7 @@ class HeldQueue:
 
 def delivery(i: int) -> Delivery:
     event = ChangeEvent(
-        id=f"e{i}", source="test", type="t", provider=Provider.AWS, operation=Operation.SCALE,
+        id=f"e{i}", source="test", type="t", provider=EventSource.AWS, operation=Operation.SCALE,
         cluster="prod", pool="general",
     )  # fmt: skip
     return Delivery(event, token=str(i))

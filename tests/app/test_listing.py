@@ -15,7 +15,7 @@ from fleetwarden.app import listing
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.recording import Recorder
 from fleetwarden.app.remediating import Remediator
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import Mode
@@ -27,7 +27,7 @@ def event(i: int, **fields: object) -> ChangeEvent:
         "id": f"e{i}",
         "source": "aws.eks",
         "type": "aws.eks.UpdateNodegroupConfig",
-        "provider": Provider.AWS,
+        "provider": EventSource.AWS,
         "operation": Operation.SCALE,
         "cluster": "prod-eu-1" if i % 2 else "prod-us-1",
         "pool": "general",
@@ -70,7 +70,7 @@ async def test_filters_by_cluster_actor_source_and_route(store: SqlAuditStore):
         [
             *(event(i) for i in range(6)),
             event(6, source="other", detail={"source": "aws.eks"}),  # the text, elsewhere
-            event(7, route="cloudevents", provider=Provider.CLOUDEVENTS),
+            event(7, route="cloudevents", provider=EventSource.CLOUDEVENTS),
         ]
     )
     assert await every_page(store, 2, cluster="prod-eu-1") == ["e7", "e5", "e3", "e1"]

@@ -18,7 +18,7 @@ from fleetwarden.app.inspecting import Inspector, NodeDiffer
 from fleetwarden.app.recording import Recorder
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.audit import AuditKind
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.tracking import FindingTracker
 
@@ -40,7 +40,7 @@ def event(i: int) -> ChangeEvent:
         id=f"e{i}",
         source="aws.eks",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster="prod-eu-1",
         pool="general",

@@ -14,7 +14,7 @@ import pytest
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
 from fleetwarden.app.recording import Recorder
 from fleetwarden.app.relaying import EventRelay
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.ports.notify import NotifyError
 
 
@@ -47,7 +47,7 @@ def event(i: int) -> ChangeEvent:
         id=f"e{i}",
         source="aws.eks",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster="prod-eu-1",
     ).via("aws")

@@ -7,13 +7,17 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from fleetwarden.core.attribution import Attribution
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 
 T0 = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 
 
 def event(
-    cluster: str, pool: str | None = "general", *, provider: Provider = Provider.AWS, id: str = ""
+    cluster: str,
+    pool: str | None = "general",
+    *,
+    provider: EventSource = EventSource.AWS,
+    id: str = "",
 ) -> ChangeEvent:
     return ChangeEvent(
         id=id or f"{provider}-{cluster}-{pool}",
@@ -39,7 +43,7 @@ def test_the_latest_event_of_the_pool_or_else_of_its_cluster_is_the_cause():
 def test_the_newest_event_wins_across_providers():
     a = Attribution()
     a.record(event("prod", id="from-aws"), now=T0)
-    a.record(event("prod", provider=Provider.ARGOCD, id="from-argo"), now=T0 + timedelta(1))
+    a.record(event("prod", provider=EventSource.ARGOCD, id="from-argo"), now=T0 + timedelta(1))
     assert a.cause_for("prod", "general", now=T0 + timedelta(1))["eventId"] == "from-argo"
     a.record(event("prod", id="aws-again"), now=T0 + timedelta(2))
     assert a.cause_for("prod", "general", now=T0 + timedelta(2))["eventId"] == "aws-again"
@@ -56,9 +60,9 @@ def test_an_event_older_than_the_window_is_no_cause_and_is_dropped():
 
 def test_one_provider_flooding_invented_clusters_keeps_the_cap_and_spares_the_others():
     a = Attribution(max_scopes_per_source=1000)
-    a.record(event("prod", provider=Provider.ARGOCD, id="real"), now=T0)
+    a.record(event("prod", provider=EventSource.ARGOCD, id="real"), now=T0)
     for i in range(5000):
-        a.record(event(f"invented-{i}", provider=Provider.CLOUDEVENTS), now=T0)
+        a.record(event(f"invented-{i}", provider=EventSource.CLOUDEVENTS), now=T0)
     assert len(a) == 1001
     assert a.cause_for("prod", "general", now=T0)["eventId"] == "real"
     assert a.cause_for("invented-4999", "general", now=T0) is not None

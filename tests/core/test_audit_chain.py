@@ -29,7 +29,7 @@ from fleetwarden.core.audit import (
     ChainVerifier,
     Problem,
 )
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Finding, Layer, Severity
 
 NOW = datetime(2026, 11, 29, 10, 0, 0, 123456, tzinfo=UTC)
@@ -119,7 +119,7 @@ def test_drafts_of_events_and_findings_carry_the_actor_key_and_contract_json():
         id="e-1",
         source="aws.eks",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster="prod-eu-1",
         pool="general",

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from fleetwarden.core.diffing import diff_cluster, diff_pool
 from fleetwarden.core.findings import Layer, Severity
-from fleetwarden.core.pools import NodePoolSpec, Provider, Requirement, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Requirement, Taint
 from fleetwarden.core.rules import DiffOptions, IgnoreRule, SeverityRule
 from fleetwarden.formats.nodes import node_from_object, parse_nodes
 
@@ -39,7 +39,7 @@ def eks_spec(**changes: Any) -> NodePoolSpec:
     base: dict[str, Any] = dict(
         name="custom-1",
         cluster="duckboat",
-        provider=Provider.AWS,
+        provider=Provisioner.AWS,
         source="eks.yaml",
         instance_types=("m6gd.2xlarge",),
         min_size=1,
@@ -283,7 +283,7 @@ def test_cluster_reports_unknown_pools_and_skips_control_plane(realdata):
 
 def test_karpenter_requirements_flag_instance_outside_them(eks_items):
     spec = eks_spec(
-        provider=Provider.KARPENTER,
+        provider=Provisioner.KARPENTER,
         instance_types=(),
         heterogeneous=True,
         min_size=None,

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleetwarden.core.eventrules import flag_unknown
-from fleetwarden.core.events import ChangeEvent, Operation, Provider, dedupe_key
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation, dedupe_key
 
 
 def _event(**fields: object) -> ChangeEvent:
@@ -18,7 +18,7 @@ def _event(**fields: object) -> ChangeEvent:
         "id": "7bf73129-1428-4cd3-a780-95db273d1602",
         "source": "aws.eks",
         "type": "aws.eks.UpdateNodegroupConfig",
-        "provider": Provider.AWS,
+        "provider": EventSource.AWS,
         "operation": Operation.SCALE,
         "cluster": "prod-eu-1",
         "pool": "general",
@@ -29,7 +29,7 @@ def _event(**fields: object) -> ChangeEvent:
 
 def test_the_same_source_and_id_on_two_routes_are_two_events():
     genuine = _event().via("aws")
-    forged = _event(provider=Provider.CLOUDEVENTS, actor="mallory").via("cloudevents")
+    forged = _event(provider=EventSource.CLOUDEVENTS, actor="mallory").via("cloudevents")
     assert genuine.key != forged.key
 
 

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core.eventrules import coalesce_key, flag_unknown
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
+from fleetwarden.core.subjects import NodePoolRef
 
 KNOWN = {"prod-eu": {"general", "gpu"}, "prod-us": set()}
 
@@ -19,7 +20,7 @@ def event(cluster: str | None, pool: str | None = None, *flags: EventFlag) -> Ch
         id="e-1",
         source="aws.eks",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster=cluster,
         pool=pool,
@@ -72,8 +73,8 @@ def test_no_known_clusters_means_every_named_cluster_is_unknown():
 @pytest.mark.parametrize(
     ("cluster", "pool", "key"),
     [
-        ("prod-eu", "general", ("prod-eu", "general")),
-        ("prod-eu", None, ("prod-eu", None)),
+        ("prod-eu", "general", NodePoolRef("prod-eu", "general")),
+        ("prod-eu", None, NodePoolRef("prod-eu", None)),
         (None, "general", None),
         (None, None, None),
     ],

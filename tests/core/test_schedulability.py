@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.findings import Layer, Severity
 from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.core.pools import NodePoolSpec, Provider, Requirement, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Requirement, Taint
 from fleetwarden.core.schedulability import (
     GateCluster,
     PlannedWorkload,
@@ -30,6 +30,7 @@ from fleetwarden.core.schedulability import (
     requirement_matches,
     spec_accepts,
 )
+from fleetwarden.core.subjects import NodePoolRef, WorkloadRef
 from fleetwarden.formats.nodes import node_from_object
 from tests.core.test_workloads import load_docs
 
@@ -71,7 +72,7 @@ def eks_spec(**changes: Any) -> NodePoolSpec:
     base: dict[str, Any] = dict(
         name="custom-1",
         cluster="duckboat",
-        provider=Provider.AWS,
+        provider=Provisioner.AWS,
         source="pools/eksctl.yaml",
         instance_types=("m6gd.2xlarge",),
         min_size=1,
@@ -270,6 +271,10 @@ def test_workloads_pinned_to_one_pool_are_summed_together(realdata, doks):
         "1200m",
         "1",
     )
+    assert f.subject == NodePoolRef("doks", "smallnode")  # about the pool, not one workload
+    (g,) = check_schedulability("doks", [planned(a, pods=3)], pool_states(nodes_of(doks))).findings
+    assert g.field == "schedule.capacity.cpu" and isinstance(g.subject, WorkloadRef)
+    assert g.subject.ref == g.pool
 
 
 def test_cordoned_nodes_and_daemonsets(realdata):

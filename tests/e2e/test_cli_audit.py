@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from fleetwarden.adapters.storage.audit_sql import open_audit_store, store_url
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from tests.support import pg_env
 
 EXE = shutil.which("fleetwarden", path=str(Path(sys.executable).parent)) or "fleetwarden"
@@ -95,7 +95,7 @@ def incident(i: int, cluster: str) -> list[AuditDraft]:
         id=f"evt-{i}",
         source="aws.eks",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.UPDATE,
         cluster=cluster,
         pool="general",

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint, Unresolved
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint, Unresolved
 from fleetwarden.formats import capi
 from fleetwarden.formats.documents import Document, PoolsRead, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
@@ -77,7 +77,7 @@ def test_every_corpus_file_yields_pools_or_a_note(realdata: Path, path: Path) ->
     for doc in docs:
         assert ((doc.path, doc.index) in read.claimed) == (doc.group in CAPI_GROUPS)
     for pool in read.pools:
-        assert pool.provider is Provider.CAPI
+        assert pool.provider is Provisioner.CAPI
         assert pool.source == path.name
         assert pool.source_format == "capi"
         # a placeholder never leaks into a fact

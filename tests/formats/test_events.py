@@ -24,7 +24,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import (
     SOURCES,
@@ -128,7 +128,7 @@ def sns_notification(event: dict[str, Any]) -> dict[str, Any]:
 class Expect:
     id: str
     operation: Operation
-    provider: Provider
+    provider: EventSource
     cluster: str | None = None
     pool: str | None = None
     actor: str | None = None
@@ -145,7 +145,7 @@ class Refused:
 ASG_ID = "12345678-1234-1234-1234-123456789012"
 ROBOT = "robot@test-project.iam.gserviceaccount.com"
 NC, FAILED = EventFlag.NO_CLUSTER, EventFlag.FAILED
-AWS, AZ, GCP = Provider.AWS, Provider.AZURE, Provider.GCP
+AWS, AZ, GCP = EventSource.AWS, EventSource.AZURE, EventSource.GCP
 AZ_ID = "25b3b0d0-d79b-44d5-9963-440d4e6a9bba"
 
 # (file, route, how it is delivered, expected events or the refusal)
@@ -1263,7 +1263,7 @@ def test_structured_cloudevent_reads_fleetwarden_extension_attributes():
         "general",
         "ci-bot",
     )
-    assert (event.provider, event.flags) == (Provider.CLOUDEVENTS, ())
+    assert (event.provider, event.flags) == (EventSource.CLOUDEVENTS, ())
     assert (event.id, event.source, event.type, event.subject) == (
         "A234-1234-1234",
         "https://ci.example.com/pipelines/nodepools",
@@ -1321,7 +1321,7 @@ def test_cloudevent_without_cluster_is_kept_and_flagged():
 def test_azure_and_google_types_on_the_cloudevents_route_use_their_provider_mapping():
     azure_event = one("cloudevents", as_cloudevent(arm_event()))
     assert (azure_event.provider, azure_event.cluster, azure_event.actor) == (
-        Provider.AZURE,
+        EventSource.AZURE,
         "aks-prod",
         "alice@contoso.com",
     )

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.pools import Provider, Taint
+from fleetwarden.core.pools import Provisioner, Taint
 from fleetwarden.formats import native
 from fleetwarden.formats.documents import parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
@@ -56,7 +56,7 @@ def test_overlay_reuses_pools_across_clusters_with_overrides():
     assert dict(eu.labels) == {"team": "platform", "tier": "general", "region": "eu"}
     assert eu.taints == (Taint("dedicated", "general", "NoSchedule"),)
     assert (eu.provider, eu.os_family, eu.kubernetes_version) == (
-        Provider.AWS,
+        Provisioner.AWS,
         "amazonlinux2023",
         "1.30",
     )

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint, Unresolved
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint, Unresolved
 from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.terraform import TfFile, read_pools
@@ -131,7 +131,7 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
         AWS_DEMO,
         "demo",
         dict(
-            provider=Provider.AWS,
+            provider=Provisioner.AWS,
             cluster=None,
             instance_types=("t3.medium",),
             disk_size_gib=20,
@@ -150,7 +150,7 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
         SPOT,
         "spot",
         dict(
-            provider=Provider.AZURE,
+            provider=Provisioner.AZURE,
             cluster=None,
             instance_types=("Standard_DS2_v2",),
             desired_size=1,
@@ -165,7 +165,7 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
         "tf-azurerm-aks-basic-cluster-main.tf",
         "default",
         dict(
-            provider=Provider.AZURE,
+            provider=Provisioner.AZURE,
             cluster=None,
             instance_types=("Standard_DS2_v2",),
             desired_size=1,
@@ -177,7 +177,7 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
         ARM,
         "gke-standard-zonal-arm-node-pool",
         dict(
-            provider=Provider.GCP,
+            provider=Provisioner.GCP,
             cluster=None,
             instance_types=("t2a-standard-1",),
             desired_size=1,
@@ -190,7 +190,7 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
         ARM,
         "default-pool",
         dict(
-            provider=Provider.GCP,
+            provider=Provisioner.GCP,
             cluster="gke-standard-zonal-arm-cluster",
             instance_types=("t2a-standard-1",),
             desired_size=6,
@@ -208,7 +208,7 @@ CORPUS_FACTS: list[tuple[str, str, dict[str, Any], set[Unresolved]]] = [
         V19,
         "green",
         dict(
-            provider=Provider.AWS,
+            provider=Provisioner.AWS,
             cluster=None,
             instance_types=("t3.large",),
             min_size=1,

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from fleetwarden.adapters.queue.nats import NatsQueue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
-from fleetwarden.core.events import ChangeEvent, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 
 __all__ = ["CrashResult", "main", "run_scenario"]
@@ -62,7 +62,7 @@ def make_event(i: int) -> ChangeEvent:
         id=f"e{i}",
         source="crash-test",
         type="aws.eks.UpdateNodegroupConfig",
-        provider=Provider.AWS,
+        provider=EventSource.AWS,
         operation=Operation.SCALE,
         cluster="prod-eu-1",
         pool="general",

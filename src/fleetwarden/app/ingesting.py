@@ -32,12 +32,11 @@ from fleetwarden.logs import get_logger, is_debug
 from fleetwarden.ports.queue import EventQueue, QueueFull, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
-__all__ = ["SOURCES", "Answer", "Ingest", "IngestCounters", "Parser", "SourceAuth", "is_count"]
+__all__ = ["Answer", "Ingest", "IngestCounters", "Parser", "SourceAuth", "is_count"]
 
 log = get_logger("fleetwarden.gateway")
 _std = logging.getLogger("fleetwarden.gateway")  # for the hot path's level check
 
-SOURCES = ("aws", "azure", "gcp", "cloudevents", "argocd", "flux")
 Parser = Callable[[Any, Mapping[str, str], datetime], Parsed]
 _KEYS_LOGGED = 20  # event keys named in one request's debug line
 

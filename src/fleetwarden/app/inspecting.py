@@ -36,6 +36,7 @@ from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.subjects import NodePoolRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.logs import get_logger, is_debug
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
@@ -166,9 +167,9 @@ class Inspector:
         self.indexes = _indexes(specs)
         self.seen = _SeenKeys()
         self.stats = InspectionStats()
-        self._last_run: dict[tuple[str, str | None], float] = {}
-        self._pending: dict[tuple[str, str | None], list[Delivery]] = {}
-        self._timers: dict[tuple[str, str | None], asyncio.Task[None]] = {}
+        self._last_run: dict[NodePoolRef, float] = {}
+        self._pending: dict[NodePoolRef, list[Delivery]] = {}
+        self._timers: dict[NodePoolRef, asyncio.Task[None]] = {}
         self._acking: set[asyncio.Task[None]] = set()  # trailing inspections being acked
 
     async def run(self) -> None:
@@ -188,7 +189,7 @@ class Inspector:
     async def handle(self, deliveries: Sequence[Delivery]) -> None:
         now_dt = self.clock.now()
         ack_now: list[Delivery] = []
-        leading: dict[tuple[str, str | None], list[Delivery]] = {}
+        leading: dict[NodePoolRef, list[Delivery]] = {}
         fresh: list[Delivery] = []
         batch_keys: set[str] = set()
         for d in deliveries:
@@ -232,11 +233,11 @@ class Inspector:
                     "event recorded",
                     event_key=event.key,
                     source=event.source,
-                    cluster=key[0] if key else None,
-                    pool=key[1] if key else None,
+                    cluster=key.cluster if key else None,
+                    pool=key.pool if key else None,
                     attempt=d.attempt,
                 )
-            if key is None or key[0] not in self.indexes:
+            if key is None or key.cluster not in self.indexes:
                 ack_now.append(d)  # nothing to inspect: recorded, done
                 continue
             last = self._last_run.get(key)
@@ -267,7 +268,7 @@ class Inspector:
         self.on_count("duplicate", 1)
         ack_now.append(d)
 
-    async def _trailing(self, key: tuple[str, str | None], delay: float) -> None:
+    async def _trailing(self, key: NodePoolRef, delay: float) -> None:
         me = asyncio.current_task()
         try:
             await asyncio.sleep(delay)
@@ -288,21 +289,20 @@ class Inspector:
             if me is not None:
                 self._acking.discard(me)
 
-    async def _inspect(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
+    async def _inspect(self, key: NodePoolRef, group: list[Delivery]) -> None:
         """Diff the pool (or the whole cluster) now; the caller acknowledges ``group``."""
-        cluster, pool = key
         # every line of this inspection (the findings it emits, the healer's hand-off) names
         # the event that caused it, and the pool
         bound = structlog.contextvars.bind_contextvars(
-            event_key=group[0].event.key, cluster=cluster, pool=pool
+            event_key=group[0].event.key, cluster=key.cluster, pool=key.pool
         )
         try:
             await self._inspect_bound(key, group)
         finally:
             structlog.contextvars.reset_contextvars(**bound)
 
-    async def _inspect_bound(self, key: tuple[str, str | None], group: list[Delivery]) -> None:
-        cluster, pool = key
+    async def _inspect_bound(self, key: NodePoolRef, group: list[Delivery]) -> None:
+        cluster, pool = key.cluster, key.pool
         self._last_run[key] = self.clock.time()
         emitted = 0
         index = self.indexes[cluster]

@@ -28,14 +28,15 @@ from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.logs import get_logger
 from fleetwarden.ports.notify import NotifyError, Sink
 
-__all__ = ["Notifier", "NotifierStats", "Outcome"]
+__all__ = ["BatchResult", "Notifier", "NotifierStats"]
 
 log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    """How one batch went: for the audit store and metrics."""
+class BatchResult:
+    """How one batch of notifications went at one sink: for the audit store and metrics.
+    (A remediation's result is ``ports.remediation.Outcome``.)"""
 
     sink: str
     batch: Batch
@@ -73,7 +74,7 @@ class NotifierStats:
     outcome_hook_failures: int = 0
 
 
-OnOutcome = Callable[[Outcome], Awaitable[None] | None]
+OnBatchResult = Callable[[BatchResult], Awaitable[None] | None]
 _Item = tuple[FindingEvent, Mapping[str, Any] | None]
 
 
@@ -89,7 +90,7 @@ class Notifier:
         send_timeout: float = 30.0,
         tick_every: float = 30.0,
         max_batch: int = 1_000,
-        on_outcome: OnOutcome | None = None,
+        on_outcome: OnBatchResult | None = None,
         state: NotifierState | None = None,
     ) -> None:
         pairs = list(sinks)
@@ -140,7 +141,7 @@ class Notifier:
         self,
         events: Sequence[FindingEvent],
         decisions: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> list[Outcome]:
+    ) -> list[BatchResult]:
         """Decide on ``events`` and send what they call for."""
         result = notifying.plan(
             self.state, events, now=self.clock(), sinks=self.policies, decisions=decisions
@@ -148,13 +149,13 @@ class Notifier:
         self.state = result.state
         return await self._send(result.notifications)
 
-    async def tick(self) -> list[Outcome]:
+    async def tick(self) -> list[BatchResult]:
         """Send the repeats and retries that are due."""
         result = notifying.plan_due(self.state, now=self.clock(), sinks=self.policies)
         self.state = result.state
         return await self._send(result.notifications)
 
-    async def _send(self, notes: Sequence[notifying.Notification]) -> list[Outcome]:
+    async def _send(self, notes: Sequence[notifying.Notification]) -> list[BatchResult]:
         if not notes:
             return []
         self.stats.notifications += len(notes)
@@ -178,15 +179,15 @@ class Notifier:
             await self._report(o)
         return outcomes
 
-    async def _send_in_order(self, sink: Sink, group: list[Batch]) -> list[Outcome]:
+    async def _send_in_order(self, sink: Sink, group: list[Batch]) -> list[BatchResult]:
         """One sink's batches one after another; after a failure the rest of this round is
         not tried (the sink is down: don't wait out a timeout per batch) and retried later."""
-        out: list[Outcome] = []
-        failed: Outcome | None = None
+        out: list[BatchResult] = []
+        failed: BatchResult | None = None
         for batch in group:
             if failed is not None:
                 out.append(
-                    Outcome(
+                    BatchResult(
                         sink.name,
                         batch,
                         ok=False,
@@ -202,7 +203,7 @@ class Notifier:
                 failed = outcome
         return out
 
-    async def _send_one(self, sink: Sink, batch: Batch) -> Outcome:
+    async def _send_one(self, sink: Sink, batch: Batch) -> BatchResult:
         at, started = self.clock(), time.monotonic()
         error: str | None = None
         status: int | None = None
@@ -225,7 +226,7 @@ class Notifier:
                 delivery=batch.key,
                 count=len(batch.notifications),
             )
-            return Outcome(sink.name, batch, ok=True, at=at, duration=duration)
+            return BatchResult(sink.name, batch, ok=True, at=at, duration=duration)
         log.warning(
             "notification failed",
             sink=sink.name,
@@ -233,7 +234,7 @@ class Notifier:
             count=len(batch.notifications),
             error=error,
         )
-        return Outcome(
+        return BatchResult(
             sink.name,
             batch,
             ok=False,
@@ -244,7 +245,7 @@ class Notifier:
             attempts=attempts,
         )
 
-    async def _report(self, outcome: Outcome) -> None:
+    async def _report(self, outcome: BatchResult) -> None:
         if self.on_outcome is None:
             return
         try:

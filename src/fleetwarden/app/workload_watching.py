@@ -33,6 +33,7 @@ from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredApps, Writer, last_writer
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
+from fleetwarden.core.subjects import WorkloadRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker, app_scope
 from fleetwarden.ports.kube import RESOURCES, KubeApi, Resource
 
@@ -257,7 +258,8 @@ class WorkloadWatcher:
         self.diffs += 1
         out = []
         for f in result.findings:
-            if self.unseen and (f.pool or "").split("/", 1)[0] in self.unseen:
+            subject = f.subject
+            if isinstance(subject, WorkloadRef) and subject.kind in self.unseen:
                 continue  # a kind we may not read: neither missing nor drifting
             writer = self.writers.get(f.pool or "")
             if writer is not None:

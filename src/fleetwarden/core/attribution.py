@@ -18,10 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fleetwarden.core.events import ChangeEvent
+from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = ["Attribution"]
-
-_Scope = tuple[str, str | None]
 
 
 class Attribution:
@@ -32,7 +31,7 @@ class Attribution:
         max_scopes_per_source: int = 10_000,
     ) -> None:
         self.window, self.max_scopes_per_source = window, max_scopes_per_source
-        self._by_source: dict[str, OrderedDict[_Scope, tuple[datetime, ChangeEvent]]] = {}
+        self._by_source: dict[str, OrderedDict[NodePoolRef, tuple[datetime, ChangeEvent]]] = {}
 
     def __len__(self) -> int:
         return sum(len(s) for s in self._by_source.values())
@@ -41,7 +40,7 @@ class Attribution:
         if event.cluster is None:
             return
         scopes = self._by_source.setdefault(event.provider.value, OrderedDict())
-        scope = (event.cluster, event.pool)
+        scope = NodePoolRef(event.cluster, event.pool)
         scopes[scope] = (now, event)
         scopes.move_to_end(scope)
         if len(scopes) > self.max_scopes_per_source:
@@ -54,7 +53,7 @@ class Attribution:
             scopes.popitem(last=False)
 
     def cause_for(self, cluster: str, pool: str | None, *, now: datetime) -> dict[str, Any] | None:
-        for scope in ((cluster, pool), (cluster, None)):
+        for scope in (NodePoolRef(cluster, pool), NodePoolRef(cluster, None)):
             hit: tuple[datetime, ChangeEvent] | None = None
             for scopes in self._by_source.values():
                 found = scopes.get(scope)

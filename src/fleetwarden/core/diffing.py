@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from fleetwarden.core import osfamilies, versions
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
-from fleetwarden.core.pools import NodePoolSpec, Provider
+from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.core.rules import DiffOptions, apply_rules
+from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = [
     "ClusterDiff",
@@ -83,6 +84,7 @@ class _Collector:
                     source=self.source,
                     message=self._messages.get(field_, ""),
                     provenance=spec.origin_of(field_) if spec is not None else None,
+                    subject=NodePoolRef(self.cluster, self.pool),
                 )
             )
         return out
@@ -130,7 +132,7 @@ def _diff_count(spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collect
     if n == 0:
         floor = spec.min_size if spec.min_size is not None else spec.desired_size
         if floor is None:
-            severity = Severity.INFO if spec.provider is Provider.KARPENTER else Severity.MEDIUM
+            severity = Severity.INFO if spec.provider is Provisioner.KARPENTER else Severity.MEDIUM
         else:
             severity = Severity.HIGH if floor > 0 else Severity.INFO
         out.add(Layer.COUNT, "nodeCount", expected, 0, severity, None)

@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from fleetwarden.core.events import ChangeEvent, EventFlag
+from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = ["coalesce_key", "flag_unknown"]
 
@@ -40,11 +41,11 @@ def flag_unknown(event: ChangeEvent, clusters: Mapping[str, Collection[str]]) ->
     return event if flags == event.flags else replace(event, flags=flags)
 
 
-def coalesce_key(event: ChangeEvent) -> tuple[str, str | None] | None:
-    """``(cluster, pool)`` the event asks to inspect; pool None means the whole cluster.
+def coalesce_key(event: ChangeEvent) -> NodePoolRef | None:
+    """The pool the event asks to inspect; pool None means the whole cluster.
 
     None when the event names no cluster: there is nothing to inspect, only to record.
     """
     if event.cluster is None:
         return None
-    return (event.cluster, event.pool)
+    return NodePoolRef(event.cluster, event.pool)

@@ -24,10 +24,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["ChangeEvent", "EventFlag", "Operation", "Provider", "dedupe_key", "parse_time"]
+__all__ = ["ChangeEvent", "EventFlag", "EventSource", "Operation", "dedupe_key", "parse_time"]
 
 
-class Provider(StrEnum):
+class EventSource(StrEnum):
+    """Where a change event came from (a cloud's audit log, a GitOps controller, the API
+    server): ``ChangeEvent.provider``. Not who provisions a pool (``pools.Provisioner``)."""
+
     AWS = "aws"
     AZURE = "azure"
     GCP = "gcp"
@@ -60,7 +63,7 @@ class ChangeEvent:
     id: str
     source: str
     type: str
-    provider: Provider
+    provider: EventSource
     operation: Operation
     time: datetime | None = None
     subject: str | None = None
@@ -118,7 +121,7 @@ class ChangeEvent:
             id=str(data["id"]),
             source=str(data["source"]),
             type=str(data["type"]),
-            provider=Provider(data["provider"]),
+            provider=EventSource(data["provider"]),
             operation=Operation(data["operation"]),
             time=parse_time(data.get("time")),
             subject=data.get("subject"),

@@ -1,6 +1,9 @@
 """Findings: one observed difference between desired and actual state.
 
-The JSON shape is the contract in ``shared/CONTRACT.md`` (``scan --format json``).
+The JSON shape is the contract in ``shared/CONTRACT.md`` (``scan --format json``). ``pool`` is a
+node pool's name, or the reference of the workload object a finding is about; ``subject`` says
+which, typed (``core.subjects``), and is serialised beside it. The id hashes ``pool``, never
+``subject``: ids stay what audit records and approvals already hold.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from fleetwarden.core.subjects import NodePoolRef, Subject
 
 __all__ = ["Finding", "JsonValue", "Layer", "Severity", "finding_id"]
 
@@ -53,6 +58,10 @@ class Layer(StrEnum):
     WORKLOAD = "WORKLOAD"
 
 
+# the default of ``Finding.subject``: replaced by the finding's own node pool on creation
+_POOL_SUBJECT = NodePoolRef("", None)
+
+
 @dataclass(frozen=True, slots=True)
 class Finding:
     cluster: str
@@ -68,6 +77,12 @@ class Finding:
     # where the expected value was read: ``file:line``, or ``default: <provisioner> ...``
     provenance: str | None = dataclasses.field(default=None, compare=False, hash=False)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, hash=False)
+    # what the finding is about; not given: the node pool ``NodePoolRef(cluster, pool)``
+    subject: Subject = dataclasses.field(default=_POOL_SUBJECT, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.subject is _POOL_SUBJECT:
+            object.__setattr__(self, "subject", NodePoolRef(self.cluster, self.pool))
 
     @property
     def id(self) -> str:
@@ -87,6 +102,7 @@ class Finding:
             "severity": self.severity.value,
             "nodes": list(self.nodes),
             "source": self.source,
+            "subject": self.subject.to_json(),
         }
         if self.provenance is not None:
             out["provenance"] = self.provenance

@@ -13,6 +13,7 @@ from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import FieldStatus, NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = [
     "FleetReport",
@@ -110,6 +111,7 @@ def coverage_findings(specs: Sequence[NodePoolSpec], observed: Collection[str]) 
                 source=pools[0].source or None,
                 message=f"no nodes were given for desired cluster {cluster!r}"
                 f"{_did_you_mean(cluster, observed)}: its {len(names)} pools were not compared",
+                subject=NodePoolRef(cluster, None),
             )
         )
     return out

@@ -495,7 +495,7 @@ def batches(notifications: Iterable[Notification], sinks: Sequence[SinkPolicy]) 
         elif how is GroupBy.CLUSTER:
             key = f.cluster
         elif how is GroupBy.POOL:
-            key = (f.cluster, f.pool)
+            key = f.subject  # the node pool, or the workload object, the finding is about
         else:
             key = None
         groups.setdefault((note.sink, key), []).append(note)

@@ -11,7 +11,7 @@ __all__ = [
     "FieldAccount",
     "FieldStatus",
     "NodePoolSpec",
-    "Provider",
+    "Provisioner",
     "Requirement",
     "Taint",
     "Unresolved",
@@ -37,7 +37,11 @@ def normalise_effect(text: str) -> str:
     return effect
 
 
-class Provider(StrEnum):
+class Provisioner(StrEnum):
+    """What defines and provisions a pool's nodes (a cloud's managed node groups, Karpenter,
+    Cluster API, or nothing known): ``NodePoolSpec.provider``. Not where a change event came
+    from (``events.EventSource``)."""
+
     AWS = "aws"
     AZURE = "azure"
     GCP = "gcp"
@@ -162,7 +166,7 @@ class NodePoolSpec:
 
     name: str
     cluster: str | None
-    provider: Provider = Provider.GENERIC
+    provider: Provisioner = Provisioner.GENERIC
     source: str = ""
     source_format: str = ""
     instance_types: tuple[str, ...] = ()

@@ -103,6 +103,7 @@ def apply_rules(
                         source=f.source,
                         message=f.message,
                         extra=f.extra,
+                        subject=f.subject,
                     )
                 break
         out.append(f)

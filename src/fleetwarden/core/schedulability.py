@@ -27,10 +27,11 @@ from typing import Any
 from fleetwarden.core.diffing import PoolIndex, diff_pool, group_nodes
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
 from fleetwarden.core.nodes import INSTANCE_TYPE_LABELS, POOL_LABELS, ObservedNode
-from fleetwarden.core.pools import NodePoolSpec, Provider, Requirement, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Requirement, Taint
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.core.rules import DiffOptions
-from fleetwarden.core.workloads import Toleration, Workload, canonical_quantity
+from fleetwarden.core.subjects import NodePoolRef, WorkloadRef
+from fleetwarden.core.workloads import ObjectKey, Toleration, Workload, canonical_quantity
 
 __all__ = [
     "GateCluster",
@@ -174,7 +175,7 @@ class PoolState:
         spec = self.spec
         if spec is None:
             return False
-        if spec.provider is Provider.KARPENTER:
+        if spec.provider is Provisioner.KARPENTER:
             return True
         return spec.max_size is not None and spec.max_size > len(self.nodes)
 
@@ -213,6 +214,12 @@ class PlannedWorkload:
     workload: Workload
     ref: str
     pods: int = 1
+    # the key the workload was paired under (its namespace defaulted); None: the model's own
+    key: ObjectKey | None = None
+
+    def subject_in(self, cluster: str) -> WorkloadRef:
+        """What this workload's findings in ``cluster`` are about."""
+        return (self.key or self.workload.key).in_cluster(cluster)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +268,7 @@ def _quantity(value: float, resource: str) -> str:
 
 
 def _finding(
-    cluster: str,
+    subject: WorkloadRef | NodePoolRef,
     ref: str,
     field_: str,
     expected: JsonValue,
@@ -276,7 +283,7 @@ def _finding(
     nodes: Sequence[str] = (),
 ) -> Finding:
     return Finding(
-        cluster=cluster,
+        cluster=subject.cluster,
         pool=ref,
         layer=Layer.WORKLOAD,
         field=field_,
@@ -293,6 +300,7 @@ def _finding(
             "wouldNotSchedule": blocking,
             "pools": list(pools),
         },
+        subject=subject,
     )
 
 
@@ -303,7 +311,7 @@ def _no_node_finding(
     intended: Sequence[str],
     app: str | None,
 ) -> Finding:
-    w, ref = planned.workload, planned.ref
+    w, ref, subject = planned.workload, planned.ref, planned.subject_in(cluster)
     nodes = [n for p in pools for n in p.nodes]
     reasons = {n.name: node_rejection(w, n) for n in nodes}
     hint = ""
@@ -313,14 +321,14 @@ def _no_node_finding(
     where = f"in cluster {cluster!r}"
     if not nodes:
         return _finding(
-            cluster, ref, "schedule.nodes", ">= 1 node", 0,
+            subject, ref, "schedule.nodes", ">= 1 node", 0,
             Severity.CRITICAL, f"would not schedule: no node {where}{hint}",
             app=app, blocking=True, pools=intended, source=w.source,
         )  # fmt: skip
     if all(r == "nodeSelector" for r in reasons.values()):
         selector = [f"{k}={v}" for k, v in w.node_selector]
         return _finding(
-            cluster, ref, "schedule.nodeSelector", selector, None, Severity.CRITICAL,
+            subject, ref, "schedule.nodeSelector", selector, None, Severity.CRITICAL,
             f"would not schedule: nodeSelector {', '.join(selector)} matches no node {where}"
             f"{hint}",
             app=app, blocking=True, pools=intended, source=w.source,
@@ -331,7 +339,7 @@ def _no_node_finding(
             for term in w.node_affinity
         ]
         return _finding(
-            cluster, ref, "schedule.affinity", terms, None, Severity.CRITICAL,
+            subject, ref, "schedule.affinity", terms, None, Severity.CRITICAL,
             f"would not schedule: required node affinity matches no node {where}{hint}",
             app=app, blocking=True, pools=intended, source=w.source,
         )  # fmt: skip
@@ -348,7 +356,7 @@ def _no_node_finding(
             else "the nodes that match carry taints it does not tolerate"
         )
         return _finding(
-            cluster, ref, "schedule.tolerations", sorted(taints),
+            subject, ref, "schedule.tolerations", sorted(taints),
             sorted(t.display() for t in w.tolerations), Severity.CRITICAL,
             f"would not schedule: {why} ({', '.join(sorted(taints))}) {where}{hint}",
             app=app, blocking=True, pools=pools_hit, source=w.source,
@@ -356,7 +364,7 @@ def _no_node_finding(
         )  # fmt: skip
     cordoned = [n.name for n in nodes if reasons[n.name] == "cordoned"]
     return _finding(
-        cluster, ref, "schedule.cordoned", "schedulable node", None, Severity.CRITICAL,
+        subject, ref, "schedule.cordoned", "schedulable node", None, Severity.CRITICAL,
         f"would not schedule: every node that would take it is cordoned {where}",
         app=app, blocking=True, pools=intended, source=w.source, nodes=cordoned,
     )  # fmt: skip
@@ -389,7 +397,7 @@ def check_schedulability(
                 if known and want > max(known):
                     out.findings.append(
                         _finding(
-                            cluster, planned.ref, f"schedule.requests.{res}",
+                            planned.subject_in(cluster), planned.ref, f"schedule.requests.{res}",
                             _quantity(want, res), _quantity(max(known), res), Severity.CRITICAL,
                             f"would not schedule: one pod requests {_quantity(want, res)} {res}, "
                             f"the largest node that takes it has {_quantity(max(known), res)}",
@@ -400,7 +408,8 @@ def check_schedulability(
         if w.kind == "DaemonSet":
             continue  # one pod per node: the per-node fit above is the whole question
         grow = any(p.can_grow for p in pools if p.name in candidates)
-        _capacity(out, planned.ref, [planned], nodes, candidates, grow, app, w.source)
+        subject = planned.subject_in(cluster)
+        _capacity(out, subject, planned.ref, [planned], nodes, candidates, grow, app, w.source)
         if len(candidates) == 1:
             pinned.setdefault(candidates[0], []).append(planned)
     by_name = {p.name: p for p in pools}
@@ -410,13 +419,15 @@ def check_schedulability(
         pool = by_name[pool_name]
         usable = [n for n in pool.nodes if not n.unschedulable]
         _capacity(
-            out, pool_name, members, usable, (pool_name,), pool.can_grow, app, None, joint=True
-        )
+            out, NodePoolRef(cluster, pool_name), pool_name, members, usable, (pool_name,),
+            pool.can_grow, app, None, joint=True,
+        )  # fmt: skip
     return out
 
 
 def _capacity(
     out: ScheduleCheck,
+    subject: WorkloadRef | NodePoolRef,
     ref: str,
     members: Sequence[PlannedWorkload],
     nodes: Sequence[ObservedNode],
@@ -451,7 +462,7 @@ def _capacity(
             message = f"would not schedule: {message}"
         out.findings.append(
             _finding(
-                out.cluster, ref, f"schedule.capacity.{res}", _quantity(want, res),
+                subject, ref, f"schedule.capacity.{res}", _quantity(want, res),
                 _quantity(have, res), severity, message,
                 app=app, blocking=blocking, pools=pools, source=source,
             )

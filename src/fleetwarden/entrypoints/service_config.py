@@ -69,11 +69,12 @@ import jsonschema
 import yaml
 
 from fleetwarden.adapters.storage.audit_sql import sqlite_file
-from fleetwarden.app.ingesting import SOURCES, SourceAuth
+from fleetwarden.app.ingesting import SourceAuth
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
 from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.events import SOURCES
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 from fleetwarden.ports.audit import AuditStoreError
 

@@ -40,7 +40,7 @@ from typing import Any
 from fleetwarden.core import osfamilies, versions
 from fleetwarden.core.pools import (
     NodePoolSpec,
-    Provider,
+    Provisioner,
     Requirement,
     Taint,
     Unresolved,
@@ -219,7 +219,7 @@ class _Group:
         return NodePoolSpec(
             name=name,
             cluster=cluster,
-            provider=Provider.AWS,
+            provider=Provisioner.AWS,
             source=doc.path,
             source_format="eksctl",
             instance_types=types,

@@ -34,7 +34,7 @@ from typing import Any
 from fleetwarden.core import osfamilies
 from fleetwarden.core.pools import (
     NodePoolSpec,
-    Provider,
+    Provisioner,
     Requirement,
     Taint,
     Unresolved,
@@ -201,7 +201,7 @@ class _Pool:
         return NodePoolSpec(
             name=name,
             cluster=None,
-            provider=Provider.KARPENTER,
+            provider=Provisioner.KARPENTER,
             source=doc.path,
             source_format="karpenter",
             # the requirement itself is checked; listing the types too would double-report

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 
 from fleetwarden.core import osfamilies
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats.accounting import Ledger, View
 from fleetwarden.formats.documents import Document, PoolsRead
 from fleetwarden.formats.errors import FormatError
@@ -157,7 +157,7 @@ def _spec(
     return NodePoolSpec(
         name=name,
         cluster=cluster,
-        provider=Provider(pool.get("provider", "generic")),
+        provider=Provisioner(pool.get("provider", "generic")),
         source=doc.path,
         source_format="native",
         instance_types=tuple(pool.get("instanceTypes", ())),

@@ -21,7 +21,7 @@ from typing import Any
 
 from fleetwarden.core.pools import (
     NodePoolSpec,
-    Provider,
+    Provisioner,
     Requirement,
     Taint,
     Unresolved,
@@ -126,7 +126,7 @@ class Pool:
         return NodePoolSpec(
             name=self.name,
             cluster=self.cluster,
-            provider=Provider.CAPI,
+            provider=Provisioner.CAPI,
             source=self.source,
             source_format="capi",
             instance_types=tuple(dict.fromkeys(self.instance_types)),

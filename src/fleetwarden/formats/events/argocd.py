@@ -56,7 +56,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 from fleetwarden.formats.events import (
     Parsed,
     Reader,
@@ -129,7 +129,7 @@ def parse(body: Any, headers: Mapping[str, str], received_at: datetime) -> Parse
                 id=body_id(body, r),
                 source=f"argocd:{namespace}/{app}" if namespace else f"argocd:{app}",
                 type=f"io.argoproj.argocd.app.{operation.value}",
-                provider=Provider.ARGOCD,
+                provider=EventSource.ARGOCD,
                 operation=operation,
                 time=time,
                 subject=app,

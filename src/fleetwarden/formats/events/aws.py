@@ -47,7 +47,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 from fleetwarden.formats.events import (
     Parsed,
     Reader,
@@ -197,7 +197,7 @@ def _eventbridge(
     base: dict[str, Any] = {
         "id": r.required_text(ev.get("id"), at(prefix, "id")),
         "source": source,
-        "provider": Provider.AWS,
+        "provider": EventSource.AWS,
         "time": r.time(ev.get("time"), at(prefix, "time")),
         "region": r.text(ev.get("region"), at(prefix, "region")),
         "account": r.text(ev.get("account"), at(prefix, "account")),

@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 from fleetwarden.formats.events import (
     Parsed,
     Reader,
@@ -194,7 +194,7 @@ def change_from_event(
         id=event_id,
         source=topic or "/azure/eventgrid",
         type=event_type,
-        provider=Provider.AZURE,
+        provider=EventSource.AZURE,
         operation=operation,
         time=time,
         subject=subject,

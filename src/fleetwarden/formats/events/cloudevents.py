@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 from fleetwarden.formats.events import (
     CloudEvent,
     Parsed,
@@ -166,7 +166,7 @@ def change_from_cloudevent(
         id=ce.id,
         source=ce.source,
         type=ce.type,
-        provider=Provider.CLOUDEVENTS,
+        provider=EventSource.CLOUDEVENTS,
         operation=operation,
         time=ce.time,
         subject=ce.subject,

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 from fleetwarden.formats.events import (
     Parsed,
     Reader,
@@ -106,7 +106,7 @@ def parse(body: Any, headers: Mapping[str, str], received_at: datetime) -> Parse
                 id=body_id(body, r),
                 source=f"flux:{controller}" if controller else "flux",
                 type=f"io.fluxcd.{kind.lower()}.{reason or 'event'}",
-                provider=Provider.FLUX,
+                provider=EventSource.FLUX,
                 operation=operation,
                 time=time,
                 subject=subject,

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from fleetwarden.core.events import ChangeEvent, EventFlag, Operation, Provider
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 from fleetwarden.formats.events import (
     Parsed,
     Reader,
@@ -163,7 +163,7 @@ def change_from_message(
         id=event_id,
         source=source,
         type=MESSAGE_TYPE,
-        provider=Provider.GCP,
+        provider=EventSource.GCP,
         operation=Operation.OTHER,
         time=published or time,
         flags=(EventFlag.NO_CLUSTER,),
@@ -234,7 +234,7 @@ def change_from_log_entry(
         id=event_id,
         source=source,
         type=AUDIT_LOG_TYPE,
-        provider=Provider.GCP,
+        provider=EventSource.GCP,
         operation=operation,
         time=when,
         subject=f"{service}/{resource_name}" if service and resource_name else resource_name,
@@ -364,7 +364,7 @@ def _cluster_notification(
         id=event_id,
         source=source,
         type=kind,
-        provider=Provider.GCP,
+        provider=EventSource.GCP,
         operation=operation,
         time=started or published,
         subject=resource or cluster,

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import META_IGNORED, Context, Obj, Reader
 
@@ -167,7 +167,7 @@ def _pool(
                 "not stated: the cluster's version (not compared)",
             )
     return r.spec(
-        Provider.AZURE,
+        Provisioner.AZURE,
         name=name,
         cluster=cluster,
         instance_types=(vm_size,) if vm_size else (),

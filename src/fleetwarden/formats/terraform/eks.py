@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetwarden.core import osfamilies, versions
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats.terraform.hcl import source_text
 from fleetwarden.formats.terraform.reading import META_IGNORED, Context, Obj, Reader
 
@@ -178,7 +178,7 @@ def node_group_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[
     r.startup_taints.append(UPDATE_TAINT)
     return [
         r.spec(
-            Provider.AWS,
+            Provisioner.AWS,
             name=name,
             cluster=cluster,
             instance_types=types or (),

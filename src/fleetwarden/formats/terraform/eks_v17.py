@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fleetwarden.core.pools import NodePoolSpec, Provider, Taint
+from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.terraform import eks
 from fleetwarden.formats.terraform.eks_majors import Majors
@@ -266,7 +266,7 @@ def _node_group(
     _opaque(r, layers, ("kubelet_extra_args", *_OPAQUE))
     r.startup_taints.append(eks.UPDATE_TAINT)
     return r.spec(
-        Provider.AWS,
+        Provisioner.AWS,
         name=name,
         cluster=cluster,
         instance_types=types,
@@ -390,7 +390,7 @@ def _worker(
     for attr in ("labels", "taints", "k8s_labels"):
         r.ignore(group, attr, "v17 workers have no labels/taints input (kubelet_extra_args does)")
     return r.spec(
-        Provider.AWS,
+        Provisioner.AWS,
         name=name,
         cluster=cluster,
         instance_types=types,

@@ -200,18 +200,22 @@ class _Scanner:
         else:
             self.skip_expression()
 
-    def object(self, path: Path) -> None:
+    def member(self, closing: str) -> _Token | None:
+        """The first token of the next member inside brackets; None once ``closing`` is consumed."""
         while True:
             self.skip_newlines()
             token = self.peek()
             if token is None:
-                return
-            if token.kind == "}":
+                return None
+            if token.kind == closing:
                 self.at += 1
-                return
-            if token.kind == ",":
-                self.at += 1
-                continue
+                return None
+            if token.kind != ",":
+                return token
+            self.at += 1
+
+    def object(self, path: Path) -> None:
+        while (token := self.member("}")) is not None:
             if token.kind in ("ident", "string", "number"):
                 self.at += 1
                 following = self.peek()
@@ -224,17 +228,7 @@ class _Scanner:
 
     def list(self, path: Path) -> None:
         index = 0
-        while True:
-            self.skip_newlines()
-            token = self.peek()
-            if token is None:
-                return
-            if token.kind == "]":
-                self.at += 1
-                return
-            if token.kind == ",":
-                self.at += 1
-                continue
+        while (token := self.member("]")) is not None:
             self.note((*path, index), token.line)
             self.value((*path, index))
             index += 1

@@ -19,7 +19,7 @@ from typing import Any
 from fleetwarden.core import osfamilies
 from fleetwarden.core.pools import (
     NodePoolSpec,
-    Provider,
+    Provisioner,
     Taint,
     Unresolved,
     normalise_effect,
@@ -328,7 +328,7 @@ class Reader:
 
     # -- the spec ------------------------------------------------------------------------------
 
-    def spec(self, provider: Provider, **facts: Any) -> NodePoolSpec:
+    def spec(self, provider: Provisioner, **facts: Any) -> NodePoolSpec:
         for obj, reasons in self._objects:
             obj.view.close(obj.body, reasons)
         return NodePoolSpec(

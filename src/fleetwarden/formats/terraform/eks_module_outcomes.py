@@ -1,0 +1,107 @@
+"""The values ``eks_module`` works out per terraform-aws-eks major: one fact as one major
+reads it (``_Out``), what the user data registers at boot (``_Boot``), and the small
+helpers that show and merge them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetwarden.formats import bootstrap
+from fleetwarden.formats.terraform import eks
+from fleetwarden.formats.terraform.lines import Path
+from fleetwarden.formats.terraform.reading import Obj
+
+__all__: list[str] = []
+
+# -- per-major outcomes -------------------------------------------------------------------------
+
+Use = tuple[Obj, Path]
+# attribute -> the fact an unresolved value of it leaves open
+_FACTS = {
+    "instance_types": "instanceTypes",
+    "instance_type": "instanceTypes",
+    "ami_type": "osImage",
+    "platform": "osImage",
+    "min_size": "minSize",
+    "max_size": "maxSize",
+    "desired_size": "desiredSize",
+    "disk_size": "diskSizeGiB",
+    "block_device_mappings": "diskSizeGiB",
+    "cluster_version": "kubernetesVersion",
+    "kubernetes_version": "kubernetesVersion",
+    "capacity_type": f"labels.{eks.CAPACITY_LABEL}",
+    "schedules": "minSize",
+    "mixed_instances_policy": "instanceTypes",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Out:
+    """One fact as one major works it out.
+
+    ``value`` None means no value: ``origin`` then says why, and ``uses`` are the attributes
+    that leave it open (noted as unresolved with that reason). With a value, ``uses`` are the
+    stated attributes it is read from and ``origin`` is the default's origin, if any.
+    """
+
+    value: Any = None
+    origin: str = ""
+    uses: tuple[Use, ...] = ()
+    default: bool = False
+    drops: tuple[tuple[Use, str], ...] = ()  # attributes without effect, and why
+
+
+@dataclass(slots=True)
+class _Boot:
+    """Labels, taints and max-pods registered at boot, as one major renders the user data."""
+
+    facts: bootstrap.BootFacts = field(default_factory=bootstrap.BootFacts)
+    uses: list[Use] = field(default_factory=list)
+    drops: list[tuple[Use, str]] = field(default_factory=list)
+    opaque: list[tuple[Use, bootstrap.BootFacts]] = field(default_factory=list)
+
+    def key(self) -> tuple[Any, ...]:
+        f = self.facts
+        return (tuple(sorted(f.labels.items())), tuple(sorted(f.taints)), f.max_pods)
+
+
+def _known(obj: Obj, attr: str, value: Any) -> tuple[Use, ...]:
+    """The attribute as a use, when its value is known (an unresolved one is noted already)."""
+    return ((obj, (attr,)),) if value is not None else ()
+
+
+def _content(value: Any) -> str:
+    """User data text: a string, or the ``content`` of cloud-init parts (one per line)."""
+    if isinstance(value, str):
+        return value
+    parts = value if isinstance(value, list) else [value]
+    found = (p.get("content") for p in parts if isinstance(p, dict))
+    return "\n".join(c for c in found if isinstance(c, str))
+
+
+def _format_of_ami_type(ami_type: str) -> str | None:
+    upper = ami_type.upper()
+    for prefix, fmt in (
+        ("AL2023", "al2023"),
+        ("AL2_", "al2"),
+        ("BOTTLEROCKET", "bottlerocket"),
+        ("WINDOWS", "windows"),
+    ):
+        if upper.startswith(prefix):
+            return fmt
+    return None
+
+
+def _union(values: list[Any]) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        out.extend(value or ())
+    return tuple(dict.fromkeys(out))
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return " or ".join(map(str, value))
+    return str(value)
