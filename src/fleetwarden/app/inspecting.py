@@ -7,7 +7,7 @@ is inspected at once (leading edge); further events for that pool within the deb
 are coalesced into one trailing inspection. A delivery is acknowledged only after the
 inspection that covers it has run. Inspecting is asking a ``PoolDiffer`` to re-diff the pool:
 the live watcher of the cluster where there is one, else the latest node dump
-(``app/serving.py``; ``NodeDiffer`` here for the nodes a ``NodeSource`` gives), through the one
+(``app/serving.py``; ``NodeDiffer`` here for the nodes an ``ObservedSource`` gives), through the one
 "nodes -> diff -> track" step (``app/rediffing.diff_and_track``).
 
 Duplicates are what the sinks say they already held (a redelivery after a crash, or an event
@@ -33,21 +33,19 @@ from fleetwarden.core import eventrules
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.diffing import PoolIndex
 from fleetwarden.core.events import ChangeEvent
-from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
+from fleetwarden.core.nodes import POOL_LABELS, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.subjects import NodePoolRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.logs import get_logger, is_debug
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
-from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock, ObservedSource
 
-__all__ = ["InspectionStats", "Inspector", "NodeDiffer", "NodeSource", "PoolDiffer"]
+__all__ = ["InspectionStats", "Inspector", "NodeDiffer", "PoolDiffer"]
 
 log = get_logger("fleetwarden.inspecting")
 _std = logging.getLogger("fleetwarden.inspecting")  # for the hot path's level check
-
-NodeSource = Callable[[str], Sequence[ObservedNode] | None]  # cluster -> nodes, None: unknown
 
 
 class PoolDiffer(Protocol):
@@ -62,12 +60,12 @@ class PoolDiffer(Protocol):
 
 
 class NodeDiffer:
-    """Re-diffs from the nodes a ``NodeSource`` gives (node dumps; tests)."""
+    """Re-diffs from the nodes an ``ObservedSource`` gives (node dumps; tests)."""
 
     def __init__(
         self,
         specs: Sequence[NodePoolSpec],
-        nodes: NodeSource,
+        nodes: ObservedSource,
         tracker: FindingTracker,
         emit: Callable[[FindingEvent], None],
         *,

@@ -152,7 +152,7 @@ class Serving:
         )
         self._dumps = NodeDiffer(  # the pools of clusters without a live watcher
             self.specs,
-            self.snapshot.get,
+            lambda cluster: self.snapshot.get(cluster),
             self.tracker,
             self.emit,
             options=settings.options,
