@@ -19,6 +19,7 @@ def stream() -> Iterator[io.StringIO]:
     out = io.StringIO()
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    quiet = {name: logging.getLogger(name).level for name in logs.QUIET}
     logs.configure("json", "debug", stream=out)
     try:
         yield out
@@ -28,6 +29,8 @@ def stream() -> Iterator[io.StringIO]:
         for h in handlers:
             root.addHandler(h)
         root.setLevel(level)
+        for name, was in quiet.items():
+            logging.getLogger(name).setLevel(was)
 
 
 def _lines(out: io.StringIO) -> list[dict[str, object]]:
@@ -75,6 +78,27 @@ def test_secrets_are_masked_by_key_by_pattern_and_by_registered_value(stream):
     assert line["url"] == f"postgresql://fw:{logs.MASK}@db:5432/fw"
     assert line["event"] == f"call failed with {logs.MASK} inside"
     assert line["hook"] == f"https://hooks.example/x?token={logs.MASK}&x=1"
+
+
+def test_chatty_libraries_show_warnings_but_not_their_routine_info():
+    out = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    quiet = {name: logging.getLogger(name).level for name in logs.QUIET}
+    try:
+        logs.configure("json", "info", stream=out)
+        logging.getLogger("alembic.runtime.migration").info("Context impl SQLiteImpl.")
+        logging.getLogger("httpx").warning("connection reset")
+        logs.get_logger("fleetwarden.test").info("serving")
+    finally:
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        for h in handlers:
+            root.addHandler(h)
+        root.setLevel(level)
+        for name, was in quiet.items():
+            logging.getLogger(name).setLevel(was)
+    assert [line["event"] for line in _lines(out)] == ["connection reset", "serving"]
 
 
 def test_third_party_records_and_tracebacks_are_masked_too(stream):

@@ -35,6 +35,7 @@ import structlog
 
 __all__ = [
     "MASK",
+    "QUIET",
     "Redactor",
     "add_secrets",
     "configure",
@@ -45,6 +46,9 @@ __all__ = [
 ]
 
 MASK = "[redacted]"
+# libraries that narrate routine work at info (every HTTP request, every migration step):
+# their warnings and errors are shown, their info only under --log-level debug
+QUIET = ("alembic", "httpx", "httpcore", "sqlalchemy", "aiosqlite", "asyncio", "nats")
 
 _SECRET_KEY = re.compile(
     r"token|passw|secret|authori[sz]ation|cookie|signature|api[-_]?key|credential|dsn|"
@@ -206,6 +210,8 @@ def configure(fmt: str = "json", level: str = "info", *, stream: TextIO | None =
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    for name in QUIET:
+        logging.getLogger(name).setLevel(max(root.level, logging.WARNING))
     structlog.configure(
         processors=[
             structlog.stdlib.filter_by_level,
