@@ -212,6 +212,12 @@ def configure(fmt: str = "json", level: str = "info", *, stream: TextIO | None =
     root.setLevel(level.upper())
     for name in QUIET:
         logging.getLogger(name).setLevel(max(root.level, logging.WARNING))
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        # uvicorn's own logging setup (if one ran in this process) prints past the formatter
+        own = logging.getLogger(name)
+        for old in list(own.handlers):
+            own.removeHandler(old)
+        own.propagate = True
     structlog.configure(
         processors=[
             structlog.stdlib.filter_by_level,
