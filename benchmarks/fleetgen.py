@@ -63,9 +63,21 @@ VERSION = "v1.30.4-eks-a737599"
 OLD_VERSION = "v1.29.8-eks-a737599"
 
 
-def desired_yaml(clusters: list[str]) -> str:
+def make_pools(count: int = len(POOLS)) -> list[tuple[Any, ...]]:
+    """``count`` pools: the five above, then copies of them named ``<name>-<k>`` (a 200-pool
+    cluster is five kinds of pool in 40 variants, as large EKS clusters are laid out)."""
+    if count <= len(POOLS):
+        return POOLS[:count]
+    out = []
+    for k in range(count):
+        name, *rest = POOLS[k % len(POOLS)]
+        out.append((f"{name}-{k // len(POOLS):03d}", *rest))
+    return out
+
+
+def desired_yaml(clusters: list[str], pools: list[tuple[Any, ...]] | None = None) -> str:
     lines = ["apiVersion: fleetwarden.io/v1alpha1", "kind: NodePools", "pools:"]
-    for name, itype, _cpu, _mem, _pods, labels, taints in POOLS:
+    for name, itype, _cpu, _mem, _pods, labels, taints in pools or POOLS:
         lines += [
             f"  {name}:",
             "    provider: aws",
@@ -184,13 +196,14 @@ def node(cluster: str, i: int, pool: tuple[Any, ...], rng: random.Random) -> dic
     }
 
 
-def plant(n: dict[str, Any], rng: random.Random) -> str | None:
+def plant(n: dict[str, Any], rng: random.Random, pool: tuple[Any, ...] | None = None) -> str | None:
     """Plant one kind of drift on ~2 % of nodes; return its kind (for checking)."""
     roll = rng.random()
     labels = n["metadata"]["labels"]
     if roll < 0.006:
-        pool = labels["eks.amazonaws.com/nodegroup"]
-        key = next(k for k in POOLS_BY_NAME[pool][5])
+        if pool is None:
+            pool = POOLS_BY_NAME[labels["eks.amazonaws.com/nodegroup"]]
+        key = next(k for k in pool[5])
         labels[key] = "hand-edited"
         return "L1"
     if roll < 0.010 and n["spec"]["taints"]:
@@ -209,28 +222,39 @@ POOLS_BY_NAME = {p[0]: p for p in POOLS}
 
 
 def write_fleet(
-    out: Path, *, clusters: int, nodes_per_cluster: int, seed: int = 1
+    out: Path, *, clusters: int, nodes_per_cluster: int, seed: int = 1, pools: int = len(POOLS)
 ) -> dict[str, Any]:
-    """Write desired.yaml and nodes/<cluster>.json; return counts of planted drift."""
+    """Write desired.yaml and nodes/<cluster>.json; return counts of planted drift.
+
+    Each dump is written item by item, laid out as ``kubectl get nodes -o json`` prints it
+    (4-space indent), so a 100,000-node cluster never sits in memory whole."""
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     (out / "nodes").mkdir(exist_ok=True)
     names = [f"cluster-{c:04d}" for c in range(clusters)]
-    (out / "desired.yaml").write_text(desired_yaml(names))
+    kinds = make_pools(pools)
+    (out / "desired.yaml").write_text(desired_yaml(names, kinds))
     planted: dict[str, int] = {}
+    planted_nodes: dict[str, list[str]] = {}
     for cluster in names:
-        items = []
-        for i in range(nodes_per_cluster):
-            n = node(cluster, i, POOLS[i % len(POOLS)], rng)
-            kind = plant(n, rng)
-            if kind:
-                planted[kind] = planted.get(kind, 0) + 1
-            items.append(n)
-        body = {
-            "apiVersion": "v1",
-            "kind": "List",
-            "metadata": {"resourceVersion": ""},
-            "items": items,
-        }
-        (out / "nodes" / f"{cluster}.json").write_text(json.dumps(body, indent=4))
-    return {"clusters": clusters, "nodes": clusters * nodes_per_cluster, "planted": planted}
+        with (out / "nodes" / f"{cluster}.json").open("w") as fh:
+            # kubectl's key order (apiVersion, items, kind, metadata): the kind comes last
+            fh.write('{\n    "apiVersion": "v1",\n    "items": [')
+            for i in range(nodes_per_cluster):
+                pool = kinds[i % len(kinds)]
+                n = node(cluster, i, pool, rng)
+                kind = plant(n, rng, pool)
+                if kind:
+                    planted[kind] = planted.get(kind, 0) + 1
+                    planted_nodes.setdefault(kind, []).append(n["metadata"]["name"])
+                item = json.dumps(n, indent=4).replace("\n", "\n        ")
+                fh.write(("," if i else "") + "\n        " + item)
+            fh.write('\n    ],\n    "kind": "List",\n')
+            fh.write('    "metadata": {\n        "resourceVersion": ""\n    }\n}\n')
+    return {
+        "clusters": clusters,
+        "nodes": clusters * nodes_per_cluster,
+        "pools": [p[0] for p in kinds],
+        "planted": planted,
+        "planted_nodes": planted_nodes,
+    }

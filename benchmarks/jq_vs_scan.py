@@ -1,19 +1,34 @@
-"""Side by side on one 10,000-node dump: the seed's jq method vs ``fleetwarden scan``.
+"""Side by side on one cluster dump: the seed's jq method vs ``fleetwarden scan``.
 
-    .venv/bin/python benchmarks/jq_vs_scan.py [--nodes 10000]
+Headline run (issue 12; ~900 MB dump, jq needs ~2.5 GB of memory and half a minute):
+
+    .venv/bin/python benchmarks/jq_vs_scan.py --nodes 100000 --pools 200
+
+Add ``--before-src /path/to/other/checkout/src`` to time another version of fleetwarden on the
+same dump in the same run (e.g. main before a change). Defaults (10,000 nodes, 5 pools) are a
+quick check.
 
 Seed 004 §3.3 inspects L1/L2/L4 with ``kubectl get nodes -o json | jq ...``. Here that method
 is written out in full as one jq program (pool labels, taint set equality without transient
-taints, kubelet minor version) and run over the same saved dump as ``fleetwarden scan``. Both
-outputs are reduced to (node, field) pairs for L1/L2/L4 and compared; wall times are best of 3.
+taints, kubelet minor version) and run over the same saved dump as ``fleetwarden scan``. Each
+side's node-level drifts are checked against the drift ``fleetgen`` planted (jq: L1/L2/L4;
+fleetwarden: also the instance type, SPEC): every planted drift found, nothing else. Wall
+times and CPU times (user + system of the command and its workers, from getrusage) are best
+of ``--runs``. On a busy machine the CPU time is the steadier figure: jq runs on one core, so
+on a quiet machine its wall time is its CPU time, while fleetwarden's two processes overlap;
+the CPU-time ratio is thus about the least the quiet wall-time ratio will be. Peak memory is
+the RSS of the command and every process it starts, summed and sampled from /proc every
+20 ms (``proctree``), highest over the runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fleetgen
+import proctree
 
 from fleetwarden.core.rules import DEFAULT_TRANSIENT_TAINTS
 
@@ -45,20 +61,85 @@ def taintset: [ .[]? | select(.key as $k | $transient | index($k) | not)
 """
 
 
+def _layer(field: str) -> str:
+    if field.startswith("labels."):
+        return "L1"
+    if field.startswith("taints."):
+        return "L2"
+    if field == "kubeletVersion":
+        return "L4"
+    return "SPEC" if field == "instanceType" else "other"
+
+
+def _fw_drift(stdout: bytes) -> set[tuple[str, str]]:
+    return {
+        (node, f["layer"] if f["layer"] != "SPEC" else _layer(f["field"]))
+        for f in json.loads(stdout)["findings"]
+        if f["layer"] in ("L1", "L2", "L4", "SPEC") and f["field"] != "kubeletVersion.mixed"
+        for node in f["nodes"]
+    }
+
+
+def _cpu() -> float:
+    """CPU seconds of every waited-for child so far (worker processes included)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _measure(label: str, cmd: list[str], runs: int, env: dict[str, str] | None = None) -> dict:
+    walls, cpus, peaks, out = [], [], [], b""
+    for _ in range(runs):
+        cpu = _cpu()
+        if env is None:
+            r, wall, peak = proctree.run_measured(cmd)
+        else:
+            saved = dict(os.environ)
+            os.environ.clear()
+            os.environ.update(env)
+            try:
+                r, wall, peak = proctree.run_measured(cmd)
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+        if r.returncode not in (0, 1):
+            raise SystemExit(f"{label} failed ({r.returncode}): {r.stderr.decode()[-2000:]}")
+        cpus.append(_cpu() - cpu)
+        walls.append(wall)
+        peaks.append(peak)
+        out = r.stdout
+    return {
+        "label": label,
+        "walls": walls,
+        "best": min(walls),
+        "cpu": min(cpus),
+        "peak_mib": max(peaks),
+        "out": out,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=10_000)
+    ap.add_argument("--pools", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--before-src", help="another fleetwarden src/ to time on the same dump")
+    ap.add_argument("--keep", help="write the fleet here and keep it (default: a temp dir)")
+    ap.add_argument(
+        "--also-one-process", action="store_true", help="also time `scan --jobs 1` (no split)"
+    )
     args = ap.parse_args()
     jq = shutil.which("jq")
     if not jq:
         raise SystemExit("jq is not installed (apt-get install jq)")
-    work = Path(tempfile.mkdtemp(prefix="fw-jq-"))
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fw-jq-"))
     try:
-        meta = fleetgen.write_fleet(work, clusters=1, nodes_per_cluster=args.nodes, seed=4)
+        meta = fleetgen.write_fleet(
+            work, clusters=1, nodes_per_cluster=args.nodes, seed=4, pools=args.pools
+        )
         dump = next((work / "nodes").iterdir())
         pools = {
             name: {"labels": labels, "taints": taints, "version": "1.30"}
-            for name, _t, _c, _m, _p, labels, taints in fleetgen.POOLS
+            for name, _t, _c, _m, _p, labels, taints in fleetgen.make_pools(args.pools)
         }
         jq_cmd = [
             jq,
@@ -73,48 +154,61 @@ def main() -> None:
             str(dump),
         ]
         exe = shutil.which("fleetwarden", path=str(Path(sys.executable).parent))
-        fw_cmd = [
-            exe,
-            "scan",
-            "-d",
-            str(work / "desired.yaml"),
-            "-n",
-            str(dump),
-            "-o",
-            "json",
-            "--no-progress",
-        ]
-        jq_t, fw_t = [], []
-        for _ in range(3):
-            t = time.perf_counter()
-            jq_out = subprocess.run(jq_cmd, capture_output=True, text=True, check=True).stdout
-            jq_t.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            fw = subprocess.run(fw_cmd, capture_output=True, text=True, check=False)
-            fw_t.append(time.perf_counter() - t)
-        jq_pairs = {tuple(line.split("\t")) for line in jq_out.splitlines() if line}
-        fw_pairs = {
-            (node, f["field"])
-            for f in json.loads(fw.stdout)["findings"]
-            if f["layer"] in ("L1", "L2", "L4") and f["field"] != "kubeletVersion.mixed"
-            for node in f["nodes"]
-        }
-        same = jq_pairs == fw_pairs
-        print(f"{meta['nodes']} nodes, planted {meta['planted']}")
+        assert exe is not None
+        fw_cmd = [exe, "scan", "-d", str(work / "desired.yaml"), "-n", str(dump)]
+        fw_cmd += ["-o", "json", "--no-progress"]
+        planted = {(node, kind) for kind, names in meta["planted_nodes"].items() for node in names}
         print(
-            f"jq (seed method, L1/L2/L4 only): best {min(jq_t):.2f}s, "
-            f"{len(jq_pairs)} node-level drifts"
+            f"{meta['nodes']:,} nodes in {args.pools} pools, one dump of "
+            f"{dump.stat().st_size / 2**20:,.0f} MiB; planted {meta['planted']}"
         )
+        print(f"{platform.node()}: {os.cpu_count()} cores, load average {os.getloadavg()}")
+        tiny = work / "tiny"
+        fleetgen.write_fleet(tiny, clusters=1, nodes_per_cluster=3, seed=4, pools=args.pools)
+        tiny_cmd = [exe, "scan", "-d", str(tiny / "desired.yaml"), "-n", str(tiny / "nodes")]
+        tiny_cmd += ["-o", "json", "--no-progress"]
+        startup = _measure("start-up", tiny_cmd, args.runs)
+        sides = [_measure("jq (seed method, L1/L2/L4)", jq_cmd, args.runs)]
+        sides.append(_measure("fleetwarden scan", fw_cmd, args.runs))
+        if args.also_one_process:
+            sides.append(_measure("fleetwarden scan --jobs 1", [*fw_cmd, "--jobs", "1"], args.runs))
+        if args.before_src:
+            env = {**os.environ, "PYTHONPATH": args.before_src}
+            sides.append(_measure(f"fleetwarden scan, {args.before_src}", fw_cmd, args.runs, env))
+        jq_pairs = set()
+        for line in sides[0]["out"].decode().splitlines():
+            node, field = line.split("\t")
+            jq_pairs.add((node, _layer(field)))
+        want_jq = {p for p in planted if p[1] != "SPEC"}
+        ok = True
+        for side in sides:
+            found = jq_pairs if side is sides[0] else _fw_drift(side["out"])
+            want = want_jq if side is sides[0] else planted
+            side["found"] = found == want
+            ok = ok and side["found"]
+            ratio = sides[0]["best"] / side["best"]
+            cpu_ratio = sides[0]["cpu"] / side["cpu"]
+            print(
+                f"{side['label']}: best {side['best']:.2f} s wall (runs "
+                f"{', '.join(f'{w:.2f}' for w in side['walls'])}), {side['cpu']:.2f} s CPU "
+                f"(all processes), peak {side['peak_mib']:.0f} MiB; {ratio:.1f}x jq by wall, "
+                f"{cpu_ratio:.1f}x by CPU; {len(found)} node-level drifts, every planted drift "
+                f"found and nothing else: {side['found']}"
+            )
+            if not side["found"]:
+                print("  missed:", sorted(want - found)[:10])
+                print("  extra:", sorted(found - want)[:10])
         print(
-            f"fleetwarden scan (all layers):   best {min(fw_t):.2f}s, "
-            f"{len(fw_pairs)} node-level L1/L2/L4 drifts"
+            f"start-up: `fleetwarden scan` of a 3-node dump takes {startup['best']:.2f} s wall, "
+            f"{startup['cpu']:.2f} s CPU"
         )
-        print(f"ratio jq/fleetwarden: {min(jq_t) / min(fw_t):.1f}x; same drift found: {same}")
-        if not same:
-            print("only jq:", sorted(jq_pairs - fw_pairs)[:10])
-            print("only fleetwarden:", sorted(fw_pairs - jq_pairs)[:10])
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        print(f"load average after: {os.getloadavg()}; at {when}")
+        if not ok:
+            raise SystemExit(1)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

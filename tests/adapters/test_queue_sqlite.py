@@ -330,3 +330,98 @@ def test_kill9_of_producer_and_consumer_loses_nothing_acknowledged_sqlite(tmp_pa
     assert r.produced - set(r.processed) == set(), "acknowledged events lost"
     assert set(r.consumer_acked) & set(r.redelivered) == set(), "acked events delivered again"
     assert [k for k, n in Counter(r.processed).items() if n > 1] == [], "processed twice"
+
+
+# --------------------------------------------------------------------------- shared file
+
+
+async def test_a_producer_and_a_consumer_share_one_file_and_a_put_wakes_the_consumer(
+    tmp_path: Path,
+):
+    """role: all's two processes: the producer's put wakes the consumer through the socket
+    pair at once (its poll interval is an hour), and the consumer's acks reach the producer's
+    depth at its next count."""
+    import socket
+
+    path = tmp_path / "q.db"
+    producer_end, consumer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (producer_end, consumer_end):
+        s.setblocking(False)
+    producer = SqliteQueue(path, share="producer", wake_fd=producer_end.fileno(), depth_refresh=0)
+    consumer = SqliteQueue(
+        path, share="consumer", wake_fd=consumer_end.fileno(), poll_interval=3600
+    )
+    try:
+        assert await consumer.get_batch(10, timeout=0.05) == []  # registers the reader
+        waiting = asyncio.ensure_future(consumer.get_batch(10, timeout=30))
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        await producer.put_many([event(1), event(2)])
+        got = await asyncio.wait_for(waiting, 5)
+        assert time.monotonic() - started < 1.0, "woken by the poll, not by the producer"
+        assert ids(got) == sorted([event(1).id, event(2).id])
+        assert await producer.depth() == 2
+        await consumer.ack(got)
+        assert await producer.depth() == 0  # counted again (depth_refresh=0)
+    finally:
+        await consumer.close()
+        await producer.close()
+        producer_end.close()
+        consumer_end.close()
+
+
+async def test_only_the_consumer_frees_leases_and_each_side_is_exclusive(tmp_path: Path):
+    """A new producer must not free the live consumer's leases; a new consumer frees a dead
+    one's at once; a second producer (or consumer) of the same file is refused."""
+    path = tmp_path / "q.db"
+    producer = SqliteQueue(path, share="producer")
+    consumer = SqliteQueue(path, share="consumer", ack_wait=3600)
+    try:
+        await producer.put_many([event(1)])
+        leased = await take(consumer, 1)
+        with pytest.raises(QueueUnavailable, match=r"producer\.lock"):
+            SqliteQueue(path, share="producer")
+        with pytest.raises(QueueUnavailable, match=r"consumer\.lock"):
+            SqliteQueue(path, share="consumer")
+        await producer.close()
+        producer = SqliteQueue(path, share="producer")  # a restarted gateway
+        assert await consumer.get_batch(1, timeout=0.2) == []  # the lease still holds
+        await consumer.close()  # the worker "dies" holding it
+        consumer = SqliteQueue(path, share="consumer", ack_wait=3600)
+        again = await take(consumer, 1, timeout=2)
+        assert ids(again) == ids(leased) and again[0].attempt == 2
+        await consumer.ack(again)
+    finally:
+        await consumer.close()
+        await producer.close()
+
+
+async def test_a_producer_sees_the_consumers_acks_when_it_refuses_at_max_depth(tmp_path: Path):
+    """The producer's count is corrected inside its write lock: once the consumer drained
+    the file, a put at the old depth limit is accepted (no 429 stuck on a stale count)."""
+    path = tmp_path / "q.db"
+    producer = SqliteQueue(path, share="producer", max_depth=2, depth_refresh=0.2)
+    consumer = SqliteQueue(path, share="consumer")
+    try:
+        await producer.put_many([event(1), event(2)])
+        with pytest.raises(QueueFull):
+            await producer.put_many([event(3)])
+        await take_and_ack(consumer, 2)
+        await asyncio.sleep(0.25)
+        assert await producer.put_many([event(3)]) == 0
+    finally:
+        await consumer.close()
+        await producer.close()
+
+
+def test_the_consumer_of_a_shared_file_commits_without_its_own_fsync(tmp_path: Path):
+    """Only the producer's commits answer a sender: FULL there, NORMAL for leases and acks."""
+    path = tmp_path / "q.db"
+    producer = SqliteQueue(path, share="producer")
+    consumer = SqliteQueue(path, share="consumer")
+    try:
+        assert producer._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert consumer._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    finally:
+        asyncio.run(consumer.close())
+        asyncio.run(producer.close())

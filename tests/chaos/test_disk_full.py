@@ -50,8 +50,8 @@ class SmallDisk:
 
     def fill(self) -> None:
         if self.kind == "rlimit":
-            assert self.pid is not None
-            resource.prlimit(self.pid, resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+            for pid in self._service_pids():
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
             return
         with self.ballast.open("wb", buffering=0) as out:  # unbuffered: nothing left to flush
             for size in (1 << 20, 1 << 12):  # MiB blocks, then pages, up to the last one
@@ -63,11 +63,22 @@ class SmallDisk:
 
     def free(self) -> None:
         if self.kind == "rlimit":
-            assert self.pid is not None
             unlimited = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
-            resource.prlimit(self.pid, resource.RLIMIT_FSIZE, unlimited)
+            for pid in self._service_pids():
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, unlimited)
             return
         self.ballast.unlink()
+
+    def _service_pids(self) -> list[int]:
+        """serve's process and its children (the default serve's gateway and worker): a
+        limit set on a process is not passed on to the children it already has."""
+        assert self.pid is not None
+        kids = [
+            int(x)
+            for task in Path(f"/proc/{self.pid}/task").glob("*")
+            for x in (task / "children").read_text().split()
+        ]
+        return [self.pid, *kids]
 
     def close(self) -> None:
         if self.kind == "tmpfs":

@@ -577,3 +577,14 @@ def test_the_fast_path_gives_exactly_what_the_full_walk_gives(payload):
 def test_scrubbing_never_raises_and_is_idempotent(text):
     once = audit.scrub_text(text)
     assert audit.scrub_text(once) == once
+
+
+@pytest.mark.parametrize("case", list(TAMPERS), ids=list(TAMPERS))
+def test_the_breach_names_what_happened_once(case):
+    """`audit verify` said "edited: its contents do not match its hash (edited)": the kind of
+    breach is said once, and the detail says what was found."""
+    records = TAMPERS[case][0]
+    breach = audit.verify_chain(records, anchors={10: R[-1].hash}).breach
+    assert breach is not None
+    text = str(breach).lower()
+    assert text.count(breach.problem.value) == 1, text

@@ -354,6 +354,43 @@ def test_gate_table_says_why(gate_tree):
     assert "gate: BLOCK" in r.stdout and "workload-type=batch matches no node" in r.stdout
 
 
+def wrong_toleration_and_wrong_instance_type(tree: Path) -> None:
+    """podinfo tolerates type=houndd (the pool's taint is type=hound), and every node of its
+    pool runs t3.medium where Git says m6gd.2xlarge: two reasons to block, both at once."""
+    path = tree / "git" / "podinfo" / "deployment.yaml"
+    path.write_text(path.read_text().replace("value: hound", "value: houndd"))
+    nodes = json.loads((tree / "duckboat.json").read_text())
+    for item in nodes["items"]:
+        for key in ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type"):
+            item["metadata"]["labels"][key] = "t3.medium"
+    (tree / "duckboat.json").write_text(json.dumps(nodes))
+
+
+def test_gate_gives_the_pools_drift_with_a_wrong_toleration_at_once(gate_tree):
+    """A new user fixed the toleration, re-ran, and only then saw the pool's critical drift:
+    the pool the nodeSelector pins the workload to is checked even when a taint turns it away."""
+    wrong_toleration_and_wrong_instance_type(gate_tree)
+    r = gate(gate_tree, "--format", "json")
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    assert {f["field"] for f in doc["findings"]} == {"schedule.tolerations", "instanceType"}
+    assert len(doc["reasons"]) == 2
+    assert any("drifts: SPEC instanceType" in reason for reason in doc["reasons"])
+    assert doc["targets"][0]["pools"] == ["custom-1"]
+
+
+def test_gate_table_gives_each_reason_once(gate_tree):
+    wrong_toleration_and_wrong_instance_type(gate_tree)
+    r = gate(gate_tree)
+    assert r.exit_code == 1
+    out = r.stdout.replace("\n", " ")
+    assert "gate: BLOCK sync of podinfo (2 reasons):" in out
+    assert out.count("carry taints it does not tolerate") == 1, r.stdout
+    assert out.count("expected m6gd.2xlarge, actual t3.medium on 2 nodes") == 1, r.stdout
+    assert "'m6gd.2xlarge'" not in out  # values, not Python reprs
+    assert r.stderr == ""  # the table said it: no third copy on stderr
+
+
 def test_gate_uses_the_live_hpa_minimum_for_capacity(gate_tree):
     # Git's own replicas would fit; the live HPA's minimum of 200 pods does not
     dump = kubectl_list(
@@ -645,7 +682,9 @@ def test_installed_gate_passes_then_blocks(gate_tree):
     lose_label(gate_tree)
     r = run(*args)
     assert r.returncode == 1
-    assert "blocked sync of podinfo" in r.stderr
+    # the hook's log ends with the reasons (Argo CD shows its last lines), each said once
+    assert "gate: BLOCK sync of podinfo" in r.stdout and r.stderr == ""
+    assert "drifts: L1 labels.workload-type" in r.stdout.splitlines()[-1]
 
 
 def test_installed_gate_bad_input_exits_2(gate_tree):

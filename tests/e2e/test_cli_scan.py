@@ -291,3 +291,22 @@ def test_help_explains_the_commands():
     assert r.returncode == 0
     for needle in ("--desired", "--nodes", "--fail-on", "--format", "CLUSTER="):
         assert needle in r.stdout
+
+
+def test_unresolved_values_are_in_the_table_output_not_only_in_json(tmp_path, realdata):
+    """A GKE module fed by variables: the table says which desired values were not checked
+    (the first few, then how many more) and --verbose lists every one with its file."""
+    src = realdata / "terraform" / "tf-gke-simple-regional-private-main.tf"
+    shutil.copy(src, tmp_path / "main.tf")
+    (tmp_path / "nodes.json").write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
+    args = ("scan", "-d", f"c1={tmp_path / 'main.tf'}", "-n", f"c1={tmp_path / 'nodes.json'}")
+    unresolved = json.loads(run(*args, "--format", "json").stdout)["unresolved"]
+    assert len(unresolved) == 4
+    short = run(*args).stdout
+    first = unresolved[0]
+    assert "4 desired values unresolved (not checked): " in short
+    assert f"{first['pool']} {first['field']} = {first['expression']}" in short
+    assert "+1 more (--verbose or --format json lists them)" in short
+    full = run(*args, "--verbose").stdout
+    for u in unresolved:
+        assert f"{u['pool']} {u['field']} = {u['expression']} ({u['source']})" in full

@@ -5,7 +5,8 @@
 ``FW_TEST_CRASH_AT=STEP`` (``after-log``, ``after-audit``, ``before-ack``: the worker's steps in
 ``app/recording.py`` and ``app/inspecting.py``; ``after-send``: the event relay's, between the
 receiver's answer and the mark) and ``FW_TEST_CRASH_AFTER=N`` (default 1): the N-th time a
-worker reaches STEP the process sends itself SIGKILL -- a ``kill -9`` at exactly that point.
+worker reaches STEP the process sends itself SIGKILL -- a ``kill -9`` at exactly that point
+(in a supervised ``serve``, the worker process kills its supervisor first: the whole service).
 ``FW_TEST_ACK_WAIT=SECONDS``: the NATS consumer's ack wait when this process creates it, so a
 dead worker's deliveries come back within a test's time (30 s by default).
 
@@ -35,6 +36,10 @@ def main() -> None:
         if at == step:
             hits += 1
             if hits >= after:
+                if os.environ.get("FW_SERVE_PROCESS"):
+                    # the worker of a supervised serve: the service dies at this point, as a
+                    # whole (its gateway follows the supervisor: PR_SET_PDEATHSIG)
+                    os.kill(os.getppid(), signal.SIGKILL)
                 os.kill(os.getpid(), signal.SIGKILL)
 
     def build_with_fault(config: ServiceConfig) -> serve_cmd.Service:

@@ -15,11 +15,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleetwarden.adapters import nodedumps
 from fleetwarden.core.fleet import Skip
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.formats.desired import YAML_SUFFIXES, DesiredRead, SourceFile, read_desired
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.nodes import parse_nodes
 from fleetwarden.formats.provisioners import Assumed
 
 __all__ = [
@@ -206,12 +206,13 @@ def node_sources(args: Sequence[PathArg]) -> dict[str, list[str]]:
 
 
 def read_node_files(
-    paths: Sequence[str], *, limit: int = DEFAULT_NODES_LIMIT
+    paths: Sequence[str], *, limit: int = DEFAULT_NODES_LIMIT, workers: int = 1
 ) -> list[ObservedNode]:
-    """All nodes of the given dumps (one cluster's). Module-level: picklable for workers."""
+    """All nodes of the given dumps (one cluster's), each streamed, a big one spread over
+    ``workers`` processes. Module-level: picklable for workers."""
     nodes: list[ObservedNode] = []
     for path in paths:
-        nodes.extend(parse_nodes(path, read_limited(Path(path), limit)))
+        nodes.extend(nodedumps.read_node_file(path, limit=limit, workers=workers))
     return nodes
 
 

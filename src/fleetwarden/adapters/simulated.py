@@ -11,10 +11,21 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DESIRED_FILES", "InstanceShape", "SimulatedFleet", "build_fleet"]
+from fleetwarden.adapters.kube.restore import merge_taints
+from fleetwarden.core.pools import Taint
+from fleetwarden.core.rules import DEFAULT_TRANSIENT_TAINTS
+
+__all__ = [
+    "DESIRED_FILES",
+    "InstanceShape",
+    "SimulatedFleet",
+    "SimulatedNodeRestorer",
+    "build_fleet",
+]
 
 EKSCTL = """\
 apiVersion: eksctl.io/v1alpha5
@@ -293,6 +304,49 @@ class SimulatedFleet:
 
     def copy(self) -> SimulatedFleet:
         return SimulatedFleet(copy.deepcopy(self.nodes))
+
+
+class SimulatedNodeRestorer:
+    """``ports.remediation.NodeRestorer`` over one simulated cluster. It changes what
+    ``adapters/kube/restore.py`` patches on a real Node, and nothing else: the labels it is
+    given, and the taints it owns (merged by the same ``merge_taints``). Instance type,
+    kubelet version, allocatable and the rest of the node stay as they are: restoring them is
+    the infrastructure's job (Flux, the cloud provider), not a Node patch."""
+
+    def __init__(
+        self,
+        fleet: SimulatedFleet,
+        cluster: str,
+        *,
+        transient: Collection[str] = DEFAULT_TRANSIENT_TAINTS,
+    ) -> None:
+        self.fleet = fleet
+        self.cluster = cluster
+        self.transient = frozenset(transient)
+
+    async def patch_labels(self, node: str, labels: Mapping[str, str | None]) -> dict[str, Any]:
+        have: dict[str, str] = self.fleet.find(self.cluster, node)["metadata"].setdefault(
+            "labels", {}
+        )
+        for key, value in labels.items():
+            if value is None:
+                have.pop(key, None)
+            else:
+                have[key] = value
+        return {"cluster": self.cluster, "node": node, "labels": {k: have.get(k) for k in labels}}
+
+    async def patch_taints(
+        self,
+        node: str,
+        taints: Sequence[Taint],
+        *,
+        replace: Collection[tuple[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        spec = self.fleet.find(self.cluster, node).setdefault("spec", {})
+        current = spec.get("taints") or []
+        new = merge_taints(current, taints, replace=replace, transient=self.transient)
+        spec["taints"] = new
+        return {"cluster": self.cluster, "node": node, "taints": new, "changed": new != current}
 
 
 # (cluster, provider, pool, instance type, count, labels, taints)

@@ -46,6 +46,7 @@ from fleetwarden.core.audit import (
     finding_draft,
     record_id,
 )
+from fleetwarden.core.describing import decision_summary
 from fleetwarden.core.events import dedupe_key
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import (
@@ -61,7 +62,7 @@ from fleetwarden.logs import get_logger
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 from fleetwarden.ports.remediation import Outcome
 
-__all__ = ["RESTORE_PAGE", "Healer", "Restored", "recorded_decision"]
+__all__ = ["RESTORE_PAGE", "Healer", "Restored", "record_summary", "recorded_decision"]
 
 log = get_logger("fleetwarden.healing")
 
@@ -469,6 +470,21 @@ async def _records_since(store: AuditStore, since: datetime) -> list[AuditRecord
     return out
 
 
+def record_summary(rec: AuditRecord) -> str:
+    """An audit record's summary for people (``audit query``'s table). A decision record is
+    summarised from its decision (what it did, or the guard that stopped it), so records
+    written before the stored summary said so read the same; any other record, or one that
+    cannot be read, has the summary it was stored with (JSON output keeps that one)."""
+    if rec.kind == AuditKind.DECISION:
+        try:
+            decision = recorded_decision(rec)
+        except (ValueError, TypeError, KeyError):
+            decision = None  # an old or foreign payload: the summary it was stored with
+        if decision is not None:
+            return decision_summary(decision)
+    return rec.summary
+
+
 def recorded_decision(rec: AuditRecord) -> Decision | None:
     """The decision an audit record carries: a decision record's (``_decision_draft``), an
     approval note's result (``Healer.approve``) or a cancellation note's
@@ -543,7 +559,7 @@ def _decision_draft(
     return AuditDraft(
         kind=AuditKind.DECISION,
         id=decision.id,
-        summary=f"{decision.status.value}: {decision.action.value} — {decision.reasons[-1]}",
+        summary=decision_summary(decision),
         cluster=cluster or decision.cluster,
         pool=pool or decision.pool,
         actor=actor if isinstance(actor, str) else None,

@@ -2,6 +2,8 @@
 
 Each cluster is read and diffed in one job, so node objects never cross process boundaries:
 only findings come back. ``load`` is the I/O seam (a picklable callable from an adapter).
+With one cluster (fewer clusters than workers) the processes go to the loader instead, which
+may split one big dump between them.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import replace
+from typing import Protocol
 
 from fleetwarden.core.diffing import ClusterDiff, diff_cluster
 from fleetwarden.core.fleet import FleetReport, Skip, assemble_report, assign_pools
@@ -18,7 +21,11 @@ from fleetwarden.core.rules import DiffOptions
 
 __all__ = ["NodeLoader", "scan_clusters"]
 
-NodeLoader = Callable[[Sequence[str]], list[ObservedNode]]
+
+class NodeLoader(Protocol):
+    """The nodes of one cluster's dump files; ``workers`` processes may share the reading."""
+
+    def __call__(self, paths: Sequence[str], /, *, workers: int = 1) -> list[ObservedNode]: ...
 
 
 def _job(
@@ -27,8 +34,9 @@ def _job(
     specs: Sequence[NodePoolSpec],
     options: DiffOptions,
     load: NodeLoader,
+    workers: int = 1,
 ) -> ClusterDiff:
-    result = diff_cluster(cluster, specs, load(sources), options=options)
+    result = diff_cluster(cluster, specs, load(sources, workers=workers), options=options)
     return replace(result, grouped={})  # only findings travel back
 
 
@@ -47,7 +55,9 @@ def scan_clusters(
     results: list[ClusterDiff] = []
     if workers <= 1 or len(sources) <= 1:
         for cluster, paths in sources.items():
-            results.append(_job(cluster, paths, by_cluster.get(cluster, []), options, load))
+            results.append(
+                _job(cluster, paths, by_cluster.get(cluster, []), options, load, workers)
+            )
             if on_done:
                 on_done(cluster)
     else:

@@ -56,6 +56,7 @@ class Layer(StrEnum):
     SPEC = "SPEC"  # pool-level facts: instance type, disk, OS image, pool membership
     COUNT = "COUNT"  # node counts
     WORKLOAD = "WORKLOAD"
+    FIGHT = "FIGHT"  # two or more writers alternating on one field (``core.fights``)
 
 
 # the default of ``Finding.subject``: replaced by the finding's own node pool on creation

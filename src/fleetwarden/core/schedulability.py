@@ -9,8 +9,10 @@ Before Argo CD syncs an application, two questions decide whether the sync may g
    other pods are not known here, so a finding means "certainly will not fit", never "may".
 2. Do the pools it targets drift? The target pools are the pools with a node that accepts the
    workload, plus the pools whose *desired* labels and taints would accept it (a pool that
-   lost its label is still the pool the app means). Their four-layer diff (``core.diffing``)
-   at or above the gate's severity blocks the sync.
+   lost its label is still the pool the app means), plus the pools its nodeSelector or
+   required affinity picks even when a taint turns it away (a wrong toleration does not hide
+   the pool's own drift: every reason is given at once). Their four-layer diff
+   (``core.diffing``) at or above the gate's severity blocks the sync.
 
 ``decide_gate`` returns the decision and its reasons; the shell prints them and exits. In the
 findings, ``layer`` is ``WORKLOAD`` and ``pool`` names the workload
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetwarden.core.describing import describe_drift
 from fleetwarden.core.diffing import PoolIndex, diff_pool, group_nodes
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
 from fleetwarden.core.nodes import INSTANCE_TYPE_LABELS, POOL_LABELS, ObservedNode
@@ -227,10 +230,13 @@ class Placement:
     ref: str
     candidates: tuple[str, ...]  # pools with a node that takes the workload now
     intended: tuple[str, ...]  # pools whose desired labels and taints would take it
+    # pools its nodeSelector / required affinity picks (by their nodes' or desired labels),
+    # taints aside: the pools it is pinned to even when a toleration is wrong
+    selected: tuple[str, ...] = ()
 
     @property
     def targets(self) -> tuple[str, ...]:
-        return tuple(sorted(set(self.candidates) | set(self.intended)))
+        return tuple(sorted(set(self.candidates) | set(self.intended) | set(self.selected)))
 
 
 @dataclass(slots=True)
@@ -370,6 +376,22 @@ def _no_node_finding(
     )  # fmt: skip
 
 
+def _selected_pools(w: Workload, pools: Sequence[PoolState]) -> tuple[str, ...]:
+    """The pools a workload pins itself to with a nodeSelector or required node affinity:
+    a node of the pool, or the pool's desired labels, match them (taints aside). None for a
+    workload that names no pool: it is not pinned to every pool."""
+    if not w.node_selector and not w.node_affinity:
+        return ()
+    out = []
+    for p in pools:
+        labels = [(n.labels, n.name) for n in p.nodes]
+        if p.spec is not None:
+            labels.append((_intended_labels(p.spec), ""))
+        if any(_selector_ok(w, ls) and _affinity_ok(w, ls, name) for ls, name in labels):
+            out.append(p.name)
+    return tuple(out)
+
+
 def check_schedulability(
     cluster: str,
     workloads: Sequence[PlannedWorkload],
@@ -385,7 +407,8 @@ def check_schedulability(
         accepting = {p.name: [n for n in p.nodes if node_rejection(w, n) is None] for p in pools}
         candidates = tuple(name for name, ns in accepting.items() if ns)
         intended = tuple(p.name for p in pools if p.spec is not None and spec_accepts(w, p.spec))
-        out.placements.append(Placement(planned.ref, candidates, intended))
+        selected = _selected_pools(w, pools)
+        out.placements.append(Placement(planned.ref, candidates, intended, selected))
         if not candidates:
             out.findings.append(_no_node_finding(cluster, planned, pools, intended, app))
             continue
@@ -490,6 +513,7 @@ class GateResult:
     findings: list[Finding]
     checks: list[ScheduleCheck]
     notes: list[str] = field(default_factory=list)
+    blocking: list[str] = field(default_factory=list)  # ids of the findings that block
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -512,10 +536,9 @@ class GateResult:
 
 
 def _describe(f: Finding) -> str:
-    where = f" on {len(f.nodes)} node(s)" if f.nodes else ""
     return (
-        f"pool {f.pool!r} in cluster {f.cluster!r} drifts: {f.layer.value} {f.field} expected "
-        f"{f.expected!r}, actual {f.actual!r}{where} ({f.severity.value})"
+        f"pool {f.pool!r} in cluster {f.cluster!r} drifts: {f.layer.value} {f.field} "
+        f"{describe_drift(f.expected, f.actual, f.nodes)} ({f.severity.value})"
     )
 
 
@@ -533,6 +556,7 @@ def decide_gate(
     findings: list[Finding] = []
     checks: list[ScheduleCheck] = []
     notes: list[str] = []
+    blocking: list[str] = []
     blocked = False
     for gc in clusters:
         pools = pool_states(gc.nodes, gc.specs, options=options)
@@ -542,6 +566,7 @@ def decide_gate(
         for f in check.findings:
             if f.extra.get("wouldNotSchedule") or f.severity.at_least(fail_on):
                 blocked = True
+                blocking.append(f.id)
                 reasons.append(f"{f.pool} in cluster {gc.cluster!r}: {f.message}")
         targeted = sorted({name for p in check.placements for name in p.targets})
         by_name = {p.name: p for p in pools}
@@ -561,8 +586,9 @@ def decide_gate(
             for f in drift:
                 if f.severity.at_least(fail_on):
                     blocked = True
+                    blocking.append(f.id)
                     reasons.append(_describe(f))
     if len(reasons) > max_reasons:
         more = len(reasons) - max_reasons
         reasons = [*reasons[:max_reasons], f"... and {more} more (see findings)"]
-    return GateResult(app, blocked, reasons, findings, checks, notes)
+    return GateResult(app, blocked, reasons, findings, checks, notes, blocking)

@@ -27,6 +27,7 @@ import typer
 import yaml
 from rich.table import Table
 
+from fleetwarden.app.healing import record_summary
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
 from fleetwarden.entrypoints.common import fail
@@ -330,7 +331,7 @@ def _table(found: list[AuditRecord]) -> Table:
             literal(r.cluster or "—"),
             literal(r.pool or "—"),
             literal(r.actor or "—"),
-            literal(r.summary),
+            literal(record_summary(r)),
             literal(", ".join(r.refs) or "—"),
             literal(r.id),
         )

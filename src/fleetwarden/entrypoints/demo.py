@@ -6,6 +6,7 @@ upgrades, heals) and prints the findings that appear and clear after each one.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import time
@@ -17,11 +18,16 @@ import orjson
 from rich.console import Console
 
 from fleetwarden.adapters import simulated
+from fleetwarden.app.remediating import Remediator
+from fleetwarden.core import policy
+from fleetwarden.core.describing import describe_drift
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.fleet import FleetReport, diff_fleet
-from fleetwarden.entrypoints.rendering import SEVERITY_STYLE, findings_table, line
+from fleetwarden.core.ownership import OwnershipMap
+from fleetwarden.entrypoints.rendering import SEVERITY_STYLE, demo_intro, findings_table, line
 from fleetwarden.formats.desired import DesiredRead, SourceFile, read_desired
 from fleetwarden.formats.nodes import parse_nodes
+from fleetwarden.ports.remediation import OutcomeStatus
 
 __all__ = ["demo_desired", "run_live", "scan_demo", "scan_fleet"]
 
@@ -99,22 +105,31 @@ def _upgrade(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
 
 
 def _heal(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
-    pristine = simulated.build_fleet()
-    cluster = rng.choice(sorted(fleet.nodes))
-    originals = {n["metadata"]["name"]: n for n in pristine.nodes[cluster]}
-    changed = [
-        i
-        for i, n in enumerate(fleet.nodes[cluster])
-        if originals.get(n["metadata"]["name"]) not in (None, n)
+    """A restore as ``serve`` in enforce mode makes it: the default policy picks ``restore``
+    for a label or taint drift, and the remediator patches those labels and taints back on
+    the nodes (through the simulated Node API). Nothing else is put back: an instance type or
+    a kubelet version is the infrastructure's to fix. The demo shows the action, not the
+    guards (each restore is decided on a fresh history)."""
+    now = datetime.now(UTC)
+    restores = [
+        d
+        for f in scan_fleet(fleet).findings
+        if (d := policy.decide(f, _OWNERS.route(f), policy.PolicyState(), now, _ENFORCE)).action
+        is policy.Action.RESTORE
     ]
-    if not changed:
+    if not restores:
         return _drop_taint(fleet, rng)
-    i = rng.choice(changed)
-    name = fleet.nodes[cluster][i]["metadata"]["name"]
-    fleet.nodes[cluster][i] = originals[name]
-    return (
-        f"fleetwarden (policy restore): node {name} back to its last known good state ({cluster})"
-    )
+    decision = rng.choice(restores)
+    remediator = Remediator(nodes=lambda cluster: simulated.SimulatedNodeRestorer(fleet, cluster))
+    outcome = asyncio.run(remediator.carry_out(decision))
+    assert decision.target is not None
+    failed = outcome.status is not OutcomeStatus.OK
+    done = f" ({outcome.status.value}: {outcome.detail})" if failed else ""
+    return f"fleetwarden (policy restore): {decision.target.describe()}{done}"
+
+
+_OWNERS = OwnershipMap()
+_ENFORCE = policy.Mode.ENFORCE
 
 
 _CHANGES: tuple[Change, ...] = (
@@ -144,7 +159,7 @@ def run_live(
     current = {f.id: f for f in report.findings}
     if not json_lines:
         console.print(findings_table(report.findings, title="demo fleet: current drift"))
-        console.print(line(("simulating changes; Ctrl-C stops", "dim")))
+        console.print(line((demo_intro(steps, interval), "dim")))
     step = 0
     while steps == 0 or step < steps:
         step += 1
@@ -185,4 +200,4 @@ def run_live(
 
 
 def _short(f: Finding) -> str:
-    return f"expected {f.expected!r}, actual {f.actual!r} on {len(f.nodes)} node(s)"
+    return describe_drift(f.expected, f.actual, f.nodes)

@@ -29,7 +29,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -65,6 +65,7 @@ from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWork
 from fleetwarden.entrypoints.common import err_console, fail
 from fleetwarden.entrypoints.rendering import (
     SEVERITY_STYLE,
+    cell_text,
     dumps,
     line,
     literal,
@@ -780,11 +781,7 @@ def _findings_table(findings: Sequence[Finding], *, title: str | None = None) ->
 
 
 def _cell(value: object) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value) or "[]"
-    return str(value)
+    return cell_text(value)
 
 
 def diff_command(
@@ -935,11 +932,17 @@ def _gate_clusters(
 def _print_gate(result: GateResult) -> None:
     console = make_console()
     if result.findings:
-        console.print(_findings_table(sorted(result.findings, key=severity_order)))
+        # a blocking finding's message is its reason, given once below
+        rows = [replace(f, message="") if f.id in result.blocking else f for f in result.findings]
+        console.print(_findings_table(sorted(rows, key=severity_order)))
     for note in result.notes:
         console.print(line((f"note: {note}", "dim")), highlight=False)
     if result.blocked:
-        console.print(line(("gate: BLOCK", "bold red"), f" sync of {result.app}:"), highlight=False)
+        n = len(result.reasons)
+        why = f"{n} reason" if n == 1 else f"{n} reasons"
+        console.print(
+            line(("gate: BLOCK", "bold red"), f" sync of {result.app} ({why}):"), highlight=False
+        )
         for reason in result.reasons:
             console.print(line(f"  - {reason}"), highlight=False)
     else:
@@ -1061,11 +1064,12 @@ def gate_command(
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
         _print_gate(result)
-    if result.blocked:
-        # one line on stderr too: Argo CD shows the hook's last log lines in the sync status
+    if result.blocked and output is _Format.json:
+        # stdout is for machines: one line for people on stderr (the table says it already)
         first = result.reasons[0] if result.reasons else ""
+        more = f" (+{len(result.reasons) - 1} more)" if len(result.reasons) > 1 else ""
         err_console.print(
-            line(f"fleetwarden gate: blocked sync of {app}: {first}"),
+            line(f"fleetwarden gate: blocked sync of {app}: {first}{more}"),
             highlight=False,
             soft_wrap=True,
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -22,14 +22,18 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.app.explaining import Explanation
+from fleetwarden.core.describing import show_change, show_details, show_value
 from fleetwarden.core.findings import Finding, Severity
-from fleetwarden.core.fleet import FleetReport, Skip
+from fleetwarden.core.fleet import FleetReport, Skip, UnresolvedFact
 from fleetwarden.core.pools import FieldStatus
 
 __all__ = [
     "PIPED_WIDTH",
     "SEVERITY_STYLE",
+    "cell_text",
+    "demo_intro",
     "dumps",
+    "event_text",
     "findings_table",
     "json_safe",
     "line",
@@ -38,6 +42,8 @@ __all__ = [
     "print_explanation",
     "print_report",
     "print_skipped",
+    "unresolved_summary",
+    "unresolved_text",
     "visible",
 ]
 
@@ -111,12 +117,28 @@ def json_safe(text: str) -> str:
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def cell_text(value: object) -> str:
+    """A finding's expected/actual value in a table cell: ``—`` for nothing, else as people
+    read it (``Unknown → Ready``, ``a, b``), never a Python repr."""
+    return "—" if value is None else show_value(value)
+
+
 def _cell(value: object) -> Text:
-    if value is None:
-        return Text("—")
-    if isinstance(value, list):
-        return literal(", ".join(str(v) for v in value))
-    return literal(value)
+    return literal(cell_text(value))
+
+
+def event_text(data: Mapping[str, Any], finding: Finding | None = None) -> str:
+    """One line of the ``watch`` event log: time, type, and what happened — a finding as
+    ``cluster/pool LAYER field: expected → actual``, a cluster event's details as
+    ``Unknown → Healthy`` or ``key=value`` pairs."""
+    if finding is not None:
+        f = finding
+        return (
+            f"{data['at']} {data['type']:<16} {f.severity.value:<8} {f.cluster}/"
+            f"{f.pool or '-'} {f.layer.value} {f.field}: {show_change(f.expected, f.actual)}"
+        )
+    rest = {k: v for k, v in data.items() if k not in ("type", "cluster", "at")}
+    return f"{data['at']} {data['type']:<16} {data['cluster']} {show_details(rest)}"
 
 
 def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
@@ -124,6 +146,18 @@ def _nodes(nodes: Sequence[str], limit: int = 2) -> str:
         return ""
     shown = ", ".join(nodes[:limit])
     return f"{shown} (+{len(nodes) - limit})" if len(nodes) > limit else shown
+
+
+def demo_intro(steps: int, interval: float) -> str:
+    """What the live demo is about to do, as it will do it: a fixed number of changes, or
+    changes until Ctrl-C (``steps`` 0)."""
+    every = f"one every {interval:g} s"
+    if steps == 0:
+        return f"simulating changes, {every}, until Ctrl-C"
+    return (
+        f"simulating {steps} change{'' if steps == 1 else 's'}, {every}, then stopping "
+        "(--steps 0: until Ctrl-C)"
+    )
 
 
 def findings_table(findings: Sequence[Finding], *, title: str | None = None) -> Table:
@@ -156,6 +190,23 @@ def print_skipped(console: Console, skipped: Sequence[Skip], *, what: str = "fil
     console.print(line((f"skipped {len(skipped)} {what}:", "bold yellow")), soft_wrap=True)
     for s in skipped:
         console.print(line("  ", s.path, ": ", (s.reason, "dim")), soft_wrap=True)
+
+
+def unresolved_text(u: UnresolvedFact, *, source: bool = False) -> str:
+    """One unresolved desired value: ``cluster/pool field = expression`` (and its file)."""
+    text = f"{u.cluster or '(no cluster)'}/{u.pool} {u.field} = {u.expression}"
+    return f"{text} ({u.source})" if source else text
+
+
+def unresolved_summary(unresolved: Sequence[UnresolvedFact], *, shown: int = 3) -> str:
+    """The line after a scan table: how many desired values were not checked because the
+    source states them through a variable or an expression, and the first few of them."""
+    n = len(unresolved)
+    head = f"{n} desired value{'' if n == 1 else 's'} unresolved (not checked): "
+    text = head + "; ".join(unresolved_text(u) for u in unresolved[:shown])
+    if n > shown:
+        text += f"; +{n - shown} more (--verbose or --format json lists them)"
+    return text
 
 
 def print_report(console: Console, report: FleetReport, *, verbose: bool = False) -> None:
@@ -205,15 +256,10 @@ def print_report(console: Console, report: FleetReport, *, verbose: bool = False
             text += f", {unknown} unknown to fleetwarden (not compared)"
         console.print(line((text + " — fleetwarden explain lists them", "dim")))
     if report.unresolved:
-        console.print(
-            line(
-                (
-                    f"{len(report.unresolved)} desired values are unresolved "
-                    "(variables/expressions) and were not checked",
-                    "dim",
-                )
-            )
-        )
+        console.print(line((unresolved_summary(report.unresolved), "dim")), soft_wrap=True)
+        if verbose:
+            for u in report.unresolved:
+                console.print(line(("  " + unresolved_text(u, source=True), "dim")), soft_wrap=True)
 
 
 _STATUS_STYLE = {

@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import gc
 import os
+import socket
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -53,7 +54,7 @@ from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.policy import Mode, Policy, Status, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
-from fleetwarden.entrypoints import dashboard, history_api
+from fleetwarden.entrypoints import dashboard, gateway_process, history_api, supervisor
 from fleetwarden.entrypoints.common import fail
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
@@ -281,6 +282,8 @@ def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
 
 
 def build_service(config: ServiceConfig) -> Service:
+    shared = supervisor.queue_options()  # {} unless a child of a supervised serve
+    gateway_only = shared.get("share") == "producer"  # no sinks, no node state to load
     loaded = files.load_desired(
         [files.parse_path_arg(a) for a in config.desired],
         limit=config.scan.desired_file_limit,
@@ -290,15 +293,15 @@ def build_service(config: ServiceConfig) -> Service:
         files.load_nodes(
             [files.parse_path_arg(a) for a in config.nodes], limit=config.scan.nodes_file_limit
         )
-        if config.nodes
+        if config.nodes and not gateway_only
         else {}
     )
     queue: EventQueue
     if config.queue.startswith("nats://"):
         queue = NatsQueue(config.queue, max_depth=config.queue_depth)
     else:
-        queue = SqliteQueue(config.queue_path, max_depth=config.queue_depth)
-    journal = EventJournal(config.journal) if config.journal else None
+        queue = SqliteQueue(config.queue_path, max_depth=config.queue_depth, **shared)
+    journal = EventJournal(config.journal) if config.journal and not gateway_only else None
     argocd = None
     if config.argocd_url:
         argocd = ArgoCDClient(
@@ -320,7 +323,12 @@ async def open_store(service: Service) -> None:
         raise FormatError(service.config.store.split("@")[-1], f"audit store: {exc}") from None
 
 
-async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None:
+async def serve(
+    service: Service,
+    *,
+    ready: asyncio.Event | None = None,
+    sockets: list[socket.socket] | None = None,
+) -> None:
     cfg = service.config
     if service.healer.audit is None:
         await open_store(service)
@@ -346,7 +354,7 @@ async def serve(service: Service, *, ready: asyncio.Event | None = None) -> None
     workers = asyncio.create_task(service.run_workers(), name="workers")
     freezer = asyncio.create_task(_freeze_forever(), name="gc-freeze")
     try:
-        serving = asyncio.create_task(server.serve(), name="http")
+        serving = asyncio.create_task(server.serve(sockets=sockets), name="http")
         if ready is not None:
             while not server.started and not serving.done():
                 await asyncio.sleep(0.01)
@@ -379,6 +387,21 @@ async def _freeze_forever(interval: float = 60.0) -> None:
         await asyncio.sleep(interval)
         gc.collect(1)
         gc.freeze()
+
+
+def _serve_child(service: Service, child: supervisor.ChildSetup) -> Coroutine[Any, Any, None]:
+    """One process of a supervised serve (``entrypoints/supervisor.py``)."""
+    if child.role == "gateway":
+        return gateway_process.run(
+            service.config,
+            service.gateway_config,
+            service.queue,
+            listen_fd=child.listen_fd,
+            worker_socket=child.worker_socket,
+            metrics=service.metrics,
+            on_reply=service.on_reply,
+        )
+    return serve(service, sockets=[socket.socket(fileno=os.dup(child.listen_fd))])
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -424,6 +447,7 @@ def register(app: typer.Typer) -> None:
         """Run the event gateway (POST /events/<source>), the durable queue, the inspection
         workers and the live watchers, with /api/events, /api/findings, /healthz and
         /metrics."""
+        child = supervisor.child_setup()  # role: all's gateway or worker process, or None
         fmt = log_format or ("console" if sys.stderr.isatty() else "json")
         if fmt not in ("json", "console"):
             fail(f"--log-format: {fmt!r} is not json or console")
@@ -436,23 +460,27 @@ def register(app: typer.Typer) -> None:
             problem = exposure_problem(cfg)  # before anything is read or opened
             if problem is not None:
                 fail(f"{config}: {problem}")
+            if supervisor.wanted(cfg):  # gateway and worker in two processes
+                raise typer.Exit(supervisor.run(cfg))
             service = build_service(cfg)
         except FormatError as exc:
             fail(str(exc))
-        if not any(a.configured for n, a in cfg.auth.items() if n != "admin"):
+        speaks = child is None or child.role == "worker"  # one line per service, not per child
+        if speaks and not any(a.configured for n, a in cfg.auth.items() if n != "admin"):
             log.warning("no auth.<source> is configured: every event delivery is refused (401)")
         # values from the config file: printed literally (rendering.visible), like all data
-        log.info(
-            "serving",
-            url=visible(f"http://{cfg.host}:{cfg.port}"),
-            queue=visible(without_credentials(cfg.queue)),
-            desired_pools=len(service.specs),
-        )
+        if speaks:
+            log.info(
+                "serving",
+                url=visible(f"http://{cfg.host}:{cfg.port}"),
+                queue=visible(without_credentials(cfg.queue)),
+                desired_pools=len(service.specs),
+            )
         try:
             with (
                 contextlib.suppress(KeyboardInterrupt),
                 asyncio.Runner(loop_factory=_loop_factory()) as runner,
             ):
-                runner.run(serve(service))
+                runner.run(serve(service) if child is None else _serve_child(service, child))
         except FormatError as exc:  # the audit store, or the in-cluster credentials
             fail(str(exc))

@@ -68,7 +68,7 @@ from urllib.parse import urlsplit, urlunsplit
 import jsonschema
 import yaml
 
-from fleetwarden.adapters.storage.audit_sql import sqlite_file
+from fleetwarden.adapters.storage.audit_sql import sqlite_file, sqlite_path_problem
 from fleetwarden.app.ingesting import SourceAuth
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
@@ -411,6 +411,8 @@ def service_config_from(
     argocd = clusters.get("argocdSecrets") or {}
     hosts = raw.get("allowedHosts")
     store = _secret(raw.get("store") or default_store(env), "store", source, env)
+    if (problem := _store_problem(store, source)) is not None:
+        raise FormatError(source, problem, field="store")
     queue = _queue_url(raw.get("queue", "sqlite"), source, env)
     return ServiceConfig(
         host=host,
@@ -462,6 +464,13 @@ def service_config_from(
         argocd_insecure=bool((raw.get("argocd") or {}).get("insecure", False)),
         **_workloads(raw, source),
     )
+
+
+def _store_problem(store: str, source: str) -> str | None:
+    try:
+        return sqlite_path_problem(store)
+    except AuditStoreError as exc:
+        raise FormatError(source, str(exc), field="store") from None
 
 
 def _queue_beside_store(store: str, queue: str, source: str) -> str:

@@ -31,7 +31,7 @@ from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.entrypoints.common import fail
 from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
-from fleetwarden.entrypoints.rendering import findings_table, literal, make_console
+from fleetwarden.entrypoints.rendering import event_text, findings_table, literal, make_console
 from fleetwarden.entrypoints.service_config import ServiceConfig, service_config_from
 from fleetwarden.entrypoints.settings import load_settings
 from fleetwarden.entrypoints.workloads_api import load_apps
@@ -327,16 +327,8 @@ class _LiveSink:
 
     def emit(self, event: Event) -> None:
         data = event.to_json()
-        if isinstance(event, FindingEvent):
-            f = event.finding
-            line = (
-                f"{data['at']} {event.type.value:<16} {f.severity.value:<8} {f.cluster}/"
-                f"{f.pool} {f.layer.value} {f.field}: {f.expected!r} -> {f.actual!r}"
-            )
-        else:
-            rest = {k: v for k, v in data.items() if k not in ("type", "cluster", "at")}
-            line = f"{data['at']} {data['type']:<16} {data['cluster']} {rest}"
-        self.log.append(literal(line))
+        finding = event.finding if isinstance(event, FindingEvent) else None
+        self.log.append(literal(event_text(data, finding)))
         current = sorted(self.fleet.tracker.current(), key=severity_order) if self.fleet else []
         self.live.update(
             Group(

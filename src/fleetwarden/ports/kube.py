@@ -24,6 +24,7 @@ __all__ = [
     "KubeError",
     "ListResult",
     "NotFound",
+    "ObjectApi",
     "Resource",
     "Transient",
     "Unauthorized",
@@ -73,6 +74,20 @@ class KubeApi(Protocol):
     async def version(self, *, timeout: float = 5.0) -> str: ...
 
     async def aclose(self) -> None: ...
+
+
+class ObjectApi(Protocol):
+    """Read and write whole objects (leader-election Leases): ``create`` POSTs to the
+    collection path, ``replace`` PUTs the object with its ``metadata.resourceVersion`` — the
+    server answers ``Conflict`` when that version is no longer current."""
+
+    cluster: str
+
+    async def get(self, path: str, **params: Any) -> Any: ...
+
+    async def create(self, path: str, body: Any, *, timeout: float | None = None) -> Any: ...
+
+    async def replace(self, path: str, body: Any, *, timeout: float | None = None) -> Any: ...
 
 
 ClientFactory = Callable[[ClusterEndpoint], KubeApi]

@@ -408,6 +408,14 @@ class KubeClient:
     async def patch(self, path: str, body: Any, *, content_type: str = STRATEGIC_MERGE) -> Any:
         return await self.request("PATCH", path, body=body, content_type=content_type)
 
+    async def create(self, path: str, body: Any, *, timeout: float | None = None) -> Any:
+        """POST ``body`` to the collection ``path``; an existing name is ``Conflict``."""
+        return await self.request("POST", path, body=body, timeout=timeout)
+
+    async def replace(self, path: str, body: Any, *, timeout: float | None = None) -> Any:
+        """PUT ``body`` at ``path``; a stale ``metadata.resourceVersion`` is ``Conflict``."""
+        return await self.request("PUT", path, body=body, timeout=timeout)
+
     # --- health --------------------------------------------------------------------------
 
     async def readyz(self, *, timeout: float = 5.0) -> tuple[bool, str]:

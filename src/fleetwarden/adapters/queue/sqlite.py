@@ -36,6 +36,21 @@ Leases
     hold a lease, so leases left by a crashed process are released at once.
     Several processes or hosts: use ``NatsQueue``.
 
+Two processes (``role: all``'s gateway and worker)
+    ``share="producer"`` opens the file to put only, ``share="consumer"`` to lease, ack and
+    nack only; each takes a lock of its own (``<path>.producer.lock``,
+    ``<path>.consumer.lock``), so there is one of each, and only the consumer frees leases on
+    open (it is the only one that can hold them).  SQLite serialises their transactions (WAL,
+    busy timeout).  The consumer's connection commits with ``synchronous=NORMAL``: a lease or
+    an ack lost to a power cut only makes an event come back, which the idempotent stores
+    absorb, and the producer's next ``FULL`` commit fsyncs the WAL with the consumer's frames
+    in it -- so the consumer holds the write lock for microseconds, not for an fsync.  A put
+    wakes the consumer through ``wake_fd`` (one end of a datagram socket pair: the producer
+    sends a byte after a commit that stored something; the consumer's loop reads the other
+    end); ``poll_interval`` is the fallback.  ``depth()`` is the producer's or the consumer's
+    own count, corrected by a ``COUNT(*)`` at most once per ``depth_refresh`` seconds (the
+    other process's puts or acks are seen then).
+
 Limits
     ``max_depth`` is checked before each ``put_many``: a batch that starts below the limit is
     stored whole (all or none), so the depth can pass the limit by less than one batch.
@@ -96,7 +111,7 @@ _LEASE = (
 
 @dataclass(slots=True)
 class _Op:
-    kind: str  # "put" | "lease" | "ack" | "nack"
+    kind: str  # "put" | "lease" | "ack" | "nack" | "count"
     args: tuple[Any, ...]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[Any]
@@ -107,6 +122,7 @@ class _Op:
 
 
 _STOP = object()
+_LOCK_SUFFIX = {None: ".lock", "producer": ".producer.lock", "consumer": ".consumer.lock"}
 
 
 class SqliteQueue:
@@ -126,8 +142,18 @@ class SqliteQueue:
         op_timeout: float = 30.0,
         poll_interval: float = 1.0,
         clock: Callable[[], float] = time.time,
+        share: str | None = None,
+        wake_fd: int | None = None,
+        depth_refresh: float = 1.0,
     ) -> None:
+        if share not in _LOCK_SUFFIX:
+            raise ValueError(f"share must be 'producer', 'consumer' or None, not {share!r}")
         self.path = Path(path)
+        self.share = share
+        self._wake_fd = wake_fd
+        self._wake_loop: asyncio.AbstractEventLoop | None = None
+        self.depth_refresh = depth_refresh
+        self._counted_at = time.monotonic()
         self.max_depth = max_depth
         self.ack_wait = ack_wait
         self.batch_window = batch_window
@@ -155,7 +181,8 @@ class SqliteQueue:
     async def put_many(self, events: Sequence[ChangeEvent]) -> int:
         if not events:
             return 0
-        if self._depth >= self.max_depth:  # fast refusal; the writer checks again
+        if self._depth >= self.max_depth and not self._depth_stale():
+            # fast refusal; the writer checks again
             raise QueueFull(self._depth, self.max_depth)
         rows = [(e.key, orjson.dumps(e.to_json())) for e in events]
         folded: int = await self._submit("put", rows)
@@ -163,6 +190,9 @@ class SqliteQueue:
 
     async def get_batch(self, max_items: int, timeout: float) -> list[Delivery]:
         loop = asyncio.get_running_loop()
+        if self._wake_fd is not None and self.share == "consumer" and self._wake_loop is None:
+            loop.add_reader(self._wake_fd, self._on_wake_fd)  # the producer's puts
+            self._wake_loop = loop
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             # Registered before leasing: a put committed in between still wakes us.
@@ -191,12 +221,21 @@ class SqliteQueue:
             await self._submit("nack", [_seq_of(d.token) for d in deliveries], max(delay, 0.0))
 
     async def depth(self) -> int:
+        if self._depth_stale() and not self._closed:
+            await self._submit("count")  # a transaction counts the other process's changes
         return self._depth
+
+    def _depth_stale(self) -> bool:
+        """Shared file: the other process's puts or acks are not in our count yet."""
+        return self.share is not None and time.monotonic() - self._counted_at >= self.depth_refresh
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._wake_loop is not None and self._wake_fd is not None:
+            with contextlib.suppress(RuntimeError, ValueError, OSError):
+                self._wake_loop.remove_reader(self._wake_fd)
         self._inbox.put(_STOP)
         await asyncio.to_thread(self._thread.join)
         self._release_file_lock()
@@ -234,10 +273,24 @@ class SqliteQueue:
             with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                 loop.call_soon_threadsafe(_resolve, fut, None, None)
 
+    def _on_wake_fd(self) -> None:
+        assert self._wake_fd is not None
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while os.read(self._wake_fd, 4096):  # drain: one wake-up covers them all
+                pass
+        self._wake_consumers()
+
+    def _wake_other_process(self) -> None:
+        if self._wake_fd is None or self.share != "producer":
+            return
+        # a full socket buffer means a wake-up is already pending: nothing is lost
+        with contextlib.suppress(BlockingIOError, InterruptedError, OSError):
+            os.write(self._wake_fd, b"!")
+
     # ------------------------------------------------------------------ open
 
     def _take_file_lock(self) -> Any:
-        lock_path = self.path.with_name(self.path.name + ".lock")
+        lock_path = self.path.with_name(self.path.name + _LOCK_SUFFIX[self.share])
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(lock_path, "a+")  # noqa: SIM115 - held for the queue's lifetime
@@ -272,7 +325,9 @@ class SqliteQueue:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise QueueUnavailable(f"{self.path}: journal_mode is {mode!r}, WAL is required")
-            conn.execute("PRAGMA synchronous=FULL")  # why: see the module docstring
+            # why FULL, and NORMAL for a consumer of a shared file: see the module docstring
+            sync = "NORMAL" if self.share == "consumer" else "FULL"
+            conn.execute(f"PRAGMA synchronous={sync}")
             conn.executescript(_SCHEMA)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version == 1:  # its processed marks must not outlive it (see Dedupe)
@@ -285,10 +340,12 @@ class SqliteQueue:
                     f"{self.path} has queue schema {version}; this version reads "
                     f"{_SCHEMA_VERSION}: drain it with the matching fleetwarden, or move it away"
                 )
-            # Only this process can hold leases now (file lock): free those of a dead one.
-            conn.execute(
-                "UPDATE events SET leased = 0, visible_at = ? WHERE leased = 1", (self._clock(),)
-            )
+            if self.share != "producer":
+                # Only this process can hold leases now (file lock): free those of a dead one.
+                conn.execute(
+                    "UPDATE events SET leased = 0, visible_at = ? WHERE leased = 1",
+                    (self._clock(),),
+                )
             depth = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
         except sqlite3.Error as exc:
             conn.close()
@@ -357,6 +414,7 @@ class SqliteQueue:
             self._resolve(op)
         if wake:
             self._wake_consumers()
+            self._wake_other_process()
 
     def _run_in_transaction(self, ops: list[_Op]) -> None:
         conn = self._conn
@@ -365,6 +423,10 @@ class SqliteQueue:
             op.error, op.result, op.depth_delta, op.wakes_consumers = None, None, 0, False
         try:
             conn.execute("BEGIN IMMEDIATE")
+            if self._depth_stale():
+                # the other process's puts or acks: counted inside the write lock
+                self._depth = int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+                self._counted_at = time.monotonic()
             depth = self._depth
             for op in ops:
                 conn.execute("SAVEPOINT op")
@@ -431,6 +493,8 @@ class SqliteQueue:
                 [(now + delay, seq, attempt) for seq, attempt in tokens],
             )
             op.wakes_consumers = delay == 0 and cur.rowcount > 0
+        elif op.kind == "count":
+            pass  # the transaction itself refreshed the count (_run_in_transaction)
         else:  # pragma: no cover - _submit callers are all above
             raise AssertionError(f"unknown queue operation {op.kind!r}")
 

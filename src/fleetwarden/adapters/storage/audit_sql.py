@@ -77,7 +77,9 @@ __all__ = [
     "SqlAuditStore",
     "alembic_config",
     "open_audit_store",
+    "relative_sqlite_note",
     "sqlite_file",
+    "sqlite_path_problem",
     "store_url",
     "upgrade",
     "upgrade_async",
@@ -184,6 +186,40 @@ def sqlite_file(url: str) -> Path | None:
     Raises AuditUnavailable for a URL that is no store's."""
     parsed = store_url(url)
     return _sqlite_path(parsed) if parsed.get_backend_name() == "sqlite" else None
+
+
+# Top-level directories a path starting with one of them was most likely meant under `/`.
+_ROOT_DIRS = frozenset({"var", "srv", "opt", "etc", "tmp", "run", "home", "mnt", "usr", "data"})
+
+
+def relative_sqlite_note(path: Path, *, why: str = "") -> str:
+    """For a relative SQLite path: where it resolves (and ``why`` that is a problem), and how
+    to write an absolute one — ``sqlite:///var/lib/fw.db`` is ``var/lib/fw.db`` under the
+    working directory; the absolute ``/var/lib/fw.db`` takes four slashes. Empty for an
+    absolute path."""
+    if path.is_absolute():
+        return ""
+    return (
+        f"sqlite:///{path} is the relative path {path}, here {Path.cwd() / path}{why}; for "
+        f"the absolute path /{path} write sqlite:////{path} (four slashes)"
+    )
+
+
+def sqlite_path_problem(url: str) -> str | None:
+    """Why an SQLite store URL is likely not the file meant, or None: a relative path whose
+    directory does not exist, or one that starts with a top-level directory (``var/lib/``)
+    that exists under ``/``. ``sqlite:///./var/lib/fw.db`` says a relative path is meant; in
+    ``/`` (a container's usual working directory) both readings are the same file."""
+    path = sqlite_file(url)
+    if path is None or path.is_absolute() or Path.cwd() == Path("/"):
+        return None
+    first = path.parts[0] if path.parts else ""
+    said_relative = (store_url(url).database or "").startswith("./")
+    meant_absolute = not said_relative and first in _ROOT_DIRS and Path("/", first).is_dir()
+    if path.parent.is_dir() and not meant_absolute:
+        return None
+    why = "" if path.parent.is_dir() else f" (directory {Path.cwd() / path.parent} does not exist)"
+    return f"{relative_sqlite_note(path, why=why)}, for a relative one sqlite:///./{path}"
 
 
 def _sqlite_path(url: URL) -> Path | None:
@@ -295,11 +331,13 @@ async def open_audit_store(
     target = store_url(url)
     path = _sqlite_path(target) if target.get_backend_name() == "sqlite" else None
     if path is not None:
+        note = f"; {relative_sqlite_note(path)}" if not path.is_absolute() else ""
         if not create and not path.is_file():
-            raise AuditUnavailable(f"no audit store at {path} (sqlite file does not exist)")
+            raise AuditUnavailable(f"no audit store at {path} (sqlite file does not exist){note}")
         if not path.parent.is_dir():
             raise AuditUnavailable(
-                f"cannot create the audit store {path}: directory {path.parent} does not exist"
+                f"cannot create the audit store {path}: directory {path.parent} does not "
+                f"exist{note}"
             )
     engine = _create_engine(target, connect_timeout=connect_timeout)
     store = SqlAuditStore(engine, target, clock=clock, page_size=page_size)

@@ -24,6 +24,7 @@ from fleetwarden.core.audit.hashing import (
     refs_json,
 )
 from fleetwarden.core.audit.redaction import _clean, redacted_json, scrub_text
+from fleetwarden.core.describing import describe_drift
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
 
@@ -378,8 +379,8 @@ def finding_draft(
     return AuditDraft(
         kind=AuditKind.FINDING,
         summary=finding.message
-        or f"{finding.layer.value} {finding.field}: expected {finding.expected!r}, "
-        f"actual {finding.actual!r}",
+        or f"{finding.layer.value} {finding.field}: "
+        f"{describe_drift(finding.expected, finding.actual, finding.nodes)}",
         cluster=finding.cluster,
         pool=finding.pool,
         refs=tuple(refs),

@@ -282,9 +282,7 @@ class ChainVerifier:
                 "and re-hashed (or inserted)",
             )
         if link_ok:
-            return Breach(
-                r.seq, r.id, Problem.EDITED, "its contents do not match its hash (edited)"
-            )
+            return Breach(r.seq, r.id, Problem.EDITED, "its contents do not match its hash")
         # Both content and link are wrong: moved, renumbered over a deletion, or rewritten.
         written = self._written_as(r)
         moved_here = next((x for x in self._later if x.hash == r.prev_hash), None)
@@ -302,7 +300,7 @@ class ChainVerifier:
                 r.seq,
                 None,
                 Problem.DELETED,
-                f"{gone} (as first written) deleted and later records renumbered: the record "
+                f"{gone} as first written, and later records renumbered: the record "
                 f"now at seq {r.seq} (id {r.id}) was written as seq {written}",
             )
         if written is not None:
@@ -318,14 +316,15 @@ class ChainVerifier:
                 r.seq,
                 r.id,
                 Problem.REORDERED,
-                f"moved and edited: the record it was chained after is now at seq {moved_here.seq}",
+                f"its contents changed too; the record it was chained after is now at seq "
+                f"{moved_here.seq}",
             )
         return Breach(
             r.seq,
             r.id,
             Problem.EDITED,
             "its contents do not match its hash and it is not chained to seq "
-            f"{expected - 1} (edited, or records before it were removed)",
+            f"{expected - 1} (records before it may have been removed too)",
         )
 
     def _written_as(self, r: AuditRecord, window: int = 128) -> int | None:

@@ -1,0 +1,570 @@
+"""The fast reader of big ``kubectl get nodes -o json`` dumps: the ``items`` array streamed in
+chunks, only the fields the diff reads decoded, one dump split across processes by byte range.
+
+A 100,000-node dump is ~900 MB, ~90 % of it image lists, conditions, addresses and annotations
+the diff never reads. Here a chunk of whole items is decoded by msgspec into small structs that
+name only ``metadata.name/labels``, ``spec.taints/unschedulable`` and
+``status.allocatable/capacity/nodeInfo``: everything else is validated and skipped in C, and
+memory is one chunk plus the nodes, never the document.
+
+Where a chunk ends is *guessed*: the bytes that separate the first two items (``},`` and the
+next ``{`` with the indentation around them, as the dump's printer lays out items) are looked
+for near the end of the window. A guess is *proved* by decoding: a chunk that starts where an
+item starts and decodes as ``[item, item, ...]`` ends where an item ends, because reading JSON
+from a known place is deterministic. So a wrong guess (the separator inside a nested list of a
+compactly printed dump) is never taken for a boundary: it fails to decode, and the reader falls
+back. The same argument lets two processes read the two halves of one file at once: the split
+point is a guess too, proved when the first half decodes up to it exactly.
+
+This reader never decides a hard case. Anything it is not sure of -- not a ``List``/``NodeList``
+object, a chunk that does not decode, a value of an unexpected type (labels given as numbers, a
+taint without effect), non-ASCII text that is not UTF-8, a missing name -- raises
+``Unstreamable``, and the caller parses the document whole with ``nodes.parse_document``, which
+accepts every shape the full reader accepts and names every problem precisely (file, line or
+item and field). Malformed input is therefore never reported here.
+
+Leniency kept on purpose: a number the full parser rejects as out of range (``1e999``) inside a
+field the diff does not read is skipped, as jq would.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import orjson
+
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.pools import Taint
+
+__all__ = [
+    "CHUNK_BYTES",
+    "Head",
+    "ItemsRead",
+    "Opener",
+    "ReadInto",
+    "Unstreamable",
+    "pack_nodes",
+    "read_head",
+    "read_items",
+    "split_point",
+    "unpack_nodes",
+]
+
+CHUNK_BYTES = 8 * 2**20
+"""Bytes read per step: the reader's working memory is about this plus one item."""
+
+ReadInto = Callable[[memoryview], int]
+"""Fills the view from the current position, returns the byte count (0 at the end): a file's
+``readinto``."""
+Opener = Callable[[int], ReadInto]
+"""``open_at(offset)``: a ``ReadInto`` of the input from ``offset`` on."""
+
+_EFFECTS = frozenset(("NoSchedule", "PreferNoSchedule", "NoExecute"))
+
+
+class Unstreamable(Exception):
+    """The fast reader cannot decide this document: parse it whole."""
+
+
+# --- the fields the diff reads (everything else is skipped by the decoder) -----------------
+
+
+class _Taint(msgspec.Struct, frozen=True):  # hashable: nodes share a handful of taint sets
+    key: str
+    effect: str
+    value: str | None = None
+
+
+class _Meta(msgspec.Struct):
+    name: str | None = None
+    labels: dict[str, str] | None = None
+
+
+class _Spec(msgspec.Struct):
+    taints: list[_Taint] | None = None
+    unschedulable: bool = False
+
+
+class _Info(msgspec.Struct):
+    kubeletVersion: str | None = None  # the API's spelling
+    osImage: str | None = None
+
+
+class _Status(msgspec.Struct):
+    # kept as bytes: the nodes of a pool share them, so they share one decoded map
+    allocatable: msgspec.Raw = msgspec.Raw(b"null")
+    capacity: msgspec.Raw = msgspec.Raw(b"null")
+    nodeInfo: _Info | None = None
+
+
+class _Item(msgspec.Struct):
+    kind: str | None = "Node"
+    metadata: _Meta | None = None
+    spec: _Spec | None = None
+    status: _Status | None = None
+
+
+_ITEMS = msgspec.json.Decoder(list[_Item])
+_STR_MAP = msgspec.json.Decoder(dict[str, str] | None)
+
+
+class _Shared:
+    """What the nodes of a dump share: decoded resource maps and taint sets, by content."""
+
+    __slots__ = ("maps", "taints")
+
+    def __init__(self) -> None:
+        self.maps: dict[bytes, dict[str, str]] = {}
+        self.taints: dict[tuple[_Taint, ...], tuple[Taint, ...]] = {}
+
+    def map_of(self, raw: msgspec.Raw) -> dict[str, str]:
+        key = bytes(raw)
+        found = self.maps.get(key)
+        if found is None:
+            try:
+                found = _STR_MAP.decode(key) or {}
+            except msgspec.DecodeError:
+                raise Unstreamable from None  # numbers, or not a map: the full reader decides
+            self.maps[key] = found
+        return found
+
+
+def _nodes_of(items: list[_Item], out: list[ObservedNode], shared: _Shared) -> None:
+    """Slim items -> nodes, with exactly ``nodes.node_from_object``'s reading; whatever that
+    reading would refuse is ``Unstreamable`` (the full reader then says why)."""
+    append = out.append
+    for item in items:
+        if item.kind != "Node":
+            continue  # a mixed List: only Nodes matter
+        meta, spec, status = item.metadata, item.spec, item.status
+        name = meta.name if meta is not None else None
+        if not name:
+            raise Unstreamable
+        taints: tuple[Taint, ...] = ()
+        unschedulable = False
+        if spec is not None:
+            unschedulable = spec.unschedulable
+            if spec.taints:
+                seen = tuple(spec.taints)
+                found = shared.taints.get(seen)
+                if found is None:
+                    if any(t.effect not in _EFFECTS for t in seen):
+                        raise Unstreamable
+                    found = tuple(Taint(t.key, t.value, t.effect) for t in seen)
+                    shared.taints[seen] = found
+                taints = found
+        kubelet = os_image = None
+        allocatable: dict[str, str] = {}
+        capacity: dict[str, str] = {}
+        if status is not None:
+            info = status.nodeInfo
+            if info is not None:
+                kubelet, os_image = info.kubeletVersion, info.osImage
+            allocatable = shared.map_of(status.allocatable)
+            capacity = shared.map_of(status.capacity)
+        append(
+            ObservedNode(
+                name=name,
+                labels=(meta.labels or {}) if meta is not None else {},
+                taints=taints,
+                kubelet_version=kubelet,
+                os_image=os_image,
+                allocatable=allocatable,
+                capacity=capacity,
+                unschedulable=unschedulable,
+            )
+        )
+
+
+# --- a window on the input ------------------------------------------------------------------
+
+
+class _Window:
+    """Bytes of the input from offset ``base`` on; ``pos`` is where reading goes on."""
+
+    __slots__ = ("_read", "base", "buf", "eof", "pos", "size")
+
+    def __init__(self, read: ReadInto, start: int = 0) -> None:
+        self._read = read
+        # byte 0 is a pad: the decoder borrows the byte before an item for its "["
+        self.buf = bytearray(CHUNK_BYTES + 2)
+        self.size = 1  # valid bytes in buf
+        self.base = start - 1  # the input offset of buf[0]
+        self.pos = 1
+        self.eof = False
+
+    def more(self) -> bool:
+        """Read another chunk, dropping what was consumed (one byte before ``pos`` is kept:
+        the decoder borrows it). False at the end of the input."""
+        if self.eof:
+            return False
+        drop = max(self.pos - 1, 0)
+        if drop:  # move the unread tail to the front (usually part of one item)
+            rest = self.size - drop
+            self.buf[:rest] = self.buf[drop : self.size]
+            self.size = rest
+            self.base += drop
+            self.pos -= drop
+        free = len(self.buf) - self.size - 1  # one byte stays free for a closing "]"
+        if free < CHUNK_BYTES:  # an item longer than a chunk
+            self.buf.extend(bytes(CHUNK_BYTES - free))
+        n = self._read(memoryview(self.buf)[self.size : self.size + CHUNK_BYTES])
+        if n <= 0:
+            self.eof = True
+            return False
+        self.size += n
+        return True
+
+    def skip_ws(self) -> int | None:
+        """The next non-blank byte (``pos`` moves to it); None at the end of the input."""
+        while True:
+            m = _WS.match(self.buf, self.pos, self.size)
+            assert m is not None
+            self.pos = m.end()
+            if self.pos < self.size:
+                return self.buf[self.pos]
+            if not self.more():
+                return None
+
+    def value(self) -> Any:
+        """The JSON value at ``pos`` (a small one: a key, ``kind``, ``metadata``), parsed."""
+        while True:
+            end = _value_end(self.buf, self.pos, self.size)
+            if end is not None:
+                try:
+                    value = orjson.loads(bytes(self.buf[self.pos : end]))
+                except orjson.JSONDecodeError:
+                    raise Unstreamable from None
+                self.pos = end
+                return value
+            if not self.more():
+                raise Unstreamable  # truncated
+
+
+_WS = re.compile(rb"[ \t\r\n]*")
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_SCALAR = re.compile(rb"[-+.0-9eEa-z]+")
+_FLAT = re.compile(rb'(?:[^"\[\]{}]+|"(?:[^"\\]|\\.)*")*', re.DOTALL)
+
+
+def _value_end(buf: bytearray, pos: int, size: int) -> int | None:
+    """Where the value starting at ``pos`` ends (brackets counted outside strings); None when
+    the window ends first. Not a validator: the value is parsed afterwards."""
+    if pos >= size:
+        return None
+    c = buf[pos]
+    if c == 0x22:  # "
+        m = _STRING.match(buf, pos, size)
+        return m.end() if m else None
+    if c not in b"{[":
+        m = _SCALAR.match(buf, pos, size)
+        if m is None:
+            raise Unstreamable
+        return m.end() if m.end() < size else None
+    depth = 0
+    while True:
+        if pos >= size:
+            return None
+        c = buf[pos]
+        if c in b"{[":
+            depth += 1
+        elif c in b"}]":
+            depth -= 1
+            if depth == 0:
+                return pos + 1
+        else:  # an unterminated string: the window ends inside it
+            return None
+        m = _FLAT.match(buf, pos + 1, size)
+        assert m is not None
+        pos = m.end()
+
+
+# --- the document around the items ----------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Head:
+    """What precedes the first item: the top-level keys read so far, where the first item
+    starts (``items_at``; at ``]`` for an empty list) and the separator between items."""
+
+    keys: dict[str, Any]
+    items_at: int
+    separator: bytes | None
+
+
+@dataclass(slots=True)
+class ItemsRead:
+    """Nodes of a byte range of the items array (``items``: how many items, Nodes or not);
+    ``keys`` are the top-level keys after the array when the range reached the end of the
+    document."""
+
+    nodes: list[ObservedNode]
+    end: int
+    keys: dict[str, Any] | None = None
+    items: int = 0
+
+
+def _object_keys(win: _Window, keys: dict[str, Any], *, until_items: bool) -> bool:
+    """Top-level ``"key": value`` pairs into ``keys`` until ``"items"`` (True, ``pos`` after
+    its ``[``) or the closing brace (False)."""
+    first = not keys and until_items
+    while True:
+        c = win.skip_ws()
+        if c == 0x7D:  # }
+            win.pos += 1
+            return False
+        if not first:
+            if c != 0x2C:  # ,
+                raise Unstreamable
+            win.pos += 1
+            c = win.skip_ws()
+        first = False
+        if c != 0x22:
+            raise Unstreamable
+        key = win.value()
+        if win.skip_ws() != 0x3A:  # :
+            raise Unstreamable
+        win.pos += 1
+        c = win.skip_ws()
+        if key == "items" and until_items and c == 0x5B:  # [
+            win.pos += 1
+            return True
+        if key == "items" or c is None:
+            raise Unstreamable  # items twice, or not a list (null): the full reader decides
+        keys[key] = win.value()
+
+
+def read_head(read: ReadInto) -> Head:
+    """The document up to its first item: ``{`` and the keys before ``"items": [``, and the
+    layout of the separator between the first two items."""
+    win = _Window(read)
+    win.more()
+    if win.skip_ws() != 0x7B:  # {
+        raise Unstreamable
+    win.pos += 1
+    keys: dict[str, Any] = {}
+    if not _object_keys(win, keys, until_items=True):
+        raise Unstreamable  # no items: a single Node, or not a node dump
+    c = win.skip_ws()
+    items_at = win.base + win.pos
+    if c != 0x7B:  # an empty list, or not objects
+        return Head(keys, items_at, None)
+    while (end := _value_end(win.buf, win.pos, win.size)) is None:
+        if not win.more():
+            raise Unstreamable
+    # the separator: the blanks before the first item's closing brace, the brace, and
+    # everything up to the next item's opening brace
+    body = win.buf[win.pos : end - 1]
+    indent = len(body) - len(body.rstrip())
+    win.pos = end
+    close_at = win.base + end - 1 - indent  # input offsets: more() may move the window
+    if win.skip_ws() != 0x2C:  # one item
+        return Head(keys, items_at, None)
+    win.pos += 1
+    if win.skip_ws() != 0x7B:
+        raise Unstreamable
+    if close_at - win.base < 0:
+        return Head(keys, items_at, None)  # a separator longer than a window: none
+    return Head(keys, items_at, bytes(win.buf[close_at - win.base : win.pos + 1]))
+
+
+def read_items(
+    read: ReadInto,
+    *,
+    start: int,
+    separator: bytes | None,
+    stop: int | None = None,
+) -> ItemsRead:
+    """The nodes of the items array from byte ``start`` (where an item, or the closing ``]``,
+    starts) to ``stop`` (where an item starts: this range then ends exactly before the
+    separator in front of it), or to the end of the document (then the top-level keys after
+    the array are read too). ``read`` reads the input from ``start`` on."""
+    win = _Window(read, start)
+    win.more()
+    nodes: list[ObservedNode] = []
+    items = 0
+    first = True
+    close = separator.index(b"}") if separator else 0
+    shared = _Shared()
+    while True:
+        c = win.skip_ws()
+        if c is None:
+            raise Unstreamable  # truncated
+        if c == 0x5D:  # ]
+            if stop is not None:
+                raise Unstreamable  # the split was not where an item starts
+            win.pos += 1
+            keys: dict[str, Any] = {}
+            _object_keys(win, keys, until_items=False)
+            if win.skip_ws() is not None:
+                raise Unstreamable  # something after the document
+            return ItemsRead(nodes, win.base + win.pos, keys, items)
+        if not first:
+            if c != 0x2C:
+                raise Unstreamable
+            win.pos += 1
+            c = win.skip_ws()
+        first = False
+        at = win.base + win.pos
+        if stop is not None and at >= stop:
+            if at != stop:
+                raise Unstreamable  # the split was not where an item starts
+            return ItemsRead(nodes, at, None, items)
+        if c != 0x7B:
+            raise Unstreamable  # not an object: the full reader names the item
+        # items from pos to the last separator in the window (or to stop)
+        limit = win.size if stop is None else min(win.size, stop - win.base)
+        cut = win.buf.rfind(separator, win.pos, limit) if separator else -1
+        if cut > win.pos:
+            end = cut + close + 1
+        elif stop is not None and win.base + win.size > stop:
+            end = _range_end(win, stop)
+        else:
+            end = _one_item(win)
+        items += _decode(win, end, nodes, shared)
+
+
+def _range_end(win: _Window, stop: int) -> int:
+    """The end of the range's last item: the closing brace before ``stop``'s separator."""
+    i = stop - win.base
+    last = win.buf.rfind(b"}", win.pos, i)
+    if last < 0:
+        raise Unstreamable
+    return last + 1
+
+
+def _one_item(win: _Window) -> int:
+    """The end of the item at ``pos`` found by counting brackets (no separator in sight: the
+    last item, or a compactly printed dump); reads more of the input as needed."""
+    while (end := _value_end(win.buf, win.pos, win.size)) is None:
+        if not win.more():
+            raise Unstreamable
+    return end
+
+
+def _decode(
+    win: _Window,
+    end: int,
+    nodes: list[ObservedNode],
+    shared: _Shared,
+) -> int:
+    """Decode ``[`` + items from ``pos`` to ``end`` + ``]`` in place (the byte before ``pos``
+    and the one at ``end`` are borrowed for the brackets), then move ``pos`` to ``end``."""
+    buf, pos = win.buf, win.pos
+    if pos == 0 or end > win.size:
+        raise Unstreamable
+    if not buf.isascii():  # the decoder skips fields without checking their UTF-8
+        try:
+            bytes(buf[pos:end]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise Unstreamable from None
+    before, after = buf[pos - 1], buf[end]
+    buf[pos - 1], buf[end] = 0x5B, 0x5D
+    view = memoryview(buf)[pos - 1 : end + 1]
+    items: list[_Item] = []
+    count = -1
+    try:
+        items = _ITEMS.decode(view)
+        _nodes_of(items, nodes, shared)  # copies what it keeps: the raw maps point into buf
+        count = len(items)
+    except (msgspec.DecodeError, Unstreamable):
+        pass  # handled here, so no traceback keeps the raw maps (and the buffer) alive
+    finally:
+        del items
+        view.release()
+        buf[pos - 1], buf[end] = before, after
+    if count < 0:
+        raise Unstreamable
+    win.pos = end
+    return count
+
+
+def split_point(window: bytes, offset: int, separator: bytes) -> int | None:
+    """Where an item seems to start in ``window`` (bytes of the input from ``offset``): after
+    the first separator. Only a guess -- ``read_items`` proves or refuses it."""
+    i = window.find(separator)
+    if i < 0:
+        return None
+    return offset + i + len(separator) - 1
+
+
+# --- nodes sent back by a worker process --------------------------------------------------
+
+_PACKED = msgspec.msgpack.Decoder(
+    tuple[
+        list[str],
+        list[dict[str, str]],
+        list[int],
+        list[list[tuple[str, str | None, str]]],
+        list[str | None],
+        list[str | None],
+        list[int],
+        list[int],
+        list[dict[str, str]],
+        list[bool],
+    ]
+)
+
+
+def pack_nodes(nodes: list[ObservedNode]) -> bytes:
+    """Nodes as one msgpack blob of columns (pickling 50,000 frozen dataclasses takes
+    seconds; this takes tens of milliseconds). Shared maps and taint sets are sent once."""
+    maps: dict[int, int] = {}
+    map_list: list[Any] = []
+    taint_ids: dict[tuple[Taint, ...], int] = {}
+    taint_list: list[list[tuple[str, str | None, str]]] = []
+
+    def map_id(m: Any) -> int:
+        i = maps.get(id(m))
+        if i is None:
+            i = maps[id(m)] = len(map_list)
+            map_list.append(m)
+        return i
+
+    def taint_id(ts: tuple[Taint, ...]) -> int:
+        i = taint_ids.get(ts)
+        if i is None:
+            i = taint_ids[ts] = len(taint_list)
+            taint_list.append([(t.key, t.value, t.effect) for t in ts])
+        return i
+
+    return msgspec.msgpack.encode(
+        (
+            [n.name for n in nodes],
+            [n.labels for n in nodes],
+            [taint_id(n.taints) for n in nodes],
+            taint_list,
+            [n.kubelet_version for n in nodes],
+            [n.os_image for n in nodes],
+            [map_id(n.allocatable) for n in nodes],
+            [map_id(n.capacity) for n in nodes],
+            map_list,
+            [n.unschedulable for n in nodes],
+        )
+    )
+
+
+def unpack_nodes(blob: bytes) -> list[ObservedNode]:
+    """``pack_nodes`` undone."""
+    names, labels, taint_ids, taint_list, kubelet, os_image, alloc, cap, maps, unsched = (
+        _PACKED.decode(blob)
+    )
+    taint_sets = [tuple(Taint(*t) for t in ts) for ts in taint_list]
+    return [
+        ObservedNode(n, lab, taint_sets[ti], kv, osi, maps[a], maps[c], u)
+        for n, lab, ti, kv, osi, a, c, u in zip(
+            names,
+            labels,
+            taint_ids,
+            kubelet,
+            os_image,
+            alloc,
+            cap,
+            unsched,
+            strict=True,
+        )
+    ]
