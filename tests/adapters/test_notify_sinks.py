@@ -44,13 +44,14 @@ from fleetwarden.adapters.notify.webhook import (
     events_payload,
     webhook_payload,
 )
-from fleetwarden.app.notifying import BatchResult, Notifier, NotifyError
+from fleetwarden.app.notifying import BatchResult, Notifier
 from fleetwarden.core import notifying
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.notifying import Batch, GroupBy, SinkPolicy, Status
 from fleetwarden.core.signatures import check_signature
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.ports.notify import NotifyError
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 SLACK_SECRET = "T0SECRET/B0SECRET/xoxSecretWebhookToken"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fleetwarden.app import healing
+from fleetwarden.app import healing, healing_records
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
@@ -30,7 +30,7 @@ def _blocked_dry_run():
 
 
 def test_a_decision_record_is_written_with_the_guard_that_blocked_it():
-    draft = healing._decision_draft(_blocked_dry_run(), None, None, None)
+    draft = healing_records.decision_draft(_blocked_dry_run(), None, None, None)
     assert "blast radius" in draft.summary, draft.summary
     assert "nothing would be sent" not in draft.summary
 

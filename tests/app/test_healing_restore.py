@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
 from fleetwarden.app import healing
@@ -330,9 +330,7 @@ async def test_the_span_is_read_in_pages_and_replayed_oldest_first(
     assert (d.status, d.guard) == (Status.BLOCKED, Guard.COOLDOWN)
 
 
-async def test_records_without_a_readable_decision_are_skipped_counted_and_logged(
-    world, caplog: pytest.LogCaptureFixture
-):
+async def test_records_without_a_readable_decision_are_skipped_counted_and_logged(world):
     first = await world.start(Mode.ENFORCE)
     await first.process([drift(0)])
     await first.audit.append_many(
@@ -343,15 +341,15 @@ async def test_records_without_a_readable_decision_are_skipped_counted_and_logge
         ]
     )
     world.clock.advance(minutes=1)
-    caplog.set_level(logging.INFO, logger="fleetwarden.healing")
     second = await world.start(Mode.ENFORCE, restore=False)
-    restored = await second.restore()
+    with structlog.testing.capture_logs() as lines:
+        restored = await second.restore()
     assert (restored.replayed, restored.pending, restored.malformed) == (1, 0, 2)
-    (line,) = [r for r in caplog.records if r.getMessage().startswith("policy state restored")]
-    assert (line.replayed, line.pending, line.malformed) == (1, 0, 2)  # type: ignore[attr-defined]
-    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert warning.count == 2  # type: ignore[attr-defined]
-    assert "seq " in warning.first and "decision.action" in warning.first  # type: ignore[attr-defined]
+    (line,) = [x for x in lines if x["event"].startswith("policy state restored")]
+    assert (line["replayed"], line["pending"], line["malformed"]) == (1, 0, 2)
+    (warning,) = [x for x in lines if x["log_level"] == "warning"]
+    assert warning["count"] == 2
+    assert "seq " in warning["first"] and "decision.action" in warning["first"]
     assert second.state.executed_in_window(world.clock(), timedelta(minutes=10)) == 1
 
 

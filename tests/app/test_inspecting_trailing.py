@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from fleetwarden.app.inspecting import Inspector
+from fleetwarden.app.inspecting import Inspector, NodeDiffer
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.pools import NodePoolSpec
@@ -49,10 +49,8 @@ async def test_an_event_arriving_during_the_trailing_acknowledgement_is_not_stra
     inspector = Inspector(
         queue,  # type: ignore[arg-type]
         [spec],
-        lambda _cluster: [],
-        FindingTracker(),
+        NodeDiffer([spec], lambda _cluster: [], FindingTracker(), lambda _event: None),
         Attribution(),
-        lambda _event: None,
         debounce=0.05,
     )
     await inspector.handle([delivery(1)])  # leading edge: inspected and acked at once

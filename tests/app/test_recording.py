@@ -14,7 +14,7 @@ import pytest
 from fleetwarden.adapters.journal import EventJournal
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
-from fleetwarden.app.inspecting import Inspector
+from fleetwarden.app.inspecting import Inspector, NodeDiffer
 from fleetwarden.app.recording import Recorder
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.audit import AuditKind
@@ -98,10 +98,8 @@ def inspector(queue: SqliteQueue, recorder: Recorder, counts: Counter[str]) -> I
     return Inspector(
         queue,
         [spec],
-        lambda cluster: [],
-        FindingTracker(),
+        NodeDiffer([spec], lambda cluster: [], FindingTracker(), lambda ev: None),
         Attribution(),
-        lambda ev: None,
         debounce=0.0,
         record=recorder.record,
         on_count=lambda name, n: counts.update({name: n}),

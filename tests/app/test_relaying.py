@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
-from fleetwarden.app.notifying import NotifyError
 from fleetwarden.app.recording import Recorder
 from fleetwarden.app.relaying import EventRelay
 from fleetwarden.core.events import ChangeEvent, EventSource, Operation
+from fleetwarden.ports.notify import NotifyError
 
 
 class Feed:

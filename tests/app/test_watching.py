@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 from fleetwarden.app import reflecting, watching
-from fleetwarden.app.reflecting import Backoff
 from fleetwarden.app.watching import ClusterWatcher, FleetWatcher, WatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint, Credentials
 from fleetwarden.core.lifecycle import LifecycleEvent
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.ports.kube import Gone, KubeApi, ListResult, Transient, Unauthorized, WatchEvent
+from fleetwarden.ports.notify import Backoff
 
 POOL_LABEL = "eks.amazonaws.com/nodegroup"
 CLUSTER = "c1"

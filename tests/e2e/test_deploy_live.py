@@ -33,8 +33,8 @@ from fleetwarden.adapters.kube.config import http_client_factory, in_cluster_end
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core import workloads as wl
+from fleetwarden.core.access import ReadAuth
 from fleetwarden.core.desired_apps import AppDesired, DesiredApps
-from fleetwarden.entrypoints.door import ReadAuth
 from fleetwarden.entrypoints.service_config import exposure_problem, service_config_from
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import Conflict, Forbidden, NotFound, Unauthorized

@@ -18,9 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
+from fleetwarden.app.ingesting import SourceAuth
 from fleetwarden.core.signatures import sign
-from fleetwarden.entrypoints.gateway import SOURCES, GatewayConfig, SourceAuth, create_app
-from fleetwarden.formats.events import parsers
+from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
+from fleetwarden.formats.events import SOURCES, parsers
 
 TOKEN = "gw-test-token"
 SECRET = "gw-test-secret"

@@ -20,7 +20,7 @@ import time
 import httpx
 import pytest
 
-from fleetwarden.entrypoints.door import LOOPBACK_HOSTS, session_value
+from fleetwarden.core.access import LOOPBACK_HOSTS, session_value
 from fleetwarden.entrypoints.service_config import (
     exposure_problem,
     service_config_from,

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core.signatures import sign
-from fleetwarden.entrypoints.gateway import SOURCES
+from fleetwarden.formats.events import SOURCES
 from tests.e2e.test_gateway import EKS_EVENT
 from tests.support.nodes import node
 from tests.support.serve_proc import Serve, raw_request, rejected, serve

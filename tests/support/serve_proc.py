@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,10 +54,15 @@ class Serve:
 
 @contextlib.contextmanager
 def serve(
-    tmp: Path, config: Mapping[str, Any], *, env: Mapping[str, str] | None = None
+    tmp: Path,
+    config: Mapping[str, Any],
+    *,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
 ) -> Iterator[Serve]:
     """Start ``fleetwarden serve -c`` with ``config`` (listen, queuePath and store filled in
-    when absent), wait for /healthz, stop it with SIGTERM (then SIGKILL) on exit."""
+    when absent) and ``args``, wait for /healthz, stop it with SIGTERM (then SIGKILL) on
+    exit."""
     port = free_port()
     full = {
         "listen": f"127.0.0.1:{port}",
@@ -70,7 +75,7 @@ def serve(
     err = tmp / "serve.stderr"
     with err.open("wb") as sink:
         proc = subprocess.Popen(
-            [EXE, "serve", "-c", str(path)],
+            [EXE, "serve", "-c", str(path), *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=sink,

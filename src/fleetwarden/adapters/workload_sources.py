@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetwarden.adapters import files
-from fleetwarden.app.workload_watching import RESOURCES, Resource
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import AppDesired
 from fleetwarden.core.fleet import Skip
@@ -35,7 +34,7 @@ from fleetwarden.formats.workloads import (
     read_desired_workloads,
 )
 from fleetwarden.ports.argocd import ArgoCD, ArgoError
-from fleetwarden.ports.kube import KubeApi, KubeError
+from fleetwarden.ports.kube import RESOURCES, KubeApi, KubeError, Resource
 
 __all__ = [
     "ArgoRef",

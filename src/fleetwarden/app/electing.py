@@ -23,7 +23,6 @@ Not done here: metrics, ``/healthz`` and gating the healer — the service reads
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import random
 import socket
@@ -42,12 +41,13 @@ from fleetwarden.core.leadership import (
     released,
     term_after,
 )
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.kube import Conflict, KubeError
 from fleetwarden.ports.leases import LeaseStore
 
 __all__ = ["Elector", "Fence", "FenceRefused", "default_identity"]
 
-log = logging.getLogger("fleetwarden.electing")
+log = get_logger("fleetwarden.electing")
 
 
 def default_identity(env: Mapping[str, str] | None = None) -> str:
@@ -149,13 +149,13 @@ class Elector:
                     version = await self.store.update(decision.record, decision.expect_version)
         except Conflict:
             self.last_reason = "another replica wrote the lease first"
-            log.debug("lease write lost the race", extra={"lease": self.store.where})
+            log.debug("lease write lost the race", lease=self.store.where)
         except TimeoutError:
             self.last_reason = "the lease request timed out"
-            log.info("lease request timed out", extra={"lease": self.store.where})
+            log.info("lease request timed out", lease=self.store.where)
         except KubeError as exc:
             self.last_reason = f"the lease request failed: {exc}"
-            log.info("lease request failed", extra={"lease": self.store.where, "error": str(exc)})
+            log.info("lease request failed", lease=self.store.where, error=str(exc))
         else:
             assert decision is not None and decision.record is not None
             self._observed = observe(self._observed, decision.record, version, self.clock())
@@ -186,14 +186,14 @@ class Elector:
             self._announced = None
             self.leading_event.clear()
             self.following_event.set()
-            log.warning("stopped leading", extra={"lease": self.store.where, "reason": why_stopped})
+            log.warning("stopped leading", lease=self.store.where, reason=why_stopped)
             if self.on_stopped_leading is not None:
                 self.on_stopped_leading(why_stopped)
         if token is not None:
             self._announced = token
             self.following_event.clear()
             self.leading_event.set()
-            log.warning("started leading", extra={"lease": self.store.where, "token": token})
+            log.warning("started leading", lease=self.store.where, token=token)
             if self.on_started_leading is not None:
                 self.on_started_leading(token)
 
@@ -210,7 +210,7 @@ class Elector:
             async with asyncio.timeout(self.timing.retry_period):
                 await self.store.update(record, observed.version)
         except (KubeError, TimeoutError) as exc:
-            log.info("lease not released", extra={"lease": self.store.where, "error": str(exc)})
+            log.info("lease not released", lease=self.store.where, error=str(exc))
 
 
 class Fence:

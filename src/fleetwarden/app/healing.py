@@ -45,7 +45,6 @@ it is reported again (every current finding is, at start-up).
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -54,6 +53,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from fleetwarden.app.healing_records import (
+    action_drafts,
+    cancellation_draft,
+    decision_draft,
+    record_summary,
+    recorded_decision,
+)
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.core import policy as policy_mod
 from fleetwarden.core.audit import (
@@ -63,7 +69,6 @@ from fleetwarden.core.audit import (
     finding_draft,
     record_id,
 )
-from fleetwarden.core.describing import decision_summary
 from fleetwarden.core.events import dedupe_key
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import (
@@ -76,6 +81,7 @@ from fleetwarden.core.policy import (
     UnknownDecision,
 )
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.audit import (
     AuditConflict,
     AuditStore,
@@ -95,7 +101,7 @@ __all__ = [
     "replica_identity",
 ]
 
-log = logging.getLogger("fleetwarden.healing")
+log = get_logger("fleetwarden.healing")
 
 
 RESTORE_PAGE = 10_000  # audit records per query while restoring (each page re-reads the span)
@@ -243,17 +249,16 @@ class Healer:
         if malformed:
             log.warning(
                 "audit records without a readable decision skipped",
-                extra={"count": len(malformed), "first": malformed[0]},
+                count=len(malformed),
+                first=malformed[0],
             )
         log.info(
             "policy state restored from the audit store",
-            extra={
-                "replayed": replay.replayed,
-                "pending": len(self.state.pending),
-                "cancelled": len(cancelled),
-                "malformed": len(malformed),
-                "since": since.isoformat(),
-            },
+            replayed=replay.replayed,
+            pending=len(self.state.pending),
+            cancelled=len(cancelled),
+            malformed=len(malformed),
+            since=since.isoformat(),
         )
         return Restored(
             replay.replayed,
@@ -270,14 +275,14 @@ class Healer:
         is not cancelled here, and one cancelled here cannot be approved there."""
         if self.shared is None:
             cancelled = self._cancel_stale()
-            await self._append([_cancellation_draft(d) for d in cancelled])
+            await self._append([cancellation_draft(d) for d in cancelled])
             return cancelled
         try:
             async with await self._guarded() as txn:
                 self._catch_up(txn.news)
                 cancelled = self._cancel_stale()
                 if cancelled:
-                    await txn.append([_cancellation_draft(d) for d in cancelled])
+                    await txn.append([cancellation_draft(d) for d in cancelled])
                 self._cursor = txn.head
         except AuditStoreError as exc:
             self._lost(exc)  # the requests stay pending; the next sweep tries again
@@ -293,7 +298,8 @@ class Healer:
         if cancelled:
             log.info(
                 "requests waiting for approval cancelled",
-                extra={"count": len(cancelled), "ids": [d.id for d in cancelled][:20]},
+                count=len(cancelled),
+                ids=[d.id for d in cancelled][:20],
             )
         return cancelled
 
@@ -302,7 +308,7 @@ class Healer:
         so it is rebuilt from the store (``restore``) before the next guarded write."""
         self.audit_failures += 1
         self._cursor = None
-        log.error("guarded policy write failed", extra={"error": str(exc)})
+        log.error("guarded policy write failed", error=str(exc))
 
     # --- inputs ---------------------------------------------------------------------------
 
@@ -315,7 +321,10 @@ class Healer:
         except asyncio.QueueFull:
             self.dropped += 1
             log.warning(
-                "healing queue full: finding event dropped", extra={"finding": event.finding.id}
+                "healing queue full: finding event dropped",
+                finding=event.finding.id,
+                cluster=event.finding.cluster,
+                pool=event.finding.pool,
             )
 
     # --- the loop -------------------------------------------------------------------------
@@ -388,7 +397,7 @@ class Healer:
         outcomes = await self.remediator.carry_out_all(to_run) if to_run else []
         done: list[AuditDraft] = []
         for decision, outcome in zip(to_run, outcomes, strict=True):
-            done.extend(_action_drafts(decision, outcome))
+            done.extend(action_drafts(decision, outcome))
             note = self._retry_later(decision, outcome, batch.causes, attempts, now)
             if note is not None:
                 done.append(note)
@@ -411,9 +420,10 @@ class Healer:
             batch.causes[f.id] = ev
             refs = []
             cause = f.extra.get("cause")
+            event_key = None  # the queued event this finding is attributed to
             if isinstance(cause, dict) and cause.get("eventId") and cause.get("source"):
-                key = cause.get("key") or dedupe_key(cause["source"], cause["eventId"])
-                refs.append(record_id(AuditKind.EVENT, key))
+                event_key = cause.get("key") or dedupe_key(cause["source"], cause["eventId"])
+                refs.append(record_id(AuditKind.EVENT, event_key))
             finding_key = f"{f.id}:{ev.type.value}:{ev.at.isoformat()}"
             fdraft = finding_draft(f, refs=refs, key=finding_key)
             fid = record_id(AuditKind.FINDING, finding_key)
@@ -436,11 +446,22 @@ class Healer:
             decision = policy_mod.decide(
                 f, route, self.state, now, self.mode, policy=self.policy, config=self.config
             )
+            log.info(
+                "finding decided",
+                # the event the finding is blamed for; none for drift found at start-up
+                **({"event_key": event_key} if event_key else {}),
+                cluster=f.cluster,
+                pool=f.pool,
+                finding=f.id,
+                decision=decision.id,
+                status=decision.status.value,
+                action=decision.action.value,
+            )
             policy_mod.record(decision, self.state, policy=self.policy)
             self.decisions[decision.id] = decision
             batch.made.append(decision)
             batch.drafts.append(
-                _decision_draft(
+                decision_draft(
                     decision, fid, f.cluster, f.pool, cause if isinstance(cause, dict) else None
                 )
             )
@@ -470,7 +491,8 @@ class Healer:
             except ValueError as exc:
                 log.warning(
                     "audit record without a readable decision skipped",
-                    extra={"seq": rec.seq, "error": str(exc)},
+                    seq=rec.seq,
+                    error=str(exc),
                 )
                 continue
             if decision is None or self.decisions.get(decision.id) == decision:
@@ -504,7 +526,13 @@ class Healer:
             due = now + min(wait, timedelta(hours=1))
             self.retries[decision.finding_id] = _Retry(due, attempt, causes[decision.finding_id])
             return None
-        log.warning("heal given up", extra={"finding": decision.finding_id, "attempts": attempt})
+        log.warning(
+            "heal given up",
+            finding=decision.finding_id,
+            attempts=attempt,
+            cluster=decision.cluster,
+            pool=decision.pool,
+        )
         return AuditDraft(
             kind=AuditKind.NOTE,
             key=f"given-up:{decision.id}",
@@ -558,13 +586,13 @@ class Healer:
         policy_mod.record(decision, self.state, policy=self.policy)
         self.decisions[decision.id] = decision
         if decision.status is Status.CANCELLED:
-            await self._append([_cancellation_draft(decision)])
+            await self._append([cancellation_draft(decision)])
             return decision
         self._approved[decision_id] = (self.identity, now)
         await self._append([self._approval_draft(decision)])  # write-ahead, as in process
         if decision.status is Status.EXECUTE:
             (outcome,) = await self.remediator.carry_out_all([decision])
-            await self._append(_action_drafts(decision, outcome))
+            await self._append(action_drafts(decision, outcome))
         return decision
 
     async def _approve_shared(self, decision_id: str) -> Decision:
@@ -587,7 +615,7 @@ class Healer:
                 config=self.config,
             )
             draft = (
-                _cancellation_draft(decision)
+                cancellation_draft(decision)
                 if decision.status is Status.CANCELLED
                 else self._approval_draft(decision)
             )
@@ -600,7 +628,7 @@ class Healer:
         # committed: this replica, and no other, carries it out
         if decision.status is Status.EXECUTE:
             (outcome,) = await self.remediator.carry_out_all([decision])
-            await self._append(_action_drafts(decision, outcome))
+            await self._append(action_drafts(decision, outcome))
         return decision
 
     def _already(self, decision_id: str, holder: str, at: datetime) -> AlreadyApproved:
@@ -649,7 +677,7 @@ class Healer:
             await self.audit.append_many(drafts)
         except AuditStoreError as exc:
             self.audit_failures += 1
-            log.error("audit append failed", extra={"error": str(exc)})
+            log.error("audit append failed", error=str(exc), records=len(drafts))
 
 
 def _refuse_taken(drafts: Sequence[AuditDraft], fresh: Sequence[bool]) -> None:
@@ -684,102 +712,3 @@ async def _records_since(
         before = page[-1].seq
     out.reverse()
     return out
-
-
-def record_summary(rec: AuditRecord) -> str:
-    """An audit record's summary for people (``audit query``'s table). A decision record is
-    summarised from its decision (what it did, or the guard that stopped it), so records
-    written before the stored summary said so read the same; any other record, or one that
-    cannot be read, has the summary it was stored with (JSON output keeps that one)."""
-    if rec.kind == AuditKind.DECISION:
-        try:
-            decision = recorded_decision(rec)
-        except (ValueError, TypeError, KeyError):
-            decision = None  # an old or foreign payload: the summary it was stored with
-        if decision is not None:
-            return decision_summary(decision)
-    return rec.summary
-
-
-def recorded_decision(rec: AuditRecord) -> Decision | None:
-    """The decision an audit record carries: a decision record's (``_decision_draft``), an
-    approval note's result (``Healer.approve``) or a cancellation note's
-    (``_cancellation_draft``); None for any other record. Raises
-    ValueError (``MalformedDecision``, or a payload that is not JSON) when it cannot be read.
-    """
-    if rec.kind == AuditKind.DECISION:
-        return Decision.from_json(rec.payload.get("decision"))
-    if rec.kind == AuditKind.NOTE and "approval" in rec.payload:
-        return Decision.from_json(rec.payload["approval"])
-    if rec.kind == AuditKind.NOTE and "cancellation" in rec.payload:
-        return Decision.from_json(rec.payload["cancellation"])
-    return None
-
-
-def _cancellation_draft(decision: Decision) -> AuditDraft:
-    """A request cancelled: one note per request, whoever cancels it and however often."""
-    return AuditDraft(
-        kind=AuditKind.NOTE,
-        key=f"cancel:{decision.id}",
-        summary=f"cancelled ({decision.guard.value if decision.guard else 'stale'}): "
-        f"{decision.action.value} — {decision.reasons[-1]}",
-        cluster=decision.cluster,
-        pool=decision.pool,
-        refs=(decision.id,),
-        payload={"cancellation": decision.to_json()},
-    )
-
-
-def _action_drafts(decision: Decision, outcome: Any) -> list[AuditDraft]:
-    """The call (sent, or only intended in dry-run) and how it ended, linked to the decision."""
-    sent = decision.status is Status.EXECUTE
-    action_id = f"act-{decision.id}"
-    calls = [c.to_json() for c in getattr(outcome, "calls", ())]
-    return [
-        AuditDraft(
-            kind=AuditKind.ACTION,
-            id=action_id,
-            key=f"action:{decision.id}",
-            summary=f"{decision.action.value} {'sent' if sent else 'intended (dry-run)'}",
-            cluster=decision.cluster,
-            pool=decision.pool,
-            refs=(decision.id,),
-            payload={"dryRun": not sent, "calls": calls},
-        ),
-        AuditDraft(
-            kind=AuditKind.OUTCOME,
-            key=f"outcome:{decision.id}",
-            summary=f"{outcome.status.value}: {decision.action.value}",
-            cluster=decision.cluster,
-            pool=decision.pool,
-            refs=(action_id,),
-            payload={"outcome": outcome.to_json()},
-        ),
-    ]
-
-
-def _decision_draft(
-    decision: Decision,
-    finding_record: str | None,
-    cluster: str | None,
-    pool: str | None,
-    cause: dict[str, Any] | None = None,
-) -> AuditDraft:
-    """The decision, with the change event its finding was attributed to (``cause``: its
-    actor is the record's, so ``/api/decisions?actor=`` and ``audit query`` find it)."""
-    refs = tuple(r for r in (finding_record,) if r)
-    payload: dict[str, Any] = {"decision": decision.to_json()}
-    if cause:
-        payload["cause"] = cause
-    actor = cause.get("actor") if cause else None
-    return AuditDraft(
-        kind=AuditKind.DECISION,
-        id=decision.id,
-        summary=decision_summary(decision),
-        cluster=cluster or decision.cluster,
-        pool=pool or decision.pool,
-        actor=actor if isinstance(actor, str) else None,
-        refs=refs,
-        payload=payload,
-        key=f"decision:{decision.id}",
-    )

@@ -5,7 +5,10 @@ durable sinks (``record``: ``app/recording.py``, each sink idempotent by event k
 record each event for attribution, and inspect the pool it names: the first event for a pool
 is inspected at once (leading edge); further events for that pool within the debounce window
 are coalesced into one trailing inspection. A delivery is acknowledged only after the
-inspection that covers it has run.
+inspection that covers it has run. Inspecting is asking a ``PoolDiffer`` to re-diff the pool:
+the live watcher of the cluster where there is one, else the latest node dump
+(``app/serving.py``; ``NodeDiffer`` here for the nodes an ``ObservedSource`` gives), through the one
+"nodes -> diff -> track" step (``app/rediffing.diff_and_track``).
 
 Duplicates are what the sinks say they already held (a redelivery after a crash, or an event
 sent again by its source): counted, acknowledged, not inspected again. Without ``record``
@@ -16,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from typing import Protocol
+
+import structlog
 
 from fleetwarden.app.recording import Checkpoint, no_checkpoint
 from fleetwarden.app.rediffing import diff_and_track
@@ -28,16 +33,81 @@ from fleetwarden.core import eventrules
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.diffing import PoolIndex
 from fleetwarden.core.events import ChangeEvent
-from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
+from fleetwarden.core.nodes import POOL_LABELS, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.subjects import NodePoolRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.logs import get_logger, is_debug
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueUnavailable
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock, ObservedSource
 
-__all__ = ["InspectionStats", "Inspector", "NodeSource", "snapshot_source"]
+__all__ = ["InspectionStats", "Inspector", "NodeDiffer", "PoolDiffer"]
 
-NodeSource = Callable[[str], Sequence[ObservedNode] | None]  # cluster -> nodes, None: unknown
+log = get_logger("fleetwarden.inspecting")
+_std = logging.getLogger("fleetwarden.inspecting")  # for the hot path's level check
+
+
+class PoolDiffer(Protocol):
+    def knows(self, cluster: str) -> bool:
+        """Whether the cluster's nodes are known (a synced watcher, a node dump)."""
+        ...
+
+    async def rediff(self, cluster: str, scope: str) -> int:
+        """Diff the desired pool ``scope`` of ``cluster`` now, track and emit what changed;
+        the number of finding events emitted."""
+        ...
+
+
+class NodeDiffer:
+    """Re-diffs from the nodes an ``ObservedSource`` gives (node dumps; tests)."""
+
+    def __init__(
+        self,
+        specs: Sequence[NodePoolSpec],
+        nodes: ObservedSource,
+        tracker: FindingTracker,
+        emit: Callable[[FindingEvent], None],
+        *,
+        options: DiffOptions = DiffOptions(),
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self.nodes, self.tracker, self.emit = nodes, tracker, emit
+        self.options, self.clock = options, clock
+        self.indexes = _indexes(specs)
+        self._pool_labels = options.pool_labels or POOL_LABELS
+
+    def knows(self, cluster: str) -> bool:
+        return self.nodes(cluster) is not None
+
+    async def rediff(self, cluster: str, scope: str) -> int:
+        index = self.indexes.get(cluster)
+        spec = index.specs.get(scope) if index is not None else None
+        if index is None or spec is None:
+            return 0
+        members = [
+            n
+            for n in self.nodes(cluster) or ()
+            if index.spec_for(pool_of(n, pool_labels=self._pool_labels)) is spec
+        ]
+        events = diff_and_track(
+            self.tracker,
+            cluster,
+            {scope: (spec, members)},
+            options=self.options,
+            now=self.clock.now(),
+        )
+        for ev in events:
+            self.emit(ev)
+        return len(events)
+
+
+def _indexes(specs: Sequence[NodePoolSpec]) -> dict[str, PoolIndex]:
+    by_cluster: dict[str, list[NodePoolSpec]] = {}
+    for spec in specs:
+        if spec.cluster:
+            by_cluster.setdefault(spec.cluster, []).append(spec)
+    return {c: PoolIndex(s) for c, s in by_cluster.items()}
 
 
 @dataclass
@@ -76,38 +146,29 @@ class Inspector:
         self,
         queue: EventQueue,
         specs: Sequence[NodePoolSpec],
-        nodes: NodeSource,
-        tracker: FindingTracker,
+        differ: PoolDiffer,
         attribution: Attribution,
-        emit: Callable[[FindingEvent], None],
         *,
-        options: DiffOptions = DiffOptions(),
         debounce: float = 2.0,
         batch: int = 512,
         record: Callable[[Sequence[ChangeEvent]], Awaitable[Sequence[bool]]] | None = None,
         on_latency: Callable[[float], None] | None = None,
         on_count: Callable[[str, int], None] | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         checkpoint: Checkpoint = no_checkpoint,
     ) -> None:
-        self.queue, self.nodes, self.tracker, self.attribution = queue, nodes, tracker, attribution
-        self.emit, self.options, self.debounce, self.batch = emit, options, debounce, batch
+        self.queue, self.differ, self.attribution = queue, differ, attribution
+        self.debounce, self.batch = debounce, batch
         self.record, self.on_latency, self.clock = record, on_latency, clock
         self.on_count = on_count or (lambda _name, _n: None)
         self.checkpoint = checkpoint  # "before-ack"; a no-op outside the crash-point tests
-        self.indexes: dict[str, PoolIndex] = {}
-        by_cluster: dict[str, list[NodePoolSpec]] = {}
-        for spec in specs:
-            if spec.cluster:
-                by_cluster.setdefault(spec.cluster, []).append(spec)
-        self.indexes = {c: PoolIndex(s) for c, s in by_cluster.items()}
+        self.indexes = _indexes(specs)
         self.seen = _SeenKeys()
         self.stats = InspectionStats()
         self._last_run: dict[NodePoolRef, float] = {}
         self._pending: dict[NodePoolRef, list[Delivery]] = {}
         self._timers: dict[NodePoolRef, asyncio.Task[None]] = {}
         self._acking: set[asyncio.Task[None]] = set()  # trailing inspections being acked
-        self._pool_labels = options.pool_labels or POOL_LABELS
 
     async def run(self) -> None:
         try:
@@ -124,7 +185,7 @@ class Inspector:
                 task.cancel()
 
     async def handle(self, deliveries: Sequence[Delivery]) -> None:
-        now_dt = datetime.fromtimestamp(self.clock(), UTC)
+        now_dt = self.clock.now()
         ack_now: list[Delivery] = []
         leading: dict[NodePoolRef, list[Delivery]] = {}
         fresh: list[Delivery] = []
@@ -141,8 +202,14 @@ class Inspector:
             # redelivers, and each sink then adds only what it lacks
             try:
                 new = await self.record([d.event for d in fresh])
-            except Exception:  # the store is down: retry the batch later, keep the loop alive
+            except Exception as exc:  # the store is down: retry the batch later, keep the loop
                 self.stats.record_failures += 1
+                log.warning(
+                    "events not recorded: retried later",
+                    error=str(exc) or type(exc).__name__,
+                    count=len(fresh),
+                    event_keys=[d.event.key for d in fresh[:20]],
+                )
                 with contextlib.suppress(QueueUnavailable):
                     await self.queue.nack(fresh, delay=1.0)
                     if ack_now:
@@ -152,32 +219,42 @@ class Inspector:
                 if not is_new:
                     self._duplicate(d, ack_now)
             fresh = [d for d, is_new in zip(fresh, new, strict=True) if is_new]
+        debug = is_debug(_std)  # the hot path: no work for lines not shown
         for d in fresh:
             event = d.event
             self.seen.add(event.key)
             self.stats.processed += 1
             self.attribution.record(event, now=now_dt)
             key = eventrules.coalesce_key(event)
+            if debug:
+                log.debug(
+                    "event recorded",
+                    event_key=event.key,
+                    source=event.source,
+                    cluster=key.cluster if key else None,
+                    pool=key.pool if key else None,
+                    attempt=d.attempt,
+                )
             if key is None or key.cluster not in self.indexes:
                 ack_now.append(d)  # nothing to inspect: recorded, done
                 continue
             last = self._last_run.get(key)
             if key in leading:
                 leading[key].append(d)
-            elif last is None or self.clock() - last >= self.debounce:
+            elif last is None or self.clock.time() - last >= self.debounce:
                 leading[key] = [d]
             else:
                 self.stats.coalesced += 1
                 self.on_count("coalesced", 1)
                 self._pending.setdefault(key, []).append(d)
                 if key not in self._timers:
-                    delay = max(0.0, last + self.debounce - self.clock())
+                    delay = max(0.0, last + self.debounce - self.clock.time())
                     self._timers[key] = asyncio.create_task(self._trailing(key, delay))
         for key, group in leading.items():
             self.stats.coalesced += len(group) - 1
             if len(group) > 1:
                 self.on_count("coalesced", len(group) - 1)
-            self._inspect(key, group)
+            await self._inspect(key, group)
             ack_now.extend(group)
         if ack_now:  # one acknowledgement for the whole batch, after every inspection ran
             self.checkpoint("before-ack")
@@ -200,7 +277,7 @@ class Inspector:
             if me is not None:
                 self._acking.add(me)  # still ours (run() cancels it) while it acknowledges
             if group:
-                self._inspect(key, group)
+                await self._inspect(key, group)
                 self.checkpoint("before-ack")
                 with contextlib.suppress(QueueUnavailable):
                     await self.queue.ack(group)
@@ -210,37 +287,42 @@ class Inspector:
             if me is not None:
                 self._acking.discard(me)
 
-    def _inspect(self, key: NodePoolRef, group: list[Delivery]) -> None:
+    async def _inspect(self, key: NodePoolRef, group: list[Delivery]) -> None:
         """Diff the pool (or the whole cluster) now; the caller acknowledges ``group``."""
+        # every line of this inspection (the findings it emits, the healer's hand-off) names
+        # the event that caused it, and the pool
+        bound = structlog.contextvars.bind_contextvars(
+            event_key=group[0].event.key, cluster=key.cluster, pool=key.pool
+        )
+        try:
+            await self._inspect_bound(key, group)
+        finally:
+            structlog.contextvars.reset_contextvars(**bound)
+
+    async def _inspect_bound(self, key: NodePoolRef, group: list[Delivery]) -> None:
         cluster, pool = key.cluster, key.pool
-        self._last_run[key] = self.clock()
+        self._last_run[key] = self.clock.time()
+        emitted = 0
         index = self.indexes[cluster]
-        nodes = self.nodes(cluster)
-        now_dt = datetime.fromtimestamp(self.clock(), UTC)
-        if nodes is None:
+        known = self.differ.knows(cluster)
+        if not known:
             self.stats.no_data += 1
             self.on_count("no_data", 1)
         else:
             specs = [index.spec_for(pool)] if pool is not None else list(index.specs.values())
-            groups = {
-                spec.name: (
-                    spec,
-                    [
-                        n
-                        for n in nodes
-                        if index.spec_for(pool_of(n, pool_labels=self._pool_labels)) is spec
-                    ],
-                )
-                for spec in specs
-                if spec is not None  # an unknown pool: flagged on the event already
-            }
-            for ev in diff_and_track(
-                self.tracker, cluster, groups, options=self.options, now=now_dt
-            ):
-                self.emit(ev)
+            for spec in specs:
+                if spec is None:
+                    continue  # an unknown pool: flagged on the event already
+                emitted += await self.differ.rediff(cluster, spec.name)
             self.stats.inspections += 1
             self.on_count("inspected", 1)
-        done = self.clock()
+        done = self.clock.time()
+        log.debug(
+            "pool inspected",
+            nodes_known=known,
+            finding_events=emitted,
+            coalesced_keys=[d.event.key for d in group[1:20]],
+        )
         for d in group:
             if d.event.received_at is not None:
                 latency = done - d.event.received_at.timestamp()
@@ -248,8 +330,3 @@ class Inspector:
                 self.stats.latency_seconds += latency
                 if self.on_latency is not None:
                     self.on_latency(latency)
-
-
-def snapshot_source(snapshot: Mapping[str, Sequence[ObservedNode]]) -> NodeSource:
-    """The latest known state from node dumps, for clusters without a live connection."""
-    return lambda cluster: snapshot.get(cluster)

@@ -7,8 +7,8 @@ sink's batches in order (a resolve never overtakes its firing), each send under 
 and folds every outcome back into the state, so a failed delivery is retried. Outcomes are
 returned and passed to ``on_outcome`` (the audit store's hook).
 
-The ``Sink`` protocol and ``NotifyError`` are the seam the adapters (``adapters/notify``)
-implement; sink errors never carry URLs or tokens.
+The ``Sink`` protocol and ``NotifyError`` (``ports/notify.py``) are the seam the adapters
+(``adapters/notify``) implement; sink errors never carry URLs or tokens.
 """
 
 from __future__ import annotations
@@ -16,50 +16,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from fleetwarden.core import notifying
 from fleetwarden.core.notifying import Batch, NotifierState, SinkPolicy
 from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.logs import get_logger
+from fleetwarden.ports.notify import NotifyError, Sink
 
-__all__ = ["BatchResult", "Notifier", "NotifierStats", "NotifyError", "Sink"]
+__all__ = ["BatchResult", "Notifier", "NotifierStats"]
 
-log = logging.getLogger(__name__)
-
-
-class NotifyError(Exception):
-    """A notification could not be delivered. ``sink`` names the sink; the message never holds
-    its URL or credentials. ``retryable``: a later attempt may succeed (5xx, timeout)."""
-
-    def __init__(
-        self,
-        sink: str,
-        detail: str,
-        *,
-        status: int | None = None,
-        attempts: int = 1,
-        retryable: bool = False,
-    ) -> None:
-        super().__init__(f"notify {sink}: {detail}")
-        self.sink, self.detail, self.status = sink, detail, status
-        self.attempts, self.retryable = attempts, retryable
-
-
-class Sink(Protocol):
-    """Delivers one batch as one message (or, if it must split it, several). Raises
-    ``NotifyError`` and nothing else; retries transient failures itself, within bounds."""
-
-    @property
-    def name(self) -> str: ...
-
-    async def send(self, batch: Batch) -> None: ...
-
-    async def aclose(self) -> None: ...
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,11 +122,11 @@ class Notifier:
         except asyncio.QueueFull:
             self.stats.dropped += 1
             log.warning(
-                "notification queue full; event dropped type=%s cluster=%s pool=%s id=%s",
-                event.type.value,
-                event.finding.cluster,
-                event.finding.pool,
-                event.finding.id,
+                "notification queue full: event dropped",
+                type=event.type.value,
+                cluster=event.finding.cluster,
+                pool=event.finding.pool,
+                finding=event.finding.id,
             )
             return
         self.stats.events += 1
@@ -245,23 +216,23 @@ class Notifier:
         except TimeoutError:
             error = f"notify {sink.name}: no answer within {self.send_timeout:g} s"
         except Exception as exc:  # a bug in a sink must not stop the notifier
-            log.exception("notification sink failed sink=%s", sink.name)
+            log.exception("notification sink failed", sink=sink.name)
             error = f"notify {sink.name}: internal error: {type(exc).__name__}"
         duration = time.monotonic() - started
         if error is None:
             log.info(
-                "notification sent sink=%s delivery=%s count=%d",
-                sink.name,
-                batch.key,
-                len(batch.notifications),
+                "notification sent",
+                sink=sink.name,
+                delivery=batch.key,
+                count=len(batch.notifications),
             )
             return BatchResult(sink.name, batch, ok=True, at=at, duration=duration)
         log.warning(
-            "notification failed sink=%s delivery=%s count=%d error=%s",
-            sink.name,
-            batch.key,
-            len(batch.notifications),
-            error,
+            "notification failed",
+            sink=sink.name,
+            delivery=batch.key,
+            count=len(batch.notifications),
+            error=error,
         )
         return BatchResult(
             sink.name,
@@ -283,7 +254,7 @@ class Notifier:
                 await result
         except Exception:  # the audit hook failing must not lose the state update
             self.stats.outcome_hook_failures += 1
-            log.exception("notification outcome hook failed sink=%s", outcome.sink)
+            log.exception("notification outcome hook failed", sink=outcome.sink)
 
     # --- background ----------------------------------------------------------------------
 

@@ -12,32 +12,14 @@ resource answers again.
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from fleetwarden.ports.kube import ApiError, Gone, KubeApi, Transient
+from fleetwarden.ports.notify import Backoff
 
-__all__ = ["Backoff", "Reflection", "reflect"]
-
-
-@dataclass
-class Backoff:
-    """Exponential back-off with full jitter (AWS architecture blog's "full jitter")."""
-
-    base: float = 0.2
-    cap: float = 30.0
-    attempt: int = 0
-    rng: random.Random = field(default_factory=random.Random)
-
-    def next(self) -> float:
-        delay = self.rng.uniform(0, min(self.cap, self.base * 2**self.attempt))
-        self.attempt += 1
-        return delay
-
-    def reset(self) -> None:
-        self.attempt = 0
+__all__ = ["Reflection", "reflect"]
 
 
 @dataclass

@@ -20,18 +20,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from fleetwarden.app.notifying import NotifyError
 from fleetwarden.app.recording import Checkpoint, no_checkpoint
-from fleetwarden.app.reflecting import Backoff
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
+from fleetwarden.ports.notify import Backoff, NotifyError
 
 __all__ = ["EventFeed", "EventRelay"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 class EventFeed(Protocol):
@@ -42,6 +41,8 @@ class EventFeed(Protocol):
     def name(self) -> str: ...
 
     async def send_events(self, events: Sequence[tuple[str, Mapping[str, Any]]]) -> None: ...
+
+    async def aclose(self) -> None: ...
 
 
 class EventRelay:
@@ -83,7 +84,7 @@ class EventRelay:
                 self.failures += 1
                 delay = backoff.next()
                 log.warning(
-                    "event relay failed sink=%s retry_in=%.1fs error=%s", feed.name, delay, exc
+                    "event relay failed", sink=feed.name, retry_in=round(delay, 1), error=str(exc)
                 )
                 await asyncio.sleep(delay)
                 continue

@@ -32,7 +32,6 @@ its Lease (which would leave that member's clusters unwatched meanwhile).
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -52,6 +51,7 @@ from fleetwarden.core.sharding import (
     owned_by,
 )
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.kube import Conflict, KubeError
 from fleetwarden.ports.leases import LeaseGroup
 
@@ -63,7 +63,7 @@ __all__ = [
     "sharding_from",
 ]
 
-log = logging.getLogger("fleetwarden.sharding")
+log = get_logger("fleetwarden.sharding")
 
 MEMBERSHIP_LABEL = "fleetwarden.io/membership"
 
@@ -145,7 +145,8 @@ class Membership:
                 self.last_reason = f"the membership request failed: {exc}"
             log.info(
                 "membership round failed",
-                extra={"group": self.group.where, "why": self.last_reason},
+                group=self.group.where,
+                why=self.last_reason,
             )
             return
         now = self.clock()
@@ -167,11 +168,9 @@ class Membership:
                 async with asyncio.timeout(self.timing.retry_period):
                     await self.group.delete(lease)
             except (KubeError, TimeoutError) as exc:
-                log.debug(
-                    "gone member's lease not deleted", extra={"lease": lease.name, "error": exc}
-                )
+                log.debug("gone member's lease not deleted", lease=lease.name, error=exc)
             else:
-                log.info("deleted a gone member's lease", extra={"lease": lease.name})
+                log.info("deleted a gone member's lease", lease=lease.name)
 
     async def _renew(self) -> None:
         wall = self.wall()
@@ -192,7 +191,7 @@ class Membership:
 
     def _reassign(self, live: frozenset[str]) -> None:
         if live != self.members:
-            log.info("members changed", extra={"members": sorted(live)})
+            log.info("members changed", members=sorted(live))
         self.members = live
         change = Assignment.between(self.owned, owned_by(self.identity, self._clusters, live))
         self._apply(change)
@@ -212,7 +211,7 @@ class Membership:
             async with asyncio.timeout(self.timing.retry_period):
                 await self.store.update(released(record, wall=self.wall()), version)
         except (KubeError, TimeoutError) as exc:
-            log.info("membership not released", extra={"lease": self.store.where, "error": exc})
+            log.info("membership not released", lease=self.store.where, error=exc)
 
 
 # --- the ``sharding`` section of the service config ---------------------------------------

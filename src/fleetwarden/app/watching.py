@@ -262,14 +262,21 @@ class ClusterWatcher:
             ]
         return [self.nodes[n] for n in names]
 
-    async def _rediff(self, scope: str | None) -> None:
-        options = self.settings.options
+    async def rediff(self, scope: str | None) -> int:
+        """Diff one scope (a desired pool's name, or a group of nodes no pool claims) from the
+        cache now and emit what changed (how many finding events): what the inspector asks
+        for when an event names a pool of a cluster watched live."""
+        return await self._rediff(scope)
+
+    async def _rediff(self, scope: str | None) -> int:
         spec = self.index.specs.get(scope) if scope is not None else None
         groups = {scope: (spec, self.nodes_of(scope))}
-        for event in diff_and_track(
-            self.tracker, self.cluster, groups, options=options, now=self.now()
-        ):
+        events = diff_and_track(
+            self.tracker, self.cluster, groups, options=self.settings.options, now=self.now()
+        )
+        for event in events:
             await _emit(self.emit, event)
+        return len(events)
 
     # --- health --------------------------------------------------------------------------
 

@@ -35,35 +35,12 @@ from fleetwarden.core.findings import Finding
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.subjects import WorkloadRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker, app_scope
-from fleetwarden.ports.kube import KubeApi
+from fleetwarden.ports.kube import RESOURCES, KubeApi, Resource
 
-__all__ = ["RESOURCES", "Resource", "WorkloadWatchSettings", "WorkloadWatcher"]
+__all__ = ["WorkloadWatchSettings", "WorkloadWatcher"]
 
 Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
-
-
-@dataclass(frozen=True, slots=True)
-class Resource:
-    kind: str
-    api_version: str
-    plural: str
-
-    def path(self, namespace: str | None = None) -> str:
-        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        if namespace:
-            return f"{base}/namespaces/{namespace}/{self.plural}"
-        return f"{base}/{self.plural}"
-
-
-RESOURCES = (
-    Resource("Deployment", "apps/v1", "deployments"),
-    Resource("StatefulSet", "apps/v1", "statefulsets"),
-    Resource("DaemonSet", "apps/v1", "daemonsets"),
-    Resource("ConfigMap", "v1", "configmaps"),
-    Resource("Secret", "v1", "secrets"),
-    Resource("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers"),
-)
 
 
 @dataclass(frozen=True)

@@ -2,66 +2,48 @@
 change events, plus the read API (``/api/events``, ``/api/findings``), ``/healthz`` and
 ``/metrics``.
 
-Answers: 202 once stored; 200 for handshakes; 401 without valid credentials (nothing stored);
-413 over the body limit or over ``batch_events`` events in one request; 400 for a body that
-does not parse (with the reason); 429 with Retry-After when the queue is over its limit; 503
-when the queue cannot store. A surprise in a payload, a header or a query string is a 4xx,
-never a 5xx. Before any route, every request passes the front door (``door``: the Host check
-and the read side's credentials). Every 4xx answered -- by the door, the ingest path or a
-route -- is counted in ``fleetwarden_events_rejected_total{source, reason}``; ``source`` is
-the event source, or the route family (``api``, ``ui``, ``metrics``, ``events``, ``other``)
-for the rest.
+``POST /events/<source>``: the body is read within ``body_limit`` (413 over it), then
+``app/ingesting.py`` takes the delivery (authentication, parsing, the durable queue) and says
+what to answer. A surprise in a payload, a header or a query string is a 4xx, never a 5xx.
+Every request gets a request id (``X-Request-Id`` when sane, else a fresh one), bound to its
+log lines and echoed in the answer. Before any route, every request passes the front door
+(``core/access.py``: the Host check and the read side's credentials). Every 4xx answered --
+by the door, the ingest path or a route -- is counted in
+``fleetwarden_events_rejected_total{source, reason}``; ``source`` is the event source, or
+the route family (``api``, ``ui``, ``metrics``, ``events``, ``other``) for the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
+import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from fleetwarden.core import eventrules, signatures
+from fleetwarden import logs
+from fleetwarden.app.ingesting import Ingest, Parser, SourceAuth, is_count
+from fleetwarden.core import access
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
 from fleetwarden.entrypoints import door
 from fleetwarden.entrypoints.metrics import ServiceMetrics
-from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.events import SOURCES, Parsed, Reply
-from fleetwarden.ports.queue import EventQueue, QueueFull, QueueUnavailable
+from fleetwarden.formats.events import Reply
+from fleetwarden.ports.queue import EventQueue, QueueUnavailable
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
-__all__ = ["SOURCES", "GatewayConfig", "SourceAuth", "create_app"]
+__all__ = ["GatewayConfig", "create_app"]
 
-log = logging.getLogger("fleetwarden.gateway")
-
-Parser = Callable[[Any, Mapping[str, str], datetime], Parsed]
-
-
-@dataclass(frozen=True)
-class SourceAuth:
-    hmac_secrets: tuple[str, ...] = ()
-    bearer_tokens: tuple[str, ...] = ()
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.hmac_secrets or self.bearer_tokens)
-
-    def __repr__(self) -> str:  # never print secrets
-        return (
-            f"SourceAuth(hmac={len(self.hmac_secrets)} secret(s), "
-            f"bearer={len(self.bearer_tokens)} token(s))"
-        )
+log = logs.get_logger("fleetwarden.gateway")
 
 
 @dataclass
@@ -73,11 +55,35 @@ class GatewayConfig:
     recent_events: int = 1000
     known_pools: Mapping[str, set[str]] = field(default_factory=dict)  # cluster -> pools
     batch_events: int = 1000  # events in one request (a batch, or one body that names many)
-    door: door.DoorConfig = field(default_factory=door.DoorConfig)
+    door: access.DoorConfig = field(default_factory=access.DoorConfig)
 
 
 class _TooLarge(Exception):
     pass
+
+
+class _Counters:
+    """The ingest counters over the service's Prometheus metrics (label children kept)."""
+
+    def __init__(self, metrics: ServiceMetrics, parsers: Mapping[str, Any]) -> None:
+        self.metrics = metrics
+        self.received = {src: metrics.received.labels(src) for src in parsers}
+        self.accepted = {src: metrics.accepted.labels(src) for src in parsers}
+        self.rejected: dict[tuple[str, str], Any] = {}
+
+    def reject(self, source: str, reason: str) -> None:
+        child = self.rejected.get((source, reason))
+        if child is None:
+            child = self.rejected[(source, reason)] = self.metrics.rejected.labels(source, reason)
+        child.inc()
+
+    def accept(self, source: str, events: int, folded: int) -> None:
+        self.accepted[source].inc(events)
+        if folded:
+            self.metrics.duplicates.inc(folded)
+
+    def handshake(self, source: str) -> None:
+        self.metrics.handshakes.labels(source).inc()
 
 
 # the reason label of a 4xx a route answered (the ingest path and the door name their own)
@@ -87,7 +93,7 @@ _REASONS |= {405: "method", 413: "too_large", 429: "queue_full"}
 
 async def _receive_body(headers: Mapping[str, str], receive: Any, limit: int) -> bytes:
     declared = headers.get("content-length")
-    if declared is not None and _is_count(declared) and int(declared) > limit:
+    if declared is not None and is_count(declared) and int(declared) > limit:
         raise _TooLarge
     chunks: list[bytes] = []
     size = 0
@@ -127,127 +133,27 @@ def create_app(
     metrics: ServiceMetrics | None = None,
     findings: Callable[[], Sequence[Finding]] = list,
     on_reply: Callable[[str, Reply], None] | None = None,
-    clock: Callable[[], float] = time.time,
+    clock: Clock = SYSTEM_CLOCK,
     extra_routes: Sequence[Route] = (),
 ) -> Starlette:
     metrics = metrics or ServiceMetrics()
     recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
 
-    received = {src: metrics.received.labels(src) for src in parsers}
-    accepted = {src: metrics.accepted.labels(src) for src in parsers}
-    rejected: dict[tuple[str, str], Any] = {}
-
-    def reject(source: str, reason: str) -> None:
-        child = rejected.get((source, reason))
-        if child is None:
-            child = rejected[(source, reason)] = metrics.rejected.labels(source, reason)
-        child.inc()
-
-    def authenticate(
-        source: str, headers: Mapping[str, str], query: Mapping[str, str], body: bytes
-    ) -> signatures.AuthResult:
-        auth = config.auth.get(source)
-        if auth is None or not auth.configured:
-            return signatures.AuthResult(False, f"no credentials are configured for {source}")
-        results = []
-        sig = headers.get("x-fleetwarden-signature")
-        if auth.hmac_secrets and sig:
-            results.append(
-                signatures.check_signature(
-                    sig, body, auth.hmac_secrets, now=clock(), window=config.replay_window
-                )
-            )
-        if auth.bearer_tokens:
-            header = headers.get("authorization")
-            if header and header.lower().startswith("basic ") and source == "aws":
-                results.append(signatures.check_basic(header, auth.bearer_tokens))
-            elif header:
-                results.append(signatures.check_bearer(header, auth.bearer_tokens))
-            elif source == "gcp" and query.get("token"):
-                # Pub/Sub push cannot add headers: Google documents a token in the push URL
-                results.append(
-                    signatures.check_bearer(f"Bearer {query['token']}", auth.bearer_tokens)
-                )
-        for result in results:
-            if result.ok:
-                return result
-        if results:
-            return results[0]
-        return signatures.AuthResult(
-            False, "missing credentials (X-Fleetwarden-Signature or Authorization)"
-        )
-
-    async def ingest(
-        source: str, headers: Mapping[str, str], query: Mapping[str, str], receive: Any
-    ) -> tuple[int, Any, dict[str, str]]:
-        """The hot path, on raw ASGI: (status, JSON body, extra headers)."""
-        received[source].inc()
-        try:
-            body = await _receive_body(headers, receive, config.body_limit)
-        except _TooLarge:
-            reject(source, "too_large")
-            return 413, {"error": f"body over the limit of {config.body_limit} bytes"}, {}
-        auth = authenticate(source, headers, query, body)
-        if not auth.ok:
-            reject(source, "unauthorized")
-            return 401, {"error": auth.reason}, {"www-authenticate": "Bearer"}
-        now = datetime.fromtimestamp(clock(), UTC)
-        try:
-            decoded = _decode(body, headers)
-            if isinstance(decoded, list) and len(decoded) > config.batch_events:
-                # refused before the parser spends time on it (every batch form is an array)
-                reject(source, "too_many_events")
-                return 413, {"error": _too_many(len(decoded), config.batch_events)}, {}
-            parsed = parsers[source](decoded, headers, now)
-        except FormatError as exc:
-            reject(source, "malformed")
-            return 400, {"error": str(exc)}, {}
-        except Exception as exc:  # a surprise in a payload is the sender's problem, not a 5xx
-            log.warning(
-                "unexpected payload error", extra={"source": source, "error": type(exc).__name__}
-            )
-            reject(source, "malformed")
-            return (
-                400,
-                {"error": f"{source} payload: cannot be processed ({type(exc).__name__})"},
-                {},
-            )
-        if len(parsed.events) > config.batch_events:  # one body that names many events
-            reject(source, "too_many_events")
-            return 413, {"error": _too_many(len(parsed.events), config.batch_events)}, {}
-        # the route names the credential that admitted the events: their keys live in its
-        # namespace, so no other route's sender can make them look like duplicates
-        events = [eventrules.flag_unknown(e.via(source), config.known_pools) for e in parsed.events]
-        if events:
-            try:
-                folded = await queue.put_many(events)
-            except QueueFull as exc:
-                reject(source, "queue_full")
-                return 429, {"error": str(exc)}, {"retry-after": str(config.retry_after)}
-            except QueueUnavailable as exc:
-                reject(source, "unavailable")
-                # the cause (a file path, a broker address) is the operator's, not the sender's
-                log.warning("queue unavailable", extra={"source": source, "error": str(exc)})
-                return (
-                    503,
-                    {"error": "cannot store events now: the queue is unavailable; retry later"},
-                    {"retry-after": str(config.retry_after)},
-                )
-            accepted[source].inc(len(events))
-            if folded:
-                metrics.duplicates.inc(folded)
-            recent.extend(events)
-        if parsed.reply is not None:
-            metrics.handshakes.labels(source).inc()
-            if on_reply is not None:
-                on_reply(source, parsed.reply)
-            if parsed.reply.status is not None:
-                return (
-                    parsed.reply.status,
-                    parsed.reply.body,
-                    {k.lower(): v for k, v in parsed.reply.headers.items()},
-                )
-        return 202, {"accepted": len(events), "ids": [e.id for e in events]}, {}
+    counters = _Counters(metrics, parsers)
+    reject = counters.reject
+    ingest = Ingest(
+        queue,
+        parsers,
+        counters,
+        auth=config.auth,
+        replay_window=config.replay_window,
+        batch_events=config.batch_events,
+        retry_after=config.retry_after,
+        known_pools=config.known_pools,
+        on_reply=on_reply,
+        recent=recent,
+        clock=clock,
+    )
 
     async def options(request: Request) -> Response:
         # CloudEvents webhook abuse protection (validation handshake): nothing is stored
@@ -264,7 +170,7 @@ def create_app(
 
     async def api_events(request: Request) -> Response:
         raw = request.query_params.get("limit", "100")
-        if not _is_count(raw) or not 1 <= int(raw) <= config.recent_events:
+        if not is_count(raw) or not 1 <= int(raw) <= config.recent_events:
             return _problem(400, f"limit must be an integer from 1 to {config.recent_events}")
         newest = list(recent)[-int(raw) :][::-1]
         return Response(orjson.dumps([e.to_json() for e in newest]), media_type="application/json")
@@ -296,19 +202,16 @@ def create_app(
 
     known = set(parsers)
 
-    async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
+    async def route(scope: Any, receive: Any, send: Any, headers: dict[str, str]) -> None:
         path = scope.get("path", "")
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
         source = path[len("/events/") :].strip("/") if path.startswith("/events/") else None
-        label = source if source in known else door.family(path)
-        refusal = door.check(path, headers, config.door, now=clock())
+        label = source if source in known else access.family(path)
+        refusal = access.check(path, headers, config.door, now=clock.time())
         if refusal is not None:
             if label in known and scope["method"] == "POST":
-                received[label].inc()  # a delivery, refused at the door
+                counters.received[label].inc()  # a delivery, refused at the door
             reject(label, refusal.reason)
+            log.debug("request refused", route=label, status=refusal.status, reason=refusal.reason)
             response = door.refusal_response(refusal, path, scope["method"])
             await response(scope, receive, send)
             return
@@ -322,8 +225,16 @@ def create_app(
             return
         if source is not None and scope["method"] == "POST":
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-            status, payload, extra = await ingest(source, headers, query, receive)
-            await _send_json(send, status, payload, extra)
+            counters.received[source].inc()
+            try:
+                body = await _receive_body(headers, receive, config.body_limit)
+            except _TooLarge:
+                reject(source, "too_large")
+                limit = config.body_limit
+                await _send_json(send, 413, {"error": f"body over the limit of {limit} bytes"})
+                return
+            answer = await ingest.deliver(source, headers, query, body)
+            await _send_json(send, answer.status, answer.body, answer.headers)
             return
 
         async def counting(message: Any) -> None:
@@ -333,29 +244,31 @@ def create_app(
 
         await app(scope, receive, counting)
 
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        # every line of this request carries its id; the answer echoes it
+        rid = logs.request_id(headers.get("x-request-id"))
+        bound = structlog.contextvars.bind_contextvars(request_id=rid)
+        try:
+            await route(scope, receive, _echoing(send, rid), headers)
+        finally:
+            structlog.contextvars.reset_contextvars(**bound)
+
     asgi.state = app.state  # type: ignore[attr-defined]
     asgi.recent = recent  # type: ignore[attr-defined]
     return asgi  # type: ignore[return-value]
 
 
-def _too_many(n: int, limit: int) -> str:
-    return f"{n} events in one request: over limits.batchEvents ({limit}); send smaller batches"
+def _echoing(send: Any, rid: str) -> Any:
+    """``send`` with ``X-Request-Id`` added to the response head."""
+    header = (b"x-request-id", rid.encode("latin-1"))
 
+    async def echo(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), header]}
+        await send(message)
 
-def _is_count(text: str) -> bool:
-    """1 to 18 ASCII digits: ``str.isdigit`` alone also says yes to "²" and other scripts'
-    digits, which ``int`` then refuses (a 500), and to 5,000 digits (too slow to convert)."""
-    return text.isascii() and text.isdigit() and len(text) <= 18
-
-
-def _decode(body: bytes, headers: Mapping[str, str]) -> Any:
-    """JSON bodies; CloudEvents binary mode may carry any content type (kept as bytes)."""
-    ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-    if "ce-specversion" in headers and not ctype.endswith("json"):
-        return body
-    if not body.strip():
-        raise FormatError("request body", "empty body (expected JSON)")
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise FormatError("request body", f"not valid JSON: {exc}") from None
+    return echo

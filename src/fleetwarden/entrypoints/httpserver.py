@@ -115,6 +115,7 @@ def server_config(
         h11_max_incomplete_event_size=header_bytes,
         ws="none",  # no route speaks WebSocket: an Upgrade header is just a header
         log_level="warning",
+        log_config=None,  # uvicorn's lines go through serve's log configuration (stderr)
         access_log=False,
         lifespan="off",
         proxy_headers=False,

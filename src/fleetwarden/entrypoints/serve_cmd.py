@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import logging
 import os
 import socket
-from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+import sys
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -29,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fleetwarden import logs
 from fleetwarden.adapters import files
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.flux import FluxClient
@@ -46,29 +45,18 @@ from fleetwarden.adapters.notify.webhook import WebhookSink
 from fleetwarden.adapters.queue.nats import NatsQueue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
-from fleetwarden.app.healing import Healer
-from fleetwarden.app.inspecting import Inspector
-from fleetwarden.app.notifying import Notifier
-from fleetwarden.app.recording import Checkpoint, Recorder, no_checkpoint
-from fleetwarden.app.relaying import EventRelay
-from fleetwarden.app.remediating import Remediator
-from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
-from fleetwarden.cli.common import fail, warn
+from fleetwarden.app import serving
+from fleetwarden.app.serving import Serving, ServingSettings, inspection_counter
+from fleetwarden.cli.common import fail
 from fleetwarden.cli.rendering import visible
-from fleetwarden.core.attribution import Attribution
-from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.diffing import diff_cluster
-from fleetwarden.core.findings import Finding, Severity
-from fleetwarden.core.fleet import assign_pools, severity_order
+from fleetwarden.core.access import DoorConfig
+from fleetwarden.core.findings import Severity
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.notifying import SinkPolicy
-from fleetwarden.core.ownership import OwnershipMap, parse_rules
-from fleetwarden.core.policy import Guards, Mode, Policy, Status, UnknownDecision, fingerprint
+from fleetwarden.core.policy import Mode, Policy, Status, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
-from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.entrypoints import dashboard, gateway_process, history_api, supervisor
-from fleetwarden.entrypoints.door import DoorConfig
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics
@@ -77,108 +65,96 @@ from fleetwarden.entrypoints.service_config import (
     default_store,
     exposure_problem,
     load_service_config,
+    secret_values,
     without_credentials,
 )
 from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.audit import AuditStoreError
+from fleetwarden.ports.notify import Sink
 from fleetwarden.ports.queue import EventQueue
 
-__all__ = ["Service", "healing_policy", "register"]
+__all__ = ["Service", "build_service", "healing_policy", "register", "serve"]
 
-log = logging.getLogger("fleetwarden.serve")
+log = logs.get_logger("fleetwarden.serve")
 
 
-@dataclass
-class Service:
-    """Everything ``serve`` runs, assembled (tests build it without the HTTP server)."""
+def serving_settings(config: ServiceConfig) -> ServingSettings:
+    """The pipeline's settings from the service configuration."""
+    return ServingSettings(
+        options=config.scan.diff,
+        debounce=config.debounce,
+        probe_interval=config.probe_interval,
+        workloads=config.workloads,
+        follow_apps=bool(config.apps),
+        desired_refresh=config.desired_refresh,
+        mode=Mode(config.policy_mode),
+        request_expiry=config.request_expiry,
+        ownership=config.ownership,
+        argocd_url=config.argocd_url,
+    )
 
-    config: ServiceConfig
-    specs: list[NodePoolSpec]
-    queue: EventQueue
-    metrics: ServiceMetrics = field(default_factory=ServiceMetrics)
-    attribution: Attribution = field(default_factory=Attribution)
-    snapshot: dict[str, list[ObservedNode]] = field(default_factory=dict)
-    events: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=5000))
-    journal: EventJournal | None = None
-    argocd: ArgoCDClient | None = None
-    checkpoint: Checkpoint = no_checkpoint  # crash-point tests put a fault here
 
-    def __post_init__(self) -> None:
-        self.tracker = FindingTracker(
-            attribute=lambda f, now: self.attribution.cause_for(f.cluster, f.pool, now=now)
-        )
-        self.fleet = FleetWatcher(
-            self.specs,
-            service_client_factory,  # exec plugins never get a terminal here
-            self.emit,
-            tracker=self.tracker,
-            settings=WatchSettings(
-                probe_interval=self.config.probe_interval, options=self.config.scan.diff
+def healing_policy(config: ServiceConfig) -> tuple[Policy, str]:
+    """``app.serving.healing_policy`` of this configuration."""
+    return serving.healing_policy(serving_settings(config))
+
+
+class Service(Serving):
+    """The pipeline (``app/serving.py``) over its adapters, with its HTTP side (the gateway,
+    the read API, the dashboard). Tests build it without the HTTP server."""
+
+    def __init__(
+        self,
+        config: ServiceConfig,
+        specs: list[NodePoolSpec],
+        queue: EventQueue,
+        *,
+        snapshot: dict[str, list[ObservedNode]] | None = None,
+        journal: EventJournal | None = None,
+        argocd: ArgoCDClient | None = None,
+    ) -> None:
+        self.config, self.argocd = config, argocd
+        self.metrics = m = ServiceMetrics()
+        super().__init__(
+            serving_settings(config),
+            specs,
+            queue,
+            client_factory=service_client_factory,  # exec plugins never get a terminal here
+            snapshot=snapshot,
+            journal=journal,
+            argocd=argocd,
+            flux=FluxClient,
+            restorer=KubeNodeRestorer,
+            sinks=build_sinks(config.notify),
+            feeds=build_event_feeds(config.notify),
+            on_latency=m.event_to_finding.observe,
+            on_count=inspection_counter(
+                m.duplicates.inc, m.coalesced.inc, lambda r, n: m.inspections.labels(r).inc(n)
             ),
-            # workloads are watched only for followed apps (the six kinds cost a list each)
-            desired_apps=DesiredApps() if self.config.workloads and self.config.apps else None,
-            workload_settings=self.config.workloads,
+            on_findings=self._set_findings_gauge,
         )
-        self.workloads = WorkloadFleet(self.config, self.fleet, self.argocd)
-        self.feeds = build_event_feeds(self.config.notify)
-        self.relay: EventRelay | None = None  # once the store is open (run_workers)
-        self.recorder = Recorder(  # the audit store is set when it opens (open_store)
-            log=self.journal,
-            deliver_to=[f.name for f in self.feeds],
-            on_stored=lambda: self.relay.wake() if self.relay is not None else None,
-            checkpoint=self._checkpoint,
-        )
-        self.inspector = Inspector(
-            self.queue,
-            self.specs,
-            self.nodes_of,
-            self.tracker,
-            self.attribution,
-            self.emit,
-            options=self.config.scan.diff,
-            debounce=self.config.debounce,
-            on_latency=self.metrics.event_to_finding.observe,
-            on_count=self._count,
-            record=self.recorder.record,
-            checkpoint=self._checkpoint,
-        )
-        known: dict[str, set[str]] = {}
-        for spec in self.specs:
-            if spec.cluster:
-                known.setdefault(spec.cluster, set()).add(spec.name)
-        admin = self.config.auth.get("admin")
+        self.workloads = WorkloadFleet(config, self.fleet, argocd)
+        admin = config.auth.get("admin")
         self.gateway_config = GatewayConfig(
-            auth=self.config.auth,
-            body_limit=self.config.body_limit,
-            replay_window=self.config.replay_window,
-            known_pools=known,
-            batch_events=self.config.batch_events,
+            auth=config.auth,
+            body_limit=config.body_limit,
+            replay_window=config.replay_window,
+            known_pools=self.known_pools(),
+            batch_events=config.batch_events,
             door=DoorConfig(
-                allowed_hosts=self.config.allowed_hosts,
-                read=self.config.read,
+                allowed_hosts=config.allowed_hosts,
+                read=config.read,
                 admin_tokens=admin.bearer_tokens if admin is not None else (),
-                metrics_public=self.config.metrics_public,
+                metrics_public=config.metrics_public,
             ),
         )
-        self.remediator = Remediator(argocd=self.argocd, flux=self._flux_for, nodes=self._nodes_for)
-        self.notifier = build_notifier(self.config.notify)
-        policy, config_hash = healing_policy(self.config)
-        self.healer = Healer(
-            ownership=OwnershipMap(parse_rules(self.config.ownership)),
-            remediator=self.remediator,
-            policy=policy,
-            mode=Mode(self.config.policy_mode),
-            notify=self.notifier.handle if self.notifier is not None else None,
-            config=config_hash,
-        )
-        self.healer.set_pool_counts({c: len(p) for c, p in known.items()})
         self.app = create_app(
             self.gateway_config,
-            self.queue,
+            queue,
             parsers(),
-            metrics=self.metrics,
+            metrics=m,
             findings=self.findings,
             on_reply=self.on_reply,
             extra_routes=[
@@ -190,20 +166,9 @@ class Service:
         )
         self._background: set[asyncio.Task[None]] = set()
 
-    def _flux_for(self, cluster: str) -> FluxClient:
-        watcher = self.fleet.watcher(cluster)
-        if watcher is None:
-            raise KeyError(f"no live connection to cluster {cluster!r}")
-        return FluxClient(watcher.client)
-
-    def _nodes_for(self, cluster: str) -> KubeNodeRestorer:
-        watcher = self.fleet.watcher(cluster)
-        if watcher is None:
-            raise KeyError(f"no live connection to cluster {cluster!r}")
-        return KubeNodeRestorer(watcher.client)
-
-    def _checkpoint(self, step: str) -> None:
-        self.checkpoint(step)  # looked up at each step: a test may set it after start-up
+    def _set_findings_gauge(self, counts: Mapping[Severity, int]) -> None:
+        for severity in Severity:
+            self.metrics.findings.labels(severity.value).set(counts.get(severity, 0))
 
     def _admin_ok(self, request: Request) -> bool:
         auth = self.config.auth.get("admin")
@@ -236,32 +201,6 @@ class Service:
             )
         return JSONResponse(decision.to_json())
 
-    def _count(self, name: str, n: int) -> None:
-        if name == "duplicate":
-            self.metrics.duplicates.inc(n)
-        elif name == "coalesced":
-            self.metrics.coalesced.inc(n)
-        else:
-            self.metrics.inspections.labels(name).inc(n)
-
-    def findings(self) -> list[Finding]:
-        return sorted(self.tracker.current(), key=severity_order)
-
-    def nodes_of(self, cluster: str) -> list[ObservedNode] | None:
-        """Live cache first; else the latest known state from node dumps."""
-        watcher = self.fleet.watcher(cluster)
-        if watcher is not None and watcher.synced.is_set():
-            return list(watcher.nodes.values())
-        return self.snapshot.get(cluster)
-
-    def emit(self, event: Event) -> None:
-        self.events.append(event.to_json())
-        self.healer.handle(event)
-        if isinstance(event, FindingEvent):  # the tracker keeps the counts: no recount
-            counts = self.tracker.counts()
-            for severity in Severity:
-                self.metrics.findings.labels(severity.value).set(counts.get(severity, 0))
-
     def on_reply(self, source: str, reply: Reply) -> None:
         if reply.kind == "sns-subscribe" and reply.url:
             task = asyncio.get_running_loop().create_task(self._confirm_sns(reply.url))
@@ -273,34 +212,13 @@ class Service:
         try:
             async with httpx.AsyncClient(timeout=10.0, trust_env=True) as client:
                 resp = await client.get(url)
-            log.info(
-                "sns subscription confirmation", extra={"host": host, "status": resp.status_code}
-            )
+            log.info("sns subscription confirmation", host=host, status=resp.status_code)
         except httpx.HTTPError as exc:
-            log.warning(
-                "sns subscription confirmation failed",
-                extra={"host": host, "error": type(exc).__name__},
-            )
-
-    def initial_scan(self) -> None:
-        """Findings of the latest known state (node dumps) before any event arrives."""
-        by_cluster, _ = assign_pools(self.specs, self.snapshot.keys())
-        now = datetime.now(UTC)
-        for cluster, nodes in self.snapshot.items():
-            result = diff_cluster(
-                cluster, by_cluster.get(cluster, []), nodes, options=self.config.scan.diff
-            )
-            scopes: dict[str | None, list[Finding]] = {
-                s.name: [] for s in by_cluster.get(cluster, [])
-            }
-            for f in result.findings:
-                scopes.setdefault(f.pool, []).append(f)
-            for pool, found in scopes.items():
-                for ev in self.tracker.update((cluster, pool), found, now=now):
-                    self.emit(ev)
+            log.warning("sns subscription confirmation failed", host=host, error=type(exc).__name__)
 
     async def run_workers(self) -> None:
-        """Watchers and inspection workers, until cancelled."""
+        """The clusters to watch (kubeconfig contexts, in-cluster, Argo CD cluster Secrets),
+        then the pipeline, until cancelled."""
         if self.config.role == "gateway" or os.environ.get("FW_BENCH_NO_WORKERS") == "1":
             # a gateway replica (role: gateway) only ingests; worker replicas process
             await asyncio.Event().wait()
@@ -323,35 +241,14 @@ class Service:
             if self.config.argocd_namespace and argocd is None:
                 # in a pod next to Argo CD: its cluster Secrets are read with our own token
                 argocd = (service_client_factory(local), self.config.argocd_namespace)
-        if self.config.apps:
-            # the followed apps' desired state before the first diff: no "missing" storm
-            self.fleet.desired_apps = await self.workloads.load()
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
-            if self.config.apps:
-                tg.create_task(self.workloads.refresh_forever(), name="desired-refresh")
-            tg.create_task(self.inspector.run(), name="inspector")
-            tg.create_task(self.healer.run(), name="healer")
-            if self.notifier is not None:
-                tg.create_task(self.notifier.run(), name="notifier")
-            if self.feeds and self.healer.audit is not None:
-                self.relay = EventRelay(self.healer.audit, self.feeds, checkpoint=self._checkpoint)
-                tg.create_task(self.relay.run(), name="event-relay")
+        await self.run(
+            endpoints, argocd, load_apps=self.workloads.load if self.config.apps else None
+        )
 
 
-def healing_policy(config: ServiceConfig) -> tuple[Policy, str]:
-    """The healer's policy, and the fingerprint of what chooses a request's action and target
-    (rules, ownership, the Argo CD it calls): a request made under another is cancelled, not
-    approved (``core.policy.fingerprint``)."""
-    policy = Policy(guards=Guards(pending_ttl=timedelta(seconds=config.request_expiry)))
-    return policy, fingerprint(policy, ownership=config.ownership, argocd=config.argocd_url)
-
-
-def build_notifier(specs: Sequence[dict[str, Any]]) -> Notifier | None:
+def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]]:
     """Sinks from the ``notify:`` config: generic webhook, Slack, Alertmanager v2."""
-    if not specs:
-        return None
-    pairs = []
+    pairs: list[tuple[SinkPolicy, Sink]] = []
     for spec in specs:
         name, kind, url = spec["name"], spec["kind"], spec["url"]
         renotify = spec.get("renotifyMinutes")
@@ -364,7 +261,7 @@ def build_notifier(specs: Sequence[dict[str, Any]]) -> Notifier | None:
             if kind != "alertmanager"
             else timedelta(minutes=1),
         )
-        sink: Any
+        sink: Sink
         if kind == "slack":
             sink = SlackSink(name, url)
         elif kind == "alertmanager":
@@ -372,7 +269,7 @@ def build_notifier(specs: Sequence[dict[str, Any]]) -> Notifier | None:
         else:
             sink = WebhookSink(name, url, secret=spec.get("secret"))
         pairs.append((policy, sink))
-    return Notifier(pairs)
+    return pairs
 
 
 def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
@@ -529,13 +426,37 @@ def register(app: typer.Typer) -> None:
                 "(see the README).",
             ),
         ] = None,
+        log_format: Annotated[
+            str | None,
+            typer.Option(
+                "--log-format",
+                metavar="json|console",
+                help="Log lines on stderr: JSON lines, or for a person "
+                "(default: json when stderr is not a terminal, else console).",
+            ),
+        ] = None,
+        log_level: Annotated[
+            str,
+            typer.Option(
+                "--log-level",
+                metavar="debug|info|warning|error",
+                help="The least severe log lines shown.",
+            ),
+        ] = "info",
     ) -> None:
         """Run the event gateway (POST /events/<source>), the durable queue, the inspection
         workers and the live watchers, with /api/events, /api/findings, /healthz and
         /metrics."""
         child = supervisor.child_setup()  # role: all's gateway or worker process, or None
+        fmt = log_format or ("console" if sys.stderr.isatty() else "json")
+        if fmt not in ("json", "console"):
+            fail(f"--log-format: {fmt!r} is not json or console")
+        if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
+            fail(f"--log-level: {log_level!r} is not debug, info, warning, error or critical")
+        logs.configure(fmt, log_level)
         try:
             cfg = load_service_config(config)
+            logs.add_secrets(secret_values(cfg))  # before anything can log a value of it
             problem = exposure_problem(cfg)  # before anything is read or opened
             if problem is not None:
                 fail(f"{config}: {problem}")
@@ -546,15 +467,14 @@ def register(app: typer.Typer) -> None:
             fail(str(exc))
         speaks = child is None or child.role == "worker"  # one line per service, not per child
         if speaks and not any(a.configured for n, a in cfg.auth.items() if n != "admin"):
-            warn("no auth.<source> is configured: every event delivery will be refused with 401")
+            log.warning("no auth.<source> is configured: every event delivery is refused (401)")
         # values from the config file: printed literally (rendering.visible), like all data
         if speaks:
-            typer.echo(
-                visible(
-                    f"fleetwarden: serving on http://{cfg.host}:{cfg.port} "
-                    f"(queue: {without_credentials(cfg.queue)}, {len(service.specs)} desired pools)"
-                ),
-                err=True,
+            log.info(
+                "serving",
+                url=visible(f"http://{cfg.host}:{cfg.port}"),
+                queue=visible(without_credentials(cfg.queue)),
+                desired_pools=len(service.specs),
             )
         try:
             with (

@@ -53,7 +53,7 @@ never logged or echoed (a missing variable is an error that names the variable, 
 
 The read side (``/api/*``, ``/ui/``, ``/metrics``) is closed by default: without ``auth.read``
 tokens ``serve`` listens only on a loopback address (``exposure_problem``), and whatever the
-address, only ``allowedHosts`` are answered (see ``entrypoints/door.py``).
+address, only ``allowedHosts`` are answered (see ``core/access.py``).
 """
 
 from __future__ import annotations
@@ -69,11 +69,12 @@ import jsonschema
 import yaml
 
 from fleetwarden.adapters.storage.audit_sql import sqlite_file, sqlite_path_problem
+from fleetwarden.app.ingesting import SourceAuth
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
-from fleetwarden.entrypoints.door import ReadAuth, default_hosts, is_loopback
-from fleetwarden.entrypoints.gateway import SOURCES, SourceAuth
+from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
 from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.events import SOURCES
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 from fleetwarden.ports.audit import AuditStoreError
 
@@ -83,6 +84,7 @@ __all__ = [
     "default_store",
     "exposure_problem",
     "load_service_config",
+    "secret_values",
     "service_config_from",
     "without_credentials",
 ]
@@ -488,6 +490,23 @@ def _queue_beside_store(store: str, queue: str, source: str) -> str:
             field="queuePath",
         )
     return ""  # not used: the queue is NATS
+
+
+def secret_values(config: ServiceConfig) -> list[str]:
+    """Every credential the config holds (tokens, HMAC secrets, webhook URLs, passwords in the
+    store and queue URLs): the values the log redaction masks wherever they appear."""
+    values: list[str] = [*config.read.tokens]
+    for auth in config.auth.values():
+        values += [*auth.hmac_secrets, *auth.bearer_tokens]
+    for sink in config.notify:
+        values += [sink[k] for k in ("url", "secret", "token") if sink.get(k)]
+    if config.argocd_token:
+        values.append(config.argocd_token)
+    for url in (config.store, config.queue):
+        password = urlsplit(url).password
+        if password:
+            values += [password, url]
+    return values
 
 
 def exposure_problem(config: ServiceConfig) -> str | None:

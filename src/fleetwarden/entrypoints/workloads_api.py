@@ -4,7 +4,7 @@ read API over the watchers' warm caches.
 - ``load()`` builds every followed application's desired state from its sources (rendered
   manifests on disk, read off the event loop; Argo CD's rendered manifests through the
   service's Argo CD client). A source that fails keeps that application's last good state
-  and says so in the log (never the token); ``refresh_forever`` repeats it every
+  and says so in the log (never the token); ``app/serving.py`` calls it again every
   ``workloads.refreshSeconds`` and hands each new state to the watchers, which re-diff.
 - ``GET /api/fleet/versions?app=NAME``: the ``fleet versions --format json`` document, from
   the watchers' warm indexes (no API server is asked).
@@ -19,7 +19,6 @@ Unknown applications answer 404, a missing ``app`` 400: never a 5xx.
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fleetwarden import logs
 from fleetwarden.adapters import files
 from fleetwarden.adapters.workload_sources import (
     app_from_argocd,
@@ -47,7 +47,7 @@ from fleetwarden.ports.argocd import ArgoCD
 
 __all__ = ["WorkloadFleet", "load_app", "load_apps", "merge_app"]
 
-log = logging.getLogger("fleetwarden.workloads")
+log = logs.get_logger("fleetwarden.workloads")
 
 
 merge_app = merge_apps  # the one merge lives in core.desired_apps
@@ -89,11 +89,11 @@ async def load_apps(
         except FormatError as exc:
             failures[source.name] = str(exc)
             kept = before.get(source.name)
-            log.warning(  # a console line: names and paths with controls shown, not emitted
-                "desired state of %s not loaded (%s): %s",
-                visible(source.name),
-                "keeping the last one" if kept else "not followed until it loads",
-                visible(exc),
+            log.warning(  # names and paths with controls shown, not emitted
+                "desired state not loaded",
+                app=visible(source.name),
+                keeping="the last one" if kept else "nothing: not followed until it loads",
+                error=visible(exc),
             )
             if kept is not None:
                 apps.append(kept)
@@ -120,11 +120,6 @@ class WorkloadFleet:
         self.failures = failures
         self.loads += 1
         return desired
-
-    async def refresh_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.desired_refresh)
-            await self.fleet.set_desired(await self.load())
 
     # --- the read API ----------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from fleetwarden.core.clusters import ClusterEndpoint
 
 __all__ = [
+    "RESOURCES",
     "ApiError",
     "ClientFactory",
     "Conflict",
@@ -24,6 +25,7 @@ __all__ = [
     "ListResult",
     "NotFound",
     "ObjectApi",
+    "Resource",
     "Transient",
     "Unauthorized",
     "WatchEvent",
@@ -152,3 +154,28 @@ class Conflict(ApiError):
 
 class Gone(ApiError):
     """410: the resourceVersion is too old; the caller must list again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A workload kind the watchers list and watch, and where its API lives."""
+
+    kind: str
+    api_version: str
+    plural: str
+
+    def path(self, namespace: str | None = None) -> str:
+        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        if namespace:
+            return f"{base}/namespaces/{namespace}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+
+RESOURCES = (
+    Resource("Deployment", "apps/v1", "deployments"),
+    Resource("StatefulSet", "apps/v1", "statefulsets"),
+    Resource("DaemonSet", "apps/v1", "daemonsets"),
+    Resource("ConfigMap", "v1", "configmaps"),
+    Resource("Secret", "v1", "secrets"),
+    Resource("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers"),
+)

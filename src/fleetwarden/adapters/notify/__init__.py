@@ -1,7 +1,7 @@
 """Notification sinks over HTTP: a generic JSON webhook (``webhook``), Slack incoming webhooks
 (``slack``) and Alertmanager's v2 alerts API (``alertmanager``).
 
-Each sink implements ``app.notifying.Sink``: it turns a ``core.notifying.Batch`` into its
+Each sink implements ``ports.notify.Sink``: it turns a ``core.notifying.Batch`` into its
 receiver's payload and POSTs it through ``JsonPoster``, which owns what they share — timeouts,
 bounded retries with jittered back-off on 5xx, 429 and transport errors (``Retry-After``
 honoured up to the cap), and mapping every failure to ``NotifyError``. No httpx exception
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 import httpx
 
-from fleetwarden.app.notifying import NotifyError
-from fleetwarden.app.reflecting import Backoff
+from fleetwarden.logs import get_logger
+from fleetwarden.ports.notify import Backoff, NotifyError
 
 __all__ = ["JsonPoster", "Response", "RetryPolicy", "redact_url"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 USER_AGENT = "fleetwarden/0.1"
 
@@ -174,11 +174,11 @@ class JsonPoster:
                 break
             wait = backoff.next() if delay is None else min(delay, self._retry.cap)
             log.info(
-                "notification retry sink=%s attempt=%d wait=%.2f reason=%s",
-                self.sink,
-                attempt,
-                wait,
-                detail,
+                "notification retry",
+                sink=self.sink,
+                attempt=attempt,
+                wait=round(wait, 2),
+                reason=detail,
             )
             await self._sleep(wait)
         # raised outside any ``except``: no httpx exception (which may hold the URL) chained

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -60,11 +59,12 @@ from nats.js.api import (
 )
 
 from fleetwarden.core.events import ChangeEvent
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.queue import Delivery, QueueFull, QueueUnavailable
 
 __all__ = ["NatsQueue"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # Transport failures of every kind the client raises; mapped to QueueUnavailable.
 _FAILURES = (nats.errors.Error, OSError, TimeoutError)
@@ -223,7 +223,7 @@ class NatsQueue:
             try:
                 await asyncio.wait_for(nc.close(), self.request_timeout)
             except _FAILURES as exc:
-                log.warning("nats close failed servers=%s error=%r", self.servers, exc)
+                log.warning("nats close failed", servers=self.servers, error=repr(exc))
 
     def _check_connected(self, what: str) -> None:
         """While the client reconnects, a publish would wait in its buffer until the request
@@ -335,7 +335,7 @@ class NatsQueue:
             event = ChangeEvent.from_json(orjson.loads(msg.data))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             # Unreadable: redelivering it forever would only block the consumer.
-            log.error("terminating unreadable queued event subject=%s: %r", msg.subject, exc)
+            log.error("terminating unreadable queued event", subject=msg.subject, error=repr(exc))
             try:
                 await msg.term()
             except _FAILURES as term_exc:
@@ -359,18 +359,18 @@ class NatsQueue:
             ) from failures[0]
 
     async def _on_error(self, exc: Exception) -> None:
-        log.warning("nats error servers=%s error=%r", self.servers, exc)
+        log.warning("nats error", servers=self.servers, error=repr(exc))
 
     async def _on_disconnect(self) -> None:
         if not self._closed:  # close() disconnects too: nothing to report then
-            log.warning("nats disconnected servers=%s", self.servers)
+            log.warning("nats disconnected", servers=self.servers)
 
     async def _on_reconnect(self) -> None:
-        log.info("nats reconnected servers=%s", self.servers)
+        log.info("nats reconnected", servers=self.servers)
 
 
 async def _close_quietly(nc: Client) -> None:
     try:
         await asyncio.wait_for(nc.close(), 5)
     except _FAILURES as exc:
-        log.warning("nats close after failed setup failed: %r", exc)
+        log.warning("nats close after failed setup failed", error=repr(exc))

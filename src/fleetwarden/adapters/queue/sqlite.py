@@ -63,7 +63,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import logging
 import os
 import queue
 import sqlite3
@@ -77,11 +76,12 @@ from typing import Any
 import orjson
 
 from fleetwarden.core.events import ChangeEvent
+from fleetwarden.logs import get_logger
 from fleetwarden.ports.queue import Delivery, QueueFull, QueueUnavailable
 
 __all__ = ["MAX_OPS_PER_COMMIT", "SqliteQueue"]
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 MAX_OPS_PER_COMMIT = 512  # bounds one transaction's time (and the latency it adds)
 _PARAMS_PER_STATEMENT = 500  # below SQLite's host-parameter limit (999 on old builds)
@@ -383,7 +383,7 @@ class SqliteQueue:
                 try:
                     self._commit(ops)
                 except Exception as exc:  # a bug must fail the callers, not kill the thread
-                    log.exception("sqlite queue batch failed path=%s", self.path)
+                    log.exception("sqlite queue batch failed", path=str(self.path))
                     for op in ops:
                         op.error = QueueUnavailable(f"sqlite queue {self.path}: {exc!r}")
                         self._resolve(op)
@@ -465,7 +465,10 @@ class SqliteQueue:
                 except (ValueError, KeyError, TypeError, AttributeError) as exc:
                     # Unreadable (written by another version?): it would be leased forever.
                     log.error(
-                        "dropping unreadable queued event path=%s seq=%s: %r", self.path, seq, exc
+                        "dropping unreadable queued event",
+                        path=str(self.path),
+                        seq=seq,
+                        error=repr(exc),
                     )
                     conn.execute("DELETE FROM events WHERE seq = ?", (seq,))
                     op.depth_delta -= 1

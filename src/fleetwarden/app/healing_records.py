@@ -1,0 +1,118 @@
+"""The audit records of healing: a decision, its actions and a cancellation as drafts, and a
+stored decision record read back (``recorded_decision``) or summed up for people
+(``record_summary``). Pure functions over core values; ``app/healing.py`` appends them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord
+from fleetwarden.core.describing import decision_summary
+from fleetwarden.core.policy import Decision, Status
+
+__all__ = [
+    "action_drafts",
+    "cancellation_draft",
+    "decision_draft",
+    "record_summary",
+    "recorded_decision",
+]
+
+
+def record_summary(rec: AuditRecord) -> str:
+    """An audit record's summary for people (``audit query``'s table). A decision record is
+    summarised from its decision (what it did, or the guard that stopped it), so records
+    written before the stored summary said so read the same; any other record, or one that
+    cannot be read, has the summary it was stored with (JSON output keeps that one)."""
+    if rec.kind == AuditKind.DECISION:
+        try:
+            decision = recorded_decision(rec)
+        except (ValueError, TypeError, KeyError):
+            decision = None  # an old or foreign payload: the summary it was stored with
+        if decision is not None:
+            return decision_summary(decision)
+    return rec.summary
+
+
+def recorded_decision(rec: AuditRecord) -> Decision | None:
+    """The decision an audit record carries: a decision record's (``decision_draft``), an
+    approval note's result (``Healer.approve``) or a cancellation note's
+    (``cancellation_draft``); None for any other record. Raises
+    ValueError (``MalformedDecision``, or a payload that is not JSON) when it cannot be read.
+    """
+    if rec.kind == AuditKind.DECISION:
+        return Decision.from_json(rec.payload.get("decision"))
+    if rec.kind == AuditKind.NOTE and "approval" in rec.payload:
+        return Decision.from_json(rec.payload["approval"])
+    if rec.kind == AuditKind.NOTE and "cancellation" in rec.payload:
+        return Decision.from_json(rec.payload["cancellation"])
+    return None
+
+
+def cancellation_draft(decision: Decision) -> AuditDraft:
+    """A request cancelled: one note per request, whoever cancels it and however often."""
+    return AuditDraft(
+        kind=AuditKind.NOTE,
+        key=f"cancel:{decision.id}",
+        summary=f"cancelled ({decision.guard.value if decision.guard else 'stale'}): "
+        f"{decision.action.value} — {decision.reasons[-1]}",
+        cluster=decision.cluster,
+        pool=decision.pool,
+        refs=(decision.id,),
+        payload={"cancellation": decision.to_json()},
+    )
+
+
+def action_drafts(decision: Decision, outcome: Any) -> list[AuditDraft]:
+    """The call (sent, or only intended in dry-run) and how it ended, linked to the decision."""
+    sent = decision.status is Status.EXECUTE
+    action_id = f"act-{decision.id}"
+    calls = [c.to_json() for c in getattr(outcome, "calls", ())]
+    return [
+        AuditDraft(
+            kind=AuditKind.ACTION,
+            id=action_id,
+            key=f"action:{decision.id}",
+            summary=f"{decision.action.value} {'sent' if sent else 'intended (dry-run)'}",
+            cluster=decision.cluster,
+            pool=decision.pool,
+            refs=(decision.id,),
+            payload={"dryRun": not sent, "calls": calls},
+        ),
+        AuditDraft(
+            kind=AuditKind.OUTCOME,
+            key=f"outcome:{decision.id}",
+            summary=f"{outcome.status.value}: {decision.action.value}",
+            cluster=decision.cluster,
+            pool=decision.pool,
+            refs=(action_id,),
+            payload={"outcome": outcome.to_json()},
+        ),
+    ]
+
+
+def decision_draft(
+    decision: Decision,
+    finding_record: str | None,
+    cluster: str | None,
+    pool: str | None,
+    cause: dict[str, Any] | None = None,
+) -> AuditDraft:
+    """The decision, with the change event its finding was attributed to (``cause``: its
+    actor is the record's, so ``/api/decisions?actor=`` and ``audit query`` find it)."""
+    refs = tuple(r for r in (finding_record,) if r)
+    payload: dict[str, Any] = {"decision": decision.to_json()}
+    if cause:
+        payload["cause"] = cause
+    actor = cause.get("actor") if cause else None
+    return AuditDraft(
+        kind=AuditKind.DECISION,
+        id=decision.id,
+        summary=decision_summary(decision),
+        cluster=cluster or decision.cluster,
+        pool=pool or decision.pool,
+        actor=actor if isinstance(actor, str) else None,
+        refs=refs,
+        payload=payload,
+        key=f"decision:{decision.id}",
+    )

@@ -1,0 +1,289 @@
+"""The serve pipeline as a use case: queued change events -> inspections -> findings ->
+decisions -> actions -> audit records, with the live watchers feeding the same findings.
+
+``Serving`` wires, from ports and settings only (no adapter, no HTTP):
+
+- one ``FindingTracker`` shared by the watchers and the inspection workers (a drift is reported
+  once, whoever sees it first), with ``Attribution`` naming the change event that caused a
+  new finding;
+- the ``FleetWatcher`` (nodes and followed applications' workloads, live);
+- the ``Inspector`` (queue -> ``Recorder``: event log and audit store -> re-diff of the pool
+  an event names). It asks the cluster's live watcher to re-diff (``ClusterWatcher.rediff``)
+  and falls back to the latest node dump otherwise: both go through the one "nodes -> diff ->
+  track" step, ``app/rediffing.diff_and_track`` (which ``initial_scan`` uses too);
+- the ``Healer`` (policy, remediation, audit), the ``Notifier`` and the ``EventRelay``;
+- ``emit``: where every finding and lifecycle event goes (the healer, the recent-event ring,
+  the findings-by-severity gauge through ``on_findings``).
+
+The entry point (``entrypoints/serve_cmd.py``) builds the adapters (queue, Kubernetes clients,
+Argo CD, Flux, notification sinks), reads the endpoints to watch, and puts the HTTP side in
+front. What this module does not do: open sockets, read files or the environment, or know
+Prometheus (metrics arrive as the ``on_latency``/``on_count``/``on_findings`` callbacks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from fleetwarden.app.healing import Healer
+from fleetwarden.app.inspecting import Inspector, NodeDiffer
+from fleetwarden.app.notifying import Notifier
+from fleetwarden.app.recording import Checkpoint, EventLog, Recorder, no_checkpoint
+from fleetwarden.app.rediffing import cluster_groups, diff_and_track
+from fleetwarden.app.relaying import EventFeed, EventRelay
+from fleetwarden.app.remediating import Remediator
+from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
+from fleetwarden.app.workload_watching import WorkloadWatchSettings
+from fleetwarden.core.attribution import Attribution
+from fleetwarden.core.clusters import ClusterEndpoint
+from fleetwarden.core.desired_apps import DesiredApps
+from fleetwarden.core.findings import Finding, Severity
+from fleetwarden.core.fleet import assign_pools, severity_order
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.notifying import SinkPolicy
+from fleetwarden.core.ownership import OwnershipMap, parse_rules
+from fleetwarden.core.policy import Guards, Mode, Policy, fingerprint
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.ports.kube import ClientFactory, KubeApi
+from fleetwarden.ports.notify import Sink
+from fleetwarden.ports.queue import EventQueue
+from fleetwarden.ports.remediation import ArgoSync, FluxReconciler, NodeRestorer
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
+
+__all__ = ["Serving", "ServingSettings", "healing_policy", "inspection_counter"]
+
+LoadApps = Callable[[], Awaitable[DesiredApps]]
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """What the pipeline needs from the service configuration."""
+
+    options: DiffOptions = field(default_factory=DiffOptions)
+    debounce: float = 2.0
+    probe_interval: float = 10.0
+    workloads: WorkloadWatchSettings | None = None  # None: workloads are not watched
+    follow_apps: bool = False  # followed applications are configured (``workloads.apps``)
+    desired_refresh: float = 180.0
+    mode: Mode = Mode.DRY_RUN
+    request_expiry: float = 3600.0
+    ownership: Sequence[Mapping[str, Any]] = ()
+    argocd_url: str | None = None
+
+
+def healing_policy(settings: ServingSettings) -> tuple[Policy, str]:
+    """The healer's policy, and the fingerprint of what chooses a request's action and target
+    (rules, ownership, the Argo CD it calls): a request made under another is cancelled, not
+    approved (``core.policy.fingerprint``)."""
+    policy = Policy(guards=Guards(pending_ttl=timedelta(seconds=settings.request_expiry)))
+    return policy, fingerprint(
+        policy, ownership=list(settings.ownership), argocd=settings.argocd_url
+    )
+
+
+def inspection_counter(
+    duplicates: Callable[[int], None],
+    coalesced: Callable[[int], None],
+    inspections: Callable[[str, int], None],
+) -> Callable[[str, int], None]:
+    """The inspector's ``on_count`` over three counters (the metrics of the entry point)."""
+
+    def count(name: str, n: int) -> None:
+        if name == "duplicate":
+            duplicates(n)
+        elif name == "coalesced":
+            coalesced(n)
+        else:
+            inspections(name, n)
+
+    return count
+
+
+class Serving:
+    """Everything the service runs but its HTTP side, assembled (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: ServingSettings,
+        specs: Sequence[NodePoolSpec],
+        queue: EventQueue,
+        *,
+        client_factory: ClientFactory,
+        snapshot: Mapping[str, list[ObservedNode]] | None = None,
+        journal: EventLog | None = None,
+        argocd: ArgoSync | None = None,
+        flux: Callable[[KubeApi], FluxReconciler] | None = None,
+        restorer: Callable[[KubeApi], NodeRestorer] | None = None,
+        sinks: Sequence[tuple[SinkPolicy, Sink]] = (),
+        feeds: Sequence[EventFeed] = (),
+        on_latency: Callable[[float], None] | None = None,
+        on_count: Callable[[str, int], None] | None = None,
+        on_findings: Callable[[Mapping[Severity, int]], None] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        checkpoint: Checkpoint = no_checkpoint,
+    ) -> None:
+        self.settings, self.specs, self.queue = settings, list(specs), queue
+        self.snapshot: dict[str, list[ObservedNode]] = dict(snapshot or {})
+        self.clock, self.checkpoint, self.on_findings = clock, checkpoint, on_findings
+        self.events: deque[dict[str, Any]] = deque(maxlen=5000)  # the newest, for the API
+        self.attribution = Attribution()
+        self.tracker = FindingTracker(
+            attribute=lambda f, now: self.attribution.cause_for(f.cluster, f.pool, now=now)
+        )
+        self.fleet = FleetWatcher(
+            self.specs,
+            client_factory,
+            self.emit,
+            tracker=self.tracker,
+            settings=WatchSettings(
+                probe_interval=settings.probe_interval, options=settings.options
+            ),
+            now=clock.now,
+            # workloads are watched only for followed apps (the six kinds cost a list each)
+            desired_apps=DesiredApps() if settings.workloads and settings.follow_apps else None,
+            workload_settings=settings.workloads,
+        )
+        self._dumps = NodeDiffer(  # the pools of clusters without a live watcher
+            self.specs,
+            lambda cluster: self.snapshot.get(cluster),
+            self.tracker,
+            self.emit,
+            options=settings.options,
+            clock=clock,
+        )
+        self.feeds = list(feeds)
+        self.relay: EventRelay | None = None  # once the store is open (run)
+        self.recorder = Recorder(  # the audit store is set when it opens (the entry point)
+            log=journal,
+            deliver_to=[f.name for f in self.feeds],
+            on_stored=lambda: self.relay.wake() if self.relay is not None else None,
+            checkpoint=self._checkpoint,
+        )
+        self.inspector = Inspector(
+            queue,
+            self.specs,
+            self,  # the PoolDiffer: the live watcher, else the node dump
+            self.attribution,
+            debounce=settings.debounce,
+            on_latency=on_latency,
+            on_count=on_count,
+            record=self.recorder.record,
+            clock=clock,
+            checkpoint=self._checkpoint,
+        )
+        self.remediator = Remediator(
+            argocd=argocd,
+            flux=(lambda c: flux(self._client(c))) if flux is not None else None,
+            nodes=(lambda c: restorer(self._client(c))) if restorer is not None else None,
+            clock=clock.now,
+        )
+        self.notifier = Notifier(sinks, clock=clock.now) if sinks else None
+        policy, config_hash = healing_policy(settings)
+        self.healer = Healer(
+            ownership=OwnershipMap(parse_rules(list(settings.ownership))),
+            remediator=self.remediator,
+            policy=policy,
+            mode=settings.mode,
+            notify=self.notifier.handle if self.notifier is not None else None,
+            clock=clock.now,
+            config=config_hash,
+        )
+        self.healer.set_pool_counts({c: len(p) for c, p in self.known_pools().items()})
+
+    def _checkpoint(self, step: str) -> None:
+        self.checkpoint(step)  # looked up at each step: a test may set it after start-up
+
+    def _client(self, cluster: str) -> KubeApi:
+        watcher = self.fleet.watcher(cluster)
+        if watcher is None:
+            raise KeyError(f"no live connection to cluster {cluster!r}")
+        return watcher.client
+
+    def known_pools(self) -> dict[str, set[str]]:
+        """Desired pool names by cluster."""
+        known: dict[str, set[str]] = {}
+        for spec in self.specs:
+            if spec.cluster:
+                known.setdefault(spec.cluster, set()).add(spec.name)
+        return known
+
+    # --- what the HTTP side reads ----------------------------------------------------------
+
+    def findings(self) -> list[Finding]:
+        return sorted(self.tracker.current(), key=severity_order)
+
+    def nodes_of(self, cluster: str) -> list[ObservedNode] | None:
+        """Live cache first; else the latest known state from node dumps."""
+        watcher = self.fleet.watcher(cluster)
+        if watcher is not None and watcher.synced.is_set():
+            return list(watcher.nodes.values())
+        return self.snapshot.get(cluster)
+
+    # --- the inspector's PoolDiffer --------------------------------------------------------
+
+    def knows(self, cluster: str) -> bool:
+        return self.nodes_of(cluster) is not None
+
+    async def rediff(self, cluster: str, scope: str) -> int:
+        """The inspector asks the cluster's live watcher to re-diff the pool; without a synced
+        watcher, the pool is diffed from the node dump. Either way: ``diff_and_track``."""
+        watcher = self.fleet.watcher(cluster)
+        if watcher is not None and watcher.synced.is_set():
+            return await watcher.rediff(scope)
+        return await self._dumps.rediff(cluster, scope)
+
+    # --- events ----------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event.to_json())
+        self.healer.handle(event)
+        if isinstance(event, FindingEvent) and self.on_findings is not None:
+            self.on_findings(self.tracker.counts())  # the tracker keeps the counts: no recount
+
+    def initial_scan(self) -> None:
+        """Findings of the latest known state (node dumps) before any event arrives."""
+        by_cluster, _ = assign_pools(self.specs, self.snapshot.keys())
+        now, options = self.clock.now(), self.settings.options
+        for cluster, nodes in self.snapshot.items():
+            groups = cluster_groups(by_cluster.get(cluster, []), nodes, options=options)
+            for ev in diff_and_track(self.tracker, cluster, groups, options=options, now=now):
+                self.emit(ev)
+
+    # --- running -----------------------------------------------------------------------------
+
+    async def run(
+        self,
+        endpoints: Sequence[ClusterEndpoint] = (),
+        argocd: tuple[KubeApi, str] | None = None,
+        *,
+        load_apps: LoadApps | None = None,
+    ) -> None:
+        """Watchers, inspection workers, healer, notifier and event relay, until cancelled.
+        ``load_apps`` reads the followed applications' desired state (again every
+        ``desired_refresh`` seconds)."""
+        if load_apps is not None:
+            # the followed apps' desired state before the first diff: no "missing" storm
+            self.fleet.desired_apps = await load_apps()
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
+            if load_apps is not None:
+                tg.create_task(self._refresh_apps(load_apps), name="desired-refresh")
+            tg.create_task(self.inspector.run(), name="inspector")
+            tg.create_task(self.healer.run(), name="healer")
+            if self.notifier is not None:
+                tg.create_task(self.notifier.run(), name="notifier")
+            if self.feeds and self.healer.audit is not None:
+                self.relay = EventRelay(self.healer.audit, self.feeds, checkpoint=self._checkpoint)
+                tg.create_task(self.relay.run(), name="event-relay")
+
+    async def _refresh_apps(self, load_apps: LoadApps) -> None:
+        while True:
+            await asyncio.sleep(self.settings.desired_refresh)
+            await self.fleet.set_desired(await load_apps())

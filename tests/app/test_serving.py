@@ -1,0 +1,92 @@
+"""The serve pipeline as a use case (app.serving): one tracker for watchers and workers, and
+the inspector asking the cluster's live watcher to re-diff (the node dump when there is none).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from fleetwarden.app.serving import Serving, ServingSettings
+from fleetwarden.core.findings import Severity
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.ports.sources import FixedClock
+
+POOL_LABEL = "eks.amazonaws.com/nodegroup"
+SPECS = [NodePoolSpec("general", "c1", instance_types=("m5.large",))]
+
+
+def node(name: str, itype: str) -> ObservedNode:
+    labels = {"node.kubernetes.io/instance-type": itype, POOL_LABEL: "general"}
+    return ObservedNode(name, labels=labels, kubelet_version="v1.30.4")
+
+
+def no_client(_endpoint: Any) -> Any:
+    raise AssertionError("no cluster is watched live in these tests")
+
+
+class Queue:  # the pipeline is built, not run: nothing is queued
+    async def close(self) -> None: ...
+
+
+def pipeline(snapshot: dict[str, list[ObservedNode]], **kw: Any) -> Serving:
+    return Serving(
+        ServingSettings(),
+        SPECS,
+        Queue(),  # type: ignore[arg-type]
+        client_factory=no_client,
+        snapshot=snapshot,
+        clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        **kw,
+    )
+
+
+class LiveWatcher:
+    def __init__(self) -> None:
+        self.synced = asyncio.Event()
+        self.synced.set()
+        self.asked: list[str | None] = []
+
+    async def rediff(self, scope: str | None) -> int:
+        self.asked.append(scope)
+        return 0
+
+
+async def test_without_a_live_watcher_the_pool_is_diffed_from_the_node_dump():
+    counts: list[dict[Severity, int]] = []
+    serving = pipeline(
+        {"c1": [node("a", "m5.large")]}, on_findings=lambda c: counts.append(dict(c))
+    )
+    assert serving.knows("c1") and not serving.knows("c2")
+    assert await serving.rediff("c1", "general") == 0  # nothing drifted
+    serving.snapshot["c1"] = [node("a", "t3.medium")]  # a newer dump: resized
+    assert await serving.rediff("c1", "general") == 1
+    (event,) = [e for e in serving.events if e["type"] == "finding.appeared"]
+    assert event["finding"]["field"] == "instanceType"
+    assert [f.field for f in serving.findings()] == ["instanceType"]
+    assert counts and sum(counts[-1].values()) == 1, "the severity gauge follows the tracker"
+
+
+async def test_with_a_synced_live_watcher_the_inspector_asks_it_to_rediff():
+    serving = pipeline({"c1": [node("a", "t3.medium")]})
+    live = LiveWatcher()
+    serving.fleet.watcher = lambda cluster: live if cluster == "c1" else None  # type: ignore[method-assign]
+    assert await serving.rediff("c1", "general") == 0
+    assert live.asked == ["general"], "the watcher's cache, not the stale dump"
+    assert serving.findings() == []
+    live.synced.clear()  # not synced yet: the dump is the best there is
+    assert await serving.rediff("c1", "general") == 1
+    assert live.asked == ["general"]
+
+
+def test_the_start_up_scan_tracks_the_dump_once_and_emits_to_the_healer_queue():
+    serving = pipeline({"c1": [node("a", "t3.medium"), node("b", "m5.large")]})
+    serving.initial_scan()
+    serving.initial_scan()  # the same state again: nothing new
+    appeared = [e for e in serving.events if e["type"] == FindingEventType.APPEARED.value]
+    assert len(appeared) == 1
+    queued = serving.healer.queue.get_nowait()
+    assert isinstance(queued, FindingEvent) and queued.finding.nodes == ("a",)
