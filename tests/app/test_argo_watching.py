@@ -127,7 +127,7 @@ async def test_a_cluster_declared_gone_by_its_probes_gets_its_orphans_once_and_b
     assert len(removed) == 1
     body = removed[0].to_json()
     assert body["declaredGone"] is True
-    assert body["orphanedApps"] == [{"name": "a", "namespace": NS, "project": "default"}]
+    assert body["orphanedAppDetails"] == [{"name": "a", "namespace": NS, "project": "default"}]
     opened = [e for e in out if isinstance(e, FindingEvent)]
     assert [e.type for e in opened] == [FindingEventType.APPEARED]
 
@@ -225,7 +225,7 @@ async def test_orphan_tracking_wires_the_monitor_to_the_watcher_and_reports_refu
         await monitor.observe(LifecycleEvent(LifecycleType.REMOVED, "eu", NOW, {}))
         removed = out[-2]
         assert isinstance(removed, LifecycleEvent) and removed.details["inventorySynced"] is False
-        assert removed.details["orphanedApps"] == [
+        assert removed.details["orphanedAppDetails"] == [
             {"name": "a", "namespace": NS, "project": "default"}
         ]
         assert isinstance(out[-1], FindingEvent)

@@ -43,7 +43,8 @@ APPS = [
 def test_orphans_are_the_apps_targeting_the_cluster_by_url_or_by_name():
     orphans = orphans_of(EU, APPS)
     assert [a.name for a in orphans.apps] == ["eu-by-name", "eu-by-server"]
-    assert orphans.to_json()["orphanedApps"] == [
+    assert orphans.to_json()["orphanedApps"] == ["eu-by-name", "eu-by-server"]  # the contract
+    assert orphans.to_json()["orphanedAppDetails"] == [
         {"name": "eu-by-name", "namespace": "argocd", "project": "team"},
         {"name": "eu-by-server", "namespace": "argocd", "project": "team", "appSet": "guestbook"},
     ]
@@ -81,6 +82,7 @@ def test_a_finding_per_orphan_opens_on_removal_and_clears_on_delete_and_retarget
     book = OrphanBook()
     orphans, opened = book.remove(EU, APPS, now=NOW)
     assert [a.name for a in orphans.apps] == ["eu-by-name", "eu-by-server"]
+    assert orphans.to_json()["orphanedApps"] == ["eu-by-name", "eu-by-server"]  # the contract
     assert {e.type for e in opened} == {FindingEventType.APPEARED}
     findings = {e.finding.extra["application"]["name"]: e.finding for e in opened}
     assert set(findings) == {"eu-by-name", "eu-by-server"}

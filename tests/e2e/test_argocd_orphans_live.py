@@ -312,7 +312,7 @@ async def test_deleting_a_cluster_secret_names_exactly_its_orphans_and_findings_
         (removed,) = await wait_for(lambda: sink.lifecycle("cluster.removed", "eu"))
         body = removed.to_json()
         assert body["server"] == eu.server.rstrip("/")
-        assert body["orphanedApps"] == [
+        assert body["orphanedAppDetails"] == [
             {"name": "eu-by-name", "namespace": NS, "project": "team", "appSet": "guestbook"},
             {"name": "eu-guestbook", "namespace": NS, "project": "team", "appSet": "guestbook"},
             {"name": "eu-standalone", "namespace": NS, "project": "team"},

@@ -69,10 +69,13 @@ class Orphans:
     projects: tuple[AppProject, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The ``cluster.removed`` event's addition."""
+        """The ``cluster.removed`` event's addition: ``orphanedApps`` the apps' names (the
+        contract's shape), ``orphanedAppDetails`` each with its namespace, project and
+        ApplicationSet."""
         return {
             "server": self.cluster.server,
-            "orphanedApps": [_app_json(a) for a in self.apps],
+            "orphanedApps": [a.name for a in self.apps],
+            "orphanedAppDetails": [_app_json(a) for a in self.apps],
             "appSets": [s.to_json() for s in self.app_sets],
             "projects": [{"name": p.name, "namespace": p.namespace} for p in self.projects],
         }
