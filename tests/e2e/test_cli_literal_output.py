@@ -31,13 +31,13 @@ from rich.console import Console
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.cli import main as cli_main
 from fleetwarden.cli import watch as watch_cmd
-from fleetwarden.cli.rendering import dumps, findings_table, visible
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.entrypoints import workloads_api
 from fleetwarden.entrypoints.service_config import service_config_from
+from fleetwarden.presenting.rendering import dumps, findings_table, visible
 from tests.core.test_workloads import liveify, load_docs
 from tests.e2e.test_gateway import EKS_EVENT
 from tests.support.serve_proc import serve

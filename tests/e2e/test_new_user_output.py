@@ -13,10 +13,10 @@ from rich.console import Console
 
 from fleetwarden.adapters import simulated
 from fleetwarden.cli import demo
-from fleetwarden.cli.rendering import demo_intro, event_text, findings_table
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import ClusterHealth, LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.presenting.rendering import demo_intro, event_text, findings_table
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 

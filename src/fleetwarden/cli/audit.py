@@ -27,10 +27,18 @@ import yaml
 
 from fleetwarden.app.healing import record_summary
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
-from fleetwarden.cli.rendering import Col, Grid, dumps, json_safe, line, literal, make_console
 from fleetwarden.core.audit import AuditKind, AuditRecord
 from fleetwarden.core.events import parse_time
 from fleetwarden.ports.audit import AuditStoreError
+from fleetwarden.presenting.rendering import (
+    Col,
+    Grid,
+    dumps,
+    json_safe,
+    line,
+    literal,
+    make_console,
+)
 
 if TYPE_CHECKING:
     from fleetwarden.adapters.storage.audit_sql import SqlAuditStore

@@ -94,7 +94,7 @@ def exit_code(findings: Iterable[Finding], fail_on: FailOn) -> int:
 
 def fail(message: str) -> NoReturn:
     """Print ``fleetwarden: error: MESSAGE`` on stderr, literally and on one line; exit 2."""
-    from fleetwarden.cli.rendering import line
+    from fleetwarden.presenting.rendering import line
 
     err_console().print(
         line(("fleetwarden: error:", "bold red"), " ", message), soft_wrap=True, highlight=False
@@ -104,7 +104,7 @@ def fail(message: str) -> NoReturn:
 
 def warn(message: str) -> None:
     """``fleetwarden: warning: MESSAGE`` on stderr, literally and on one line."""
-    from fleetwarden.cli.rendering import line
+    from fleetwarden.presenting.rendering import line
 
     err_console().print(
         line(("fleetwarden: warning:", "yellow"), " ", message), soft_wrap=True, highlight=False
@@ -128,7 +128,7 @@ def emit_report(
     """A pool report as JSON (the contract's shape, on stdout) or as tables for people."""
     import sys
 
-    from fleetwarden.cli.rendering import dumps, make_console, print_report
+    from fleetwarden.presenting.rendering import dumps, make_console, print_report
 
     if output is OutputFormat.json:
         sys.stdout.write(dumps(report.to_json()) + "\n")

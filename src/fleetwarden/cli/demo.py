@@ -28,13 +28,6 @@ from fleetwarden.cli.common import (
     emit_report,
     exit_code,
 )
-from fleetwarden.cli.rendering import (
-    SEVERITY_STYLE,
-    demo_intro,
-    findings_table,
-    line,
-    make_console,
-)
 from fleetwarden.core import policy
 from fleetwarden.core.describing import describe_drift
 from fleetwarden.core.findings import Finding
@@ -43,6 +36,13 @@ from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.formats.desired import DesiredRead, SourceFile, read_desired
 from fleetwarden.formats.nodes import parse_nodes
 from fleetwarden.ports.remediation import OutcomeStatus
+from fleetwarden.presenting.rendering import (
+    SEVERITY_STYLE,
+    demo_intro,
+    findings_table,
+    line,
+    make_console,
+)
 
 __all__ = ["demo", "demo_desired", "register", "run_live", "scan_demo", "scan_fleet"]
 

@@ -20,7 +20,6 @@ from rich.text import Text
 
 from fleetwarden.app.fleet import build_versions, by_severity, drift_of_app, skipped_json
 from fleetwarden.cli.common import FailOn, OutputFormat, WideOpt, exit_code
-from fleetwarden.cli.rendering import Col, Grid, dumps, line, literal, make_console
 from fleetwarden.cli.sources import (
     AppOpt,
     ArgoAppOpt,
@@ -43,6 +42,7 @@ from fleetwarden.cli.sources import (
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.core.findings import Severity
+from fleetwarden.presenting.rendering import Col, Grid, dumps, line, literal, make_console
 
 __all__ = ["diff_command", "register", "versions_command"]
 

@@ -26,7 +26,6 @@ from fleetwarden.cli.common import (
     err_console,
     fail,
 )
-from fleetwarden.cli.rendering import dumps, line, make_console
 from fleetwarden.cli.sources import (
     AppOpt,
     ArgoAppOpt,
@@ -52,6 +51,7 @@ from fleetwarden.core.fleet import severity_order
 from fleetwarden.core.schedulability import GateResult
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
+from fleetwarden.presenting.rendering import dumps, line, make_console
 
 __all__ = ["gate_command", "register"]
 

@@ -29,9 +29,9 @@ from fleetwarden.cli.common import (
     fail,
     load_settings_or_fail,
 )
-from fleetwarden.cli.rendering import dumps, make_console, print_explanation
 from fleetwarden.core.fleet import FleetReport, NothingToCompare, check_comparable
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.presenting.rendering import dumps, make_console, print_explanation
 
 if TYPE_CHECKING:
     from fleetwarden.entrypoints.settings import Settings

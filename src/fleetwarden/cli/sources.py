@@ -42,16 +42,6 @@ from fleetwarden.cli.common import (
     err_console,
     fail,
 )
-from fleetwarden.cli.rendering import (
-    SEVERITY_COL,
-    SEVERITY_STYLE,
-    Col,
-    Grid,
-    cell_text,
-    line,
-    literal,
-    print_skipped,
-)
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import AppDesired, DesiredState
@@ -62,6 +52,16 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 from fleetwarden.ports.argocd import ArgoError
 from fleetwarden.ports.kube import CredentialError
+from fleetwarden.presenting.rendering import (
+    SEVERITY_COL,
+    SEVERITY_STYLE,
+    Col,
+    Grid,
+    cell_text,
+    line,
+    literal,
+    print_skipped,
+)
 
 if TYPE_CHECKING:  # the HTTP clients load only when a live source is asked for
     from fleetwarden.adapters.argocd.client import ArgoCDClient

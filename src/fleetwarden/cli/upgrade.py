@@ -31,7 +31,6 @@ from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app.upgrading import Progress, RunReport, UpgradeRunner, plan_live
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, fail
-from fleetwarden.cli.rendering import findings_table, literal, make_console
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.fleet import Skip
@@ -52,6 +51,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoError
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.kube import KubeError
+from fleetwarden.presenting.rendering import findings_table, literal, make_console
 
 __all__ = ["register", "upgrade_app"]
 

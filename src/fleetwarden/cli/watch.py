@@ -24,7 +24,6 @@ from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
-from fleetwarden.cli.rendering import event_text, findings_table, literal, make_console
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.desired_apps import DesiredApps
@@ -36,6 +35,7 @@ from fleetwarden.entrypoints.settings import load_settings
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
+from fleetwarden.presenting.rendering import event_text, findings_table, literal, make_console
 
 if TYPE_CHECKING:  # the serve stack loads only when applications are followed
     from fleetwarden.entrypoints.service_config import ServiceConfig

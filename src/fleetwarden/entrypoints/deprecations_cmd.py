@@ -23,7 +23,13 @@ from fleetwarden.adapters import files, helm
 from fleetwarden.app import deprecating
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, ManifestFinding, Scan
 from fleetwarden.cli.common import WideOpt, fail
-from fleetwarden.cli.rendering import (
+from fleetwarden.core import deprecations
+from fleetwarden.core.deprecations import DeprecationTable, Status
+from fleetwarden.core.fleet import Skip
+from fleetwarden.formats import manifests
+from fleetwarden.formats.documents import YAML_SUFFIXES
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.presenting.rendering import (
     Col,
     Grid,
     dumps,
@@ -32,12 +38,6 @@ from fleetwarden.cli.rendering import (
     make_console,
     print_skipped,
 )
-from fleetwarden.core import deprecations
-from fleetwarden.core.deprecations import DeprecationTable, Status
-from fleetwarden.core.fleet import Skip
-from fleetwarden.formats import manifests
-from fleetwarden.formats.documents import YAML_SUFFIXES
-from fleetwarden.formats.errors import FormatError
 
 __all__ = [
     "DEFAULT_COMPONENTS",

@@ -54,7 +54,6 @@ from fleetwarden.app.relaying import EventRelay
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.cli.common import fail, warn
-from fleetwarden.cli.rendering import visible
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.diffing import diff_cluster
@@ -84,6 +83,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.queue import EventQueue
+from fleetwarden.presenting.rendering import visible
 
 __all__ = ["Service", "healing_policy", "register"]
 
