@@ -34,7 +34,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.presenting.rendering import dumps, make_console, print_explanation
 
 if TYPE_CHECKING:
-    from fleetwarden.entrypoints.settings import Settings
+    from fleetwarden.adapters.settings import Settings
     from fleetwarden.formats.desired import DesiredRead
 
 __all__ = ["explain", "register", "scan"]

@@ -28,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from fleetwarden.adapters import files
+from fleetwarden.adapters.settings import Settings, load_settings
 from fleetwarden.adapters.workload_files import load_desired_state, load_observed, workload_sources
 from fleetwarden.adapters.workload_sources import (
     app_from_argocd,
@@ -47,7 +48,6 @@ from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import AppDesired, DesiredState
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.entrypoints.settings import Settings, load_settings
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 from fleetwarden.ports.argocd import ArgoError

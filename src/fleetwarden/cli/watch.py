@@ -21,6 +21,7 @@ from rich.text import Text
 from fleetwarden.adapters import files
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
+from fleetwarden.adapters.settings import load_settings
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
@@ -31,7 +32,6 @@ from fleetwarden.core.fleet import NothingToCompare, check_comparable, severity_
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
-from fleetwarden.entrypoints.settings import load_settings
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
