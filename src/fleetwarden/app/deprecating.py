@@ -45,6 +45,7 @@ __all__ = [
     "Scan",
     "default_workers",
     "find_deprecations",
+    "table_for",
 ]
 
 # istio and cert-manager rows are versioned by their own releases, not Kubernetes': checking
@@ -120,6 +121,23 @@ class Scan:
 
 def _minor(version: deprecations.MinorVersion | None) -> str | None:
     return None if version is None else deprecations.format_minor(version)
+
+
+def table_for(components: Sequence[str]) -> DeprecationTable:
+    """The bundled table cut to ``components``. ValueError names an unknown component (or a
+    broken install, when the bundled table does not parse)."""
+    try:
+        table = DeprecationTable(manifests.bundled_table())
+    except FormatError as exc:  # a broken install, not the user's input
+        raise ValueError(f"the bundled deprecations table is invalid: {exc}") from None
+    known = table.components()
+    unknown = sorted(set(components) - known)
+    if unknown:
+        raise ValueError(
+            f"--component: unknown {', '.join(map(repr, unknown))} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    return table.only(components)
 
 
 def default_workers() -> int:

@@ -10,65 +10,30 @@ helm into one ``find_deprecations`` call, and renders the result.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.text import Text
 
 from fleetwarden.adapters import files, helm
 from fleetwarden.app import deprecating
-from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, ManifestFinding, Scan
-from fleetwarden.cli.common import WideOpt, fail
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, Scan
+from fleetwarden.cli.common import OutputFormat, WideOpt, fail
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable, Status
-from fleetwarden.core.fleet import Skip
-from fleetwarden.formats import manifests
-from fleetwarden.formats.documents import YAML_SUFFIXES
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.presenting.rendering import (
-    Col,
-    Grid,
-    dumps,
-    line,
-    literal,
-    make_console,
-    print_skipped,
-)
+from fleetwarden.presenting.deprecations import print_deprecations
+from fleetwarden.presenting.rendering import dumps, make_console
 
-__all__ = [
-    "DEFAULT_COMPONENTS",
-    "ManifestFinding",
-    "Scan",
-    "register",
-    "scan_manifests",
-]
-
-
-class _Format(StrEnum):
-    table = "table"
-    json = "json"
+__all__ = ["DEFAULT_COMPONENTS", "register", "scan_manifests"]
 
 
 class _FailOn(StrEnum):
     deprecated = "deprecated"
     removed = "removed"
-
-
-_STATUS_STYLE = {Status.REMOVED: "bold red", Status.DEPRECATED: "yellow"}
-
-
-def _list_files(root: Path, skipped: list[Skip]) -> Iterator[tuple[Path, bool]]:
-    # the walker every command shares
-    for f in files.walk_tree(root, YAML_SUFFIXES, skipped=skipped):
-        yield f.path, f.named
-
-
-# the size-limited reader every command shares (a partial of a module function: picklable)
-_read = partial(files.read_limited, limit=files.DEFAULT_DESIRED_LIMIT)
 
 
 def scan_manifests(
@@ -78,74 +43,19 @@ def scan_manifests(
     *,
     workers: int = 1,
 ) -> Scan:
-    """``find_deprecations`` over files on disk (``watch``'s upgrade hook calls this)."""
+    """``find_deprecations`` over files on disk."""
     return deprecating.find_deprecations(
-        paths, target, table, list_files=_list_files, read=_read, workers=workers
+        paths,
+        target,
+        table,
+        list_files=files.list_manifests,
+        read=files.read_manifest,
+        workers=workers,
     )
 
 
 def _render(helm_bin: str, chart: Path, target: deprecations.MinorVersion) -> str:
     return helm.render_chart(chart, helm=helm_bin, kube_version=deprecations.format_minor(target))
-
-
-def _table(components: Sequence[str]) -> DeprecationTable:
-    try:
-        table = DeprecationTable(manifests.bundled_table())
-    except FormatError as exc:  # a broken install, not the user's input
-        fail(f"the bundled deprecations table is invalid: {exc}")
-    known = table.components()
-    unknown = sorted(set(components) - known)
-    if unknown:
-        fail(
-            f"--component: unknown {', '.join(map(repr, unknown))} "
-            f"(known: {', '.join(sorted(known))})"
-        )
-    return table.only(components)
-
-
-def _minor(version: deprecations.MinorVersion | None) -> str | None:
-    return None if version is None else deprecations.format_minor(version)
-
-
-def _print(scan: Scan, *, wide: bool = False) -> None:
-    console = make_console(wide=wide)
-    target = deprecations.format_minor(scan.target)
-    if scan.findings:
-        table = Grid(
-            Col("status", 10),
-            Col("file", 6),
-            Col("kind", 7),
-            Col("name", 8),
-            Col("apiVersion", 9),
-            Col("deprecated", 2),
-            Col("removed", 3),
-            Col("replacement", 5),
-            title=f"APIs deprecated or removed at {target}",
-            wide=wide,
-        )
-        for f in scan.findings:
-            api, status = f.finding.api, f.finding.status
-            name = f.object.name or "—"
-            table.add_row(
-                Text(status.value, style=_STATUS_STYLE[status]),
-                literal(f.object.path),
-                literal(f.object.kind),
-                literal(f"{f.object.namespace}/{name}" if f.object.namespace else name),
-                literal(f.object.api_version),
-                literal(_minor(api.deprecated_in) or "—"),
-                literal(_minor(api.removed_in) or "—"),
-                literal(api.replacement or "—"),
-            )
-        console.print(table)
-    removed, deprecated = scan.count(Status.REMOVED), scan.count(Status.DEPRECATED)
-    console.print(
-        line(
-            f"{scan.objects} objects in {scan.files} files at Kubernetes {target}: "
-            f"{removed} removed, {deprecated} deprecated"
-        ),
-        highlight=False,
-    )
-    print_skipped(console, scan.skipped)
 
 
 def deprecations_command(
@@ -159,8 +69,9 @@ def deprecations_command(
         ),
     ],
     output: Annotated[
-        _Format, typer.Option("--format", "-o", help="table for people, json for machines.")
-    ] = _Format.table,
+        OutputFormat,
+        typer.Option("--format", "-o", help="table for people, json for machines."),
+    ] = OutputFormat.table,
     fail_on: Annotated[
         _FailOn,
         typer.Option(
@@ -211,7 +122,10 @@ def deprecations_command(
         fail(f"--target-version: expected MAJOR.MINOR such as 1.25, got {target_version!r}")
     if not manifest_paths and not helm_charts:
         fail("nothing to scan: give --manifests PATH or --helm-chart DIR")
-    table = _table(component or DEFAULT_COMPONENTS)
+    try:
+        table = deprecating.table_for(component or DEFAULT_COMPONENTS)
+    except ValueError as exc:
+        fail(str(exc))
     helm_bin = helm.find_helm() if helm_charts else None
     if helm_charts and helm_bin is None:
         fail(
@@ -224,18 +138,18 @@ def deprecations_command(
             manifest_paths or [],
             target,
             table,
-            list_files=_list_files,
-            read=_read,
+            list_files=files.list_manifests,
+            read=files.read_manifest,
             charts=helm_charts or [],
             render=partial(_render, helm_bin) if helm_bin else None,
             workers=deprecating.default_workers(),
         )
     except FormatError as exc:
         fail(str(exc))
-    if output is _Format.json:
+    if output is OutputFormat.json:
         sys.stdout.write(dumps(scan.to_json()) + "\n")
     else:
-        _print(scan, wide=wide)
+        print_deprecations(make_console(wide=wide), scan, wide=wide)
     threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
     raise typer.Exit(1 if scan.failing(threshold) else 0)
 

@@ -22,6 +22,7 @@ from fleetwarden.adapters import files
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
 from fleetwarden.adapters.settings import load_settings
+from fleetwarden.app.deprecating import find_deprecations
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
@@ -31,7 +32,6 @@ from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.fleet import NothingToCompare, check_comparable, severity_order
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
-from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
@@ -215,7 +215,14 @@ def upgrade_hook(
             return
         table = DeprecationTable(manifests_format.bundled_table()).only({"k8s"})
         try:
-            scan = await asyncio.to_thread(scan_manifests, paths, target, table)
+            scan = await asyncio.to_thread(
+                find_deprecations,
+                paths,
+                target,
+                table,
+                list_files=files.list_manifests,
+                read=files.read_manifest,
+            )
             details: dict[str, Any] = scan.to_json()
         except FormatError as exc:
             details = {"target": deprecations.format_minor(target), "error": str(exc)}
