@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -44,44 +43,14 @@ from fleetwarden.cli.sources import (
     kube_endpoints,
     live_sources,
     read_gate_live,
-    workload_findings_table,
 )
 from fleetwarden.core.findings import Severity
-from fleetwarden.core.fleet import severity_order
-from fleetwarden.core.schedulability import GateResult
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.rendering import dumps, line, make_console
+from fleetwarden.presenting.workloads import print_gate
 
 __all__ = ["gate_command", "register"]
-
-
-def _print_gate(result: GateResult, *, wide: bool = False) -> None:
-    console = make_console(wide=wide)
-    if result.findings:
-        # a blocking finding's message is its reason, given once below
-        rows = [replace(f, message="") if f.id in result.blocking else f for f in result.findings]
-        console.print(workload_findings_table(sorted(rows, key=severity_order), wide=wide))
-    for note in result.notes:
-        console.print(line((f"note: {note}", "dim")), highlight=False)
-    if result.blocked:
-        n = len(result.reasons)
-        why = f"{n} reason" if n == 1 else f"{n} reasons"
-        console.print(
-            line(("gate: BLOCK", "bold red"), f" sync of {result.app} ({why}):"), highlight=False
-        )
-        for reason in result.reasons:
-            console.print(line(f"  - {reason}"), highlight=False)
-    else:
-        targets = sorted({t for c in result.checks for p in c.placements for t in p.targets})
-        console.print(
-            line(
-                ("gate: PASS", "bold green"),
-                f" {result.app}: every workload schedules; target pools "
-                f"({', '.join(targets) or 'none'}) show no drift at or above the threshold",
-            ),
-            highlight=False,
-        )
 
 
 def gate_command(
@@ -205,7 +174,7 @@ def gate_command(
     if output is OutputFormat.json:
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
-        _print_gate(result, wide=wide)
+        print_gate(make_console(wide=wide), result, wide=wide)
     if result.blocked and output is OutputFormat.json:
         # stdout is for machines: one line for people on stderr (the table says it already)
         first = result.reasons[0] if result.reasons else ""

@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.text import Text
 
 from fleetwarden.adapters import files
 from fleetwarden.adapters.settings import Settings, load_settings
@@ -46,22 +44,11 @@ from fleetwarden.cli.common import (
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import AppDesired, DesiredState
-from fleetwarden.core.findings import Finding
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 from fleetwarden.ports.argocd import ArgoError
 from fleetwarden.ports.kube import CredentialError
-from fleetwarden.presenting.rendering import (
-    SEVERITY_COL,
-    SEVERITY_STYLE,
-    Col,
-    Grid,
-    cell_text,
-    line,
-    literal,
-    print_skipped,
-)
 
 if TYPE_CHECKING:  # the HTTP clients load only when a live source is asked for
     from fleetwarden.adapters.argocd.client import ArgoCDClient
@@ -87,9 +74,7 @@ __all__ = [
     "kube_endpoints",
     "live_sources",
     "load_fleet",
-    "print_skipped_state",
     "read_gate_live",
-    "workload_findings_table",
 ]
 
 
@@ -396,44 +381,3 @@ def load_fleet(
             f"e.g. {first.path}: {first.reason}"
         )
     return state, state.indexes(observed), observed, fleet
-
-
-def print_skipped_state(console: Console, state: DesiredState, *, verbose: bool) -> None:
-    """Files not read or not parsed, always; the other skipped files with ``verbose``."""
-    print_skipped(console, state.unreadable, what="files (not read or not parsed)")
-    if verbose:
-        unreadable = {s.path for s in state.unreadable}
-        for s in state.skipped:
-            if s.path not in unreadable:
-                console.print(line((f"skipped {s.path}: {s.reason}", "dim")), soft_wrap=True)
-
-
-def workload_findings_table(
-    findings: Sequence[Finding], *, title: str | None = None, wide: bool = False
-) -> Grid:
-    table = Grid(
-        SEVERITY_COL,
-        Col("cluster", 5),
-        Col("object", 6),
-        Col("field", 9),
-        Col("expected", 7),
-        Col("actual", 8),
-        Col("note", 2),
-        title=title,
-        wide=wide,
-    )
-    for f in findings:
-        table.add_row(
-            Text(f.severity.value, style=SEVERITY_STYLE[f.severity]),
-            literal(f.cluster),
-            literal(f.pool or "—"),
-            literal(f.field),
-            literal(_cell(f.expected)),
-            literal(_cell(f.actual)),
-            literal(f.message),
-        )
-    return table
-
-
-def _cell(value: object) -> str:
-    return cell_text(value)
