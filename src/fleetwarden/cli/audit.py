@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 import typer
 
 from fleetwarden.app.auditing import parse_anchors, parse_since, resolve_store_url
-from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
+from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, fail
 from fleetwarden.core.audit import AuditKind
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.presenting.auditing import print_verify, records_table
@@ -76,12 +76,6 @@ ConfigOpt = Annotated[
         "-c",
         metavar="FILE",
         help="fleetwarden serve's YAML config: its `store` key names the store.",
-    ),
-]
-FormatOpt = Annotated[
-    OutputFormat,
-    typer.Option(
-        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
     ),
 ]
 

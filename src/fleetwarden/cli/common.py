@@ -26,6 +26,8 @@ __all__ = [
     "FAIL_ON_METAVAR",
     "FORMAT_METAVAR",
     "FailOn",
+    "FailOnOpt",
+    "FormatOpt",
     "OutputFormat",
     "WideOpt",
     "emit_report",
@@ -57,6 +59,22 @@ class FailOn(StrEnum):
 # help placeholders that name the values (Typer would print <table|json> or <str>)
 FORMAT_METAVAR = "|".join(OutputFormat)
 FAIL_ON_METAVAR = "|".join(FailOn)
+
+# the options every command spells the same way
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
+    ),
+]
+FailOnOpt = Annotated[
+    FailOn,
+    typer.Option(
+        "--fail-on",
+        metavar=FAIL_ON_METAVAR,
+        help="Exit 1 when a finding is at or above this severity.",
+    ),
+]
 
 # every command that prints a table (rendering.Grid) takes it
 WideOpt = Annotated[

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from fleetwarden.app.fleet import build_versions, drift_of_app, skipped_json
-from fleetwarden.cli.common import FailOn, OutputFormat, WideOpt, exit_code
+from fleetwarden.cli.common import FailOn, FailOnOpt, FormatOpt, OutputFormat, WideOpt, exit_code
 from fleetwarden.cli.sources import (
     AppOpt,
     ArgoAppOpt,
@@ -26,8 +26,6 @@ from fleetwarden.cli.sources import (
     ConfigOpt,
     ContextOpt,
     DesiredOpt,
-    FailOnOpt,
-    FormatOpt,
     KubeconfigOpt,
     NamespaceOpt,
     RevisionOpt,

@@ -8,18 +8,18 @@ neither the HTTP clients nor the serve stack.
 
 from __future__ import annotations
 
-import asyncio
 import sys
+from functools import partial
 from typing import Annotated
 
 import typer
 
-from fleetwarden.adapters import files
-from fleetwarden.adapters.workload_files import load_desired_state, load_observed, workload_sources
+from fleetwarden.adapters.fleet_inputs import read_gate
 from fleetwarden.app import fleet as fleet_app
 from fleetwarden.cli.common import (
     FAIL_ON_METAVAR,
     FailOn,
+    FormatOpt,
     OutputFormat,
     WideOpt,
     err_console,
@@ -33,20 +33,16 @@ from fleetwarden.cli.sources import (
     ConfigOpt,
     ContextOpt,
     DesiredOpt,
-    FormatOpt,
     KubeconfigOpt,
     NamespaceOpt,
     RevisionOpt,
     check_app,
-    fetch_argocd_desired,
     fleet_settings_or_fail,
-    kube_endpoints,
+    input_errors,
     live_sources,
-    read_gate_live,
+    progress,
 )
 from fleetwarden.core.findings import Severity
-from fleetwarden.formats.errors import FormatError
-from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.rendering import dumps, line, make_console
 from fleetwarden.presenting.workloads import print_gate
 
@@ -125,43 +121,13 @@ def gate_command(
         fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
     if not nodes and kubeconfig is None and in_cluster is None:
         fail("no nodes: give --nodes PATH, --kubeconfig FILE or --in-cluster CLUSTER")
-    try:
-        state = load_desired_state(
-            [files.parse_path_arg(a) for a in desired or ()],
-            app_label=fleet.app_label,
-            with_pools=True,
-            limit=settings.desired_file_limit,
-        )
-        if live.argocd_apps:
-            state.add(asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label)))
-        check_app(app, state)
-        node_map = files.load_nodes(
-            [files.parse_path_arg(a) for a in nodes or ()], limit=settings.nodes_file_limit
-        )
-        observed = load_observed(
-            workload_sources([files.parse_path_arg(a) for a in workloads or ()]),
-            app=app,
-            desired_names=state.names(),
-            app_label=fleet.app_label,
-            limit=settings.nodes_file_limit,
-            aliases=[n for names in state.aliases.values() for n in names],
-        )
-        endpoints = kube_endpoints(live)
-        if in_cluster is not None:
-            from fleetwarden.adapters.kube.config import in_cluster_endpoint
-
-            endpoints.append(in_cluster_endpoint(in_cluster))
-        if endpoints:
-            live_nodes, live_workloads = read_gate_live(endpoints, live, fleet)
-            node_map.update(live_nodes)
-            observed.update(live_workloads)
-        state.apply_aliases(app, observed)
-        if not node_map:
-            fail("--nodes: no node dump found")
-    except FormatError as exc:
-        fail(str(exc))
-    except CredentialError as exc:  # a context's exec plugin is missing or failed
-        fail(exc.reason)  # fail() prints it literally
+    with input_errors():
+        state, node_map, observed = read_gate(
+            app, desired or (), nodes or (), workloads or (), settings, fleet, live,
+            in_cluster=in_cluster, check=partial(check_app, app), progress=progress,
+        )  # fmt: skip
+    if not node_map:
+        fail("--nodes: no node dump found")
     result = fleet_app.gate(
         app,
         state,

@@ -18,9 +18,9 @@ from fleetwarden.adapters import files
 from fleetwarden.app import explaining
 from fleetwarden.app.scanning import scan_clusters
 from fleetwarden.cli.common import (
-    FAIL_ON_METAVAR,
-    FORMAT_METAVAR,
     FailOn,
+    FailOnOpt,
+    FormatOpt,
     OutputFormat,
     WideOpt,
     emit_report,
@@ -72,20 +72,6 @@ ConfigOpt = Annotated[
         metavar="FILE",
         help="YAML config: tolerance, pool labels, severity overrides, ignore rules, "
         "the provisioner releases to assume (scan.provisioners).",
-    ),
-]
-FormatOpt = Annotated[
-    OutputFormat,
-    typer.Option(
-        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
-    ),
-]
-FailOnOpt = Annotated[
-    FailOn,
-    typer.Option(
-        "--fail-on",
-        metavar=FAIL_ON_METAVAR,
-        help="Exit 1 when a finding is at or above this severity.",
     ),
 ]
 AllowEmptyOpt = Annotated[
