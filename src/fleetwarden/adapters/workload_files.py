@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fleetwarden.adapters import files
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.core.fleet import Skip
-from fleetwarden.formats import manifests
 from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, read_desired
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import (
@@ -28,10 +26,7 @@ from fleetwarden.formats.workloads import (
     read_desired_workloads,
 )
 
-if TYPE_CHECKING:  # the upgrade's types: not loaded by fleet and gate
-    from fleetwarden.core.upgrades import AppObjects
-
-__all__ = ["load_desired_state", "load_observed", "read_app_objects", "workload_sources"]
+__all__ = ["load_desired_state", "load_observed", "workload_sources"]
 
 
 def _read_workload_files(
@@ -154,29 +149,3 @@ def load_observed(
             continue
         out[cluster] = index
     return out
-
-
-def read_app_objects(arg: str) -> AppObjects:
-    """``--manifests APP=PATH``: the API objects and workloads of an application's rendered
-    manifests. FormatError for a file that does not parse, ValueError for a bad argument."""
-    from fleetwarden.core.schedulability import PlannedWorkload
-    from fleetwarden.core.upgrades import AppObjects
-
-    app, sep, path = arg.partition("=")
-    if not sep or not app or not path:
-        raise ValueError(f"--manifests {arg!r}: expected APP=PATH")
-    objects: list[tuple[str, str, str | None]] = []
-    workloads: list[PlannedWorkload] = []
-    skipped: list[Skip] = []  # unreadable files found in a directory: not the app's
-    limit = files.DEFAULT_DESIRED_LIMIT
-    for f, data in files.read_tree(Path(path), YAML_SUFFIXES, limit=limit, skipped=skipped):
-        docs = manifests.parse_manifests(str(f.path), data)
-        objects.extend((o.api_version, o.kind, o.name) for o in manifests.api_objects(docs))
-        for doc in docs:
-            if doc.body.get("kind") not in wl.WORKLOAD_KINDS:
-                continue
-            model = wl.model_from(doc.body, app=app, source=str(f.path))
-            if isinstance(model, wl.Workload):
-                pods = model.replicas if model.replicas is not None else 1
-                workloads.append(PlannedWorkload(model, model.key.ref, pods))
-    return AppObjects(app, objects, workloads)

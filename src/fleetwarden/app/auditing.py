@@ -16,8 +16,9 @@ from pathlib import Path
 import yaml
 
 from fleetwarden.core.events import parse_time
+from fleetwarden.ports.audit import AuditStore
 
-__all__ = ["parse_anchors", "parse_since", "resolve_store_url"]
+__all__ = ["export_records", "parse_anchors", "parse_since", "resolve_store_url"]
 
 
 def resolve_store_url(
@@ -107,3 +108,17 @@ def parse_anchors(values: Sequence[str]) -> dict[int, str]:
             )
         anchors[int(seq)] = digest
     return anchors
+
+
+async def export_records(
+    store: AuditStore, write: Callable[[str], object], *, after_seq: int = 0
+) -> tuple[int, int, int]:
+    """Every record after ``after_seq``, in seq order, as JSON lines given to ``write``;
+    returns how many, and the first and last seq (0 when none)."""
+    count = first = last = 0
+    async for record in store.iterate(after_seq=after_seq):
+        write(record.to_json_line())
+        count += 1
+        first = first or record.seq
+        last = record.seq
+    return count, first, last

@@ -34,7 +34,7 @@ from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.diffing import PoolIndex, diff_pool
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
-from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, OwnershipMap
+from fleetwarden.core.ownership import ArgoApp, FluxRef, OwnershipMap
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.upgrades import (
@@ -64,7 +64,7 @@ from fleetwarden.ports.audit import AuditStore
 from fleetwarden.ports.kube import KubeApi
 from fleetwarden.ports.remediation import ArgoSync, FluxReconciler
 
-__all__ = ["Progress", "RunReport", "UpgradeRunner", "parse_flux_ref", "plan_live"]
+__all__ = ["Progress", "RunReport", "UpgradeRunner", "plan_live"]
 
 NODES = "/api/v1/nodes"
 
@@ -421,19 +421,6 @@ async def plan_live(
         ownership=ownership, surge=surge, unavailable=unavailable, budget=budget,
         options=options,
     )  # fmt: skip
-
-
-def parse_flux_ref(text: str) -> FluxRef:
-    """``--flux KIND/NAMESPACE/NAME[@CONTEXT]``; ValueError names the option."""
-    ref, _, context = text.partition("@")
-    parts = ref.split("/")
-    kinds = {k.value.lower(): k for k in FluxKind}
-    if len(parts) != 3 or parts[0].lower() not in kinds or not all(parts):
-        raise ValueError(
-            f"--flux {text!r}: expected KIND/NAMESPACE/NAME[@CONTEXT] "
-            "(KIND: Kustomization or HelmRelease)"
-        )
-    return FluxRef(kinds[parts[0].lower()], parts[1], parts[2], context or None)
 
 
 async def _call(callback: Callable[[Any], Awaitable[None] | None] | None, value: Any) -> None:

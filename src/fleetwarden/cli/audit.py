@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 
 import typer
 
-from fleetwarden.app.auditing import parse_anchors, parse_since, resolve_store_url
+from fleetwarden.app.auditing import export_records, parse_anchors, parse_since, resolve_store_url
 from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, fail
 from fleetwarden.core.audit import AuditKind
 from fleetwarden.ports.audit import AuditStoreError
@@ -264,19 +264,15 @@ def export(
         except OSError as exc:
             fail(f"{output}: cannot write the export: {exc.strerror or exc}")
 
-    async def write_all(s: SqlAuditStore) -> tuple[int, int, int]:
-        count = first = last = 0
-        async for record in s.iterate(after_seq=after_seq):
-            # payloads are stored as their canonical JSON, UTF-8 kept: a C1 control (U+009B
-            # is a one-character CSI) or a bidi override from an event would reach a terminal
-            target.write(json_safe(record.to_json_line()))
-            count += 1
-            first = first or record.seq
-            last = record.seq
-        return count, first, last
+    def write(text: str) -> None:
+        # payloads are stored as their canonical JSON, UTF-8 kept: a C1 control (U+009B is a
+        # one-character CSI) or a bidi override from an event would reach a terminal
+        target.write(json_safe(text))
 
     try:
-        count, first, last = _with_store(url, write_all)
+        count, first, last = _with_store(
+            url, lambda s: export_records(s, write, after_seq=after_seq)
+        )
         target.flush()
     except BrokenPipeError:  # `| head`: the reader has all it wanted
         # Python would report the broken pipe again when it flushes stdout at exit.

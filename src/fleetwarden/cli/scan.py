@@ -31,6 +31,7 @@ from fleetwarden.cli.common import (
 )
 from fleetwarden.core.fleet import FleetReport, NothingToCompare, check_comparable
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.presenting.progress import dump_progress
 from fleetwarden.presenting.rendering import dumps, make_console, print_explanation
 
 if TYPE_CHECKING:
@@ -207,42 +208,16 @@ def _scan(
     if jobs is None:  # processes pay off only for big inputs
         jobs = (os.cpu_count() or 1) if total > PARALLEL_MIN_BYTES else 1
     load = functools.partial(files.read_node_files, limit=settings.nodes_file_limit)
-    show = (
-        progress
-        if progress is not None
-        else (err_console().is_terminal and total > PROGRESS_MIN_BYTES)
-    )
-    if not show:
-        return scan_clusters(
-            loaded.pools, sources, load, options=settings.diff, skipped=loaded.skipped, workers=jobs
-        )
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(
-        TextColumn("scanning node dumps"),
-        BarColumn(),
-        DownloadColumn(),
-        TextColumn("{task.fields[clusters]} clusters"),
-        TimeRemainingColumn(),
-        console=err_console(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("scan", total=total, clusters=0)
-        done = {"n": 0}
-
-        def advance(cluster: str) -> None:
-            done["n"] += 1
-            bar.update(task, advance=sizes[cluster], clusters=done["n"])
-
-        return scan_clusters(
-            loaded.pools,
-            sources,
-            load,
-            options=settings.diff,
-            skipped=loaded.skipped,
-            workers=jobs,
-            on_done=advance,
-        )
+    run = functools.partial(
+        scan_clusters, loaded.pools, sources, load, options=settings.diff,
+        skipped=loaded.skipped, workers=jobs,
+    )  # fmt: skip
+    if progress is None:
+        progress = err_console().is_terminal and total > PROGRESS_MIN_BYTES
+    if not progress:
+        return run()
+    with dump_progress(err_console(), total) as advance:
+        return run(on_done=lambda cluster: advance(sizes[cluster]))
 
 
 def register(app: typer.Typer) -> None:

@@ -5,7 +5,7 @@ progress bar on a terminal, and every input error exits 2 naming the file or set
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -24,6 +24,7 @@ from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import FleetSettings
 from fleetwarden.ports.kube import CredentialError
+from fleetwarden.presenting.progress import cluster_progress
 
 __all__ = [
     "AppOpt",
@@ -186,28 +187,9 @@ def check_app(app: str, desired: DesiredState) -> None:
         fail(problem)
 
 
-@contextmanager
-def progress(total: int) -> Iterator[Callable[[str], None]]:
-    """A progress bar on stderr, shown on a terminal when several clusters are read."""
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        TextColumn("reading live clusters"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err_console(),
-        transient=True,
-        disable=not (err_console().is_terminal and total > 1),
-    ) as bar:
-        task = bar.add_task("read", total=total)
-        yield lambda _: bar.advance(task)
+def progress(total: int) -> AbstractContextManager[Callable[[str], None]]:
+    """A progress bar on stderr while live clusters are read."""
+    return cluster_progress(err_console(), total)
 
 
 @contextmanager

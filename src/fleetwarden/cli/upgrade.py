@@ -12,34 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 
-from fleetwarden.adapters import files
 from fleetwarden.adapters.argocd.client import ARGOCD_TOKEN_ENV, client_from_env
 from fleetwarden.adapters.flux import FluxClient
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
-from fleetwarden.adapters.workload_files import read_app_objects
-from fleetwarden.app.upgrading import Progress, RunReport, UpgradeRunner, parse_flux_ref, plan_live
+from fleetwarden.adapters.upgrade_inputs import UpgradeInputs, read_upgrade_inputs
+from fleetwarden.app.upgrading import Progress, RunReport, UpgradeRunner, plan_live
 from fleetwarden.cli.common import FormatOpt, OutputFormat, fail
 from fleetwarden.core.deprecations import DeprecationTable
-from fleetwarden.core.ownership import (
-    ArgoApp,
-    OwnershipMap,
-    OwnershipRule,
-    parse_rules,
-)
-from fleetwarden.core.pools import NodePoolSpec
-from fleetwarden.core.upgrades import AppObjects, RunPhase, StepRecord, UpgradePlan
+from fleetwarden.core.upgrades import RunPhase, StepRecord, UpgradePlan
 from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
@@ -115,74 +102,15 @@ Budget = Annotated[
 ]
 
 
-@dataclass
-class Inputs:
-    cluster: str
-    pool: str
-    to: str
-    kubeconfig: Path
-    context: str
-    specs: list[NodePoolSpec] = field(default_factory=list)
-    apps: list[AppObjects] = field(default_factory=list)
-    ownership: OwnershipMap = field(default_factory=OwnershipMap)
-    surge: int = 1
-    unavailable: int = 1
-    budget: timedelta = timedelta(minutes=30)
-
-
-def parse_inputs(
-    target: str,
-    to: str,
-    *,
-    desired: Sequence[str] = (),
-    kubeconfig: Path | None = None,
-    context: str | None = None,
-    manifests: Sequence[str] = (),
-    flux: str | None = None,
-    argocd_app: str | None = None,
-    ownership: Path | None = None,
-    surge: int = 1,
-    unavailable: int = 1,
-    budget: float = 30.0,
-) -> Inputs:
+def parse_inputs(target: str, to: str, **options: Any) -> UpgradeInputs:
     """Every argument read and checked; exit 2 naming the one that is wrong."""
-    cluster, sep, pool = target.partition("/")
-    if not sep or not cluster or not pool or "/" in pool:
-        fail(f"{target!r}: expected CLUSTER/POOL (e.g. prod-eu-1/general)")
-    if kubeconfig is None:
-        env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-        kubeconfig = Path(env) if env else Path.home() / ".kube" / "config"
-    inputs = Inputs(
-        cluster, pool, to, kubeconfig, context or cluster, surge=surge, unavailable=unavailable,
-        budget=timedelta(minutes=budget),
-    )  # fmt: skip
     try:
-        if desired:
-            loaded = files.load_desired([files.parse_path_arg(d) for d in desired])
-            inputs.specs = [s if s.cluster else s.with_cluster(cluster) for s in loaded.pools]
-        inputs.apps = [read_app_objects(m) for m in manifests]
+        return read_upgrade_inputs(target, to, **options)
     except (FormatError, ValueError) as exc:
         fail(str(exc))
-    rules: list[OwnershipRule] = []
-    if ownership is not None:
-        try:
-            data = yaml.safe_load(ownership.read_text(encoding="utf-8"))
-            rules.extend(parse_rules(data or [], where=str(ownership)))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as exc:
-            fail(f"--ownership {ownership}: {exc}")
-    if flux:
-        try:
-            ref = parse_flux_ref(flux)
-        except ValueError as exc:
-            fail(str(exc))
-        rules.insert(0, OwnershipRule(cluster=cluster, pool=pool, flux=ref))
-    if argocd_app:
-        rules.insert(0, OwnershipRule(cluster=cluster, pool=pool, argocd=ArgoApp(argocd_app)))
-    inputs.ownership = OwnershipMap(rules)
-    return inputs
 
 
-async def _plan(inputs: Inputs) -> UpgradePlan:
+async def _plan(inputs: UpgradeInputs) -> UpgradePlan:
     endpoints = load_kubeconfig(inputs.kubeconfig, contexts=[inputs.context])
     async with KubeClient(endpoints[0]) as kube:
         return await plan_live(

@@ -14,14 +14,13 @@ import typer
 
 from fleetwarden.adapters import files
 from fleetwarden.adapters.argocd.client import ArgoCDClient
-from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
-from fleetwarden.adapters.settings import load_settings
+from fleetwarden.adapters.kube.config import PreparedClients
+from fleetwarden.adapters.watch_inputs import read_watch_inputs
 from fleetwarden.app.deprecating import upgrade_hook
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.fleet import NothingToCompare, check_comparable
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.watching import JsonLines, LiveView
@@ -144,32 +143,14 @@ def register(app: typer.Typer) -> None:
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
         scaled) are printed as they happen."""
         try:
-            settings = load_settings(config)
-            desired_args = [files.parse_path_arg(a) for a in desired]
-            loaded = files.load_desired(
-                desired_args, limit=settings.desired_file_limit, assume=settings.assume
-            )
-            if desired and not loaded.pools and not follow and not allow_empty:
-                fail(loaded.nothing_found([a.label for a in desired_args]))
-            endpoints = load_kubeconfig(kubeconfig, contexts=context or ())
-            argocd = None
-            if argocd_secrets:
-                pool = load_kubeconfig(
-                    kubeconfig, contexts=[argocd_context] if argocd_context else ()
-                )
-                if not pool:
-                    fail(f"{kubeconfig}: no context to read Argo CD secrets from")
-                argocd = (pool[0], argocd_secrets)
-            elif loaded.pools and not allow_empty:
-                # the contexts are all there is to watch: a desired tree none of whose
-                # clusters is among them would compare nothing, for ever
-                check_comparable(
-                    loaded.pools,
-                    [e.name for e in endpoints],
-                    desired_paths=[a.label for a in desired_args],
-                )
-        except (FormatError, NothingToCompare) as exc:
+            inputs = read_watch_inputs(
+                kubeconfig, desired, contexts=context or (), config=config,
+                argocd_secrets=argocd_secrets, argocd_context=argocd_context,
+                following=bool(follow), allow_empty=allow_empty,
+            )  # fmt: skip
+        except (FormatError, ValueError) as exc:  # NothingToCompare is a ValueError
             fail(str(exc))
+        settings, endpoints, argocd = inputs.settings, inputs.endpoints, inputs.argocd
         try:
             followed = _followed(config, settings.raw, follow or (), namespace or ())
         except FormatError as exc:
@@ -180,7 +161,7 @@ def register(app: typer.Typer) -> None:
             [(m.cluster, m.path) for m in map(files.parse_path_arg, manifests or ())],
             runner.emit, list_files=files.list_manifests, read=files.read_manifest,
         )  # fmt: skip
-        pools = loaded.pools
+        pools = inputs.desired.pools
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 asyncio.run(
