@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetwarden.adapters import files
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.adapters.settings import Settings, load_settings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.fleet import NothingToCompare, check_comparable
-from fleetwarden.formats.desired import DesiredRead
+
+if TYPE_CHECKING:  # the readers load when the command runs, as files.load_desired does
+    from fleetwarden.formats.desired import DesiredRead
 
 __all__ = ["WatchInputs", "read_watch_inputs"]
 

@@ -6,7 +6,6 @@ upgrades, heals) and prints the findings that appear and clear after each one.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Callable
@@ -17,7 +16,7 @@ import typer
 from rich.console import Console
 
 from fleetwarden.adapters import simulated
-from fleetwarden.app.remediating import Remediator
+from fleetwarden.app import demoing
 from fleetwarden.cli.common import (
     FailOn,
     FormatOpt,
@@ -26,10 +25,7 @@ from fleetwarden.cli.common import (
     emit_report,
     exit_code,
 )
-from fleetwarden.core import policy
 from fleetwarden.core.fleet import FleetReport
-from fleetwarden.core.ownership import OwnershipMap
-from fleetwarden.ports.remediation import OutcomeStatus
 from fleetwarden.presenting.demo import change_json_lines, print_change
 from fleetwarden.presenting.rendering import (
     demo_intro,
@@ -41,38 +37,16 @@ from fleetwarden.presenting.rendering import (
 __all__ = ["demo", "register", "run_live"]
 
 
-Change = Callable[[simulated.SimulatedFleet, random.Random], str]
-
-
 def _heal(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
-    """A restore as ``serve`` in enforce mode makes it: the default policy picks ``restore``
-    for a label or taint drift, and the remediator patches those labels and taints back on
-    the nodes (through the simulated Node API). Nothing else is put back: an instance type or
-    a kubelet version is the infrastructure's to fix. The demo shows the action, not the
-    guards (each restore is decided on a fresh history)."""
-    now = datetime.now(UTC)
-    restores = [
-        d
-        for f in simulated.scan_fleet(fleet).findings
-        if (d := policy.decide(f, _OWNERS.route(f), policy.PolicyState(), now, _ENFORCE)).action
-        is policy.Action.RESTORE
-    ]
-    if not restores:
-        return simulated.drop_taint(fleet, rng)
-    decision = rng.choice(restores)
-    remediator = Remediator(nodes=lambda cluster: simulated.SimulatedNodeRestorer(fleet, cluster))
-    outcome = asyncio.run(remediator.carry_out(decision))
-    assert decision.target is not None
-    failed = outcome.status is not OutcomeStatus.OK
-    done = f" ({outcome.status.value}: {outcome.detail})" if failed else ""
-    return f"fleetwarden (policy restore): {decision.target.describe()}{done}"
+    """``app.demoing.heal`` on the simulated Node API (a lost taint when nothing to heal)."""
+    healed = demoing.heal(
+        simulated.scan_fleet(fleet).findings, rng, now=datetime.now(UTC),
+        nodes=lambda cluster: simulated.SimulatedNodeRestorer(fleet, cluster),
+    )  # fmt: skip
+    return healed or simulated.drop_taint(fleet, rng)
 
 
-_OWNERS = OwnershipMap()
-_ENFORCE = policy.Mode.ENFORCE
-
-
-_CHANGES: tuple[Change, ...] = (
+_CHANGES: tuple[demoing.Change, ...] = (
     simulated.label_by_hand,
     simulated.drop_taint,
     simulated.console_resize,
@@ -94,28 +68,14 @@ def run_live(
     wide: bool = False,
 ) -> None:
     """Print the initial state, then one simulated change per ``interval`` and its effect."""
-    rng = random.Random(seed)
-    fleet = simulated.build_fleet()
-    desired = simulated.demo_desired()
-    current = {f.id: f for f in report.findings}
+    fleet, desired = simulated.build_fleet(), simulated.demo_desired()
     if not json_lines:
         console.print(findings_table(report.findings, title="demo fleet: current drift", wide=wide))
         console.print(line((demo_intro(steps, interval), "dim")))
-    step = 0
-    while steps == 0 or step < steps:
-        step += 1
-        sleep(interval)
-        what = rng.choice(_CHANGES)(fleet, rng)
-        after = {f.id: f for f in simulated.scan_fleet(fleet, desired).findings}
-        events = [("finding.appeared", after[i]) for i in after if i not in current]
-        events += [("finding.cleared", current[i]) for i in current if i not in after]
-        events += [
-            ("finding.changed", after[i])
-            for i in after
-            if i in current and after[i].nodes != current[i].nodes
-        ]
-        current = after
-        now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    for now, what, events in demoing.simulate(
+        fleet, report, lambda: simulated.scan_fleet(fleet, desired), _CHANGES,
+        random.Random(seed), steps=steps, interval=interval, sleep=sleep,
+    ):  # fmt: skip
         if json_lines:
             for text in change_json_lines(now, what, events):
                 print(text)
