@@ -32,7 +32,7 @@ REALDATA = HERE.parent.parent / "shared" / "realdata"
 LEFT_OUT = {"events", "nodes", "crds"}
 SUFFIXES = (".yaml", ".yml", ".json")
 ONE_COMMAND = (
-    "import sys, typer; from fleetwarden.entrypoints import deprecations_cmd as d; "
+    "import sys, typer; from fleetwarden.cli import deprecations as d; "
     "app = typer.Typer(add_completion=False); d.register(app); "
     "sys.argv[0] = 'fleetwarden-deprecations'; app()"
 )

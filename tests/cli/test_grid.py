@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 
-from fleetwarden.cli.rendering import Col, Grid
-from fleetwarden.cli.table_layout import pieces
+from fleetwarden.presenting.rendering import Col, Grid
+from fleetwarden.presenting.table_layout import pieces
 
 word = st.text(alphabet="abcxyz-.:界", min_size=1, max_size=30)
 cell = st.lists(word, min_size=1, max_size=5).map(" ".join) | st.lists(word, max_size=6)

@@ -1,4 +1,4 @@
-"""The table layout (cli/table_layout.py): which columns fit, at which widths, and
+"""The table layout (presenting/table_layout.py): which columns fit, at which widths, and
 where a cell may break. Pure functions, pinned by properties over arbitrary tables."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleetwarden.cli.table_layout import Fit, Need, longest_piece, pieces, plan, wrap
+from fleetwarden.presenting.table_layout import Fit, Need, longest_piece, pieces, plan, wrap
 
 GAP = 3
 

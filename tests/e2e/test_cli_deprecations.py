@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from fleetwarden.cli.deprecations import DEFAULT_COMPONENTS, scan_manifests
 from fleetwarden.core.deprecations import DeprecationTable
-from fleetwarden.entrypoints.deprecations_cmd import DEFAULT_COMPONENTS, scan_manifests
 from fleetwarden.formats import manifests
 from tests.conftest import realdata_files
 

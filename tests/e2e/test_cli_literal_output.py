@@ -30,14 +30,14 @@ from rich.console import Console
 
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.cli import main as cli_main
-from fleetwarden.cli import watch as watch_cmd
-from fleetwarden.cli.rendering import dumps, findings_table, visible
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.entrypoints import workloads_api
 from fleetwarden.entrypoints.service_config import service_config_from
+from fleetwarden.presenting import watching
+from fleetwarden.presenting.rendering import dumps, findings_table, visible
 from tests.core.test_workloads import liveify, load_docs
 from tests.e2e.test_gateway import EKS_EVENT
 from tests.support.serve_proc import serve
@@ -417,12 +417,9 @@ def test_event_data_stored_through_the_gateway_prints_literally_in_every_audit_o
         assert "\u202e" not in r.stdout + r.stderr  # no raw bidi override either
 
 
-def test_watch_live_view_prints_events_literally(monkeypatch):
+def test_watch_live_view_prints_events_literally():
     buf = io.StringIO()
-    monkeypatch.setattr(
-        watch_cmd, "make_console", lambda: Console(file=buf, width=300, color_system=None)
-    )
-    sink = watch_cmd._LiveSink()
+    sink = watching.LiveView(Console(file=buf, width=300, color_system=None))
     at = datetime(2026, 1, 2, tzinfo=UTC)
     asyncio.run(sink.__aenter__())
     try:

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fleetwarden.cli.rendering import Col, Grid, findings_table, make_console
-from fleetwarden.cli.table_layout import pieces
 from fleetwarden.core.findings import Finding, Layer, Severity
+from fleetwarden.presenting.rendering import Col, Grid, findings_table, make_console
+from fleetwarden.presenting.table_layout import pieces
 from tests.e2e.test_cli_audit import seed
 from tests.e2e.test_cli_fleet import fleet, gate_tree, lose_label  # noqa: F401 (fixtures)
 

@@ -13,10 +13,11 @@ from rich.console import Console
 
 from fleetwarden.adapters import simulated
 from fleetwarden.cli import demo
-from fleetwarden.cli.rendering import demo_intro, event_text, findings_table
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import ClusterHealth, LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.presenting.demo import drift_text
+from fleetwarden.presenting.rendering import demo_intro, event_text, findings_table
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -65,7 +66,7 @@ def test_demo_restore_puts_a_lost_taint_back_and_keeps_the_others():
 def test_the_demo_says_it_stops_when_it_stops():
     out = io.StringIO()
     console = Console(file=out, width=300, color_system=None)
-    demo.run_live(console, demo.scan_demo(), steps=2, interval=0, seed=1, sleep=lambda _: None)
+    demo.run_live(console, simulated.scan_demo(), steps=2, interval=0, seed=1, sleep=lambda _: None)
     text = out.getvalue()
     assert "simulating 2 changes" in text and "then stopping" in text
     assert "Ctrl-C stops" not in text
@@ -75,7 +76,9 @@ def test_the_demo_says_it_stops_when_it_stops():
 def test_demo_lines_carry_no_repr_and_no_zero_node_count():
     out = io.StringIO()
     console = Console(file=out, width=300, color_system=None)
-    demo.run_live(console, demo.scan_demo(), steps=14, interval=0, seed=7, sleep=lambda _: None)
+    demo.run_live(
+        console, simulated.scan_demo(), steps=14, interval=0, seed=7, sleep=lambda _: None
+    )
     text = out.getvalue()
     events = [x for x in text.splitlines() if x.startswith("   ")]
     assert any("actual (none)" in x for x in events)  # a lost taint: no value, in words
@@ -85,7 +88,7 @@ def test_demo_lines_carry_no_repr_and_no_zero_node_count():
         cluster="c", pool="spot", layer=Layer.COUNT, field="nodeCount", expected="3..10",
         actual=1, severity=Severity.HIGH, nodes=(),
     )  # fmt: skip
-    assert demo._short(count) == "expected 3..10, actual 1 (pool-level)"
+    assert drift_text(count) == "expected 3..10, actual 1 (pool-level)"
 
 
 def test_watch_event_lines_show_values_not_reprs():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 
-from fleetwarden.adapters.files import parse_path_arg
-from fleetwarden.cli.watch import upgrade_hook
+from fleetwarden.adapters.files import list_manifests, read_manifest
+from fleetwarden.app.deprecating import upgrade_hook
 from fleetwarden.core.lifecycle import LifecycleType
 
 
@@ -22,7 +22,10 @@ def test_upgrade_to_1_25_reports_the_removed_apis_of_that_cluster(realdata, tmp_
     shutil.copy(src / "kubent-fixture-ingress-v1beta1.yaml", other)
     events = []
     hook = upgrade_hook(
-        [parse_path_arg(f"prod={tmp_path}"), parse_path_arg(f"dev={other}")], events.append
+        [("prod", tmp_path), ("dev", other)],
+        events.append,
+        list_files=list_manifests,
+        read=read_manifest,
     )
     asyncio.run(hook("prod", "v1.25.3"))
     (ev,) = events
@@ -38,4 +41,4 @@ def test_upgrade_to_1_25_reports_the_removed_apis_of_that_cluster(realdata, tmp_
 
 
 def test_no_manifests_means_no_hook():
-    assert upgrade_hook([], print) is None
+    assert upgrade_hook([], print, list_files=list_manifests, read=read_manifest) is None

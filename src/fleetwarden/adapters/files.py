@@ -32,11 +32,13 @@ __all__ = [
     "PathArg",
     "TreeFile",
     "iter_tree",
+    "list_manifests",
     "load_desired",
     "load_nodes",
     "node_sources",
     "parse_path_arg",
     "read_limited",
+    "read_manifest",
     "read_node_files",
     "read_tree",
     "skip_of",
@@ -236,3 +238,15 @@ def load_nodes(
         cluster: read_node_files(paths, limit=limit)
         for cluster, paths in node_sources(args).items()
     }
+
+
+def list_manifests(root: Path, skipped: list[Skip]) -> Iterator[tuple[Path, bool]]:
+    """The YAML/JSON files under ``root`` (``root`` itself when it is a file), each with
+    whether it was named directly; what cannot be listed goes to ``skipped``."""
+    for f in walk_tree(root, YAML_SUFFIXES, skipped=skipped):
+        yield f.path, f.named
+
+
+def read_manifest(path: Path) -> bytes:
+    """A manifest file's bytes, size-limited (a module function: picklable for workers)."""
+    return read_limited(path, DEFAULT_DESIRED_LIMIT)

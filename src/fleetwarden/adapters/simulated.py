@@ -15,9 +15,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from fleetwarden.adapters.kube.restore import merge_taints
+from fleetwarden.core.fleet import FleetReport, diff_fleet
 from fleetwarden.core.pools import Taint
 from fleetwarden.core.rules import DEFAULT_TRANSIENT_TAINTS
+from fleetwarden.formats.desired import DesiredRead, SourceFile, read_desired
+from fleetwarden.formats.nodes import parse_nodes
 
 __all__ = [
     "DESIRED_FILES",
@@ -25,6 +30,13 @@ __all__ = [
     "SimulatedFleet",
     "SimulatedNodeRestorer",
     "build_fleet",
+    "console_resize",
+    "demo_desired",
+    "drop_taint",
+    "label_by_hand",
+    "scan_demo",
+    "scan_fleet",
+    "upgrade",
 ]
 
 EKSCTL = """\
@@ -546,3 +558,81 @@ def _retype(node: dict[str, Any], itype: str) -> None:
         labels["karpenter.k8s.aws/instance-category"] = shape.category
     node["status"]["allocatable"].update(cpu=shape.cpu, memory=shape.memory, pods=shape.pods)
     node["status"]["capacity"].update(memory=shape.memory, pods=shape.pods)
+
+
+# --- the demo: the fleet scanned, and the changes it goes through ---------------------------
+
+
+def demo_desired() -> DesiredRead:
+    """The fleet's desired pools, read by the same readers as ``scan``."""
+    out = DesiredRead()
+    for path, cluster, text in DESIRED_FILES:
+        got = read_desired([SourceFile(path, text.encode())], cluster=cluster)
+        out.pools.extend(got.pools)
+        out.skipped.extend(got.skipped)
+        out.files += got.files
+    return out
+
+
+def scan_fleet(fleet: SimulatedFleet, desired: DesiredRead | None = None) -> FleetReport:
+    """The fleet's nodes now, diffed as ``scan`` diffs dumps."""
+    desired = desired or demo_desired()
+    observed = {
+        cluster: parse_nodes(f"demo/{cluster}/nodes.json", orjson.dumps(fleet.node_list(cluster)))
+        for cluster in fleet.nodes
+    }
+    return diff_fleet(desired.pools, observed, skipped=desired.skipped)
+
+
+def scan_demo() -> FleetReport:
+    return scan_fleet(build_fleet())
+
+
+def _any_node(
+    fleet: SimulatedFleet, rng: random.Random, cluster: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    cluster = cluster or rng.choice(sorted(fleet.nodes))
+    return cluster, rng.choice(fleet.nodes[cluster])
+
+
+def label_by_hand(fleet: SimulatedFleet, rng: random.Random) -> str:
+    """Someone labels a node by hand."""
+    cluster, node = _any_node(fleet, rng)
+    node["metadata"]["labels"]["team"] = "payments"
+    return (
+        f"oncall@example.com: kubectl label node {node['metadata']['name']} team=payments "
+        f"--overwrite  ({cluster})"
+    )
+
+
+def drop_taint(fleet: SimulatedFleet, rng: random.Random) -> str:
+    """A node re-created without its taint."""
+    cluster = rng.choice(sorted(fleet.nodes))
+    tainted = [n for n in fleet.nodes[cluster] if n["spec"].get("taints")]
+    node = rng.choice(tainted)
+    node["spec"]["taints"] = node["spec"]["taints"][1:]
+    return f"autoscaler: node {node['metadata']['name']} re-created without its taint ({cluster})"
+
+
+def console_resize(fleet: SimulatedFleet, rng: random.Random) -> str:
+    """An instance type changed in the cloud console (seed 000's incident)."""
+    _, node = _any_node(fleet, rng, "prod-eu-1")
+    _retype(node, "t3.medium")
+    return (
+        f"arn:aws:iam::123456789012:user/alice: console changed {node['metadata']['name']} "
+        "to t3.medium (prod-eu-1)"
+    )
+
+
+def upgrade(fleet: SimulatedFleet, rng: random.Random) -> str:
+    """A provider upgrades three nodes' kubelet."""
+    behind = [
+        n
+        for n in fleet.nodes["prod-us-1"]
+        if n["status"]["nodeInfo"]["kubeletVersion"].startswith("v1.29")
+    ]
+    if not behind:
+        return label_by_hand(fleet, rng)
+    for node in behind[:3]:
+        node["status"]["nodeInfo"]["kubeletVersion"] = "v1.30.5-gke.1014001"
+    return f"gke: upgraded {min(3, len(behind))} nodes of prod-us-1/general to v1.30.5"

@@ -20,7 +20,7 @@ that the check needs come back. Findings keep the order of the files, whatever t
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -35,6 +35,8 @@ from fleetwarden.formats.errors import FormatError
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from fleetwarden.core.lifecycle import LifecycleEvent
+
 __all__ = [
     "DEFAULT_COMPONENTS",
     "PARALLEL_BYTES",
@@ -45,6 +47,8 @@ __all__ = [
     "Scan",
     "default_workers",
     "find_deprecations",
+    "table_for",
+    "upgrade_hook",
 ]
 
 # istio and cert-manager rows are versioned by their own releases, not Kubernetes': checking
@@ -120,6 +124,59 @@ class Scan:
 
 def _minor(version: deprecations.MinorVersion | None) -> str | None:
     return None if version is None else deprecations.format_minor(version)
+
+
+def table_for(components: Sequence[str]) -> DeprecationTable:
+    """The bundled table cut to ``components``. ValueError names an unknown component (or a
+    broken install, when the bundled table does not parse)."""
+    try:
+        table = DeprecationTable(manifests.bundled_table())
+    except FormatError as exc:  # a broken install, not the user's input
+        raise ValueError(f"the bundled deprecations table is invalid: {exc}") from None
+    known = table.components()
+    unknown = sorted(set(components) - known)
+    if unknown:
+        raise ValueError(
+            f"--component: unknown {', '.join(map(repr, unknown))} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    return table.only(components)
+
+
+def upgrade_hook(
+    trees: Sequence[tuple[str | None, Path]],
+    emit: Callable[[LifecycleEvent], None],
+    *,
+    list_files: ListFiles,
+    read: ReadFile,
+) -> Callable[[str, str], Awaitable[None]] | None:
+    """On a cluster upgrade, scan that cluster's desired manifest ``trees`` (``(cluster, or
+    None for every cluster, path)``) at the new version and emit one ``cluster.deprecations`` event
+    with what is deprecated or removed there (``watch``'s hook)."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
+
+    if not trees:
+        return None
+
+    async def on_upgrade(cluster: str, version: str) -> None:
+        target = deprecations.parse_minor(version)
+        paths = [path for only, path in trees if only in (None, cluster)]
+        if target is None or not paths:
+            return
+        table = DeprecationTable(manifests.bundled_table()).only({"k8s"})
+        try:
+            scan = await asyncio.to_thread(
+                find_deprecations, paths, target, table, list_files=list_files, read=read
+            )
+            details: dict[str, Any] = scan.to_json()
+        except FormatError as exc:
+            details = {"target": deprecations.format_minor(target), "error": str(exc)}
+        emit(LifecycleEvent(LifecycleType.DEPRECATIONS, cluster, datetime.now(UTC), details))
+
+    return on_upgrade
 
 
 def default_workers() -> int:

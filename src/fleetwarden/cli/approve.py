@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import quote
 
-import httpx
 import typer
 
+from fleetwarden.adapters.approvals import ApprovalError, post_approval
 from fleetwarden.cli.common import fail, warn
 from fleetwarden.formats.errors import FormatError
 
@@ -73,27 +72,12 @@ def register(app: typer.Typer) -> None:
         if not token:
             fail("no admin token: give --token, FW_ADMIN_TOKEN or a --config with auth.admin")
         try:
-            resp = httpx.post(
-                # the id is one path segment, whatever it holds
-                f"{server}/api/decisions/{quote(decision_id, safe='')}/approve",
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=30,
-            )
-        except httpx.InvalidURL as exc:
-            fail(f"--server {server}: not a usable URL ({exc})")
-        except httpx.HTTPError as exc:
-            fail(f"{server}: cannot reach the service ({type(exc).__name__})")
-        if resp.status_code == 409:  # cancelled: expired, or another mode or configuration
-            body = resp.json()
+            status, body = post_approval(server, decision_id, token)
+        except ApprovalError as exc:
+            fail(str(exc))
+        if status == 409:  # cancelled: expired, or another mode or configuration
             typer.echo(json.dumps(body.get("decision"), indent=2))
             warn(body.get("error", "the request was cancelled; nothing was done"))
             raise typer.Exit(1)
-        if resp.status_code != 200:
-            try:
-                message = resp.json().get("error", resp.text)
-            except ValueError:
-                message = resp.text
-            fail(f"{server}: HTTP {resp.status_code}: {message}")
-        decision = resp.json()
-        typer.echo(json.dumps(decision, indent=2))
-        raise typer.Exit(0 if decision.get("status") == "execute" else 1)
+        typer.echo(json.dumps(body, indent=2))
+        raise typer.Exit(0 if body.get("status") == "execute" else 1)

@@ -15,22 +15,25 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 
 import typer
-import yaml
 
-from fleetwarden.app.healing import record_summary
-from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
-from fleetwarden.cli.rendering import Col, Grid, dumps, json_safe, line, literal, make_console
-from fleetwarden.core.audit import AuditKind, AuditRecord
-from fleetwarden.core.events import parse_time
+from fleetwarden.app.auditing import export_records, parse_anchors, parse_since, resolve_store_url
+from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, fail
+from fleetwarden.core.audit import AuditKind
 from fleetwarden.ports.audit import AuditStoreError
+from fleetwarden.presenting.auditing import print_verify, records_table
+from fleetwarden.presenting.rendering import (
+    dumps,
+    json_safe,
+    line,
+    make_console,
+)
 
 if TYPE_CHECKING:
     from fleetwarden.adapters.storage.audit_sql import SqlAuditStore
@@ -75,72 +78,16 @@ ConfigOpt = Annotated[
         help="fleetwarden serve's YAML config: its `store` key names the store.",
     ),
 ]
-FormatOpt = Annotated[
-    OutputFormat,
-    typer.Option(
-        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
-    ),
-]
 
 
 # --------------------------------------------------------------------------- store URL
 
 
-def resolve_store_url(store: str | None, config: Path | None) -> str:
-    """The store URL from ``--store`` or the ``store:`` key of ``--config``.
-
-    Raises ValueError with a message that names the option, file or variable.
-    """
-    if store and config:
-        raise ValueError("give either --store or --config, not both")
-    if store:
-        return _indirect(store, "--store")
-    if config is None:
-        raise ValueError(
-            "no audit store given: use --store URL (e.g. sqlite:///fleetwarden.db) or "
-            "--config FILE (fleetwarden serve's config, its `store` key)"
-        )
-    try:
-        text = config.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"{config}: cannot read the config: {exc.strerror or exc}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ValueError(f"{config}: not valid YAML{where}") from None
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ValueError(f"{config}: the config must be a mapping with a `store` key")
+def _url(store: str | None, config: Path | None) -> str:
     from fleetwarden.entrypoints.service_config import default_store
 
-    value = raw.get("store") or default_store()  # the `store` default of `fleetwarden serve`
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{config}: `store` must be a database URL string")
-    return _indirect(value.strip(), f"{config}: store")
-
-
-def _indirect(value: str, where: str) -> str:
-    if value.startswith("env:"):
-        name = value[4:]
-        url = os.environ.get(name)
-        if not url:
-            raise ValueError(f"{where}: environment variable {name} is not set")
-        return url.strip()
-    if value.startswith("file:"):
-        path = Path(value[5:]).expanduser()
-        try:
-            return path.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ValueError(f"{where}: cannot read {path}: {exc.strerror or exc}") from None
-    return value
-
-
-def _url(store: str | None, config: Path | None) -> str:
     try:
-        return resolve_store_url(store, config)
+        return resolve_store_url(store, config, default_store=default_store)
     except ValueError as exc:
         fail(str(exc))
 
@@ -169,29 +116,6 @@ def _with_store(url: str, work: Callable[[SqlAuditStore], Awaitable[T]]) -> T:
 
 # --------------------------------------------------------------------------- times
 
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_since(text: str, *, now: datetime, option: str) -> datetime:
-    """RFC 3339 (``2026-11-29T10:00:00Z``), a date (``2026-11-29``, UTC) or an age
-    (``90s``, ``15m``, ``24h``, ``7d``, ``2w`` before ``now``).  ValueError names the option."""
-    value = text.strip()
-    relative = _RELATIVE.match(value)
-    if relative:
-        amount, unit = float(relative.group(1)), relative.group(2)
-        return now - timedelta(**{_UNITS[unit]: amount})
-    parsed = parse_time(value)
-    if parsed is None:
-        try:
-            parsed = datetime.fromisoformat(value).replace(tzinfo=UTC)
-        except ValueError:
-            raise ValueError(
-                f"{option} {text!r}: expected RFC 3339 (2026-11-29T10:00:00Z), a date "
-                "(2026-11-29) or an age (15m, 24h, 7d)"
-            ) from None
-    return parsed
-
 
 def _time_option(text: str | None, option: str, now: datetime) -> datetime | None:
     if text is None:
@@ -200,16 +124,6 @@ def _time_option(text: str | None, option: str, now: datetime) -> datetime | Non
         return parse_since(text, now=now, option=option)
     except ValueError as exc:
         fail(str(exc))
-
-
-def _anchors(values: list[str] | None) -> dict[int, str]:
-    anchors: dict[int, str] = {}
-    for value in values or ():
-        seq, sep, digest = value.partition(":")
-        if not sep or not seq.strip().isdigit() or not re.fullmatch(r"[0-9a-f]{64}", digest):
-            fail(f"--expect {value!r}: expected SEQ:HASH (a seq and its 64-hex-digit hash)")
-        anchors[int(seq)] = digest
-    return anchors
 
 
 # --------------------------------------------------------------------------- commands
@@ -238,24 +152,15 @@ def verify(
     --expect).
     """
     url = _url(store, config)
-    anchors = _anchors(expect)
+    try:
+        anchors = parse_anchors(expect or ())
+    except ValueError as exc:
+        fail(str(exc))
     result = _with_store(url, lambda s: s.verify(anchors=anchors))
     if output is OutputFormat.json:
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
-        console = make_console()
-        if result.ok:
-            console.print(literal(result.summary()), highlight=False, soft_wrap=True)
-        else:
-            console.print(literal(result.summary(), "bold red"), highlight=False, soft_wrap=True)
-            console.print(
-                line(
-                    f"{result.checked} records verified before it (last good: seq "
-                    f"{result.last_seq}, hash {result.last_hash})"
-                ),
-                highlight=False,
-                soft_wrap=True,
-            )
+        print_verify(make_console(), result)
     raise typer.Exit(0 if result.ok else 1)
 
 
@@ -326,35 +231,7 @@ def query(
     if not found:
         console.print("no audit records match", highlight=False)
         return
-    console.print(_table(found, wide=wide))
-
-
-def _table(found: list[AuditRecord], *, wide: bool = False) -> Grid:
-    table = Grid(
-        Col("seq", 9, justify="right"),
-        Col("at", 8),
-        Col("kind", 7),
-        Col("cluster", 5),
-        Col("pool", 4),
-        Col("actor", 3),
-        Col("summary", 10),
-        Col("refs", 1),
-        Col("id", 2),
-        wide=wide,
-    )
-    for r in found:
-        table.add_row(
-            literal(r.seq),
-            literal(r.at_text[:19].replace("T", " ") + "Z"),
-            literal(r.kind.value),
-            literal(r.cluster or "—"),
-            literal(r.pool or "—"),
-            literal(r.actor or "—"),
-            literal(record_summary(r)),
-            list(r.refs) or "—",
-            literal(r.id),
-        )
-    return table
+    console.print(records_table(found, wide=wide))
 
 
 @audit_app.command()
@@ -387,19 +264,15 @@ def export(
         except OSError as exc:
             fail(f"{output}: cannot write the export: {exc.strerror or exc}")
 
-    async def write_all(s: SqlAuditStore) -> tuple[int, int, int]:
-        count = first = last = 0
-        async for record in s.iterate(after_seq=after_seq):
-            # payloads are stored as their canonical JSON, UTF-8 kept: a C1 control (U+009B
-            # is a one-character CSI) or a bidi override from an event would reach a terminal
-            target.write(json_safe(record.to_json_line()))
-            count += 1
-            first = first or record.seq
-            last = record.seq
-        return count, first, last
+    def write(text: str) -> None:
+        # payloads are stored as their canonical JSON, UTF-8 kept: a C1 control (U+009B is a
+        # one-character CSI) or a bidi override from an event would reach a terminal
+        target.write(json_safe(text))
 
     try:
-        count, first, last = _with_store(url, write_all)
+        count, first, last = _with_store(
+            url, lambda s: export_records(s, write, after_seq=after_seq)
+        )
         target.flush()
     except BrokenPipeError:  # `| head`: the reader has all it wanted
         # Python would report the broken pipe again when it flushes stdout at exit.

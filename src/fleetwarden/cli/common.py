@@ -18,14 +18,16 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
+    from fleetwarden.adapters.settings import Settings
     from fleetwarden.core.findings import Finding
     from fleetwarden.core.fleet import FleetReport
-    from fleetwarden.entrypoints.settings import Settings
 
 __all__ = [
     "FAIL_ON_METAVAR",
     "FORMAT_METAVAR",
     "FailOn",
+    "FailOnOpt",
+    "FormatOpt",
     "OutputFormat",
     "WideOpt",
     "emit_report",
@@ -57,6 +59,22 @@ class FailOn(StrEnum):
 # help placeholders that name the values (Typer would print <table|json> or <str>)
 FORMAT_METAVAR = "|".join(OutputFormat)
 FAIL_ON_METAVAR = "|".join(FailOn)
+
+# the options every command spells the same way
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
+    ),
+]
+FailOnOpt = Annotated[
+    FailOn,
+    typer.Option(
+        "--fail-on",
+        metavar=FAIL_ON_METAVAR,
+        help="Exit 1 when a finding is at or above this severity.",
+    ),
+]
 
 # every command that prints a table (rendering.Grid) takes it
 WideOpt = Annotated[
@@ -94,7 +112,7 @@ def exit_code(findings: Iterable[Finding], fail_on: FailOn) -> int:
 
 def fail(message: str) -> NoReturn:
     """Print ``fleetwarden: error: MESSAGE`` on stderr, literally and on one line; exit 2."""
-    from fleetwarden.cli.rendering import line
+    from fleetwarden.presenting.rendering import line
 
     err_console().print(
         line(("fleetwarden: error:", "bold red"), " ", message), soft_wrap=True, highlight=False
@@ -104,7 +122,7 @@ def fail(message: str) -> NoReturn:
 
 def warn(message: str) -> None:
     """``fleetwarden: warning: MESSAGE`` on stderr, literally and on one line."""
-    from fleetwarden.cli.rendering import line
+    from fleetwarden.presenting.rendering import line
 
     err_console().print(
         line(("fleetwarden: warning:", "yellow"), " ", message), soft_wrap=True, highlight=False
@@ -113,7 +131,7 @@ def warn(message: str) -> None:
 
 def load_settings_or_fail(config: Path | None) -> Settings:
     """The ``--config`` settings (``scan:`` and the rest); a bad file exits 2 naming it."""
-    from fleetwarden.entrypoints.settings import load_settings
+    from fleetwarden.adapters.settings import load_settings
     from fleetwarden.formats.errors import FormatError
 
     try:
@@ -128,7 +146,7 @@ def emit_report(
     """A pool report as JSON (the contract's shape, on stdout) or as tables for people."""
     import sys
 
-    from fleetwarden.cli.rendering import dumps, make_console, print_report
+    from fleetwarden.presenting.rendering import dumps, make_console, print_report
 
     if output is OutputFormat.json:
         sys.stdout.write(dumps(report.to_json()) + "\n")

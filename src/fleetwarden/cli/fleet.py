@@ -12,15 +12,12 @@ unreadable-file rules: ``cli.sources``; the comparisons: ``app.fleet``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.text import Text
 
-from fleetwarden.app.fleet import build_versions, by_severity, drift_of_app, skipped_json
-from fleetwarden.cli.common import FailOn, OutputFormat, WideOpt, exit_code
-from fleetwarden.cli.rendering import Col, Grid, dumps, line, literal, make_console
+from fleetwarden.app.fleet import build_versions, drift_of_app, skipped_json
+from fleetwarden.cli.common import FailOn, FailOnOpt, FormatOpt, OutputFormat, WideOpt, exit_code
 from fleetwarden.cli.sources import (
     AppOpt,
     ArgoAppOpt,
@@ -29,106 +26,18 @@ from fleetwarden.cli.sources import (
     ConfigOpt,
     ContextOpt,
     DesiredOpt,
-    FailOnOpt,
-    FormatOpt,
     KubeconfigOpt,
     NamespaceOpt,
     RevisionOpt,
     WorkloadsOpt,
     live_sources,
     load_fleet,
-    print_skipped_state,
-    workload_findings_table,
 )
-from fleetwarden.core import workloads as wl
-from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.core.findings import Severity
+from fleetwarden.presenting.rendering import dumps, make_console
+from fleetwarden.presenting.workloads import print_drift, print_versions
 
 __all__ = ["diff_command", "register", "versions_command"]
-
-MATRIX_MAX_CONTAINERS = 8  # beyond this, one row per cluster and container reads better
-
-
-def _short(image: str | None, desired: str | None) -> str:
-    if image is None:
-        return "—"
-    if desired and image != desired:
-        want, have = wl.ImageRef.parse(desired), wl.ImageRef.parse(image)
-        if want.repository == have.repository:
-            tail = f":{have.tag}" if have.tag else ""
-            return tail + (f"@{have.digest[:19]}" if have.digest else "")
-    return image
-
-
-def _style(row: Mapping[str, Any]) -> str:
-    if row["drift"]:
-        return "bold red"
-    return "yellow" if row["divergesFromPeers"] else ""
-
-
-def _print_versions(doc: Mapping[str, Any], state: DesiredState, *, wide: bool = False) -> None:
-    console = make_console(wide=wide)
-    rows = doc["rows"]
-    columns: dict[tuple[str, str], str | None] = {}
-    for r in rows:
-        columns.setdefault((f"{r['kind']}/{r['workload']}", r["container"]), r["desiredImage"])
-    clusters = sorted({r["cluster"] for r in rows})
-    if rows and len(columns) <= MATRIX_MAX_CONTAINERS:
-        table = Grid(
-            Col("cluster", 100),
-            *(Col(f"{w}\n{c}", 50 - i) for i, (w, c) in enumerate(columns)),
-            title=f"images of {doc['app']}",
-            wide=wide,
-        )
-        table.add_row(
-            Text("Git", style="bold"), *[literal(d or "—", "dim") for d in columns.values()]
-        )
-        cells: dict[tuple[str, tuple[str, str]], Mapping[str, Any]] = {
-            (r["cluster"], (f"{r['kind']}/{r['workload']}", r["container"])): r for r in rows
-        }
-        for cluster in clusters:
-            row_cells = []
-            for col, desired in columns.items():
-                cell = cells.get((cluster, col))
-                if cell is None:
-                    row_cells.append(Text("—", style="dim"))
-                else:
-                    row_cells.append(literal(_short(cell["image"], desired), _style(cell)))
-            table.add_row(literal(cluster), *row_cells)
-        console.print(table)
-    elif rows:
-        table = Grid(
-            Col("cluster", 9),
-            Col("workload", 7),
-            Col("container", 6),
-            Col("image", 10),
-            Col("Git", 5),
-            Col("peers", 4),
-            title=f"images of {doc['app']}",
-            wide=wide,
-        )
-        for r in rows:
-            table.add_row(
-                literal(r["cluster"]),
-                literal(f"{r['kind']}/{r['namespace']}/{r['workload']}"),
-                literal(r["container"] + (" (init)" if r["init"] else "")),
-                literal(r["image"] or "—", _style(r)),
-                literal("=" if not r["drift"] else r["desiredImage"] or "—"),
-                literal("=" if not r["divergesFromPeers"] else r["peerImage"] or "—"),
-            )
-        console.print(table)
-    s = doc["summary"]
-    git = ", ".join(s["clustersDivergingFromGit"]) or "none"
-    peers = ", ".join(s["clustersDivergingFromPeers"]) or "none"
-    console.print(
-        line(
-            (f"{s['containers']} containers in {s['clusters']} clusters", "bold"),
-            f": {s['drift']} drift from Git (red); clusters diverging from Git: {git}; from "
-            f"their peers (yellow): {peers}",
-        ),
-        highlight=False,
-    )
-    print_skipped_state(console, state, verbose=False)
 
 
 def versions_command(
@@ -177,7 +86,7 @@ def versions_command(
     if output is OutputFormat.json:
         sys.stdout.write(dumps(doc) + "\n")
     else:
-        _print_versions(doc, state, wide=wide)
+        print_versions(make_console(wide=wide), doc, state, wide=wide)
     drift = doc["summary"]["drift"] > 0
     raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
 
@@ -217,21 +126,7 @@ def diff_command(
     if output is OutputFormat.json:
         sys.stdout.write(dumps(drift.to_json(skipped_json(state))) + "\n")
     else:
-        console = make_console(wide=wide)
-        if drift.findings:
-            console.print(
-                workload_findings_table(drift.findings, title=f"drift of {app}", wide=wide)
-            )
-        parts = [f"{n} {name}" for name, n in by_severity(drift.findings).items() if n]
-        console.print(
-            line(
-                (f"{len(drift.findings)} findings", "bold"),
-                f" ({', '.join(parts) or 'none'}) for {app} in {drift.clusters} clusters, "
-                f"{drift.objects} objects compared",
-            ),
-            highlight=False,
-        )
-        print_skipped_state(console, state, verbose=verbose)
+        print_drift(make_console(wide=wide), app, drift, state, verbose=verbose, wide=wide)
     raise typer.Exit(exit_code(drift.findings, fail_on))
 
 

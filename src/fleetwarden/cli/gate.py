@@ -8,25 +8,23 @@ neither the HTTP clients nor the serve stack.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from dataclasses import replace
+from functools import partial
 from typing import Annotated
 
 import typer
 
-from fleetwarden.adapters import files
-from fleetwarden.adapters.workload_files import load_desired_state, load_observed, workload_sources
+from fleetwarden.adapters.fleet_inputs import read_gate
 from fleetwarden.app import fleet as fleet_app
 from fleetwarden.cli.common import (
     FAIL_ON_METAVAR,
     FailOn,
+    FormatOpt,
     OutputFormat,
     WideOpt,
     err_console,
     fail,
 )
-from fleetwarden.cli.rendering import dumps, line, make_console
 from fleetwarden.cli.sources import (
     AppOpt,
     ArgoAppOpt,
@@ -35,53 +33,20 @@ from fleetwarden.cli.sources import (
     ConfigOpt,
     ContextOpt,
     DesiredOpt,
-    FormatOpt,
     KubeconfigOpt,
     NamespaceOpt,
     RevisionOpt,
     check_app,
-    fetch_argocd_desired,
     fleet_settings_or_fail,
-    kube_endpoints,
+    input_errors,
     live_sources,
-    read_gate_live,
-    workload_findings_table,
+    progress,
 )
 from fleetwarden.core.findings import Severity
-from fleetwarden.core.fleet import severity_order
-from fleetwarden.core.schedulability import GateResult
-from fleetwarden.formats.errors import FormatError
-from fleetwarden.ports.kube import CredentialError
+from fleetwarden.presenting.rendering import dumps, line, make_console
+from fleetwarden.presenting.workloads import print_gate
 
 __all__ = ["gate_command", "register"]
-
-
-def _print_gate(result: GateResult, *, wide: bool = False) -> None:
-    console = make_console(wide=wide)
-    if result.findings:
-        # a blocking finding's message is its reason, given once below
-        rows = [replace(f, message="") if f.id in result.blocking else f for f in result.findings]
-        console.print(workload_findings_table(sorted(rows, key=severity_order), wide=wide))
-    for note in result.notes:
-        console.print(line((f"note: {note}", "dim")), highlight=False)
-    if result.blocked:
-        n = len(result.reasons)
-        why = f"{n} reason" if n == 1 else f"{n} reasons"
-        console.print(
-            line(("gate: BLOCK", "bold red"), f" sync of {result.app} ({why}):"), highlight=False
-        )
-        for reason in result.reasons:
-            console.print(line(f"  - {reason}"), highlight=False)
-    else:
-        targets = sorted({t for c in result.checks for p in c.placements for t in p.targets})
-        console.print(
-            line(
-                ("gate: PASS", "bold green"),
-                f" {result.app}: every workload schedules; target pools "
-                f"({', '.join(targets) or 'none'}) show no drift at or above the threshold",
-            ),
-            highlight=False,
-        )
 
 
 def gate_command(
@@ -156,43 +121,13 @@ def gate_command(
         fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
     if not nodes and kubeconfig is None and in_cluster is None:
         fail("no nodes: give --nodes PATH, --kubeconfig FILE or --in-cluster CLUSTER")
-    try:
-        state = load_desired_state(
-            [files.parse_path_arg(a) for a in desired or ()],
-            app_label=fleet.app_label,
-            with_pools=True,
-            limit=settings.desired_file_limit,
-        )
-        if live.argocd_apps:
-            state.add(asyncio.run(fetch_argocd_desired(app, live, app_label=fleet.app_label)))
-        check_app(app, state)
-        node_map = files.load_nodes(
-            [files.parse_path_arg(a) for a in nodes or ()], limit=settings.nodes_file_limit
-        )
-        observed = load_observed(
-            workload_sources([files.parse_path_arg(a) for a in workloads or ()]),
-            app=app,
-            desired_names=state.names(),
-            app_label=fleet.app_label,
-            limit=settings.nodes_file_limit,
-            aliases=[n for names in state.aliases.values() for n in names],
-        )
-        endpoints = kube_endpoints(live)
-        if in_cluster is not None:
-            from fleetwarden.adapters.kube.config import in_cluster_endpoint
-
-            endpoints.append(in_cluster_endpoint(in_cluster))
-        if endpoints:
-            live_nodes, live_workloads = read_gate_live(endpoints, live, fleet)
-            node_map.update(live_nodes)
-            observed.update(live_workloads)
-        state.apply_aliases(app, observed)
-        if not node_map:
-            fail("--nodes: no node dump found")
-    except FormatError as exc:
-        fail(str(exc))
-    except CredentialError as exc:  # a context's exec plugin is missing or failed
-        fail(exc.reason)  # fail() prints it literally
+    with input_errors():
+        state, node_map, observed = read_gate(
+            app, desired or (), nodes or (), workloads or (), settings, fleet, live,
+            in_cluster=in_cluster, check=partial(check_app, app), progress=progress,
+        )  # fmt: skip
+    if not node_map:
+        fail("--nodes: no node dump found")
     result = fleet_app.gate(
         app,
         state,
@@ -205,7 +140,7 @@ def gate_command(
     if output is OutputFormat.json:
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
-        _print_gate(result, wide=wide)
+        print_gate(make_console(wide=wide), result, wide=wide)
     if result.blocked and output is OutputFormat.json:
         # stdout is for machines: one line for people on stderr (the table says it already)
         first = result.reasons[0] if result.reasons else ""

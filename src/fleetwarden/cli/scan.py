@@ -18,9 +18,9 @@ from fleetwarden.adapters import files
 from fleetwarden.app import explaining
 from fleetwarden.app.scanning import scan_clusters
 from fleetwarden.cli.common import (
-    FAIL_ON_METAVAR,
-    FORMAT_METAVAR,
     FailOn,
+    FailOnOpt,
+    FormatOpt,
     OutputFormat,
     WideOpt,
     emit_report,
@@ -29,12 +29,13 @@ from fleetwarden.cli.common import (
     fail,
     load_settings_or_fail,
 )
-from fleetwarden.cli.rendering import dumps, make_console, print_explanation
 from fleetwarden.core.fleet import FleetReport, NothingToCompare, check_comparable
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.presenting.progress import dump_progress
+from fleetwarden.presenting.rendering import dumps, make_console, print_explanation
 
 if TYPE_CHECKING:
-    from fleetwarden.entrypoints.settings import Settings
+    from fleetwarden.adapters.settings import Settings
     from fleetwarden.formats.desired import DesiredRead
 
 __all__ = ["explain", "register", "scan"]
@@ -72,20 +73,6 @@ ConfigOpt = Annotated[
         metavar="FILE",
         help="YAML config: tolerance, pool labels, severity overrides, ignore rules, "
         "the provisioner releases to assume (scan.provisioners).",
-    ),
-]
-FormatOpt = Annotated[
-    OutputFormat,
-    typer.Option(
-        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
-    ),
-]
-FailOnOpt = Annotated[
-    FailOn,
-    typer.Option(
-        "--fail-on",
-        metavar=FAIL_ON_METAVAR,
-        help="Exit 1 when a finding is at or above this severity.",
     ),
 ]
 AllowEmptyOpt = Annotated[
@@ -221,42 +208,16 @@ def _scan(
     if jobs is None:  # processes pay off only for big inputs
         jobs = (os.cpu_count() or 1) if total > PARALLEL_MIN_BYTES else 1
     load = functools.partial(files.read_node_files, limit=settings.nodes_file_limit)
-    show = (
-        progress
-        if progress is not None
-        else (err_console().is_terminal and total > PROGRESS_MIN_BYTES)
-    )
-    if not show:
-        return scan_clusters(
-            loaded.pools, sources, load, options=settings.diff, skipped=loaded.skipped, workers=jobs
-        )
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-    with Progress(
-        TextColumn("scanning node dumps"),
-        BarColumn(),
-        DownloadColumn(),
-        TextColumn("{task.fields[clusters]} clusters"),
-        TimeRemainingColumn(),
-        console=err_console(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("scan", total=total, clusters=0)
-        done = {"n": 0}
-
-        def advance(cluster: str) -> None:
-            done["n"] += 1
-            bar.update(task, advance=sizes[cluster], clusters=done["n"])
-
-        return scan_clusters(
-            loaded.pools,
-            sources,
-            load,
-            options=settings.diff,
-            skipped=loaded.skipped,
-            workers=jobs,
-            on_done=advance,
-        )
+    run = functools.partial(
+        scan_clusters, loaded.pools, sources, load, options=settings.diff,
+        skipped=loaded.skipped, workers=jobs,
+    )  # fmt: skip
+    if progress is None:
+        progress = err_console().is_terminal and total > PROGRESS_MIN_BYTES
+    if not progress:
+        return run()
+    with dump_progress(err_console(), total) as advance:
+        return run(on_done=lambda cluster: advance(sizes[cluster]))
 
 
 def register(app: typer.Typer) -> None:

@@ -12,51 +12,32 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
-from rich.table import Table
 
-from fleetwarden.adapters import files
-from fleetwarden.adapters.argocd.client import ArgoCDClient
+from fleetwarden.adapters.argocd.client import ARGOCD_TOKEN_ENV, client_from_env
 from fleetwarden.adapters.flux import FluxClient
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
+from fleetwarden.adapters.upgrade_inputs import UpgradeInputs, read_upgrade_inputs
 from fleetwarden.app.upgrading import Progress, RunReport, UpgradeRunner, plan_live
-from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, fail
-from fleetwarden.cli.rendering import findings_table, literal, make_console
-from fleetwarden.core import workloads as wl
+from fleetwarden.cli.common import FormatOpt, OutputFormat, fail
 from fleetwarden.core.deprecations import DeprecationTable
-from fleetwarden.core.fleet import Skip
-from fleetwarden.core.ownership import (
-    ArgoApp,
-    FluxKind,
-    FluxRef,
-    OwnershipMap,
-    OwnershipRule,
-    parse_rules,
-)
-from fleetwarden.core.pools import NodePoolSpec
-from fleetwarden.core.schedulability import PlannedWorkload
-from fleetwarden.core.upgrades import AppObjects, RunPhase, StepRecord, UpgradePlan
+from fleetwarden.core.upgrades import RunPhase, StepRecord, UpgradePlan
 from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoError
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.kube import KubeError
+from fleetwarden.presenting.rendering import findings_table, literal, make_console
+from fleetwarden.presenting.upgrading import print_plan
 
 __all__ = ["register", "upgrade_app"]
 
-ARGOCD_TOKEN_ENV = "ARGOCD_AUTH_TOKEN"  # the argocd CLI's own variable
-YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
 upgrade_app = typer.Typer(
     help="Plan and run an ordered node-pool upgrade: infrastructure, roll, cluster layer, verify.",
@@ -119,111 +100,17 @@ Unavailable = Annotated[
 Budget = Annotated[
     float, typer.Option("--budget", min=0.1, metavar="MINUTES", help="The window's budget.")
 ]
-Output = Annotated[
-    OutputFormat,
-    typer.Option(
-        "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
-    ),
-]
 
 
-@dataclass
-class Inputs:
-    cluster: str
-    pool: str
-    to: str
-    kubeconfig: Path
-    context: str
-    specs: list[NodePoolSpec] = field(default_factory=list)
-    apps: list[AppObjects] = field(default_factory=list)
-    ownership: OwnershipMap = field(default_factory=OwnershipMap)
-    surge: int = 1
-    unavailable: int = 1
-    budget: timedelta = timedelta(minutes=30)
-
-
-def parse_inputs(
-    target: str,
-    to: str,
-    *,
-    desired: Sequence[str] = (),
-    kubeconfig: Path | None = None,
-    context: str | None = None,
-    manifests: Sequence[str] = (),
-    flux: str | None = None,
-    argocd_app: str | None = None,
-    ownership: Path | None = None,
-    surge: int = 1,
-    unavailable: int = 1,
-    budget: float = 30.0,
-) -> Inputs:
+def parse_inputs(target: str, to: str, **options: Any) -> UpgradeInputs:
     """Every argument read and checked; exit 2 naming the one that is wrong."""
-    cluster, sep, pool = target.partition("/")
-    if not sep or not cluster or not pool or "/" in pool:
-        fail(f"{target!r}: expected CLUSTER/POOL (e.g. prod-eu-1/general)")
-    if kubeconfig is None:
-        env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-        kubeconfig = Path(env) if env else Path.home() / ".kube" / "config"
-    inputs = Inputs(
-        cluster, pool, to, kubeconfig, context or cluster, surge=surge, unavailable=unavailable,
-        budget=timedelta(minutes=budget),
-    )  # fmt: skip
     try:
-        if desired:
-            loaded = files.load_desired([files.parse_path_arg(d) for d in desired])
-            inputs.specs = [s if s.cluster else s.with_cluster(cluster) for s in loaded.pools]
-        inputs.apps = [_app_objects(m) for m in manifests]
-    except FormatError as exc:
+        return read_upgrade_inputs(target, to, **options)
+    except (FormatError, ValueError) as exc:
         fail(str(exc))
-    rules: list[OwnershipRule] = []
-    if ownership is not None:
-        try:
-            data = yaml.safe_load(ownership.read_text(encoding="utf-8"))
-            rules.extend(parse_rules(data or [], where=str(ownership)))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as exc:
-            fail(f"--ownership {ownership}: {exc}")
-    if flux:
-        rules.insert(0, OwnershipRule(cluster=cluster, pool=pool, flux=_flux_ref(flux)))
-    if argocd_app:
-        rules.insert(0, OwnershipRule(cluster=cluster, pool=pool, argocd=ArgoApp(argocd_app)))
-    inputs.ownership = OwnershipMap(rules)
-    return inputs
 
 
-def _flux_ref(text: str) -> FluxRef:
-    ref, _, context = text.partition("@")
-    parts = ref.split("/")
-    kinds = {k.value.lower(): k for k in FluxKind}
-    if len(parts) != 3 or parts[0].lower() not in kinds or not all(parts):
-        fail(
-            f"--flux {text!r}: expected KIND/NAMESPACE/NAME[@CONTEXT] "
-            "(KIND: Kustomization or HelmRelease)"
-        )
-    return FluxRef(kinds[parts[0].lower()], parts[1], parts[2], context or None)
-
-
-def _app_objects(arg: str) -> AppObjects:
-    app, sep, path = arg.partition("=")
-    if not sep or not app or not path:
-        fail(f"--manifests {arg!r}: expected APP=PATH")
-    objects: list[tuple[str, str, str | None]] = []
-    workloads: list[PlannedWorkload] = []
-    skipped: list[Skip] = []  # unreadable files found in a directory: not the app's
-    limit = files.DEFAULT_DESIRED_LIMIT
-    for f, data in files.read_tree(Path(path), YAML_SUFFIXES, limit=limit, skipped=skipped):
-        docs = manifests_format.parse_manifests(str(f.path), data)
-        objects.extend((o.api_version, o.kind, o.name) for o in manifests_format.api_objects(docs))
-        for doc in docs:
-            if doc.body.get("kind") not in wl.WORKLOAD_KINDS:
-                continue
-            model = wl.model_from(doc.body, app=app, source=str(f.path))
-            if isinstance(model, wl.Workload):
-                pods = model.replicas if model.replicas is not None else 1
-                workloads.append(PlannedWorkload(model, model.key.ref, pods))
-    return AppObjects(app, objects, workloads)
-
-
-async def _plan(inputs: Inputs) -> UpgradePlan:
+async def _plan(inputs: UpgradeInputs) -> UpgradePlan:
     endpoints = load_kubeconfig(inputs.kubeconfig, contexts=[inputs.context])
     async with KubeClient(endpoints[0]) as kube:
         return await plan_live(
@@ -254,7 +141,7 @@ def plan_command(
     surge: Surge = 1,
     unavailable: Unavailable = 1,
     budget: Budget = 30.0,
-    output: Output = OutputFormat.table,
+    output: FormatOpt = OutputFormat.table,
 ) -> None:
     """The pre-flight checks and the ordered steps; exit 1 when the pre-flight blocks."""
     inputs = parse_inputs(
@@ -266,7 +153,7 @@ def plan_command(
     if output is OutputFormat.json:
         typer.echo(json.dumps(plan.to_json(), indent=2))
     else:
-        _print_plan(plan)
+        print_plan(make_console(), plan)
     raise typer.Exit(1 if plan.blocked else 0)
 
 
@@ -275,26 +162,6 @@ def _run_or_fail(coro: Any) -> Any:
         return asyncio.run(coro)
     except (KubeError, FormatError, ArgoError, AuditStoreError, ValueError, OSError) as exc:
         fail(str(exc) or type(exc).__name__)
-
-
-def _print_plan(plan: UpgradePlan) -> None:
-    console = make_console()
-    console.print(
-        literal(
-            f"upgrade {plan.cluster}/{plan.pool}: {', '.join(plan.from_versions) or 'no node'} "
-            f"-> {plan.to_version} (run {plan.run_id}, budget {plan.budget})",
-            "bold",
-        )
-    )
-    checks = Table("pre-flight", "result", "details", header_style="bold")
-    for c in plan.checks:
-        details = "\n".join([*c.blocking, *c.notes])
-        checks.add_row(literal(c.name), literal("BLOCKS" if not c.ok else "ok"), literal(details))
-    console.print(checks)
-    steps = Table("#", "step", "what", header_style="bold")
-    for i, s in enumerate(plan.steps, 1):
-        steps.add_row(str(i), literal(s.kind.value), literal(s.description))
-    console.print(steps)
 
 
 # --- run -----------------------------------------------------------------------------------
@@ -314,7 +181,7 @@ def run_command(
     surge: Surge = 1,
     unavailable: Unavailable = 1,
     budget: Budget = 30.0,
-    output: Output = OutputFormat.table,
+    output: FormatOpt = OutputFormat.table,
     execute: Annotated[
         bool, typer.Option("--execute", help="Act (default: dry-run, nothing is sent).")
     ] = False,
@@ -339,7 +206,10 @@ def run_command(
         manifests=manifests or (), flux=flux, argocd_app=argocd_app, ownership=ownership,
         surge=surge, unavailable=unavailable, budget=budget,
     )  # fmt: skip
-    argocd = _argocd(argocd_server) if argocd_server else None
+    try:
+        argocd = client_from_env(argocd_server, option="--argocd-server") if argocd_server else None
+    except ValueError as exc:
+        fail(str(exc))
     console = make_console(stderr=True)
 
     def said(rec: StepRecord) -> None:
@@ -388,15 +258,3 @@ def run_command(
     elif report.findings:
         make_console().print(findings_table(report.findings, title="upgrade findings"))
     raise typer.Exit(1 if report.state.phase is RunPhase.FAILED else 0)
-
-
-def _argocd(server: str) -> ArgoCDClient:
-    token = os.environ.get(ARGOCD_TOKEN_ENV, "").strip()
-    if not token:
-        fail(f"--argocd-server needs an Argo CD API token in the variable {ARGOCD_TOKEN_ENV}")
-    if "://" not in server:
-        server = f"https://{server}"
-    try:
-        return ArgoCDClient(server, token=token, retries=2)
-    except (ArgoError, ValueError) as exc:
-        fail(f"--argocd-server {server}: {exc}")

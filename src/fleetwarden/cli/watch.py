@@ -4,43 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
-from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Group
-from rich.live import Live
-from rich.text import Text
 
 from fleetwarden.adapters import files
 from fleetwarden.adapters.argocd.client import ArgoCDClient
-from fleetwarden.adapters.kube.config import PreparedClients, load_kubeconfig
-from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
+from fleetwarden.adapters.kube.config import PreparedClients
+from fleetwarden.adapters.watch_inputs import read_watch_inputs
+from fleetwarden.app.deprecating import upgrade_hook
+from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
-from fleetwarden.cli.rendering import event_text, findings_table, literal, make_console
-from fleetwarden.core import deprecations
-from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.fleet import NothingToCompare, check_comparable, severity_order
-from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
-from fleetwarden.core.tracking import FindingEvent
-from fleetwarden.entrypoints.deprecations_cmd import scan_manifests
-from fleetwarden.entrypoints.settings import load_settings
-from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError
+from fleetwarden.presenting.watching import JsonLines, LiveView
 
 if TYPE_CHECKING:  # the serve stack loads only when applications are followed
     from fleetwarden.entrypoints.service_config import ServiceConfig
 
-__all__ = ["register", "upgrade_hook"]
+__all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -155,40 +143,25 @@ def register(app: typer.Typer) -> None:
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
         scaled) are printed as they happen."""
         try:
-            settings = load_settings(config)
-            desired_args = [files.parse_path_arg(a) for a in desired]
-            loaded = files.load_desired(
-                desired_args, limit=settings.desired_file_limit, assume=settings.assume
-            )
-            if desired and not loaded.pools and not follow and not allow_empty:
-                fail(loaded.nothing_found([a.label for a in desired_args]))
-            endpoints = load_kubeconfig(kubeconfig, contexts=context or ())
-            argocd = None
-            if argocd_secrets:
-                pool = load_kubeconfig(
-                    kubeconfig, contexts=[argocd_context] if argocd_context else ()
-                )
-                if not pool:
-                    fail(f"{kubeconfig}: no context to read Argo CD secrets from")
-                argocd = (pool[0], argocd_secrets)
-            elif loaded.pools and not allow_empty:
-                # the contexts are all there is to watch: a desired tree none of whose
-                # clusters is among them would compare nothing, for ever
-                check_comparable(
-                    loaded.pools,
-                    [e.name for e in endpoints],
-                    desired_paths=[a.label for a in desired_args],
-                )
-        except (FormatError, NothingToCompare) as exc:
+            inputs = read_watch_inputs(
+                kubeconfig, desired, contexts=context or (), config=config,
+                argocd_secrets=argocd_secrets, argocd_context=argocd_context,
+                following=bool(follow), allow_empty=allow_empty,
+            )  # fmt: skip
+        except (FormatError, ValueError) as exc:  # NothingToCompare is a ValueError
             fail(str(exc))
+        settings, endpoints, argocd = inputs.settings, inputs.endpoints, inputs.argocd
         try:
             followed = _followed(config, settings.raw, follow or (), namespace or ())
         except FormatError as exc:
             fail(str(exc))
         watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
-        runner = _JsonSink() if output is OutputFormat.json else _LiveSink(wide=wide)
-        hook = upgrade_hook([files.parse_path_arg(m) for m in manifests or ()], runner.emit)
-        pools = loaded.pools
+        runner = JsonLines(sys.stdout) if output is OutputFormat.json else LiveView(wide=wide)
+        hook = upgrade_hook(
+            [(m.cluster, m.path) for m in map(files.parse_path_arg, manifests or ())],
+            runner.emit, list_files=files.list_manifests, read=files.read_manifest,
+        )  # fmt: skip
+        pools = inputs.desired.pools
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 asyncio.run(
@@ -198,30 +171,6 @@ def register(app: typer.Typer) -> None:
             fail(str(exc))
         except CredentialError as exc:  # a context's exec plugin is missing or failed
             fail(exc.reason)  # fail() prints it literally
-
-
-def upgrade_hook(
-    manifests: Sequence[files.PathArg], emit: Callable[[Event], None]
-) -> Callable[[str, str], Awaitable[None]] | None:
-    """On a cluster upgrade, scan that cluster's desired manifests at the new version and emit
-    one ``cluster.deprecations`` event with what is deprecated or removed there."""
-    if not manifests:
-        return None
-
-    async def on_upgrade(cluster: str, version: str) -> None:
-        target = deprecations.parse_minor(version)
-        paths = [m.path for m in manifests if m.cluster in (None, cluster)]
-        if target is None or not paths:
-            return
-        table = DeprecationTable(manifests_format.bundled_table()).only({"k8s"})
-        try:
-            scan = await asyncio.to_thread(scan_manifests, paths, target, table)
-            details: dict[str, Any] = scan.to_json()
-        except FormatError as exc:
-            details = {"target": deprecations.format_minor(target), "error": str(exc)}
-        emit(LifecycleEvent(LifecycleType.DEPRECATIONS, cluster, datetime.now(UTC), details))
-
-    return on_upgrade
 
 
 @dataclass
@@ -308,48 +257,3 @@ async def _run(specs, endpoints, argocd, settings, sink, duration, hook, followe
         if argocd_client is not None:
             await argocd_client.aclose()
         await clients.aclose()
-
-
-class _JsonSink:
-    fleet: FleetWatcher | None = None
-
-    async def __aenter__(self) -> _JsonSink:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        sys.stdout.flush()
-
-    def emit(self, event: Event) -> None:
-        sys.stdout.write(json.dumps(event.to_json()) + "\n")
-        sys.stdout.flush()
-
-
-class _LiveSink:
-    fleet: FleetWatcher | None = None
-
-    def __init__(self, *, wide: bool = False) -> None:
-        self.wide = wide  # the live view is cropped to the terminal all the same
-        self.console = make_console()
-        self.log: deque[Text] = deque(maxlen=12)
-        self.live = Live(console=self.console, auto_refresh=False, transient=False)
-
-    async def __aenter__(self) -> _LiveSink:
-        self.live.__enter__()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.live.__exit__(None, None, None)
-
-    def emit(self, event: Event) -> None:
-        data = event.to_json()
-        finding = event.finding if isinstance(event, FindingEvent) else None
-        self.log.append(literal(event_text(data, finding)))
-        current = sorted(self.fleet.tracker.current(), key=severity_order) if self.fleet else []
-        self.live.update(
-            Group(
-                findings_table(current, title=f"{len(current)} findings", wide=self.wide),
-                Text("recent events:", style="bold"),
-                *self.log,
-            ),
-            refresh=True,
-        )

@@ -48,7 +48,6 @@ from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app import serving
 from fleetwarden.app.serving import Serving, ServingSettings, inspection_counter
 from fleetwarden.cli.common import fail
-from fleetwarden.cli.rendering import visible
 from fleetwarden.core.access import DoorConfig
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.nodes import ObservedNode
@@ -74,6 +73,7 @@ from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.notify import Sink
 from fleetwarden.ports.queue import EventQueue
+from fleetwarden.presenting.rendering import visible
 
 __all__ = ["Service", "build_service", "healing_policy", "register", "serve"]
 

@@ -68,11 +68,11 @@ from urllib.parse import urlsplit, urlunsplit
 import jsonschema
 import yaml
 
+from fleetwarden.adapters.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.adapters.storage.audit_sql import sqlite_file, sqlite_path_problem
 from fleetwarden.app.ingesting import SourceAuth
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
-from fleetwarden.entrypoints.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import SOURCES
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import ssl
 import time
@@ -71,7 +72,7 @@ from fleetwarden.ports.argocd import (
     parse_time,
 )
 
-__all__ = ["ArgoCDClient", "Requested", "was_applied"]
+__all__ = ["ARGOCD_TOKEN_ENV", "ArgoCDClient", "Requested", "client_from_env", "was_applied"]
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _CONFLICT_TEXT = "another operation is already in progress"
@@ -654,6 +655,24 @@ class ArgoCDClient:
         self.calls.append(record)
         if self._on_call is not None:
             self._on_call(record)
+
+
+ARGOCD_TOKEN_ENV = "ARGOCD_AUTH_TOKEN"  # the argocd CLI's own variable
+
+
+def client_from_env(server: str, *, option: str, insecure: bool = False) -> ArgoCDClient:
+    """A client of ``server`` with the token in ARGOCD_AUTH_TOKEN (never a flag: command lines
+    end up in shell history and ``ps``); a bare ``host:port`` (the argocd CLI's ARGOCD_SERVER)
+    is https. ValueError names ``option`` (the command-line option that asked for Argo CD)."""
+    token = os.environ.get(ARGOCD_TOKEN_ENV, "").strip()
+    if not token:
+        raise ValueError(f"{option} needs an Argo CD API token in the variable {ARGOCD_TOKEN_ENV}")
+    if "://" not in server:
+        server = f"https://{server}"
+    try:
+        return ArgoCDClient(server, token=token, verify=not insecure, retries=2)
+    except (ArgoError, ValueError) as exc:
+        raise ValueError(f"--argocd-server {server}: {exc}") from None
 
 
 def _app_path(name: str) -> str:

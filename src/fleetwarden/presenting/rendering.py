@@ -31,12 +31,12 @@ from rich.table import Table
 from rich.text import Text
 
 from fleetwarden.app.explaining import Explanation
-from fleetwarden.cli import table_layout
-from fleetwarden.cli.table_layout import Fit
 from fleetwarden.core.describing import show_change, show_details, show_value
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import FleetReport, Skip, UnresolvedFact
 from fleetwarden.core.pools import FieldStatus
+from fleetwarden.presenting import table_layout
+from fleetwarden.presenting.table_layout import Fit
 
 __all__ = [
     "MIN_WIDTH",

@@ -1,0 +1,96 @@
+"""The demo's live mode: one simulated change at a time, then what it made appear, change or
+clear; and the heal a ``serve`` in enforce mode would make.
+
+The simulated fleet and its changes are ``adapters.simulated``'s; here they are only called
+(the fleet is whatever the changes and ``scan`` act on). The clock and the sleep are passed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from fleetwarden.app.remediating import Remediator
+from fleetwarden.core import policy
+from fleetwarden.core.findings import Finding
+from fleetwarden.core.fleet import FleetReport
+from fleetwarden.core.ownership import OwnershipMap
+from fleetwarden.ports.remediation import NodeRestorer, OutcomeStatus
+
+__all__ = ["Change", "changes_between", "heal", "simulate"]
+
+Change = Callable[[Any, random.Random], str]  # acts on the fleet, says what it did
+
+_OWNERS = OwnershipMap()
+_ENFORCE = policy.Mode.ENFORCE
+
+
+def changes_between(
+    before: Mapping[str, Finding], after: Mapping[str, Finding]
+) -> list[tuple[str, Finding]]:
+    """``finding.appeared``, ``finding.cleared`` and ``finding.changed`` (other nodes), by id."""
+    events = [("finding.appeared", after[i]) for i in after if i not in before]
+    events += [("finding.cleared", before[i]) for i in before if i not in after]
+    events += [
+        ("finding.changed", after[i])
+        for i in after
+        if i in before and after[i].nodes != before[i].nodes
+    ]
+    return events
+
+
+def heal(
+    findings: Sequence[Finding],
+    rng: random.Random,
+    *,
+    nodes: Callable[[str], NodeRestorer],
+    now: datetime,
+) -> str | None:
+    """A restore as ``serve`` in enforce mode makes it: the default policy picks ``restore``
+    for a label or taint drift, and the remediator patches those labels and taints back on
+    the nodes (through ``nodes``). Nothing else is put back: an instance type or a kubelet
+    version is the infrastructure's to fix. The demo shows the action, not the guards (each
+    restore is decided on a fresh history). None when no finding calls for a restore."""
+    restores = [
+        d
+        for f in findings
+        if (d := policy.decide(f, _OWNERS.route(f), policy.PolicyState(), now, _ENFORCE)).action
+        is policy.Action.RESTORE
+    ]
+    if not restores:
+        return None
+    decision = rng.choice(restores)
+    outcome = asyncio.run(Remediator(nodes=nodes).carry_out(decision))
+    assert decision.target is not None
+    failed = outcome.status is not OutcomeStatus.OK
+    done = f" ({outcome.status.value}: {outcome.detail})" if failed else ""
+    return f"fleetwarden (policy restore): {decision.target.describe()}{done}"
+
+
+def simulate(
+    fleet: Any,
+    report: FleetReport,
+    scan: Callable[[], FleetReport],
+    changes: Sequence[Change],
+    rng: random.Random,
+    *,
+    steps: int,
+    interval: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Iterator[tuple[str, str, list[tuple[str, Finding]]]]:
+    """After each ``interval``, one change picked by ``rng``: (when, what, its effect on the
+    findings since ``report``). ``steps`` 0: for ever."""
+    current = {f.id: f for f in report.findings}
+    step = 0
+    while steps == 0 or step < steps:
+        step += 1
+        sleep(interval)
+        what = rng.choice(changes)(fleet, rng)
+        after = {f.id: f for f in scan().findings}
+        events = changes_between(current, after)
+        current = after
+        yield clock().isoformat(timespec="seconds").replace("+00:00", "Z"), what, events

@@ -1,0 +1,52 @@
+"""``fleetwarden demo``'s live mode for people (a line per change, one per finding it made
+appear, change or clear) and for machines (the same as JSON lines)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from fleetwarden.core.describing import describe_drift
+from fleetwarden.core.findings import Finding
+from fleetwarden.presenting.rendering import SEVERITY_STYLE, line
+
+__all__ = ["change_json_lines", "drift_text", "print_change"]
+
+_MARKS = {
+    "finding.appeared": ("+", "red"),
+    "finding.cleared": ("-", "green"),
+    "finding.changed": ("~", "yellow"),
+}
+
+
+def drift_text(f: Finding) -> str:
+    return describe_drift(f.expected, f.actual, f.nodes)
+
+
+def print_change(
+    console: Console, now: str, what: str, events: Sequence[tuple[str, Finding]]
+) -> None:
+    console.print(line((now, "bold"), " ", what), highlight=False)
+    for kind, f in events:
+        console.print(
+            line(
+                "   ",
+                _MARKS[kind],
+                " ",
+                (f.severity.value, SEVERITY_STYLE[f.severity]),
+                f" {f.cluster}/{f.pool} {f.layer.value} {f.field}: {drift_text(f)}",
+            ),
+            highlight=False,
+        )
+
+
+def change_json_lines(now: str, what: str, events: Sequence[tuple[str, Finding]]) -> list[str]:
+    return [
+        json.dumps({"type": "change", "what": what, "at": now}),
+        *(
+            json.dumps({"type": kind, "id": f.id, "finding": f.to_json(), "at": now})
+            for kind, f in events
+        ),
+    ]

@@ -1,0 +1,73 @@
+"""``fleetwarden watch``'s output: JSON lines for machines, a live table for people."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from typing import TYPE_CHECKING, TextIO
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from fleetwarden.core.fleet import severity_order
+from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.presenting.rendering import event_text, findings_table, literal, make_console
+
+if TYPE_CHECKING:
+    from fleetwarden.app.watching import Event, FleetWatcher
+
+__all__ = ["JsonLines", "LiveView"]
+
+
+class JsonLines:
+    """``watch --format json``: one JSON object per event, on ``stream``, flushed."""
+
+    fleet: FleetWatcher | None = None
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    async def __aenter__(self) -> JsonLines:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stream.flush()
+
+    def emit(self, event: Event) -> None:
+        self.stream.write(json.dumps(event.to_json()) + "\n")
+        self.stream.flush()
+
+
+class LiveView:
+    """``watch``'s live table: the current findings and the last 12 events, redrawn on
+    each event."""
+
+    fleet: FleetWatcher | None = None
+
+    def __init__(self, console: Console | None = None, *, wide: bool = False) -> None:
+        self.wide = wide  # the live view is cropped to the terminal all the same
+        self.console = console or make_console()
+        self.log: deque[Text] = deque(maxlen=12)
+        self.live = Live(console=self.console, auto_refresh=False, transient=False)
+
+    async def __aenter__(self) -> LiveView:
+        self.live.__enter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.live.__exit__(None, None, None)
+
+    def emit(self, event: Event) -> None:
+        data = event.to_json()
+        finding = event.finding if isinstance(event, FindingEvent) else None
+        self.log.append(literal(event_text(data, finding)))
+        current = sorted(self.fleet.tracker.current(), key=severity_order) if self.fleet else []
+        self.live.update(
+            Group(
+                findings_table(current, title=f"{len(current)} findings", wide=self.wide),
+                Text("recent events:", style="bold"),
+                *self.log,
+            ),
+            refresh=True,
+        )
