@@ -588,3 +588,10 @@ def test_the_breach_names_what_happened_once(case):
     assert breach is not None
     text = str(breach).lower()
     assert text.count(breach.problem.value) == 1, text
+
+
+def test_a_scheme_word_before_a_credential_does_not_hide_it():
+    """Hypothesis found "TOKEN Bearer 00000000": the ``token`` scheme took "Bearer" as its
+    (too short) credential and the scan went on after it, past the real one."""
+    out = audit.redacted_json({"hdr": "TOKEN Bearer 00000000 ", "b": "token Basic QWxhZGRp=="})
+    assert "00000000" not in out and "QWxhZGRp" not in out, out

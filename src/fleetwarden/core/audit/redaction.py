@@ -104,6 +104,8 @@ _VALUE_PATTERNS: Final[tuple[tuple[re.Pattern[str], _Replacement], ...]] = (
     (
         re.compile(
             rf"\b(?P<scheme>(?i:bearer)|Basic|Digest|Negotiate|(?i:token))(?P<space>\s+)"
+            # a scheme word is not a credential: "token Bearer <secret>" masks the secret
+            r"(?!(?i:bearer|basic|digest|negotiate|token)(?:\s|$))"
             rf"(?P<cred>{_TOKEN_CHARS}{{6,}}=*)",
             re.A,  # ASCII only, here and below: the pre-checks rely on it
         ),
