@@ -698,7 +698,7 @@ class Healer:
         try:
             await self.fence.check(token)
         except FenceRefused as exc:
-            log.warning("remediation fenced off", token=token, reason=exc.reason)
+            log.warning("remediation fenced off", term=token, reason=exc.reason)
             now = self.clock()
             runnable = [d for d in decisions if d.status is not Status.EXECUTE]
             done = iter(await self.remediator.carry_out_all(runnable))

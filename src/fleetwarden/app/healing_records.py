@@ -105,7 +105,7 @@ def decision_draft(
     refs = tuple(r for r in (finding_record,) if r)
     payload: dict[str, Any] = {"decision": decision.to_json()}
     if fencing_token is not None:  # the leadership term it was decided in
-        payload["fencingToken"] = fencing_token
+        payload["leaseTerm"] = fencing_token
     if cause:
         payload["cause"] = cause
     actor = cause.get("actor") if cause else None

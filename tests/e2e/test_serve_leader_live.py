@@ -1,0 +1,258 @@
+"""``fleetwarden serve`` replicas with ``leaderElection`` on a real kube-apiserver, one
+PostgreSQL audit store: three OS processes, exactly one reports ``leader: true`` (/healthz and
+``fleetwarden_leader``); kill -9 of the leader hands over within leaseSeconds + 5 s; label
+drift on many pools made while nobody leads is healed once each by the new leader (0 twice,
+0 lost, every patch on record); a replica that does not lead answers an approval with 503."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from fleetwarden.adapters.kube.client import KubeClient
+from fleetwarden.adapters.kube.config import load_kubeconfig
+from tests.support import pg_env
+from tests.support.serve_process import ServeProcess, free_port
+
+pytestmark = pytest.mark.live
+
+EXE = str(Path(sys.executable).parent / "fleetwarden")
+ROOT = Path(__file__).resolve().parents[2]
+# the helper runs serve with PYTHONPATH=ROOT: keep this checkout's src/ first
+PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "src")])
+LEASE = 4
+POOLS = [f"p{i}" for i in range(12)]
+ADMIN = "admin-token"
+
+
+@pytest.fixture(scope="module")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    state_dir = tmp_path_factory.mktemp("pg")
+    url = pg_env.start_server(state_dir)
+    try:
+        yield url
+    finally:
+        pg_env.stop_server(state_dir)
+
+
+def node(name: str, pool: str, team: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "eks.amazonaws.com/nodegroup": pool,
+                "node.kubernetes.io/instance-type": "m5.large",
+                "team": team,
+            },
+        },
+    }
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if got := cond():
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def health(p: ServeProcess) -> dict[str, Any] | None:
+    try:
+        r = httpx.get(f"{p.base}/healthz", timeout=1.0)
+    except httpx.HTTPError:
+        return None
+    return r.json() if r.status_code == 200 else None
+
+
+def leaders(replicas: list[ServeProcess]) -> list[ServeProcess]:
+    out = []
+    for p in replicas:
+        if not p.alive:
+            continue
+        h = health(p)
+        if h is not None and h.get("leader") is True:
+            out.append(p)
+    return out
+
+
+def replica_config(
+    tmp: Path, i: int, *, kubeconfig: str, context: str, store: str, lease: str
+) -> ServeProcess:
+    desired = tmp / "desired.yaml"
+    if not desired.exists():
+        pools = "".join(f"  {p}:\n    minSize: 1\n    labels: {{team: platform}}\n" for p in POOLS)
+        desired.write_text(
+            "apiVersion: fleetwarden.io/v1alpha1\nkind: NodePools\n"
+            f"cluster: {context}\npools:\n{pools}"
+        )
+    port = free_port()
+    cfg = tmp / f"replica-{i}.yaml"
+    cfg.write_text(
+        json.dumps(
+            {
+                "listen": f"127.0.0.1:{port}",
+                "queuePath": str(tmp / f"q{i}.db"),
+                "store": store,
+                "desired": [str(desired)],
+                "clusters": {
+                    "kubeconfig": kubeconfig,
+                    "contexts": [context],
+                    "probeIntervalSeconds": 1,
+                },
+                "debounceSeconds": 0.2,
+                "policy": {"mode": "enforce", "maxActionsPerCluster": 100, "maxActionsFleet": 100},
+                "auth": {"admin": {"bearerToken": ADMIN}},
+                "leaderElection": {
+                    "context": context,
+                    "namespace": "default",
+                    "name": lease,
+                    "leaseSeconds": LEASE,
+                    "renewDeadlineSeconds": 2.5,
+                    "retryPeriodSeconds": 0.5,
+                },
+            }
+        )
+    )
+    return ServeProcess(cfg, port)
+
+
+def patches(store: str) -> tuple[Counter[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Label patches that went out, per node; every outcome; every decision record."""
+    out = subprocess.run(
+        [EXE, "audit", "export", "--store", store],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    records = [json.loads(line) for line in out.splitlines() if line.strip()]
+    sent: Counter[str] = Counter()
+    outcomes = []
+    for rec in records:
+        if rec["kind"] != "outcome":
+            continue
+        outcomes.append(rec["payload"]["outcome"])
+        for call in rec["payload"]["outcome"]["calls"]:
+            if call["call"]["method"] == "patch_labels" and call["status"] == "ok":
+                sent[call["call"]["args"]["node"]] += 1
+    decisions = [r for r in records if r["kind"] == "decision"]
+    return sent, outcomes, decisions
+
+
+async def relabel(api: KubeClient, names: list[str], team: str) -> None:
+    for name in names:
+        await api.request(
+            "PATCH",
+            f"/api/v1/nodes/{name}",
+            body={"metadata": {"labels": {"team": team}}},
+            content_type="application/merge-patch+json",
+        )
+
+
+async def teams(api: KubeClient) -> dict[str, str]:
+    listed = await api.list("/api/v1/nodes")
+    return {n["metadata"]["name"]: n["metadata"]["labels"].get("team", "") for n in listed.items}
+
+
+def test_three_replicas_one_leader_takeover_after_kill9_and_each_heal_runs_once(
+    k8s, pg_server, tmp_path
+):
+    ep = load_kubeconfig(Path(k8s["kubeconfig"]))[0]
+    lease = f"fw-serve-{uuid.uuid4().hex[:8]}"
+    store = pg_env.fresh_database(pg_server, "leader")
+    names = [f"ln-{p}" for p in POOLS]
+    loop = asyncio.new_event_loop()
+    api = KubeClient(ep)
+
+    def run(coro: Any) -> Any:
+        return loop.run_until_complete(coro)
+
+    async def reset() -> None:
+        for item in (await api.list("/api/v1/nodes")).items:
+            await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+        for name, pool in zip(names, POOLS, strict=True):
+            await api.request("POST", "/api/v1/nodes", body=node(name, pool, "platform"))
+
+    run(reset())
+    replicas = [
+        replica_config(
+            tmp_path, i, kubeconfig=k8s["kubeconfig"], context=ep.name, store=store, lease=lease
+        )
+        for i in range(3)
+    ]
+    try:
+        for i, p in enumerate(replicas):
+            p.start(
+                env={
+                    "POD_NAME": f"replica-{i}",
+                    "FLEETWARDEN_ONE_PROCESS": "1",
+                    "PYTHONPATH": PYTHONPATH,
+                }
+            )
+        first = wait_for(lambda: leaders(replicas), 15, "a first leader")
+        assert len(first) == 1
+        end = time.monotonic() + 3  # steady: one leader at every sample, the others follow
+        while time.monotonic() < end:
+            assert len(leaders(replicas)) == 1
+            time.sleep(0.1)
+        leader = first[0]
+        assert leader.metric("fleetwarden_leader") == 1.0
+        followers = [p for p in replicas if p is not leader]
+        assert [p.metric("fleetwarden_leader") for p in followers] == [0.0, 0.0]
+        # a follower approves nothing: the leader does
+        r = httpx.post(
+            f"{followers[0].base}/api/decisions/nope/approve",
+            headers={"authorization": f"Bearer {ADMIN}"},
+            timeout=5,
+        )
+        assert r.status_code == 503 and r.json()["leader"] is False
+
+        # drift on half the pools while the first leader leads: it heals them
+        before, during = names[:6], names[6:]
+        run(relabel(api, before, "intruder"))
+        wait_for(lambda: all(run(teams(api))[n] == "platform" for n in before), 30, "first heals")
+
+        # kill -9 the leader; the storm lands while the Lease is still its
+        leader.kill9()
+        killed = time.monotonic()
+        run(relabel(api, during, "intruder"))
+        survivors = [p for p in replicas if p.alive]
+        second = wait_for(lambda: leaders(survivors), LEASE + 5, "a new leader")
+        took = time.monotonic() - killed
+        print(f"\ntakeover after kill -9: {took:.2f}s (leaseSeconds {LEASE})")
+        assert len(second) == 1 and took <= LEASE + 5
+        wait_for(
+            lambda: all(v == "platform" for v in run(teams(api)).values()),
+            30,
+            "every drifted node healed by the new leader",
+        )
+        time.sleep(2)  # a second heal, if any were coming, would be on record by now
+        sent, outcomes, decisions = patches(store)
+        assert set(sent) == set(names), f"lost: {set(names) - set(sent)}"
+        twice = {n: c for n, c in sent.items() if c != 1}
+        assert not twice, f"patched more than once: {twice}"
+        executed = [d for d in decisions if d["payload"]["decision"]["status"] == "execute"]
+        # every executed decision carries the term it was decided in
+        tokens = {d["payload"].get("leaseTerm") for d in executed}
+        assert None not in tokens and len(tokens) == 2, tokens
+        assert all(o["status"] in ("ok", "skipped") for o in outcomes), outcomes
+    finally:
+        for p in replicas:
+            p.stop()
+        run(api.aclose())
+        loop.close()
