@@ -15,6 +15,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,14 @@ def leaders(replicas: list[ServeProcess]) -> list[ServeProcess]:
 
 
 def replica_config(
-    tmp: Path, i: int, *, kubeconfig: str, context: str, store: str, lease: str
+    tmp: Path,
+    i: int,
+    *,
+    kubeconfig: str,
+    context: str,
+    store: str,
+    lease: str | None,
+    mode: str = "enforce",
 ) -> ServeProcess:
     desired = tmp / "desired.yaml"
     if not desired.exists():
@@ -102,6 +110,14 @@ def replica_config(
         )
     port = free_port()
     cfg = tmp / f"replica-{i}.yaml"
+    election = {
+        "context": context,
+        "namespace": "default",
+        "name": lease,
+        "leaseSeconds": LEASE,
+        "renewDeadlineSeconds": 2.5,
+        "retryPeriodSeconds": 0.5,
+    }
     cfg.write_text(
         json.dumps(
             {
@@ -115,24 +131,27 @@ def replica_config(
                     "probeIntervalSeconds": 1,
                 },
                 "debounceSeconds": 0.2,
-                "policy": {"mode": "enforce", "maxActionsPerCluster": 100, "maxActionsFleet": 100},
+                "policy": {"mode": mode, "maxActionsPerCluster": 100, "maxActionsFleet": 100},
                 "auth": {"admin": {"bearerToken": ADMIN}},
-                "leaderElection": {
-                    "context": context,
-                    "namespace": "default",
-                    "name": lease,
-                    "leaseSeconds": LEASE,
-                    "renewDeadlineSeconds": 2.5,
-                    "retryPeriodSeconds": 0.5,
-                },
+                **({"leaderElection": election} if lease is not None else {}),
             }
         )
     )
     return ServeProcess(cfg, port)
 
 
-def patches(store: str) -> tuple[Counter[str], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Label patches that went out, per node; every outcome; every decision record."""
+def start(replicas: list[ServeProcess]) -> None:
+    for i, p in enumerate(replicas):
+        p.start(
+            env={
+                "POD_NAME": f"replica-{i}",
+                "FLEETWARDEN_ONE_PROCESS": "1",
+                "PYTHONPATH": PYTHONPATH,
+            }
+        )
+
+
+def export(store: str) -> list[dict[str, Any]]:
     out = subprocess.run(
         [EXE, "audit", "export", "--store", store],
         capture_output=True,
@@ -140,7 +159,12 @@ def patches(store: str) -> tuple[Counter[str], list[dict[str, Any]], list[dict[s
         timeout=60,
         check=True,
     ).stdout
-    records = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def patches(store: str) -> tuple[Counter[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Label patches that went out, per node; every outcome; every decision record."""
+    records = export(store)
     sent: Counter[str] = Counter()
     outcomes = []
     for rec in records:
@@ -196,14 +220,7 @@ def test_three_replicas_one_leader_takeover_after_kill9_and_each_heal_runs_once(
         for i in range(3)
     ]
     try:
-        for i, p in enumerate(replicas):
-            p.start(
-                env={
-                    "POD_NAME": f"replica-{i}",
-                    "FLEETWARDEN_ONE_PROCESS": "1",
-                    "PYTHONPATH": PYTHONPATH,
-                }
-            )
+        start(replicas)
         first = wait_for(lambda: leaders(replicas), 15, "a first leader")
         assert len(first) == 1
         end = time.monotonic() + 3  # steady: one leader at every sample, the others follow
@@ -251,6 +268,82 @@ def test_three_replicas_one_leader_takeover_after_kill9_and_each_heal_runs_once(
         tokens = {d["payload"].get("leaseTerm") for d in executed}
         assert None not in tokens and len(tokens) == 2, tokens
         assert all(o["status"] in ("ok", "skipped") for o in outcomes), outcomes
+    finally:
+        for p in replicas:
+            p.stop()
+        run(api.aclose())
+        loop.close()
+
+
+def test_one_approval_posted_to_three_replicas_on_one_store_runs_once_the_others_409(
+    k8s, pg_server, tmp_path
+):
+    """Approval mode, no election: three replicas on one PostgreSQL; the same approval POSTed
+    to all three at once runs on one (200, the label restored once); the other two answer 409
+    naming who approved it and when."""
+    ep = load_kubeconfig(Path(k8s["kubeconfig"]))[1]
+    store = pg_env.fresh_database(pg_server, "approve")
+    loop = asyncio.new_event_loop()
+    api = KubeClient(ep)
+
+    def run(coro: Any) -> Any:
+        return loop.run_until_complete(coro)
+
+    async def reset() -> None:
+        for item in (await api.list("/api/v1/nodes")).items:
+            await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+        for pool in POOLS:
+            await api.request("POST", "/api/v1/nodes", body=node(f"an-{pool}", pool, "platform"))
+
+    run(reset())
+    replicas = [
+        replica_config(
+            tmp_path,
+            i,
+            kubeconfig=k8s["kubeconfig"],
+            context=ep.name,
+            store=store,
+            lease=None,
+            mode="approval",
+        )
+        for i in range(3)
+    ]
+    try:
+        start(replicas)
+        run(relabel(api, ["an-p0"], "intruder"))
+
+        def pending() -> list[str]:
+            return [
+                r["payload"]["decision"]["id"]
+                for r in export(store)
+                if r["kind"] == "decision"
+                and r["payload"]["decision"]["status"] == "pending-approval"
+            ]
+
+        wanted = wait_for(pending, 30, "a request waiting for approval")[0]
+        time.sleep(1)  # every replica has decided the drift by now (one request or several)
+        with ThreadPoolExecutor(3) as pool:
+            answers = list(
+                pool.map(
+                    lambda p: httpx.post(
+                        f"{p.base}/api/decisions/{wanted}/approve",
+                        headers={"authorization": f"Bearer {ADMIN}"},
+                        timeout=30,
+                    ),
+                    replicas,
+                )
+            )
+        codes = sorted(a.status_code for a in answers)
+        assert codes == [200, 409, 409], [(a.status_code, a.text) for a in answers]
+        winner = next(i for i, a in enumerate(answers) if a.status_code == 200)
+        for a in answers:
+            if a.status_code == 409:
+                body = a.json()
+                assert body["holder"] == f"replica-{winner}"
+                assert body["at"].endswith("Z") and "already approved" in body["error"]
+        wait_for(lambda: run(teams(api))["an-p0"] == "platform", 20, "the approved restore")
+        sent, _, _ = patches(store)
+        assert sent == Counter({"an-p0": 1})
     finally:
         for p in replicas:
             p.stop()
