@@ -349,3 +349,29 @@ def test_one_approval_posted_to_three_replicas_on_one_store_runs_once_the_others
             p.stop()
         run(api.aclose())
         loop.close()
+
+
+def test_role_all_under_its_supervisor_reports_the_workers_leadership(k8s, pg_server, tmp_path):
+    """``role: all`` runs a gateway and a worker process: the worker elects, and the pair's
+    /healthz and /metrics say so."""
+    ep = load_kubeconfig(Path(k8s["kubeconfig"]))[0]
+    p = replica_config(
+        tmp_path,
+        0,
+        kubeconfig=k8s["kubeconfig"],
+        context=ep.name,
+        store=pg_env.fresh_database(pg_server, "pair"),
+        lease=f"fw-pair-{uuid.uuid4().hex[:8]}",
+        mode="dry-run",
+    )
+    try:
+        p.start(env={"POD_NAME": "pair-0", "PYTHONPATH": PYTHONPATH})
+        body = wait_for(
+            lambda: (h := health(p)) is not None and h.get("leader") is True and h,
+            15,
+            "the worker to lead",
+        )
+        assert body["processes"]["worker"]["leader"] is True
+        assert "fleetwarden_leader 1.0" in httpx.get(f"{p.base}/metrics", timeout=5).text
+    finally:
+        p.stop()
