@@ -1,7 +1,10 @@
 """``fleetwarden serve`` replicas with ``sharding`` over the real clusters of the test env:
 three OS processes split the clusters (each watched by exactly one replica, ``/api/clusters``
 names the owner the same way on every replica); after kill -9 of a cluster's owner another
-replica watches it again, and a drift made while nobody watched it is reported."""
+replica watches it again, and a drift made while nobody watched it is reported.
+
+The test env has two API servers; each is reached under three kubeconfig context names, so
+the replicas split six clusters (a cluster is what serve calls one: a context name)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
@@ -58,7 +62,16 @@ def test_three_replicas_split_the_clusters_and_a_killed_owners_cluster_is_watche
     k8s, tmp_path
 ):
     endpoints = load_kubeconfig(Path(k8s["kubeconfig"]))
-    names = [ep.name for ep in endpoints]
+    kubeconfig = yaml.safe_load(Path(k8s["kubeconfig"]).read_text())
+    server_of: dict[str, str] = {}  # context name -> the real cluster (API server) behind it
+    for ctx in list(kubeconfig["contexts"]):
+        for suffix in ("a", "b", "c"):
+            alias = f"{ctx['name']}-{suffix}"
+            kubeconfig["contexts"].append({**ctx, "name": alias})
+            server_of[alias] = ctx["name"]
+    aliased = tmp_path / "kubeconfig"
+    aliased.write_text(yaml.safe_dump(kubeconfig))
+    names = sorted(server_of)
     group = f"fw-serve-{uuid.uuid4().hex[:8]}"
     loop = asyncio.new_event_loop()
     apis = {ep.name: KubeClient(ep) for ep in endpoints}
@@ -90,7 +103,11 @@ def test_three_replicas_split_the_clusters_and_a_killed_owners_cluster_is_watche
                     "queuePath": str(tmp_path / f"q{i}.db"),
                     "store": f"sqlite:///{tmp_path / f'audit{i}.db'}",
                     "desired": [str(desired)],
-                    "clusters": {"kubeconfig": k8s["kubeconfig"], "probeIntervalSeconds": 1},
+                    "clusters": {
+                        "kubeconfig": str(aliased),
+                        "contexts": names,
+                        "probeIntervalSeconds": 1,
+                    },
                     "debounceSeconds": 0.2,
                     "sharding": {
                         "context": names[0],
@@ -135,34 +152,37 @@ def test_three_replicas_split_the_clusters_and_a_killed_owners_cluster_is_watche
 
         owners = wait_for(lambda: agreed(replicas), 30, "one agreed owner per cluster")
         print(f"\nowners: {owners}")
+        assert len(set(owners.values())) >= 2  # six clusters are split, not all on one
         victim_id = owners[names[0]]
         victim = replicas[ids.index(victim_id)]
+        real = server_of[names[0]]
+        gap = [c for c in names if owners[c] == victim_id and server_of[c] == real]
         victim.kill9()
         killed = time.monotonic()
-        # the gap: nobody watches names[0] until a survivor takes it
+        # the gap: nobody watches the victim's clusters until a survivor takes them
         run(
-            apis[names[0]].request(
+            apis[real].request(
                 "PATCH",
-                f"/api/v1/nodes/sh-{names[0]}",
+                f"/api/v1/nodes/sh-{real}",
                 body={"metadata": {"labels": {"team": "intruder"}}},
                 content_type="application/merge-patch+json",
             )
         )
         survivors = [p for p in replicas if p.alive]
         after = wait_for(lambda: agreed(survivors), BUDGET, "the survivors own every cluster")
-        heir = replicas[ids.index(after[names[0]])]
-        assert heir is not victim
 
         def reported() -> bool:
-            findings = get(heir, "/api/findings") or []
-            return any(
-                f["cluster"] == names[0]
-                and f["field"] == "labels.team"
-                and f["actual"] == "intruder"
-                for f in findings
-            )
+            for c in gap:
+                heir = replicas[ids.index(after[c])]
+                findings = get(heir, "/api/findings") or []
+                if not any(
+                    f["cluster"] == c and f["field"] == "labels.team" and f["actual"] == "intruder"
+                    for f in findings
+                ):
+                    return False
+            return True
 
-        wait_for(reported, BUDGET, "the drift made during the gap, reported by the heir")
+        wait_for(reported, BUDGET, "the drift made during the gap, reported by the heirs")
         took = time.monotonic() - killed
         print(f"cluster watched again and the gap's drift reported {took:.2f}s after kill -9")
         # clusters the victim did not own stayed where they were
