@@ -1,10 +1,13 @@
 """The ``leaderElection`` and ``sharding`` sections of the service config: parsed by their own
-parsers into ``ServiceConfig`` (absent: None, today's behaviour), refusals name the field."""
+parsers into ``ServiceConfig`` (absent: None, today's behaviour), refusals name the field; and
+what a service without them says about leadership (/healthz, ``fleetwarden_leader``)."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
+from fleetwarden.entrypoints.serve_cmd import build_service
 from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
 
@@ -40,3 +43,24 @@ def test_a_bad_section_is_refused_naming_the_field(raw, field):
     with pytest.raises(FormatError) as caught:
         service_config_from(raw, source="svc.yaml")
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize(("role", "leader"), [("gateway", False), ("worker", True), ("all", True)])
+async def test_healthz_and_the_metric_say_leader_only_where_healing_runs(tmp_path, role, leader):
+    """Without leaderElection a worker always leads; a gateway never heals, so never leads."""
+    cfg = service_config_from(
+        {
+            "role": role,
+            "queuePath": str(tmp_path / "q.db"),
+            "store": f"sqlite:///{tmp_path / 'a.db'}",
+        },
+        source="svc.yaml",
+    )
+    service = build_service(cfg)
+    transport = httpx.ASGITransport(app=service.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        health = (await client.get("/healthz")).json()
+        metrics = (await client.get("/metrics")).text
+    await service.queue.close()
+    assert health["leader"] is leader
+    assert f"fleetwarden_leader {float(leader)}" in metrics

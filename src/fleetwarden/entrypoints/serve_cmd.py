@@ -132,8 +132,11 @@ class Service(Serving):
         membership: Membership | None = None,
         identity: str | None = None,
         lease_clients: Sequence[KubeApi] = (),
+        heals: bool = True,
     ) -> None:
         self.config, self.argocd = config, argocd
+        # a gateway (role gateway, or role all's gateway process) never heals: never a leader
+        self.heals = heals and config.role != "gateway"
         self.lease_clients = list(lease_clients)  # closed when serve stops
         self.metrics = m = ServiceMetrics()
         super().__init__(
@@ -157,7 +160,7 @@ class Service(Serving):
             membership=membership,
             identity=identity,
         )
-        m.leader.set_function(lambda: 1.0 if self.leading else 0.0)
+        m.leader.set_function(lambda: 1.0 if self.heals and self.leading else 0.0)
         self.workloads = WorkloadFleet(config, self.fleet, argocd)
         admin = config.auth.get("admin")
         self.gateway_config = GatewayConfig(
@@ -186,7 +189,7 @@ class Service(Serving):
                 *self.workloads.routes(),
                 *dashboard.routes(self.fleet, self.snapshot, self.findings, self.owners),
             ],
-            health=lambda: {"leader": self.leading},
+            health=lambda: {"leader": self.heals and self.leading},
         )
         self._background: set[asyncio.Task[None]] = set()
 
@@ -371,6 +374,7 @@ def build_service(config: ServiceConfig) -> Service:
         membership=membership,
         identity=identity,
         lease_clients=clients,
+        heals=not gateway_only,
     )
 
 
