@@ -58,3 +58,14 @@ def test_healthz_is_ok_only_when_both_processes_answer_ok():
     assert body["processes"]["worker"] == {"status": "down", "error": "no answer (ConnectError)"}
     code, _ = combined_health({"status": "ok"}, {"status": "starting"})
     assert code == 503
+
+
+def test_healthz_of_the_pair_says_whether_the_worker_leads():
+    """The worker is the process that elects: its ``leader`` is the pair's; no worker, no
+    claim either way."""
+    _, body = combined_health({"status": "ok"}, {"status": "ok", "leader": False})
+    assert body["leader"] is False and body["processes"]["worker"]["leader"] is False
+    _, body = combined_health({"status": "ok"}, {"status": "ok", "leader": True})
+    assert body["leader"] is True
+    _, body = combined_health({"status": "ok"}, None)
+    assert "leader" not in body

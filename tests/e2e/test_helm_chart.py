@@ -67,6 +67,13 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     "gate-only": {"serve": {"enabled": False}, "gate": {"enabled": True}},
     "namespaced": {"workloads": {"namespaces": ["shop", "billing"], "secrets": False}},
     "leases": {"rbac": {"leases": True}},
+    "ha": {
+        **SPLIT,
+        "policy": {"mode": "enforce"},
+        "worker": {"replicas": 3},
+        "leaderElection": {"enabled": True, "leaseSeconds": 10},
+        "sharding": {"enabled": True},
+    },
     "monitor": {"serviceMonitor": {"enabled": True}},
 }
 
@@ -206,7 +213,7 @@ def test_no_pod_shares_the_host_or_mounts_its_paths(helm, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name", ["defaults", "enforce", "approval", "leases", "gate", "namespaced"]
+    "name", ["defaults", "enforce", "approval", "leases", "gate", "namespaced", "ha"]
 )
 def test_the_watchers_never_patch_nodes_unless_the_policy_heals(helm, tmp_path, name):
     values = VALUE_SETS[name]
@@ -221,8 +228,8 @@ def test_the_watchers_never_patch_nodes_unless_the_policy_heals(helm, tmp_path, 
             ("helm.toolkit.fluxcd.io", "helmreleases", "patch"),
             ("source.toolkit.fluxcd.io", "gitrepositories", "patch"),
         }
-    if values.get("rbac", {}).get("leases"):
-        expected |= {("coordination.k8s.io", "leases", v) for v in ("create", "update")}
+    if values.get("rbac", {}).get("leases") or "leaderElection" in values:
+        expected |= {("coordination.k8s.io", "leases", v) for v in ("create", "update", "delete")}
     assert writes == expected
     # Leases, when granted, only in the release's own namespace
     assert {ns for ns, g, *_ in rules if g == "coordination.k8s.io"} <= {"fleetwarden"}
@@ -303,7 +310,7 @@ def _secret_env(dep: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.parametrize(
-    "name", ["defaults", "split", "enforce", "external", "split-external", "monitor"]
+    "name", ["defaults", "split", "enforce", "external", "split-external", "monitor", "ha"]
 )
 def test_the_rendered_config_is_accepted_by_the_service_config_loader(helm, tmp_path, name):
     """Each Deployment's config (its role's key of the ConfigMap) loads with
@@ -338,6 +345,14 @@ def test_the_rendered_config_is_accepted_by_the_service_config_loader(helm, tmp_
             assert cfg.queue.startswith("nats://") and cfg.store.startswith("postgresql://")
         else:
             assert cfg.store.startswith("sqlite:////var/lib/fleetwarden/") or "FW_STORE_URL" in env
+        if name == "ha" and role == "worker":
+            assert cfg.leader_election is not None and cfg.leader_election.in_cluster
+            assert cfg.leader_election.namespace == "fleetwarden"
+            assert cfg.leader_election.name == "fw-fleetwarden-leader"
+            assert cfg.leader_election.timing.lease_duration == 10
+            assert cfg.sharding is not None and cfg.sharding.group == "fw-fleetwarden"
+        else:  # the gateways never elect nor watch
+            assert cfg.leader_election is None and cfg.sharding is None
         if name.endswith("external"):
             assert env["FW_QUEUE_URL"] == ("fw-nats", "nats-url")
             assert env["FW_STORE_URL"] == ("fw-pg", "dsn")
@@ -470,15 +485,33 @@ def test_combinations_that_would_not_run_are_refused_with_the_reason(
     assert message in done.stderr
 
 
-def test_the_placeholder_for_sharding_and_leader_election_renders_nothing(helm, tmp_path):
-    text = (CHART / "values.yaml").read_text()
-    assert "issue #13 items 1-2" in text
-    asked = {"watcher": {"replicas": 3}, "leaderElection": {"enabled": True}}
-    objs, plain = render(helm, asked, tmp_path), render(helm, {}, tmp_path)
-    for o in objs + plain:  # the generated tokens differ from render to render
-        if o["kind"] == "Secret":
-            o["data"] = sorted(o["data"])
-    assert objs == plain
+def test_leader_election_and_shards_get_lease_rbac_pod_names_and_many_healing_workers(
+    helm, tmp_path
+):
+    """With leaderElection and sharding: 3 healing workers are allowed (one leads), the Leases
+    of the release namespace are granted with exactly the verbs the elector and the membership
+    use, and every serve pod knows its name (the downward API). Without them: no Lease RBAC."""
+    objs = render(helm, VALUE_SETS["ha"], tmp_path)
+    (worker,) = [
+        d for d in of_kind(objs, "Deployment") if d["metadata"]["name"].endswith("-worker")
+    ]
+    assert worker["spec"]["replicas"] == 3
+    for dep in of_kind(objs, "Deployment"):
+        (container,) = dep["spec"]["template"]["spec"]["containers"]
+        (pod_name,) = [e for e in container["env"] if e["name"] == "POD_NAME"]
+        assert pod_name["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    (role,) = [r for r in of_kind(objs, "Role") if r["metadata"]["name"].endswith("-leases")]
+    assert role["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "list", "create", "update", "delete"],
+        }
+    ]
+    for alone in ({"leaderElection": {"enabled": True}}, {"sharding": {"enabled": True}}):
+        assert [r for r in of_kind(render(helm, alone, tmp_path), "Role") if "leases" in str(r)]
+    plain = render(helm, VALUE_SETS["defaults"], tmp_path)
+    assert not [r for r in of_kind(plain, "Role") if r["metadata"]["name"].endswith("-leases")]
 
 
 # --- the image -------------------------------------------------------------------------
@@ -765,14 +798,14 @@ async def test_the_rbac_lets_each_service_account_do_what_it_needs_and_nothing_m
         ns = "fw-rbac-dry"
         leases = [
             _v(v, "leases", "coordination.k8s.io", namespace=ns)
-            for v in ("get", "create", "update")
+            for v in ("get", "list", "create", "update", "delete")
         ]
         await _all_allowed(api, ns, "fw-fleetwarden", [*READS, _v("list", "secrets"), *leases])
         for denied in (
             _v("patch", "nodes"),
             _v("update", "nodes"),
             _v("create", "leases", "coordination.k8s.io", namespace="kube-system"),
-            _v("delete", "leases", "coordination.k8s.io", namespace=ns),
+            _v("delete", "leases", "coordination.k8s.io", namespace="default"),
             _v("patch", "kustomizations", "kustomize.toolkit.fluxcd.io", namespace="flux-system"),
             *NEVER,
         ):

@@ -193,7 +193,7 @@ class Elector:
             self._announced = token
             self.following_event.clear()
             self.leading_event.set()
-            log.warning("started leading", lease=self.store.where, token=token)
+            log.warning("started leading", lease=self.store.where, term=token)
             if self.on_started_leading is not None:
                 self.on_started_leading(token)
 

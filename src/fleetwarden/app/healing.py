@@ -40,11 +40,19 @@ that, and so on, at most ``heal_retries`` times — each a new decision, guards 
 record once — unless the drift cleared or was reported anew meanwhile. When the retries run
 out, a note says so. Retries live in memory: after a restart the drift is decided again when
 it is reported again (every current finding is, at start-up).
+
+With leader election (``elector``, ``fence``) only the leader acts: a follower drops the finding
+events it is given (the leader decides them; a replica that takes over is given every current
+finding again), sweeps no request and refuses approvals (``NotLeading``). Each batch records
+the term's fencing token with its decisions, and ``fence.check(token)`` runs right before the
+calls go out: a refusal (the term ended, the Lease changed hands) runs nothing and is on record
+as a ``skipped`` outcome naming why.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -53,6 +61,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from fleetwarden.app.electing import Elector, Fence, FenceRefused
 from fleetwarden.app.healing_records import (
     action_drafts,
     cancellation_draft,
@@ -89,12 +98,13 @@ from fleetwarden.ports.audit import (
     AuditUnavailable,
 )
 from fleetwarden.ports.guards import GuardedWrite, SharedGuards
-from fleetwarden.ports.remediation import Outcome
+from fleetwarden.ports.remediation import Outcome, OutcomeStatus
 
 __all__ = [
     "RESTORE_PAGE",
     "AlreadyApproved",
     "Healer",
+    "NotLeading",
     "Restored",
     "record_summary",
     "recorded_decision",
@@ -130,6 +140,10 @@ class AlreadyApproved(UnknownDecision):
         )
 
 
+class NotLeading(Exception):
+    """This replica is not the leader: it approves nothing (the leader does)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Restored:
     """What ``Healer.restore`` found in the audit store."""
@@ -151,6 +165,7 @@ class _Batch:
     made: list[Decision] = field(default_factory=list)
     causes: dict[str, FindingEvent] = field(default_factory=dict)
     notices: list[tuple[FindingEvent, Decision | None]] = field(default_factory=list)
+    token: int | None = None  # the leadership term's fencing token when decided
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,12 +196,16 @@ class Healer:
         heal_retries: int = 5,
         shared: SharedGuards | None = None,
         identity: str | None = None,
+        elector: Elector | None = None,
+        fence: Fence | None = None,
     ) -> None:
         if shared is not None and audit is None:
             raise ValueError("shared guard state needs the audit store it lives in (audit=)")
         self.ownership, self.remediator, self.audit = ownership, remediator, audit
         self.shared = shared  # several replicas: decide under the store's policy lock
         self.identity = identity or replica_identity()
+        self.elector, self.fence = elector, fence  # None: this replica always acts
+        self.ignored = 0  # finding events dropped while following (the leader decides them)
         self._cursor: int | None = None  # shared: the last record replayed into ``state``
         self._approved: dict[str, tuple[str, datetime]] = {}  # id → (approver, when)
         self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
@@ -199,6 +218,11 @@ class Healer:
         self.decisions: dict[str, Decision] = {}
         self.dropped = 0
         self.audit_failures = 0
+
+    @property
+    def acting(self) -> bool:
+        """Leading (or no election): decisions, remediations, approvals and expiry run."""
+        return self.elector is None or self.elector.leading
 
     def set_pool_counts(self, counts: dict[str, int]) -> None:
         for cluster, n in counts.items():
@@ -272,7 +296,10 @@ class Healer:
         """Cancel, on record, every request that can no longer be approved: expired, or made
         in another mode or under another configuration than this healer's. Shared: in a
         guarded transaction, after catching up — a request another replica approved meanwhile
-        is not cancelled here, and one cancelled here cannot be approved there."""
+        is not cancelled here, and one cancelled here cannot be approved there. A follower
+        cancels nothing: the leader does."""
+        if not self.acting:
+            return []
         if self.shared is None:
             cancelled = self._cancel_stale()
             await self._append([cancellation_draft(d) for d in cancelled])
@@ -331,6 +358,9 @@ class Healer:
 
     async def run(self) -> None:
         while True:
+            if not self.acting:
+                await self._follow()
+                continue
             try:
                 async with asyncio.timeout(self.sweep_every):
                     first = await self.queue.get()
@@ -343,6 +373,18 @@ class Healer:
                 batch.append(self.queue.get_nowait())
             await self.process(batch)
             await self.retry_due()
+
+    async def _follow(self) -> None:
+        """Not the leader: drop what is queued (the leader decides it; on taking over this
+        replica is given every current finding again) until leading, or ``sweep_every``."""
+        assert self.elector is not None
+        while not self.queue.empty():
+            self.queue.get_nowait()
+            self.ignored += 1
+        self.retries.clear()  # the leader retries its own failed heals
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.sweep_every):
+                await self.elector.leading_event.wait()
 
     async def retry_due(self) -> list[Decision]:
         """Decide again the findings whose failed heal is due for another try."""
@@ -365,8 +407,13 @@ class Healer:
         self, events: Sequence[FindingEvent], attempts: dict[str, int]
     ) -> list[Decision]:
         await self.sweep()  # a stale request must not swallow a drift as "already waiting"
+        if not self.acting:  # the term ended meanwhile: the leader decides these
+            self.ignored += len(events)
+            return []
         now = self.clock()
         batch = _Batch()
+        # the term these decisions are made in: the calls go out only if it still holds
+        batch.token = self.elector.fencing_token if self.elector is not None else None
         if self.shared is None:
             self._decide(events, now, batch)
             # write-ahead: the decisions are on record before any call goes out, so a restart
@@ -394,7 +441,7 @@ class Healer:
             if self.notify is not None:
                 self.notify(ev, decision.to_json() if decision is not None else None)
         to_run = batch.to_run
-        outcomes = await self.remediator.carry_out_all(to_run) if to_run else []
+        outcomes = await self._carry_out(to_run, batch.token) if to_run else []
         done: list[AuditDraft] = []
         for decision, outcome in zip(to_run, outcomes, strict=True):
             done.extend(action_drafts(decision, outcome))
@@ -462,7 +509,12 @@ class Healer:
             batch.made.append(decision)
             batch.drafts.append(
                 decision_draft(
-                    decision, fid, f.cluster, f.pool, cause if isinstance(cause, dict) else None
+                    decision,
+                    fid,
+                    f.cluster,
+                    f.pool,
+                    cause if isinstance(cause, dict) else None,
+                    fencing_token=batch.token,
                 )
             )
             if decision.status in (Status.EXECUTE, Status.DRY_RUN):
@@ -558,6 +610,11 @@ class Healer:
         catching up with the other replicas, and claims ``approve:<id>`` in the same
         transaction as its note: of N replicas asked at once, one runs it.
         """
+        if not self.acting:
+            raise NotLeading(
+                f"this replica ({self.identity}) is not the leader: approve {decision_id} "
+                "on the leader (its /healthz says leader: true)"
+            )
         if self.shared is not None:
             return await self._approve_shared(decision_id)
         now = self.clock()
@@ -589,14 +646,16 @@ class Healer:
             await self._append([cancellation_draft(decision)])
             return decision
         self._approved[decision_id] = (self.identity, now)
+        token = self.elector.fencing_token if self.elector is not None else None
         await self._append([self._approval_draft(decision)])  # write-ahead, as in process
         if decision.status is Status.EXECUTE:
-            (outcome,) = await self.remediator.carry_out_all([decision])
+            (outcome,) = await self._carry_out([decision], token)
             await self._append(action_drafts(decision, outcome))
         return decision
 
     async def _approve_shared(self, decision_id: str) -> Decision:
         now = self.clock()
+        token = self.elector.fencing_token if self.elector is not None else None
         async with await self._guarded() as txn:
             self._catch_up(txn.news)
             closed = self.state.closed.get(decision_id)
@@ -627,9 +686,30 @@ class Healer:
             self._cursor = txn.head
         # committed: this replica, and no other, carries it out
         if decision.status is Status.EXECUTE:
-            (outcome,) = await self.remediator.carry_out_all([decision])
+            (outcome,) = await self._carry_out([decision], token)
             await self._append(action_drafts(decision, outcome))
         return decision
+
+    async def _carry_out(self, decisions: Sequence[Decision], token: int | None) -> list[Outcome]:
+        """The remediator's outcomes; with a fence, executable decisions run only if the
+        term ``token`` still holds, checked right before the calls (one Lease read)."""
+        if self.fence is None or not any(d.status is Status.EXECUTE for d in decisions):
+            return await self.remediator.carry_out_all(decisions)
+        try:
+            await self.fence.check(token)
+        except FenceRefused as exc:
+            log.warning("remediation fenced off", term=token, reason=exc.reason)
+            now = self.clock()
+            runnable = [d for d in decisions if d.status is not Status.EXECUTE]
+            done = iter(await self.remediator.carry_out_all(runnable))
+            detail = f"not sent: fencing token {token} refused ({exc.reason})"
+            return [
+                Outcome(d.id, OutcomeStatus.SKIPPED, (), now, now, detail)
+                if d.status is Status.EXECUTE
+                else next(done)
+                for d in decisions
+            ]
+        return await self.remediator.carry_out_all(decisions)
 
     def _already(self, decision_id: str, holder: str, at: datetime) -> AlreadyApproved:
         known = self.decisions.get(decision_id)

@@ -97,11 +97,15 @@ def decision_draft(
     cluster: str | None,
     pool: str | None,
     cause: dict[str, Any] | None = None,
+    *,
+    fencing_token: int | None = None,
 ) -> AuditDraft:
     """The decision, with the change event its finding was attributed to (``cause``: its
     actor is the record's, so ``/api/decisions?actor=`` and ``audit query`` find it)."""
     refs = tuple(r for r in (finding_record,) if r)
     payload: dict[str, Any] = {"decision": decision.to_json()}
+    if fencing_token is not None:  # the leadership term it was decided in
+        payload["leaseTerm"] = fencing_token
     if cause:
         payload["cause"] = cause
     actor = cause.get("actor") if cause else None

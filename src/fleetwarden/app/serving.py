@@ -12,6 +12,11 @@ decisions -> actions -> audit records, with the live watchers feeding the same f
   and falls back to the latest node dump otherwise: both go through the one "nodes -> diff ->
   track" step, ``app/rediffing.diff_and_track`` (which ``initial_scan`` uses too);
 - the ``Healer`` (policy, remediation, audit), the ``Notifier`` and the ``EventRelay``;
+- with leader election (an ``Elector``), the healer acts only while leading, fences each
+  remediation with the term's token, and a replica that takes over is given every current
+  finding to decide (the old leader's decisions are in the shared store: nothing runs twice);
+- with sharding (a ``Membership``), the watchers watch only the clusters assigned here and
+  follow the assignment as members come and go;
 - ``emit``: where every finding and lifecycle event goes (the healer, the recent-event ring,
   the findings-by-severity gauge through ``on_findings``).
 
@@ -30,6 +35,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from fleetwarden.app.electing import Elector, Fence
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
 from fleetwarden.app.notifying import Notifier
@@ -37,6 +43,7 @@ from fleetwarden.app.recording import Checkpoint, EventLog, Recorder, no_checkpo
 from fleetwarden.app.rediffing import cluster_groups, diff_and_track
 from fleetwarden.app.relaying import EventFeed, EventRelay
 from fleetwarden.app.remediating import Remediator
+from fleetwarden.app.sharding import Membership
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.attribution import Attribution
@@ -50,7 +57,7 @@ from fleetwarden.core.ownership import OwnershipMap, parse_rules
 from fleetwarden.core.policy import Guards, Mode, Policy, fingerprint
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
-from fleetwarden.core.tracking import FindingEvent, FindingTracker
+from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
 from fleetwarden.ports.kube import ClientFactory, KubeApi
 from fleetwarden.ports.notify import Sink
 from fleetwarden.ports.queue import EventQueue
@@ -74,6 +81,8 @@ class ServingSettings:
     desired_refresh: float = 180.0
     mode: Mode = Mode.DRY_RUN
     request_expiry: float = 3600.0
+    max_per_cluster: int | None = None  # the blast radius (None: a fraction of the pools)
+    max_fleet: int | None = None
     ownership: Sequence[Mapping[str, Any]] = ()
     argocd_url: str | None = None
 
@@ -82,7 +91,13 @@ def healing_policy(settings: ServingSettings) -> tuple[Policy, str]:
     """The healer's policy, and the fingerprint of what chooses a request's action and target
     (rules, ownership, the Argo CD it calls): a request made under another is cancelled, not
     approved (``core.policy.fingerprint``)."""
-    policy = Policy(guards=Guards(pending_ttl=timedelta(seconds=settings.request_expiry)))
+    policy = Policy(
+        guards=Guards(
+            pending_ttl=timedelta(seconds=settings.request_expiry),
+            max_per_cluster=settings.max_per_cluster,
+            max_fleet=settings.max_fleet,
+        )
+    )
     return policy, fingerprint(
         policy, ownership=list(settings.ownership), argocd=settings.argocd_url
     )
@@ -128,6 +143,9 @@ class Serving:
         on_findings: Callable[[Mapping[Severity, int]], None] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         checkpoint: Checkpoint = no_checkpoint,
+        elector: Elector | None = None,
+        membership: Membership | None = None,
+        identity: str | None = None,
     ) -> None:
         self.settings, self.specs, self.queue = settings, list(specs), queue
         self.snapshot: dict[str, list[ObservedNode]] = dict(snapshot or {})
@@ -194,7 +212,20 @@ class Serving:
             notify=self.notifier.handle if self.notifier is not None else None,
             clock=clock.now,
             config=config_hash,
+            identity=identity,
+            elector=elector,
+            fence=Fence(elector) if elector is not None else None,
         )
+        self.elector, self.membership = elector, membership
+        if elector is not None:
+            elector.on_started_leading = self._took_over
+        # sharding: what the membership assigned, for the watchers to follow in order
+        self._assignments: asyncio.Queue[tuple[frozenset[str], frozenset[str]]] = asyncio.Queue()
+        if membership is not None:
+            membership.on_assign = lambda added, removed: self._assignments.put_nowait(
+                (added, removed)
+            )
+            self.fleet.owns = self._owns
         self.healer.set_pool_counts({c: len(p) for c, p in self.known_pools().items()})
 
     def _checkpoint(self, step: str) -> None:
@@ -213,6 +244,35 @@ class Serving:
             if spec.cluster:
                 known.setdefault(spec.cluster, set()).add(spec.name)
         return known
+
+    # --- leadership and sharding ------------------------------------------------------------
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica acts (always, without leader election)."""
+        return self.healer.acting
+
+    def _took_over(self, token: int) -> None:
+        """Leading now: every current finding goes to the healer to be decided (what the
+        previous leader already did is in the shared store, and counts there)."""
+        now = self.clock.now()
+        for finding in self.tracker.current():
+            self.healer.handle(FindingEvent(FindingEventType.APPEARED, finding, now))
+
+    def _owns(self, cluster: str) -> bool:
+        assert self.membership is not None
+        if cluster not in self.membership.clusters:  # discovered later (Argo CD Secrets)
+            self.membership.set_clusters([*self.membership.clusters, cluster])
+        return cluster in self.membership.owned
+
+    def owners(self) -> dict[str, str | None]:
+        """Each cluster's watcher replica in this replica's view; {} without sharding."""
+        return self.membership.owners() if self.membership is not None else {}
+
+    async def _follow_assignments(self) -> None:
+        while True:
+            added, removed = await self._assignments.get()
+            await self.fleet.reassign(added, removed)
 
     # --- what the HTTP side reads ----------------------------------------------------------
 
@@ -273,6 +333,11 @@ class Serving:
             self.fleet.desired_apps = await load_apps()
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
+            if self.elector is not None:
+                tg.create_task(self.elector.run(), name="elector")
+            if self.membership is not None:
+                tg.create_task(self.membership.run(), name="membership")
+                tg.create_task(self._follow_assignments(), name="shard-assignments")
             if load_apps is not None:
                 tg.create_task(self._refresh_apps(load_apps), name="desired-refresh")
             tg.create_task(self.inspector.run(), name="inspector")

@@ -107,4 +107,6 @@ def combined_health(
         parts["worker"] = dict(worker)
     ok = all(p.get("status") == "ok" for p in parts.values())
     body: dict[str, Any] = {"status": "ok" if ok else "degraded", "processes": parts}
+    if worker is not None and "leader" in worker:  # the worker is the one that elects
+        body["leader"] = worker["leader"]
     return (200 if ok else 503), body

@@ -11,7 +11,7 @@ adds, reconnects and removes clusters as kubeconfig contexts and Argo CD cluster
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -343,6 +343,10 @@ class FleetWatcher:
         self.on_upgrade = on_upgrade
         self.tracker = tracker or FindingTracker()
         self.running: dict[str, _Running] = {}
+        # sharding: only the clusters ``owns`` accepts are watched here; every endpoint seen
+        # is kept in ``known`` so that one assigned later can start (``reassign``)
+        self.owns: Callable[[str], bool] = lambda cluster: True
+        self.known: dict[str, ClusterEndpoint] = {}
         self._secret_to_cluster: dict[str, str] = {}
         self._tg: asyncio.TaskGroup | None = None
 
@@ -363,6 +367,9 @@ class FleetWatcher:
         return running.watcher if running else None
 
     async def add(self, endpoint: ClusterEndpoint) -> None:
+        self.known[endpoint.name] = endpoint
+        if not self.owns(endpoint.name):
+            return  # another replica's (sharding)
         if endpoint.name in self.running:
             await self.update(endpoint)
             return
@@ -450,7 +457,19 @@ class FleetWatcher:
             return
         await _cancel_and_wait(running.task)
 
+    async def reassign(self, added: Iterable[str], removed: Iterable[str]) -> None:
+        """Sharding moved clusters: stop watching ``removed`` (no cleared findings, no
+        ``cluster.removed``: the cluster lives on, watched by another replica) and start
+        ``added`` with a fresh list, so changes made while nobody watched are found."""
+        for cluster in removed:
+            await self._stop(cluster)
+        for cluster in added:
+            endpoint = self.known.get(cluster)
+            if endpoint is not None and cluster not in self.running:
+                await self.add(endpoint)
+
     async def remove(self, cluster: str, *, reason: str) -> None:
+        self.known.pop(cluster, None)
         if cluster not in self.running:
             return
         await self._stop(cluster)

@@ -102,10 +102,25 @@ def cluster_rows(
     return out
 
 
+def _unwatched(name: str) -> dict[str, Any]:
+    """A cluster another replica watches (sharding): known here by name only."""
+    return {
+        "cluster": name,
+        "source": "another replica",
+        "health": None,
+        "version": None,
+        "nodes": None,
+        "synced": None,
+        "workloadObjects": None,
+        "findings": 0,
+    }
+
+
 def routes(
     fleet: FleetWatcher,
     snapshot: Mapping[str, Sequence[ObservedNode]],
     findings: Callable[[], Sequence[Finding]],
+    owners: Callable[[], Mapping[str, str | None]] = dict,
 ) -> list[Route]:
     async def index(request: Request) -> Response:
         return RedirectResponse("/ui/", status_code=307)
@@ -121,6 +136,13 @@ def routes(
 
     async def api_clusters(request: Request) -> Response:
         rows = cluster_rows(fleet, snapshot, findings())
+        shards = owners()  # sharding: which replica watches each cluster ({} without)
+        if shards:
+            known = {row["cluster"] for row in rows}
+            rows += [_unwatched(name) for name in shards if name not in known]
+            rows.sort(key=lambda row: str(row["cluster"]))
+            for row in rows:
+                row["owner"] = shards.get(str(row["cluster"]))
         return Response(orjson.dumps(rows), media_type="application/json")
 
     return [

@@ -135,6 +135,7 @@ def create_app(
     on_reply: Callable[[str, Reply], None] | None = None,
     clock: Clock = SYSTEM_CLOCK,
     extra_routes: Sequence[Route] = (),
+    health: Callable[[], Mapping[str, Any]] | None = None,
 ) -> Starlette:
     metrics = metrics or ServiceMetrics()
     recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
@@ -181,7 +182,7 @@ def create_app(
         )
 
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "ok", **(health() if health is not None else {})})
 
     async def prom(request: Request) -> Response:
         # the gauge keeps its last value when the queue cannot answer; /metrics still must

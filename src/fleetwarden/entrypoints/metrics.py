@@ -62,3 +62,8 @@ class ServiceMetrics:
         self.findings = Gauge(
             "fleetwarden_findings", "Current findings by severity", ["severity"], registry=r
         )
+        self.leader = Gauge(
+            "fleetwarden_leader",
+            "1 while this replica leads (acts on findings), else 0; 1 without leader election",
+            registry=r,
+        )

@@ -4,6 +4,13 @@ Start-up order: desired state, the queue (SQLite file or NATS JetStream), the fi
 (shared by watchers and workers, so a drift is reported once whoever sees it first), the live
 watchers (kubeconfig contexts and Argo CD cluster Secrets), the inspection workers, then the
 HTTP server. SIGINT/SIGTERM stop the HTTP server first, then the rest.
+
+With ``leaderElection`` the worker elects a leader on a Lease (only the leader heals; /healthz
+says ``leader``; metric ``fleetwarden_leader``); with ``sharding`` it holds a membership Lease
+and watches only the clusters assigned to it (``/api/clusters`` names each one's owner). Both
+Leases are reached through a kubeconfig context (``clusters.kubeconfig``) or in-cluster.
+The healer always decides in the audit store's guarded transaction (``shared``): replicas on
+one PostgreSQL enforce one blast radius, and an approval runs once (409 on the others).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from fleetwarden.adapters.kube.config import (
     load_kubeconfig,
     service_client_factory,
 )
+from fleetwarden.adapters.kube.lease import KubeLeaseGroup, KubeLeaseStore
 from fleetwarden.adapters.kube.restore import KubeNodeRestorer
 from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
 from fleetwarden.adapters.notify.slack import SlackSink
@@ -46,7 +54,10 @@ from fleetwarden.adapters.queue.nats import NatsQueue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app import serving
+from fleetwarden.app.electing import Elector, default_identity
+from fleetwarden.app.healing import AlreadyApproved, NotLeading
 from fleetwarden.app.serving import Serving, ServingSettings, inspection_counter
+from fleetwarden.app.sharding import MEMBERSHIP_LABEL, Membership
 from fleetwarden.cli.common import fail
 from fleetwarden.core.access import DoorConfig
 from fleetwarden.core.findings import Severity
@@ -71,6 +82,7 @@ from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.audit import AuditStoreError
+from fleetwarden.ports.kube import KubeApi
 from fleetwarden.ports.notify import Sink
 from fleetwarden.ports.queue import EventQueue
 from fleetwarden.presenting.rendering import visible
@@ -91,6 +103,8 @@ def serving_settings(config: ServiceConfig) -> ServingSettings:
         desired_refresh=config.desired_refresh,
         mode=Mode(config.policy_mode),
         request_expiry=config.request_expiry,
+        max_per_cluster=config.max_per_cluster,
+        max_fleet=config.max_fleet,
         ownership=config.ownership,
         argocd_url=config.argocd_url,
     )
@@ -114,8 +128,16 @@ class Service(Serving):
         snapshot: dict[str, list[ObservedNode]] | None = None,
         journal: EventJournal | None = None,
         argocd: ArgoCDClient | None = None,
+        elector: Elector | None = None,
+        membership: Membership | None = None,
+        identity: str | None = None,
+        lease_clients: Sequence[KubeApi] = (),
+        heals: bool = True,
     ) -> None:
         self.config, self.argocd = config, argocd
+        # a gateway (role gateway, or role all's gateway process) never heals: never a leader
+        self.heals = heals and config.role != "gateway"
+        self.lease_clients = list(lease_clients)  # closed when serve stops
         self.metrics = m = ServiceMetrics()
         super().__init__(
             serving_settings(config),
@@ -134,7 +156,11 @@ class Service(Serving):
                 m.duplicates.inc, m.coalesced.inc, lambda r, n: m.inspections.labels(r).inc(n)
             ),
             on_findings=self._set_findings_gauge,
+            elector=elector,
+            membership=membership,
+            identity=identity,
         )
+        m.leader.set_function(lambda: 1.0 if self.heals and self.leading else 0.0)
         self.workloads = WorkloadFleet(config, self.fleet, argocd)
         admin = config.auth.get("admin")
         self.gateway_config = GatewayConfig(
@@ -161,8 +187,9 @@ class Service(Serving):
                 *history_api.routes(lambda: self.healer.audit),
                 Route("/api/decisions/{id:str}/approve", self._api_approve, methods=["POST"]),
                 *self.workloads.routes(),
-                *dashboard.routes(self.fleet, self.snapshot, self.findings),
+                *dashboard.routes(self.fleet, self.snapshot, self.findings, self.owners),
             ],
+            health=lambda: {"leader": self.heals and self.leading},
         )
         self._background: set[asyncio.Task[None]] = set()
 
@@ -183,6 +210,18 @@ class Service(Serving):
             )
         try:
             decision = await self.healer.approve(request.path_params["id"])
+        except AlreadyApproved as exc:  # another replica (or this one) ran it
+            return JSONResponse(
+                {
+                    "error": str(exc),
+                    "holder": exc.holder,
+                    "at": exc.at.isoformat().replace("+00:00", "Z"),
+                    "status": exc.status,
+                },
+                status_code=409,
+            )
+        except NotLeading as exc:  # the leader approves; a balancer may try another replica
+            return JSONResponse({"error": str(exc), "leader": False}, status_code=503)
         except UnknownDecision as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
         except AuditStoreError as exc:  # cannot tell whether another replica cancelled it
@@ -307,7 +346,56 @@ def build_service(config: ServiceConfig) -> Service:
         argocd = ArgoCDClient(
             config.argocd_url, token=config.argocd_token, verify=not config.argocd_insecure
         )
-    return Service(config, loaded.pools, queue, snapshot=snapshot, journal=journal, argocd=argocd)
+    identity = default_identity()
+    elector, membership, clients = None, None, []
+    if not gateway_only and config.leader_election is not None:
+        election = config.leader_election
+        api = _lease_client(config, election.context, election.in_cluster, "leaderElection")
+        clients.append(api)
+        store = KubeLeaseStore(api, namespace=election.namespace, name=election.name)
+        elector = Elector(store, identity=identity, timing=election.timing)
+    if not gateway_only and config.sharding is not None:
+        shard = config.sharding
+        api = _lease_client(config, shard.context, shard.in_cluster, "sharding")
+        clients.append(api)
+        group = KubeLeaseGroup(
+            api, namespace=shard.namespace, label=MEMBERSHIP_LABEL, value=shard.group
+        )
+        # the clusters are added as the watchers learn them (kubeconfig, Argo CD Secrets)
+        membership = Membership(group, identity=identity, clusters=(), timing=shard.timing)
+    return Service(
+        config,
+        loaded.pools,
+        queue,
+        snapshot=snapshot,
+        journal=journal,
+        argocd=argocd,
+        elector=elector,
+        membership=membership,
+        identity=identity,
+        lease_clients=clients,
+        heals=not gateway_only,
+    )
+
+
+def _lease_client(
+    config: ServiceConfig, context: str | None, in_cluster: bool, section: str
+) -> KubeApi:
+    """A client for the API server that holds a section's Leases."""
+    if in_cluster:
+        endpoint = in_cluster_endpoint("leases", where=f"{section}.inCluster")
+    else:
+        if not config.kubeconfig:
+            raise FormatError(
+                "serve config",
+                f"{section}.context needs clusters.kubeconfig (the file that has the context)",
+                field=f"{section}.context",
+            )
+        assert context is not None
+        path = Path(config.kubeconfig).expanduser()
+        endpoint = load_kubeconfig(path, contexts=[context])[0]
+        check_unattended([endpoint], where=f"{section}.context")
+    return service_client_factory(endpoint)
 
 
 async def open_store(service: Service) -> None:
@@ -321,6 +409,9 @@ async def open_store(service: Service) -> None:
         service.healer.audit = await open_audit_store(service.config.store)
     except AuditStoreError as exc:
         raise FormatError(service.config.store.split("@")[-1], f"audit store: {exc}") from None
+    # replicas on one store decide under its lock: one blast radius, an approval runs once
+    # (in SQLite as well: one process or several on one file)
+    service.healer.shared = service.healer.audit
 
 
 async def serve(
@@ -375,6 +466,8 @@ async def serve(
             await service.healer.audit.close()
         if service.argocd is not None:
             await service.argocd.aclose()
+        for client in service.lease_clients:
+            await client.aclose()
 
 
 async def _freeze_forever(interval: float = 60.0) -> None:

@@ -29,6 +29,7 @@ Example::
     role: all                                # all | gateway | worker (scale out over nats://)
     policy: {mode: dry-run}                  # dry-run (default) | enforce | approval
                                              # requestExpiryMinutes: 60 (approval requests)
+                                             # maxActionsPerCluster, maxActionsFleet: per 10 min
     ownership:                               # who owns which fields (defaults: seed 001)
       - {cluster: "prod-*", field: "labels.*", owner: cluster, argocd: "{cluster}-nodes"}
     argocd: {url: https://argocd.example.com, token: env:ARGOCD_TOKEN}
@@ -47,6 +48,10 @@ Example::
       refreshSeconds: 180                    # re-read the desired state (files, Argo CD)
       maxObjects: 200000                     # per cluster
     fleet: {...}                             # as for `fleetwarden fleet --config`
+    leaderElection:                          # replicas: one healer (app/leader_config.py)
+      {context: mgmt, namespace: fleetwarden, name: fleetwarden, leaseSeconds: 15}
+    sharding:                                # watcher replicas split the clusters (app/sharding.py)
+      {context: mgmt, namespace: fleetwarden, group: watchers, leaseSeconds: 15}
 
 Secret values may be given as ``env:NAME`` (an environment variable) or ``file:PATH``; they are
 never logged or echoed (a missing variable is an error that names the variable, not a value).
@@ -71,6 +76,10 @@ import yaml
 from fleetwarden.adapters.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.adapters.storage.audit_sql import sqlite_file, sqlite_path_problem
 from fleetwarden.app.ingesting import SourceAuth
+from fleetwarden.app.leader_config import SCHEMA as LEADER_SCHEMA
+from fleetwarden.app.leader_config import LeaderElectionConfig, leader_election_from
+from fleetwarden.app.sharding import SCHEMA as SHARDING_SCHEMA
+from fleetwarden.app.sharding import ShardingConfig, sharding_from
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
 from fleetwarden.formats.errors import FormatError
@@ -104,6 +113,9 @@ SERVICE_SCHEMA: dict[str, Any] = {
         # a nats:// URL may carry credentials: env:NAME / file:PATH, like every secret
         "queue": {"type": "string", "pattern": r"^(sqlite|nats://.+|env:.+|file:.+)$"},
         "queuePath": {"type": "string", "minLength": 1},
+        # checked by their own parsers (precise errors naming the field)
+        "leaderElection": LEADER_SCHEMA,
+        "sharding": SHARDING_SCHEMA,
         "desired": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "nodes": {"type": "array", "items": {"type": "string", "minLength": 1}},
         "clusters": {
@@ -189,6 +201,9 @@ SERVICE_SCHEMA: dict[str, Any] = {
             "properties": {
                 "mode": {"enum": ["dry-run", "enforce", "approval"]},
                 "requestExpiryMinutes": {"type": "number", "exclusiveMinimum": 0},
+                # the blast radius in actions per 10 minutes (default: 10 % of the pools)
+                "maxActionsPerCluster": {"type": "integer", "minimum": 1},
+                "maxActionsFleet": {"type": "integer", "minimum": 1},
             },
         },
         "ownership": {"type": "array", "items": {"type": "object"}},
@@ -285,6 +300,8 @@ class ServiceConfig:
     notify: list[dict[str, Any]] = field(default_factory=list)
     policy_mode: str = "dry-run"
     request_expiry: float = 3600.0  # seconds an approval request waits before it is cancelled
+    max_per_cluster: int | None = None  # actions per guard window; None: a fraction of pools
+    max_fleet: int | None = None
     ownership: list[dict[str, Any]] = field(default_factory=list)
     argocd_url: str | None = None
     argocd_token: str | None = None
@@ -293,6 +310,8 @@ class ServiceConfig:
     apps: list[AppSource] = field(default_factory=list)
     workloads: WorkloadWatchSettings | None = None  # None: workloads are not watched
     desired_refresh: float = 180.0
+    leader_election: LeaderElectionConfig | None = None  # None: always leads
+    sharding: ShardingConfig | None = None  # None: every cluster watched here
 
     def __repr__(self) -> str:
         return (
@@ -456,6 +475,8 @@ def service_config_from(
         ],
         policy_mode=(raw.get("policy") or {}).get("mode", "dry-run"),
         request_expiry=60.0 * float((raw.get("policy") or {}).get("requestExpiryMinutes", 60)),
+        max_per_cluster=(raw.get("policy") or {}).get("maxActionsPerCluster"),
+        max_fleet=(raw.get("policy") or {}).get("maxActionsFleet"),
         ownership=list(raw.get("ownership") or ()),
         argocd_url=(raw.get("argocd") or {}).get("url"),
         argocd_token=_secret((raw.get("argocd") or {})["token"], "argocd.token", source, env)
@@ -463,6 +484,8 @@ def service_config_from(
         else None,
         argocd_insecure=bool((raw.get("argocd") or {}).get("insecure", False)),
         **_workloads(raw, source),
+        leader_election=leader_election_from(raw.get("leaderElection"), source=source),
+        sharding=sharding_from(raw.get("sharding"), source=source),
     )
 
 

@@ -63,6 +63,14 @@ ConfigMap holds no credential.
 {{- if $v.serviceMonitor.enabled -}}
 {{- $_ := set $cfg "metrics" (dict "public" false) -}}
 {{- end -}}
+{{- if ne .role "gateway" -}}
+{{- if $v.leaderElection.enabled -}}
+{{- $_ := set $cfg "leaderElection" (dict "inCluster" true "namespace" $ns "name" (printf "%s-leader" $full) "leaseSeconds" (int $v.leaderElection.leaseSeconds)) -}}
+{{- end -}}
+{{- if $v.sharding.enabled -}}
+{{- $_ := set $cfg "sharding" (dict "inCluster" true "namespace" $ns "group" $full "leaseSeconds" (int $v.sharding.leaseSeconds)) -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml (mustMergeOverwrite $cfg (deepCopy $v.extraConfig)) -}}
 {{- end -}}
 

@@ -76,8 +76,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if not (or .Values.store.url .Values.store.existingSecret) -}}
 {{- fail "role split needs a shared audit store: set store.url (postgresql://...) or store.existingSecret" -}}
 {{- end -}}
-{{- if and (gt (int .Values.worker.replicas) 1) (include "fleetwarden.heals" .) (not .Values.worker.allowMultipleHealers) -}}
-{{- fail (printf "worker.replicas %d with policy.mode %s: every worker would heal (no leader election until issue #13 item 1); use 1 worker, policy.mode dry-run, or worker.allowMultipleHealers: true" (int .Values.worker.replicas) .Values.policy.mode) -}}
+{{- if and (gt (int .Values.worker.replicas) 1) (include "fleetwarden.heals" .) (not .Values.worker.allowMultipleHealers) (not .Values.leaderElection.enabled) -}}
+{{- fail (printf "worker.replicas %d with policy.mode %s: every worker would heal; set leaderElection.enabled: true (one healer), or use 1 worker, policy.mode dry-run, or worker.allowMultipleHealers: true" (int .Values.worker.replicas) .Values.policy.mode) -}}
 {{- end -}}
 {{- end -}}
 {{- if and .Values.queue.url (not (hasPrefix "nats://" .Values.queue.url)) -}}
