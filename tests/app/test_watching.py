@@ -338,9 +338,9 @@ async def test_modified_rediffs_only_the_affected_pool(harness_factory):
     rediffed: list[str | None] = []
     original = h.watcher._rediff
 
-    async def spy(scope):
+    async def spy(scope, **kwargs):
         rediffed.append(scope)
-        await original(scope)
+        await original(scope, **kwargs)
 
     h.watcher._rediff = spy  # type: ignore[method-assign]
     h.fake.upsert(node("n-2", team="payments"))

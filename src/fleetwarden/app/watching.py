@@ -18,6 +18,7 @@ from typing import Any
 
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
+from fleetwarden.app.stamping import ManagedFields, stamp_events
 from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
@@ -88,6 +89,8 @@ class ClusterWatcher:
         self.tracker, self.emit, self.settings, self.now = tracker, emit, settings, now
         self.on_upgrade = on_upgrade
         self.nodes: dict[str, ObservedNode] = {}
+        # each cached node's managedFields: the "before" of its next update names the writer
+        self.managed: dict[str, ManagedFields] = {}
         self.groups: dict[str | None, set[str]] = {}
         self.health = HealthTracker(self.cluster, failure_threshold=settings.failure_threshold)
         self.reflection = Reflection(NODES)
@@ -147,6 +150,7 @@ class ClusterWatcher:
         before = {g: len(names) for g, names in self.groups.items()}
         self.nodes.clear()
         self.groups.clear()
+        self.managed.clear()
         for obj in result.items:
             self._store(obj)
         scopes = (
@@ -179,12 +183,17 @@ class ClusterWatcher:
         if node.is_control_plane and not self.settings.options.include_control_plane:
             return None
         self.nodes[node.name] = node
+        meta = obj.get("metadata")
+        managed = meta.get("managedFields") if isinstance(meta, Mapping) else None
+        if isinstance(managed, list):
+            self.managed[node.name] = managed
         self.groups.setdefault(pool_of(node, pool_labels=self._pool_labels), set()).add(node.name)
         return node
 
     def _forget(self, name: str) -> tuple[bool, str | None]:
         """Drop a node from the cache: (was it cached, its group)."""
         old = self.nodes.pop(name, None)
+        self.managed.pop(name, None)
         if old is None:
             return False, None
         group = pool_of(old, pool_labels=self._pool_labels)
@@ -201,6 +210,7 @@ class ClusterWatcher:
         name = meta.get("name") if isinstance(meta, Mapping) else None
         if not isinstance(name, str):
             return
+        before = self.managed.get(name)
         had, old_group = self._forget(name)
         refused = self.refused
         has, new_group = False, None
@@ -212,7 +222,7 @@ class ClusterWatcher:
             await self._report_full()
         affected = ([old_group] if had else []) + ([new_group] if has else [])
         for scope in dict.fromkeys(self._scope(g) for g in affected):
-            await self._rediff(scope)
+            await self._rediff(scope, changed=(name, before if had else None))
         if (had, old_group) != (has, new_group):
             if had:
                 count = len(self.groups.get(old_group, ()))
@@ -268,11 +278,18 @@ class ClusterWatcher:
         for when an event names a pool of a cluster watched live."""
         return await self._rediff(scope)
 
-    async def _rediff(self, scope: str | None) -> int:
+    async def _rediff(
+        self, scope: str | None, *, changed: tuple[str, ManagedFields | None] | None = None
+    ) -> int:
+        """``changed``: the node of the watch event that asked, with its managedFields before
+        it (None: not known): new findings on it name its writer."""
         spec = self.index.specs.get(scope) if scope is not None else None
         groups = {scope: (spec, self.nodes_of(scope))}
         events = diff_and_track(
             self.tracker, self.cluster, groups, options=self.settings.options, now=self.now()
+        )
+        events = stamp_events(
+            self.tracker, (self.cluster, scope), events, managed=self.managed.get, changed=changed
         )
         for event in events:
             await _emit(self.emit, event)

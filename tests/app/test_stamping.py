@@ -1,0 +1,75 @@
+"""Stamping live findings: the writer of the field from managedFields, the start and detection
+times, kept by the tracker for as long as the finding lasts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fleetwarden.app.stamping import stamp, stamp_events
+from fleetwarden.core.findings import Finding, Layer, Severity
+from fleetwarden.core.tracking import FindingTracker
+
+NOW = datetime(2026, 5, 1, 12, 0, 5, tzinfo=UTC)
+
+
+def label(actual: str, nodes: tuple[str, ...] = ("n-1",)) -> Finding:
+    return Finding(
+        "c", "general", Layer.L1, "labels.team", "platform", actual, Severity.HIGH, nodes
+    )
+
+
+def entry(manager: str, time: str, *labels: str) -> dict:
+    return {
+        "manager": manager,
+        "operation": "Update",
+        "time": time,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:labels": {f"f:{k}": {} for k in labels}}},
+    }
+
+
+BEFORE = [entry("kubelet", "2026-05-01T10:00:00Z", "team", "zone")]
+AFTER = [
+    entry("kubelet", "2026-05-01T10:00:00Z", "zone"),
+    entry("kubectl-edit", "2026-05-01T12:00:01Z", "team"),
+]
+
+
+def test_the_writer_in_this_update_is_the_actor_and_its_write_time_the_start():
+    out = stamp(label("x"), NOW, managed={"n-1": AFTER}.get, changed=("n-1", BEFORE))
+    assert out == {
+        "detectedAt": "2026-05-01T12:00:05Z",
+        "actor": {"name": "kubectl-edit", "kind": "human", "via": "managedFields"},
+        "startedAt": "2026-05-01T12:00:01Z",
+    }
+
+
+def test_without_the_previous_object_the_newest_owner_is_named():
+    out = stamp(label("x"), NOW, managed={"n-1": AFTER}.get)
+    assert out["actor"]["name"] == "kubectl-edit"
+
+
+def test_a_fact_no_write_sets_gets_only_its_detection_time():
+    f = Finding("c", "general", Layer.L4, "kubeletVersion", "1.36", "1.35", Severity.HIGH, ("n-1",))
+    assert stamp(f, NOW, managed={"n-1": AFTER}.get) == {"detectedAt": "2026-05-01T12:00:05Z"}
+
+
+def test_malformed_managed_fields_name_no_one():
+    out = stamp(label("x"), NOW, managed={"n-1": [{"operation": "Update"}]}.get)
+    assert "actor" not in out
+
+
+def test_the_tracker_keeps_the_stamp_when_the_finding_changes_and_clears():
+    tracker = FindingTracker()
+    events = tracker.update(("c", "general"), [label("x")], now=NOW)
+    (appeared,) = stamp_events(
+        tracker, ("c", "general"), events, managed={"n-1": AFTER}.get, changed=("n-1", BEFORE)
+    )
+    assert appeared.finding.extra["actor"]["name"] == "kubectl-edit"
+    # a second node shows the same drift: changed, with the first writer still named
+    (changed,) = tracker.update(("c", "general"), [label("x", ("n-1", "n-2"))], now=NOW)
+    assert changed.type.value == "finding.changed"
+    assert changed.to_json()["finding"]["actor"]["name"] == "kubectl-edit"
+    assert changed.to_json()["finding"]["detectedAt"] == "2026-05-01T12:00:05Z"
+    (cleared,) = tracker.update(("c", "general"), [], now=NOW)
+    assert cleared.to_json()["finding"]["startedAt"] == "2026-05-01T12:00:01Z"

@@ -1,0 +1,88 @@
+"""Drift intelligence on a real kube-apiserver: a finding from a live cluster names who wrote
+the field (the field manager from managedFields) and when (issue 14)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from fleetwarden.adapters.kube.client import KubeClient
+from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
+from fleetwarden.app.watching import FleetWatcher, WatchSettings
+from fleetwarden.core.events import parse_time
+from tests.e2e.test_watch_live import Recorder, _clean, node_body, spec
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture()
+def endpoints(k8s):
+    return load_kubeconfig(Path(k8s["kubeconfig"]))
+
+
+async def test_label_patched_by_kubectl_edit_names_it_with_start_and_detect_times(endpoints):
+    ep = endpoints[0]
+    rec = Recorder()
+    fleet = FleetWatcher(
+        [spec(ep.name)], http_client_factory, rec.emit, settings=WatchSettings(probe_interval=0.5)
+    )
+    async with KubeClient(ep) as api:
+        await _clean(api)
+        await api.request("POST", "/api/v1/nodes", body=node_body("a-1"))
+        runner = asyncio.create_task(fleet.run([ep]))
+        try:
+            await rec.wait(
+                lambda: fleet.watcher(ep.name) and fleet.watcher(ep.name).synced.is_set()
+            )
+            patched_at = datetime.now(UTC)
+            await api.request(
+                "PATCH",
+                "/api/v1/nodes/a-1",
+                params={"fieldManager": "kubectl-edit"},
+                body={"metadata": {"labels": {"team": "payments"}}},
+                content_type="application/strategic-merge-patch+json",
+            )
+            (appeared,) = await rec.wait(lambda: rec.findings("finding.appeared", "labels.team"))
+            data = appeared.to_json()["finding"]
+            assert data["actor"] == {
+                "name": "kubectl-edit",
+                "kind": "human",
+                "via": "managedFields",
+            }
+            started, detected = parse_time(data["startedAt"]), parse_time(data["detectedAt"])
+            assert started is not None and detected is not None
+            # managedFields times have a one-second resolution
+            assert abs(started - patched_at) < timedelta(seconds=2)
+            assert started <= detected + timedelta(seconds=1)
+            # the tracker's finding (what /api/findings and a later event show) keeps the stamp
+            (current,) = [f for f in fleet.tracker.current() if f.field == "labels.team"]
+            assert current.to_json()["actor"]["name"] == "kubectl-edit"
+            # a second writer changes the value: the finding is new and names the new writer
+            await api.request(
+                "PATCH",
+                "/api/v1/nodes/a-1",
+                params={"fieldManager": "argocd-controller"},
+                body={"metadata": {"labels": {"team": "ops"}}},
+                content_type="application/strategic-merge-patch+json",
+            )
+            ops = await rec.wait(
+                lambda: [
+                    e
+                    for e in rec.findings("finding.appeared", "labels.team")
+                    if e.finding.actual == "ops"
+                ]
+            )
+            assert ops[0].to_json()["finding"]["actor"] == {
+                "name": "argocd-controller",
+                "kind": "gitops",
+                "via": "managedFields",
+            }
+        finally:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            await _clean(api)
