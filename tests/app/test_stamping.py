@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fleetwarden.app.stamping import stamp, stamp_events
+from fleetwarden.app.stamping import refine_open, stamp, stamp_events
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.tracking import FindingTracker
 
@@ -73,3 +74,42 @@ def test_the_tracker_keeps_the_stamp_when_the_finding_changes_and_clears():
     assert changed.to_json()["finding"]["detectedAt"] == "2026-05-01T12:00:05Z"
     (cleared,) = tracker.update(("c", "general"), [], now=NOW)
     assert cleared.to_json()["finding"]["startedAt"] == "2026-05-01T12:00:01Z"
+
+
+def _cloud_event() -> ChangeEvent:
+    return ChangeEvent(
+        "ct-9",
+        "aws.eks",
+        "UpdateNodegroupConfig",
+        EventSource.AWS,
+        Operation.UPDATE,
+        time=NOW,
+        cluster="c",
+        pool="general",
+        actor="arn:aws:iam::1:user/alice",
+    )
+
+
+def test_a_late_cloud_event_never_replaces_a_human_tool_named_by_managed_fields():
+    tracker = FindingTracker()
+    events = tracker.update(("c", "general"), [label("x")], now=NOW)
+    stamp_events(
+        tracker, ("c", "general"), events, managed={"n-1": AFTER}.get, changed=("n-1", BEFORE)
+    )
+    assert refine_open(tracker, ("c", "general"), _cloud_event(), now=NOW) == []
+    assert tracker.current()[0].extra["actor"]["name"] == "kubectl-edit"
+
+
+def test_a_late_cloud_event_names_the_actor_of_a_finding_no_write_explained():
+    tracker = FindingTracker()
+    f = Finding("c", "general", Layer.L4, "kubeletVersion", "1.36", "1.35", Severity.HIGH, ("n-1",))
+    events = tracker.update(("c", "general"), [f], now=NOW)
+    stamp_events(tracker, ("c", "general"), events, managed={"n-1": AFTER}.get)
+    (changed,) = refine_open(tracker, ("c", "general"), _cloud_event(), now=NOW)
+    assert changed.type.value == "finding.changed"
+    assert changed.finding.extra["actor"] == {
+        "name": "arn:aws:iam::1:user/alice",
+        "kind": "human",
+        "via": "cloudEvent",
+    }
+    assert refine_open(tracker, ("c", "general"), _cloud_event(), now=NOW) == []

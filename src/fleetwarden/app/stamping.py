@@ -8,6 +8,12 @@ A finding about a fact no single write sets (kubelet version, counts) gets ``det
 
 The stamp is stored on the tracker's finding (``FindingTracker.annotate``), so later events of
 the same finding (changed, cleared) and ``/api/findings`` carry it too. Pure apart from that.
+
+A cloud event arrives 1-15 minutes after the watch saw its change: ``refine_open`` asks
+``core.actors.refine`` whether it names the open findings' actor better (a provider principal
+over the provider's own agent, ``kubelet``, or over no actor at all) and returns a
+``finding.changed`` for each finding whose actor it replaced. Only actors read from
+managedFields (or none) are refined: a finding already named by a cloud event stays as it is.
 """
 
 from __future__ import annotations
@@ -18,15 +24,28 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fleetwarden.core.actors import (
+    Actor,
     ActorDecision,
+    ActorKind,
+    ChangedObject,
+    Via,
     actor_from_managed_fields,
     finding_field_path,
     parse_managed_fields,
+    refine,
 )
+from fleetwarden.core.events import ChangeEvent, parse_time
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker, Scope
 
-__all__ = ["ManagedFields", "decide_actor", "rfc3339", "stamp", "stamp_events"]
+__all__ = [
+    "ManagedFields",
+    "decide_actor",
+    "refine_open",
+    "rfc3339",
+    "stamp",
+    "stamp_events",
+]
 
 # a node's raw ``metadata.managedFields`` as the API server returned it
 ManagedFields = Sequence[Mapping[str, Any]]
@@ -89,4 +108,47 @@ def stamp_events(
             if finding is not None:
                 event = dataclasses.replace(event, finding=finding)
         out.append(event)
+    return out
+
+
+def _current(finding: Finding) -> ActorDecision | None:
+    """The decision a stamped finding carries, rebuilt from its JSON keys; None when its
+    actor came from stronger evidence than managedFields (nothing left to refine)."""
+    raw = finding.extra.get("actor")
+    started = parse_time(finding.extra.get("startedAt"))
+    if raw is None:
+        return ActorDecision(None, started, ())
+    if not isinstance(raw, Mapping) or raw.get("via") != Via.MANAGED_FIELDS.value:
+        return None
+    name = str(raw.get("name") or "")
+    try:
+        kind = ActorKind(str(raw.get("kind")))
+    except ValueError:
+        kind = ActorKind.UNKNOWN
+    return ActorDecision(Actor(name, kind, Via.MANAGED_FIELDS), started, (), manager=name)
+
+
+def refine_open(
+    tracker: FindingTracker, scope: Scope, event: ChangeEvent, *, now: datetime
+) -> list[FindingEvent]:
+    """The open findings of ``scope`` whose actor the late ``event`` replaces: each updated
+    in the tracker and returned as a ``finding.changed`` (the reason names the event)."""
+    out: list[FindingEvent] = []
+    for finding in tracker.findings_of(scope):
+        current = _current(finding)
+        if current is None:
+            continue
+        at = current.started_at or parse_time(finding.extra.get("detectedAt")) or now
+        changed = ChangedObject(
+            finding.cluster, "nodes", finding.nodes[0] if finding.nodes else "", at, finding.pool
+        )
+        new = refine(current, changed, cloud=(event,))
+        if new is None:
+            continue
+        updated = tracker.annotate(scope, finding.id, new.to_json())
+        if updated is not None:
+            reason = f"actor refined by {event.source} event {event.id}: " + "; ".join(
+                new.reasons[-1:]
+            )
+            out.append(FindingEvent(FindingEventType.CHANGED, updated, now, reason=reason))
     return out
