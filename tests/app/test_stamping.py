@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fleetwarden.app.stamping import refine_open, stamp, stamp_events
+from fleetwarden.app.stamping import refine_open, stamp, stamp_events, timeline_seconds
 from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.tracking import FindingTracker
@@ -113,3 +113,27 @@ def test_a_late_cloud_event_names_the_actor_of_a_finding_no_write_explained():
         "via": "cloudEvent",
     }
     assert refine_open(tracker, ("c", "general"), _cloud_event(), now=NOW) == []
+
+
+def test_detect_and_restore_times_are_measured_from_the_start_of_the_change():
+    tracker = FindingTracker()
+    events = tracker.update(("c", "general"), [label("x")], now=NOW)
+    (appeared,) = stamp_events(
+        tracker, ("c", "general"), events, managed={"n-1": AFTER}.get, changed=("n-1", BEFORE)
+    )
+    assert timeline_seconds(appeared) == ("detect", 4.0)
+    later = NOW.replace(minute=10)
+    (cleared,) = stamp_events(
+        tracker,
+        ("c", "general"),
+        tracker.update(("c", "general"), [], now=later),
+        managed={}.get,
+    )
+    assert cleared.to_json()["finding"]["clearedAt"] == "2026-05-01T12:10:05Z"
+    assert timeline_seconds(cleared) == ("restore", 604.0)
+
+
+def test_a_finding_with_no_known_start_is_not_measured():
+    tracker = FindingTracker()
+    (appeared,) = tracker.update(("c", "general"), [label("x")], now=NOW)
+    assert timeline_seconds(appeared) is None

@@ -1,10 +1,11 @@
 """Stamping a live finding with who changed it and when: ``actor``, ``startedAt``, ``detectedAt``.
 
 When a Node update makes a finding appear, the watcher knows the object's managedFields before
-and after the write: ``core.actors.actor_from_managed_fields`` names the field manager that wrote
-the finding's field and the time of that write (``startedAt``); ``detectedAt`` is when the
-watcher saw it. After a relist (no previous object) the newest owner of the field is the actor.
-A finding about a fact no single write sets (kubelet version, counts) gets ``detectedAt`` only.
+and after the write: ``core.actors.actor_from_managed_fields`` names the field manager that
+wrote the finding's field and the time of that write (``startedAt``); ``detectedAt`` is when
+the watcher saw it; a cleared finding's last event adds ``clearedAt``. After a relist (no
+previous object) the newest owner of the field is the actor. A finding about a fact no single
+write sets (kubelet version, counts) gets ``detectedAt`` only.
 
 The stamp is stored on the tracker's finding (``FindingTracker.annotate``), so later events of
 the same finding (changed, cleared) and ``/api/findings`` carry it too. Pure apart from that.
@@ -45,6 +46,7 @@ __all__ = [
     "rfc3339",
     "stamp",
     "stamp_events",
+    "timeline_seconds",
 ]
 
 # a node's raw ``metadata.managedFields`` as the API server returned it
@@ -107,8 +109,27 @@ def stamp_events(
             finding = tracker.annotate(scope, event.finding.id, extra)
             if finding is not None:
                 event = dataclasses.replace(event, finding=finding)
+        elif event.type is FindingEventType.CLEARED:
+            f = event.finding
+            cleared = dataclasses.replace(f, extra={**f.extra, "clearedAt": rfc3339(event.at)})
+            event = dataclasses.replace(event, finding=cleared)
         out.append(event)
     return out
+
+
+def timeline_seconds(event: FindingEvent) -> tuple[str, float] | None:
+    """What a finding event tells the MTTD/MTTR histograms: ``("detect", detectedAt -
+    startedAt)`` when a stamped finding appears, ``("restore", cleared - startedAt)`` when one
+    with a known start clears; None otherwise (no start known: nothing to measure)."""
+    started = parse_time(event.finding.extra.get("startedAt"))
+    if started is None:
+        return None
+    if event.type is FindingEventType.APPEARED:
+        detected = parse_time(event.finding.extra.get("detectedAt")) or event.at
+        return "detect", max(0.0, (detected - started).total_seconds())
+    if event.type is FindingEventType.CLEARED:
+        return "restore", max(0.0, (event.at - started).total_seconds())
+    return None
 
 
 def _current(finding: Finding) -> ActorDecision | None:

@@ -47,6 +47,8 @@ from fleetwarden.adapters.queue.sqlite import SqliteQueue
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app import serving
 from fleetwarden.app.serving import Serving, ServingSettings, inspection_counter
+from fleetwarden.app.stamping import timeline_seconds
+from fleetwarden.app.watching import Event
 from fleetwarden.cli.common import fail
 from fleetwarden.cli.rendering import visible
 from fleetwarden.core.access import DoorConfig
@@ -56,6 +58,7 @@ from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.policy import Mode, Policy, Status, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
+from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.entrypoints import dashboard, gateway_process, history_api, supervisor
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
@@ -165,6 +168,13 @@ class Service(Serving):
             ],
         )
         self._background: set[asyncio.Task[None]] = set()
+
+    def emit(self, event: Event) -> None:
+        super().emit(event)
+        if isinstance(event, FindingEvent) and (measured := timeline_seconds(event)) is not None:
+            what, seconds = measured
+            hist = self.metrics.time_to_detect if what == "detect" else self.metrics.time_to_restore
+            hist.labels(event.finding.cluster, event.finding.layer.value).observe(seconds)
 
     def _set_findings_gauge(self, counts: Mapping[Severity, int]) -> None:
         for severity in Severity:

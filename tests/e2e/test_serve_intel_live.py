@@ -1,0 +1,84 @@
+"""Issue 14 in `serve` on a real kube-apiserver: a label patched with the field manager
+`kubectl-edit` is a finding whose actor and timeline reach /api/findings, the audit store's
+`finding` record and the MTTD/MTTR histograms of /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from fleetwarden.adapters.kube.client import KubeClient
+from fleetwarden.adapters.kube.config import load_kubeconfig
+from fleetwarden.core.events import parse_time
+from fleetwarden.entrypoints.serve_cmd import build_service, serve
+from fleetwarden.entrypoints.service_config import load_service_config
+from tests.e2e.test_heal_live import _config, _node, _until
+
+pytestmark = pytest.mark.live
+KUBECTL_EDIT = {"name": "kubectl-edit", "kind": "human", "via": "managedFields"}
+
+
+async def _label(api: KubeClient, node: str, value: str, manager: str) -> None:
+    await api.request(
+        "PATCH",
+        f"/api/v1/nodes/{node}",
+        params={"fieldManager": manager},
+        body={"metadata": {"labels": {"team": value}}},
+        content_type="application/strategic-merge-patch+json",
+    )
+
+
+def _audited_findings(store: Path) -> list[dict]:
+    with contextlib.closing(sqlite3.connect(store)) as con:
+        rows = con.execute(
+            "SELECT payload FROM audit_records WHERE kind = 'finding' ORDER BY seq"
+        ).fetchall()
+    return [json.loads(p) for (p,) in rows]
+
+
+async def test_serve_names_the_actor_and_measures_detect_and_restore(k8s, tmp_path):
+    ep = load_kubeconfig(Path(k8s["kubeconfig"]))[0]
+    cfg = _config(tmp_path, k8s["kubeconfig"], ep.name, "dry-run")
+    service = build_service(load_service_config(cfg))
+    sample = service.metrics.registry.get_sample_value
+    labels = {"cluster": ep.name, "layer": "L1"}
+    async with KubeClient(ep) as api:
+        for item in (await api.list("/api/v1/nodes")).items:
+            await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+        await api.request("POST", "/api/v1/nodes", body=_node("s-1", team="platform"))
+        task = asyncio.create_task(serve(service))
+        try:
+            await _until(
+                lambda: (w := service.fleet.watcher(ep.name)) is not None and w.synced.is_set(),
+                timeout=30,
+            )
+            await _label(api, "s-1", "intruder", "kubectl-edit")
+            (found,) = await _until(
+                lambda: [f for f in service.findings() if f.field == "labels.team"]
+            )
+            data = found.to_json()  # what /api/findings lists
+            assert data["actor"] == KUBECTL_EDIT
+            started, detected = parse_time(data["startedAt"]), parse_time(data["detectedAt"])
+            assert started is not None and detected is not None
+            assert started <= detected  # managedFields times are whole seconds
+            assert sample("fleetwarden_time_to_detect_seconds_count", labels) == 1
+            store = tmp_path / "audit.db"
+            audited = await _until(
+                lambda: [p for p in _audited_findings(store) if p["event"] == "finding.appeared"]
+            )
+            assert audited[0]["finding"]["actor"] == KUBECTL_EDIT
+            # restored by hand: cleared, and the restore time is measured from the change
+            await _label(api, "s-1", "platform", "kubectl-label")
+            await _until(lambda: sample("fleetwarden_time_to_restore_seconds_count", labels) == 1)
+            assert not [f for f in service.findings() if f.field == "labels.team"]
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for item in (await api.list("/api/v1/nodes")).items:
+                await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
