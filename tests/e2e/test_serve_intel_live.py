@@ -82,3 +82,66 @@ async def test_serve_names_the_actor_and_measures_detect_and_restore(k8s, tmp_pa
                 await task
             for item in (await api.list("/api/v1/nodes")).items:
                 await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+
+
+async def test_two_managers_alternating_a_label_are_one_fight_and_the_heal_is_paused(k8s, tmp_path):
+    """kubectl-edit, argocd-controller, kubectl-edit on one label within the window: one
+    FIGHT finding naming both; the third write's drift is not healed (its decision is blocked
+    by the fight guard and says "paused"), only the first one was (dry-run)."""
+    ep = load_kubeconfig(Path(k8s["kubeconfig"]))[1]
+    cfg = _config(tmp_path, k8s["kubeconfig"], ep.name, "dry-run")
+    service = build_service(load_service_config(cfg))
+    async with KubeClient(ep) as api:
+        for item in (await api.list("/api/v1/nodes")).items:
+            await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+        await api.request("POST", "/api/v1/nodes", body=_node("f-1", team="platform"))
+        task = asyncio.create_task(serve(service))
+        try:
+            await _until(
+                lambda: (w := service.fleet.watcher(ep.name)) is not None and w.synced.is_set(),
+                timeout=30,
+            )
+
+            def label_decisions() -> list:
+                return [
+                    d
+                    for d in service.healer.decisions.values()
+                    if d.target is not None and "team" in json.dumps(d.to_json())
+                ]
+
+            await _label(api, "f-1", "intruder", "kubectl-edit")
+            await _until(lambda: len(label_decisions()) == 1)
+            await _label(api, "f-1", "platform", "argocd-controller")
+            await _until(lambda: not [f for f in service.findings() if f.field == "labels.team"])
+            await _label(api, "f-1", "intruder", "kubectl-edit")
+            (fight,) = await _until(
+                lambda: [f for f in service.findings() if f.layer.value == "FIGHT"]
+            )
+            data = fight.to_json()
+            assert (data["field"], data["nodes"]) == ("labels.team", ["f-1"])
+            assert data["actors"] == ["kubectl-edit", "argocd-controller"]
+            assert data["writes"] == 3
+            await _until(lambda: len(label_decisions()) == 2)
+            first, paused = sorted(label_decisions(), key=lambda d: d.at)
+            assert first.status.value == "dry-run"
+            assert (paused.status.value, paused.guard.value) == ("blocked", "fight")
+            assert any(r.startswith("paused: ") for r in paused.reasons)
+            store = tmp_path / "audit.db"
+
+            def paused_in_audit() -> bool:
+                with contextlib.closing(sqlite3.connect(store)) as con:
+                    rows = con.execute(
+                        "SELECT payload FROM audit_records WHERE kind = 'decision'"
+                    ).fetchall()
+                return any("paused: " in p for (p,) in rows)
+
+            await _until(paused_in_audit)
+            with contextlib.closing(sqlite3.connect(store)) as con:
+                sql = "SELECT count(*) FROM audit_records WHERE kind = 'action'"
+                assert con.execute(sql).fetchone()[0] == 1  # the first (dry-run) heal only
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for item in (await api.list("/api/v1/nodes")).items:
+                await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")

@@ -70,6 +70,8 @@ from fleetwarden.core.audit import (
     record_id,
 )
 from fleetwarden.core.events import dedupe_key
+from fleetwarden.core.fights import FightDecision
+from fleetwarden.core.findings import Finding
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import (
     Decision,
@@ -181,6 +183,7 @@ class Healer:
         heal_retries: int = 5,
         shared: SharedGuards | None = None,
         identity: str | None = None,
+        fights: Callable[[Finding], FightDecision | None] | None = None,
     ) -> None:
         if shared is not None and audit is None:
             raise ValueError("shared guard state needs the audit store it lives in (audit=)")
@@ -191,6 +194,7 @@ class Healer:
         self._approved: dict[str, tuple[str, datetime]] = {}  # id → (approver, when)
         self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
         self.config = config  # the fingerprint of the configuration decisions are made under
+        self.fights = fights  # the live watchers' fights: a heal on a fought field is paused
         self.sweep_every = sweep_every
         self.heal_retries = heal_retries
         self.retries: dict[str, _Retry] = {}  # finding id → when to decide it again
@@ -446,6 +450,9 @@ class Healer:
             decision = policy_mod.decide(
                 f, route, self.state, now, self.mode, policy=self.policy, config=self.config
             )
+            fight = self.fights(f) if self.fights is not None else None
+            if fight is not None:
+                decision = policy_mod.pause(decision, fight.reasons)
             log.info(
                 "finding decided",
                 # the event the finding is blamed for; none for drift found at start-up

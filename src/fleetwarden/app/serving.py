@@ -195,6 +195,7 @@ class Serving:
             notify=self.notifier.handle if self.notifier is not None else None,
             clock=clock.now,
             config=config_hash,
+            fights=self.fleet.fight_blocking,
         )
         self.healer.set_pool_counts({c: len(p) for c, p in self.known_pools().items()})
 

@@ -23,6 +23,16 @@ from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSett
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.diffing import PoolIndex
+from fleetwarden.core.fights import (
+    FightDecision,
+    FightState,
+    blocking,
+    expire,
+    fight_finding,
+    node_writes,
+    observe,
+)
+from fleetwarden.core.findings import Finding
 from fleetwarden.core.lifecycle import (
     ClusterHealth,
     HealthTracker,
@@ -44,6 +54,7 @@ __all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
 Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
 NODES = "/api/v1/nodes"
+FIGHTS = "fights:"  # the tracker scope of a cluster's FIGHT findings: (cluster, FIGHTS)
 SECRET_SELECTOR = "argocd.argoproj.io/secret-type=cluster"
 
 
@@ -96,6 +107,7 @@ class ClusterWatcher:
         self.reflection = Reflection(NODES)
         self.synced = asyncio.Event()
         self._pool_labels = settings.options.pool_labels or POOL_LABELS
+        self.fights = FightState()  # writers alternating on one node field (core.fights)
         self._full = False
         self._full_reported = False
         self.refused = 0
@@ -155,7 +167,11 @@ class ClusterWatcher:
             self._store(obj)
         scopes = (
             {self._scope(g) for g in self.groups}
-            | {s[1] for s in self.tracker.scopes_of(self.cluster) if not is_app_scope(s[1])}
+            | {
+                s[1]
+                for s in self.tracker.scopes_of(self.cluster)
+                if not is_app_scope(s[1]) and s[1] != FIGHTS
+            }
             | set(self.index.specs)
         )
         for scope in scopes:
@@ -211,6 +227,7 @@ class ClusterWatcher:
         if not isinstance(name, str):
             return
         before = self.managed.get(name)
+        old_node = self.nodes.get(name)
         had, old_group = self._forget(name)
         refused = self.refused
         has, new_group = False, None
@@ -220,6 +237,9 @@ class ClusterWatcher:
                 has, new_group = True, pool_of(node, pool_labels=self._pool_labels)
         if self.refused != refused:
             await self._report_full()
+        if old_node is not None and has:
+            # before the re-diff: the healer must see the fight when the finding reaches it
+            await self._observe_writes(old_node, before, obj, self._scope(new_group))
         affected = ([old_group] if had else []) + ([new_group] if has else [])
         for scope in dict.fromkeys(self._scope(g) for g in affected):
             await self._rediff(scope, changed=(name, before if had else None))
@@ -230,6 +250,52 @@ class ClusterWatcher:
             if has:
                 count = len(self.groups.get(new_group, ()))
                 await self._scaled(new_group, count - 1)
+
+    async def _observe_writes(
+        self,
+        old: ObservedNode,
+        before: ManagedFields | None,
+        obj: Mapping[str, Any],
+        scope: str | None,
+    ) -> None:
+        """Feed the labels and taints this update wrote to the fight state; report fights."""
+        previous = {
+            "metadata": {
+                "name": old.name,
+                "labels": dict(old.labels),
+                "managedFields": list(before or ()),
+            },
+            "spec": {
+                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in old.taints]
+            },
+        }
+        now = self.now()
+        try:
+            writes = node_writes(self.cluster, scope, previous, obj, now=now)
+        except ValueError:
+            return  # malformed managedFields: no writer to name, no fight to see
+        if not writes:
+            return
+        for write in writes:
+            self.fights, _ = observe(self.fights, write, now)
+        await self._report_fights()
+
+    async def _report_fights(self) -> None:
+        findings = [fight_finding(f) for f in self.fights.fights.values()]
+        for event in self.tracker.update((self.cluster, FIGHTS), findings, now=self.now()):
+            await _emit(self.emit, event)
+
+    async def expire_fights(self) -> None:
+        """Clear the fights whose field was calm for the window (the probe loop asks)."""
+        if not self.fights.writes:
+            return
+        self.fights, cleared = expire(self.fights, self.now())
+        if cleared:
+            await self._report_fights()
+
+    def fight_blocking(self, finding: Finding) -> FightDecision | None:
+        """The fight that forbids healing ``finding`` now (``core.fights.blocking``)."""
+        return blocking(self.fights, finding, self.now())
 
     async def _report_full(self) -> None:
         """Say once that the bounded cache refused nodes: drift there is no longer seen."""
@@ -313,6 +379,7 @@ class ClusterWatcher:
             await _emit(self.emit, event)
             if event.type is LifecycleType.UPGRADED and self.on_upgrade is not None:
                 await self.on_upgrade(self.cluster, str(event.details["to"]))
+        await self.expire_fights()
 
     async def probe_forever(self) -> None:
         while True:
@@ -378,6 +445,11 @@ class FleetWatcher:
     def watcher(self, cluster: str) -> ClusterWatcher | None:
         running = self.running.get(cluster)
         return running.watcher if running else None
+
+    def fight_blocking(self, finding: Finding) -> FightDecision | None:
+        """The healer's question: does a fight in the finding's cluster forbid healing it?"""
+        watcher = self.watcher(finding.cluster)
+        return watcher.fight_blocking(finding) if watcher is not None else None
 
     async def add(self, endpoint: ClusterEndpoint) -> None:
         if endpoint.name in self.running:
