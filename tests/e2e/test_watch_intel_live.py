@@ -14,6 +14,7 @@ from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.core.events import parse_time
+from fleetwarden.core.tracking import FindingEvent
 from tests.e2e.test_watch_live import Recorder, _clean, node_body, spec
 
 pytestmark = pytest.mark.live
@@ -81,6 +82,52 @@ async def test_label_patched_by_kubectl_edit_names_it_with_start_and_detect_time
                 "kind": "gitops",
                 "via": "managedFields",
             }
+        finally:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            await _clean(api)
+
+
+@pytest.mark.parametrize("taint", ["ToBeDeletedByClusterAutoscaler", "karpenter.sh/disrupted"])
+async def test_a_node_replaced_by_the_autoscaler_is_churn_and_a_hand_deleted_one_counts(
+    endpoints, taint
+):
+    ep = endpoints[1]
+    rec = Recorder()
+    fleet = FleetWatcher(
+        [spec(ep.name)], http_client_factory, rec.emit, settings=WatchSettings(probe_interval=0.5)
+    )
+    async with KubeClient(ep) as api:
+        await _clean(api)
+        await api.request("POST", "/api/v1/nodes", body=node_body("old-1"))
+        runner = asyncio.create_task(fleet.run([ep]))
+        try:
+            await rec.wait(
+                lambda: fleet.watcher(ep.name) and fleet.watcher(ep.name).synced.is_set()
+            )
+            # the autoscaler marks the node, deletes it, and a matching node replaces it
+            body = node_body("old-1")
+            body["spec"]["taints"].append({"key": taint, "effect": "NoSchedule"})
+            await api.patch("/api/v1/nodes/old-1", {"spec": body["spec"]})
+            await api.request("DELETE", "/api/v1/nodes/old-1")
+            await rec.wait(
+                lambda: [e for e in rec.lifecycle("pool.scaled") if e.details["to"] == 0]
+            )
+            await api.request("POST", "/api/v1/nodes", body=node_body("new-1"))
+            await rec.wait(
+                lambda: [e for e in rec.lifecycle("pool.scaled") if e.details["to"] == 1]
+            )
+            (churn,) = rec.lifecycle("churn")
+            data = churn.to_json()
+            assert (data["change"], data["verdict"]) == ("replaced", "churn")
+            assert (data["removed"], data["added"]) == (["old-1"], ["new-1"])
+            assert [e for e in rec.events if isinstance(e, FindingEvent)] == []
+            # a person deletes the replacement: the pool is short, and that is a finding
+            await api.request("DELETE", "/api/v1/nodes/new-1")
+            (short,) = await rec.wait(lambda: rec.findings("finding.appeared", "nodeCount"))
+            assert short.finding.layer.value == "COUNT"
+            assert len(rec.lifecycle("churn")) == 1
         finally:
             runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetwarden.app.churning import ChurnWatch, snapshot_of
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
 from fleetwarden.app.stamping import ManagedFields, stamp_events
 from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSettings
+from fleetwarden.core.churn import ChurnDecision
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.diffing import PoolIndex
@@ -108,6 +110,7 @@ class ClusterWatcher:
         self.synced = asyncio.Event()
         self._pool_labels = settings.options.pool_labels or POOL_LABELS
         self.fights = FightState()  # writers alternating on one node field (core.fights)
+        self.churn = ChurnWatch(self.cluster, options=settings.options)
         self._full = False
         self._full_reported = False
         self.refused = 0
@@ -240,6 +243,17 @@ class ClusterWatcher:
         if old_node is not None and has:
             # before the re-diff: the healer must see the fight when the finding reaches it
             await self._observe_writes(old_node, before, obj, self._scope(new_group))
+        # churn before the re-diff too: what it explains is not reported
+        if old_node is not None and not has and kind == "DELETED":
+            scope = self._scope(old_group)
+            await self._report_churn(
+                self.churn.removed(snapshot_of(old_node), scope, self._spec(scope), self.now())
+            )
+        elif old_node is None and has and (added := self.nodes.get(name)) is not None:
+            scope = self._scope(new_group)
+            await self._report_churn(
+                self.churn.added(snapshot_of(added, obj), scope, self._spec(scope), self.now())
+            )
         affected = ([old_group] if had else []) + ([new_group] if has else [])
         for scope in dict.fromkeys(self._scope(g) for g in affected):
             await self._rediff(scope, changed=(name, before if had else None))
@@ -279,6 +293,16 @@ class ClusterWatcher:
         for write in writes:
             self.fights, _ = observe(self.fights, write, now)
         await self._report_fights()
+
+    def _spec(self, scope: str | None) -> NodePoolSpec | None:
+        return self.index.specs.get(scope) if scope is not None else None
+
+    async def _report_churn(self, decisions: Sequence[ChurnDecision]) -> None:
+        for d in decisions:
+            details = {k: v for k, v in d.to_json().items() if k != "cluster"}
+            await _emit(
+                self.emit, LifecycleEvent(LifecycleType.CHURN, self.cluster, self.now(), details)
+            )
 
     async def _report_fights(self) -> None:
         findings = [fight_finding(f) for f in self.fights.fights.values()]
@@ -351,8 +375,14 @@ class ClusterWatcher:
         it (None: not known): new findings on it name its writer."""
         spec = self.index.specs.get(scope) if scope is not None else None
         groups = {scope: (spec, self.nodes_of(scope))}
+        now = self.now()
         events = diff_and_track(
-            self.tracker, self.cluster, groups, options=self.settings.options, now=self.now()
+            self.tracker,
+            self.cluster,
+            groups,
+            options=self.settings.options,
+            now=now,
+            keep=lambda f: not self.churn.explains(f, now),
         )
         events = stamp_events(
             self.tracker, (self.cluster, scope), events, managed=self.managed.get, changed=changed
@@ -380,6 +410,7 @@ class ClusterWatcher:
             if event.type is LifecycleType.UPGRADED and self.on_upgrade is not None:
                 await self.on_upgrade(self.cluster, str(event.details["to"]))
         await self.expire_fights()
+        await self._report_churn(self.churn.flush(self.now()))
 
     async def probe_forever(self) -> None:
         while True:
