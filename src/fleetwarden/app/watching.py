@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, orphan_tracking
 from fleetwarden.app.churning import ChurnWatch, snapshot_of
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
@@ -43,6 +44,7 @@ from fleetwarden.core.lifecycle import (
     ProbeResult,
 )
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
+from fleetwarden.core.orphans import ORPHANS_SCOPE, OrphanBook
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingTracker, is_app_scope
@@ -173,7 +175,7 @@ class ClusterWatcher:
             | {
                 s[1]
                 for s in self.tracker.scopes_of(self.cluster)
-                if not is_app_scope(s[1]) and s[1] != FIGHTS
+                if not is_app_scope(s[1]) and s[1] not in (FIGHTS, ORPHANS_SCOPE)
             }
             | set(self.index.specs)
         )
@@ -460,12 +462,29 @@ class FleetWatcher:
         self.running: dict[str, _Running] = {}
         self._secret_to_cluster: dict[str, str] = {}
         self._tg: asyncio.TaskGroup | None = None
+        self.orphans: OrphanMonitor | None = None  # with an Argo CD cluster, once running
+        self.argo: ArgoWatcher | None = None
 
     async def run(
         self, endpoints: Sequence[ClusterEndpoint] = (), argocd: tuple[KubeApi, str] | None = None
     ) -> None:
+        """``argocd``: the Argo CD cluster's client and namespace: its cluster Secrets are
+        followed, and its Applications, ApplicationSets and AppProjects watched there, so a
+        removed cluster names the applications it orphans (``app.argo_watching``; their
+        LIFECYCLE findings live in this fleet's tracker)."""
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
+            if argocd is not None:
+                monitor, argo = orphan_tracking(
+                    argocd[0],
+                    self.emit,
+                    namespace=argocd[1],
+                    now=self.now,
+                    book=OrphanBook(self.tracker),
+                )
+                self.emit = monitor.observe  # every event passes the monitor: removals grow
+                self.orphans, self.argo = monitor, argo
+                tg.create_task(argo.run(), name="argocd-apps")
             for endpoint in endpoints:
                 await self.add(endpoint)
             if argocd is not None:
