@@ -15,6 +15,8 @@ from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfi
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.core.events import parse_time
 from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.ports.kube import Conflict, NotFound
+from tests.e2e.test_capacity_live import make_pod, running, set_status, unschedulable
 from tests.e2e.test_watch_live import Recorder, _clean, node_body, spec
 
 pytestmark = pytest.mark.live
@@ -133,3 +135,56 @@ async def test_a_node_replaced_by_the_autoscaler_is_churn_and_a_hand_deleted_one
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
             await _clean(api)
+
+
+async def test_pods_left_unschedulable_by_a_scale_down_are_a_capacity_finding_of_the_fleet(
+    endpoints,
+):
+    ep = endpoints[0]
+    rec = Recorder()
+    fleet = FleetWatcher(
+        [spec(ep.name)],
+        http_client_factory,
+        rec.emit,
+        settings=WatchSettings(probe_interval=0.5, capacity=True),
+    )
+    ns = "intel-capacity"
+    async with KubeClient(ep) as api:
+        await _clean(api)
+        with contextlib.suppress(Conflict):
+            await api.create("/api/v1/namespaces", {"metadata": {"name": ns}})
+        with contextlib.suppress(Conflict):  # no controller-manager: no default ServiceAccount
+            await api.create(
+                f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "default"}}
+            )
+        with contextlib.suppress(NotFound):
+            await api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/batch-0")
+        for name in ("cap-1", "cap-2"):
+            await api.request("POST", "/api/v1/nodes", body=node_body(name))
+        await make_pod(api, ns, "batch-0")
+        runner = asyncio.create_task(fleet.run([ep]))
+        try:
+            await rec.wait(
+                lambda: fleet.watcher(ep.name) and fleet.watcher(ep.name).synced.is_set()
+            )
+            await api.request("DELETE", "/api/v1/nodes/cap-2")  # the pool scaled down by one
+            await rec.wait(lambda: rec.lifecycle("pool.scaled"))
+            # lastTransitionTime has whole seconds: one after the scale-down
+            later = datetime.now(UTC) + timedelta(seconds=1)
+            await set_status(api, ns, "batch-0", unschedulable(later))
+            (appeared,) = await rec.wait(
+                lambda: rec.findings("finding.appeared", "pods.unschedulable")
+            )
+            assert appeared.finding.layer.value == "CAPACITY"
+            assert appeared.finding.extra["pods"] == [f"{ns}/batch-0"]
+            assert [f.layer.value for f in fleet.findings()] == ["CAPACITY"]
+            await set_status(api, ns, "batch-0", running(datetime.now(UTC)))
+            await rec.wait(lambda: rec.findings("finding.cleared", "pods.unschedulable"))
+            assert fleet.findings() == []
+        finally:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+            await _clean(api)
+            with contextlib.suppress(NotFound):
+                await api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/batch-0")

@@ -144,7 +144,7 @@ class Serving:
             self.emit,
             tracker=self.tracker,
             settings=WatchSettings(
-                probe_interval=settings.probe_interval, options=settings.options
+                probe_interval=settings.probe_interval, options=settings.options, capacity=True
             ),
             now=clock.now,
             # workloads are watched only for followed apps (the six kinds cost a list each)
@@ -219,7 +219,7 @@ class Serving:
     # --- what the HTTP side reads ----------------------------------------------------------
 
     def findings(self) -> list[Finding]:
-        return sorted(self.tracker.current(), key=severity_order)
+        return sorted(self.fleet.findings(), key=severity_order)
 
     def nodes_of(self, cluster: str) -> list[ObservedNode] | None:
         """Live cache first; else the latest known state from node dumps."""

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, orphan_tracking
+from fleetwarden.app.capacity_watching import CapacityWatcher
 from fleetwarden.app.churning import ChurnWatch, snapshot_of
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
@@ -74,6 +75,9 @@ class WatchSettings:
     max_nodes: int = 50_000  # per cluster; beyond this the cache refuses nodes and says so
     watch_timeout: int = 300
     options: DiffOptions = field(default_factory=DiffOptions)
+    # watch Pending pods (a field-selected list + watch per cluster) and link the unschedulable
+    # ones to the scale-downs before them: CAPACITY findings (app.capacity_watching)
+    capacity: bool = False
 
 
 async def _emit(emit: Emit, event: Event) -> None:
@@ -113,6 +117,13 @@ class ClusterWatcher:
         self._pool_labels = settings.options.pool_labels or POOL_LABELS
         self.fights = FightState()  # writers alternating on one node field (core.fights)
         self.churn = ChurnWatch(self.cluster, options=settings.options)
+        self.capacity = (
+            CapacityWatcher(
+                self.cluster, client, emit, now=now, watch_timeout=settings.watch_timeout
+            )
+            if settings.capacity
+            else None
+        )
         self._full = False
         self._full_reported = False
         self.refused = 0
@@ -123,6 +134,8 @@ class ClusterWatcher:
             tg.create_task(self.probe_forever(), name=f"probe:{self.cluster}")
             if self.workloads is not None:
                 tg.create_task(self.workloads.run(), name=f"workloads:{self.cluster}")
+            if self.capacity is not None:
+                tg.create_task(self.capacity.run(), name=f"capacity:{self.cluster}")
 
     # --- nodes ---------------------------------------------------------------------------
 
@@ -344,15 +357,15 @@ class ClusterWatcher:
     async def _scaled(self, group: str | None, before: int) -> None:
         after = len(self.groups.get(group, ()))
         if after != before and group is not None:
-            await _emit(
-                self.emit,
-                LifecycleEvent(
-                    LifecycleType.SCALED,
-                    self.cluster,
-                    self.now(),
-                    {"pool": group, "from": before, "to": after},
-                ),
+            event = LifecycleEvent(
+                LifecycleType.SCALED,
+                self.cluster,
+                self.now(),
+                {"pool": group, "from": before, "to": after},
             )
+            await _emit(self.emit, event)
+            if self.capacity is not None:  # pods left pending after it are linked to it
+                await self.capacity.observe(event)
 
     def nodes_of(self, scope: str | None) -> list[ObservedNode]:
         spec = self.index.specs.get(scope) if scope is not None else None
@@ -495,6 +508,15 @@ class FleetWatcher:
     def watcher(self, cluster: str) -> ClusterWatcher | None:
         running = self.running.get(cluster)
         return running.watcher if running else None
+
+    def findings(self) -> list[Finding]:
+        """Every current finding: the fleet tracker's and each cluster's capacity findings
+        (kept by the capacity watcher's own tracker)."""
+        out = self.tracker.current()
+        for running in self.running.values():
+            if running.watcher.capacity is not None:
+                out.extend(running.watcher.capacity.findings())
+        return out
 
     def fight_blocking(self, finding: Finding) -> FightDecision | None:
         """The healer's question: does a fight in the finding's cluster forbid healing it?"""

@@ -185,7 +185,9 @@ def register(app: typer.Typer) -> None:
             followed = _followed(config, settings.raw, follow or (), namespace or ())
         except FormatError as exc:
             fail(str(exc))
-        watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
+        watch_settings = WatchSettings(
+            probe_interval=probe_interval, options=settings.diff, capacity=True
+        )
         runner = _JsonSink() if output is OutputFormat.json else _LiveSink(wide=wide)
         hook = upgrade_hook([files.parse_path_arg(m) for m in manifests or ()], runner.emit)
         pools = loaded.pools
