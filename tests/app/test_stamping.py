@@ -5,10 +5,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fleetwarden.app.stamping import refine_open, stamp, stamp_events, timeline_seconds
+from fleetwarden.app.stamping import (
+    cause_of,
+    refine_open,
+    stamp,
+    stamp_events,
+    timeline_seconds,
+)
 from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.tracking import FindingTracker
+from fleetwarden.entrypoints.incidents_api import incidents_json
 
 NOW = datetime(2026, 5, 1, 12, 0, 5, tzinfo=UTC)
 
@@ -137,3 +144,36 @@ def test_a_finding_with_no_known_start_is_not_measured():
     tracker = FindingTracker()
     (appeared,) = tracker.update(("c", "general"), [label("x")], now=NOW)
     assert timeline_seconds(appeared) is None
+
+
+def test_the_same_tool_making_the_same_change_in_two_clusters_is_one_incident():
+    edit = {"name": "kubectl-edit", "kind": "human", "via": "managedFields"}
+    stamped = {"actor": edit, "startedAt": "2026-05-01T12:00:01Z"}
+    a = Finding(
+        "eu",
+        "general",
+        Layer.L1,
+        "labels.team",
+        "platform",
+        "x",
+        Severity.HIGH,
+        ("n-1",),
+        extra=stamped,
+    )
+    b = Finding(
+        "us",
+        "general",
+        Layer.L1,
+        "labels.team",
+        "platform",
+        "x",
+        Severity.HIGH,
+        ("n-9",),
+        extra=stamped,
+    )
+    other = label("y")  # no actor: an incident of its own
+    assert cause_of(a).actor is not None and cause_of(a).actor.name == "kubectl-edit"
+    incidents = incidents_json([a, b, other], NOW)
+    assert len(incidents) == 2
+    first = incidents[0]  # the bigger blast radius ranks first
+    assert (first["clusters"], first["nodes"], first["actor"]) == (["eu", "us"], 2, edit)

@@ -10,6 +10,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import httpx
 import pytest
 
 from fleetwarden.adapters.kube.client import KubeClient
@@ -67,6 +68,13 @@ async def test_serve_names_the_actor_and_measures_detect_and_restore(k8s, tmp_pa
             assert started is not None and detected is not None
             assert started <= detected  # managedFields times are whole seconds
             assert sample("fleetwarden_time_to_detect_seconds_count", labels) == 1
+            # over HTTP: the finding in /api/findings, its incident in /api/incidents
+            base = f"http://{service.config.host}:{service.config.port}"
+            async with httpx.AsyncClient(base_url=base, timeout=5) as http:
+                listed = (await http.get("/api/findings")).json()
+                (incident,) = (await http.get("/api/incidents")).json()
+            assert [f["actor"] for f in listed if f["field"] == "labels.team"] == [KUBECTL_EDIT]
+            assert incident["actor"] == KUBECTL_EDIT and incident["findings"] == [data["id"]]
             store = tmp_path / "audit.db"
             audited = await _until(
                 lambda: [p for p in _audited_findings(store) if p["event"] == "finding.appeared"]

@@ -37,10 +37,12 @@ from fleetwarden.core.actors import (
 )
 from fleetwarden.core.events import ChangeEvent, parse_time
 from fleetwarden.core.findings import Finding
+from fleetwarden.core.incidents import Cause
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker, Scope
 
 __all__ = [
     "ManagedFields",
+    "cause_of",
     "decide_actor",
     "refine_open",
     "rfc3339",
@@ -173,3 +175,21 @@ def refine_open(
             )
             out.append(FindingEvent(FindingEventType.CHANGED, updated, now, reason=reason))
     return out
+
+
+def _actor(raw: object) -> Actor | None:
+    if not isinstance(raw, Mapping) or not raw.get("name"):
+        return None
+    try:
+        return Actor(str(raw["name"]), ActorKind(str(raw.get("kind"))), Via(str(raw.get("via"))))
+    except ValueError:
+        return None
+
+
+def cause_of(finding: Finding) -> Cause:
+    """What a stamped finding says of its origin, for ``core.incidents.group_incidents``."""
+    return Cause(
+        finding,
+        actor=_actor(finding.extra.get("actor")),
+        started_at=parse_time(finding.extra.get("startedAt")),
+    )

@@ -59,7 +59,13 @@ from fleetwarden.core.policy import Mode, Policy, Status, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.core.tracking import FindingEvent
-from fleetwarden.entrypoints import dashboard, gateway_process, history_api, supervisor
+from fleetwarden.entrypoints import (
+    dashboard,
+    gateway_process,
+    history_api,
+    incidents_api,
+    supervisor,
+)
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics
@@ -165,6 +171,7 @@ class Service(Serving):
                 Route("/api/decisions/{id:str}/approve", self._api_approve, methods=["POST"]),
                 *self.workloads.routes(),
                 *dashboard.routes(self.fleet, self.snapshot, self.findings),
+                *incidents_api.routes(self.findings),
             ],
         )
         self._background: set[asyncio.Task[None]] = set()
