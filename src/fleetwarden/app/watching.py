@@ -218,9 +218,7 @@ class ClusterWatcher:
             return None
         self.nodes[node.name] = node
         meta = obj.get("metadata")
-        managed = meta.get("managedFields") if isinstance(meta, Mapping) else None
-        if isinstance(managed, list):
-            self.managed[node.name] = managed
+        self.managed[node.name] = _writable(meta)
         self.groups.setdefault(pool_of(node, pool_labels=self._pool_labels), set()).add(node.name)
         return node
 
@@ -288,6 +286,12 @@ class ClusterWatcher:
         scope: str | None,
     ) -> None:
         """Feed the labels and taints this update wrote to the fight state; report fights."""
+        new = self.nodes.get(old.name)
+        meta = obj.get("metadata")
+        if new is None or not isinstance(meta, Mapping):
+            return
+        if new.labels == old.labels and new.taints == old.taints:
+            return  # a status heartbeat, most updates: nothing written that could be fought over
         previous = {
             "metadata": {
                 "name": old.name,
@@ -298,9 +302,10 @@ class ClusterWatcher:
                 "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in old.taints]
             },
         }
+        after = {**obj, "metadata": {**meta, "managedFields": _writable(meta)}}
         now = self.now()
         try:
-            writes = node_writes(self.cluster, scope, previous, obj, now=now)
+            writes = node_writes(self.cluster, scope, previous, after, now=now)
         except ValueError:
             return  # malformed managedFields: no writer to name, no fight to see
         if not writes:
@@ -683,6 +688,16 @@ async def _cancel_and_wait(task: asyncio.Task[None]) -> None:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
+
+
+def _writable(meta: object) -> list[Mapping[str, Any]]:
+    """A node's managedFields entries that can own labels, taints or ``unschedulable``: the
+    ``status`` subresource's (the kubelet's heartbeats, conditions, images: most of the bytes)
+    never do, so they are neither kept per node nor read for a writer."""
+    managed = meta.get("managedFields") if isinstance(meta, Mapping) else None
+    if not isinstance(managed, list):
+        return []
+    return [e for e in managed if isinstance(e, Mapping) and e.get("subresource") != "status"]
 
 
 def _secret_key(obj: Mapping[str, Any]) -> str:
