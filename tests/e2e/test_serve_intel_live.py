@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -147,6 +148,77 @@ async def test_two_managers_alternating_a_label_are_one_fight_and_the_heal_is_pa
             with contextlib.closing(sqlite3.connect(store)) as con:
                 sql = "SELECT count(*) FROM audit_records WHERE kind = 'action'"
                 assert con.execute(sql).fetchone()[0] == 1  # the first (dry-run) heal only
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            for item in (await api.list("/api/v1/nodes")).items:
+                await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+
+
+async def test_a_late_cloud_event_refines_the_actor_and_the_audit_records_it(k8s, tmp_path):
+    """The watch sees a label written by the provider's agent (field manager kubelet) first;
+    the provider's event arrives later through the gateway: the open finding's actor becomes
+    the principal (finding.changed), and the audit store records the finding with it."""
+    ep = load_kubeconfig(Path(k8s["kubeconfig"]))[0]
+    cfg = _config(tmp_path, k8s["kubeconfig"], ep.name, "dry-run")
+    raw = json.loads(cfg.read_text())
+    raw["auth"]["cloudevents"] = {"bearerToken": "ce-token"}
+    cfg.write_text(json.dumps(raw))
+    service = build_service(load_service_config(cfg))
+    alice = "arn:aws:iam::123456789012:user/alice"
+    async with KubeClient(ep) as api:
+        for item in (await api.list("/api/v1/nodes")).items:
+            await api.request("DELETE", f"/api/v1/nodes/{item['metadata']['name']}")
+        await api.request("POST", "/api/v1/nodes", body=_node("r-1", team="platform"))
+        task = asyncio.create_task(serve(service))
+        try:
+            await _until(
+                lambda: (w := service.fleet.watcher(ep.name)) is not None and w.synced.is_set(),
+                timeout=30,
+            )
+            await _label(api, "r-1", "rotated", "kubelet")
+            (found,) = await _until(
+                lambda: [f for f in service.findings() if f.field == "labels.team"]
+            )
+            assert found.extra["actor"]["name"] == "kubelet"
+            event = {
+                "specversion": "1.0",
+                "id": "late-1",
+                "source": "aws.eks",
+                "type": "aws.eks.UpdateNodegroupConfig",
+                "time": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+                "cluster": ep.name,
+                "nodepool": "general",
+                "actor": alice,
+                "data": {},
+            }
+            base = f"http://{service.config.host}:{service.config.port}"
+            async with httpx.AsyncClient(base_url=base, timeout=5) as http:
+                r = await http.post(
+                    "/events/cloudevents",
+                    content=json.dumps(event),
+                    headers={
+                        "Authorization": "Bearer ce-token",
+                        "content-type": "application/cloudevents+json",
+                    },
+                )
+            assert r.status_code == 202, r.text
+            (refined,) = await _until(
+                lambda: [
+                    f
+                    for f in service.findings()
+                    if f.field == "labels.team" and f.extra["actor"]["via"] == "cloudEvent"
+                ]
+            )
+            assert refined.extra["actor"] == {"name": alice, "kind": "human", "via": "cloudEvent"}
+            changed = [e for e in service.events if e["type"] == "finding.changed"]
+            assert changed and "late-1" in changed[-1]["reason"]
+            store = tmp_path / "audit.db"
+            audited = await _until(
+                lambda: [p for p in _audited_findings(store) if p["event"] == "finding.changed"]
+            )
+            assert audited[-1]["finding"]["actor"]["name"] == alice
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
