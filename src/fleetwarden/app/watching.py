@@ -72,6 +72,9 @@ class WatchSettings:
     probe_interval: float = 10.0
     probe_timeout: float = 5.0
     failure_threshold: int = 3
+    # failed probes in a row that declare the cluster gone: a cluster.removed with declaredGone
+    # (its orphaned Argo CD applications named); it is still probed, and back when it answers
+    gone_after: int | None = 5
     max_nodes: int = 50_000  # per cluster; beyond this the cache refuses nodes and says so
     watch_timeout: int = 300
     options: DiffOptions = field(default_factory=DiffOptions)
@@ -111,7 +114,11 @@ class ClusterWatcher:
         # each cached node's managedFields: the "before" of its next update names the writer
         self.managed: dict[str, ManagedFields] = {}
         self.groups: dict[str | None, set[str]] = {}
-        self.health = HealthTracker(self.cluster, failure_threshold=settings.failure_threshold)
+        self.health = HealthTracker(
+            self.cluster,
+            failure_threshold=settings.failure_threshold,
+            gone_after=settings.gone_after,
+        )
         self.reflection = Reflection(NODES)
         self.synced = asyncio.Event()
         self._pool_labels = settings.options.pool_labels or POOL_LABELS
