@@ -398,7 +398,15 @@ async def test_manifests_are_accepted_and_rbac_covers_what_serve_does(
                 timeout=30,
             )
         await rec.wait(lambda: len(rec.lifecycle("cluster.health")) >= 2)
-        assert rec.lifecycle("cluster.watch_refused") == []
+        # RBAC covers everything; only Argo CD's kinds may be missing (no CRDs in this cluster)
+        refused = rec.lifecycle("cluster.watch_refused")
+        assert [
+            e.details
+            for e in refused
+            if not (
+                e.details["resource"].startswith("argoproj.io/") and "404" in e.details["reason"]
+            )
+        ] == []
         assert all(e.details["to"] == "Healthy" for e in rec.lifecycle("cluster.health"))
         mgmt = fleet.watcher("mgmt")
         assert mgmt is not None and mgmt.workloads is not None
