@@ -380,7 +380,7 @@ async def test_manifests_are_accepted_and_rbac_covers_what_serve_does(
         [],
         http_client_factory,
         rec.emit,
-        settings=WatchSettings(probe_interval=1),
+        settings=WatchSettings(probe_interval=1, capacity=True),  # as serve runs it
         desired_apps=desired,
         workload_settings=WorkloadWatchSettings(),  # cluster-wide, Secrets included
     )
@@ -394,6 +394,9 @@ async def test_manifests_are_accepted_and_rbac_covers_what_serve_does(
                     and c.synced.is_set()
                     and c.workloads is not None
                     and c.workloads.synced.is_set()
+                    and c.capacity is not None
+                    # Pending pods listed, or refused (then the assertion below names it)
+                    and (c.capacity.reflection.relists >= 1 or c.capacity.reflection.refused)
                 ),
                 timeout=30,
             )

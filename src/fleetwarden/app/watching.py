@@ -124,13 +124,16 @@ class ClusterWatcher:
         self._pool_labels = settings.options.pool_labels or POOL_LABELS
         self.fights = FightState()  # writers alternating on one node field (core.fights)
         self.churn = ChurnWatch(self.cluster, options=settings.options)
-        self.capacity = (
-            CapacityWatcher(
-                self.cluster, client, emit, now=now, watch_timeout=settings.watch_timeout
+        self.capacity: CapacityWatcher | None = None
+        if settings.capacity:
+            self.capacity = CapacityWatcher(
+                self.cluster,
+                client,
+                emit,
+                now=now,
+                watch_timeout=settings.watch_timeout,
+                on_refused=self._refused_pods,
             )
-            if settings.capacity
-            else None
-        )
         self._full = False
         self._full_reported = False
         self.refused = 0
@@ -169,16 +172,19 @@ class ClusterWatcher:
             on_refused=self._refused,
         )
 
-    async def _refused(self, reason: str) -> None:
+    async def _refused(self, reason: str, resource: str = "nodes") -> None:
         await _emit(
             self.emit,
             LifecycleEvent(
                 LifecycleType.WATCH_REFUSED,
                 self.cluster,
                 self.now(),
-                {"resource": "nodes", "reason": reason},
+                {"resource": resource, "reason": reason},
             ),
         )
+
+    async def _refused_pods(self, reason: str) -> None:
+        await self._refused(reason, "pods")
 
     async def relist(self) -> str:
         """Replace the cache with a fresh list and re-diff every pool; emit only differences.
