@@ -20,7 +20,7 @@ import pytest
 import structlog
 
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
-from fleetwarden.app import healing
+from fleetwarden.app import healing_records
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.core.audit import AuditDraft, AuditKind
@@ -318,7 +318,7 @@ async def test_only_the_replay_span_is_read(world):
 async def test_the_span_is_read_in_pages_and_replayed_oldest_first(
     world, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(healing, "RESTORE_PAGE", 2)
+    monkeypatch.setattr(healing_records, "RESTORE_PAGE", 2)
     first = await world.start(Mode.ENFORCE)
     done = await first.process([drift(k, pool=f"p{k}") for k in range(5)])
     assert [d.status for d in done] == [Status.EXECUTE] * 2 + [Status.BLOCKED] * 3

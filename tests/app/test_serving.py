@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fleetwarden.app.serving import Serving, ServingSettings
+from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
@@ -90,3 +91,43 @@ def test_the_start_up_scan_tracks_the_dump_once_and_emits_to_the_healer_queue():
     assert len(appeared) == 1
     queued = serving.healer.queue.get_nowait()
     assert isinstance(queued, FindingEvent) and queued.finding.nodes == ("a",)
+
+
+async def test_a_late_cloud_event_refines_the_actor_of_a_finding_already_open():
+    """The watch saw the change first (the finding names kubelet, the provider's agent, from
+    managedFields); CloudTrail delivers the node-group update later: the inspector's re-diff
+    replaces the actor with the IAM principal -> one finding.changed, queued for the audit."""
+    serving = pipeline({"c1": [node("a", "t3.medium")]})
+    serving.initial_scan()
+    (f,) = serving.findings()
+    serving.tracker.annotate(
+        ("c1", "general"),
+        f.id,
+        {
+            "actor": {"name": "kubelet", "kind": "provider", "via": "managedFields"},
+            "startedAt": "2025-12-31T23:58:00Z",
+        },
+    )
+    serving.healer.queue.get_nowait()  # the appeared event
+    event = ChangeEvent(
+        "ct-1",
+        "aws.eks",
+        "UpdateNodegroupConfig",
+        EventSource.AWS,
+        Operation.UPDATE,
+        time=datetime(2025, 12, 31, 23, 57, 50, tzinfo=UTC),
+        cluster="c1",
+        pool="general",
+        actor="arn:aws:iam::1:user/alice",
+    )
+    serving.attribution.record(event, now=datetime(2026, 1, 1, tzinfo=UTC))
+    assert await serving.rediff("c1", "general") == 1
+    changed = [e for e in serving.events if e["type"] == "finding.changed"]
+    assert [e["finding"]["actor"] for e in changed] == [
+        {"name": "arn:aws:iam::1:user/alice", "kind": "human", "via": "cloudEvent"}
+    ]
+    assert "ct-1" in changed[0]["reason"]
+    assert serving.findings()[0].extra["actor"]["via"] == "cloudEvent"
+    queued = serving.healer.queue.get_nowait()  # the healer writes its `finding` audit record
+    assert queued.type is FindingEventType.CHANGED
+    assert await serving.rediff("c1", "general") == 0, "refined once, not on every re-diff"

@@ -338,9 +338,9 @@ async def test_modified_rediffs_only_the_affected_pool(harness_factory):
     rediffed: list[str | None] = []
     original = h.watcher._rediff
 
-    async def spy(scope):
+    async def spy(scope, **kwargs):
         rediffed.append(scope)
-        await original(scope)
+        await original(scope, **kwargs)
 
     h.watcher._rediff = spy  # type: ignore[method-assign]
     h.fake.upsert(node("n-2", team="payments"))
@@ -724,3 +724,18 @@ async def test_cancelling_the_caller_while_a_watcher_stops_is_not_swallowed(flee
     with contextlib.suppress(asyncio.CancelledError):
         await within(call)
     assert call.cancelled()
+
+
+async def test_a_cluster_silent_for_gone_after_probes_is_declared_gone_once(harness_factory):
+    """Issue 15: probes failing ``gone_after`` times in a row (default 5) make one
+    cluster.removed with declaredGone (the orphan monitor names its apps); not before."""
+    h = harness_factory([], settings=WatchSettings(failure_threshold=2))
+    assert h.watcher.settings.gone_after == 5
+    h.fake.ready = Transient(CLUSTER, "connection refused")
+    for _ in range(4):
+        await h.watcher.probe_once()
+    assert h.rec.lifecycle("cluster.removed") == []
+    for _ in range(3):
+        await h.watcher.probe_once()
+    (gone,) = h.rec.lifecycle("cluster.removed")
+    assert gone.details["declaredGone"] is True

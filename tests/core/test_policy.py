@@ -40,6 +40,7 @@ from fleetwarden.core.policy import (
     decide,
     decide_all,
     fingerprint,
+    pause,
     record,
 )
 from fleetwarden.core.pools import Taint
@@ -686,3 +687,26 @@ def test_guards_never_allow_more_than_the_limits_in_any_window(events, pools, mo
     for s in starts.values():
         for t in s:
             assert sum(t - guards.flap_window <= u <= t for u in s) <= flap_heals
+
+
+# --- fights --------------------------------------------------------------------------------
+
+
+def test_a_fought_field_pauses_the_heal_and_counts_against_no_guard():
+    state = fresh()
+    made = decide(f(), route(Owner.CLUSTER), state, T0, Mode.ENFORCE)
+    assert made.status is Status.EXECUTE
+    paused = pause(made, ["kubectl-edit, argocd-controller are fighting over labels.team"])
+    assert (paused.status, paused.guard, paused.notify) == (Status.BLOCKED, Guard.FIGHT, True)
+    assert (
+        paused.reasons[-1]
+        == "paused: kubectl-edit, argocd-controller are fighting over labels.team"
+    )
+    record(paused, state)
+    # nothing was spent: the same finding decided again right away is executable
+    assert decide(f(), route(Owner.CLUSTER), state, T0, Mode.ENFORCE).status is Status.EXECUTE
+
+
+def test_an_alert_is_not_paused():
+    alert = decide(f(Layer.FIGHT, "labels.team", None, None), route(Owner.NONE), fresh(), T0)
+    assert pause(alert, ["a fight"]) == alert

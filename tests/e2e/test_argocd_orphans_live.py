@@ -28,7 +28,7 @@ import yaml
 
 from fleetwarden.adapters.kube.client import JSON_MERGE, KubeClient
 from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
-from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, argo_path, orphan_tracking
+from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, argo_path
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.core.findings import Layer
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
@@ -273,18 +273,13 @@ async def test_deleting_a_cluster_secret_names_exactly_its_orphans_and_findings_
 
     sink = Sink()
     mgmt = http_client_factory(us)
-    argo_client = http_client_factory(us)
-    monitor, watcher = orphan_tracking(argo_client, sink, namespace=NS)  # the lead's wiring
-    fleet = FleetWatcher([], http_client_factory, monitor.observe, settings=WatchSettings())
-
-    async def run() -> None:
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(watcher.run())
-            tg.create_task(fleet.run([], (mgmt, NS)))
-
-    runner = asyncio.create_task(run())
+    # the fleet wires orphan tracking itself when it follows an Argo CD cluster (watch, serve)
+    fleet = FleetWatcher([], http_client_factory, sink, settings=WatchSettings())
+    runner = asyncio.create_task(fleet.run([], (mgmt, NS)))
     try:
         await wait_for(lambda: len(sink.lifecycle("cluster.added")) == 2, what="both clusters")
+        assert fleet.orphans is not None and fleet.argo is not None
+        monitor, watcher = fleet.orphans, fleet.argo
         inventory = watcher.inventory
         await wait_for(lambda: len(inventory.apps.items) == 5, what="the apps, live")
         live = inventory.apps.items[(NS, "eu-by-name")]
@@ -343,7 +338,10 @@ async def test_deleting_a_cluster_secret_names_exactly_its_orphans_and_findings_
             ),
             what="the re-targeted and the deleted app's findings to clear",
         )
-        assert set(monitor.book.tracker.current()) == {findings["eu-by-name"].finding}
+        # the fleet's own tracker lists it (what /api/findings and the dashboard show)
+        assert monitor.book.tracker is fleet.tracker
+        lifecycle = {f for f in fleet.tracker.current() if f.layer is Layer.LIFECYCLE}
+        assert lifecycle == {findings["eu-by-name"].finding}
         # the other cluster was never touched; nothing was refused
         assert sink.lifecycle("cluster.removed", "us") == []
         assert sink.lifecycle("cluster.watch_refused") == []
@@ -352,7 +350,6 @@ async def test_deleting_a_cluster_secret_names_exactly_its_orphans_and_findings_
         with contextlib.suppress(asyncio.CancelledError):
             await runner
         await mgmt.aclose()
-        await argo_client.aclose()
         with contextlib.suppress(NotFound):
             await api.request("DELETE", f"/api/v1/namespaces/{NS}")
 

@@ -154,6 +154,7 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
                 "platform",
                 HOSTILE,
                 Severity.CRITICAL,
+                extra={"actor": {"name": "kubectl-edit", "kind": "human", "via": "managedFields"}},
             )
             now = datetime.now(UTC)
             scoped = [f for f in svc.tracker.current() if f.pool == "general"] + [hostile]
@@ -172,6 +173,8 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
             # the text filter
             await page.fill("#filter", "labels.owner")
             assert await rows.count() == 1
+            # "changed by": the live finding's actor (issue 14)
+            assert await rows.first.locator("td").last.inner_text() == "kubectl-edit"
             assert errors == [], errors
 
             # a session that ends (expired, token rotated): the next refresh is a 401 and

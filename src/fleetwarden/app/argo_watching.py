@@ -276,12 +276,14 @@ def orphan_tracking(
     namespace: str | None = "argocd",
     now: Callable[[], datetime] = _utcnow,
     sync_timeout: float = 10.0,
+    book: OrphanBook | None = None,
 ) -> tuple[OrphanMonitor, ArgoWatcher]:
     """The two pieces wired together: give ``monitor.observe`` to the ``FleetWatcher`` as its
     emit, run ``watcher.run()`` beside it. A refused Argo CD kind (no CRD, RBAC) becomes one
-    ``cluster.watch_refused`` event for the Argo CD cluster, as a refused node watch does."""
+    ``cluster.watch_refused`` event for the Argo CD cluster, as a refused node watch does.
+    ``book``: e.g. one on the fleet's own tracker, so orphan findings are listed with the rest."""
     inventory = ArgoInventory()
-    monitor = OrphanMonitor(inventory, emit, now=now, sync_timeout=sync_timeout)
+    monitor = OrphanMonitor(inventory, emit, book=book, now=now, sync_timeout=sync_timeout)
 
     async def refused(plural: str, reason: str) -> None:
         details = {"resource": f"{GROUP}/{plural}", "reason": reason}

@@ -48,6 +48,7 @@ class CapacityWatcher:
         namespace: str | None = None,
         now: Callable[[], datetime] = _utcnow,
         watch_timeout: int = 300,
+        on_refused: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.cluster, self.client, self.emit, self.now = cluster, client, emit, now
         self.tracker = tracker or FindingTracker()
@@ -56,6 +57,7 @@ class CapacityWatcher:
         self.pods: dict[str, PodObservation] = {}  # the pending pods on hand, by ns/name
         self.reflection = Reflection(self.path)
         self.watch_timeout = watch_timeout
+        self.on_refused = on_refused  # RBAC or a missing API: told once per refusal
 
     async def run(self) -> None:
         await reflect(
@@ -66,6 +68,7 @@ class CapacityWatcher:
             state=self.reflection,
             field_selector=PENDING,
             watch_timeout=self.watch_timeout,
+            on_refused=self.on_refused,
         )
 
     async def relist(self) -> str:

@@ -63,11 +63,13 @@ from typing import Any
 
 from fleetwarden.app.electing import Elector, Fence, FenceRefused
 from fleetwarden.app.healing_records import (
+    RESTORE_PAGE,
     action_drafts,
     cancellation_draft,
     decision_draft,
     record_summary,
     recorded_decision,
+    records_since,
 )
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.core import policy as policy_mod
@@ -79,6 +81,8 @@ from fleetwarden.core.audit import (
     record_id,
 )
 from fleetwarden.core.events import dedupe_key
+from fleetwarden.core.fights import FightDecision
+from fleetwarden.core.findings import Finding
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import (
     Decision,
@@ -112,9 +116,6 @@ __all__ = [
 ]
 
 log = get_logger("fleetwarden.healing")
-
-
-RESTORE_PAGE = 10_000  # audit records per query while restoring (each page re-reads the span)
 
 
 def _utcnow() -> datetime:
@@ -198,6 +199,7 @@ class Healer:
         identity: str | None = None,
         elector: Elector | None = None,
         fence: Fence | None = None,
+        fights: Callable[[Finding], FightDecision | None] | None = None,
     ) -> None:
         if shared is not None and audit is None:
             raise ValueError("shared guard state needs the audit store it lives in (audit=)")
@@ -210,6 +212,7 @@ class Healer:
         self._approved: dict[str, tuple[str, datetime]] = {}  # id → (approver, when)
         self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
         self.config = config  # the fingerprint of the configuration decisions are made under
+        self.fights = fights  # the live watchers' fights: a heal on a fought field is paused
         self.sweep_every = sweep_every
         self.heal_retries = heal_retries
         self.retries: dict[str, _Retry] = {}  # finding id → when to decide it again
@@ -252,7 +255,7 @@ class Healer:
         since = now - self.policy.guards.replay_span
         decisions: list[Decision] = []
         malformed: list[str] = []
-        records = await _records_since(self.audit, since, upto=upto)
+        records = await records_since(self.audit, since, upto=upto)
         for rec in records:
             self._note_approval(rec)
             try:
@@ -493,6 +496,9 @@ class Healer:
             decision = policy_mod.decide(
                 f, route, self.state, now, self.mode, policy=self.policy, config=self.config
             )
+            fight = self.fights(f) if self.fights is not None else None
+            if fight is not None:
+                decision = policy_mod.pause(decision, fight.reasons)
             log.info(
                 "finding decided",
                 # the event the finding is blamed for; none for drift found at start-up
@@ -768,27 +774,3 @@ def _refuse_taken(drafts: Sequence[AuditDraft], fresh: Sequence[bool]) -> None:
     taken = [d.key for d, new in pairs if not new and d.kind is AuditKind.DECISION]
     if taken:
         raise AuditConflict(f"decision already on record under another replica: {taken[0]}")
-
-
-async def _records_since(
-    store: AuditStore, since: datetime, *, upto: int | None = None
-) -> list[AuditRecord]:
-    """The decision records and notes stored at or after ``since`` (and at or before seq
-    ``upto``, when given), oldest first.
-
-    ``query`` answers newest first and pages backwards by ``seq``. The bound is the store's
-    time of the record (written after the decision, by the same clock), so the replay span
-    is read whatever the size of the log: through the ``(kind, at)`` index in SQLite
-    (migration 0002), the ``at`` index in PostgreSQL.
-    """
-    kinds = (AuditKind.DECISION, AuditKind.NOTE)
-    out: list[AuditRecord] = []
-    before: int | None = None if upto is None else upto + 1
-    while True:
-        page = await store.query(kind=kinds, since=since, before_seq=before, limit=RESTORE_PAGE)
-        out.extend(page)
-        if len(page) < RESTORE_PAGE:
-            break
-        before = page[-1].seq
-    out.reverse()
-    return out

@@ -4,19 +4,25 @@ stored decision record read back (``recorded_decision``) or summed up for people
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord
 from fleetwarden.core.describing import decision_summary
 from fleetwarden.core.policy import Decision, Status
+from fleetwarden.ports.audit import AuditStore
 
 __all__ = [
+    "RESTORE_PAGE",
     "action_drafts",
     "cancellation_draft",
     "decision_draft",
     "record_summary",
     "recorded_decision",
+    "records_since",
 ]
+
+RESTORE_PAGE = 10_000  # audit records per query while restoring (each page re-reads the span)
 
 
 def record_summary(rec: AuditRecord) -> str:
@@ -120,3 +126,27 @@ def decision_draft(
         payload=payload,
         key=f"decision:{decision.id}",
     )
+
+
+async def records_since(
+    store: AuditStore, since: datetime, *, upto: int | None = None
+) -> list[AuditRecord]:
+    """The decision records and notes stored at or after ``since`` (and at or before seq
+    ``upto``, when given), oldest first.
+
+    ``query`` answers newest first and pages backwards by ``seq``. The bound is the store's
+    time of the record (written after the decision, by the same clock), so the replay span
+    is read whatever the size of the log: through the ``(kind, at)`` index in SQLite
+    (migration 0002), the ``at`` index in PostgreSQL.
+    """
+    kinds = (AuditKind.DECISION, AuditKind.NOTE)
+    out: list[AuditRecord] = []
+    before: int | None = None if upto is None else upto + 1
+    while True:
+        page = await store.query(kind=kinds, since=since, before_seq=before, limit=RESTORE_PAGE)
+        out.extend(page)
+        if len(page) < RESTORE_PAGE:
+            break
+        before = page[-1].seq
+    out.reverse()
+    return out

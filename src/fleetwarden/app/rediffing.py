@@ -12,7 +12,7 @@ Pure of I/O: the caller emits the events it gets back, with its own clock's ``no
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from fleetwarden.core.diffing import PoolIndex, diff_pool, diff_strays, group_nodes
@@ -52,12 +52,16 @@ def diff_and_track(
     *,
     options: DiffOptions,
     now: datetime,
+    keep: Callable[[Finding], bool] | None = None,
 ) -> list[FindingEvent]:
     """Diff every group of ``cluster`` and record the findings of each scope (a scope with no
-    finding clears what it had); return the events in order."""
+    finding clears what it had); return the events in order. ``keep``: which findings to
+    report (the live watcher holds back what churn under way explains)."""
     events: list[FindingEvent] = []
     for scope, (spec, nodes) in groups.items():
         findings = diff_group(cluster, scope, spec, nodes, options=options)
+        if keep is not None:
+            findings = [f for f in findings if keep(f)]
         events.extend(tracker.update((cluster, scope), findings, now=now))
     return events
 

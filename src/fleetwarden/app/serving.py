@@ -44,6 +44,7 @@ from fleetwarden.app.rediffing import cluster_groups, diff_and_track
 from fleetwarden.app.relaying import EventFeed, EventRelay
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.sharding import Membership
+from fleetwarden.app.stamping import refine_open
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.attribution import Attribution
@@ -161,7 +162,7 @@ class Serving:
             self.emit,
             tracker=self.tracker,
             settings=WatchSettings(
-                probe_interval=settings.probe_interval, options=settings.options
+                probe_interval=settings.probe_interval, options=settings.options, capacity=True
             ),
             now=clock.now,
             # workloads are watched only for followed apps (the six kinds cost a list each)
@@ -215,6 +216,7 @@ class Serving:
             identity=identity,
             elector=elector,
             fence=Fence(elector) if elector is not None else None,
+            fights=self.fleet.fight_blocking,
         )
         self.elector, self.membership = elector, membership
         if elector is not None:
@@ -277,7 +279,7 @@ class Serving:
     # --- what the HTTP side reads ----------------------------------------------------------
 
     def findings(self) -> list[Finding]:
-        return sorted(self.tracker.current(), key=severity_order)
+        return sorted(self.fleet.findings(), key=severity_order)
 
     def nodes_of(self, cluster: str) -> list[ObservedNode] | None:
         """Live cache first; else the latest known state from node dumps."""
@@ -296,8 +298,22 @@ class Serving:
         watcher, the pool is diffed from the node dump. Either way: ``diff_and_track``."""
         watcher = self.fleet.watcher(cluster)
         if watcher is not None and watcher.synced.is_set():
-            return await watcher.rediff(scope)
-        return await self._dumps.rediff(cluster, scope)
+            emitted = await watcher.rediff(scope)
+        else:
+            emitted = await self._dumps.rediff(cluster, scope)
+        return emitted + self._refine_actors(cluster, scope)
+
+    def _refine_actors(self, cluster: str, scope: str) -> int:
+        """The event that asked for this re-diff may name the actor of findings already open
+        (the watch saw the change minutes before the provider delivered it): refine them."""
+        now = self.clock.now()
+        event = self.attribution.latest(cluster, scope, now=now)
+        if event is None:
+            return 0
+        events = refine_open(self.tracker, (cluster, scope), event, now=now)
+        for ev in events:
+            self.emit(ev)
+        return len(events)
 
     # --- events ----------------------------------------------------------------------------
 

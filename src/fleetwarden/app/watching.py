@@ -16,12 +16,27 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, orphan_tracking
+from fleetwarden.app.capacity_watching import CapacityWatcher
+from fleetwarden.app.churning import ChurnWatch, snapshot_of
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
+from fleetwarden.app.stamping import ManagedFields, stamp_events
 from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSettings
+from fleetwarden.core.churn import ChurnDecision
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.diffing import PoolIndex
+from fleetwarden.core.fights import (
+    FightDecision,
+    FightState,
+    blocking,
+    expire,
+    fight_finding,
+    node_writes,
+    observe,
+)
+from fleetwarden.core.findings import Finding
 from fleetwarden.core.lifecycle import (
     ClusterHealth,
     HealthTracker,
@@ -30,6 +45,7 @@ from fleetwarden.core.lifecycle import (
     ProbeResult,
 )
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
+from fleetwarden.core.orphans import ORPHANS_SCOPE, OrphanBook
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingTracker, is_app_scope
@@ -43,6 +59,7 @@ __all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
 Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
 NODES = "/api/v1/nodes"
+FIGHTS = "fights:"  # the tracker scope of a cluster's FIGHT findings: (cluster, FIGHTS)
 SECRET_SELECTOR = "argocd.argoproj.io/secret-type=cluster"
 
 
@@ -55,9 +72,15 @@ class WatchSettings:
     probe_interval: float = 10.0
     probe_timeout: float = 5.0
     failure_threshold: int = 3
+    # failed probes in a row that declare the cluster gone: a cluster.removed with declaredGone
+    # (its orphaned Argo CD applications named); it is still probed, and back when it answers
+    gone_after: int | None = 5
     max_nodes: int = 50_000  # per cluster; beyond this the cache refuses nodes and says so
     watch_timeout: int = 300
     options: DiffOptions = field(default_factory=DiffOptions)
+    # watch Pending pods (a field-selected list + watch per cluster) and link the unschedulable
+    # ones to the scale-downs before them: CAPACITY findings (app.capacity_watching)
+    capacity: bool = False
 
 
 async def _emit(emit: Emit, event: Event) -> None:
@@ -88,11 +111,29 @@ class ClusterWatcher:
         self.tracker, self.emit, self.settings, self.now = tracker, emit, settings, now
         self.on_upgrade = on_upgrade
         self.nodes: dict[str, ObservedNode] = {}
+        # each cached node's managedFields: the "before" of its next update names the writer
+        self.managed: dict[str, ManagedFields] = {}
         self.groups: dict[str | None, set[str]] = {}
-        self.health = HealthTracker(self.cluster, failure_threshold=settings.failure_threshold)
+        self.health = HealthTracker(
+            self.cluster,
+            failure_threshold=settings.failure_threshold,
+            gone_after=settings.gone_after,
+        )
         self.reflection = Reflection(NODES)
         self.synced = asyncio.Event()
         self._pool_labels = settings.options.pool_labels or POOL_LABELS
+        self.fights = FightState()  # writers alternating on one node field (core.fights)
+        self.churn = ChurnWatch(self.cluster, options=settings.options)
+        self.capacity: CapacityWatcher | None = None
+        if settings.capacity:
+            self.capacity = CapacityWatcher(
+                self.cluster,
+                client,
+                emit,
+                now=now,
+                watch_timeout=settings.watch_timeout,
+                on_refused=self._refused_pods,
+            )
         self._full = False
         self._full_reported = False
         self.refused = 0
@@ -103,6 +144,8 @@ class ClusterWatcher:
             tg.create_task(self.probe_forever(), name=f"probe:{self.cluster}")
             if self.workloads is not None:
                 tg.create_task(self.workloads.run(), name=f"workloads:{self.cluster}")
+            if self.capacity is not None:
+                tg.create_task(self.capacity.run(), name=f"capacity:{self.cluster}")
 
     # --- nodes ---------------------------------------------------------------------------
 
@@ -129,16 +172,19 @@ class ClusterWatcher:
             on_refused=self._refused,
         )
 
-    async def _refused(self, reason: str) -> None:
+    async def _refused(self, reason: str, resource: str = "nodes") -> None:
         await _emit(
             self.emit,
             LifecycleEvent(
                 LifecycleType.WATCH_REFUSED,
                 self.cluster,
                 self.now(),
-                {"resource": "nodes", "reason": reason},
+                {"resource": resource, "reason": reason},
             ),
         )
+
+    async def _refused_pods(self, reason: str) -> None:
+        await self._refused(reason, "pods")
 
     async def relist(self) -> str:
         """Replace the cache with a fresh list and re-diff every pool; emit only differences.
@@ -147,11 +193,16 @@ class ClusterWatcher:
         before = {g: len(names) for g, names in self.groups.items()}
         self.nodes.clear()
         self.groups.clear()
+        self.managed.clear()
         for obj in result.items:
             self._store(obj)
         scopes = (
             {self._scope(g) for g in self.groups}
-            | {s[1] for s in self.tracker.scopes_of(self.cluster) if not is_app_scope(s[1])}
+            | {
+                s[1]
+                for s in self.tracker.scopes_of(self.cluster)
+                if not is_app_scope(s[1]) and s[1] not in (FIGHTS, ORPHANS_SCOPE)
+            }
             | set(self.index.specs)
         )
         for scope in scopes:
@@ -179,12 +230,15 @@ class ClusterWatcher:
         if node.is_control_plane and not self.settings.options.include_control_plane:
             return None
         self.nodes[node.name] = node
+        meta = obj.get("metadata")
+        self.managed[node.name] = _writable(meta)
         self.groups.setdefault(pool_of(node, pool_labels=self._pool_labels), set()).add(node.name)
         return node
 
     def _forget(self, name: str) -> tuple[bool, str | None]:
         """Drop a node from the cache: (was it cached, its group)."""
         old = self.nodes.pop(name, None)
+        self.managed.pop(name, None)
         if old is None:
             return False, None
         group = pool_of(old, pool_labels=self._pool_labels)
@@ -201,6 +255,8 @@ class ClusterWatcher:
         name = meta.get("name") if isinstance(meta, Mapping) else None
         if not isinstance(name, str):
             return
+        before = self.managed.get(name)
+        old_node = self.nodes.get(name)
         had, old_group = self._forget(name)
         refused = self.refused
         has, new_group = False, None
@@ -210,9 +266,23 @@ class ClusterWatcher:
                 has, new_group = True, pool_of(node, pool_labels=self._pool_labels)
         if self.refused != refused:
             await self._report_full()
+        if old_node is not None and has:
+            # before the re-diff: the healer must see the fight when the finding reaches it
+            await self._observe_writes(old_node, before, obj, self._scope(new_group))
+        # churn before the re-diff too: what it explains is not reported
+        if old_node is not None and not has and kind == "DELETED":
+            scope = self._scope(old_group)
+            await self._report_churn(
+                self.churn.removed(snapshot_of(old_node), scope, self._spec(scope), self.now())
+            )
+        elif old_node is None and has and (added := self.nodes.get(name)) is not None:
+            scope = self._scope(new_group)
+            await self._report_churn(
+                self.churn.added(snapshot_of(added, obj), scope, self._spec(scope), self.now())
+            )
         affected = ([old_group] if had else []) + ([new_group] if has else [])
         for scope in dict.fromkeys(self._scope(g) for g in affected):
-            await self._rediff(scope)
+            await self._rediff(scope, changed=(name, before if had else None))
         if (had, old_group) != (has, new_group):
             if had:
                 count = len(self.groups.get(old_group, ()))
@@ -220,6 +290,69 @@ class ClusterWatcher:
             if has:
                 count = len(self.groups.get(new_group, ()))
                 await self._scaled(new_group, count - 1)
+
+    async def _observe_writes(
+        self,
+        old: ObservedNode,
+        before: ManagedFields | None,
+        obj: Mapping[str, Any],
+        scope: str | None,
+    ) -> None:
+        """Feed the labels and taints this update wrote to the fight state; report fights."""
+        new = self.nodes.get(old.name)
+        meta = obj.get("metadata")
+        if new is None or not isinstance(meta, Mapping):
+            return
+        if new.labels == old.labels and new.taints == old.taints:
+            return  # a status heartbeat, most updates: nothing written that could be fought over
+        previous = {
+            "metadata": {
+                "name": old.name,
+                "labels": dict(old.labels),
+                "managedFields": list(before or ()),
+            },
+            "spec": {
+                "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in old.taints]
+            },
+        }
+        after = {**obj, "metadata": {**meta, "managedFields": _writable(meta)}}
+        now = self.now()
+        try:
+            writes = node_writes(self.cluster, scope, previous, after, now=now)
+        except ValueError:
+            return  # malformed managedFields: no writer to name, no fight to see
+        if not writes:
+            return
+        for write in writes:
+            self.fights, _ = observe(self.fights, write, now)
+        await self._report_fights()
+
+    def _spec(self, scope: str | None) -> NodePoolSpec | None:
+        return self.index.specs.get(scope) if scope is not None else None
+
+    async def _report_churn(self, decisions: Sequence[ChurnDecision]) -> None:
+        for d in decisions:
+            details = {k: v for k, v in d.to_json().items() if k != "cluster"}
+            await _emit(
+                self.emit, LifecycleEvent(LifecycleType.CHURN, self.cluster, self.now(), details)
+            )
+
+    async def _report_fights(self) -> None:
+        findings = [fight_finding(f) for f in self.fights.fights.values()]
+        for event in self.tracker.update((self.cluster, FIGHTS), findings, now=self.now()):
+            await _emit(self.emit, event)
+
+    async def expire_fights(self) -> None:
+        """Clear the fights whose field was calm for the window (the probe loop asks)."""
+        if not self.fights.writes:
+            return
+        self.fights, cleared = expire(self.fights, self.now())
+        if cleared:
+            await self._report_fights()
+
+    def fight_blocking(self, finding: Finding) -> FightDecision | None:
+        """The fight that forbids healing ``finding`` now (``core.fights.blocking``)."""
+        return blocking(self.fights, finding, self.now())
 
     async def _report_full(self) -> None:
         """Say once that the bounded cache refused nodes: drift there is no longer seen."""
@@ -242,15 +375,15 @@ class ClusterWatcher:
     async def _scaled(self, group: str | None, before: int) -> None:
         after = len(self.groups.get(group, ()))
         if after != before and group is not None:
-            await _emit(
-                self.emit,
-                LifecycleEvent(
-                    LifecycleType.SCALED,
-                    self.cluster,
-                    self.now(),
-                    {"pool": group, "from": before, "to": after},
-                ),
+            event = LifecycleEvent(
+                LifecycleType.SCALED,
+                self.cluster,
+                self.now(),
+                {"pool": group, "from": before, "to": after},
             )
+            await _emit(self.emit, event)
+            if self.capacity is not None:  # pods left pending after it are linked to it
+                await self.capacity.observe(event)
 
     def nodes_of(self, scope: str | None) -> list[ObservedNode]:
         spec = self.index.specs.get(scope) if scope is not None else None
@@ -268,11 +401,24 @@ class ClusterWatcher:
         for when an event names a pool of a cluster watched live."""
         return await self._rediff(scope)
 
-    async def _rediff(self, scope: str | None) -> int:
+    async def _rediff(
+        self, scope: str | None, *, changed: tuple[str, ManagedFields | None] | None = None
+    ) -> int:
+        """``changed``: the node of the watch event that asked, with its managedFields before
+        it (None: not known): new findings on it name its writer."""
         spec = self.index.specs.get(scope) if scope is not None else None
         groups = {scope: (spec, self.nodes_of(scope))}
+        now = self.now()
         events = diff_and_track(
-            self.tracker, self.cluster, groups, options=self.settings.options, now=self.now()
+            self.tracker,
+            self.cluster,
+            groups,
+            options=self.settings.options,
+            now=now,
+            keep=lambda f: not self.churn.explains(f, now),
+        )
+        events = stamp_events(
+            self.tracker, (self.cluster, scope), events, managed=self.managed.get, changed=changed
         )
         for event in events:
             await _emit(self.emit, event)
@@ -296,6 +442,8 @@ class ClusterWatcher:
             await _emit(self.emit, event)
             if event.type is LifecycleType.UPGRADED and self.on_upgrade is not None:
                 await self.on_upgrade(self.cluster, str(event.details["to"]))
+        await self.expire_fights()
+        await self._report_churn(self.churn.flush(self.now()))
 
     async def probe_forever(self) -> None:
         while True:
@@ -349,12 +497,29 @@ class FleetWatcher:
         self.known: dict[str, ClusterEndpoint] = {}
         self._secret_to_cluster: dict[str, str] = {}
         self._tg: asyncio.TaskGroup | None = None
+        self.orphans: OrphanMonitor | None = None  # with an Argo CD cluster, once running
+        self.argo: ArgoWatcher | None = None
 
     async def run(
         self, endpoints: Sequence[ClusterEndpoint] = (), argocd: tuple[KubeApi, str] | None = None
     ) -> None:
+        """``argocd``: the Argo CD cluster's client and namespace: its cluster Secrets are
+        followed, and its Applications, ApplicationSets and AppProjects watched there, so a
+        removed cluster names the applications it orphans (``app.argo_watching``; their
+        LIFECYCLE findings live in this fleet's tracker)."""
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
+            if argocd is not None:
+                monitor, argo = orphan_tracking(
+                    argocd[0],
+                    self.emit,
+                    namespace=argocd[1],
+                    now=self.now,
+                    book=OrphanBook(self.tracker),
+                )
+                self.emit = monitor.observe  # every event passes the monitor: removals grow
+                self.orphans, self.argo = monitor, argo
+                tg.create_task(argo.run(), name="argocd-apps")
             for endpoint in endpoints:
                 await self.add(endpoint)
             if argocd is not None:
@@ -365,6 +530,20 @@ class FleetWatcher:
     def watcher(self, cluster: str) -> ClusterWatcher | None:
         running = self.running.get(cluster)
         return running.watcher if running else None
+
+    def findings(self) -> list[Finding]:
+        """Every current finding: the fleet tracker's and each cluster's capacity findings
+        (kept by the capacity watcher's own tracker)."""
+        out = self.tracker.current()
+        for running in self.running.values():
+            if running.watcher.capacity is not None:
+                out.extend(running.watcher.capacity.findings())
+        return out
+
+    def fight_blocking(self, finding: Finding) -> FightDecision | None:
+        """The healer's question: does a fight in the finding's cluster forbid healing it?"""
+        watcher = self.watcher(finding.cluster)
+        return watcher.fight_blocking(finding) if watcher is not None else None
 
     async def add(self, endpoint: ClusterEndpoint) -> None:
         self.known[endpoint.name] = endpoint
@@ -541,6 +720,16 @@ async def _cancel_and_wait(task: asyncio.Task[None]) -> None:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
+
+
+def _writable(meta: object) -> list[Mapping[str, Any]]:
+    """A node's managedFields entries that can own labels, taints or ``unschedulable``: the
+    ``status`` subresource's (the kubelet's heartbeats, conditions, images: most of the bytes)
+    never do, so they are neither kept per node nor read for a writer."""
+    managed = meta.get("managedFields") if isinstance(meta, Mapping) else None
+    if not isinstance(managed, list):
+        return []
+    return [e for e in managed if isinstance(e, Mapping) and e.get("subresource") != "status"]
 
 
 def _secret_key(obj: Mapping[str, Any]) -> str:

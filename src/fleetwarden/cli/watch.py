@@ -155,7 +155,9 @@ def register(app: typer.Typer) -> None:
             followed = _followed(config, settings.raw, follow or (), namespace or ())
         except FormatError as exc:
             fail(str(exc))
-        watch_settings = WatchSettings(probe_interval=probe_interval, options=settings.diff)
+        watch_settings = WatchSettings(
+            probe_interval=probe_interval, options=settings.diff, capacity=True
+        )
         runner = JsonLines(sys.stdout) if output is OutputFormat.json else LiveView(wide=wide)
         hook = upgrade_hook(
             [(m.cluster, m.path) for m in map(files.parse_path_arg, manifests or ())],

@@ -52,7 +52,8 @@ class Attribution:
                 break
             scopes.popitem(last=False)
 
-    def cause_for(self, cluster: str, pool: str | None, *, now: datetime) -> dict[str, Any] | None:
+    def latest(self, cluster: str, pool: str | None, *, now: datetime) -> ChangeEvent | None:
+        """The newest change event of the pool (else of its cluster) within the window."""
         for scope in (NodePoolRef(cluster, pool), NodePoolRef(cluster, None)):
             hit: tuple[datetime, ChangeEvent] | None = None
             for scopes in self._by_source.values():
@@ -60,15 +61,20 @@ class Attribution:
                 if found is not None and (hit is None or found[0] > hit[0]):
                     hit = found
             if hit is not None and now - hit[0] <= self.window:
-                e = hit[1]
-                return {
-                    "eventId": e.id,
-                    "key": e.key,  # the event's audit record is record_id(EVENT, key)
-                    "type": e.type,
-                    "source": e.source,
-                    "provider": e.provider.value,
-                    "operation": e.operation.value,
-                    "actor": e.actor,
-                    "time": e.to_json()["time"],
-                }
+                return hit[1]
         return None
+
+    def cause_for(self, cluster: str, pool: str | None, *, now: datetime) -> dict[str, Any] | None:
+        e = self.latest(cluster, pool, now=now)
+        if e is None:
+            return None
+        return {
+            "eventId": e.id,
+            "key": e.key,  # the event's audit record is record_id(EVENT, key)
+            "type": e.type,
+            "source": e.source,
+            "provider": e.provider.value,
+            "operation": e.operation.value,
+            "actor": e.actor,
+            "time": e.to_json()["time"],
+        }

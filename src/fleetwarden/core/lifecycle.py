@@ -34,6 +34,7 @@ class LifecycleType(StrEnum):
     DEPRECATIONS = "cluster.deprecations"
     CACHE_FULL = "cluster.cache_full"
     WATCH_REFUSED = "cluster.watch_refused"  # RBAC or a missing API: that resource is unseen
+    CHURN = "churn"  # nodes added/removed/replaced by the provider or an autoscaler (core.churn)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 from fleetwarden.core.findings import Finding, Severity
 
 __all__ = [
+    "STICKY",
     "FindingEvent",
     "FindingEventType",
     "FindingTracker",
@@ -27,6 +28,9 @@ __all__ = [
 ]
 
 Scope = tuple[str, str | None]  # (cluster, pool); pool None: nodes of no desired pool
+# what a live finding learns once (its cause, actor and timeline) and keeps while it lasts:
+# a re-diff builds the finding afresh, without them
+STICKY = ("cause", "actor", "startedAt", "detectedAt")
 _APP = "app:"  # the scope of an application's workload findings: (cluster, "app:NAME")
 
 
@@ -92,11 +96,15 @@ class FindingTracker:
         after = {}
         for f in findings:
             old = before.get(f.id)
-            cause = old.extra.get("cause") if old is not None else None
+            kept = {k: old.extra[k] for k in STICKY if old is not None and k in old.extra}
+            cause = kept.get("cause")
             if cause is None and old is None and self._attribute is not None:
                 cause = self._attribute(f, now)
-            if cause is not None and f.extra.get("cause") is None:
-                f = dataclasses.replace(f, extra={**f.extra, "cause": cause})
+                if cause is not None:
+                    kept["cause"] = cause
+            kept = {k: v for k, v in kept.items() if f.extra.get(k) is None}
+            if kept:
+                f = dataclasses.replace(f, extra={**f.extra, **kept})
             after[f.id] = f
         events = [
             FindingEvent(FindingEventType.CLEARED, f, now)
@@ -116,6 +124,17 @@ class FindingTracker:
         else:
             self._by_scope.pop(scope, None)
         return events
+
+    def annotate(self, scope: Scope, finding_id: str, extra: Mapping[str, Any]) -> Finding | None:
+        """Add ``extra`` (e.g. the actor and timeline) to a current finding; the updated
+        finding, or None when the scope holds no such finding (it cleared meanwhile)."""
+        current = self._by_scope.get(scope, {})
+        f = current.get(finding_id)
+        if f is None:
+            return None
+        f = dataclasses.replace(f, extra={**f.extra, **extra})
+        current[finding_id] = f
+        return f
 
     def findings_of(self, scope: Scope) -> list[Finding]:
         return list(self._by_scope.get(scope, {}).values())

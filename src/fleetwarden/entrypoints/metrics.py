@@ -6,6 +6,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["ServiceMetrics"]
 
+# from a change to its finding (watch: seconds), and from a change to its clearing (minutes+)
+_DETECT_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600)
+_RESTORE_BUCKETS = (10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -57,6 +60,20 @@ class ServiceMetrics:
             "fleetwarden_event_to_finding_seconds",
             "From an event's receipt to the end of the inspection it triggered",
             buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.time_to_detect = Histogram(
+            "fleetwarden_time_to_detect_seconds",
+            "From a change (the finding's startedAt) to its finding (detectedAt)",
+            ["cluster", "layer"],
+            buckets=_DETECT_BUCKETS,
+            registry=r,
+        )
+        self.time_to_restore = Histogram(
+            "fleetwarden_time_to_restore_seconds",
+            "From a change (the finding's startedAt) to the finding clearing",
+            ["cluster", "layer"],
+            buckets=_RESTORE_BUCKETS,
             registry=r,
         )
         self.findings = Gauge(

@@ -58,6 +58,8 @@ from fleetwarden.app.electing import Elector, default_identity
 from fleetwarden.app.healing import AlreadyApproved, NotLeading
 from fleetwarden.app.serving import Serving, ServingSettings, inspection_counter
 from fleetwarden.app.sharding import MEMBERSHIP_LABEL, Membership
+from fleetwarden.app.stamping import timeline_seconds
+from fleetwarden.app.watching import Event
 from fleetwarden.cli.common import fail
 from fleetwarden.core.access import DoorConfig
 from fleetwarden.core.findings import Severity
@@ -66,7 +68,14 @@ from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.policy import Mode, Policy, Status, UnknownDecision
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.signatures import check_bearer
-from fleetwarden.entrypoints import dashboard, gateway_process, history_api, supervisor
+from fleetwarden.core.tracking import FindingEvent
+from fleetwarden.entrypoints import (
+    dashboard,
+    gateway_process,
+    history_api,
+    incidents_api,
+    supervisor,
+)
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics
@@ -188,10 +197,18 @@ class Service(Serving):
                 Route("/api/decisions/{id:str}/approve", self._api_approve, methods=["POST"]),
                 *self.workloads.routes(),
                 *dashboard.routes(self.fleet, self.snapshot, self.findings, self.owners),
+                *incidents_api.routes(self.findings),
             ],
             health=lambda: {"leader": self.heals and self.leading},
         )
         self._background: set[asyncio.Task[None]] = set()
+
+    def emit(self, event: Event) -> None:
+        super().emit(event)
+        if isinstance(event, FindingEvent) and (measured := timeline_seconds(event)) is not None:
+            what, seconds = measured
+            hist = self.metrics.time_to_detect if what == "detect" else self.metrics.time_to_restore
+            hist.labels(event.finding.cluster, event.finding.layer.value).observe(seconds)
 
     def _set_findings_gauge(self, counts: Mapping[Severity, int]) -> None:
         for severity in Severity:

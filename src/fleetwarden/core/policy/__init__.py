@@ -53,6 +53,7 @@ from fleetwarden.core.policy.deciding import (
     decide,
     decide_all,
     fingerprint,
+    pause,
     record,
 )
 from fleetwarden.core.policy.decisions import (
@@ -102,6 +103,7 @@ __all__ = [
     "decide",
     "decide_all",
     "fingerprint",
+    "pause",
     "record",
     "restore_state",
 ]

@@ -39,7 +39,15 @@ from fleetwarden.core.policy.policies import (
 from fleetwarden.core.policy.state import _K, OpKey, PolicyState, PoolKey, _count_since, _Ledger
 from fleetwarden.core.pools import Taint
 
-__all__ = ["approve", "cancellations", "decide", "decide_all", "fingerprint", "record"]
+__all__ = [
+    "approve",
+    "cancellations",
+    "decide",
+    "decide_all",
+    "fingerprint",
+    "pause",
+    "record",
+]
 
 # --- deciding ------------------------------------------------------------------------------
 
@@ -203,6 +211,26 @@ def fingerprint(policy: Policy = DEFAULT_POLICY, **context: object) -> str:
     data = {"rules": _canonical(policy.rules), "context": _canonical(context)}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pause(decision: Decision, reasons: Iterable[str]) -> Decision:
+    """A decision whose field is fought over (``core.fights.blocking``): blocked with guard
+    ``fight`` whatever the other guards said (a heal would be one more writer), the fight's
+    reasons added as ``paused: ...``, and a human told. A decision that would change nothing
+    (an alert, a request already cancelled) is returned as it is. Call it before ``record``:
+    a paused heal counts against no guard."""
+    if decision.action not in REMEDIATIONS or decision.target is None:
+        return decision
+    if decision.status is Status.CANCELLED:
+        return decision
+    return replace(
+        decision,
+        status=Status.BLOCKED,
+        guard=Guard.FIGHT,
+        notify=True,
+        reasons=(*decision.reasons, *(f"paused: {r}" for r in reasons)),
+        expires_at=None,
+    )
 
 
 def record(decision: Decision, state: PolicyState, *, policy: Policy = DEFAULT_POLICY) -> None:

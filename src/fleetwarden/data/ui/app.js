@@ -92,7 +92,9 @@ function renderFindings() {
     [f.field],
     [f.expected],
     [f.actual],
-    [f.changedBy ? f.changedBy.manager : (f.cause && f.cause.actor) || null],
+    // who: the live finding's actor (managedFields, refined by a late cloud event), else the
+    // workload's field manager, else the change event it was attributed to
+    [f.actor ? f.actor.name : f.changedBy ? f.changedBy.manager : (f.cause && f.cause.actor) || null],
   ]);
 }
 

@@ -1,0 +1,32 @@
+"""``GET /api/incidents``: the open findings grouped by root cause (``core.incidents``), ranked
+by blast radius and age; each finding's cause is what the watcher stamped on it (``actor``,
+``startedAt``: ``app.stamping.cause_of``). Read-only, over the findings the service holds now."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from fleetwarden.app.stamping import cause_of
+from fleetwarden.core.findings import Finding
+from fleetwarden.core.incidents import group_incidents
+
+__all__ = ["incidents_json", "routes"]
+
+
+def incidents_json(findings: list[Finding], now: datetime) -> list[dict[str, object]]:
+    return [i.to_json(now) for i in group_incidents(cause_of(f) for f in findings)]
+
+
+def routes(
+    findings: Callable[[], list[Finding]],
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> list[Route]:
+    async def incidents(request: Request) -> Response:
+        return JSONResponse(incidents_json(findings(), now()))
+
+    return [Route("/api/incidents", incidents, methods=["GET"])]
