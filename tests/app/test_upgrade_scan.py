@@ -84,8 +84,7 @@ def test_a_finding_per_app_using_a_removed_api_only() -> None:
     clean = scan_rendered(
         application_from_object(app("new", server=SERVER)), [json.dumps(DEPLOY)], target, table
     )
-    (event,) = scan_findings("prod", "1.25", [using, clean], AT)
-    f = event.finding
+    (f,) = scan_findings("prod", "1.25", [using, clean])
     assert (f.layer, f.severity) == (Layer.WORKLOAD, Severity.HIGH)
     assert f.pool == "Application/argocd/old"
     assert f.actual == ["policy/v1beta1 PodDisruptionBudget"]

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from fleetwarden.app import upgrade_scan
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for
 from fleetwarden.app.electing import Elector, Fence
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
@@ -45,6 +47,7 @@ from fleetwarden.app.relaying import EventFeed, EventRelay
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.sharding import Membership
 from fleetwarden.app.stamping import refine_open
+from fleetwarden.app.upgrade_scan import ManifestSource
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.attribution import Attribution
@@ -169,6 +172,8 @@ class Serving:
             desired_apps=DesiredApps() if settings.workloads and settings.follow_apps else None,
             workload_settings=settings.workloads,
         )
+        if isinstance(argocd, ManifestSource):  # the Argo CD API: upgrades scan its apps
+            upgrade_scan.for_fleet(self.fleet, argocd, table=table_for(DEFAULT_COMPONENTS))
         self._dumps = NodeDiffer(  # the pools of clusters without a live watcher
             self.specs,
             lambda cluster: self.snapshot.get(cluster),

@@ -17,30 +17,37 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from fleetwarden.core import deprecations
 from fleetwarden.core.applications import Application, ClusterRef
 from fleetwarden.core.deprecations import DeprecationTable, Status
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
-from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
 from fleetwarden.formats.argocd_apps import application_from_object
 from fleetwarden.ports.argocd import ArgoError
 
+if TYPE_CHECKING:
+    from fleetwarden.app.watching import FleetWatcher
+
 __all__ = [
+    "SCAN_SCOPE",
     "UPGRADE_SCAN",
     "AppScan",
     "ManifestSource",
     "UpgradeScanner",
     "apps_targeting",
+    "for_fleet",
     "scan_findings",
     "scan_rendered",
 ]
 
 UPGRADE_SCAN = "cluster.upgrade_scan"
+SCAN_SCOPE = "upgrade-scan:"  # the tracker scope of a cluster's upgrade-scan findings
 
 
+@runtime_checkable
 class ManifestSource(Protocol):
     """What the scan needs of the Argo CD API (``adapters.argocd.client.ArgoCDClient``)."""
 
@@ -110,9 +117,7 @@ def apps_targeting(apps: Iterable[Application], cluster: ClusterRef) -> list[App
     return sorted((a for a in apps if a.destination.targets(cluster)), key=lambda a: a.key)
 
 
-def scan_findings(
-    cluster: str, version: str, scans: Iterable[AppScan], now: datetime
-) -> list[FindingEvent]:
+def scan_findings(cluster: str, version: str, scans: Iterable[AppScan]) -> list[Finding]:
     """A high ``WORKLOAD`` finding per application using an API removed at ``version``."""
     out = []
     for scan in scans:
@@ -134,7 +139,7 @@ def scan_findings(
             ),
             extra={"upgradeScan": scan.to_json(), "version": version},
         )
-        out.append(FindingEvent(FindingEventType.APPEARED, finding, now))
+        out.append(finding)
     return out
 
 
@@ -151,10 +156,12 @@ class UpgradeScanner:
         server_of: Callable[[str], str | None] = lambda _cluster: None,
         inventory: Callable[[], Iterable[Application] | None] = lambda: None,
         then: Callable[[str, str], Awaitable[None]] | None = None,
+        tracker: FindingTracker | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.argocd, self.emit, self.table = argocd, emit, table
         self.server_of, self.inventory, self.then, self.clock = server_of, inventory, then, clock
+        self.tracker = tracker
 
     async def __call__(self, cluster: str, version: str) -> None:
         try:
@@ -187,7 +194,12 @@ class UpgradeScanner:
         now = self.clock()
         details["apps"] = [s.to_json() for s in scans]
         await self._emit(LifecycleEvent(_TYPE, cluster, now, details))
-        for event in scan_findings(cluster, details["version"], scans, now):
+        found = scan_findings(cluster, details["version"], scans)
+        if self.tracker is None:
+            events = [FindingEvent(FindingEventType.APPEARED, f, now) for f in found]
+        else:  # the next upgrade's scan clears what was fixed meanwhile
+            events = self.tracker.update((cluster, SCAN_SCOPE), found, now=now)
+        for event in events:
             await self._emit(event)
 
     async def _apps(self) -> list[Application]:
@@ -204,6 +216,41 @@ class UpgradeScanner:
 
 
 _TYPE = LifecycleType.UPGRADE_SCAN
+
+
+def for_fleet(
+    fleet: FleetWatcher,
+    argocd: ManifestSource,
+    *,
+    table: DeprecationTable,
+    then: Callable[[str, str], Awaitable[None]] | None = None,
+) -> UpgradeScanner:
+    """The scanner of a fleet's upgrades, set as its ``on_upgrade`` (before it runs): clusters'
+    servers as the fleet knows them, applications from its live Argo CD inventory once listed
+    (else the Argo CD API's list), events through the fleet's emit, findings in its tracker."""
+
+    def server_of(cluster: str) -> str | None:
+        endpoint = fleet.known.get(cluster)
+        return endpoint.server if endpoint is not None else None
+
+    def inventory() -> Iterable[Application] | None:
+        argo = fleet.argo
+        if argo is None or not argo.inventory.apps.synced.is_set():
+            return None
+        return list(argo.inventory.apps.items.values())
+
+    scanner = UpgradeScanner(
+        argocd,
+        lambda event: fleet.emit(event),  # late: ``run`` wraps the emit with the orphan monitor
+        table=table,
+        server_of=server_of,
+        inventory=inventory,
+        then=then,
+        tracker=fleet.tracker,
+        clock=fleet.now,
+    )
+    fleet.on_upgrade = scanner
+    return scanner
 
 
 def _minor(version: deprecations.MinorVersion | None) -> str | None:

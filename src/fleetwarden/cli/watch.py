@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fleetwarden.adapters import files
-from fleetwarden.adapters.argocd.client import ArgoCDClient
+from fleetwarden.adapters.argocd.client import ArgoCDClient, client_from_env
 from fleetwarden.adapters.kube.config import PreparedClients
 from fleetwarden.adapters.watch_inputs import read_watch_inputs
-from fleetwarden.app.deprecating import upgrade_hook
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for, upgrade_hook
+from fleetwarden.app.upgrade_scan import for_fleet
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
@@ -70,6 +71,16 @@ def register(app: typer.Typer) -> None:
                 "--argocd-context",
                 metavar="NAME",
                 help="The context that holds the Argo CD Secrets (default: the first one).",
+            ),
+        ] = None,
+        argocd_server: Annotated[
+            str | None,
+            typer.Option(
+                "--argocd-server",
+                metavar="URL",
+                help="The Argo CD API (token in ARGOCD_AUTH_TOKEN): on a cluster upgrade, the "
+                "rendered manifests of every application targeting it are checked for APIs "
+                "removed at the new version (cluster.upgrade_scan).",
             ),
         ] = None,
         manifests: Annotated[
@@ -163,16 +174,31 @@ def register(app: typer.Typer) -> None:
             [(m.cluster, m.path) for m in map(files.parse_path_arg, manifests or ())],
             runner.emit, list_files=files.list_manifests, read=files.read_manifest,
         )  # fmt: skip
+        try:
+            argocd_api = (
+                client_from_env(argocd_server, option="--argocd-server") if argocd_server else None
+            )
+        except ValueError as exc:
+            fail(str(exc))
+        up = _UpgradeScan(argocd_api, hook) if argocd_api is not None else hook
         pools = inputs.desired.pools
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 asyncio.run(
-                    _run(pools, endpoints, argocd, watch_settings, runner, duration, hook, followed)
+                    _run(pools, endpoints, argocd, watch_settings, runner, duration, up, followed)
                 )
         except FormatError as exc:  # a followed app's desired state did not load
             fail(str(exc))
         except CredentialError as exc:  # a context's exec plugin is missing or failed
             fail(exc.reason)  # fail() prints it literally
+
+
+@dataclass
+class _UpgradeScan:
+    """``--argocd-server``: the Argo CD API that upgrades scan, and the ``--manifests`` hook."""
+
+    api: ArgoCDClient
+    then: Callable[[str, str], Awaitable[None]] | None
 
 
 @dataclass
@@ -238,15 +264,18 @@ async def _run(specs, endpoints, argocd, settings, sink, duration, hook, followe
     # stops the command with its error (later refreshes that fail are reported per cluster)
     clients = PreparedClients()
     await clients.prepare([*endpoints, *([argocd[0]] if argocd else [])])
+    scan = hook if isinstance(hook, _UpgradeScan) else None
     fleet = FleetWatcher(
         specs,
         clients,
         sink.emit,
         settings=settings,
-        on_upgrade=hook,
+        on_upgrade=scan.then if scan is not None else hook,
         desired_apps=desired_apps,
         workload_settings=workload_settings,
     )
+    if scan is not None:  # the Argo CD API's apps are scanned; --manifests runs after
+        for_fleet(fleet, scan.api, table=table_for(DEFAULT_COMPONENTS), then=scan.then)
     argocd_client = clients(argocd[0]) if argocd else None
     sink.fleet = fleet
     try:
@@ -258,4 +287,6 @@ async def _run(specs, endpoints, argocd, settings, sink, duration, hook, followe
     finally:
         if argocd_client is not None:
             await argocd_client.aclose()
+        if scan is not None:
+            await scan.api.aclose()
         await clients.aclose()
