@@ -148,3 +148,30 @@ async def test_a_failing_manifests_call_is_reported_and_spares_the_others() -> N
     by_app = {a["name"]: a for a in scan.details["apps"]}
     assert "error" in by_app["a"] and by_app["b"]["removed"]
     assert called == [("prod", "1.25")]  # the --manifests hook still runs
+
+
+async def test_serve_with_the_argocd_api_scans_upgrades_into_its_findings_and_events() -> None:
+    """``serve`` wires the scanner when its Argo CD client can read manifests: an upgrade's
+    findings land in the shared tracker (``/api/findings``) and its event in the event list."""
+    from fleetwarden.app.serving import Serving, ServingSettings
+    from fleetwarden.app.upgrade_scan import UpgradeScanner
+
+    sim = ArgoCDSimulator([app("old", name="prod")], tokens=["tok"])
+    sim.set_manifests("old", [PDB_V1BETA1])
+
+    class Queue:
+        async def close(self) -> None: ...
+
+    async with ArgoCDClient(
+        "http://argocd.test", token="tok", transport=httpx.ASGITransport(app=sim), retries=0
+    ) as client:
+        serving = Serving(
+            ServingSettings(), [], Queue(), client_factory=lambda _e: None, argocd=client
+        )  # type: ignore[arg-type]
+        hook = serving.fleet.on_upgrade
+        assert isinstance(hook, UpgradeScanner)
+        await hook("prod", "v1.25.0")
+    (event,) = [e for e in serving.events if e["type"] == "cluster.upgrade_scan"]
+    assert [a["name"] for a in event["apps"]] == ["old"]
+    assert [f.pool for f in serving.findings()] == ["Application/argocd/old"]
+    assert any(e["type"] == "finding.appeared" for e in serving.events)
