@@ -14,6 +14,7 @@ finding that is still current is announced as the finding it is.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,7 +33,7 @@ from fleetwarden.core.upgrades import (
     classify_drift,
     run_state,
 )
-from fleetwarden.ports.audit import AuditStore
+from fleetwarden.ports.audit import AuditStore, AuditStoreError
 
 __all__ = ["UpgradeInProgress", "active_runs", "plan_from_payload", "read_step_records"]
 
@@ -139,8 +140,10 @@ class UpgradeInProgress:
                 )
 
     async def refresh_forever(self) -> None:
+        """``refresh`` every ``interval``; a store that fails keeps the runs last read."""
         while True:
-            await self.refresh()
+            with contextlib.suppress(AuditStoreError):
+                await self.refresh()
             await asyncio.sleep(self.interval)
 
     async def observe(self, event: Any) -> None:
