@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.argocd.simulator import ArgoCDSimulator
@@ -24,6 +26,7 @@ from fleetwarden.core.findings import Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.formats.argocd_apps import application_from_object
+from tests.adapters.test_argocd_client import SPEC_FILE, CheckingTransport, SpecChecker
 
 SERVER = "https://prod.example:6443"
 PDB_V1BETA1 = {
@@ -91,7 +94,10 @@ def test_a_finding_per_app_using_a_removed_api_only() -> None:
     assert "old" in f.message and "1.25" in f.message
 
 
-async def test_the_scanner_reads_manifests_from_the_argocd_api() -> None:
+@pytest.mark.realdata
+async def test_the_scanner_reads_manifests_from_the_argocd_api(realdata: Path) -> None:
+    """Without a live inventory the apps come from the API's list; every request and answer is
+    checked against Argo CD's own OpenAPI document (``SpecChecker``)."""
     sim = ArgoCDSimulator(
         [app("old", server=SERVER), app("new", name="prod"), app("other", server="https://x")],
         tokens=["tok"],
@@ -100,8 +106,10 @@ async def test_the_scanner_reads_manifests_from_the_argocd_api() -> None:
     sim.set_manifests("new", [DEPLOY])
     sim.set_manifests("other", [PDB_V1BETA1])
     events: list[object] = []
+    checker = SpecChecker(json.loads((realdata / SPEC_FILE).read_text(encoding="utf-8")))
+    transport = CheckingTransport(httpx.ASGITransport(app=sim), checker)
     async with ArgoCDClient(
-        "http://argocd.test", token="tok", transport=httpx.ASGITransport(app=sim), retries=0
+        "http://argocd.test", token="tok", transport=transport, retries=0
     ) as client:
         scanner = UpgradeScanner(
             client,
@@ -124,6 +132,12 @@ async def test_the_scanner_reads_manifests_from_the_argocd_api() -> None:
     findings = [e for e in events if isinstance(e, FindingEvent)]
     assert [e.finding.pool for e in findings] == ["Application/argocd/old"]
     assert sim.count("GET", "/other/manifests") == 0
+    assert not checker.failures
+    assert [r.url.path for r in transport.sent] == [
+        "/api/v1/applications",
+        "/api/v1/applications/new/manifests",
+        "/api/v1/applications/old/manifests",
+    ]
 
 
 async def test_a_failing_manifests_call_is_reported_and_spares_the_others() -> None:
