@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from fleetwarden.app import upgrade_scan
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for
 from fleetwarden.app.electing import Elector, Fence
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
@@ -45,6 +47,8 @@ from fleetwarden.app.relaying import EventFeed, EventRelay
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.sharding import Membership
 from fleetwarden.app.stamping import refine_open
+from fleetwarden.app.upgrade_drift import UpgradeInProgress
+from fleetwarden.app.upgrade_scan import ManifestSource
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.attribution import Attribution
@@ -169,6 +173,9 @@ class Serving:
             desired_apps=DesiredApps() if settings.workloads and settings.follow_apps else None,
             workload_settings=settings.workloads,
         )
+        self.upgrades: UpgradeInProgress | None = None  # with the audit store, once running
+        if isinstance(argocd, ManifestSource):  # the Argo CD API: upgrades scan its apps
+            upgrade_scan.for_fleet(self.fleet, argocd, table=table_for(DEFAULT_COMPONENTS))
         self._dumps = NodeDiffer(  # the pools of clusters without a live watcher
             self.specs,
             lambda cluster: self.snapshot.get(cluster),
@@ -279,7 +286,10 @@ class Serving:
     # --- what the HTTP side reads ----------------------------------------------------------
 
     def findings(self) -> list[Finding]:
-        return sorted(self.fleet.findings(), key=severity_order)
+        found = self.fleet.findings()
+        if self.upgrades is not None:  # a running upgrade's drift is not a finding
+            found = self.upgrades.findings(found)
+        return sorted(found, key=severity_order)
 
     def nodes_of(self, cluster: str) -> list[ObservedNode] | None:
         """Live cache first; else the latest known state from node dumps."""
@@ -348,6 +358,14 @@ class Serving:
             # the followed apps' desired state before the first diff: no "missing" storm
             self.fleet.desired_apps = await load_apps()
         async with asyncio.TaskGroup() as tg:
+            if self.healer.audit is not None and self.upgrades is None:
+                # upgrade runs are in the audit store: their pools' drift is in progress
+                self.upgrades = UpgradeInProgress(
+                    self.fleet.emit, store=self.healer.audit, specs=self.specs,
+                    now=self.clock.now, current=self.fleet.findings,
+                )  # fmt: skip
+                self.fleet.emit = self.upgrades.observe
+                tg.create_task(self.upgrades.refresh_forever(), name="upgrade-runs")
             tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
             if self.elector is not None:
                 tg.create_task(self.elector.run(), name="elector")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from fleetwarden.app.upgrade_drift import read_step_records
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, record_id
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.diffing import PoolIndex, diff_pool
@@ -169,18 +170,7 @@ class UpgradeRunner:
 
     async def read_records(self) -> list[StepRecord]:
         """The run's step records, from the store (every page)."""
-        out: list[StepRecord] = []
-        before: int | None = None
-        while True:
-            page = await self.store.query(ref=self._plan_id, before_seq=before, limit=500)
-            for r in page:
-                raw = r.payload.get("upgrade", {}).get("record")
-                parsed = StepRecord.from_json(raw) if isinstance(raw, Mapping) else None
-                if parsed is not None:
-                    out.append(parsed)
-            if len(page) < 500:
-                return out
-            before = page[-1].seq
+        return await read_step_records(self.store, self._plan_id)
 
     async def _store_plan(self, key: str) -> AuditRecord:
         self._plan_id = record_id(AuditKind.NOTE, key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -13,15 +13,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fleetwarden.adapters import files
-from fleetwarden.adapters.argocd.client import ArgoCDClient
+from fleetwarden.adapters.argocd.client import ArgoCDClient, client_from_env
 from fleetwarden.adapters.kube.config import PreparedClients
 from fleetwarden.adapters.watch_inputs import read_watch_inputs
-from fleetwarden.app.deprecating import upgrade_hook
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for, upgrade_hook
+from fleetwarden.app.upgrade_drift import UpgradeInProgress
+from fleetwarden.app.upgrade_scan import for_fleet
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.ports.audit import AuditStore, AuditStoreError
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.watching import JsonLines, LiveView
 
@@ -70,6 +73,25 @@ def register(app: typer.Typer) -> None:
                 "--argocd-context",
                 metavar="NAME",
                 help="The context that holds the Argo CD Secrets (default: the first one).",
+            ),
+        ] = None,
+        argocd_server: Annotated[
+            str | None,
+            typer.Option(
+                "--argocd-server",
+                metavar="URL",
+                help="The Argo CD API (token in ARGOCD_AUTH_TOKEN): on a cluster upgrade, the "
+                "rendered manifests of every application targeting it are checked for APIs "
+                "removed at the new version (cluster.upgrade_scan).",
+            ),
+        ] = None,
+        store: Annotated[
+            str | None,
+            typer.Option(
+                "--store",
+                metavar="URL",
+                help="The audit store where `upgrade run` records its runs (default: serve's, "
+                "when it exists): a pool's drift while its upgrade runs is upgrade.in_progress.",
             ),
         ] = None,
         manifests: Annotated[
@@ -163,16 +185,53 @@ def register(app: typer.Typer) -> None:
             [(m.cluster, m.path) for m in map(files.parse_path_arg, manifests or ())],
             runner.emit, list_files=files.list_manifests, read=files.read_manifest,
         )  # fmt: skip
+        try:
+            argocd_api = (
+                client_from_env(argocd_server, option="--argocd-server") if argocd_server else None
+            )
+        except ValueError as exc:
+            fail(str(exc))
+        up = _UpgradeScan(argocd_api, hook) if argocd_api is not None else hook
+        from fleetwarden.entrypoints.service_config import default_store
+
+        runs = _Runs(store, explicit=True) if store else _Runs(default_store(), explicit=False)
         pools = inputs.desired.pools
         try:
             with contextlib.suppress(KeyboardInterrupt):
-                asyncio.run(
-                    _run(pools, endpoints, argocd, watch_settings, runner, duration, hook, followed)
-                )
+                args = (pools, endpoints, argocd, watch_settings, runner, duration, up, followed)
+                asyncio.run(_run(*args, runs=runs))
         except FormatError as exc:  # a followed app's desired state did not load
             fail(str(exc))
         except CredentialError as exc:  # a context's exec plugin is missing or failed
             fail(exc.reason)  # fail() prints it literally
+        except AuditStoreError as exc:  # --store given and not readable
+            fail(f"--store: {exc}")
+
+
+@dataclass
+class _Runs:
+    """Where upgrade runs are read: a store given (must open) or serve's (when it exists)."""
+
+    url: str
+    explicit: bool
+
+    async def open(self) -> AuditStore | None:
+        from fleetwarden.adapters.storage.audit_sql import open_audit_store
+
+        try:
+            return await open_audit_store(self.url, create=False, migrate=False)
+        except AuditStoreError:
+            if self.explicit:
+                raise
+            return None  # no serve store here: no upgrade runs to know of
+
+
+@dataclass
+class _UpgradeScan:
+    """``--argocd-server``: the Argo CD API that upgrades scan, and the ``--manifests`` hook."""
+
+    api: ArgoCDClient
+    then: Callable[[str, str], Awaitable[None]] | None
 
 
 @dataclass
@@ -230,32 +289,58 @@ def _followed(
     return _Followed(cfg)
 
 
-async def _run(specs, endpoints, argocd, settings, sink, duration, hook, followed=None) -> None:  # type: ignore[no-untyped-def]
+async def _run(
+    specs, endpoints, argocd, settings, sink, duration, hook, followed=None, *, runs=None
+) -> None:  # type: ignore[no-untyped-def]
     desired_apps, workload_settings = None, None
     if followed is not None:
         workload_settings, desired_apps = await followed.load()
+    audit = await runs.open() if runs is not None else None
     # the contexts' exec plugins run before anything is watched: one that is missing or fails
     # stops the command with its error (later refreshes that fail are reported per cluster)
     clients = PreparedClients()
     await clients.prepare([*endpoints, *([argocd[0]] if argocd else [])])
+    scan = hook if isinstance(hook, _UpgradeScan) else None
     fleet = FleetWatcher(
         specs,
         clients,
         sink.emit,
         settings=settings,
-        on_upgrade=hook,
+        on_upgrade=scan.then if scan is not None else hook,
         desired_apps=desired_apps,
         workload_settings=workload_settings,
     )
+    if scan is not None:  # the Argo CD API's apps are scanned; --manifests runs after
+        for_fleet(fleet, scan.api, table=table_for(DEFAULT_COMPONENTS), then=scan.then)
+    gate, refresh = None, None
+    if audit is not None:  # upgrade runs under way: their pools' drift is in progress
+        gate = UpgradeInProgress(
+            fleet.emit, store=audit, specs=specs, now=fleet.now, current=fleet.findings
+        )
+        fleet.emit = gate.observe
+        if isinstance(sink, LiveView):
+            sink.select = gate.findings
     argocd_client = clients(argocd[0]) if argocd else None
     sink.fleet = fleet
     try:
         async with asyncio.timeout(duration):
             async with sink:
+                if gate is not None:  # the runs under way before the first event
+                    with contextlib.suppress(AuditStoreError):
+                        await gate.refresh()
+                    refresh = asyncio.create_task(gate.refresh_forever(), name="upgrade-runs")
                 await fleet.run(endpoints, (argocd_client, argocd[1]) if argocd_client else None)
     except TimeoutError:
         pass
     finally:
         if argocd_client is not None:
             await argocd_client.aclose()
+        if scan is not None:
+            await scan.api.aclose()
+        if refresh is not None:
+            refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await refresh
+        if audit is not None:
+            await audit.close()
         await clients.aclose()

@@ -32,6 +32,8 @@ class LifecycleType(StrEnum):
     UPGRADED = "cluster.upgraded"
     SCALED = "pool.scaled"
     DEPRECATIONS = "cluster.deprecations"
+    UPGRADE_SCAN = "cluster.upgrade_scan"  # Argo CD apps' manifests at the new version
+    UPGRADE_IN_PROGRESS = "upgrade.in_progress"  # a pool's expected drift while it upgrades
     CACHE_FULL = "cluster.cache_full"
     WATCH_REFUSED = "cluster.watch_refused"  # RBAC or a missing API: that resource is unseen
     CHURN = "churn"  # nodes added/removed/replaced by the provider or an autoscaler (core.churn)

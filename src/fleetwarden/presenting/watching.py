@@ -15,7 +15,10 @@ from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.presenting.rendering import event_text, findings_table, literal, make_console
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fleetwarden.app.watching import Event, FleetWatcher
+    from fleetwarden.core.findings import Finding
 
 __all__ = ["JsonLines", "LiveView"]
 
@@ -44,6 +47,8 @@ class LiveView:
     each event."""
 
     fleet: FleetWatcher | None = None
+    # what of the current findings to show (``watch``: not a running upgrade's drift)
+    select: Callable[[list[Finding]], list[Finding]] | None = None
 
     def __init__(self, console: Console | None = None, *, wide: bool = False) -> None:
         self.wide = wide  # the live view is cropped to the terminal all the same
@@ -62,7 +67,8 @@ class LiveView:
         data = event.to_json()
         finding = event.finding if isinstance(event, FindingEvent) else None
         self.log.append(literal(event_text(data, finding)))
-        current = sorted(self.fleet.tracker.current(), key=severity_order) if self.fleet else []
+        found = self.fleet.tracker.current() if self.fleet else []
+        current = sorted(self.select(found) if self.select else found, key=severity_order)
         self.live.update(
             Group(
                 findings_table(current, title=f"{len(current)} findings", wide=self.wide),
