@@ -64,7 +64,7 @@ address, only ``allowedHosts`` are answered (see ``core/access.py``).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,8 +73,6 @@ from urllib.parse import urlsplit, urlunsplit
 import jsonschema
 import yaml
 
-from fleetwarden.adapters.settings import CONFIG_SCHEMA, Settings, settings_from
-from fleetwarden.adapters.storage.audit_sql import sqlite_file, sqlite_path_problem
 from fleetwarden.app.ingesting import SourceAuth
 from fleetwarden.app.leader_config import SCHEMA as LEADER_SCHEMA
 from fleetwarden.app.leader_config import LeaderElectionConfig, leader_election_from
@@ -84,12 +82,15 @@ from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import SOURCES
+from fleetwarden.formats.settings import CONFIG_SCHEMA, Settings, settings_from
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 from fleetwarden.ports.audit import AuditStoreError
 
 __all__ = [
+    "SERVICE_SCHEMA",
     "AppSource",
     "ServiceConfig",
+    "StoreChecks",
     "default_store",
     "exposure_problem",
     "load_service_config",
@@ -267,15 +268,31 @@ def default_store(env: Mapping[str, str] | None = None) -> str:
     return f"sqlite:///{os.path.abspath(os.path.join(state, 'fleetwarden.db'))}"
 
 
+def default_queue_path(env: Mapping[str, str] | None = None) -> str:
+    """The SQLite queue's file beside the default store (``default_store``): its directory,
+    ``fleetwarden-queue.db``."""
+    store = default_store(env).removeprefix("sqlite:///")
+    return str(Path(store).with_name("fleetwarden-queue.db"))
+
+
+@dataclass(frozen=True)
+class StoreChecks:
+    """The audit store adapter's answers about a store URL, passed in (the app imports no
+    adapter): ``sqlite_file`` its SQLite file (None: not a file), ``sqlite_path_problem`` why
+    that file is likely not the one meant (None: it is). Both raise ``AuditStoreError`` for a
+    URL that is no store's."""
+
+    sqlite_file: Callable[[str], Path | None]
+    sqlite_path_problem: Callable[[str], str | None]
+
+
 @dataclass
 class ServiceConfig:
     host: str = "127.0.0.1"
     port: int = 8080
     store: str = field(default_factory=default_store)
     queue: str = "sqlite"
-    queue_path: str = field(
-        default_factory=lambda: _queue_beside_store(default_store(), "sqlite", "<defaults>")
-    )
+    queue_path: str = field(default_factory=lambda: default_queue_path())
     desired: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
     kubeconfig: str | None = None
@@ -358,7 +375,7 @@ def _queue_url(value: str, source: str, env: Mapping[str, str]) -> str:
 
 
 def load_service_config(
-    path: Path | None, *, env: Mapping[str, str] | None = None
+    path: Path | None, *, checks: StoreChecks, env: Mapping[str, str] | None = None
 ) -> ServiceConfig:
     env = os.environ if env is None else env
     if path is None:
@@ -377,11 +394,15 @@ def load_service_config(
         ) from None
     if not isinstance(raw, Mapping):
         raise FormatError(source, "the config must be a mapping")
-    return service_config_from(raw, source=source, env=env)
+    return service_config_from(raw, source=source, checks=checks, env=env)
 
 
 def service_config_from(
-    raw: Mapping[str, Any], *, source: str, env: Mapping[str, str] | None = None
+    raw: Mapping[str, Any],
+    *,
+    source: str,
+    checks: StoreChecks,
+    env: Mapping[str, str] | None = None,
 ) -> ServiceConfig:
     """A validated ``ServiceConfig`` from an already parsed mapping (``source`` names it)."""
     env = os.environ if env is None else env
@@ -430,7 +451,7 @@ def service_config_from(
     argocd = clusters.get("argocdSecrets") or {}
     hosts = raw.get("allowedHosts")
     store = _secret(raw.get("store") or default_store(env), "store", source, env)
-    if (problem := _store_problem(store, source)) is not None:
+    if (problem := _store_problem(store, source, checks)) is not None:
         raise FormatError(source, problem, field="store")
     queue = _queue_url(raw.get("queue", "sqlite"), source, env)
     return ServiceConfig(
@@ -445,7 +466,7 @@ def service_config_from(
         header_bytes=int(limits.get("headerBytes", 16384)),
         store=store,
         queue=queue,
-        queue_path=raw.get("queuePath") or _queue_beside_store(store, queue, source),
+        queue_path=raw.get("queuePath") or _queue_beside_store(store, queue, source, checks),
         desired=list(raw.get("desired") or ()),
         nodes=list(raw.get("nodes") or ()),
         kubeconfig=clusters.get("kubeconfig"),
@@ -489,18 +510,18 @@ def service_config_from(
     )
 
 
-def _store_problem(store: str, source: str) -> str | None:
+def _store_problem(store: str, source: str, checks: StoreChecks) -> str | None:
     try:
-        return sqlite_path_problem(store)
+        return checks.sqlite_path_problem(store)
     except AuditStoreError as exc:
         raise FormatError(source, str(exc), field="store") from None
 
 
-def _queue_beside_store(store: str, queue: str, source: str) -> str:
+def _queue_beside_store(store: str, queue: str, source: str, checks: StoreChecks) -> str:
     """The SQLite queue's default file: beside an SQLite store, named after it (the default
     store's gives ``fleetwarden-queue.db``), never wherever serve happens to be started."""
     try:
-        path = sqlite_file(store)
+        path = checks.sqlite_file(store)
     except AuditStoreError as exc:
         raise FormatError(source, str(exc), field="store") from None
     if path is not None:

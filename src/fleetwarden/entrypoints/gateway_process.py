@@ -32,10 +32,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden.app import supervising
+from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics
-from fleetwarden.entrypoints.service_config import ServiceConfig
 from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 

@@ -56,6 +56,13 @@ from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app import serving
 from fleetwarden.app.electing import Elector, default_identity
 from fleetwarden.app.healing import AlreadyApproved, NotLeading
+from fleetwarden.app.service_config import (
+    ServiceConfig,
+    default_store,
+    exposure_problem,
+    secret_values,
+    without_credentials,
+)
 from fleetwarden.app.serving import Serving, ServingSettings, inspection_counter
 from fleetwarden.app.sharding import MEMBERSHIP_LABEL, Membership
 from fleetwarden.app.stamping import timeline_seconds
@@ -79,14 +86,7 @@ from fleetwarden.entrypoints import (
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
 from fleetwarden.entrypoints.httpserver import server_config
 from fleetwarden.entrypoints.metrics import ServiceMetrics
-from fleetwarden.entrypoints.service_config import (
-    ServiceConfig,
-    default_store,
-    exposure_problem,
-    load_service_config,
-    secret_values,
-    without_credentials,
-)
+from fleetwarden.entrypoints.service_config import load_service_config
 from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply, parsers

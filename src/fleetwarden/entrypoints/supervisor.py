@@ -51,8 +51,8 @@ from types import FrameType
 from typing import IO, Any
 
 from fleetwarden.app import supervising
+from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.cli.common import warn
-from fleetwarden.entrypoints.service_config import ServiceConfig
 from fleetwarden.formats.errors import FormatError
 
 __all__ = ["STOP_GRACE", "ChildSetup", "child_setup", "queue_options", "run", "wanted"]

@@ -35,12 +35,12 @@ from fleetwarden.adapters.workload_sources import (
     parse_argo_ref,
 )
 from fleetwarden.app.fleet import build_versions
+from fleetwarden.app.service_config import AppSource, ServiceConfig
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.app.workload_watching import WorkloadWatcher
 from fleetwarden.core.desired_apps import AppDesired, DesiredApps, merge_apps
 from fleetwarden.core.fleet import severity_order
 from fleetwarden.core.tracking import app_scope
-from fleetwarden.entrypoints.service_config import AppSource, ServiceConfig
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoCD
 from fleetwarden.presenting.rendering import visible
