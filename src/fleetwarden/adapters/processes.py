@@ -8,7 +8,8 @@ fsync) and answers; the **worker** process consumes the queue and runs everythin
 (watchers, inspections, healing, the audit store, the read API and the dashboard, which the
 gateway passes on over a private Unix socket).
 
-The supervisor (this module; the decisions are ``app/supervising.py``):
+The supervisor (this module, started by ``entrypoints/supervisor.py``; the decisions are
+``app/supervising.py``, passed in as ``decide``):
 
 * holds the queue file's lock (a second ``serve`` on the same file is refused), binds the
   listening socket and the worker's Unix socket, and makes the socket pair through which a
@@ -45,17 +46,23 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from fleetwarden.app import supervising
-from fleetwarden.app.service_config import ServiceConfig
-from fleetwarden.cli.common import warn
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["STOP_GRACE", "ChildSetup", "child_setup", "queue_options", "run", "wanted"]
+__all__ = [
+    "STOP_GRACE",
+    "ChildSetup",
+    "Step",
+    "child_setup",
+    "in_child",
+    "queue_options",
+    "supervise",
+]
 
 STOP_GRACE = 15.0  # seconds a child has to stop after SIGTERM (uvicorn drains in 5)
 _ENV_PROCESS = "FW_SERVE_PROCESS"
@@ -75,14 +82,24 @@ class ChildSetup:
     worker_socket: str  # the path the gateway passes the read API on to
 
 
-def wanted(config: ServiceConfig) -> bool:
-    """Supervise: ``role: all`` with the SQLite queue, not already a child, not opted out."""
-    return (
-        config.role == "all"
-        and not config.queue.startswith("nats://")
-        and _ENV_PROCESS not in os.environ
-        and os.environ.get("FLEETWARDEN_ONE_PROCESS") != "1"
-    )
+@dataclass(frozen=True)
+class Step:
+    """What to do about a child that exited (``decide``'s answer): give up with the exit code
+    ``give_up``, or start it again after ``delay`` seconds."""
+
+    reason: str  # said on stderr
+    give_up: int | None = None
+    delay: float = 0.0
+    failures_in_a_row: int = 0  # including this exit
+
+
+# decide(name, returncode, started_at, ended_at, failures_in_a_row before this exit)
+Decide = Callable[[str, int, float, float, int], Step]
+
+
+def in_child() -> bool:
+    """This process is a supervised serve's gateway or worker."""
+    return _ENV_PROCESS in os.environ
 
 
 def child_setup() -> ChildSetup | None:
@@ -145,12 +162,19 @@ class _Resources:
         self.lock.close()  # drops the flock
 
 
-def run(config: ServiceConfig, *, policy: supervising.RestartPolicy | None = None) -> int:
-    """Supervise the gateway and the worker until SIGTERM/SIGINT (0) or a child's
-    configuration error (its code). Raises FormatError when the queue file is taken or the
-    listen address cannot be bound."""
-    policy = policy or supervising.RestartPolicy()
-    res = _open_resources(config)
+def supervise(
+    host: str,
+    port: int,
+    queue_path: str,
+    *,
+    decide: Decide,
+    stop_order: Sequence[str],
+    warn: Callable[[str], None],
+) -> int:
+    """Supervise the gateway and the worker until SIGTERM/SIGINT (0) or ``decide`` gives up
+    (its code). Raises FormatError when the queue file is taken or the listen address cannot
+    be bound. ``warn`` says each exit's step and a child killed at stop."""
+    res = _open_resources(host, port, queue_path)
     stop = False
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
@@ -177,20 +201,17 @@ def run(config: ServiceConfig, *, policy: supervising.RestartPolicy | None = Non
             for child in children.values():
                 if child.proc is None or child.proc.poll() is None:
                     continue
-                decision = supervising.decide(
-                    supervising.ChildExit(
-                        child.name,
-                        child.proc.returncode,
-                        child.started_at,
-                        time.monotonic(),
-                        failures_in_a_row=child.failures,
-                    ),
-                    policy=policy,
+                decision = decide(
+                    child.name,
+                    child.proc.returncode,
+                    child.started_at,
+                    time.monotonic(),
+                    child.failures,
                 )
                 child.proc = None
                 warn(decision.reason)
-                if isinstance(decision, supervising.GiveUp):
-                    code, stop = decision.code, True
+                if decision.give_up is not None:
+                    code, stop = decision.give_up, True
                     break
                 child.failures, child.due = decision.failures_in_a_row, now + decision.delay
             if stop:
@@ -203,8 +224,8 @@ def run(config: ServiceConfig, *, policy: supervising.RestartPolicy | None = Non
                 while os.read(wake_r, 512):
                     pass
     finally:
-        for name in supervising.STOP_ORDER:
-            _stop(children[name])
+        for name in stop_order:
+            _stop(children[name], warn)
         signal.set_wakeup_fd(old_fd)
         for s, handler in old.items():
             signal.signal(s, handler)
@@ -232,7 +253,7 @@ def _start(child: _Child, res: _Resources) -> None:
     child.started_at = time.monotonic()
 
 
-def _stop(child: _Child) -> None:
+def _stop(child: _Child, warn: Callable[[str], None]) -> None:
     proc = child.proc
     if proc is None or proc.poll() is not None:
         return
@@ -246,10 +267,10 @@ def _stop(child: _Child) -> None:
         proc.wait()
 
 
-def _open_resources(config: ServiceConfig) -> _Resources:
-    lock = _lock_queue(Path(config.queue_path))
+def _open_resources(host: str, port: int, queue_path: str) -> _Resources:
+    lock = _lock_queue(Path(queue_path))
     try:
-        listen = _bind(config.host, config.port)
+        listen = _bind(host, port)
     except BaseException:
         lock.close()
         raise

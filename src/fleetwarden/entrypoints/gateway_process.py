@@ -1,4 +1,4 @@
-"""The gateway process of a supervised ``serve`` (``entrypoints/supervisor.py``).
+"""The gateway process of a supervised ``serve`` (``adapters/processes.py``).
 
 It answers ``POST /events/<source>`` itself -- the door, authentication, limits, parsing,
 the append to the shared SQLite queue (its producer side: WAL, group commit, fsync before

@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden import logs
-from fleetwarden.adapters import files
+from fleetwarden.adapters import files, processes
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.flux import FluxClient
 from fleetwarden.adapters.journal import EventJournal
@@ -338,7 +338,7 @@ def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
 
 
 def build_service(config: ServiceConfig) -> Service:
-    shared = supervisor.queue_options()  # {} unless a child of a supervised serve
+    shared = processes.queue_options()  # {} unless a child of a supervised serve
     gateway_only = shared.get("share") == "producer"  # no sinks, no node state to load
     loaded = files.load_desired(
         [files.parse_path_arg(a) for a in config.desired],
@@ -499,8 +499,8 @@ async def _freeze_forever(interval: float = 60.0) -> None:
         gc.freeze()
 
 
-def _serve_child(service: Service, child: supervisor.ChildSetup) -> Coroutine[Any, Any, None]:
-    """One process of a supervised serve (``entrypoints/supervisor.py``)."""
+def _serve_child(service: Service, child: processes.ChildSetup) -> Coroutine[Any, Any, None]:
+    """One process of a supervised serve (``adapters/processes.py``)."""
     if child.role == "gateway":
         return gateway_process.run(
             service.config,
@@ -557,7 +557,7 @@ def register(app: typer.Typer) -> None:
         """Run the event gateway (POST /events/<source>), the durable queue, the inspection
         workers and the live watchers, with /api/events, /api/findings, /healthz and
         /metrics."""
-        child = supervisor.child_setup()  # role: all's gateway or worker process, or None
+        child = processes.child_setup()  # role: all's gateway or worker process, or None
         fmt = log_format or ("console" if sys.stderr.isatty() else "json")
         if fmt not in ("json", "console"):
             fail(f"--log-format: {fmt!r} is not json or console")
