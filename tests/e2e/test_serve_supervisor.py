@@ -1,5 +1,5 @@
 """The default ``serve`` (``role: all``, SQLite queue) is a supervisor with two processes:
-the gateway and the worker (``entrypoints/supervisor.py``). Against the real CLI:
+the gateway and the worker (``adapters/processes.py``). Against the real CLI:
 
 * ``kill -9`` of the worker under load: the supervisor starts a new one, the gateway keeps
   answering 202 throughout (its pid unchanged), and every acknowledged event reaches the
