@@ -31,11 +31,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fleetwarden.adapters.httpserver import server_config
+from fleetwarden.adapters.metrics import ServiceMetrics
 from fleetwarden.app import supervising
 from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
-from fleetwarden.entrypoints.httpserver import server_config
-from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 

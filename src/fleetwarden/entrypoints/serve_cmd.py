@@ -38,6 +38,7 @@ from fleetwarden import logs
 from fleetwarden.adapters import files, processes
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.flux import FluxClient
+from fleetwarden.adapters.httpserver import server_config
 from fleetwarden.adapters.journal import EventJournal
 from fleetwarden.adapters.kube.config import (
     check_unattended,
@@ -47,6 +48,7 @@ from fleetwarden.adapters.kube.config import (
 )
 from fleetwarden.adapters.kube.lease import KubeLeaseGroup, KubeLeaseStore
 from fleetwarden.adapters.kube.restore import KubeNodeRestorer
+from fleetwarden.adapters.metrics import ServiceMetrics
 from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
 from fleetwarden.adapters.notify.slack import SlackSink
 from fleetwarden.adapters.notify.webhook import WebhookSink
@@ -84,8 +86,6 @@ from fleetwarden.entrypoints import (
     supervisor,
 )
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
-from fleetwarden.entrypoints.httpserver import server_config
-from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.entrypoints.service_config import load_service_config
 from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
