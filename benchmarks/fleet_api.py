@@ -29,11 +29,11 @@ from starlette.applications import Starlette
 from tests.support.asgi_server import serve_asgi
 from workloads import APPS, TARGET_APP, desired_app, served
 
+from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.app.workload_watching import WorkloadWatcher
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import AppDesired, DesiredApps
 from fleetwarden.core.tracking import FindingTracker
-from fleetwarden.entrypoints.service_config import ServiceConfig
 from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 
 

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from fleetwarden.entrypoints.metrics import ServiceMetrics
+from fleetwarden.adapters.metrics import ServiceMetrics
 
 DASHBOARD = (
     Path(__file__).resolve().parents[1] / "deploy" / "grafana" / "fleetwarden-dashboard.json"

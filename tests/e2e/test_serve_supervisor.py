@@ -1,5 +1,5 @@
 """The default ``serve`` (``role: all``, SQLite queue) is a supervisor with two processes:
-the gateway and the worker (``entrypoints/supervisor.py``). Against the real CLI:
+the gateway and the worker (``adapters/processes.py``). Against the real CLI:
 
 * ``kill -9`` of the worker under load: the supervisor starts a new one, the gateway keeps
   answering 202 throughout (its pid unchanged), and every acknowledged event reaches the
@@ -268,8 +268,8 @@ def test_metrics_of_both_processes_are_merged_without_counting_a_refusal_twice()
     passed on); the worker's inspections are the worker's; duplicates are both processes'."""
     from prometheus_client import generate_latest
 
+    from fleetwarden.adapters.metrics import ServiceMetrics
     from fleetwarden.entrypoints.gateway_process import merge_metrics
-    from fleetwarden.entrypoints.metrics import ServiceMetrics
 
     gateway, worker = ServiceMetrics(), ServiceMetrics()
     gateway.received.labels("aws").inc(3)

@@ -20,9 +20,9 @@ import os
 import signal
 
 from fleetwarden.adapters.queue.nats import NatsQueue
+from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.cli.main import main as cli_main
 from fleetwarden.entrypoints import serve_cmd
-from fleetwarden.entrypoints.service_config import ServiceConfig
 
 
 def main() -> None:

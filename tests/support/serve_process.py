@@ -54,7 +54,13 @@ class ServeProcess:
                 stdout=subprocess.DEVNULL,
                 stderr=err,
                 cwd=self.cwd,
-                env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                # this checkout's src first: a worktree runs its own code, not the editable
+                # install's
+                env={
+                    **os.environ,
+                    "PYTHONPATH": os.pathsep.join((str(ROOT / "src"), str(ROOT))),
+                    **(env or {}),
+                },
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

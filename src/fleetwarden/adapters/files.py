@@ -22,6 +22,7 @@ from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.formats.documents import YAML_SUFFIXES, SourceFile
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
+from fleetwarden.formats.settings import DEFAULT_DESIRED_LIMIT, DEFAULT_NODES_LIMIT
 
 if TYPE_CHECKING:
     from fleetwarden.formats.desired import DesiredRead
@@ -45,8 +46,6 @@ __all__ = [
     "walk_tree",
 ]
 
-DEFAULT_DESIRED_LIMIT = 16 * 2**20  # desired-state files are written by people
-DEFAULT_NODES_LIMIT = 2 * 2**30  # a dump of a very large cluster
 _TREE_SUFFIXES = (*YAML_SUFFIXES, ".tf")
 _SKIP_DIRS = {".git", ".terraform", "node_modules", "__pycache__", ".venv"}
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleetwarden.adapters import files
-from fleetwarden.adapters.settings import Settings, load_settings
 from fleetwarden.adapters.workload_files import load_desired_state, load_observed, workload_sources
 from fleetwarden.adapters.workload_sources import app_from_argocd, parse_argo_ref
 from fleetwarden.core import workloads as wl
@@ -32,6 +31,7 @@ from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import AppDesired, DesiredState
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.settings import Settings, load_settings
 from fleetwarden.formats.workloads import FleetSettings, fleet_settings
 
 if TYPE_CHECKING:  # the HTTP clients load only when a live source is asked for

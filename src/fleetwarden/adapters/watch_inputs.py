@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from fleetwarden.adapters import files
 from fleetwarden.adapters.kube.config import load_kubeconfig
-from fleetwarden.adapters.settings import Settings, load_settings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.fleet import NothingToCompare, check_comparable
+from fleetwarden.formats.settings import Settings, load_settings
 
 if TYPE_CHECKING:  # the readers load when the command runs, as files.load_desired does
     from fleetwarden.formats.desired import DesiredRead

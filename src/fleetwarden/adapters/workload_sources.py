@@ -16,13 +16,14 @@ Errors are ``FormatError`` naming the source (file, ``argocd:APP``, ``CLUSTER:/p
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fleetwarden.adapters import files
 from fleetwarden.core import workloads as wl
-from fleetwarden.core.desired_apps import AppDesired
+from fleetwarden.core.desired_apps import AppDesired, merge_apps
 from fleetwarden.core.fleet import Skip
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile
@@ -42,6 +43,7 @@ __all__ = [
     "app_from_files",
     "list_nodes",
     "list_workloads",
+    "load_app",
     "parse_argo_ref",
 ]
 
@@ -86,6 +88,32 @@ def app_from_files(
         objects.setdefault(arg.cluster, []).extend(got.objects)
         skipped.extend(got.skipped)
     return AppDesired(app, objects, sources=tuple(a.label for a in args)), skipped
+
+
+async def load_app(
+    name: str,
+    desired: Sequence[str],
+    argocd_apps: Sequence[str],
+    argocd: ArgoCD | None,
+    *,
+    app_label: str | None,
+    limit: int,
+) -> AppDesired:
+    """One followed application's desired state from its files (``[CLUSTER=]PATH``, read off
+    the event loop) and Argo CD applications (``[CLUSTER=]APPLICATION``), merged."""
+    parts = []
+    if desired:
+        args = [files.parse_path_arg(a) for a in desired]
+        app, _skipped = await asyncio.to_thread(  # file reads stay off the event loop
+            app_from_files, name, args, app_label=app_label, limit=limit
+        )
+        parts.append(app)
+    if argocd_apps:
+        if argocd is None:
+            raise FormatError(f"argocd:{name}", "no Argo CD client (argocd: url)")
+        refs = [parse_argo_ref(r) for r in argocd_apps]
+        parts.append(await app_from_argocd(name, argocd, refs, app_label=app_label))
+    return merge_apps(name, parts)
 
 
 async def app_from_argocd(

@@ -4,7 +4,7 @@ queue): the gateway (authenticate, validate, append to the queue, answer) and th
 
 Purely computational: the exit of a child and the time go in, a decision comes out --
 restart after a delay, or give up with an exit code. The process handling that carries the
-decisions out is ``entrypoints/supervisor.py``; nothing here starts, signals or waits.
+decisions out is ``adapters/processes.py``; nothing here starts, signals or waits.
 
 Decisions
     * A child that exits with code 2 (a usage or configuration error: the audit store cannot

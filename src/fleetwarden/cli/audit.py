@@ -84,7 +84,7 @@ ConfigOpt = Annotated[
 
 
 def _url(store: str | None, config: Path | None) -> str:
-    from fleetwarden.entrypoints.service_config import default_store
+    from fleetwarden.app.service_config import default_store
 
     try:
         return resolve_store_url(store, config, default_store=default_store)

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from fleetwarden.adapters.settings import Settings
     from fleetwarden.core.findings import Finding
     from fleetwarden.core.fleet import FleetReport
+    from fleetwarden.formats.settings import Settings
 
 __all__ = [
     "FAIL_ON_METAVAR",
@@ -131,8 +131,8 @@ def warn(message: str) -> None:
 
 def load_settings_or_fail(config: Path | None) -> Settings:
     """The ``--config`` settings (``scan:`` and the rest); a bad file exits 2 naming it."""
-    from fleetwarden.adapters.settings import load_settings
     from fleetwarden.formats.errors import FormatError
+    from fleetwarden.formats.settings import load_settings
 
     try:
         return load_settings(config)

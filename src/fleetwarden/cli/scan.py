@@ -35,8 +35,8 @@ from fleetwarden.presenting.progress import dump_progress
 from fleetwarden.presenting.rendering import dumps, make_console, print_explanation
 
 if TYPE_CHECKING:
-    from fleetwarden.adapters.settings import Settings
     from fleetwarden.formats.desired import DesiredRead
+    from fleetwarden.formats.settings import Settings
 
 __all__ = ["explain", "register", "scan"]
 

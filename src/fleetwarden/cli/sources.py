@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 
 from fleetwarden.adapters.fleet_inputs import LiveSources, load_fleet_settings, read_fleet
-from fleetwarden.adapters.settings import Settings
 from fleetwarden.app.fleet import missing_app
 from fleetwarden.cli.common import (
     err_console,
@@ -22,6 +21,7 @@ from fleetwarden.cli.common import (
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.settings import Settings
 from fleetwarden.formats.workloads import FleetSettings
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.progress import cluster_progress

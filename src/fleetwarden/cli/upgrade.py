@@ -23,11 +23,11 @@ from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.adapters.upgrade_inputs import UpgradeInputs, read_upgrade_inputs
+from fleetwarden.app.service_config import default_store
 from fleetwarden.app.upgrading import Progress, RunReport, UpgradeRunner, plan_live
 from fleetwarden.cli.common import FormatOpt, OutputFormat, fail
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.upgrades import RunPhase, StepRecord, UpgradePlan
-from fleetwarden.entrypoints.service_config import default_store
 from fleetwarden.formats import manifests as manifests_format
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoError

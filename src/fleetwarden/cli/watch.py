@@ -29,7 +29,7 @@ from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.watching import JsonLines, LiveView
 
 if TYPE_CHECKING:  # the serve stack loads only when applications are followed
-    from fleetwarden.entrypoints.service_config import ServiceConfig
+    from fleetwarden.app.service_config import ServiceConfig
 
 __all__ = ["register"]
 

@@ -31,12 +31,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden import logs
+from fleetwarden.adapters.metrics import ServiceMetrics
 from fleetwarden.app.ingesting import Ingest, Parser, SourceAuth, is_count
 from fleetwarden.core import access
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
 from fleetwarden.entrypoints import door
-from fleetwarden.entrypoints.metrics import ServiceMetrics
 from fleetwarden.formats.events import Reply
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock

@@ -1,4 +1,4 @@
-"""The gateway process of a supervised ``serve`` (``entrypoints/supervisor.py``).
+"""The gateway process of a supervised ``serve`` (``adapters/processes.py``).
 
 It answers ``POST /events/<source>`` itself -- the door, authentication, limits, parsing,
 the append to the shared SQLite queue (its producer side: WAL, group commit, fsync before
@@ -31,11 +31,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fleetwarden.adapters.httpserver import server_config
+from fleetwarden.adapters.metrics import ServiceMetrics
 from fleetwarden.app import supervising
+from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
-from fleetwarden.entrypoints.httpserver import server_config
-from fleetwarden.entrypoints.metrics import ServiceMetrics
-from fleetwarden.entrypoints.service_config import ServiceConfig
 from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 

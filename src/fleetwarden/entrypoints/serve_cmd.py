@@ -35,9 +35,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden import logs
-from fleetwarden.adapters import files
+from fleetwarden.adapters import files, processes
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.flux import FluxClient
+from fleetwarden.adapters.httpserver import server_config
 from fleetwarden.adapters.journal import EventJournal
 from fleetwarden.adapters.kube.config import (
     check_unattended,
@@ -47,6 +48,7 @@ from fleetwarden.adapters.kube.config import (
 )
 from fleetwarden.adapters.kube.lease import KubeLeaseGroup, KubeLeaseStore
 from fleetwarden.adapters.kube.restore import KubeNodeRestorer
+from fleetwarden.adapters.metrics import ServiceMetrics
 from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
 from fleetwarden.adapters.notify.slack import SlackSink
 from fleetwarden.adapters.notify.webhook import WebhookSink
@@ -56,6 +58,13 @@ from fleetwarden.adapters.storage.audit_sql import open_audit_store
 from fleetwarden.app import serving
 from fleetwarden.app.electing import Elector, default_identity
 from fleetwarden.app.healing import AlreadyApproved, NotLeading
+from fleetwarden.app.service_config import (
+    ServiceConfig,
+    default_store,
+    exposure_problem,
+    secret_values,
+    without_credentials,
+)
 from fleetwarden.app.serving import Serving, ServingSettings, inspection_counter
 from fleetwarden.app.sharding import MEMBERSHIP_LABEL, Membership
 from fleetwarden.app.stamping import timeline_seconds
@@ -77,16 +86,7 @@ from fleetwarden.entrypoints import (
     supervisor,
 )
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
-from fleetwarden.entrypoints.httpserver import server_config
-from fleetwarden.entrypoints.metrics import ServiceMetrics
-from fleetwarden.entrypoints.service_config import (
-    ServiceConfig,
-    default_store,
-    exposure_problem,
-    load_service_config,
-    secret_values,
-    without_credentials,
-)
+from fleetwarden.entrypoints.service_config import load_service_config
 from fleetwarden.entrypoints.workloads_api import WorkloadFleet
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply, parsers
@@ -338,7 +338,7 @@ def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
 
 
 def build_service(config: ServiceConfig) -> Service:
-    shared = supervisor.queue_options()  # {} unless a child of a supervised serve
+    shared = processes.queue_options()  # {} unless a child of a supervised serve
     gateway_only = shared.get("share") == "producer"  # no sinks, no node state to load
     loaded = files.load_desired(
         [files.parse_path_arg(a) for a in config.desired],
@@ -499,8 +499,8 @@ async def _freeze_forever(interval: float = 60.0) -> None:
         gc.freeze()
 
 
-def _serve_child(service: Service, child: supervisor.ChildSetup) -> Coroutine[Any, Any, None]:
-    """One process of a supervised serve (``entrypoints/supervisor.py``)."""
+def _serve_child(service: Service, child: processes.ChildSetup) -> Coroutine[Any, Any, None]:
+    """One process of a supervised serve (``adapters/processes.py``)."""
     if child.role == "gateway":
         return gateway_process.run(
             service.config,
@@ -557,7 +557,7 @@ def register(app: typer.Typer) -> None:
         """Run the event gateway (POST /events/<source>), the durable queue, the inspection
         workers and the live watchers, with /api/events, /api/findings, /healthz and
         /metrics."""
-        child = supervisor.child_setup()  # role: all's gateway or worker process, or None
+        child = processes.child_setup()  # role: all's gateway or worker process, or None
         fmt = log_format or ("console" if sys.stderr.isatty() else "json")
         if fmt not in ("json", "console"):
             fail(f"--log-format: {fmt!r} is not json or console")

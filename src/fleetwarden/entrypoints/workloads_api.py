@@ -1,11 +1,12 @@
 """The service's workload side: followed applications' desired state, kept fresh, and the
 read API over the watchers' warm caches.
 
-- ``load()`` builds every followed application's desired state from its sources (rendered
-  manifests on disk, read off the event loop; Argo CD's rendered manifests through the
-  service's Argo CD client). A source that fails keeps that application's last good state
-  and says so in the log (never the token); ``app/serving.py`` calls it again every
-  ``workloads.refreshSeconds`` and hands each new state to the watchers, which re-diff.
+- ``load()`` builds every followed application's desired state from its sources
+  (``adapters/workload_sources.load_app``: rendered manifests on disk, read off the event
+  loop; Argo CD's rendered manifests through the service's Argo CD client). A source that
+  fails keeps that application's last good state and says so in the log (never the token);
+  ``app/serving.py`` calls it again every ``workloads.refreshSeconds`` and hands each new
+  state to the watchers, which re-diff.
 - ``GET /api/fleet/versions?app=NAME``: the ``fleet versions --format json`` document, from
   the watchers' warm indexes (no API server is asked).
 - ``GET /api/fleet/diff?app=NAME``: the app's current drift findings in every cluster (the
@@ -18,7 +19,6 @@ Unknown applications answer 404, a missing ``app`` 400: never a 5xx.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,52 +28,21 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden import logs
-from fleetwarden.adapters import files
-from fleetwarden.adapters.workload_sources import (
-    app_from_argocd,
-    app_from_files,
-    parse_argo_ref,
-)
+from fleetwarden.adapters.workload_sources import load_app
 from fleetwarden.app.fleet import build_versions
+from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.app.workload_watching import WorkloadWatcher
-from fleetwarden.core.desired_apps import AppDesired, DesiredApps, merge_apps
+from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.fleet import severity_order
 from fleetwarden.core.tracking import app_scope
-from fleetwarden.entrypoints.service_config import AppSource, ServiceConfig
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoCD
 from fleetwarden.presenting.rendering import visible
 
-__all__ = ["WorkloadFleet", "load_app", "load_apps", "merge_app"]
+__all__ = ["WorkloadFleet", "load_apps"]
 
 log = logs.get_logger("fleetwarden.workloads")
-
-
-merge_app = merge_apps  # the one merge lives in core.desired_apps
-
-
-async def load_app(config: ServiceConfig, argocd: ArgoCD | None, source: AppSource) -> AppDesired:
-    """One followed application's desired state from its files and Argo CD applications."""
-    parts = []
-    if source.desired:
-        args = [files.parse_path_arg(a) for a in source.desired]
-        app, _skipped = await asyncio.to_thread(  # file reads stay off the event loop
-            app_from_files,
-            source.name,
-            args,
-            app_label=config.fleet.app_label,
-            limit=config.scan.desired_file_limit,
-        )
-        parts.append(app)
-    if source.argocd:
-        if argocd is None:
-            raise FormatError(f"argocd:{source.name}", "no Argo CD client (argocd: url)")
-        refs = [parse_argo_ref(r) for r in source.argocd]
-        parts.append(
-            await app_from_argocd(source.name, argocd, refs, app_label=config.fleet.app_label)
-        )
-    return merge_app(source.name, parts)
 
 
 async def load_apps(
@@ -85,7 +54,16 @@ async def load_apps(
     before = previous.apps if previous is not None else {}
     for source in config.apps:
         try:
-            apps.append(await load_app(config, argocd, source))
+            apps.append(
+                await load_app(
+                    source.name,
+                    source.desired,
+                    source.argocd,
+                    argocd,
+                    app_label=config.fleet.app_label,
+                    limit=config.scan.desired_file_limit,
+                )
+            )
         except FormatError as exc:
             failures[source.name] = str(exc)
             kept = before.get(source.name)

@@ -29,15 +29,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleetwarden.adapters.files import DEFAULT_DESIRED_LIMIT, DEFAULT_NODES_LIMIT
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.nodes import POOL_LABELS
 from fleetwarden.core.rules import DEFAULT_TRANSIENT_TAINTS, DiffOptions, IgnoreRule, SeverityRule
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed, parse_release
 
-__all__ = ["CONFIG_SCHEMA", "Settings", "load_settings"]
+__all__ = [
+    "CONFIG_SCHEMA",
+    "DEFAULT_DESIRED_LIMIT",
+    "DEFAULT_NODES_LIMIT",
+    "Settings",
+    "load_settings",
+    "settings_from",
+]
 
+DEFAULT_DESIRED_LIMIT = 16 * 2**20  # desired-state files are written by people
+DEFAULT_NODES_LIMIT = 2 * 2**30  # a dump of a very large cluster
 _SEVERITIES = [s.value for s in Severity]
 _GLOB = {"type": "string", "minLength": 1}
 CONFIG_SCHEMA: dict[str, Any] = {
