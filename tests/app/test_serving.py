@@ -131,3 +131,38 @@ async def test_a_late_cloud_event_refines_the_actor_of_a_finding_already_open():
     queued = serving.healer.queue.get_nowait()  # the healer writes its `finding` audit record
     assert queued.type is FindingEventType.CHANGED
     assert await serving.rediff("c1", "general") == 0, "refined once, not on every re-diff"
+
+
+class Capacity:
+    def __init__(self) -> None:
+        self.told: list[ChangeEvent] = []
+
+    async def observe(self, event: ChangeEvent) -> None:
+        self.told.append(event)
+
+
+async def test_a_providers_scale_event_reaches_the_clusters_capacity_watcher():
+    """Issue 15: pods left pending by a scale-down name who scaled the pool; the watch's own
+    pool.scaled has the sizes but no actor, the provider's event (through the inspector's
+    re-diff) has the principal."""
+    serving = pipeline({"c1": [node("a", "m5.large")]})
+    live = LiveWatcher()
+    live.capacity = Capacity()  # type: ignore[attr-defined]
+    serving.fleet.watcher = lambda cluster: live if cluster == "c1" else None  # type: ignore[method-assign]
+    await serving.rediff("c1", "general")
+    assert live.capacity.told == [], "no event, nothing to tell"  # type: ignore[attr-defined]
+    event = ChangeEvent(
+        "asg-1",
+        "aws.autoscaling",
+        "EC2 Instance Terminate Successful",
+        EventSource.AWS,
+        Operation.SCALE,
+        time=datetime(2025, 12, 31, 23, 59, tzinfo=UTC),
+        cluster="c1",
+        pool="general",
+        actor="arn:aws:iam::1:user/bob",
+        detail={"from": 3, "to": 1},
+    )
+    serving.attribution.record(event, now=datetime(2026, 1, 1, tzinfo=UTC))
+    await serving.rediff("c1", "general")
+    assert live.capacity.told == [event]  # type: ignore[attr-defined]

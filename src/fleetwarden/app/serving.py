@@ -311,7 +311,20 @@ class Serving:
             emitted = await watcher.rediff(scope)
         else:
             emitted = await self._dumps.rediff(cluster, scope)
+        await self._tell_capacity(watcher, cluster, scope)
         return emitted + self._refine_actors(cluster, scope)
+
+    async def _tell_capacity(self, watcher: Any, cluster: str, scope: str) -> None:
+        """A provider's scale-down (an Auto Scaling, MIG or VMSS event) reaches the cluster's
+        capacity watcher: the pods it leaves pending are linked to it and to its principal
+        (the watch's own ``pool.scaled`` knows the sizes, not who scaled). Telling it the
+        same event again changes nothing (``core.capacity.observe_scale``)."""
+        capacity = getattr(watcher, "capacity", None)
+        if capacity is None:
+            return
+        event = self.attribution.latest(cluster, scope, now=self.clock.now())
+        if event is not None:
+            await capacity.observe(event)
 
     def _refine_actors(self, cluster: str, scope: str) -> int:
         """The event that asked for this re-diff may name the actor of findings already open
