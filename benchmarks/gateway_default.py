@@ -1,7 +1,7 @@
 """Figures for issue 12: the default ``serve`` (role: all, SQLite queue, workers, audit store
 and event log on) before and after, side by side in one run.
 
-    .venv/bin/python benchmarks/gateway_default.py --before /work/main/src [--seconds 15]
+    .venv/bin/python benchmarks/gateway_default.py --before ../before/src [--seconds 15]
         [--rounds 2]
 
 Each round runs, for "before" (``PYTHONPATH=<--before>``: that checkout's code) and "after"
