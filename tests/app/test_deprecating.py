@@ -16,7 +16,7 @@ import pytest
 
 from fleetwarden.app import deprecating
 from fleetwarden.core.deprecations import DeprecationTable
-from fleetwarden.core.fleet import Skip
+from fleetwarden.core.skips import Skip
 from fleetwarden.formats import manifests
 from fleetwarden.formats.errors import FormatError
 

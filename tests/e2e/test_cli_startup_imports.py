@@ -25,6 +25,8 @@ HEAVY = (
     "rich",
     "yaml",
     "jsonschema",
+    "msgspec",
+    "pydantic",  # typer 0.29 coerces every option through it (pyproject pins typer below)
     "fleetwarden.adapters",
     "fleetwarden.app",
     "fleetwarden.formats",
@@ -143,14 +145,25 @@ def test_scan_of_a_small_dump_loads_no_service_network_or_hcl_library(tiny):
     loaded = probe("run", "scan", "-d", str(tiny / "desired" / "pools.yaml"),
                    "-n", str(tiny / "tiny.json"), "-o", "json")  # fmt: skip
     assert "fleetwarden.app" in loaded  # it did run the scan
-    assert not loaded & (SERVICE | NETWORK | {"hcl2", "lark"}), loaded
+    assert not loaded & (SERVICE | NETWORK | {"hcl2", "lark", "pydantic"}), loaded
 
 
 def test_gate_on_dumps_loads_no_service_or_network_library(tiny):
     loaded = probe("run", "gate", "--app", "shop", "-d", str(tiny / "desired"),
                    "-n", f"tiny={tiny / 'tiny.json'}", "-o", "json")  # fmt: skip
     assert "fleetwarden.formats" in loaded  # it did read the desired state
-    assert not loaded & (SERVICE | NETWORK), loaded
+    assert not loaded & (SERVICE | NETWORK | {"pydantic"}), loaded
+
+
+def test_deprecations_as_json_loads_neither_rich_nor_node_dump_readers(tmp_path):
+    """The check pluto is compared with: JSON output needs no table renderer, and manifests
+    need no node-dump stream reader (msgspec)."""
+    (tmp_path / "old.yaml").write_text(
+        "apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata: {name: old}\n"
+    )
+    loaded = probe("run", "deprecations", "-m", str(tmp_path), "-t", "1.25", "-o", "json")
+    assert "fleetwarden.app" in loaded  # it did run the check
+    assert not loaded & (SERVICE | NETWORK | {"rich", "pydantic", "msgspec"}), loaded
 
 
 @pytest.mark.parametrize(

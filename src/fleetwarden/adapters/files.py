@@ -16,15 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fleetwarden.adapters import nodedumps
-from fleetwarden.core.fleet import Skip
-from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.skips import Skip
 from fleetwarden.formats.documents import YAML_SUFFIXES, SourceFile
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
 from fleetwarden.formats.settings import DEFAULT_DESIRED_LIMIT, DEFAULT_NODES_LIMIT
 
 if TYPE_CHECKING:
+    from fleetwarden.core.nodes import ObservedNode
     from fleetwarden.formats.desired import DesiredRead
 
 __all__ = [
@@ -223,6 +222,8 @@ def read_node_files(
 ) -> list[ObservedNode]:
     """All nodes of the given dumps (one cluster's), each streamed, a big one spread over
     ``workers`` processes. Module-level: picklable for workers."""
+    from fleetwarden.adapters import nodedumps  # msgspec and the stream reader: scans only
+
     nodes: list[ObservedNode] = []
     for path in paths:
         nodes.extend(nodedumps.read_node_file(path, limit=limit, workers=workers))

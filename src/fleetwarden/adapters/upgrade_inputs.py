@@ -14,7 +14,6 @@ import yaml
 
 from fleetwarden.adapters import files
 from fleetwarden.core import workloads as wl
-from fleetwarden.core.fleet import Skip
 from fleetwarden.core.ownership import (
     ArgoApp,
     FluxKind,
@@ -25,6 +24,7 @@ from fleetwarden.core.ownership import (
 )
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.schedulability import PlannedWorkload
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.upgrades import AppObjects
 from fleetwarden.formats import manifests
 from fleetwarden.formats.desired import YAML_SUFFIXES

@@ -17,7 +17,7 @@ from pathlib import Path
 from fleetwarden.adapters import files
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
-from fleetwarden.core.fleet import Skip
+from fleetwarden.core.skips import Skip
 from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, read_desired
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import (

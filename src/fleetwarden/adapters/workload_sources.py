@@ -24,8 +24,8 @@ from typing import Any
 from fleetwarden.adapters import files
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import AppDesired, merge_apps
-from fleetwarden.core.fleet import Skip
 from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.skips import Skip
 from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object

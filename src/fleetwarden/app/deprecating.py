@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationFinding, DeprecationTable, Status
-from fleetwarden.core.fleet import Skip
+from fleetwarden.core.skips import Skip
 from fleetwarden.formats import manifests
 from fleetwarden.formats.errors import FormatError
 

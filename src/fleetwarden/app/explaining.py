@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from fleetwarden.core.fleet import Skip, field_counts
+from fleetwarden.core.fleet import field_counts
 from fleetwarden.core.pools import FieldStatus, NodePoolSpec
+from fleetwarden.core.skips import Skip
 
 __all__ = ["Explanation", "explain"]
 

@@ -14,10 +14,11 @@ from dataclasses import replace
 from typing import Protocol
 
 from fleetwarden.core.diffing import ClusterDiff, diff_cluster
-from fleetwarden.core.fleet import FleetReport, Skip, assemble_report, assign_pools
+from fleetwarden.core.fleet import FleetReport, assemble_report, assign_pools
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.skips import Skip
 
 __all__ = ["NodeLoader", "scan_clusters"]
 

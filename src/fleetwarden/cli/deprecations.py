@@ -25,8 +25,7 @@ from fleetwarden.cli.common import OutputFormat, WideOpt, fail
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable, Status
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.presenting.deprecations import print_deprecations
-from fleetwarden.presenting.rendering import dumps, make_console
+from fleetwarden.presenting.json_text import dumps
 
 __all__ = ["DEFAULT_COMPONENTS", "register", "scan_manifests"]
 
@@ -148,7 +147,10 @@ def deprecations_command(
         fail(str(exc))
     if output is OutputFormat.json:
         sys.stdout.write(dumps(scan.to_json()) + "\n")
-    else:
+    else:  # rich, for people only
+        from fleetwarden.presenting.deprecations import print_deprecations
+        from fleetwarden.presenting.rendering import make_console
+
         print_deprecations(make_console(wide=wide), scan, wide=wide)
     threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
     raise typer.Exit(1 if scan.failing(threshold) else 0)

@@ -108,11 +108,23 @@ def _name_values(command: Any) -> None:
         if kind == "argument" and param.metavar:
             param.display_type_rich = lambda ctx: None
         elif kind == "option" and param.metavar is None and not param.is_flag:
-            shown = param.display_type(None)
-            if shown and shown.startswith("<") and shown.endswith(">") and "|" in shown:
-                param.metavar = shown[1:-1]
+            choices = _choices(param)
+            if choices:
+                param.metavar = "|".join(dict.fromkeys(choices))
     for sub in getattr(command, "commands", {}).values():
         _name_values(sub)
+
+
+def _choices(param: Any) -> list[str]:
+    """The values an option takes from a fixed set (an Enum or a Literal), as typed on the
+    command line; empty for any other option. Typer keeps them on the parameter's type
+    descriptor (0.29) or its Choice type (before)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is not None:
+        found = descriptor.choices if getattr(descriptor, "is_choice", False) else None
+    else:
+        found = getattr(getattr(param, "type", None), "choices", None)
+    return [str(getattr(c, "value", c)) for c in found or ()]
 
 
 class _Placeholder:

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetwarden.core.fleet import Skip
 from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.workloads import ManifestObject, ObjectIndex, ObjectKey
 
 __all__ = [

@@ -13,12 +13,12 @@ from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import FieldStatus, NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = [
     "FleetReport",
     "NothingToCompare",
-    "Skip",
     "UnresolvedFact",
     "assemble_report",
     "assign_pools",
@@ -29,22 +29,6 @@ __all__ = [
     "nearest",
     "severity_order",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Skip:
-    """A file or pool not compared, and why. ``problem``: it could not be read (a syntax
-    error, an unrendered template) — shown always, not only with ``--verbose``."""
-
-    path: str
-    reason: str
-    problem: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"path": self.path, "reason": self.reason}
-        if self.problem:
-            out["problem"] = True
-        return out
 
 
 class NothingToCompare(ValueError):

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from fleetwarden.core.fleet import Skip
 from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.skips import Skip
 from fleetwarden.formats import capi, eksctl, karpenter, native
 from fleetwarden.formats.documents import (
     YAML_SUFFIXES,

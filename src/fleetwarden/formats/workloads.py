@@ -25,9 +25,9 @@ import simdjson
 import yaml
 
 from fleetwarden.core.findings import Severity
-from fleetwarden.core.fleet import Skip
 from fleetwarden.core.ignoring import IgnoreDifference, rule_from_mapping
 from fleetwarden.core.rules import IgnoreRule, SeverityRule
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.workloads import (
     KINDS,
     ManifestObject,

@@ -16,7 +16,6 @@ named under the table, ``--wide`` for every column). This module only measures a
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -33,9 +32,11 @@ from rich.text import Text
 from fleetwarden.app.explaining import Explanation
 from fleetwarden.core.describing import show_change, show_details, show_value
 from fleetwarden.core.findings import Finding, Severity
-from fleetwarden.core.fleet import FleetReport, Skip, UnresolvedFact
+from fleetwarden.core.fleet import FleetReport, UnresolvedFact
 from fleetwarden.core.pools import FieldStatus
+from fleetwarden.core.skips import Skip
 from fleetwarden.presenting import table_layout
+from fleetwarden.presenting.json_text import dumps, json_safe
 from fleetwarden.presenting.table_layout import Fit
 
 __all__ = [
@@ -70,8 +71,6 @@ MIN_WIDTH = 20  # narrower than this (COLUMNS=5) is taken as this
 # separators and the bidirectional formatting characters (they reorder what is shown).
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-# what json.dumps leaves as is (it escapes C0 itself): same set, as JSON \u escapes
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -330,19 +329,6 @@ def _wrapped(text: Text, width: int) -> Iterator[Text]:
         if cell_len(piece.plain) > width:
             piece.truncate(width, overflow="ellipsis")
         yield piece
-
-
-def dumps(value: Any) -> str:
-    """Indented JSON, UTF-8 kept, but C1 controls and bidi overrides as ``\\u`` escapes (the
-    same JSON value; a terminal showing it is not driven by it)."""
-    return json_safe(json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def json_safe(text: str) -> str:
-    """JSON text made by another encoder (C0 escaped, UTF-8 kept) with its C1 controls and
-    bidi overrides as ``\\u`` escapes: they can only be inside strings, so it is the same
-    JSON value, and a terminal showing it is not driven by it."""
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def cell_text(value: object) -> str:
