@@ -271,3 +271,24 @@ def test_ordinary_manifests_are_skimmed_not_parsed():
 )
 def test_what_the_skim_cannot_be_sure_of_goes_to_the_full_parse(text):
     assert skimming.skim_yaml(text) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["7", "_", "a", " ", "\n"]), st.integers(0, 9000)),
+        max_size=6,
+    )
+)
+def test_the_long_integer_check_finds_exactly_the_runs_the_pattern_finds(parts):
+    """``_long_int`` looks only around every 2,150th character; a run of 4,300 digits
+    anywhere (at the start, the end, across those points) is found all the same."""
+    text = "".join(c * n for c, n in parts)
+    assert skimming._long_int(text) == bool(skimming._LONG_INT.search(text))
+
+
+@pytest.mark.parametrize("start", [0, 1, 2149, 2150, 2151, 4299, 4300, 6449])
+@pytest.mark.parametrize("length", [4299, 4300, 4301])
+def test_a_digit_run_is_found_wherever_it_starts(start, length):
+    text = "x" * start + "1" * length + "y" * 3
+    assert skimming._long_int(text) is (length >= 4300)

@@ -66,7 +66,9 @@ _NULL = "tag:yaml.org,2002:null"
 _OTHER_BREAKS = re.compile(r"[\r\x85\u2028\u2029\ufeff]")  # other line breaks, a late BOM
 _TAB_INDENT = re.compile(r"\n *\t")
 _MARKERS = re.compile(r"\n(?:%|\.\.\.(?:[ \t]|$))", re.MULTILINE)  # a directive, a document end
-_LONG_INT = re.compile(r"[0-9_]{4300}")  # past int()'s digit limit
+_LONG_RUN = 4300  # digits past int()'s limit
+_LONG_INT = re.compile(rf"[0-9_]{{{_LONG_RUN}}}")
+_DIGITS = frozenset("0123456789_")
 _SPECIAL = re.compile(r"[&*!?=]")
 _EQUALS_ALONE = re.compile(r"=[ \t]*(?:$|#|:)", re.MULTILINE)  # the scalar `=`
 # a quoted scalar still open at the end of its line, and the whole of one
@@ -192,7 +194,7 @@ def _hazard(text: str) -> bool:
         return True
     if "\t" in text and _TAB_INDENT.search(text):
         return True
-    if _MARKERS.search(text) or _LONG_INT.search(text):
+    if _MARKERS.search(text) or _long_int(text):
         return True
     for m in _SPECIAL.finditer(text):
         i = m.start()
@@ -206,6 +208,17 @@ def _hazard(text: str) -> bool:
         else:
             hit = True  # a tag
         if hit and _at_token_start(text, i):
+            return True
+    return False
+
+
+def _long_int(text: str) -> bool:
+    """A run of 4,300 digits (or ``_``): int() refuses it. Such a run covers a multiple of
+    half its length, so only the windows around those points are searched (trying the
+    pattern at every digit of a large file was a tenth of the skim)."""
+    step = _LONG_RUN // 2
+    for at in range(step, len(text), step):
+        if text[at] in _DIGITS and _LONG_INT.search(text, max(at - _LONG_RUN, 0), at + _LONG_RUN):
             return True
     return False
 
