@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -78,11 +79,18 @@ class ChangeEvent:
     received_at: datetime | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)  # small, secret-free extract
     route: str | None = None  # the authenticated gateway route (see the module docstring)
-    key: str = field(init=False, repr=False, compare=False)
+    _key: str | None = field(default=None, init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        # computed once: the gateway, the queue and the workers all need it
-        object.__setattr__(self, "key", dedupe_key(self.source, self.id, route=self.route))
+    @property
+    def key(self) -> str:
+        """The dedupe key (``dedupe_key``), computed on first use and kept: the gateway, the
+        queue and the workers all need it, but not for the routeless event a parser makes
+        before ``via`` names the route."""
+        key = self._key
+        if key is None:
+            key = dedupe_key(self.source, self.id, route=self.route)
+            object.__setattr__(self, "_key", key)
+        return key
 
     def via(self, route: str) -> ChangeEvent:
         """The event as received on ``route`` (its key then lives in that route's namespace)."""
@@ -142,10 +150,13 @@ class ChangeEvent:
         return json.dumps(self.to_json(), separators=(",", ":")).encode()
 
 
+_INIT_FIELDS = tuple(name for name, f in ChangeEvent.__dataclass_fields__.items() if f.init)
+# one C call reads every field: ``via`` runs for each event the gateway takes
+_INIT_VALUES = operator.attrgetter(*_INIT_FIELDS)
+
+
 def _replace(event: ChangeEvent, **changes: Any) -> ChangeEvent:
-    values = {
-        name: getattr(event, name) for name, f in ChangeEvent.__dataclass_fields__.items() if f.init
-    }
+    values = dict(zip(_INIT_FIELDS, _INIT_VALUES(event), strict=True))
     values.update(changes)
     return ChangeEvent(**values)
 

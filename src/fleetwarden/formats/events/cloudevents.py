@@ -188,4 +188,4 @@ def change_from_cloudevent(
 
 
 def _extension(ext: Mapping[str, Any], name: str, r: Reader, prefix: str) -> str | None:
-    return r.text(ext.get(name), at(prefix, name))
+    return r.text(ext.get(name), (prefix, name))
