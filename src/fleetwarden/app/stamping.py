@@ -42,13 +42,14 @@ from fleetwarden.core.actors import (
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.events import ChangeEvent, parse_time
 from fleetwarden.core.findings import Finding
-from fleetwarden.core.incidents import Cause
+from fleetwarden.core.incidents import Cause, Incident, group_incidents
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker, Scope
 
 __all__ = [
     "ManagedFields",
     "cause_of",
     "decide_actor",
+    "group_by_cause",
     "notified_draft",
     "refine_open",
     "rfc3339",
@@ -199,7 +200,14 @@ def cause_of(finding: Finding) -> Cause:
         finding,
         actor=_actor(finding.extra.get("actor")),
         started_at=parse_time(finding.extra.get("startedAt")),
+        source=finding.source or None,
     )
+
+
+def group_by_cause(findings: Iterable[Finding]) -> list[Incident]:
+    """The findings as incidents, ranked (``core.incidents``): ``/api/incidents`` and
+    ``scan --group-by cause`` both group this way."""
+    return group_incidents(cause_of(f) for f in findings)
 
 
 def stamp_notified(
