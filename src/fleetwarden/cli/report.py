@@ -14,14 +14,19 @@ from fleetwarden.cli.common import FormatOpt, OutputFormat, fail
 
 __all__ = ["register"]
 
+_STORE = "The audit store, as for `audit`: sqlite:///PATH or postgresql://USER@HOST/DB."
+_CFG = "fleetwarden serve's config: its `store` key names the store."
+
 
 def report(
     since: Annotated[str, typer.Option(metavar="AGE", help="Window: 30m, 12h, 7d.")],
     cluster: Annotated[
         str | None, typer.Option(metavar="GLOB", help="Only these clusters.")
     ] = None,
-    store: Annotated[str | None, typer.Option("--store", "-s", metavar="URL")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", metavar="FILE")] = None,
+    store: Annotated[str | None, typer.Option("--store", "-s", metavar="URL", help=_STORE)] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", metavar="FILE", help=_CFG)
+    ] = None,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Time to detect, restore and notify, and findings opened, cleared and healed."""
