@@ -72,6 +72,7 @@ from fleetwarden.app.healing_records import (
     record_summary,
     recorded_decision,
     records_since,
+    warned_event,
 )
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.core import policy as policy_mod
@@ -470,6 +471,7 @@ class Healer:
         """Decide and record each event into ``batch`` (no I/O): what to store, run, tell."""
         for ev in events:
             ev = healed_event(ev, self.healed)  # a cleared finding a heal fixed: healedAt
+            ev = warned_event(ev, self.ownership, self.policy)  # warn mode: mode: warn
             f = ev.finding
             batch.causes[f.id] = ev
             refs = []

@@ -12,7 +12,9 @@ from typing import Any
 from fleetwarden.app.stamping import rfc3339
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord
 from fleetwarden.core.describing import decision_summary
-from fleetwarden.core.policy import Decision, Status
+from fleetwarden.core.ownership import OwnershipMap
+from fleetwarden.core.policy import Decision, Policy, Status
+from fleetwarden.core.policy.warning import warned
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.audit import AuditStore
 from fleetwarden.ports.remediation import Outcome, OutcomeStatus
@@ -27,6 +29,7 @@ __all__ = [
     "record_summary",
     "recorded_decision",
     "records_since",
+    "warned_event",
 ]
 
 RESTORE_PAGE = 10_000  # audit records per query while restoring (each page re-reads the span)
@@ -40,6 +43,19 @@ def note_heals(
     for decision, outcome in zip(decisions, outcomes, strict=True):
         if decision.status is Status.EXECUTE and outcome.status is OutcomeStatus.OK:
             healed[decision.finding_id] = outcome.finished_at
+
+
+def warned_event(event: FindingEvent, ownership: OwnershipMap, policy: Policy) -> FindingEvent:
+    """A finding the policy's ``warn`` rules cover gains ``mode: warn`` and ``warn: {field,
+    owner}`` (its audit record and its notifications say it is only reported)."""
+    if not policy.warn or event.type is FindingEventType.CLEARED:
+        return event
+    f = event.finding
+    warn = warned(f, ownership.route(f), policy.warn)
+    if warn is None:
+        return event
+    extra = {**f.extra, "mode": "warn", "warn": warn.to_json()}
+    return dataclasses.replace(event, finding=dataclasses.replace(f, extra=extra))
 
 
 def healed_event(event: FindingEvent, healed: dict[str, datetime]) -> FindingEvent:

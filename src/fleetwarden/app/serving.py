@@ -59,7 +59,7 @@ from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.ownership import OwnershipMap, parse_rules
-from fleetwarden.core.policy import Guards, Mode, Policy, fingerprint
+from fleetwarden.core.policy import Guards, Mode, Policy, WarnRule, fingerprint
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
@@ -90,6 +90,7 @@ class ServingSettings:
     max_fleet: int | None = None
     ownership: Sequence[Mapping[str, Any]] = ()
     argocd_url: str | None = None
+    warn: tuple[WarnRule, ...] = ()  # policy.warn (``core.policy.warning``)
 
 
 def healing_policy(settings: ServingSettings) -> tuple[Policy, str]:
@@ -101,7 +102,8 @@ def healing_policy(settings: ServingSettings) -> tuple[Policy, str]:
             pending_ttl=timedelta(seconds=settings.request_expiry),
             max_per_cluster=settings.max_per_cluster,
             max_fleet=settings.max_fleet,
-        )
+        ),
+        warn=settings.warn,
     )
     return policy, fingerprint(
         policy, ownership=list(settings.ownership), argocd=settings.argocd_url
