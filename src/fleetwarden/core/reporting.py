@@ -167,23 +167,28 @@ def _finding(report: Report, record: AuditRecord, seen: set[tuple[str, str, str]
     seen.add(key)
     report.records += 1
     started, detected = finding.get("startedAt"), finding.get("detectedAt")
-    for tally in _tallies(report, finding):
-        if event == _APPEARED:
+    tallies = _tallies(report, finding)
+    if event == _APPEARED:
+        detect = _seconds(detected, started)
+        for tally in tallies:
             tally.opened += 1
-            if (detect := _seconds(detected, started)) is not None:
+            if detect is not None:
                 tally.mttd.add(detect)
-            continue
+        return
+    healed = bool(finding.get("healedAt"))
+    notify = _seconds(finding.get("notifiedAt"), detected)
+    restore = _seconds(finding.get("clearedAt"), started)
+    from_detection = restore is None
+    if from_detection:
+        restore = _seconds(finding.get("clearedAt"), detected)
+    for tally in tallies:
         tally.cleared += 1
-        if finding.get("healedAt"):
-            tally.healed += 1
-        if (notify := _seconds(finding.get("notifiedAt"), detected)) is not None:
+        tally.healed += healed
+        if notify is not None:
             tally.mttn.add(notify)
-        restore = _seconds(finding.get("clearedAt"), started)
-        if restore is None:
-            restore = _seconds(finding.get("clearedAt"), detected)
-            tally.from_detection += restore is not None
         if restore is not None:
             tally.mttr.add(restore)
+            tally.from_detection += from_detection
 
 
 def _event(report: Report, record: AuditRecord) -> None:
