@@ -1,10 +1,12 @@
 """``policy.warn`` in the serve config: read into the healer's policy (and its fingerprint),
-and every mistake refused as ``FILE: policy.warn[i].KEY: reason``."""
+and every mistake refused as ``FILE: policy.warn[i].KEY: reason``. Until serve's wiring passes
+the rules on (``WARN_APPLIED_BY_SERVE``), valid rules are refused rather than ignored."""
 
 from __future__ import annotations
 
 import pytest
 
+from fleetwarden.app import service_config
 from fleetwarden.app.serving import ServingSettings, healing_policy
 from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
@@ -12,7 +14,15 @@ from fleetwarden.formats.errors import FormatError
 RULE = {"owner": {"kind": "HelmRelease", "name": "podinfo"}, "fields": ["spec.replicas"]}
 
 
-def test_the_warn_rules_reach_the_policy_and_its_fingerprint():
+def test_valid_rules_are_refused_while_serve_does_not_apply_them():
+    with pytest.raises(FormatError) as caught:
+        service_config_from({"policy": {"mode": "enforce", "warn": [RULE]}}, source="svc.yaml")
+    assert caught.value.field == "policy.warn" and "does not apply them" in caught.value.reason
+    assert service_config_from({"policy": {"warn": []}}, source="svc.yaml").warn == ()
+
+
+def test_the_warn_rules_reach_the_policy_and_its_fingerprint(monkeypatch):
+    monkeypatch.setattr(service_config, "WARN_APPLIED_BY_SERVE", True)
     cfg = service_config_from({"policy": {"mode": "enforce", "warn": [RULE]}}, source="svc.yaml")
     (rule,) = cfg.warn
     assert (rule.owner.kind, rule.owner.name, rule.fields) == (

@@ -581,12 +581,27 @@ class AppSource:
     argocd: tuple[str, ...] = ()
 
 
+# The pipeline's settings are built from this config in ``entrypoints/serve_cmd.py``
+# (``serving_settings``), which does not pass ``warn`` on yet. Until it does, valid rules are
+# refused rather than accepted and ignored: a field meant to be warn-only must never be healed.
+WARN_APPLIED_BY_SERVE = False
+
+
 def _warn(raw: Any, source: str) -> tuple[WarnRule, ...]:
     try:
-        return parse_warn(raw, where="policy.warn")
+        rules = parse_warn(raw, where="policy.warn")
     except ValueError as exc:
         where, _, reason = str(exc).partition(": ")
         raise FormatError(source, reason, field=where) from None
+    if rules and not WARN_APPLIED_BY_SERVE:
+        raise FormatError(
+            source,
+            "the rules are valid, but this build's serve does not apply them yet "
+            "(serving_settings passes no warn rules); remove policy.warn rather than have "
+            "those fields healed",
+            field="policy.warn",
+        )
+    return rules
 
 
 def _workloads(raw: Mapping[str, Any], source: str) -> dict[str, Any]:
