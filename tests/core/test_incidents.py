@@ -79,16 +79,18 @@ def test_incidents_rank_by_nodes_then_clusters_then_age():
 
 
 _cause = st.builds(
-    lambda c, p, v, who, n: Cause(
+    lambda c, p, v, who, n, src: Cause(
         finding(c, p, actual=v, nodes=tuple(f"n{i}" for i in range(n))),
-        Actor(who, ActorKind.HUMAN, Via.AUDIT),
+        Actor(who, ActorKind.HUMAN, Via.AUDIT) if who else None,
         T0 + timedelta(minutes=n),
+        source=src,
     ),
     st.sampled_from(["a", "b", "c"]),
     st.sampled_from(["p", "q"]),
     st.sampled_from(["x", "y"]),
-    st.sampled_from(["alice", "bob"]),
+    st.sampled_from(["alice", "bob", None]),  # None: no actor known (a node dump)
     st.integers(0, 4),
+    st.sampled_from([None, "base/eksctl.yaml", "prod.tf"]),
 )
 
 

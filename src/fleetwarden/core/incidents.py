@@ -113,7 +113,7 @@ def _key(cause: Cause) -> tuple[list[object], str, str]:
 _VIA_RANK = {"audit": 0, "cloudEvent": 1, "managedFields": 2}
 
 
-def _preference(cause: Cause) -> tuple[int, int, float, str, str]:
+def _preference(cause: Cause) -> tuple[int, int, float, str, str, int, str]:
     a = cause.actor
     return (
         0 if cause.commit else 1,
@@ -121,13 +121,15 @@ def _preference(cause: Cause) -> tuple[int, int, float, str, str]:
         cause.started_at.timestamp() if cause.started_at else float("inf"),
         a.name if a else "",
         cause.commit or "",
+        0 if cause.source else 1,  # a known source over none, then by name: order-free
+        cause.source or "",
     )
 
 
 def group_incidents(causes: Iterable[Cause]) -> list[Incident]:
     """The incidents, ranked (module docstring). A finding given twice counts once, with the
-    cause that has a commit, else the strongest actor evidence, else the earliest start (so the
-    answer does not depend on the order of the input)."""
+    cause that has a commit, else the strongest actor evidence, else the earliest start, else
+    one with a source (so the answer does not depend on the order of the input)."""
     groups: dict[str, tuple[str, list[Cause], list[str]]] = {}
     best: dict[str, Cause] = {}
     for cause in causes:
