@@ -223,7 +223,7 @@ class Serving:
             remediator=self.remediator,
             policy=policy,
             mode=settings.mode,
-            notify=self.notifier.handle if self.notifier is not None else None,
+            notify=self._decided,
             clock=clock.now,
             config=config_hash,
             identity=identity,
@@ -242,6 +242,17 @@ class Serving:
             )
             self.fleet.owns = self._owns
         self.healer.set_pool_counts({c: len(p) for c, p in self.known_pools().items()})
+
+    def _decided(self, event: FindingEvent, decision: dict[str, Any] | None) -> None:
+        """The healer's word on a finding: a warned one shows ``mode: warn`` in
+        ``/api/findings`` too (kept while it lasts); then on to the notifier, if any."""
+        f = event.finding
+        if f.extra.get("mode") == "warn" and event.type is not FindingEventType.CLEARED:
+            self.tracker.annotate(
+                (f.cluster, f.pool), f.id, {"mode": "warn", "warn": f.extra["warn"]}
+            )
+        if self.notifier is not None:
+            self.notifier.handle(event, decision)
 
     async def _notified(self, result: BatchResult) -> None:
         """A delivered batch stamps its firing findings' ``notifiedAt``, once, on record."""
