@@ -38,6 +38,7 @@ QUICK: dict[str, tuple[str, ...]] = {
         "--verify-records",
         "20000",
     ),
+    "drift_intel.py": ("--findings", "1000", "--decisions", "2000"),
     "field_accounting.py": (),
     "fleet_api.py": ("--clusters", "20", "--workloads", "40", "--requests", "10"),
     "jq_vs_scan.py": ("--nodes", "2000"),

@@ -79,16 +79,18 @@ def test_incidents_rank_by_nodes_then_clusters_then_age():
 
 
 _cause = st.builds(
-    lambda c, p, v, who, n: Cause(
+    lambda c, p, v, who, n, src: Cause(
         finding(c, p, actual=v, nodes=tuple(f"n{i}" for i in range(n))),
-        Actor(who, ActorKind.HUMAN, Via.AUDIT),
+        Actor(who, ActorKind.HUMAN, Via.AUDIT) if who else None,
         T0 + timedelta(minutes=n),
+        source=src,
     ),
     st.sampled_from(["a", "b", "c"]),
     st.sampled_from(["p", "q"]),
     st.sampled_from(["x", "y"]),
-    st.sampled_from(["alice", "bob"]),
+    st.sampled_from(["alice", "bob", None]),  # None: no actor known (a node dump)
     st.integers(0, 4),
+    st.sampled_from([None, "base/eksctl.yaml", "prod.tf"]),
 )
 
 
@@ -106,3 +108,21 @@ def test_grouping_is_a_partition_with_ids_independent_of_order_and_membership(ca
     for incident in ranked:
         keep = [c for c in causes if c.finding.id == incident.findings[0].id]
         assert group_incidents(keep)[0].id == incident.id
+
+
+def test_one_desired_value_not_applied_across_clusters_is_one_incident_when_no_actor_is_known():
+    src = "clusters/base/eksctl.yaml"
+    causes = [
+        Cause(finding("a", "p", field="kubeletVersion", actual="v1.29"), source=src),
+        Cause(finding("b", "q", field="kubeletVersion", actual="v1.29"), source=src),
+        # another source, another value, or an actor known: other incidents
+        Cause(finding("c", "p", field="kubeletVersion", actual="v1.29"), source="other.tf"),
+        Cause(finding("a", "p", field="kubeletVersion", actual="v1.28"), source=src),
+        Cause(finding("d", "p", field="kubeletVersion", actual="v1.29"), EDIT, source=src),
+        # no source: on its own, as before
+        Cause(finding("e", "p", field="kubeletVersion", actual="v1.29")),
+    ]
+    ranked = group_incidents(causes)
+    assert sorted(len(i.findings) for i in ranked) == [1, 1, 1, 1, 2]
+    (pair,) = [i for i in ranked if len(i.findings) == 2]
+    assert pair.clusters == ("a", "b") and src in pair.root_cause and "v1.29" in pair.root_cause

@@ -23,6 +23,7 @@ COMMANDS = [
     ["approve"],
     ["gate"],
     ["audit", "verify"],
+    ["report"],
     ["audit", "query"],
     ["audit", "export"],
     ["fleet", "versions"],

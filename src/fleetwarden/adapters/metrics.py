@@ -9,6 +9,8 @@ __all__ = ["ServiceMetrics"]
 # from a change to its finding (watch: seconds), and from a change to its clearing (minutes+)
 _DETECT_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600)
 _RESTORE_BUCKETS = (10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
+# cloud audit trails deliver 1-15 minutes after the change; webhooks within seconds
+_DELIVERY_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -60,6 +62,13 @@ class ServiceMetrics:
             "fleetwarden_event_to_finding_seconds",
             "From an event's receipt to the end of the inspection it triggered",
             buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.event_delivery_delay = Histogram(
+            "fleetwarden_event_delivery_delay_seconds",
+            "From a change (the provider's event time) to its receipt: the provider's delay",
+            ["provider"],
+            buckets=_DELIVERY_BUCKETS,
             registry=r,
         )
         self.time_to_detect = Histogram(

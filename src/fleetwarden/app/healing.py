@@ -67,9 +67,12 @@ from fleetwarden.app.healing_records import (
     action_drafts,
     cancellation_draft,
     decision_draft,
+    healed_event,
+    note_heals,
     record_summary,
     recorded_decision,
     records_since,
+    warned_event,
 )
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.core import policy as policy_mod
@@ -216,6 +219,7 @@ class Healer:
         self.sweep_every = sweep_every
         self.heal_retries = heal_retries
         self.retries: dict[str, _Retry] = {}  # finding id → when to decide it again
+        self.healed: dict[str, datetime] = {}  # finding id → when a heal of it ended ok
         self.state = state or PolicyState()
         self.queue: asyncio.Queue[FindingEvent] = asyncio.Queue(maxsize=max_queue)
         self.decisions: dict[str, Decision] = {}
@@ -466,6 +470,8 @@ class Healer:
     def _decide(self, events: Sequence[FindingEvent], now: datetime, batch: _Batch) -> None:
         """Decide and record each event into ``batch`` (no I/O): what to store, run, tell."""
         for ev in events:
+            ev = healed_event(ev, self.healed)  # a cleared finding a heal fixed: healedAt
+            ev = warned_event(ev, self.ownership, self.policy)  # warn mode: mode: warn
             f = ev.finding
             batch.causes[f.id] = ev
             refs = []
@@ -697,6 +703,13 @@ class Healer:
         return decision
 
     async def _carry_out(self, decisions: Sequence[Decision], token: int | None) -> list[Outcome]:
+        outcomes = await self._carry_out_fenced(decisions, token)
+        note_heals(decisions, outcomes, self.healed)
+        return outcomes
+
+    async def _carry_out_fenced(
+        self, decisions: Sequence[Decision], token: int | None
+    ) -> list[Outcome]:
         """The remediator's outcomes; with a fence, executable decisions run only if the
         term ``token`` still holds, checked right before the calls (one Lease read)."""
         if self.fence is None or not any(d.status is Status.EXECUTE for d in decisions):

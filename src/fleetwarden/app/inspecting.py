@@ -156,11 +156,14 @@ class Inspector:
         on_count: Callable[[str, int], None] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         checkpoint: Checkpoint = no_checkpoint,
+        on_delivery_delay: Callable[[str, float], None] | None = None,
     ) -> None:
         self.queue, self.differ, self.attribution = queue, differ, attribution
         self.debounce, self.batch = debounce, batch
         self.record, self.on_latency, self.clock = record, on_latency, clock
         self.on_count = on_count or (lambda _name, _n: None)
+        # the provider's delay (event time -> received), by provider: apart from MTTD
+        self.on_delivery_delay = on_delivery_delay
         self.checkpoint = checkpoint  # "before-ack"; a no-op outside the crash-point tests
         self.indexes = _indexes(specs)
         self.seen = _SeenKeys()
@@ -324,6 +327,9 @@ class Inspector:
             coalesced_keys=[d.event.key for d in group[1:20]],
         )
         for d in group:
+            delay = d.event.delivery_delay
+            if delay is not None and self.on_delivery_delay is not None:
+                self.on_delivery_delay(d.event.provider.value, delay)
             if d.event.received_at is not None:
                 latency = done - d.event.received_at.timestamp()
                 self.stats.latency_count += 1

@@ -30,6 +30,9 @@ Example::
     policy: {mode: dry-run}                  # dry-run (default) | enforce | approval
                                              # requestExpiryMinutes: 60 (approval requests)
                                              # maxActionsPerCluster, maxActionsFleet: per 10 min
+                                             # warn: fields reported, never healed, per owner:
+                                             #  [{owner: {kind: Kustomization, name: "apps-*"},
+                                             #    fields: ["spec.replicas", "labels.*"]}]
     ownership:                               # who owns which fields (defaults: seed 001)
       - {cluster: "prod-*", field: "labels.*", owner: cluster, argocd: "{cluster}-nodes"}
     argocd: {url: https://argocd.example.com, token: env:ARGOCD_TOKEN}
@@ -80,6 +83,7 @@ from fleetwarden.app.sharding import SCHEMA as SHARDING_SCHEMA
 from fleetwarden.app.sharding import ShardingConfig, sharding_from
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
+from fleetwarden.core.policy import WarnRule, parse_warn
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import SOURCES
 from fleetwarden.formats.settings import CONFIG_SCHEMA, Settings, settings_from
@@ -205,6 +209,7 @@ SERVICE_SCHEMA: dict[str, Any] = {
                 # the blast radius in actions per 10 minutes (default: 10 % of the pools)
                 "maxActionsPerCluster": {"type": "integer", "minimum": 1},
                 "maxActionsFleet": {"type": "integer", "minimum": 1},
+                "warn": {"type": "array"},  # checked by core.policy.parse_warn (precise errors)
             },
         },
         "ownership": {"type": "array", "items": {"type": "object"}},
@@ -320,6 +325,7 @@ class ServiceConfig:
     max_per_cluster: int | None = None  # actions per guard window; None: a fraction of pools
     max_fleet: int | None = None
     ownership: list[dict[str, Any]] = field(default_factory=list)
+    warn: tuple[WarnRule, ...] = ()  # policy.warn: fields reported and never healed
     argocd_url: str | None = None
     argocd_token: str | None = None
     argocd_insecure: bool = False
@@ -499,6 +505,7 @@ def service_config_from(
         max_per_cluster=(raw.get("policy") or {}).get("maxActionsPerCluster"),
         max_fleet=(raw.get("policy") or {}).get("maxActionsFleet"),
         ownership=list(raw.get("ownership") or ()),
+        warn=_warn((raw.get("policy") or {}).get("warn"), source),
         argocd_url=(raw.get("argocd") or {}).get("url"),
         argocd_token=_secret((raw.get("argocd") or {})["token"], "argocd.token", source, env)
         if (raw.get("argocd") or {}).get("token")
@@ -572,6 +579,29 @@ class AppSource:
     name: str
     desired: tuple[str, ...] = ()
     argocd: tuple[str, ...] = ()
+
+
+# The pipeline's settings are built from this config in ``entrypoints/serve_cmd.py``
+# (``serving_settings``), which does not pass ``warn`` on yet. Until it does, valid rules are
+# refused rather than accepted and ignored: a field meant to be warn-only must never be healed.
+WARN_APPLIED_BY_SERVE = False
+
+
+def _warn(raw: Any, source: str) -> tuple[WarnRule, ...]:
+    try:
+        rules = parse_warn(raw, where="policy.warn")
+    except ValueError as exc:
+        where, _, reason = str(exc).partition(": ")
+        raise FormatError(source, reason, field=where) from None
+    if rules and not WARN_APPLIED_BY_SERVE:
+        raise FormatError(
+            source,
+            "the rules are valid, but this build's serve does not apply them yet "
+            "(serving_settings passes no warn rules); remove policy.warn rather than have "
+            "those fields healed",
+            field="policy.warn",
+        )
+    return rules
 
 
 def _workloads(raw: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -40,13 +40,13 @@ from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for
 from fleetwarden.app.electing import Elector, Fence
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
-from fleetwarden.app.notifying import Notifier
+from fleetwarden.app.notifying import BatchResult, Notifier
 from fleetwarden.app.recording import Checkpoint, EventLog, Recorder, no_checkpoint
 from fleetwarden.app.rediffing import cluster_groups, diff_and_track
 from fleetwarden.app.relaying import EventFeed, EventRelay
 from fleetwarden.app.remediating import Remediator
 from fleetwarden.app.sharding import Membership
-from fleetwarden.app.stamping import refine_open
+from fleetwarden.app.stamping import notified_draft, refine_open, stamp_notified
 from fleetwarden.app.upgrade_drift import UpgradeInProgress
 from fleetwarden.app.upgrade_scan import ManifestSource
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
@@ -59,7 +59,7 @@ from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.ownership import OwnershipMap, parse_rules
-from fleetwarden.core.policy import Guards, Mode, Policy, fingerprint
+from fleetwarden.core.policy import Guards, Mode, Policy, WarnRule, fingerprint
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
@@ -90,6 +90,7 @@ class ServingSettings:
     max_fleet: int | None = None
     ownership: Sequence[Mapping[str, Any]] = ()
     argocd_url: str | None = None
+    warn: tuple[WarnRule, ...] = ()  # policy.warn (``core.policy.warning``)
 
 
 def healing_policy(settings: ServingSettings) -> tuple[Policy, str]:
@@ -101,7 +102,8 @@ def healing_policy(settings: ServingSettings) -> tuple[Policy, str]:
             pending_ttl=timedelta(seconds=settings.request_expiry),
             max_per_cluster=settings.max_per_cluster,
             max_fleet=settings.max_fleet,
-        )
+        ),
+        warn=settings.warn,
     )
     return policy, fingerprint(
         policy, ownership=list(settings.ownership), argocd=settings.argocd_url
@@ -145,6 +147,7 @@ class Serving:
         feeds: Sequence[EventFeed] = (),
         on_latency: Callable[[float], None] | None = None,
         on_count: Callable[[str, int], None] | None = None,
+        on_delivery_delay: Callable[[str, float], None] | None = None,
         on_findings: Callable[[Mapping[Severity, int]], None] | None = None,
         clock: Clock = SYSTEM_CLOCK,
         checkpoint: Checkpoint = no_checkpoint,
@@ -200,6 +203,7 @@ class Serving:
             debounce=settings.debounce,
             on_latency=on_latency,
             on_count=on_count,
+            on_delivery_delay=on_delivery_delay,
             record=self.recorder.record,
             clock=clock,
             checkpoint=self._checkpoint,
@@ -210,14 +214,16 @@ class Serving:
             nodes=(lambda c: restorer(self._client(c))) if restorer is not None else None,
             clock=clock.now,
         )
-        self.notifier = Notifier(sinks, clock=clock.now) if sinks else None
+        self.notifier = (
+            Notifier(sinks, clock=clock.now, on_outcome=self._notified) if sinks else None
+        )
         policy, config_hash = healing_policy(settings)
         self.healer = Healer(
             ownership=OwnershipMap(parse_rules(list(settings.ownership))),
             remediator=self.remediator,
             policy=policy,
             mode=settings.mode,
-            notify=self.notifier.handle if self.notifier is not None else None,
+            notify=self._decided,
             clock=clock.now,
             config=config_hash,
             identity=identity,
@@ -236,6 +242,27 @@ class Serving:
             )
             self.fleet.owns = self._owns
         self.healer.set_pool_counts({c: len(p) for c, p in self.known_pools().items()})
+
+    def _decided(self, event: FindingEvent, decision: dict[str, Any] | None) -> None:
+        """The healer's word on a finding: a warned one shows ``mode: warn`` in
+        ``/api/findings`` too (kept while it lasts); then on to the notifier, if any."""
+        f = event.finding
+        if f.extra.get("mode") == "warn" and event.type is not FindingEventType.CLEARED:
+            self.tracker.annotate(
+                (f.cluster, f.pool), f.id, {"mode": "warn", "warn": f.extra["warn"]}
+            )
+        if self.notifier is not None:
+            self.notifier.handle(event, decision)
+
+    async def _notified(self, result: BatchResult) -> None:
+        """A delivered batch stamps its firing findings' ``notifiedAt``, once, on record."""
+        if not result.ok:
+            return
+        firing = [n.finding for n in result.batch.notifications if n.status.value == "firing"]
+        at = result.at + timedelta(seconds=result.duration)
+        stamped = stamp_notified(self.tracker, firing, at)
+        if stamped and self.healer.audit is not None:
+            await self.healer.audit.append_many([notified_draft(f, result.sink) for f in stamped])
 
     def _checkpoint(self, step: str) -> None:
         self.checkpoint(step)  # looked up at each step: a test may set it after start-up

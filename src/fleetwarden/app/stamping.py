@@ -7,6 +7,10 @@ the watcher saw it; a cleared finding's last event adds ``clearedAt``. After a r
 previous object) the newest owner of the field is the actor. A finding about a fact no single
 write sets (kubelet version, counts) gets ``detectedAt`` only.
 
+When a notifier has delivered a finding's first firing message, ``stamp_notified`` adds
+``notifiedAt`` (the delivery's end) to the tracker's finding -- kept while the finding lasts,
+so its later events and audit records carry it -- and ``notified_draft`` is its audit note.
+
 The stamp is stored on the tracker's finding (``FindingTracker.annotate``), so later events of
 the same finding (changed, cleared) and ``/api/findings`` carry it too. Pure apart from that.
 
@@ -20,7 +24,7 @@ managedFields (or none) are refined: a finding already named by a cloud event st
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,19 +39,23 @@ from fleetwarden.core.actors import (
     parse_managed_fields,
     refine,
 )
+from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.events import ChangeEvent, parse_time
 from fleetwarden.core.findings import Finding
-from fleetwarden.core.incidents import Cause
+from fleetwarden.core.incidents import Cause, Incident, group_incidents
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker, Scope
 
 __all__ = [
     "ManagedFields",
     "cause_of",
     "decide_actor",
+    "group_by_cause",
+    "notified_draft",
     "refine_open",
     "rfc3339",
     "stamp",
     "stamp_events",
+    "stamp_notified",
     "timeline_seconds",
 ]
 
@@ -192,4 +200,44 @@ def cause_of(finding: Finding) -> Cause:
         finding,
         actor=_actor(finding.extra.get("actor")),
         started_at=parse_time(finding.extra.get("startedAt")),
+        source=finding.source or None,
+    )
+
+
+def group_by_cause(findings: Iterable[Finding]) -> list[Incident]:
+    """The findings as incidents, ranked (``core.incidents``): ``/api/incidents`` and
+    ``scan --group-by cause`` both group this way."""
+    return group_incidents(cause_of(f) for f in findings)
+
+
+def stamp_notified(
+    tracker: FindingTracker, findings: Iterable[Finding], at: datetime
+) -> list[Finding]:
+    """Each current finding of ``findings`` not yet stamped gains ``notifiedAt`` = ``at``; the
+    findings stamped now (one already stamped, or cleared meanwhile, is left out)."""
+    out: list[Finding] = []
+    for f in findings:
+        scopes = [(f.cluster, f.pool), *tracker.scopes_of(f.cluster)]
+        for scope in scopes:
+            current = next((x for x in tracker.findings_of(scope) if x.id == f.id), None)
+            if current is None:
+                continue
+            if "notifiedAt" not in current.extra:
+                stamped = tracker.annotate(scope, f.id, {"notifiedAt": rfc3339(at)})
+                out.extend([stamped] if stamped is not None else [])
+            break
+    return out
+
+
+def notified_draft(finding: Finding, sink: str) -> AuditDraft:
+    """The audit note of a finding's first delivery (keyed: appended once per firing)."""
+    at = finding.extra.get("notifiedAt")
+    return AuditDraft(
+        kind=AuditKind.NOTE,
+        key=f"notified:{finding.id}:{finding.extra.get('detectedAt') or at}",
+        summary=f"notified via {sink}: {finding.cluster}/{finding.pool or '-'} {finding.field}",
+        cluster=finding.cluster,
+        pool=finding.pool,
+        refs=(),
+        payload={"notified": {"finding": finding.id, "sink": sink, "notifiedAt": at}},
     )

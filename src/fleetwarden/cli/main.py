@@ -52,6 +52,9 @@ COMMANDS: dict[str, _Command] = {
         "Argo CD PreSync gate: exit 1 when the app would not schedule or its pools drift.",
     ),
     "audit": _Command("fleetwarden.cli.audit", "The audit store: verify, query, export."),
+    "report": _Command(
+        "fleetwarden.cli.report", "MTTD, MTTR and drift counts from the audit store."
+    ),
     "fleet": _Command(
         "fleetwarden.cli.fleet", "Workloads across clusters: image versions and drift from Git."
     ),

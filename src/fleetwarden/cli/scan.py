@@ -17,6 +17,7 @@ import typer
 from fleetwarden.adapters import files
 from fleetwarden.app import explaining
 from fleetwarden.app.scanning import scan_clusters
+from fleetwarden.app.stamping import group_by_cause
 from fleetwarden.cli.common import (
     FailOn,
     FailOnOpt,
@@ -31,6 +32,7 @@ from fleetwarden.cli.common import (
 )
 from fleetwarden.core.fleet import FleetReport, NothingToCompare, check_comparable
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.presenting.incidents import GroupBy, show_grouped
 from fleetwarden.presenting.progress import dump_progress
 from fleetwarden.presenting.rendering import dumps, make_console, print_explanation
 
@@ -112,6 +114,10 @@ def scan(
         ),
     ] = None,
     wide: WideOpt = False,
+    group_by: Annotated[
+        GroupBy | None,
+        typer.Option(metavar="cause", help="Also group findings into ranked incidents."),
+    ] = None,
 ) -> None:
     """Diff desired node pools against node dumps: labels (L1), taints (L2), allocatable (L3),
     kubelet versions (L4), instance type / OS / disk (SPEC) and node counts (COUNT).
@@ -136,7 +142,12 @@ def scan(
         report = _scan(loaded, sources, settings, progress, jobs)
     except (FormatError, NothingToCompare) as exc:
         fail(str(exc))
-    emit_report(report, output, verbose=verbose, wide=wide)
+    if group_by is None:
+        emit_report(report, output, verbose=verbose, wide=wide)
+    else:  # the same grouping as /api/incidents
+        incidents = group_by_cause(report.findings)
+        console = make_console(wide=wide)
+        show_grouped(console, report, incidents, output.value, verbose=verbose, wide=wide)
     raise typer.Exit(exit_code(report.findings, fail_on))
 
 

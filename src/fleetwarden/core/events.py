@@ -100,6 +100,15 @@ class ChangeEvent:
         merged = tuple(dict.fromkeys((*self.flags, *flags)))
         return _replace(self, flags=merged)
 
+    @property
+    def delivery_delay(self) -> float | None:
+        """Seconds from the change (the provider's event time) to its receipt here: the
+        provider's own delivery delay, apart from fleetwarden's time to detect. None when
+        either time is unknown; a receipt stamped before the event time (clock skew) is 0."""
+        if self.time is None or self.received_at is None:
+            return None
+        return max(0.0, (self.received_at - self.time).total_seconds())
+
     def to_json(self) -> dict[str, Any]:
         return {
             "specversion": "1.0",

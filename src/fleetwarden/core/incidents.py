@@ -8,7 +8,11 @@ One root cause is, in order of evidence:
    kind, and the change (layer, field, expected, actual) — ``kubectl-edit`` setting
    ``labels.team=x`` on three clusters is one incident, the same person setting two different
    labels is two;
-3. otherwise the finding is an incident of its own.
+3. **one desired value not applied**: the same change (layer, field, expected, actual) read
+   from the same desired-state source (``Cause.source``: the file the desired value came
+   from) across pools or clusters, when no actor is known -- a kubelet version that one
+   Terraform module sets and three pools did not get is one incident;
+4. otherwise the finding is an incident of its own.
 
 Ranking: blast radius first (nodes, then clusters), then age (older first), then the id so
 the order is total. Ids hash the group's key only — never its membership — so an incident
@@ -37,6 +41,7 @@ class Cause:
     actor: Actor | None = None
     started_at: datetime | None = None
     commit: str | None = None  # the desired-state revision that produced it
+    source: str | None = None  # where its desired value was read (a file, an application)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,14 @@ def _key(cause: Cause) -> tuple[list[object], str, str]:
             f"{a.name} ({a.kind.value}) set {f.field} to {f.actual!r}",
             f"finding {f.id}: {a.name} made this change (via {a.via.value})",
         )
+    if cause.source:
+        change = [f.layer.value, f.field, f.expected, f.actual]
+        return (
+            ["source", cause.source, *change],
+            f"{f.field} {f.expected!r} from {cause.source} not applied "
+            f"({'missing' if f.actual is None else f'is {f.actual!r}'})",
+            f"finding {f.id}: the same desired value from {cause.source}, no actor known",
+        )
     return (
         ["finding", f.id],
         f"{f.field} in {f.cluster}/{f.pool or '-'}",
@@ -100,7 +113,7 @@ def _key(cause: Cause) -> tuple[list[object], str, str]:
 _VIA_RANK = {"audit": 0, "cloudEvent": 1, "managedFields": 2}
 
 
-def _preference(cause: Cause) -> tuple[int, int, float, str, str]:
+def _preference(cause: Cause) -> tuple[int, int, float, str, str, int, str]:
     a = cause.actor
     return (
         0 if cause.commit else 1,
@@ -108,13 +121,15 @@ def _preference(cause: Cause) -> tuple[int, int, float, str, str]:
         cause.started_at.timestamp() if cause.started_at else float("inf"),
         a.name if a else "",
         cause.commit or "",
+        0 if cause.source else 1,  # a known source over none, then by name: order-free
+        cause.source or "",
     )
 
 
 def group_incidents(causes: Iterable[Cause]) -> list[Incident]:
     """The incidents, ranked (module docstring). A finding given twice counts once, with the
-    cause that has a commit, else the strongest actor evidence, else the earliest start (so the
-    answer does not depend on the order of the input)."""
+    cause that has a commit, else the strongest actor evidence, else the earliest start, else
+    one with a source (so the answer does not depend on the order of the input)."""
     groups: dict[str, tuple[str, list[Cause], list[str]]] = {}
     best: dict[str, Cause] = {}
     for cause in causes:

@@ -28,9 +28,9 @@ __all__ = [
 ]
 
 Scope = tuple[str, str | None]  # (cluster, pool); pool None: nodes of no desired pool
-# what a live finding learns once (its cause, actor and timeline) and keeps while it lasts:
+# what a live finding learns once (cause, actor, timeline, warn mode) and keeps while it lasts:
 # a re-diff builds the finding afresh, without them
-STICKY = ("cause", "actor", "startedAt", "detectedAt")
+STICKY = ("cause", "actor", "startedAt", "detectedAt", "notifiedAt", "mode", "warn")
 _APP = "app:"  # the scope of an application's workload findings: (cluster, "app:NAME")
 
 

@@ -78,6 +78,7 @@ from fleetwarden.core.policy.policies import (
 )
 from fleetwarden.core.policy.restoring import Replay, restore_state
 from fleetwarden.core.policy.state import PolicyState
+from fleetwarden.core.policy.warning import WarnRule, parse_warn
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -98,11 +99,13 @@ __all__ = [
     "RequestCancelled",
     "Status",
     "UnknownDecision",
+    "WarnRule",
     "approve",
     "cancellations",
     "decide",
     "decide_all",
     "fingerprint",
+    "parse_warn",
     "pause",
     "record",
     "restore_state",

@@ -37,6 +37,7 @@ from fleetwarden.core.policy.policies import (
     Status,
 )
 from fleetwarden.core.policy.state import _K, OpKey, PolicyState, PoolKey, _count_since, _Ledger
+from fleetwarden.core.policy.warning import warned
 from fleetwarden.core.pools import Taint
 
 __all__ = [
@@ -78,6 +79,10 @@ def decide(
     action, target, why = _resolve(wanted, finding, route)
     if why:
         reasons.append(why)
+    warn = warned(finding, route, policy.warn) if action in REMEDIATIONS else None
+    if warn is not None:  # reported, never healed: whatever the mode
+        reasons.append(warn.reason(finding.field))
+        action, target = Action.ALERT, None
     did = _decision_id(ref.id, action, mode, now, state.recorded)
 
     def make(status: Status, **kw: Any) -> Decision:
@@ -97,7 +102,8 @@ def decide(
         )
 
     if action not in REMEDIATIONS or target is None:
-        return make(Status.PLANNED, notify=action is Action.ALERT)
+        held = (warn.glob, warn.owner) if warn is not None else None
+        return make(Status.PLANNED, notify=action is Action.ALERT, warn=held)
 
     rehearsal = mode is Mode.DRY_RUN
     ledger = state.ledger(rehearsal=rehearsal)
@@ -209,6 +215,8 @@ def fingerprint(policy: Policy = DEFAULT_POLICY, **context: object) -> str:
     and ``context`` (the shell passes the ownership rules and the remediation endpoints as
     plain values). The guards are left out: ``approve`` checks them again anyway."""
     data = {"rules": _canonical(policy.rules), "context": _canonical(context)}
+    if policy.warn:  # (absent: fingerprints made before warn rules existed still hold)
+        data["warn"] = _canonical(policy.warn)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -80,6 +80,7 @@ class Decision:
     approved_at: datetime | None = None
     config: str | None = None  # the fingerprint of the rules and routing it was made under
     cancelled_at: datetime | None = None
+    warn: tuple[str, str] | None = None  # (field glob, owner): warn mode held a heal back
 
     @property
     def executable(self) -> bool:
@@ -114,6 +115,7 @@ class Decision:
             "approvedAt": ts(self.approved_at),
             "config": self.config,
             "cancelledAt": ts(self.cancelled_at),
+            **({"warn": {"field": self.warn[0], "owner": self.warn[1]}} if self.warn else {}),
         }
 
     @classmethod
@@ -143,6 +145,7 @@ class Decision:
             approved_at=d.opt_time("approvedAt"),
             config=d.opt_text("config"),  # absent in records written before it was kept
             cancelled_at=d.opt_time("cancelledAt"),
+            warn=_warn_from_json(d.get("warn")),
         )
         if decision.status is Status.PENDING_APPROVAL and (
             decision.target is None or decision.expires_at is None
@@ -238,6 +241,16 @@ class _Fields:
 
     def opt_time(self, key: str) -> datetime | None:
         return None if self._data.get(key) is None else self.time(key)
+
+
+def _warn_from_json(raw: object) -> tuple[str, str] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, Mapping):
+        field, owner = raw.get("field"), raw.get("owner")
+        if isinstance(field, str) and isinstance(owner, str):
+            return field, owner
+    raise MalformedDecision("decision.warn: expected {field, owner} strings")
 
 
 def _target_from_json(action: Action, data: object, path: str) -> DecisionTarget | None:

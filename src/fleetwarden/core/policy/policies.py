@@ -11,6 +11,7 @@ from fnmatch import fnmatchcase
 
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.ownership import Owner, Route
+from fleetwarden.core.policy.warning import WarnRule
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -199,6 +200,7 @@ class Guards:
 class Policy:
     rules: tuple[PolicyRule, ...] = DEFAULT_POLICY_RULES
     guards: Guards = Guards()
+    warn: tuple[WarnRule, ...] = ()  # fields only reported, per owner (``policy.warning``)
 
 
 DEFAULT_POLICY = Policy()

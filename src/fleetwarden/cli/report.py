@@ -1,0 +1,53 @@
+"""``fleetwarden report --since 7d [--cluster GLOB] [-o table|json]``: MTTD, MTTR and counts
+of drift per pool, cluster and layer, read from the audit store (``app.reporting``)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fleetwarden.cli.common import FormatOpt, OutputFormat, fail
+
+__all__ = ["register"]
+
+_STORE = "The audit store, as for `audit`: sqlite:///PATH or postgresql://USER@HOST/DB."
+_CFG = "fleetwarden serve's config: its `store` key names the store."
+
+
+def report(
+    since: Annotated[str, typer.Option(metavar="AGE", help="Window: 30m, 12h, 7d.")],
+    cluster: Annotated[
+        str | None, typer.Option(metavar="GLOB", help="Only these clusters.")
+    ] = None,
+    store: Annotated[str | None, typer.Option("--store", "-s", metavar="URL", help=_STORE)] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", metavar="FILE", help=_CFG)
+    ] = None,
+    output: FormatOpt = OutputFormat.table,
+) -> None:
+    """Time to detect, restore and notify, and findings opened, cleared and healed."""
+    from fleetwarden.adapters.storage.reading import read_store
+    from fleetwarden.app.auditing import resolve_store_url
+    from fleetwarden.app.reporting import build_report
+    from fleetwarden.app.service_config import default_store
+    from fleetwarden.ports.audit import AuditStoreError
+    from fleetwarden.presenting import rendering, reporting
+
+    now = datetime.now(UTC)
+    try:
+        url = resolve_store_url(store, config, default_store=default_store)
+        result = read_store(url, lambda s: build_report(s, since=since, now=now, cluster=cluster))
+    except (ValueError, AuditStoreError) as exc:
+        fail(str(exc))
+    if output is OutputFormat.json:
+        sys.stdout.write(rendering.dumps(result.to_json()) + "\n")
+    else:
+        reporting.print_drift_report(rendering.make_console(), result)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
