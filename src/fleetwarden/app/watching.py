@@ -22,7 +22,7 @@ from fleetwarden.app.churning import ChurnWatch, snapshot_of
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
 from fleetwarden.app.stamping import ManagedFields, stamp_events
-from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSettings
+from fleetwarden.app.workload_watching import ObjectHook, WorkloadWatcher, WorkloadWatchSettings
 from fleetwarden.core.churn import ChurnDecision
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
@@ -498,6 +498,7 @@ class FleetWatcher:
         self._secret_to_cluster: dict[str, str] = {}
         self._tg: asyncio.TaskGroup | None = None
         self.orphans: OrphanMonitor | None = None  # with an Argo CD cluster, once running
+        self.on_object: ObjectHook | None = None  # every live workload change (Argo CD refresh)
         self.argo: ArgoWatcher | None = None
 
     async def run(
@@ -587,6 +588,7 @@ class FleetWatcher:
                 self.emit,
                 settings=self.workload_settings,
                 now=self.now,
+                on_object=self.on_object,
             )
         watcher = ClusterWatcher(
             endpoint,

@@ -1,0 +1,313 @@
+"""Event-targeted Argo CD refresh: a live change refreshes exactly the applications owning it.
+
+``ArgoRefresher`` holds what ownership needs (``core.argo_refresh.AppTracking`` per Argo CD
+application: the fleet cluster its destination is, its tracking method and the nodes of its
+last resource tree) and, for every touched object -- a live workload change
+(``on_object``, the ``WorkloadWatcher``'s hook) or a change event naming an object
+(``touched``) -- asks ``core.argo_refresh.owners_of`` which applications own it and queues a
+refresh of those, spaced by ``RefreshScheduler`` (per-app debounce, fleet-wide token bucket).
+``run`` sends the due refreshes (``GET /api/v1/applications/{name}?refresh=normal|hard``
+through the ``ArgoCD`` port: argocd-server answers once the controller has compared), at most
+``concurrency`` at a time, each under ``timeout``; the application's resource tree is
+re-read after its refresh (so a newly managed object is known next time).
+
+Every refresh sent becomes one ``note`` record in the audit store (``argocd.refresh``: the
+application, normal or hard, what triggered it and why each object was judged owned, the
+sync status Argo CD then reported, or the error). The Argo CD token stays inside the client:
+nothing here sees it, logs it or stores it. A failed refresh is recorded, not retried: Argo
+CD's own poll still comes.
+
+Not done here: syncing (healing decides that), refreshing on Git changes (Argo CD's webhook).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetwarden.core.applications import Application
+from fleetwarden.core.argo_refresh import (
+    AppTracking,
+    Ownership,
+    RefreshMode,
+    RefreshScheduler,
+    TouchedObject,
+    TrackingMethod,
+    owners_of,
+    tracking_from_tree,
+)
+from fleetwarden.core.audit import AuditDraft, AuditKind
+from fleetwarden.core.workloads.objects import INSTANCE_LABEL
+from fleetwarden.ports.argocd import ArgoCD, ArgoError
+from fleetwarden.ports.audit import AuditStore, AuditStoreError
+
+__all__ = ["ArgoRefresher", "RefreshResult", "RefreshSettings", "parse_refresh_settings"]
+
+ACTOR = "fleetwarden"
+_MAX_CAUSES = 10  # per refresh, in the audit record: the first ones and a count
+
+
+@dataclass(frozen=True)
+class RefreshSettings:
+    """``argocd.refresh`` of the service config (see ``parse_refresh_settings``)."""
+
+    enabled: bool = True
+    mode: RefreshMode = RefreshMode.NORMAL
+    debounce: float = 2.0
+    rate: float = 5.0  # refreshes per second, all applications together
+    burst: int = 10
+    concurrency: int = 4
+    timeout: float = 30.0
+    method: TrackingMethod = TrackingMethod.ANNOTATION
+    instance_label: str = INSTANCE_LABEL
+    control_namespace: str = "argocd"
+
+
+def parse_refresh_settings(raw: Any, *, where: str = "argocd.refresh") -> RefreshSettings:
+    """``normal`` / ``hard`` / ``false``, or a mapping ``{mode, debounce, rate, burst,
+    concurrency, timeout, trackingMethod, instanceLabel}``. ``ValueError`` names the field."""
+    if raw is None or raw is True:
+        return RefreshSettings()
+    if raw is False:
+        return RefreshSettings(enabled=False)
+    if isinstance(raw, str):
+        raw = {"mode": raw}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: expected normal, hard, false or a mapping")
+    known = {"mode", "debounce", "rate", "burst", "concurrency", "timeout"}
+    known |= {"trackingMethod", "instanceLabel", "controlNamespace"}
+    unknown = sorted(set(map(str, raw)) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    if "mode" in raw:
+        values["mode"] = _enum(RefreshMode, raw["mode"], f"{where}.mode")
+    if "trackingMethod" in raw:
+        values["method"] = _enum(TrackingMethod, raw["trackingMethod"], f"{where}.trackingMethod")
+    for key, name in (
+        ("instanceLabel", "instance_label"),
+        ("controlNamespace", "control_namespace"),
+    ):
+        if key in raw:
+            if not isinstance(raw[key], str) or not raw[key]:
+                raise ValueError(f"{where}.{key}: expected a non-empty string")
+            values[name] = raw[key]
+    for key in ("debounce", "rate", "timeout"):
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ValueError(f"{where}.{key}: expected a number >= 0")
+            if key != "debounce" and value == 0:
+                raise ValueError(f"{where}.{key}: expected a number > 0")
+            values[key] = float(value)
+    for key in ("burst", "concurrency"):
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{where}.{key}: expected an integer >= 1")
+            values[key] = value
+    return RefreshSettings(**values)
+
+
+def _enum(kind: Any, value: Any, where: str) -> Any:
+    try:
+        return kind(str(value).strip().lower())
+    except ValueError:
+        names = ", ".join(m.value for m in kind)
+        raise ValueError(f"{where}: {value!r} is not one of {names}") from None
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    """One refresh sent: to which app, how, why, and what Argo CD answered."""
+
+    app: str
+    mode: RefreshMode
+    causes: tuple[Mapping[str, Any], ...]
+    sync: str | None = None  # status.sync.status after the refresh
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        causes = list(self.causes[:_MAX_CAUSES])
+        out: dict[str, Any] = {
+            "type": "argocd.refresh",
+            "application": self.app,
+            "mode": self.mode.value,
+            "causes": causes,
+            "sync": self.sync,
+            "seconds": round(self.seconds, 4),
+        }
+        if len(self.causes) > len(causes):
+            out["moreCauses"] = len(self.causes) - len(causes)
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class ArgoRefresher:
+    """See the module docstring. ``on_refreshed`` hears every result (metrics, tests)."""
+
+    argocd: ArgoCD
+    settings: RefreshSettings = field(default_factory=RefreshSettings)
+    audit: AuditStore | None = None
+    monotonic: Callable[[], float] = time.monotonic
+    on_refreshed: Callable[[RefreshResult], Awaitable[None] | None] | None = None
+    apps: dict[str, AppTracking] = field(default_factory=dict)
+    results: list[RefreshResult] = field(default_factory=list)
+    audit_errors: int = 0
+
+    def __post_init__(self) -> None:
+        s = self.settings
+        self.scheduler = RefreshScheduler(debounce=s.debounce, rate=s.rate, burst=s.burst)
+        self._causes: dict[str, list[Mapping[str, Any]]] = {}
+        self._wake = asyncio.Event()
+        self._slots = asyncio.Semaphore(s.concurrency)
+
+    # --- what is known ---------------------------------------------------------------------
+
+    def follow(self, name: str, *, cluster: str | None, namespace: str | None = None) -> None:
+        """An application (its tree is read by ``load_tree``); a known one keeps its tree."""
+        s = self.settings
+        old = self.apps.get(name)
+        self.apps[name] = AppTracking(
+            name,
+            namespace or s.control_namespace,
+            cluster,
+            old.resources if old is not None else frozenset(),
+            s.method,
+            s.instance_label,
+            s.control_namespace,
+        )
+
+    def forget(self, name: str) -> None:
+        self.apps.pop(name, None)
+
+    async def follow_inventory(
+        self, apps: Iterable[Application], cluster_of: Callable[[Application], str | None]
+    ) -> None:
+        """Follow exactly the applications Argo CD has (e.g. an ``ArgoWatcher``'s inventory,
+        on each change), ``cluster_of`` naming the fleet cluster of each destination; the
+        trees of new or re-targeted applications are read."""
+        apps = list(apps)
+        for gone in set(self.apps) - {a.name for a in apps}:
+            self.forget(gone)
+        for app in apps:
+            old = self.apps.get(app.name)
+            cluster = cluster_of(app)
+            self.follow(app.name, cluster=cluster, namespace=app.namespace)
+            if old is None or old.cluster != cluster:
+                await self.load_tree(app.name)
+
+    async def load_tree(self, name: str) -> None:
+        """Re-read an application's resource tree (its nodes become tree members)."""
+        app = self.apps.get(name)
+        if app is None:
+            return
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                tree = await self.argocd.resource_tree(name)
+        except (ArgoError, TimeoutError):
+            return  # the old tree stays; tracking annotations and labels still work
+        self.apps[name] = tracking_from_tree(app, tree.get("nodes") or ())
+
+    # --- what changed ----------------------------------------------------------------------
+
+    def touched(self, obj: TouchedObject, *, cause: str) -> Ownership:
+        """Queue a refresh of the applications owning ``obj``; returns the ownership."""
+        ownership = owners_of(obj, self.apps.values())
+        if not self.settings.enabled:
+            return ownership
+        now = self.monotonic()
+        for claim in ownership.claims:
+            self.scheduler.request(claim.app.name, now, self.settings.mode)
+            self._causes.setdefault(claim.app.name, []).append(
+                {"cause": cause, "object": obj.key.describe(), "cluster": obj.cluster}
+                | {"basis": claim.basis.value, "reason": claim.reason}
+            )
+        if ownership.claims:
+            self._wake.set()
+        return ownership
+
+    async def on_object(self, cluster: str, obj: Mapping[str, Any], change: str) -> None:
+        """The ``WorkloadWatcher`` hook: a live object was added, changed or deleted."""
+        touched = TouchedObject.from_object(cluster, obj)
+        if touched is not None:
+            self.touched(touched, cause=f"live {change.lower()} of {touched.key.describe()}")
+
+    def request(self, name: str, mode: RefreshMode, *, cause: str) -> None:
+        """On demand (e.g. a hard refresh asked by a person), spaced like the others."""
+        self.scheduler.request(name, self.monotonic(), mode)
+        self._causes.setdefault(name, []).append({"cause": cause})
+        self._wake.set()
+
+    # --- sending ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Send due refreshes until cancelled."""
+        async with asyncio.TaskGroup() as tg:
+            while True:
+                now = self.monotonic()
+                for name, mode in self.scheduler.due(now):
+                    await self._slots.acquire()
+                    tg.create_task(self._send(name, mode), name=f"argocd-refresh:{name}")
+                nxt = self.scheduler.next_at(now)
+                self._wake.clear()
+                wait = None if nxt is None else max(0.0, nxt - self.monotonic())
+                try:
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
+                except TimeoutError:
+                    pass
+
+    async def _send(self, name: str, mode: RefreshMode) -> None:
+        try:
+            result = await self.refresh(name, mode, causes=self._causes.pop(name, []))
+            self.results.append(result)
+            if self.on_refreshed is not None and (r := self.on_refreshed(result)) is not None:
+                await r
+        finally:
+            self._slots.release()
+
+    async def refresh(
+        self, name: str, mode: RefreshMode, *, causes: Iterable[Mapping[str, Any]] = ()
+    ) -> RefreshResult:
+        """Refresh one application now, audit it, re-read its tree; never raises ArgoError."""
+        started = self.monotonic()
+        sync = error = None
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                app = await self.argocd.get_application(name, refresh=mode.value)
+            sync = ((app.get("status") or {}).get("sync") or {}).get("status")
+        except ArgoError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except TimeoutError:
+            error = f"no answer within {self.settings.timeout:g} s"
+        result = RefreshResult(name, mode, tuple(causes), sync, error, self.monotonic() - started)
+        await self._record(result)
+        if error is None:
+            await self.load_tree(name)
+        return result
+
+    async def _record(self, result: RefreshResult) -> None:
+        if self.audit is None:
+            return
+        app = self.apps.get(result.app)
+        summary = f"argocd {result.mode.value} refresh of {result.app}" + (
+            f": {result.sync}" if result.sync else f" failed: {result.error}"
+        )
+        draft = AuditDraft(
+            AuditKind.NOTE,
+            summary=summary,
+            cluster=app.cluster if app is not None else None,
+            actor=ACTOR,
+            payload=result.to_json(),
+        )
+        try:
+            await self.audit.append_many([draft])
+        except AuditStoreError:
+            self.audit_errors += 1  # the refresh happened; the store's own alerts say why
