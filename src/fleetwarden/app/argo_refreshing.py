@@ -266,10 +266,12 @@ class ArgoRefresher:
 
     async def _send(self, name: str, mode: RefreshMode) -> None:
         try:
-            result = await self.refresh(name, mode, causes=self._causes.pop(name, []))
+            result = await self._refresh(name, mode, self._causes.pop(name, []))
             self.results.append(result)
             if self.on_refreshed is not None and (r := self.on_refreshed(result)) is not None:
                 await r
+            if result.error is None:  # after the result is out: it does not delay it
+                await self.load_tree(name)
         finally:
             self._slots.release()
 
@@ -277,6 +279,14 @@ class ArgoRefresher:
         self, name: str, mode: RefreshMode, *, causes: Iterable[Mapping[str, Any]] = ()
     ) -> RefreshResult:
         """Refresh one application now, audit it, re-read its tree; never raises ArgoError."""
+        result = await self._refresh(name, mode, causes)
+        if result.error is None:
+            await self.load_tree(name)
+        return result
+
+    async def _refresh(
+        self, name: str, mode: RefreshMode, causes: Iterable[Mapping[str, Any]]
+    ) -> RefreshResult:
         started = self.monotonic()
         sync = error = None
         try:
@@ -289,8 +299,6 @@ class ArgoRefresher:
             error = f"no answer within {self.settings.timeout:g} s"
         result = RefreshResult(name, mode, tuple(causes), sync, error, self.monotonic() - started)
         await self._record(result)
-        if error is None:
-            await self.load_tree(name)
         return result
 
     async def _record(self, result: RefreshResult) -> None:
