@@ -26,6 +26,7 @@ from fleetwarden.core.argo_refresh import (
     TrackingMethod,
     owners_of,
     parse_tracking_id,
+    touched_by_event,
     tracking_from_tree,
 )
 
@@ -264,3 +265,42 @@ def test_scheduler_spacing_and_liveness(requests, debounce, rate, burst):
     for i, start in enumerate(times):
         for j in range(i, len(times)):
             assert j - i + 1 <= burst + rate * (times[j] - start) + 1e-6
+
+
+# --- change events ---------------------------------------------------------------------------
+
+
+def _event(**kw):
+    from fleetwarden.core.events import ChangeEvent, EventSource, Operation
+
+    base = {"id": "e1", "source": "flux", "type": "t", "provider": EventSource.FLUX}
+    return ChangeEvent(**(base | {"operation": Operation.UPDATE} | kw))
+
+
+def test_a_pool_event_touches_its_nodepool_and_only_tree_members_claim_it():
+    """A node-pool change names the Karpenter NodePool; the app whose tree holds it owns it."""
+    (touched,) = touched_by_event(_event(cluster="c1", pool="general"))
+    assert touched.key == ResourceKey("karpenter.sh", "NodePool", "", "general")
+    pools = AppTracking(
+        "pools", cluster="c1", resources=frozenset({touched.key}), method=TrackingMethod.LABEL
+    )
+    other = AppTracking("other", cluster="c1")
+    assert [c.app.name for c in owners_of(touched, [other, pools]).claims] == ["pools"]
+    assert touched_by_event(_event(pool="general")) == ()  # no cluster: nothing to match
+
+
+def test_an_event_object_without_its_group_matches_the_tree_by_kind_and_name():
+    """Flux events name their involved object without an API group."""
+    detail = {"kind": "HelmRelease", "namespace": "flux-system", "name": "podinfo"}
+    (touched,) = touched_by_event(_event(cluster="c1", detail=detail))
+    assert not touched.group_known
+    tree = frozenset(
+        {ResourceKey("helm.toolkit.fluxcd.io", "HelmRelease", "flux-system", "podinfo")}
+    )
+    app = AppTracking("infra", cluster="c1", resources=tree)
+    assert [c.basis for c in owners_of(touched, [app]).claims] == [Basis.TREE]
+    # a known kind keeps its group: a Deployment is not an apps-less "Deployment"
+    (dep,) = touched_by_event(
+        _event(cluster="c1", detail={"kind": "Deployment", "namespace": "s", "name": "w"})
+    )
+    assert dep.group_known and dep.key.group == "apps"

@@ -37,9 +37,11 @@ from fleetwarden.core.argo_refresh import (
     TouchedObject,
     TrackingMethod,
     owners_of,
+    touched_by_event,
     tracking_from_tree,
 )
 from fleetwarden.core.audit import AuditDraft, AuditKind
+from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.workloads.objects import INSTANCE_LABEL
 from fleetwarden.ports.argocd import ArgoCD, ArgoError
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
@@ -238,6 +240,11 @@ class ArgoRefresher:
         touched = TouchedObject.from_object(cluster, obj)
         if touched is not None:
             self.touched(touched, cause=f"live {change.lower()} of {touched.key.describe()}")
+
+    def event(self, event: ChangeEvent) -> None:
+        """An accepted change event (the inspector's, once recorded as new)."""
+        for touched in touched_by_event(event):
+            self.touched(touched, cause=f"event {event.source} {event.type} {event.id}")
 
     def request(self, name: str, mode: RefreshMode, *, cause: str) -> None:
         """On demand (e.g. a hard refresh asked by a person), spaced like the others."""

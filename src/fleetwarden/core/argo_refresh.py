@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from fleetwarden.core.workloads.objects import INSTANCE_LABEL, TRACKING_ANNOTATION
+from fleetwarden.core.events import ChangeEvent
+from fleetwarden.core.workloads.objects import GROUPS, INSTANCE_LABEL, TRACKING_ANNOTATION
 
 __all__ = [
     "CONTROL_NAMESPACE",
@@ -49,6 +50,7 @@ __all__ = [
     "TrackingMethod",
     "owners_of",
     "parse_tracking_id",
+    "touched_by_event",
     "tracking_from_tree",
 ]
 
@@ -96,6 +98,17 @@ class TouchedObject:
     key: ResourceKey
     labels: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     annotations: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    group_known: bool = True  # False: named without its API group (a change event's detail)
+
+    def in_tree(self, resources: frozenset[ResourceKey]) -> bool:
+        key = self.key
+        if key in resources:
+            return True
+        if self.group_known:
+            return False
+        return any(
+            (r.kind, r.namespace, r.name) == (key.kind, key.namespace, key.name) for r in resources
+        )
 
     @classmethod
     def from_object(cls, cluster: str, obj: Mapping[str, Any]) -> TouchedObject | None:
@@ -192,7 +205,7 @@ def owners_of(touched: TouchedObject, apps: Iterable[AppTracking]) -> Ownership:
     tree = tuple(
         Claim(a, Basis.TREE, f"{key.describe()} is in its resource tree")
         for a in apps
-        if a.cluster == touched.cluster and key in a.resources
+        if a.cluster == touched.cluster and touched.in_tree(a.resources)
     )
     if tree:
         return Ownership(tree, tuple(c.reason for c in tree))
@@ -230,6 +243,35 @@ def owners_of(touched: TouchedObject, apps: Iterable[AppTracking]) -> Ownership:
         return Ownership(by_label, (*reasons, *(c.reason for c in by_label)))
     reasons.append("no label-tracked application's instance label matches")
     return Ownership((), tuple(reasons))
+
+
+# the Kubernetes object a node-pool change event touches, by the pool's provisioner
+NODEPOOL = ("karpenter.sh", "NodePool")
+
+
+def touched_by_event(event: ChangeEvent) -> tuple[TouchedObject, ...]:
+    """The objects an accepted change event names, for ownership: the object in its
+    ``detail`` (``kind``/``namespace``/``name``, e.g. a Flux event's involved object; its
+    group from ``apiVersion`` or the well-known kinds) and, for a node-pool change, the
+    Karpenter ``NodePool`` of that name (an Argo CD app that manages it has it in its tree).
+    Events carry no labels or annotations: only tree membership can claim these. None
+    without a cluster."""
+    if not event.cluster:
+        return ()
+    out: list[TouchedObject] = []
+    detail = event.detail
+    kind, name = detail.get("kind"), detail.get("name")
+    if isinstance(kind, str) and kind and isinstance(name, str) and name:
+        api_version = detail.get("apiVersion")
+        known = isinstance(api_version, str) or kind in GROUPS
+        group = api_version.rpartition("/")[0] if isinstance(api_version, str) else None
+        namespace = detail.get("namespace")
+        ns = namespace if isinstance(namespace, str) else ""
+        key = ResourceKey(group if group is not None else GROUPS.get(kind, ""), kind, ns, name)
+        out.append(TouchedObject(event.cluster, key, group_known=known))
+    if event.pool:
+        out.append(TouchedObject(event.cluster, ResourceKey(*NODEPOOL, "", event.pool)))
+    return tuple(out)
 
 
 def tracking_from_tree(app: AppTracking, nodes: Iterable[Mapping[str, Any]]) -> AppTracking:
