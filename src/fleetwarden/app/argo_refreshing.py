@@ -26,7 +26,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from fleetwarden.core.applications import Application
 from fleetwarden.core.argo_refresh import (
@@ -43,10 +43,30 @@ from fleetwarden.core.argo_refresh import (
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.workloads.objects import INSTANCE_LABEL
-from fleetwarden.ports.argocd import ArgoCD, ArgoError
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.ports.argocd import Application as AppPayload
+from fleetwarden.ports.argocd import ApplicationTree, ArgoError, Refresh
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 
-__all__ = ["ArgoRefresher", "RefreshResult", "RefreshSettings", "parse_refresh_settings"]
+__all__ = [
+    "ArgoRefresher",
+    "RefreshResult",
+    "RefreshSettings",
+    "Refreshable",
+    "parse_refresh_settings",
+]
+
+
+@runtime_checkable  # serving checks its Argo CD can do this (isinstance checks the names)
+class Refreshable(Protocol):
+    """The part of the ``ports.argocd.ArgoCD`` port a refresh needs."""
+
+    async def get_application(
+        self, name: str, *, refresh: Refresh | None = None, project: str | None = None
+    ) -> AppPayload: ...
+
+    async def resource_tree(self, name: str) -> ApplicationTree: ...
+
 
 ACTOR = "fleetwarden"
 _MAX_CAUSES = 10  # per refresh, in the audit record: the first ones and a count
@@ -68,9 +88,16 @@ class RefreshSettings:
     control_namespace: str = "argocd"
 
 
-def parse_refresh_settings(raw: Any, *, where: str = "argocd.refresh") -> RefreshSettings:
-    """``normal`` / ``hard`` / ``false``, or a mapping ``{mode, debounce, rate, burst,
-    concurrency, timeout, trackingMethod, instanceLabel}``. ``ValueError`` names the field."""
+def parse_refresh_settings(
+    raw: Any, *, source: str = "config", where: str = "argocd.refresh"
+) -> RefreshSettings:
+    """``normal`` / ``hard`` / ``true`` / ``false``, or a mapping ``{mode, debounce, rate,
+    burst, concurrency, timeout, trackingMethod, instanceLabel, controlNamespace}``.
+    ``FormatError`` names the file (``source``) and the field."""
+
+    def bad(key: str | None, reason: str) -> FormatError:
+        return FormatError(source, reason, field=f"{where}.{key}" if key else where)
+
     if raw is None or raw is True:
         return RefreshSettings()
     if raw is False:
@@ -78,48 +105,50 @@ def parse_refresh_settings(raw: Any, *, where: str = "argocd.refresh") -> Refres
     if isinstance(raw, str):
         raw = {"mode": raw}
     if not isinstance(raw, Mapping):
-        raise ValueError(f"{where}: expected normal, hard, false or a mapping")
-    known = {"mode", "debounce", "rate", "burst", "concurrency", "timeout"}
-    known |= {"trackingMethod", "instanceLabel", "controlNamespace"}
-    unknown = sorted(set(map(str, raw)) - known)
+        raise bad(None, "expected normal, hard, true, false or a mapping")
+    unknown = sorted(set(map(str, raw)) - _KEYS)
     if unknown:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}")
+        raise bad(
+            None, f"unknown key(s) {', '.join(unknown)} (expected: {', '.join(sorted(_KEYS))})"
+        )
     values: dict[str, Any] = {}
-    if "mode" in raw:
-        values["mode"] = _enum(RefreshMode, raw["mode"], f"{where}.mode")
-    if "trackingMethod" in raw:
-        values["method"] = _enum(TrackingMethod, raw["trackingMethod"], f"{where}.trackingMethod")
+    for key, name, kind in (
+        ("mode", "mode", RefreshMode),
+        ("trackingMethod", "method", TrackingMethod),
+    ):
+        if key in raw:
+            try:
+                values[name] = kind(str(raw[key]).strip().lower())
+            except ValueError:
+                names = ", ".join(m.value for m in kind)
+                raise bad(key, f"{raw[key]!r} is not one of {names}") from None
     for key, name in (
         ("instanceLabel", "instance_label"),
         ("controlNamespace", "control_namespace"),
     ):
         if key in raw:
             if not isinstance(raw[key], str) or not raw[key]:
-                raise ValueError(f"{where}.{key}: expected a non-empty string")
+                raise bad(key, "expected a non-empty string")
             values[name] = raw[key]
     for key in ("debounce", "rate", "timeout"):
         if key in raw:
-            value = raw[key]
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{where}.{key}: expected a number >= 0")
-            if key != "debounce" and value == 0:
-                raise ValueError(f"{where}.{key}: expected a number > 0")
+            value, least = raw[key], ">= 0" if key == "debounce" else "> 0"
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise bad(key, f"expected a number {least}")
+            if value < 0 or (key != "debounce" and value == 0):
+                raise bad(key, f"expected a number {least}")
             values[key] = float(value)
     for key in ("burst", "concurrency"):
         if key in raw:
             value = raw[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{where}.{key}: expected an integer >= 1")
+                raise bad(key, "expected an integer >= 1")
             values[key] = value
     return RefreshSettings(**values)
 
 
-def _enum(kind: Any, value: Any, where: str) -> Any:
-    try:
-        return kind(str(value).strip().lower())
-    except ValueError:
-        names = ", ".join(m.value for m in kind)
-        raise ValueError(f"{where}: {value!r} is not one of {names}") from None
+_KEYS = {"mode", "debounce", "rate", "burst", "concurrency", "timeout"}
+_KEYS |= {"trackingMethod", "instanceLabel", "controlNamespace"}
 
 
 @dataclass(frozen=True)
@@ -154,7 +183,7 @@ class RefreshResult:
 class ArgoRefresher:
     """See the module docstring. ``on_refreshed`` hears every result (metrics, tests)."""
 
-    argocd: ArgoCD
+    argocd: Refreshable
     settings: RefreshSettings = field(default_factory=RefreshSettings)
     audit: AuditStore | None = None
     monotonic: Callable[[], float] = time.monotonic
