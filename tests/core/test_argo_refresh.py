@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from fleetwarden.core.argo_refresh import (
     AppTracking,
     Basis,
+    OwnershipIndex,
     RefreshMode,
     RefreshScheduler,
     ResourceKey,
@@ -304,3 +305,28 @@ def test_an_event_object_without_its_group_matches_the_tree_by_kind_and_name():
         _event(cluster="c1", detail={"kind": "Deployment", "namespace": "s", "name": "w"})
     )
     assert dep.group_known and dep.key.group == "apps"
+
+
+@settings(max_examples=300)
+@given(keys, apps_st, apps_st, st.sampled_from(["c1", "c2"]), st.booleans(), st.data())
+def test_the_index_answers_like_a_scan_of_every_app(key, apps, replaced, cluster, known, data):
+    """Whatever was filed, replaced and removed, the index's owners equal owners_of over
+    every application still filed, claims in the same order."""
+    index = OwnershipIndex()
+    for app in apps + replaced:  # same names again: replaced in place (order kept)
+        index[app.name] = app
+    for name in data.draw(st.lists(st.sampled_from([a.name for a in apps] or ["x"]))):
+        index.pop(name)
+    # often an object some tree holds: the tree step must be exercised too
+    key = data.draw(st.sampled_from([key, *(k for a in apps + replaced for k in a.resources)]))
+    tracked = [a.tracked_name for a in apps + replaced] or ["x"]
+    annotations = {
+        "argocd.argoproj.io/tracking-id": f"{data.draw(st.sampled_from(tracked))}:"
+        f"{key.group}/{key.kind}:{key.namespace}/{key.name}"
+    }
+    labels = {"app.kubernetes.io/instance": data.draw(st.sampled_from(tracked))}
+    touched = TouchedObject(cluster, key, labels, annotations, group_known=known)
+    expected = owners_of(touched, list(index.values()))
+    got = index.owners(touched)
+    assert [(c.app, c.basis) for c in got.claims] == [(c.app, c.basis) for c in expected.claims]
+    assert got.reasons == expected.reasons

@@ -32,11 +32,11 @@ from fleetwarden.core.applications import Application
 from fleetwarden.core.argo_refresh import (
     AppTracking,
     Ownership,
+    OwnershipIndex,
     RefreshMode,
     RefreshScheduler,
     TouchedObject,
     TrackingMethod,
-    owners_of,
     touched_by_event,
     tracking_from_tree,
 )
@@ -188,7 +188,7 @@ class ArgoRefresher:
     audit: AuditStore | None = None
     monotonic: Callable[[], float] = time.monotonic
     on_refreshed: Callable[[RefreshResult], Awaitable[None] | None] | None = None
-    apps: dict[str, AppTracking] = field(default_factory=dict)
+    apps: OwnershipIndex = field(default_factory=OwnershipIndex)
     results: list[RefreshResult] = field(default_factory=list)
     audit_errors: int = 0
 
@@ -250,7 +250,7 @@ class ArgoRefresher:
 
     def touched(self, obj: TouchedObject, *, cause: str) -> Ownership:
         """Queue a refresh of the applications owning ``obj``; returns the ownership."""
-        ownership = owners_of(obj, self.apps.values())
+        ownership = self.apps.owners(obj)
         if not self.settings.enabled:
             return ownership
         now = self.monotonic()

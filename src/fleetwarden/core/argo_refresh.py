@@ -27,7 +27,7 @@ waiting one hard. Pure: times are numbers passed in (seconds of a monotonic cloc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -43,6 +43,7 @@ __all__ = [
     "Basis",
     "Claim",
     "Ownership",
+    "OwnershipIndex",
     "RefreshMode",
     "RefreshScheduler",
     "ResourceKey",
@@ -243,6 +244,93 @@ def owners_of(touched: TouchedObject, apps: Iterable[AppTracking]) -> Ownership:
         return Ownership(by_label, (*reasons, *(c.reason for c in by_label)))
     reasons.append("no label-tracked application's instance label matches")
     return Ownership((), tuple(reasons))
+
+
+class OwnershipIndex:
+    """The followed applications, indexed by what can claim an object: tree nodes by
+    (cluster, key), applications by tracked name. ``owners(t)`` equals ``owners_of(t, all
+    apps)`` (same claims, same order) while looking only at the candidates: a change costs
+    O(its owners), not O(applications). An object named without its group (a change event)
+    is matched against every application. Dict-like by application name."""
+
+    def __init__(self) -> None:
+        self._apps: dict[str, AppTracking] = {}
+        self._seq: dict[str, int] = {}
+        self._next = 0
+        self._tree: dict[tuple[str, ResourceKey], set[str]] = {}
+        self._named: dict[str, set[str]] = {}
+        self._label_keys: dict[str, int] = {}
+
+    def __setitem__(self, name: str, app: AppTracking) -> None:
+        if app.name != name:
+            raise ValueError(f"application {app.name} filed as {name}")
+        seq = self._seq.get(name)
+        self.pop(name, None)
+        self._seq[name] = seq if seq is not None else self._next
+        self._next += 1
+        self._apps[name] = app
+        if app.cluster is not None:
+            for key in app.resources:
+                self._tree.setdefault((app.cluster, key), set()).add(name)
+        self._named.setdefault(app.tracked_name, set()).add(name)
+        self._label_keys[app.instance_label] = self._label_keys.get(app.instance_label, 0) + 1
+
+    def pop(self, name: str, default: AppTracking | None = None) -> AppTracking | None:
+        app = self._apps.pop(name, None)
+        if app is None:
+            return default
+        del self._seq[name]
+        if app.cluster is not None:
+            for key in app.resources:
+                _drop(self._tree, (app.cluster, key), name)
+        _drop(self._named, app.tracked_name, name)
+        self._label_keys[app.instance_label] -= 1
+        if not self._label_keys[app.instance_label]:
+            del self._label_keys[app.instance_label]
+        return app
+
+    def __getitem__(self, name: str) -> AppTracking:
+        return self._apps[name]
+
+    def get(self, name: str) -> AppTracking | None:
+        return self._apps.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._apps
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._apps)
+
+    def __len__(self) -> int:
+        return len(self._apps)
+
+    def values(self) -> Iterable[AppTracking]:
+        return self._apps.values()
+
+    def candidates(self, touched: TouchedObject) -> list[AppTracking]:
+        if not touched.group_known:
+            return list(self._apps.values())
+        names = set(self._tree.get((touched.cluster, touched.key), ()))
+        raw = touched.annotations.get(TRACKING_ANNOTATION)
+        parsed = parse_tracking_id(raw) if raw is not None else None
+        if parsed is not None:
+            names |= self._named.get(parsed[0], set())
+        for label in self._label_keys:
+            value = touched.labels.get(label)
+            if value is not None:
+                names |= self._named.get(value, set())
+        return [self._apps[n] for n in sorted(names, key=self._seq.__getitem__)]
+
+    def owners(self, touched: TouchedObject) -> Ownership:
+        return owners_of(touched, self.candidates(touched))
+
+
+def _drop(index: dict[Any, set[str]], key: Any, name: str) -> None:
+    names = index.get(key)
+    if names is not None:
+        names.discard(name)
+        if not names:
+            del index[key]
 
 
 # the Kubernetes object a node-pool change event touches, by the pool's provisioner
