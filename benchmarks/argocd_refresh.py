@@ -14,6 +14,8 @@ when refreshed, a WorkloadWatcher feeding an ArgoRefresher with the default 2 s 
    and how long after the *last* edit the status reflecting it was seen (the trailing refresh
    of the debounce window).
 3. One edit of an unmanaged Deployment: refreshes sent (expected 0).
+4. In process, no I/O: deciding the owners of 3,000 changes among ``--decide-apps``
+   applications, a scan of every app vs the ``OwnershipIndex`` (same answers, asserted).
 
 Computed, not waited for (the poll side): Argo CD requeues each application every
 ``timeout.reconciliation`` (180 s by default) plus a uniform jitter of up to
@@ -50,6 +52,14 @@ from tests.support.argo_refresh_rig import Rig, bystander, object_path, rig, wai
 from fleetwarden.adapters.kube.client import JSON_MERGE, KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.app.argo_refreshing import RefreshResult, RefreshSettings
+from fleetwarden.core.argo_refresh import (
+    TRACKING_ANNOTATION,
+    AppTracking,
+    OwnershipIndex,
+    ResourceKey,
+    TouchedObject,
+    owners_of,
+)
 
 ARGO_NS, APP_NS = "bench-argocd", "bench-shop"
 
@@ -128,6 +138,39 @@ async def measure(r: Rig, deployments: int, changes: int, burst: int) -> dict[st
     }
 
 
+def decide_cost(apps: int, changes: int) -> dict[str, float]:
+    """Microseconds per change to decide its owners among ``apps`` applications of 20 tree
+    nodes each: a scan of every app (``owners_of``) vs the ``OwnershipIndex``, same changes,
+    same run (a third of them owned by tree, a third by tracking-id, a third by nobody)."""
+    rng = random.Random(6)
+    index = OwnershipIndex()
+    for i in range(apps):
+        nodes = frozenset(
+            ResourceKey("apps", "Deployment", f"ns-{i}", f"web-{j}") for j in range(20)
+        )
+        index[f"app-{i}"] = AppTracking(f"app-{i}", cluster="c1", resources=nodes)
+    touched = []
+    for n in range(changes):
+        i, j = rng.randrange(apps), rng.randrange(40)
+        key = ResourceKey("apps", "Deployment", f"ns-{i}", f"web-{j}")
+        note = {TRACKING_ANNOTATION: f"app-{i}:apps/Deployment:ns-{i}/web-{j}"} if n % 3 else {}
+        touched.append(TouchedObject("c1", key, {}, note))
+    everyone = list(index.values())
+    started = time.perf_counter()
+    scanned = [owners_of(t, everyone).apps for t in touched]
+    scan_s = time.perf_counter() - started
+    started = time.perf_counter()
+    indexed = [index.owners(t).apps for t in touched]
+    index_s = time.perf_counter() - started
+    assert scanned == indexed
+    return {
+        "apps": apps,
+        "scan_us": round(scan_s / changes * 1e6, 1),
+        "index_us": round(index_s / changes * 1e6, 1),
+        "ratio": round(scan_s / index_s, 0),
+    }
+
+
 def poll_wait(poll: float, jitter: float, compare_s: float, samples: int) -> dict[str, float]:
     """Seconds from a change at a random moment to the next poll's comparison. A renewal
     process: a random moment falls in a period with probability proportional to its length
@@ -158,6 +201,7 @@ async def main() -> None:
     ap.add_argument("--poll", type=float, default=180.0)
     ap.add_argument("--jitter", type=float, default=60.0)
     ap.add_argument("--samples", type=int, default=100_000)
+    ap.add_argument("--decide-apps", type=int, default=2000)
     args = ap.parse_args()
     if not (REALDATA / "crds").is_dir():
         sys.exit(f"argocd_refresh: the real Argo CD CRDs are missing ({REALDATA / 'crds'})")
@@ -194,6 +238,7 @@ async def main() -> None:
             f"{args.poll:g}s": no_jitter,
         },
         "ratio_poll_mean_to_targeted_p50": round(poll["mean"] / targeted_p50_s, 0),
+        "decide_per_change": decide_cost(args.decide_apps, 3000),
         "loadavg_before": load_before,
         "loadavg_after": loadavg(),
         "cpus": os.cpu_count(),
