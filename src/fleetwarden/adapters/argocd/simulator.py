@@ -13,6 +13,10 @@ Argo CD's own OpenAPI document), over applications seeded from real Application 
   FailedPrecondition "another operation is already in progress" (HTTP 400, or
   ``conflict_status``);
 * ``DELETE .../operation`` terminates (Terminating, then Failed "Operation terminated");
+* ``GET .../{name}?refresh=normal|hard`` sets the ``argocd.argoproj.io/refresh`` annotation and
+  answers once the controller has handled it (``sim_controller``): with ``live`` (a reader of
+  the cluster) and ``set_manifests``, it compares desired and live objects and writes the sync
+  status (OutOfSync when a managed object differs); without, only ``reconciledAt`` moves;
 * managed resources, resource tree and rendered manifests derived from ``status.resources``
   (or, for ``/manifests``, the real manifests given with ``set_manifests``);
 * faults: ``fail_next`` (answer an error status), ``hang_next`` (answer late or never), each
@@ -20,7 +24,8 @@ Argo CD's own OpenAPI document), over applications seeded from real Application 
   not arrive), for the next n requests and/or ``until`` a time of the injected clock (an
   outage); ``requests`` lists every (method, path) received.
 
-It is not Argo CD: no Git, no cluster, no RBAC beyond "is the token valid", no diffing.
+It is not Argo CD: no Git, no RBAC beyond "is the token valid", no cluster cache (the live
+objects are read only on a refresh) and only the simple comparison of ``sim_controller``.
 """
 
 from __future__ import annotations
