@@ -123,3 +123,28 @@ def test_the_service_config_reads_argocd_refresh():
     with pytest.raises(FormatError) as caught:
         service_config_from({"argocd": {**base, "refresh": {"rate": -2}}}, source="s.yaml")
     assert caught.value.field == "argocd.refresh.rate" and caught.value.path == "s.yaml"
+
+
+async def test_without_an_argo_cluster_watch_the_apps_come_from_the_argo_api():
+    """follow_api lists the applications through the API (spec-shaped answers), maps their
+    destinations to fleet clusters, reads their trees, and leaves out one that does not parse."""
+    broken = {"metadata": {"name": "broken"}, "spec": {"destination": "not-a-mapping"}}
+    sim = ArgoCDSimulator([POOLS_APP, broken])
+    async with ArgoCDClient(
+        "http://argocd.test", token=sim.issue_token(), transport=httpx.ASGITransport(app=sim)
+    ) as client:
+        s = serving(client, RefreshSettings())
+        assert s.refresher is not None
+        task = asyncio.create_task(s.refresher.follow_api(s._cluster_of, every=3600))
+        try:
+            deadline = time.monotonic() + 5
+            while not ("pools" in s.refresher.apps and s.refresher.apps["pools"].resources):
+                assert time.monotonic() < deadline, "apps not followed"
+                await asyncio.sleep(0.01)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    assert list(s.refresher.apps) == ["pools"]
+    pools = s.refresher.apps["pools"]
+    assert pools.cluster == "c1" and {k.kind for k in pools.resources} == {"NodePool"}

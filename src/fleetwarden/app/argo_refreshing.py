@@ -43,6 +43,7 @@ from fleetwarden.core.argo_refresh import (
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.workloads.objects import INSTANCE_LABEL
+from fleetwarden.formats.argocd_apps import application_from_object
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import Application as AppPayload
 from fleetwarden.ports.argocd import ApplicationTree, ArgoError, Refresh
@@ -66,6 +67,13 @@ class Refreshable(Protocol):
     ) -> AppPayload: ...
 
     async def resource_tree(self, name: str) -> ApplicationTree: ...
+
+
+@runtime_checkable
+class Listable(Protocol):
+    async def list_applications(
+        self, *, project: str | None = None, selector: str | None = None
+    ) -> list[AppPayload]: ...
 
 
 ACTOR = "fleetwarden"
@@ -245,6 +253,31 @@ class ArgoRefresher:
         except (ArgoError, TimeoutError):
             return  # the old tree stays; tracking annotations and labels still work
         self.apps[name] = tracking_from_tree(app, tree.get("nodes") or ())
+
+    async def follow_api(
+        self, cluster_of: Callable[[Application], str | None], *, every: float = 180.0
+    ) -> None:
+        """Without a watch of the Argo CD cluster: list the applications through the Argo CD
+        API now and every ``every`` seconds, and follow them (until cancelled). A list that
+        fails keeps what is known; an application that does not parse is left out."""
+        lister = self.argocd
+        if not isinstance(lister, Listable):
+            return
+        while True:
+            try:
+                async with asyncio.timeout(self.settings.timeout):
+                    items = await lister.list_applications()
+            except (ArgoError, TimeoutError):
+                items = None
+            if items is not None:
+                apps = []
+                for item in items:
+                    try:
+                        apps.append(application_from_object(item))
+                    except FormatError:
+                        continue  # the Argo CD watch reports these; here: not followed
+                await self.follow_inventory(apps, cluster_of)
+            await asyncio.sleep(every)
 
     # --- what changed ----------------------------------------------------------------------
 

@@ -429,6 +429,10 @@ class Serving:
             if self.refresher is not None:
                 self.refresher.audit = self.healer.audit  # opened by the entry point by now
                 tg.create_task(self.refresher.run(), name="argocd-refresh")
+                if argocd is None:  # no watch of the Argo CD cluster: its API lists the apps
+                    every = self.settings.desired_refresh
+                    follow = self.refresher.follow_api(self._cluster_of, every=every)
+                    tg.create_task(follow, name="argocd-refresh-apps")
             tg.create_task(self.healer.run(), name="healer")
             if self.notifier is not None:
                 tg.create_task(self.notifier.run(), name="notifier")
