@@ -330,3 +330,23 @@ def test_the_index_answers_like_a_scan_of_every_app(key, apps, replaced, cluster
     got = index.owners(touched)
     assert [(c.app, c.basis) for c in got.claims] == [(c.app, c.basis) for c in expected.claims]
     assert got.reasons == expected.reasons
+
+
+def test_a_touched_secret_keeps_only_the_tracking_annotation():
+    """last-applied-configuration of a Secret holds its data: it is not carried along."""
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "db",
+            "namespace": "shop",
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": '{"data":{"pw":"c2VjcmV0"}}',
+                "argocd.argoproj.io/tracking-id": "shop:/Secret:shop/db",
+            },
+        },
+        "data": {"pw": "c2VjcmV0"},
+    }
+    touched = TouchedObject.from_object("c1", secret)
+    assert dict(touched.annotations) == {"argocd.argoproj.io/tracking-id": "shop:/Secret:shop/db"}
+    assert owners_of(touched, [AppTracking("shop")]).claims[0].basis is Basis.TRACKING_ID

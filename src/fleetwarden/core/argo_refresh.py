@@ -128,7 +128,12 @@ class TouchedObject:
             cluster,
             ResourceKey(group, kind, namespace if isinstance(namespace, str) else "", name),
             _strings(meta.get("labels")),
-            _strings(meta.get("annotations")),
+            # only the tracking id: other annotations (last-applied of a Secret...) stay out
+            {
+                k: v
+                for k, v in _strings(meta.get("annotations")).items()
+                if k == TRACKING_ANNOTATION
+            },
         )
 
 
