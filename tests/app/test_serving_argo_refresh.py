@@ -19,8 +19,9 @@ from fleetwarden.app.argo_refreshing import RefreshSettings
 from fleetwarden.app.argo_watching import ArgoInventory
 from fleetwarden.app.serving import Serving, ServingSettings
 from fleetwarden.core.applications import Application, Destination
-from fleetwarden.core.argo_refresh import RefreshMode
+from fleetwarden.core.argo_refresh import AppTracking, RefreshMode, touched_by_event
 from fleetwarden.core.clusters import ClusterEndpoint
+from fleetwarden.core.leadership import ElectionTiming
 from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
@@ -148,3 +149,37 @@ async def test_without_an_argo_cluster_watch_the_apps_come_from_the_argo_api():
     assert list(s.refresher.apps) == ["pools"]
     pools = s.refresher.apps["pools"]
     assert pools.cluster == "c1" and {k.kind for k in pools.resources} == {"NodePool"}
+
+
+class Elector:  # what Serving and the healer read of an elector
+    def __init__(self) -> None:
+        self.leading = False
+        self.fencing_token = None
+        self.on_started_leading = None
+        self.timing = ElectionTiming()
+
+
+def test_with_leader_election_only_the_leader_refreshes():
+    """Every replica watches every cluster without sharding: one refresh per change, the
+    leader's."""
+    sim = ArgoCDSimulator([POOLS_APP])
+    client = ArgoCDClient("http://argocd.test", token="t", transport=httpx.ASGITransport(app=sim))
+    elector = Elector()
+    s = Serving(
+        ServingSettings(argocd_refresh=RefreshSettings()),
+        [],
+        Queue(),  # type: ignore[arg-type]
+        client_factory=lambda _e: None,  # type: ignore[arg-type,return-value]
+        argocd=client,
+        elector=elector,  # type: ignore[arg-type]
+    )
+    assert s.refresher is not None
+    (nodepool,) = touched_by_event(pool_event("x"))
+    s.refresher.apps["pools"] = AppTracking(
+        "pools", cluster="c1", resources=frozenset({nodepool.key})
+    )
+    s.refresher.event(pool_event("follower"))
+    assert s.refresher.scheduler.pending == {}
+    elector.leading = True
+    s.refresher.event(pool_event("leader"))
+    assert s.refresher.scheduler.pending == {"pools": RefreshMode.NORMAL}

@@ -196,6 +196,8 @@ class ArgoRefresher:
     audit: AuditStore | None = None
     monotonic: Callable[[], float] = time.monotonic
     on_refreshed: Callable[[RefreshResult], Awaitable[None] | None] | None = None
+    # whether this replica refreshes (serve: the leader, or every shard for its clusters)
+    active: Callable[[], bool] = lambda: True
     apps: OwnershipIndex = field(default_factory=OwnershipIndex)
     results: list[RefreshResult] = field(default_factory=list)
     audit_errors: int = 0
@@ -284,7 +286,7 @@ class ArgoRefresher:
     def touched(self, obj: TouchedObject, *, cause: str) -> Ownership:
         """Queue a refresh of the applications owning ``obj``; returns the ownership."""
         ownership = self.apps.owners(obj)
-        if not self.settings.enabled:
+        if not self.settings.enabled or not self.active():
             return ownership
         now = self.monotonic()
         for claim in ownership.claims:

@@ -223,7 +223,13 @@ class Serving:
         self.refresher: ArgoRefresher | None = None  # live changes -> Argo CD refreshes
         refresh = settings.argocd_refresh
         if refresh is not None and refresh.enabled and isinstance(argocd, Refreshable):
-            self.refresher = ArgoRefresher(argocd, settings=refresh)
+            # sharded: each cluster is watched by one replica, which refreshes for it; else
+            # every replica sees every change and only the leader (if elected) refreshes
+            self.refresher = ArgoRefresher(
+                argocd,
+                settings=refresh,
+                active=lambda: self.membership is not None or self.healer.acting,
+            )
             self.fleet.on_object = self.refresher.on_object
             self.fleet.on_argo_change = self._follow_argo_apps
         policy, config_hash = healing_policy(settings)
