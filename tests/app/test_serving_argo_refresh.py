@@ -21,8 +21,8 @@ from fleetwarden.app.serving import Serving, ServingSettings
 from fleetwarden.core.applications import Application, Destination
 from fleetwarden.core.argo_refresh import AppTracking, RefreshMode, touched_by_event
 from fleetwarden.core.clusters import ClusterEndpoint
-from fleetwarden.core.leadership import ElectionTiming
 from fleetwarden.core.events import ChangeEvent, EventSource, Operation
+from fleetwarden.core.leadership import ElectionTiming
 from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
 
