@@ -51,6 +51,7 @@ QUICK: dict[str, tuple[str, ...]] = {
 # run by --full only
 FULL_ONLY: frozenset[str] = frozenset(
     {
+        "argocd_refresh.py",  # a real API server and the Argo CD simulator
         "chaos_suite.py",
         "deprecations_vs_pluto.py",  # builds pluto from the Go module proxy first
         "distinct_clusters.py",

@@ -36,6 +36,9 @@ Example::
     ownership:                               # who owns which fields (defaults: seed 001)
       - {cluster: "prod-*", field: "labels.*", owner: cluster, argocd: "{cluster}-nodes"}
     argocd: {url: https://argocd.example.com, token: env:ARGOCD_TOKEN}
+      # refresh: normal (default) | hard | false | {mode, debounce: 2, rate: 5, burst: 10,
+      #   trackingMethod: annotation, instanceLabel, controlNamespace: argocd}: a live change
+      #   refreshes the apps owning it (app/argo_refreshing.py)
     auth: {admin: {bearerToken: env:FW_ADMIN_TOKEN}}   # for POST /api/decisions/ID/approve
     notify:                                  # webhook | slack | alertmanager; urls are secrets
       - {name: oncall, kind: slack, url: env:SLACK_WEBHOOK_URL, minSeverity: high}
@@ -76,6 +79,7 @@ from urllib.parse import urlsplit, urlunsplit
 import jsonschema
 import yaml
 
+from fleetwarden.app.argo_refreshing import RefreshSettings, parse_refresh_settings
 from fleetwarden.app.ingesting import SourceAuth
 from fleetwarden.app.leader_config import SCHEMA as LEADER_SCHEMA
 from fleetwarden.app.leader_config import LeaderElectionConfig, leader_election_from
@@ -253,6 +257,7 @@ SERVICE_SCHEMA: dict[str, Any] = {
                 "url": {"type": "string", "pattern": "^https?://"},
                 "token": _SECRET,
                 "insecure": {"type": "boolean"},
+                "refresh": {"type": ["boolean", "string", "object"]},  # argo_refreshing
             },
         },
         "replayWindowSeconds": {"type": "number", "minimum": 1},
@@ -329,6 +334,7 @@ class ServiceConfig:
     argocd_url: str | None = None
     argocd_token: str | None = None
     argocd_insecure: bool = False
+    argocd_refresh: RefreshSettings | None = None  # with argocd: targeted refreshes
     fleet: FleetSettings = field(default_factory=FleetSettings)
     apps: list[AppSource] = field(default_factory=list)
     workloads: WorkloadWatchSettings | None = None  # None: workloads are not watched
@@ -511,6 +517,9 @@ def service_config_from(
         if (raw.get("argocd") or {}).get("token")
         else None,
         argocd_insecure=bool((raw.get("argocd") or {}).get("insecure", False)),
+        argocd_refresh=parse_refresh_settings(raw["argocd"].get("refresh"), source=source)
+        if raw.get("argocd")
+        else None,
         **_workloads(raw, source),
         leader_election=leader_election_from(raw.get("leaderElection"), source=source),
         sharding=sharding_from(raw.get("sharding"), source=source),

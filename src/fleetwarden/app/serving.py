@@ -17,6 +17,10 @@ decisions -> actions -> audit records, with the live watchers feeding the same f
   finding to decide (the old leader's decisions are in the shared store: nothing runs twice);
 - with sharding (a ``Membership``), the watchers watch only the clusters assigned here and
   follow the assignment as members come and go;
+- with ``argocd_refresh`` and an Argo CD API client, the ``ArgoRefresher``
+  (``app/argo_refreshing``): every live workload change and every new change event refreshes
+  the Argo CD applications that own the object it touches (apps followed from the Argo CD
+  cluster's inventory, their destinations mapped to the fleet's clusters);
 - ``emit``: where every finding and lifecycle event goes (the healer, the recent-event ring,
   the findings-by-severity gauge through ``on_findings``).
 
@@ -36,6 +40,8 @@ from datetime import timedelta
 from typing import Any
 
 from fleetwarden.app import upgrade_scan
+from fleetwarden.app.argo_refreshing import ArgoRefresher, Refreshable, RefreshSettings
+from fleetwarden.app.argo_watching import ArgoInventory
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for
 from fleetwarden.app.electing import Elector, Fence
 from fleetwarden.app.healing import Healer
@@ -51,9 +57,11 @@ from fleetwarden.app.upgrade_drift import UpgradeInProgress
 from fleetwarden.app.upgrade_scan import ManifestSource
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
+from fleetwarden.core.applications import Application, normalise_server
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
+from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
@@ -91,6 +99,7 @@ class ServingSettings:
     ownership: Sequence[Mapping[str, Any]] = ()
     argocd_url: str | None = None
     warn: tuple[WarnRule, ...] = ()  # policy.warn (``core.policy.warning``)
+    argocd_refresh: RefreshSettings | None = None  # None: no targeted Argo CD refreshes
 
 
 def healing_policy(settings: ServingSettings) -> tuple[Policy, str]:
@@ -204,7 +213,7 @@ class Serving:
             on_latency=on_latency,
             on_count=on_count,
             on_delivery_delay=on_delivery_delay,
-            record=self.recorder.record,
+            record=self._record,
             clock=clock,
             checkpoint=self._checkpoint,
         )
@@ -217,6 +226,18 @@ class Serving:
         self.notifier = (
             Notifier(sinks, clock=clock.now, on_outcome=self._notified) if sinks else None
         )
+        self.refresher: ArgoRefresher | None = None  # live changes -> Argo CD refreshes
+        refresh = settings.argocd_refresh
+        if refresh is not None and refresh.enabled and isinstance(argocd, Refreshable):
+            # sharded: each cluster is watched by one replica, which refreshes for it; else
+            # every replica sees every change and only the leader (if elected) refreshes
+            self.refresher = ArgoRefresher(
+                argocd,
+                settings=refresh,
+                active=lambda: self.membership is not None or self.healer.acting,
+            )
+            self.fleet.on_object = self.refresher.on_object
+            self.fleet.on_argo_change = self._follow_argo_apps
         policy, config_hash = healing_policy(settings)
         self.healer = Healer(
             ownership=OwnershipMap(parse_rules(list(settings.ownership))),
@@ -367,6 +388,29 @@ class Serving:
 
     # --- events ----------------------------------------------------------------------------
 
+    async def _record(self, events: Sequence[ChangeEvent]) -> list[bool]:
+        """The inspector's recording step; a new event may then refresh Argo CD apps."""
+        new = await self.recorder.record(events)
+        if self.refresher is not None:
+            for event, fresh in zip(events, new, strict=True):
+                if fresh:
+                    self.refresher.event(event)
+        return new
+
+    async def _follow_argo_apps(self, inventory: ArgoInventory) -> None:
+        if self.refresher is not None:
+            await self.refresher.follow_inventory(inventory.apps.items.values(), self._cluster_of)
+
+    def _cluster_of(self, app: Application) -> str | None:
+        """The fleet cluster an application's destination names (by name, else server)."""
+        dest = app.destination
+        if dest.name and dest.name in self.fleet.known:
+            return dest.name
+        for name, endpoint in self.fleet.known.items():
+            if dest.server and normalise_server(endpoint.server) == dest.server:
+                return name
+        return None
+
     def emit(self, event: Event) -> None:
         self.events.append(event.to_json())
         self.healer.handle(event)
@@ -415,6 +459,13 @@ class Serving:
             if load_apps is not None:
                 tg.create_task(self._refresh_apps(load_apps), name="desired-refresh")
             tg.create_task(self.inspector.run(), name="inspector")
+            if self.refresher is not None:
+                self.refresher.audit = self.healer.audit  # opened by the entry point by now
+                tg.create_task(self.refresher.run(), name="argocd-refresh")
+                if argocd is None:  # no watch of the Argo CD cluster: its API lists the apps
+                    every = self.settings.desired_refresh
+                    follow = self.refresher.follow_api(self._cluster_of, every=every)
+                    tg.create_task(follow, name="argocd-refresh-apps")
             tg.create_task(self.healer.run(), name="healer")
             if self.notifier is not None:
                 tg.create_task(self.notifier.run(), name="notifier")

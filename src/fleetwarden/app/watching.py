@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from fleetwarden.app.argo_watching import ArgoWatcher, OrphanMonitor, orphan_tracking
+from fleetwarden.app.argo_watching import ArgoInventory, ArgoWatcher, OrphanMonitor, orphan_tracking
 from fleetwarden.app.capacity_watching import CapacityWatcher
 from fleetwarden.app.churning import ChurnWatch, snapshot_of
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
 from fleetwarden.app.stamping import ManagedFields, stamp_events
-from fleetwarden.app.workload_watching import WorkloadWatcher, WorkloadWatchSettings
+from fleetwarden.app.workload_watching import ObjectHook, WorkloadWatcher, WorkloadWatchSettings
 from fleetwarden.core.churn import ChurnDecision
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
@@ -498,6 +498,8 @@ class FleetWatcher:
         self._secret_to_cluster: dict[str, str] = {}
         self._tg: asyncio.TaskGroup | None = None
         self.orphans: OrphanMonitor | None = None  # with an Argo CD cluster, once running
+        self.on_object: ObjectHook | None = None  # every live workload change (Argo CD refresh)
+        self.on_argo_change: Callable[[ArgoInventory], Awaitable[None]] | None = None
         self.argo: ArgoWatcher | None = None
 
     async def run(
@@ -519,6 +521,8 @@ class FleetWatcher:
                 )
                 self.emit = monitor.observe  # every event passes the monitor: removals grow
                 self.orphans, self.argo = monitor, argo
+                if self.on_argo_change is not None:  # after the orphans' own update
+                    argo.on_change = _chain(argo.on_change, argo.inventory, self.on_argo_change)
                 tg.create_task(argo.run(), name="argocd-apps")
             for endpoint in endpoints:
                 await self.add(endpoint)
@@ -587,6 +591,7 @@ class FleetWatcher:
                 self.emit,
                 settings=self.workload_settings,
                 now=self.now,
+                on_object=self.on_object,
             )
         watcher = ClusterWatcher(
             endpoint,
@@ -735,3 +740,16 @@ def _writable(meta: object) -> list[Mapping[str, Any]]:
 def _secret_key(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _chain(
+    first: Callable[[], Awaitable[None]] | None,
+    inventory: ArgoInventory,
+    then: Callable[[ArgoInventory], Awaitable[None]],
+) -> Callable[[], Awaitable[None]]:
+    async def changed() -> None:
+        if first is not None:
+            await first()
+        await then(inventory)
+
+    return changed

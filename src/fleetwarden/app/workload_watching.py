@@ -37,10 +37,12 @@ from fleetwarden.core.subjects import WorkloadRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker, app_scope
 from fleetwarden.ports.kube import RESOURCES, KubeApi, Resource
 
-__all__ = ["WorkloadWatchSettings", "WorkloadWatcher"]
+__all__ = ["ObjectHook", "WorkloadWatchSettings", "WorkloadWatcher"]
 
 Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
+# (cluster, raw object, ADDED | MODIFIED | DELETED): a watched object changed (not its status)
+ObjectHook = Callable[[str, Mapping[str, Any], str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,10 @@ class WorkloadWatcher:
         *,
         settings: WorkloadWatchSettings = WorkloadWatchSettings(),
         now: Callable[[], datetime],
+        on_object: ObjectHook | None = None,
     ) -> None:
         self.cluster, self.client, self.desired = cluster, client, desired
+        self.on_object = on_object
         self.tracker, self.emit, self.settings, self.now = tracker, emit, settings, now
         self.index = wl.ObjectIndex(app_label=settings.app_label)
         self.writers: dict[str, Writer] = {}  # object ref -> its last writer
@@ -172,14 +176,19 @@ class WorkloadWatcher:
 
     async def apply(self, resource: Resource, kind: str, obj: Mapping[str, Any]) -> None:
         touched: set[str] = set()
+        typed = _typed(resource, obj)
+        key = wl.key_of(typed)
+        old = self.index.objects.get(key) if key is not None else None
         if kind == "DELETED":
-            key = wl.key_of(_typed(resource, obj))
             if key is not None:
                 touched = self._drop(key)
         else:
             await self._store(resource, obj, touched)
         if self.synced.is_set() and touched:
             await self.rediff(touched)
+        changed = kind == "DELETED" or key is None or self.index.objects.get(key) is not old
+        if self.on_object is not None and changed:  # a status-only update changes nothing
+            await self.on_object(self.cluster, typed, kind)
 
     async def _store(
         self, resource: Resource, raw: Mapping[str, Any], touched: set[str]

@@ -13,6 +13,10 @@ Argo CD's own OpenAPI document), over applications seeded from real Application 
   FailedPrecondition "another operation is already in progress" (HTTP 400, or
   ``conflict_status``);
 * ``DELETE .../operation`` terminates (Terminating, then Failed "Operation terminated");
+* ``GET .../{name}?refresh=normal|hard`` sets the ``argocd.argoproj.io/refresh`` annotation and
+  answers once the controller has handled it (``sim_controller``): with ``live`` (a reader of
+  the cluster) and ``set_manifests``, it compares desired and live objects and writes the sync
+  status (OutOfSync when a managed object differs); without, only ``reconciledAt`` moves;
 * managed resources, resource tree and rendered manifests derived from ``status.resources``
   (or, for ``/manifests``, the real manifests given with ``set_manifests``);
 * faults: ``fail_next`` (answer an error status), ``hang_next`` (answer late or never), each
@@ -20,7 +24,8 @@ Argo CD's own OpenAPI document), over applications seeded from real Application 
   not arrive), for the next n requests and/or ``until`` a time of the injected clock (an
   outage); ``requests`` lists every (method, path) received.
 
-It is not Argo CD: no Git, no cluster, no RBAC beyond "is the token valid", no diffing.
+It is not Argo CD: no Git, no RBAC beyond "is the token valid", no cluster cache (the live
+objects are read only on a refresh) and only the simple comparison of ``sim_controller``.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+
+from fleetwarden.adapters.argocd import sim_controller
 
 __all__ = ["ArgoCDSimulator", "Fault", "load_applications"]
 
@@ -112,12 +119,14 @@ class ArgoCDSimulator:
         operation_duration: float | None = 0.0,
         conflict_status: int = 400,
         server_version: str = "1.30",
+        live: sim_controller.LiveReader | None = None,
     ) -> None:
         self.users = dict(users if users is not None else {"admin": "password"})
         self.clock = clock or (lambda: datetime.now(UTC))
         self.operation_duration = operation_duration
         self.conflict_status = conflict_status
         self.server_version = server_version
+        self.live = live  # how the controller reads the cluster on a refresh (None: it does not)
         self.requests: list[tuple[str, str]] = []
         self.refreshes: list[tuple[str, str]] = []
         self.faults: list[Fault] = []
@@ -258,10 +267,8 @@ class ArgoCDSimulator:
             )
             if projects and app["spec"].get("project") not in projects:
                 return _error(403, PERMISSION_DENIED, "permission denied")
-            refresh = request.query_params.get("refresh")
-            if refresh:
-                self.refreshes.append((app["metadata"]["name"], refresh))
-                app["status"]["reconciledAt"] = _ts(self.clock())
+            if refresh := request.query_params.get("refresh"):
+                await self._refresh(app, "hard" if refresh == "hard" else "normal")
             return JSONResponse(copy.deepcopy(app))
 
         return await self._serve(request, handle)
@@ -457,6 +464,18 @@ class ArgoCDSimulator:
         if fault is not None and fault.after_apply and (answer := await self._inject(fault)):
             return answer
         return response
+
+    async def _refresh(self, app: dict[str, Any], mode: str) -> None:
+        """argocd-server sets the refresh annotation and answers once the controller has
+        removed it (``sim_controller``: with ``live`` and rendered manifests, a comparison)."""
+        name = app["metadata"]["name"]
+        self.refreshes.append((name, mode))
+        app["metadata"].setdefault("annotations", {})[sim_controller.REFRESH_ANNOTATION] = mode
+        desired = self._rendered.get(name)
+        if self.live is not None and desired is not None:
+            await sim_controller.reconcile(app, desired, self.live, _ts(self.clock()))
+        else:  # nothing to compare with: reconciled, the sync status as it was
+            sim_controller.finish_refresh(app, _ts(self.clock()))
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         now = self.clock()
