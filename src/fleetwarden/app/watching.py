@@ -48,7 +48,8 @@ from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.orphans import ORPHANS_SCOPE, OrphanBook
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
-from fleetwarden.core.tracking import FindingEvent, FindingTracker, is_app_scope
+from fleetwarden.core.subjects import AppRef
+from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.formats.argocd_clusters import endpoint_from_secret, is_cluster_secret
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object
@@ -199,9 +200,9 @@ class ClusterWatcher:
         scopes = (
             {self._scope(g) for g in self.groups}
             | {
-                s[1]
-                for s in self.tracker.scopes_of(self.cluster)
-                if not is_app_scope(s[1]) and s[1] not in (FIGHTS, ORPHANS_SCOPE)
+                key
+                for _, key in self.tracker.scopes_of(self.cluster)
+                if not isinstance(key, AppRef) and key not in (FIGHTS, ORPHANS_SCOPE)
             }
             | set(self.index.specs)
         )

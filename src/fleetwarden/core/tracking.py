@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from fleetwarden.core.findings import Finding, Severity
+from fleetwarden.core.subjects import AppRef
 
 __all__ = [
     "STICKY",
@@ -23,24 +24,23 @@ __all__ = [
     "FindingEventType",
     "FindingTracker",
     "Scope",
+    "ScopeKey",
     "app_scope",
-    "is_app_scope",
 ]
 
-Scope = tuple[str, str | None]  # (cluster, pool); pool None: nodes of no desired pool
+ScopeKey = str | AppRef | None
+"""What a scope covers within its cluster: a node pool's name (None: nodes of no desired
+pool), one application's workloads (``AppRef``), or a named sweep (fights, orphans...)."""
+Scope = tuple[str, ScopeKey]  # (cluster, what)
 # what a live finding learns once (cause, actor, timeline, warn mode) and keeps while it lasts:
 # a re-diff builds the finding afresh, without them
 STICKY = ("cause", "actor", "startedAt", "detectedAt", "notifiedAt", "mode", "warn")
-_APP = "app:"  # the scope of an application's workload findings: (cluster, "app:NAME")
 
 
-def app_scope(app: str) -> str:
-    """The tracker scope of one application's workload findings in a cluster."""
-    return _APP + app
-
-
-def is_app_scope(scope: str | None) -> bool:
-    return scope is not None and scope.startswith(_APP)
+def app_scope(app: str) -> AppRef:
+    """What the scope of one application's workload findings covers in a cluster: the scope
+    is ``(cluster, app_scope(app))``."""
+    return AppRef(app)
 
 
 class FindingEventType(StrEnum):
