@@ -21,12 +21,11 @@ import gzip
 import os
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from fleetwarden.core.actors import AuditEvent
-from fleetwarden.formats.audit_log import AuditRead, read_lines
+from fleetwarden.formats.audit_log import AuditLogs, AuditRead, read_lines
 
 __all__ = ["AuditLogTail", "AuditLogs", "audit_log_paths", "backups_of", "read_audit_logs"]
 
@@ -140,17 +139,6 @@ def backups_of(path: Path) -> list[Path]:
         and p != path
     ]
     return sorted(out, key=lambda p: p.name)
-
-
-@dataclass
-class AuditLogs:
-    """What ``read_audit_logs`` read: events, bad lines, a torn last line, the files."""
-
-    events: list[AuditEvent] = field(default_factory=list)
-    bad: int = 0
-    partial: int = 0
-    files: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
 
 
 def _text(path: Path) -> str:

@@ -9,23 +9,27 @@ helm into one ``find_deprecations`` call, and renders the result.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from fleetwarden.adapters import files, helm
+from fleetwarden.adapters.live_apis import read_live_clusters
 from fleetwarden.app import deprecating
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, Scan
-from fleetwarden.cli.common import OutputFormat, WideOpt, fail
+from fleetwarden.app.live_deprecating import find_live_deprecations
+from fleetwarden.cli.common import AuditLogOpt, OutputFormat, WideOpt, fail
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable, Status
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.presenting.deprecations import print_deprecations
+from fleetwarden.presenting.live_deprecations import print_live_deprecations
 from fleetwarden.presenting.rendering import dumps, make_console
 
 __all__ = ["DEFAULT_COMPONENTS", "register", "scan_manifests"]
@@ -111,15 +115,44 @@ def deprecations_command(
         ),
     ] = None,
     wide: WideOpt = False,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Instead of manifests: the deprecated APIs live clusters still serve "
+            "(apiserver_requested_deprecated_apis in /metrics) and, with --audit-log, who calls "
+            "them (user, user agent).",
+        ),
+    ] = False,
+    kubeconfig: Annotated[
+        Path | None, typer.Option("--kubeconfig", "-k", metavar="FILE", help="--live: clusters.")
+    ] = None,
+    context: Annotated[
+        list[str] | None,
+        typer.Option("--context", metavar="NAME", help="--live: only these contexts (repeat)."),
+    ] = None,
+    audit_log: AuditLogOpt = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", metavar="FILE", help="--live: auditLogs:.")
+    ] = None,
 ) -> None:
-    """Find manifests using Kubernetes APIs that are deprecated or removed at a target version
-    (table from Pluto's versions.yaml).
+    """Find manifests (or, with --live, clients of live clusters) using Kubernetes APIs that
+    are deprecated or removed at a target version (table from Pluto's versions.yaml).
 
     Example: fleetwarden deprecations -m rendered/ --target-version 1.25 --format json
     """
     target = deprecations.parse_minor(target_version)
     if target is None:
         fail(f"--target-version: expected MAJOR.MINOR such as 1.25, got {target_version!r}")
+    if live:
+        try:
+            sources = read_live_clusters(kubeconfig, context or (), audit_log or (), config)
+        except (FormatError, ValueError) as exc:
+            fail(str(exc))
+        report = asyncio.run(find_live_deprecations(sources, target))
+        _emit(output, report.to_json(), print_live_deprecations, report, wide)
+        threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
+        raise typer.Exit(2 if report.nothing_read else int(report.failing(threshold)))
     if not manifest_paths and not helm_charts:
         fail("nothing to scan: give --manifests PATH or --helm-chart DIR")
     try:
@@ -152,6 +185,13 @@ def deprecations_command(
         print_deprecations(make_console(wide=wide), scan, wide=wide)
     threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
     raise typer.Exit(1 if scan.failing(threshold) else 0)
+
+
+def _emit(output: OutputFormat, data: object, show: Any, value: object, wide: bool) -> None:
+    if output is OutputFormat.json:
+        sys.stdout.write(dumps(data) + "\n")
+    else:
+        show(make_console(wide=wide), value, wide=wide)
 
 
 def register(app: typer.Typer) -> None:

@@ -30,7 +30,7 @@ from fleetwarden.core.actors import AuditEvent
 from fleetwarden.core.events import parse_time
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["AuditRead", "parse_line", "read_lines"]
+__all__ = ["AuditLogs", "AuditRead", "parse_line", "read_lines"]
 
 API_VERSIONS = ("audit.k8s.io/v1",)
 _STAGES = ("RequestReceived", "ResponseStarted", "ResponseComplete", "Panic")
@@ -161,3 +161,24 @@ def read_lines(lines: Iterable[str], *, cluster: str, path: str, first_line: int
         if event is not None:
             out.events.append(event)
     return out
+
+
+@dataclass
+class AuditLogs:
+    """What a one-shot read of a log and its rotated backups gave: events, bad lines, a torn
+    last line (``partial``), the files read and the first errors."""
+
+    events: list[AuditEvent] = field(default_factory=list)
+    bad: int = 0
+    partial: int = 0
+    files: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "events": len(self.events),
+            "badLines": self.bad,
+            "partialLines": self.partial,
+            "errors": self.errors,
+        }
