@@ -1,6 +1,8 @@
 """``fleetwarden deprecations``: manifests using APIs deprecated or removed at a target version.
 
-Like Pluto's ``detect-files``, on the table converted from Pluto's ``versions.yaml``. Exit 0
+Like Pluto's ``detect-files``, on the table made by ``scripts/convert-deprecations`` from
+Kubernetes' own sources, Pluto's and kubent's (docs/deprecation-table.md). ``--live`` asks the
+clusters instead (``app.live_deprecating``). Exit 0
 clean, 1 when an API is removed at the target (or only deprecated, with ``--fail-on
 deprecated``), 2 on bad arguments or input. The use case, and what is skipped rather than
 fatal, is ``app.deprecating``; this module parses the arguments, wires the file reader and
@@ -137,7 +139,8 @@ def deprecations_command(
     ] = None,
 ) -> None:
     """Find manifests (or, with --live, clients of live clusters) using Kubernetes APIs that
-    are deprecated or removed at a target version (table from Pluto's versions.yaml).
+    are deprecated or removed at a target version (table from k8s.io/api's lifecycle tags,
+    with Pluto's and kubent's rows for what those lack).
 
     Example: fleetwarden deprecations -m rendered/ --target-version 1.25 --format json
     """
