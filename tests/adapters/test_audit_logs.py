@@ -40,7 +40,7 @@ def append(path: Path, text: str) -> None:
 
 
 def ids(tail: AuditLogTail) -> list[str]:
-    return [e.id for e in tail.recent()]
+    return [e.id for e in tail.about("nodes", "n-1", None)]
 
 
 def test_a_line_is_read_once_its_newline_is_written(tmp_path):
@@ -114,3 +114,18 @@ def test_audit_log_options_name_clusters_and_refuse_what_cannot_be_meant(tmp_pat
         audit_log_paths([f"three={log}"], {}, ["one"])
     with pytest.raises(ValueError, match="not a file"):
         audit_log_paths([f"one={tmp_path}"], {}, ["one"])
+
+
+def test_the_tail_keeps_the_newest_events_per_object_and_forgets_the_least_recent_object(tmp_path):
+    log = tmp_path / "audit.log"
+    lines = []
+    for i in range(6):
+        raw = json.loads(event(i))
+        raw["objectRef"]["name"] = f"n-{i % 3}"
+        lines.append(json.dumps(raw))
+    log.write_text("\n".join(lines) + "\n")
+    tail = AuditLogTail(log, "c", objects=2, per_object=1)
+    assert tail.poll() == 6
+    assert tail.about("nodes", "n-0", None) == ()  # written least recently: forgotten
+    assert [e.id for e in tail.about("nodes", "n-2", None)] == ["id-5"]
+    assert tail.latest() == tail.about("nodes", "n-2", None)[0].at

@@ -33,8 +33,15 @@ class ListLog:
         self.events.extend(new)
         return len(new)
 
-    def recent(self) -> Sequence[AuditEvent]:
-        return tuple(self.events)
+    def about(self, resource: str, name: str, namespace: str | None) -> Sequence[AuditEvent]:
+        return [
+            e
+            for e in self.events
+            if (e.resource, e.name, e.namespace) == (resource, name, namespace)
+        ]
+
+    def latest(self) -> datetime | None:
+        return self.events[-1].at if self.events else None
 
     @property
     def bad(self) -> int:

@@ -21,6 +21,7 @@ import gzip
 import os
 from collections import deque
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import IO
 
@@ -58,9 +59,14 @@ def audit_log_paths(
 class AuditLogTail:
     """One cluster's audit log file, followed (``ports.audit_logs.AuditLogSource``)."""
 
-    def __init__(self, path: Path, cluster: str, *, keep: int = 50_000) -> None:
+    def __init__(
+        self, path: Path, cluster: str, *, objects: int = 50_000, per_object: int = 64
+    ) -> None:
         self.path, self.cluster, self.where = path, cluster, str(path)
-        self._events: deque[AuditEvent] = deque(maxlen=keep)
+        self.objects, self.per_object = objects, per_object
+        # per object, its newest events; objects in the order they were last written to
+        self._by_object: dict[tuple[str, str, str | None], deque[AuditEvent]] = {}
+        self._latest: AuditEvent | None = None
         self._fh: IO[bytes] | None = None
         self._inode: int | None = None
         self._tail = b""  # a line still being written
@@ -71,8 +77,23 @@ class AuditLogTail:
     def bad(self) -> int:
         return self.read.bad
 
-    def recent(self) -> Sequence[AuditEvent]:
-        return tuple(self._events)
+    def about(self, resource: str, name: str, namespace: str | None) -> Sequence[AuditEvent]:
+        return tuple(self._by_object.get((resource, name, namespace), ()))
+
+    def latest(self) -> datetime | None:
+        return None if self._latest is None else self._latest.at
+
+    def _keep(self, events: Sequence[AuditEvent]) -> None:
+        for e in events:
+            key = (e.resource, e.name, e.namespace)
+            kept = self._by_object.pop(key, None)
+            if kept is None:
+                kept = deque(maxlen=self.per_object)
+            kept.append(e)
+            self._by_object[key] = kept  # now the most recently written
+            if len(self._by_object) > self.objects:
+                del self._by_object[next(iter(self._by_object))]
+            self._latest = e
 
     def close(self) -> None:
         if self._fh is not None:
@@ -96,7 +117,7 @@ class AuditLogTail:
         lines = complete.decode("utf-8", errors="replace").split("\n")
         got = read_lines(lines, cluster=self.cluster, path=self.where, first_line=self._line + 1)
         self._line += len(lines)
-        self._events.extend(got.events)
+        self._keep(got.events)
         self.read.add(AuditRead(bad=got.bad, errors=got.errors))
         return len(got.events)
 

@@ -55,8 +55,8 @@ def _decision(finding: Finding, obj: ChangedObject) -> ActorDecision:
 
 def _caught_up(log: AuditLogSource, at: datetime) -> bool:
     """The log holds an event written after ``at`` (managedFields times are whole seconds)."""
-    recent = log.recent()
-    return bool(recent) and recent[-1].at >= at + timedelta(seconds=1)
+    latest = log.latest()
+    return latest is not None and latest >= at + timedelta(seconds=1)
 
 
 async def join_audit(
@@ -87,7 +87,10 @@ async def join_audit(
         still = []
         for i, event, obj in pending:
             decision = resolve(
-                obj, _decision(event.finding, obj), audit=log.recent(), audit_window=window
+                obj,
+                _decision(event.finding, obj),
+                audit=log.about(obj.resource, obj.name, obj.namespace),
+                audit_window=window,
             )
             if decision.actor is None or decision.actor.via is not Via.AUDIT:
                 still.append((i, event, obj))

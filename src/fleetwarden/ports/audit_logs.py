@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from fleetwarden.core.actors import AuditEvent
@@ -22,8 +23,13 @@ class AuditLogSource(Protocol):
         counted in ``bad``); how many new events."""
         ...
 
-    def recent(self) -> Sequence[AuditEvent]:
-        """The events read so far, oldest first (bounded: the oldest fall out)."""
+    def about(self, resource: str, name: str, namespace: str | None) -> Sequence[AuditEvent]:
+        """The events read so far about one object, oldest first (bounded: the oldest fall
+        out, per object and in number of objects)."""
+        ...
+
+    def latest(self) -> datetime | None:
+        """The ``stageTimestamp`` of the last event read (None: none yet)."""
         ...
 
     @property
