@@ -22,7 +22,6 @@ from typing import Annotated, Any
 import typer
 
 from fleetwarden.adapters import files, helm
-from fleetwarden.adapters.live_apis import read_live_clusters
 from fleetwarden.app import deprecating
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, Scan
 from fleetwarden.app.live_deprecating import find_live_deprecations
@@ -148,6 +147,8 @@ def deprecations_command(
     if target is None:
         fail(f"--target-version: expected MAJOR.MINOR such as 1.25, got {target_version!r}")
     if live:
+        from fleetwarden.adapters.live_apis import read_live_clusters  # httpx: --live only
+
         try:
             sources = read_live_clusters(kubeconfig, context or (), audit_log or (), config)
         except (FormatError, ValueError) as exc:
