@@ -35,6 +35,7 @@ def test_failed_unfinished_reads_and_other_objects_never_match():
         ev("denied", code=403),
         ev("started", stage="RequestReceived"),
         ev("read", verb="get"),
+        ev("kubelet", subresource="status", user="system:node:n-1"),
         ev("other", name="n-2"),
         ev("ns", namespace="kube-system"),
         ev("far", at=T0 + timedelta(minutes=5)),

@@ -581,7 +581,8 @@ def match_audit(
     window: timedelta = timedelta(seconds=10),
 ) -> AuditEvent | None:
     """The audit event that wrote ``obj`` at ``obj.at``: same cluster, resource, name and
-    namespace, a write verb, a finished stage and no error code, its request span within
+    namespace, a write verb not to the ``status`` subresource, a finished stage and no error
+    code, its request span within
     ``window`` of the time. Of several, one whose user agent is the manager's program
     (``kubectl/...`` for ``kubectl-label``) wins, then the nearest in time, then the latest."""
     best: tuple[bool, timedelta, datetime, AuditEvent] | None = None
@@ -593,6 +594,7 @@ def match_audit(
             or e.name != obj.name
             or e.namespace != obj.namespace
             or e.verb not in _WRITE_VERBS
+            or e.subresource == "status"  # labels, taints, spec: never written through status
             or e.stage not in ("ResponseComplete", "Panic", "")
             or (e.code is not None and e.code >= 400)
         ):
