@@ -208,6 +208,9 @@ def register(app: typer.Typer) -> None:
             fail(exc.reason)  # fail() prints it literally
         except AuditStoreError as exc:  # --store given and not readable
             fail(f"--store: {exc}")
+        finally:
+            for log in inputs.audit_logs.values():
+                log.close()
 
 
 @dataclass
