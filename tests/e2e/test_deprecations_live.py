@@ -95,3 +95,25 @@ def test_an_unreachable_cluster_is_a_one_line_error_and_exit_2(cluster, tmp_path
     assert "not read" in r.stdout and "Traceback" not in r.stdout + r.stderr
     r = run("-k", str(dead), "-t", "1.37", "--audit-log", f"nope={tmp_path / 'a.log'}")
     assert r.returncode == 2 and "no such cluster" in r.stderr
+
+
+def test_metrics_refused_to_the_credentials_still_name_clients_from_the_audit_log(
+    cluster, tmp_path
+):
+    """fw-viewer may not GET /metrics (403): that is the cluster's error, and its audit log
+    alone still says who calls what (source: audit)."""
+    call_deprecated_api(cluster, 1)
+    c = cluster["clusters"][0]
+    viewer = tmp_path / "kubeconfig"
+    viewer.write_text(
+        Path(cluster["kubeconfig"]).read_text().replace(c["token"], c["viewer_token"])
+    )
+    r = run("-k", str(viewer), "-t", "1.37", "--audit-log", c["audit_log"], "-o", "json")
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    (error,) = out["errors"]
+    assert error["cluster"] == c["name"] and "403" in error["error"]
+    (use,) = [u for u in out["live"] if u["resource"] == "ipaddresses"]
+    assert use["source"] == "audit" and use["removed"] is True
+    assert any(x["userAgent"] == AGENT for x in use["clients"])
+    assert c["viewer_token"] not in r.stdout + r.stderr
