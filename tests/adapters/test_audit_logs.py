@@ -72,8 +72,11 @@ def test_truncation_starts_over_and_bad_lines_are_counted(tmp_path):
     tail = AuditLogTail(log, "c")
     tail.poll()
     log.write_text("not json\n")
+    told: list[str] = []
+    tail.on_bad = told.append
     tail.poll()
     assert tail.bad == 1 and tail.read.errors[0].line == 1
+    assert told == ["1 lines were not audit events, first: " + str(tail.read.errors[0])]
     append(log, event(3) + "\n")
     tail.poll()
     assert ids(tail) == ["id-1", "id-2", "id-3"]

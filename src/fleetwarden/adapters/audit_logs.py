@@ -20,7 +20,7 @@ from __future__ import annotations
 import gzip
 import os
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO
@@ -60,9 +60,17 @@ class AuditLogTail:
     """One cluster's audit log file, followed (``ports.audit_logs.AuditLogSource``)."""
 
     def __init__(
-        self, path: Path, cluster: str, *, objects: int = 50_000, per_object: int = 64
+        self,
+        path: Path,
+        cluster: str,
+        *,
+        objects: int = 50_000,
+        per_object: int = 64,
+        on_bad: Callable[[str], None] | None = None,
     ) -> None:
+        """``on_bad``: told (one line per read that met any) of lines that are not events."""
         self.path, self.cluster, self.where = path, cluster, str(path)
+        self.on_bad = on_bad
         self.objects, self.per_object = objects, per_object
         # per object, its newest events; objects in the order they were last written to
         self._by_object: dict[tuple[str, str, str | None], deque[AuditEvent]] = {}
@@ -119,6 +127,8 @@ class AuditLogTail:
         self._line += len(lines)
         self._keep(got.events)
         self.read.add(AuditRead(bad=got.bad, errors=got.errors))
+        if got.bad and self.on_bad is not None:
+            self.on_bad(f"{got.bad} lines were not audit events, first: {got.errors[0]}")
         return len(got.events)
 
     def poll(self) -> int:

@@ -8,7 +8,7 @@ no pool, or none of its clusters among the contexts, unless ``allow_empty``), ``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +46,7 @@ def read_watch_inputs(
     following: bool,
     allow_empty: bool,
     audit_logs: Sequence[str] = (),
+    on_bad_audit_line: Callable[[str], None] | None = None,
 ) -> WatchInputs:
     settings = load_settings(config)
     desired_args = [files.parse_path_arg(a) for a in desired]
@@ -69,5 +70,5 @@ def read_watch_inputs(
         )
     names = [e.name for e in endpoints]
     logs = audit_log_paths(audit_logs, settings.audit_logs, names)
-    tails = {name: AuditLogTail(path, name) for name, path in logs.items()}
+    tails = {n: AuditLogTail(p, n, on_bad=on_bad_audit_line) for n, p in logs.items()}
     return WatchInputs(settings, loaded, endpoints, argocd, tails)

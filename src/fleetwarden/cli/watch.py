@@ -21,7 +21,14 @@ from fleetwarden.app.upgrade_drift import UpgradeInProgress
 from fleetwarden.app.upgrade_scan import for_fleet
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
-from fleetwarden.cli.common import FORMAT_METAVAR, AuditLogOpt, OutputFormat, WideOpt, fail
+from fleetwarden.cli.common import (
+    FORMAT_METAVAR,
+    AuditLogOpt,
+    OutputFormat,
+    WideOpt,
+    fail,
+    warn,
+)
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
@@ -170,6 +177,7 @@ def register(app: typer.Typer) -> None:
                 kubeconfig, desired, contexts=context or (), config=config,
                 argocd_secrets=argocd_secrets, argocd_context=argocd_context,
                 following=bool(follow), allow_empty=allow_empty, audit_logs=audit_log or (),
+                on_bad_audit_line=warn,
             )  # fmt: skip
         except (FormatError, ValueError) as exc:  # NothingToCompare is a ValueError
             fail(str(exc))
