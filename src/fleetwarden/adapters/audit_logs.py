@@ -20,7 +20,7 @@ from __future__ import annotations
 import gzip
 import os
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO
@@ -172,11 +172,27 @@ def backups_of(path: Path) -> list[Path]:
     return sorted(out, key=lambda p: p.name)
 
 
-def _text(path: Path) -> str:
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        raw = gzip.decompress(raw)
-    return raw.decode("utf-8", errors="replace")
+def _read_one(p: Path, cluster: str, out: AuditLogs) -> None:
+    """One file, line by line (a log is up to --audit-log-maxsize MB: never held whole)."""
+    torn: list[tuple[int, str]] = []
+
+    def complete(fh: IO[str]) -> Iterator[str]:
+        for n, line in enumerate(fh, start=1):
+            if line.endswith("\n"):
+                yield line
+            elif line.strip():  # the last line, without its newline: maybe still being written
+                torn.append((n, line))
+
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "rt", encoding="utf-8", errors="replace") as fh:
+        got = read_lines(complete(fh), cluster=cluster, path=str(p))
+    for n, line in torn:
+        last = read_lines([line], cluster=cluster, path=str(p), first_line=n)
+        got.events.extend(last.events)
+        out.partial += last.bad
+    out.events.extend(got.events)
+    out.bad += got.bad
+    out.errors.extend(str(e) for e in got.errors[:5])
 
 
 def read_audit_logs(path: Path, cluster: str) -> AuditLogs:
@@ -185,21 +201,11 @@ def read_audit_logs(path: Path, cluster: str) -> AuditLogs:
     out = AuditLogs()
     for p in [*backups_of(path), path]:
         try:
-            text = _text(p)
+            _read_one(p, cluster, out)
         except (OSError, EOFError) as exc:  # EOFError: a truncated .gz
             if p == path:
                 raise OSError(f"{p}: {exc.strerror if isinstance(exc, OSError) else exc}") from None
             out.errors.append(f"{p}: {exc}")
             continue
         out.files.append(str(p))
-        lines = text.split("\n")
-        torn = lines.pop() if lines else ""
-        got = read_lines(lines, cluster=cluster, path=str(p))
-        if torn.strip():
-            last = read_lines([torn], cluster=cluster, path=str(p), first_line=len(lines) + 1)
-            got.events.extend(last.events)
-            out.partial += last.bad
-        out.events.extend(got.events)
-        out.bad += got.bad
-        out.errors.extend(str(e) for e in got.errors[:5])
     return out
