@@ -16,6 +16,7 @@ from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfi
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.formats.audit_log import AuditLogs
 from fleetwarden.formats.settings import load_settings
+from fleetwarden.ports.kube import KubeError
 
 __all__ = ["LiveClusters", "read_live_clusters"]
 
@@ -33,7 +34,10 @@ class LiveClusters:
         return list(self.endpoints)
 
     async def metrics(self, cluster: str) -> str:
-        client = http_client_factory(self.endpoints[cluster])
+        try:
+            client = http_client_factory(self.endpoints[cluster])
+        except (OSError, ValueError) as exc:  # a CA or client key that does not load
+            raise KubeError(cluster, f"cannot make a client: {exc}") from None
         try:
             return await client.metrics_text(timeout=self.timeout)
         finally:
