@@ -94,3 +94,14 @@ async def test_a_log_already_past_the_write_is_not_waited_on():
     log = ListLog([(1, audit("later", WRITE + timedelta(seconds=30), name="n-9"))])
     await join_audit(tracker, ("c", "general"), events, log, settle=30, poll_interval=0.01)
     assert log.polls == 1
+
+
+async def test_a_later_request_logged_first_does_not_end_the_wait_for_the_write():
+    """Requests finish out of order: another node's event, finished after the write, can be
+    in the log before the write's own; the join still waits for it."""
+    tracker = FindingTracker()
+    events = stamped(tracker)
+    other = audit("other", WRITE + timedelta(seconds=1.5), user="bob", name="n-9")
+    log = ListLog([(1, other), (3, audit("write", WRITE))])
+    (out,) = await join_audit(tracker, ("c", "general"), events, log, poll_interval=0.001)
+    assert out.finding.extra["actor"]["name"] == "alice"

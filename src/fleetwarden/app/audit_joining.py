@@ -8,9 +8,10 @@ its user agent and source IPs: the finding's actor becomes ``via: audit`` with t
 carry it.
 
 The API server writes an event when the request completes; the watch may deliver the change
-first. So when no event matches and the log has nothing at or after the write yet, the log
-is polled again every ``poll_interval`` for at most ``settle`` seconds (one wait per batch of
-findings, never per finding). Not done: writes the audit policy does not log (no event: the
+first, and requests finish out of order. So when no event matches and the log has nothing
+finished ``CAUGHT_UP`` after the write's second yet, the log is polled again every
+``poll_interval`` for at most ``settle`` seconds (one wait per batch of findings, never per
+finding). Not done: writes the audit policy does not log (no event: the
 managedFields actor stays, with a reason), and findings named by a cloud event (stronger
 evidence already).
 """
@@ -53,10 +54,17 @@ def _decision(finding: Finding, obj: ChangedObject) -> ActorDecision:
     return dataclasses.replace(current, started_at=obj.at)
 
 
+# Requests finish out of order: the API server writes a request's event after its response,
+# and under load another request that finished later can be written first. So the log is
+# "past" a write only once it holds an event finished this long after the write's second.
+CAUGHT_UP = timedelta(seconds=3)
+
+
 def _caught_up(log: AuditLogSource, at: datetime) -> bool:
-    """The log holds an event written after ``at`` (managedFields times are whole seconds)."""
+    """The log holds an event finished well after ``at`` (a managedFields time: whole
+    seconds): an event of the write at ``at`` would be in it by now."""
     latest = log.latest()
-    return latest is not None and latest >= at + timedelta(seconds=1)
+    return latest is not None and latest >= at + CAUGHT_UP
 
 
 async def join_audit(
@@ -65,7 +73,7 @@ async def join_audit(
     events: Sequence[FindingEvent],
     log: AuditLogSource,
     *,
-    settle: float = 2.0,
+    settle: float = 3.0,
     poll_interval: float = 0.05,
     window: timedelta = timedelta(seconds=10),
 ) -> list[FindingEvent]:
