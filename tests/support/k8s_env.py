@@ -24,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.support.scripts import run_script
@@ -39,7 +41,12 @@ class K8sEnvError(RuntimeError):
     """scripts/k8s-test-env failed; the message holds its exit code and stderr."""
 
 
-def _run(args: list[str], state_dir: str | os.PathLike | None, timeout: float) -> str:
+def _run(
+    args: list[str],
+    state_dir: str | os.PathLike | None,
+    timeout: float,
+    extra_env: dict[str, str] | None = None,
+) -> str:
     return run_script(
         "k8s-test-env",
         args,
@@ -47,17 +54,27 @@ def _run(args: list[str], state_dir: str | os.PathLike | None, timeout: float) -
         state_dir=state_dir,
         timeout=timeout,
         error=K8sEnvError,
+        extra_env=extra_env,
     )
 
 
-def start_clusters(n: int, state_dir: str | os.PathLike, timeout: float = DEFAULT_TIMEOUT) -> Path:
+def start_clusters(
+    n: int,
+    state_dir: str | os.PathLike,
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    apiserver_args: Sequence[str] = (),
+) -> Path:
     """Start n clusters (contexts fw-test-1..n); return the kubeconfig path.
 
     Returns once every apiserver answers /readyz.  state_dir must not hold
     running clusters (pass a fresh directory, e.g. from tmp_path_factory).
+    ``apiserver_args``: more kube-apiserver flags for these clusters only (such as
+    ``--runtime-config=...``).
     """
+    extra = {"FW_K8S_APISERVER_EXTRA_ARGS": shlex.join(apiserver_args)} if apiserver_args else None
     try:
-        out = _run(["up", str(n)], state_dir, timeout)
+        out = _run(["up", str(n)], state_dir, timeout, extra)
     except (subprocess.TimeoutExpired, KeyboardInterrupt):
         # The script was killed mid-start (it cleans up after its own failures);
         # its daemons would otherwise outlive the session.

@@ -18,11 +18,12 @@ def run_script(
     state_dir: str | os.PathLike | None,
     timeout: float,
     error: type[Exception],
+    extra_env: dict[str, str] | None = None,
 ) -> str:
     """Run ``scripts/<name> args`` with ``state_var`` pointing at ``state_dir``; its stderr is
     passed through (pytest shows it with -s or on failure); a non-zero exit raises ``error``
     with the exit code and the end of stderr. Returns stdout."""
-    env = dict(os.environ)
+    env = {**os.environ, **(extra_env or {})}
     if state_dir is not None:
         env[state_var] = str(state_dir)
     proc = subprocess.run(

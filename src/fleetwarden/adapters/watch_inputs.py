@@ -3,16 +3,18 @@ kubeconfig contexts to watch and where the Argo CD cluster Secrets are read.
 
 Refusals: ``FormatError`` (a file), ``NothingToCompare`` (a desired tree that compares nothing:
 no pool, or none of its clusters among the contexts, unless ``allow_empty``), ``ValueError``
-(no context for the Argo CD Secrets), ``CredentialError`` (a context's exec plugin)."""
+(no context for the Argo CD Secrets; a bad
+``--audit-log``), ``CredentialError`` (a context's exec plugin)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleetwarden.adapters import files
+from fleetwarden.adapters.audit_logs import AuditLogTail, audit_log_paths
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.fleet import NothingToCompare, check_comparable
@@ -30,6 +32,7 @@ class WatchInputs:
     desired: DesiredRead
     endpoints: list[ClusterEndpoint]
     argocd: tuple[ClusterEndpoint, str] | None  # the context holding the Secrets, namespace
+    audit_logs: dict[str, AuditLogTail]  # cluster -> its API server's audit log, followed
 
 
 def read_watch_inputs(
@@ -42,6 +45,8 @@ def read_watch_inputs(
     argocd_context: str | None,
     following: bool,
     allow_empty: bool,
+    audit_logs: Sequence[str] = (),
+    on_bad_audit_line: Callable[[str], None] | None = None,
 ) -> WatchInputs:
     settings = load_settings(config)
     desired_args = [files.parse_path_arg(a) for a in desired]
@@ -63,4 +68,7 @@ def read_watch_inputs(
         check_comparable(
             loaded.pools, [e.name for e in endpoints], desired_paths=[a.label for a in desired_args]
         )
-    return WatchInputs(settings, loaded, endpoints, argocd)
+    names = [e.name for e in endpoints]
+    logs = audit_log_paths(audit_logs, settings.audit_logs, names)
+    tails = {n: AuditLogTail(p, n, on_bad=on_bad_audit_line) for n, p in logs.items()}
+    return WatchInputs(settings, loaded, endpoints, argocd, tails)

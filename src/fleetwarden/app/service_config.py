@@ -116,7 +116,9 @@ SERVICE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        **CONFIG_SCHEMA["properties"],
+        # auditLogs: read by watch and deprecations --live; serve does not read them yet, so
+        # its config refuses the key rather than ignore it
+        **{k: v for k, v in CONFIG_SCHEMA["properties"].items() if k != "auditLogs"},
         "listen": {"type": "string", "pattern": r"^[^:\s]+:\d{1,5}$"},
         "store": {"type": "string", "minLength": 1},
         # a nats:// URL may carry credentials: env:NAME / file:PATH, like every secret

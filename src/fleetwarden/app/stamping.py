@@ -48,6 +48,7 @@ from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTra
 __all__ = [
     "ManagedFields",
     "cause_of",
+    "current_decision",
     "decide_actor",
     "group_by_cause",
     "notified_draft",
@@ -142,7 +143,7 @@ def timeline_seconds(event: FindingEvent) -> tuple[str, float] | None:
     return None
 
 
-def _current(finding: Finding) -> ActorDecision | None:
+def current_decision(finding: Finding) -> ActorDecision | None:
     """The decision a stamped finding carries, rebuilt from its JSON keys; None when its
     actor came from stronger evidence than managedFields (nothing left to refine)."""
     raw = finding.extra.get("actor")
@@ -166,7 +167,7 @@ def refine_open(
     in the tracker and returned as a ``finding.changed`` (the reason names the event)."""
     out: list[FindingEvent] = []
     for finding in tracker.findings_of(scope):
-        current = _current(finding)
+        current = current_decision(finding)
         if current is None:
             continue
         at = current.started_at or parse_time(finding.extra.get("detectedAt")) or now

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from fleetwarden.app.argo_watching import ArgoInventory, ArgoWatcher, OrphanMonitor, orphan_tracking
+from fleetwarden.app.audit_joining import join_audit
 from fleetwarden.app.capacity_watching import CapacityWatcher
 from fleetwarden.app.churning import ChurnWatch, snapshot_of
 from fleetwarden.app.rediffing import diff_and_track
@@ -53,6 +54,7 @@ from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.formats.argocd_clusters import endpoint_from_secret, is_cluster_secret
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object
+from fleetwarden.ports.audit_logs import AuditLogSource
 from fleetwarden.ports.kube import ClientFactory, KubeApi, KubeError
 
 __all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
@@ -82,6 +84,8 @@ class WatchSettings:
     # watch Pending pods (a field-selected list + watch per cluster) and link the unschedulable
     # ones to the scale-downs before them: CAPACITY findings (app.capacity_watching)
     capacity: bool = False
+    # per cluster: its API server's audit log, joined with managedFields actors (app.audit_joining)
+    audit_logs: Mapping[str, AuditLogSource] = field(default_factory=dict)
 
 
 async def _emit(emit: Emit, event: Event) -> None:
@@ -421,6 +425,8 @@ class ClusterWatcher:
         events = stamp_events(
             self.tracker, (self.cluster, scope), events, managed=self.managed.get, changed=changed
         )
+        if (log := self.settings.audit_logs.get(self.cluster)) is not None:
+            events = await join_audit(self.tracker, (self.cluster, scope), events, log)
         for event in events:
             await _emit(self.emit, event)
         return len(events)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FAIL_ON_METAVAR",
     "FORMAT_METAVAR",
+    "AuditLogOpt",
     "FailOn",
     "FailOnOpt",
     "FormatOpt",
@@ -73,6 +74,17 @@ FailOnOpt = Annotated[
         "--fail-on",
         metavar=FAIL_ON_METAVAR,
         help="Exit 1 when a finding is at or above this severity.",
+    ),
+]
+
+# watch and deprecations --live: a cluster's API-server audit log (or `auditLogs:` in --config)
+AuditLogOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--audit-log",
+        metavar="[CLUSTER=]PATH",
+        help="The API server's audit log of CLUSTER (JSON lines, --audit-log-path; rotated "
+        "backups beside it are read too). Repeat per cluster; `auditLogs:` in --config.",
     ),
 ]
 

@@ -1,6 +1,8 @@
 """``fleetwarden deprecations``: manifests using APIs deprecated or removed at a target version.
 
-Like Pluto's ``detect-files``, on the table converted from Pluto's ``versions.yaml``. Exit 0
+Like Pluto's ``detect-files``, on the table made by ``scripts/convert-deprecations`` from
+Kubernetes' own sources, Pluto's and kubent's (docs/deprecation-table.md). ``--live`` asks the
+clusters instead (``app.live_deprecating``). Exit 0
 clean, 1 when an API is removed at the target (or only deprecated, with ``--fail-on
 deprecated``), 2 on bad arguments or input. The use case, and what is skipped rather than
 fatal, is ``app.deprecating``; this module parses the arguments, wires the file reader and
@@ -9,6 +11,7 @@ helm into one ``find_deprecations`` call, and renders the result.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Sequence
 from enum import StrEnum
@@ -21,7 +24,8 @@ import typer
 from fleetwarden.adapters import files, helm
 from fleetwarden.app import deprecating
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, Scan
-from fleetwarden.cli.common import OutputFormat, WideOpt, fail
+from fleetwarden.app.live_deprecating import find_live_deprecations
+from fleetwarden.cli.common import AuditLogOpt, OutputFormat, WideOpt, fail
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable, Status
 from fleetwarden.formats.errors import FormatError
@@ -110,15 +114,49 @@ def deprecations_command(
         ),
     ] = None,
     wide: WideOpt = False,
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live",
+            help="Instead of manifests: the deprecated APIs live clusters still serve "
+            "(apiserver_requested_deprecated_apis in /metrics) and, with --audit-log, who calls "
+            "them (user, user agent).",
+        ),
+    ] = False,
+    kubeconfig: Annotated[
+        Path | None, typer.Option("--kubeconfig", "-k", metavar="FILE", help="--live: clusters.")
+    ] = None,
+    context: Annotated[
+        list[str] | None,
+        typer.Option("--context", metavar="NAME", help="--live: only these contexts (repeat)."),
+    ] = None,
+    audit_log: AuditLogOpt = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", metavar="FILE", help="--live: auditLogs:.")
+    ] = None,
 ) -> None:
-    """Find manifests using Kubernetes APIs that are deprecated or removed at a target version
-    (table from Pluto's versions.yaml).
+    """Find manifests (or, with --live, clients of live clusters) using Kubernetes APIs that
+    are deprecated or removed at a target version (table from k8s.io/api's lifecycle tags,
+    with Pluto's and kubent's rows for what those lack).
 
     Example: fleetwarden deprecations -m rendered/ --target-version 1.25 --format json
     """
     target = deprecations.parse_minor(target_version)
     if target is None:
         fail(f"--target-version: expected MAJOR.MINOR such as 1.25, got {target_version!r}")
+    if live:
+        from fleetwarden.adapters.live_apis import read_live_clusters  # httpx: --live only
+
+        try:
+            sources = read_live_clusters(kubeconfig, context or (), audit_log or (), config)
+        except (FormatError, ValueError) as exc:
+            fail(str(exc))
+        report = asyncio.run(find_live_deprecations(sources, target))
+        _emit(
+            output, report.to_json(), "live_deprecations", "print_live_deprecations", report, wide
+        )
+        threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
+        raise typer.Exit(2 if report.nothing_read else int(report.failing(threshold)))
     if not manifest_paths and not helm_charts:
         fail("nothing to scan: give --manifests PATH or --helm-chart DIR")
     try:
@@ -145,15 +183,25 @@ def deprecations_command(
         )
     except FormatError as exc:
         fail(str(exc))
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(scan.to_json()) + "\n")
-    else:  # rich, for people only
-        from fleetwarden.presenting.deprecations import print_deprecations
-        from fleetwarden.presenting.rendering import make_console
-
-        print_deprecations(make_console(wide=wide), scan, wide=wide)
+    _emit(output, scan.to_json(), "deprecations", "print_deprecations", scan, wide)
     threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
     raise typer.Exit(1 if scan.failing(threshold) else 0)
+
+
+def _emit(
+    output: OutputFormat, data: object, module: str, show: str, value: object, wide: bool
+) -> None:
+    """JSON, or the table ``presenting.<module>.<show>`` prints: rich is loaded for people
+    only, never for JSON output."""
+    if output is OutputFormat.json:
+        sys.stdout.write(dumps(data) + "\n")
+        return
+    from importlib import import_module
+
+    from fleetwarden.presenting.rendering import make_console
+
+    printer = getattr(import_module(f"fleetwarden.presenting.{module}"), show)
+    printer(make_console(wide=wide), value, wide=wide)
 
 
 def register(app: typer.Typer) -> None:

@@ -21,7 +21,14 @@ from fleetwarden.app.upgrade_drift import UpgradeInProgress
 from fleetwarden.app.upgrade_scan import for_fleet
 from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
-from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
+from fleetwarden.cli.common import (
+    FORMAT_METAVAR,
+    AuditLogOpt,
+    OutputFormat,
+    WideOpt,
+    fail,
+    warn,
+)
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
@@ -160,6 +167,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         wide: WideOpt = False,
+        audit_log: AuditLogOpt = None,
     ) -> None:
         """Watch live clusters: every node change re-diffs its pool at once; findings that
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
@@ -168,7 +176,8 @@ def register(app: typer.Typer) -> None:
             inputs = read_watch_inputs(
                 kubeconfig, desired, contexts=context or (), config=config,
                 argocd_secrets=argocd_secrets, argocd_context=argocd_context,
-                following=bool(follow), allow_empty=allow_empty,
+                following=bool(follow), allow_empty=allow_empty, audit_logs=audit_log or (),
+                on_bad_audit_line=warn,
             )  # fmt: skip
         except (FormatError, ValueError) as exc:  # NothingToCompare is a ValueError
             fail(str(exc))
@@ -178,8 +187,9 @@ def register(app: typer.Typer) -> None:
         except FormatError as exc:
             fail(str(exc))
         watch_settings = WatchSettings(
-            probe_interval=probe_interval, options=settings.diff, capacity=True
-        )
+            probe_interval=probe_interval, options=settings.diff, capacity=True,
+            audit_logs=inputs.audit_logs,
+        )  # fmt: skip
         runner = JsonLines(sys.stdout) if output is OutputFormat.json else LiveView(wide=wide)
         hook = upgrade_hook(
             [(m.cluster, m.path) for m in map(files.parse_path_arg, manifests or ())],
@@ -206,6 +216,9 @@ def register(app: typer.Typer) -> None:
             fail(exc.reason)  # fail() prints it literally
         except AuditStoreError as exc:  # --store given and not readable
             fail(f"--store: {exc}")
+        finally:
+            for log in inputs.audit_logs.values():
+                log.close()
 
 
 @dataclass

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, TypedDict
@@ -64,6 +64,7 @@ __all__ = [
     "kind_of_audit_user",
     "kind_of_manager",
     "kind_of_principal",
+    "match_audit",
     "parse_managed_fields",
     "refine",
     "resolve",
@@ -90,14 +91,27 @@ _STRENGTH = {Via.MANAGED_FIELDS: 1, Via.CLOUD_EVENT: 2, Via.AUDIT: 3}
 
 @dataclass(frozen=True, slots=True)
 class Actor:
-    """Who changed it. JSON (the contract): ``{"name", "kind", "via"}``."""
+    """Who changed it. JSON (the contract): ``{"name", "kind", "via"}``; an actor named by an
+    audit event adds what the API server saw — ``manager`` (the field manager managedFields
+    named), ``userAgent`` and ``sourceIPs`` — each only when known. Those details are evidence,
+    not identity: two actors with the same name, kind and via are equal."""
 
     name: str
     kind: ActorKind
     via: Via
+    manager: str = field(default="", compare=False)
+    user_agent: str = field(default="", compare=False)
+    source_ips: tuple[str, ...] = field(default=(), compare=False)
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "kind": self.kind.value, "via": self.via.value}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind.value, "via": self.via.value}
+        if self.manager and self.manager != self.name:
+            out["manager"] = self.manager
+        if self.user_agent:
+            out["userAgent"] = self.user_agent
+        if self.source_ips:
+            out["sourceIPs"] = list(self.source_ips)
+        return out
 
 
 # --- field managers ------------------------------------------------------------------------
@@ -461,7 +475,9 @@ def actor_from_managed_fields(
 class AuditEvent:
     """One API-server audit event (``audit.k8s.io/v1`` Event), reduced to what names the actor
     and the object: ``user.username``, ``userAgent``, ``sourceIPs``, ``verb``,
-    ``objectRef`` and ``stageTimestamp``."""
+    ``objectRef``, ``stageTimestamp`` (``at``) and ``requestReceivedTimestamp``
+    (``received_at``), the stage, the response code and the annotations (``k8s.io/deprecated``,
+    ``k8s.io/removed-release``...). ``formats.audit_log`` reads them."""
 
     id: str  # auditID
     cluster: str
@@ -474,6 +490,16 @@ class AuditEvent:
     user_agent: str = ""
     source_ips: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
+    received_at: datetime | None = None
+    stage: str = "ResponseComplete"
+    code: int | None = None  # responseStatus.code; None when the policy level omits it
+    api_group: str = ""  # objectRef.apiGroup ("" is the core group)
+    api_version: str = ""
+    subresource: str = ""
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    def annotation(self, key: str) -> str | None:
+        return next((v for k, v in self.annotations if k == key), None)
 
 
 _WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "apply"})
@@ -531,22 +557,55 @@ class ChangedObject:
     namespace: str | None = None
 
 
-def _audit_match(
-    obj: ChangedObject, events: Iterable[AuditEvent], window: timedelta
+def _program(agent_or_manager: str) -> str:
+    """``kubectl/v1.36.3 (linux/amd64) ...`` and ``kubectl-label`` both name ``kubectl``."""
+    name = agent_or_manager.split("/", 1)[0].strip()
+    return "kubectl" if name.startswith("kubectl") else name
+
+
+def _audit_gap(e: AuditEvent, at: datetime) -> timedelta:
+    """How far ``at`` (a managedFields time: whole seconds, set while the request ran) lies
+    from the request's span, ``requestReceivedTimestamp`` (floored to the second) to
+    ``stageTimestamp``."""
+    start = (e.received_at or e.at).replace(microsecond=0)
+    if start <= at <= e.at:
+        return timedelta(0)
+    return min(abs(at - start), abs(at - e.at))
+
+
+def match_audit(
+    obj: ChangedObject,
+    events: Iterable[AuditEvent],
+    *,
+    manager: str | None = None,
+    window: timedelta = timedelta(seconds=10),
 ) -> AuditEvent | None:
-    best: AuditEvent | None = None
+    """The audit event that wrote ``obj`` at ``obj.at``: same cluster, resource, name and
+    namespace, a write verb not to the ``status`` subresource, a finished stage and no error
+    code, its request span within
+    ``window`` of the time. Of several, one whose user agent is the manager's program
+    (``kubectl/...`` for ``kubectl-label``) wins, then the nearest in time, then the latest."""
+    best: tuple[bool, timedelta, datetime, AuditEvent] | None = None
+    wanted = _program(manager) if manager else None
     for e in events:
         if (
-            e.cluster == obj.cluster
-            and e.resource == obj.resource
-            and e.name == obj.name
-            and e.namespace == obj.namespace
-            and e.verb in _WRITE_VERBS
-            and abs(e.at - obj.at) <= window
-            and (best is None or abs(e.at - obj.at) < abs(best.at - obj.at))
+            e.cluster != obj.cluster
+            or e.resource != obj.resource
+            or e.name != obj.name
+            or e.namespace != obj.namespace
+            or e.verb not in _WRITE_VERBS
+            or e.subresource == "status"  # labels, taints, spec: never written through status
+            or e.stage not in ("ResponseComplete", "Panic", "")
+            or (e.code is not None and e.code >= 400)
         ):
-            best = e
-    return best
+            continue
+        gap = _audit_gap(e, obj.at)
+        if gap > window:
+            continue
+        key = (wanted is None or _program(e.user_agent) != wanted, gap, e.at, e)
+        if best is None or key[:2] < best[:2] or (key[:2] == best[:2] and e.at > best[2]):
+            best = key
+    return None if best is None else best[3]
 
 
 def _cloud_match(
@@ -575,11 +634,14 @@ def resolve(
     audit: Iterable[AuditEvent] = (),
     cloud: Iterable[ChangeEvent] = (),
     window: timedelta = timedelta(minutes=15),
+    audit_window: timedelta = timedelta(seconds=10),
 ) -> ActorDecision:
-    """The actor of the change from all evidence (see the module docstring for which wins)."""
+    """The actor of the change from all evidence (see the module docstring for which wins).
+    Audit events match within ``audit_window`` (``match_audit``); cloud events, which arrive
+    with the provider's delay and time, within ``window``."""
     reasons = list(managed.reasons)
     started = managed.started_at or obj.at
-    hit = _audit_match(obj, audit, window)
+    hit = match_audit(obj, audit, manager=managed.manager, window=audit_window)
     if hit is not None:
         kind = kind_of_audit_user(hit)
         reasons.append(
@@ -588,7 +650,14 @@ def resolve(
             f" ({kind.value}): the API server's word beats the client-chosen manager"
         )
         return ActorDecision(
-            Actor(hit.user, kind, Via.AUDIT),
+            Actor(
+                hit.user,
+                kind,
+                Via.AUDIT,
+                manager=managed.manager or "",
+                user_agent=hit.user_agent,
+                source_ips=hit.source_ips,
+            ),
             managed.started_at or hit.at,
             tuple(reasons),
             manager=managed.manager,

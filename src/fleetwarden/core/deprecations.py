@@ -1,6 +1,8 @@
 """Deprecated and removed Kubernetes APIs: is this apiVersion/kind still served at a version?
 
-The table comes from Pluto's ``versions.yaml`` (converted into ``data/deprecations.json``).
+The table comes from Kubernetes' own sources (k8s.io/api's prerelease-lifecycle tags), with
+Pluto's and kubent's rows for what those do not have (``data/deprecations.json``, made by
+``scripts/convert-deprecations``; each row records its origin).
 Versions are compared by (major, minor) only: Kubernetes adds and removes APIs in minor
 releases, never in patches. An entry's ``kind`` of ``""`` stands for every kind of its
 apiVersion (Pluto lists ``authentication.istio.io/v1alpha1`` that way: the whole group version
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 __all__ = [
@@ -68,6 +70,8 @@ class DeprecatedApi:
     replacement: str | None = None
     replacement_available_in: MinorVersion | None = None
     component: str = "k8s"
+    # where the row comes from: "k8s.io/api@v0.37.2 <package>/zz_generated...", Pluto, kubent
+    origin: str = field(default="", compare=False)
 
     def status_at(self, target: MinorVersion) -> Status:
         if self.removed_in is not None and target >= self.removed_in:

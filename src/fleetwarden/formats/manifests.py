@@ -6,8 +6,8 @@ only documents with both ``apiVersion`` and ``kind`` are API objects, the rest (
 Kustomize components without them) are ignored. An unrendered Helm template (``{{ }}`` that
 does not parse) is refused with that reason. ``split_helm_output`` cuts ``helm template``'s
 output into its templates by the ``# Source:`` comments. The table is
-``data/deprecations.json``, converted from Pluto's ``versions.yaml`` by
-``scripts/convert-deprecations``.
+``data/deprecations.json``, made by ``scripts/convert-deprecations`` from k8s.io/api's
+prerelease-lifecycle tags, Pluto's ``versions.yaml`` and kubent's rules (each row's ``origin``).
 """
 
 from __future__ import annotations
@@ -123,6 +123,7 @@ _KEYS = {
     "replacement",
     "replacementAvailableIn",
     "component",
+    "origin",  # where the row comes from (scripts/convert-deprecations)
 }
 
 
@@ -176,6 +177,7 @@ def _row(path: str, where: str, entry: Any) -> DeprecatedApi:
         ),
         replacement_available_in=_minor(path, where, entry, "replacementAvailableIn"),
         component=_string(path, where, entry, "component"),
+        origin=_string(path, where, entry, "origin") if "origin" in entry else "",
     )
 
 

@@ -96,6 +96,8 @@ CONFIG_SCHEMA: dict[str, Any] = {
                 "nodesFileBytes": {"type": "integer", "minimum": 1},
             },
         },
+        # cluster (context) name -> its API server's audit log (--audit-log-path), JSON lines
+        "auditLogs": {"type": "object", "additionalProperties": {"type": "string", "minLength": 1}},
     },
 }
 
@@ -107,6 +109,7 @@ class Settings:
     desired_file_limit: int = DEFAULT_DESIRED_LIMIT
     nodes_file_limit: int = DEFAULT_NODES_LIMIT
     raw: Mapping[str, Any] = field(default_factory=dict)
+    audit_logs: Mapping[str, str] = field(default_factory=dict)  # cluster -> audit log path
 
 
 def load_settings(path: Path | None) -> Settings:
@@ -171,4 +174,5 @@ def settings_from(raw: Mapping[str, Any], *, source: str = "<config>") -> Settin
         desired_file_limit=limits.get("desiredFileBytes", DEFAULT_DESIRED_LIMIT),
         nodes_file_limit=limits.get("nodesFileBytes", DEFAULT_NODES_LIMIT),
         raw=raw,
+        audit_logs=dict(raw.get("auditLogs") or {}),
     )

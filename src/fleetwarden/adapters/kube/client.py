@@ -457,6 +457,18 @@ class KubeClient:
             self._raise_for(resp, "GET", "/readyz")
         return resp.status_code == 200, resp.text.strip()[:200]
 
+    async def metrics_text(self, *, timeout: float = 15.0) -> str:
+        """The API server's ``/metrics`` (Prometheus text); needs ``get`` on that URL."""
+        try:
+            resp = await self._send("GET", "/metrics", timeout=httpx.Timeout(timeout))
+        except httpx.TimeoutException:
+            raise Transient(self.cluster, "/metrics: timed out") from None
+        except httpx.TransportError as exc:
+            raise Transient(self.cluster, f"/metrics: {type(exc).__name__}") from None
+        if resp.status_code != 200:
+            self._raise_for(resp, "GET", "/metrics")
+        return resp.text
+
     async def version(self, *, timeout: float = 5.0) -> str:
         data = await self.request("GET", "/version", timeout=timeout)
         return str(data.get("gitVersion", "")) if isinstance(data, Mapping) else ""

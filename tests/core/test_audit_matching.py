@@ -1,0 +1,97 @@
+"""Which audit event wrote an object at a managedFields time (core.actors.match_audit): the same
+object, a finished successful write whose request span holds the (whole-second) time; the
+manager's program breaks ties; the answer does not depend on the log's order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fleetwarden.core import actors
+from fleetwarden.core.actors import ActorKind, AuditEvent, ChangedObject, Via
+
+T0 = datetime(2026, 12, 1, 4, 40, 1, tzinfo=UTC)  # a managedFields time: whole seconds
+OBJ = ChangedObject("c", "nodes", "n-1", T0)
+
+
+def ev(id: str, *, at: datetime = T0 + timedelta(milliseconds=130), **kw: object) -> AuditEvent:
+    base: dict[str, object] = dict(
+        cluster="c", user="alice", verb="patch", resource="nodes", name="n-1", code=200,
+        received_at=at - timedelta(milliseconds=7), user_agent="kubectl/v1.36.3",
+        source_ips=("10.0.0.9",),
+    )  # fmt: skip
+    base.update(kw)
+    return AuditEvent(id=id, at=at, **base)  # type: ignore[arg-type]
+
+
+def test_the_write_within_the_second_of_the_managed_fields_time_is_it():
+    assert actors.match_audit(OBJ, [ev("a")]) == ev("a")
+
+
+def test_failed_unfinished_reads_and_other_objects_never_match():
+    others = [
+        ev("denied", code=403),
+        ev("started", stage="RequestReceived"),
+        ev("read", verb="get"),
+        ev("kubelet", subresource="status", user="system:node:n-1"),
+        ev("other", name="n-2"),
+        ev("ns", namespace="kube-system"),
+        ev("far", at=T0 + timedelta(minutes=5)),
+    ]
+    assert actors.match_audit(OBJ, others) is None
+
+
+def test_the_managers_program_wins_over_a_nearer_write_by_another_client():
+    near = ev("ci", user="ci-bot", user_agent="Go-http-client/2.0")
+    kubectl = ev("k", at=T0 + timedelta(seconds=2))
+    assert actors.match_audit(OBJ, [near, kubectl], manager="kubectl-label") == kubectl
+    assert actors.match_audit(OBJ, [near, kubectl]) == near
+
+
+def test_resolve_names_the_user_and_keeps_the_manager_agent_and_ips_in_json():
+    managed = actors.ActorDecision(
+        actors.Actor("kubectl-label", ActorKind.HUMAN, Via.MANAGED_FIELDS), T0, (),
+        manager="kubectl-label",
+    )  # fmt: skip
+    d = actors.resolve(OBJ, managed, audit=[ev("a")])
+    assert d.to_json()["actor"] == {
+        "name": "alice", "kind": "human", "via": "audit", "manager": "kubectl-label",
+        "userAgent": "kubectl/v1.36.3", "sourceIPs": ["10.0.0.9"],
+    }  # fmt: skip
+    assert d.started_at == T0 and d.evidence == ("a",)
+
+
+_offsets = st.integers(min_value=-20_000, max_value=20_000).map(
+    lambda ms: timedelta(milliseconds=ms)
+)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            _offsets, st.sampled_from(["patch", "update", "get"]), st.sampled_from([200, 409, None])
+        ),
+        max_size=8,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_the_match_is_a_successful_write_in_the_window_and_independent_of_order(raw, rnd):
+    events = [
+        ev(f"e{i}", at=T0 + off, verb=verb, code=code) for i, (off, verb, code) in enumerate(raw)
+    ]
+    window = timedelta(seconds=10)
+    hit = actors.match_audit(OBJ, events, window=window)
+    shuffled = list(events)
+    rnd.shuffle(shuffled)
+    again = actors.match_audit(OBJ, shuffled, window=window)
+    ok = [e for e in events if e.verb != "get" and e.code != 409]
+    in_window = [e for e in ok if actors._audit_gap(e, T0) <= window]
+    if not in_window:
+        assert hit is None and again is None
+    else:
+        assert hit is not None and hit in in_window
+        best = min(actors._audit_gap(e, T0) for e in in_window)
+        assert actors._audit_gap(hit, T0) == best
+        assert again is not None and actors._audit_gap(again, T0) == best and again.at == hit.at
