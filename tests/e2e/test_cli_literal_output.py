@@ -35,9 +35,9 @@ from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.entrypoints import workloads_api
-from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.presenting import watching
 from fleetwarden.presenting.rendering import dumps, findings_table, visible
+from fleetwarden.wiring.service_config import service_config_from
 from tests.core.test_workloads import liveify, load_docs
 from tests.e2e.test_gateway import EKS_EVENT
 from tests.support.serve_proc import serve

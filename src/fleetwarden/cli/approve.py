@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         cancelled: this says so and exits 1, and nothing is done."""
         if config is not None:
             try:
-                from fleetwarden.entrypoints.service_config import load_service_config
+                from fleetwarden.wiring.service_config import load_service_config
 
                 cfg = load_service_config(config)
             except FormatError as exc:

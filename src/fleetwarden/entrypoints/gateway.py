@@ -33,6 +33,7 @@ from starlette.routing import Route
 from fleetwarden import logs
 from fleetwarden.adapters.metrics import ServiceMetrics
 from fleetwarden.app.ingesting import Ingest, Parser, SourceAuth, is_count
+from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.core import access
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
@@ -41,7 +42,7 @@ from fleetwarden.formats.events import Reply
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
-__all__ = ["GatewayConfig", "create_app"]
+__all__ = ["GatewayConfig", "create_app", "gateway_config"]
 
 log = logs.get_logger("fleetwarden.gateway")
 
@@ -56,6 +57,24 @@ class GatewayConfig:
     known_pools: Mapping[str, set[str]] = field(default_factory=dict)  # cluster -> pools
     batch_events: int = 1000  # events in one request (a batch, or one body that names many)
     door: access.DoorConfig = field(default_factory=access.DoorConfig)
+
+
+def gateway_config(config: ServiceConfig, known_pools: dict[str, set[str]]) -> GatewayConfig:
+    """The gateway's limits and the door's rules of this configuration."""
+    admin = config.auth.get("admin")
+    return GatewayConfig(
+        auth=config.auth,
+        body_limit=config.body_limit,
+        replay_window=config.replay_window,
+        known_pools=known_pools,
+        batch_events=config.batch_events,
+        door=access.DoorConfig(
+            allowed_hosts=config.allowed_hosts,
+            read=config.read,
+            admin_tokens=admin.bearer_tokens if admin is not None else (),
+            metrics_public=config.metrics_public,
+        ),
+    )
 
 
 class _TooLarge(Exception):
