@@ -32,6 +32,7 @@ __all__ = [
     "FormatOpt",
     "OutputFormat",
     "WideOpt",
+    "config_option",
     "emit_report",
     "err_console",
     "exit_code",
@@ -91,6 +92,12 @@ WideOpt = Annotated[
         "abbreviated, and the table says which.",
     ),
 ]
+
+
+def config_option(help: str) -> Any:
+    """``--config/-c FILE`` with what the command reads of the file (its help)."""
+    return typer.Option("--config", "-c", metavar="FILE", help=help)
+
 
 _err: Console | None = None
 

@@ -17,18 +17,20 @@ from typing import Annotated
 import typer
 
 from fleetwarden.app.fleet import build_versions, drift_of_app, skipped_json
-from fleetwarden.cli.common import FailOn, FailOnOpt, FormatOpt, OutputFormat, WideOpt, exit_code
+from fleetwarden.cli.common import (
+    FailOn,
+    FailOnOpt,
+    FormatOpt,
+    OutputFormat,
+    WideOpt,
+    exit_code,
+    with_options,
+)
 from fleetwarden.cli.sources import (
     AppOpt,
-    ArgoAppOpt,
-    ArgoInsecureOpt,
-    ArgoServerOpt,
     ConfigOpt,
-    ContextOpt,
     DesiredOpt,
-    KubeconfigOpt,
-    NamespaceOpt,
-    RevisionOpt,
+    LiveSources,
     WorkloadsOpt,
     live_sources,
     load_fleet,
@@ -40,17 +42,11 @@ from fleetwarden.presenting.workloads import print_drift, print_versions
 __all__ = ["diff_command", "register", "versions_command"]
 
 
+@with_options(live_sources, "live", before="config")
 def versions_command(
     app: AppOpt,
     desired: DesiredOpt = None,
     workloads: WorkloadsOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    namespace: NamespaceOpt = None,
-    argocd_app: ArgoAppOpt = None,
-    argocd_server: ArgoServerOpt = None,
-    argocd_insecure: ArgoInsecureOpt = False,
-    revision: RevisionOpt = None,
     config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
     fail_on: FailOnOpt = FailOn.high,
@@ -63,6 +59,8 @@ def versions_command(
         ),
     ] = False,
     wide: WideOpt = False,
+    *,
+    live: LiveSources,  # the shared live options, before --config
 ) -> None:
     """Which image of the app runs in every cluster: a cluster x container table, marking
     each cluster that diverges from Git and from its peers. Image drift is high: exit 1
@@ -75,9 +73,6 @@ def versions_command(
         --argocd-app shop --argocd-server argocd.example.com
         --kubeconfig ~/.kube/fleet.yaml
     """
-    live = live_sources(
-        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
-    )
     state, desired_idx, observed, fleet = load_fleet(app, desired, workloads, config, live)
     doc = build_versions(app, desired_idx, observed, namespace=fleet.options.namespace)
     if drift_only:
@@ -91,22 +86,18 @@ def versions_command(
     raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
 
 
+@with_options(live_sources, "live", before="config")
 def diff_command(
     app: AppOpt,
     desired: DesiredOpt = None,
     workloads: WorkloadsOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    namespace: NamespaceOpt = None,
-    argocd_app: ArgoAppOpt = None,
-    argocd_server: ArgoServerOpt = None,
-    argocd_insecure: ArgoInsecureOpt = False,
-    revision: RevisionOpt = None,
     config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
     fail_on: FailOnOpt = FailOn.high,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
     wide: WideOpt = False,
+    *,
+    live: LiveSources,  # the shared live options, before --config
 ) -> None:
     """Every drift of the app per cluster: image (repository, tag, digest), configuration
     (ConfigMap/Secret content, env, envFrom), resources (requests, limits, replicas unless
@@ -118,9 +109,6 @@ def diff_command(
       fleetwarden fleet diff --app shop -d rendered/ --kubeconfig ~/.kube/config
         --context prod
     """
-    live = live_sources(
-        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
-    )
     state, desired_idx, observed, fleet = load_fleet(app, desired, workloads, config, live)
     drift = drift_of_app(app, desired_idx, observed, options=fleet.options)
     if output is OutputFormat.json:

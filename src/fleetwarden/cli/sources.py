@@ -14,10 +14,7 @@ import typer
 
 from fleetwarden.adapters.fleet_inputs import LiveSources, load_fleet_settings, read_fleet
 from fleetwarden.app.fleet import missing_app
-from fleetwarden.cli.common import (
-    err_console,
-    fail,
-)
+from fleetwarden.cli.common import config_option, err_console, fail
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.formats.errors import FormatError
@@ -143,30 +140,28 @@ RevisionOpt = Annotated[
 
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        metavar="FILE",
-        help="YAML config: `fleet:` (appLabel, namespace, ignoreDifferences in Argo CD's "
-        "format, severities, ignore) and `scan:` (pool diff options, for the gate).",
+    config_option(
+        "YAML config: `fleet:` (appLabel, namespace, ignoreDifferences in Argo CD's "
+        "format, severities, ignore) and `scan:` (pool diff options, for the gate)."
     ),
 ]
 
 
 def live_sources(
-    kubeconfig: Path | None,
-    contexts: list[str] | None,
-    namespaces: list[str] | None,
-    argocd_apps: list[str] | None,
-    argocd_server: str | None,
-    argocd_insecure: bool,
-    revision: str | None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    argocd_app: ArgoAppOpt = None,
+    argocd_server: ArgoServerOpt = None,
+    argocd_insecure: ArgoInsecureOpt = False,
+    revision: RevisionOpt = None,
 ) -> LiveSources:
+    """The live options ``fleet`` and ``gate`` share (``cli.common.with_options``)."""
     return LiveSources(
         kubeconfig=kubeconfig,
-        contexts=tuple(contexts or ()),
-        namespaces=tuple(namespaces or ()),
-        argocd_apps=tuple(argocd_apps or ()),
+        contexts=tuple(context or ()),
+        namespaces=tuple(namespace or ()),
+        argocd_apps=tuple(argocd_app or ()),
         argocd_server=argocd_server,
         argocd_insecure=argocd_insecure,
         revision=revision,

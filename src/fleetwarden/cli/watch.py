@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, fail
+from fleetwarden.cli.common import FORMAT_METAVAR, OutputFormat, WideOpt, config_option, fail
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.kube import CredentialError
@@ -111,11 +111,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         config: Annotated[
             Path | None,
-            typer.Option(
-                "--config",
-                "-c",
-                metavar="FILE",
-                help="scan: (pool diff), fleet: (workload diff), workloads: (apps to follow).",
+            config_option(
+                "scan: (pool diff), fleet: (workload diff), workloads: (apps to follow)."
             ),
         ] = None,
         output: Annotated[

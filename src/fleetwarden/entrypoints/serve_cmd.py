@@ -26,7 +26,7 @@ from fleetwarden import logs
 from fleetwarden.adapters import processes
 from fleetwarden.app.approving import approval
 from fleetwarden.app.service_config import exposure_problem, secret_values, without_credentials
-from fleetwarden.cli.common import fail, warn
+from fleetwarden.cli.common import config_option, fail, warn
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.entrypoints import (
     dashboard,
@@ -90,12 +90,9 @@ def register(app: typer.Typer) -> None:
     def serve_command(
         config: Annotated[
             Path | None,
-            typer.Option(
-                "--config",
-                "-c",
-                metavar="FILE",
-                help="Service YAML: listen, queue, desired, nodes, clusters, auth.<source>, limits "
-                "(see the README).",
+            config_option(
+                "Service YAML: listen, queue, desired, nodes, clusters, auth.<source>, limits "
+                "(see the README)."
             ),
         ] = None,
         log_format: Annotated[
