@@ -20,13 +20,13 @@ import socket as sockets
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden.adapters.metrics import ServiceMetrics, merge_metrics
+from fleetwarden.adapters.worker_link import Unsendable, WorkerLink, WorkerUnreachable, end_to_end
 from fleetwarden.app import supervising
 from fleetwarden.entrypoints.gateway import GatewayConfig, create_app, gateway_config
 from fleetwarden.formats.events import Reply, parsers
@@ -36,19 +36,6 @@ from fleetwarden.wiring.service import Service
 
 __all__ = ["create_gateway_app", "run"]
 
-_HOP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-authenticate",
-        b"proxy-authorization",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-        b"content-length",
-    }
-)
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
 
 
@@ -56,19 +43,14 @@ def create_gateway_app(
     config: GatewayConfig,
     queue: EventQueue,
     *,
-    worker: httpx.AsyncClient,
+    worker: WorkerLink,
     metrics: ServiceMetrics,
     on_reply: Callable[[str, Reply], None] | None = None,
 ) -> Any:
-    """The gateway's ASGI app; ``worker``: a client whose transport reaches the worker."""
+    """The gateway's ASGI app; ``worker``: the link to the worker process."""
 
     async def healthz(request: Request) -> Response:
-        try:
-            resp = await worker.get("/healthz", headers={"host": "localhost"}, timeout=2.0)
-            answer = resp.json() if resp.status_code == 200 else None
-            error = "" if answer is not None else f"answered {resp.status_code}"
-        except (httpx.HTTPError, ValueError) as exc:
-            answer, error = None, f"no answer ({type(exc).__name__})"
+        answer, error = await worker.health()
         code, body = supervising.combined_health(
             {"status": "ok", "pid": os.getpid()}, answer, worker_error=error
         )
@@ -77,13 +59,7 @@ def create_gateway_app(
     async def prom(request: Request) -> Response:
         with contextlib.suppress(QueueUnavailable):  # the gauge keeps its last value
             metrics.queue_depth.set(await queue.depth())
-        worker_text = None
-        try:
-            resp = await worker.get("/metrics", headers=_forwarded(request), timeout=5.0)
-            if resp.status_code == 200:
-                worker_text = resp.text
-        except httpx.HTTPError:
-            worker_text = None
+        worker_text = await worker.metrics(end_to_end(request.headers.raw))
         body = merge_metrics(metrics.registry.collect(), worker_text)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
@@ -99,22 +75,19 @@ def create_gateway_app(
                     {"error": f"body over the limit of {config.body_limit} bytes"},
                     status_code=413,
                 )
+        headers = end_to_end(request.headers.raw)
         try:
-            resp = await worker.request(
-                request.method, target, headers=_forwarded(request), content=body, timeout=30.0
-            )
-        except httpx.LocalProtocolError as exc:  # a request h11 will not write: the client's
+            answer = await worker.forward(request.method, target, headers, body)
+        except Unsendable as exc:
             return JSONResponse({"error": f"cannot pass the request on: {exc}"}, status_code=400)
-        except httpx.HTTPError:
+        except WorkerUnreachable:
             return JSONResponse(
                 {"error": "the worker process is not answering (restarting?); retry shortly"},
                 status_code=503,
                 headers={"retry-after": "1"},
             )
-        out = Response(resp.content, status_code=resp.status_code)
-        out.raw_headers = [(k, v) for k, v in resp.headers.raw if k.lower() not in _HOP] + [
-            (b"content-length", str(len(resp.content)).encode())
-        ]
+        out = Response(answer.content, status_code=answer.status)
+        out.raw_headers = answer.headers
         return out
 
     return create_app(
@@ -131,16 +104,10 @@ def create_gateway_app(
     )
 
 
-def _forwarded(request: Request) -> list[tuple[bytes, bytes]]:
-    return [(k, v) for k, v in request.headers.raw if k.lower() not in _HOP]
-
-
 async def run(svc: Service, *, listen_fd: int, socket: str) -> None:
     """Serve on the inherited listening socket until SIGTERM/SIGINT; then close the queue.
     ``socket``: the worker's private Unix socket."""
-    worker = httpx.AsyncClient(
-        transport=httpx.AsyncHTTPTransport(uds=socket), base_url="http://worker"
-    )
+    worker = WorkerLink(socket)
     gateway = gateway_config(svc.config, svc.known_pools())
     app = create_gateway_app(
         gateway, svc.queue, worker=worker, metrics=svc.metrics, on_reply=svc.on_reply
