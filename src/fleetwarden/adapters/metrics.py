@@ -7,14 +7,20 @@ of both for duplicates (folded by the queue + found by the stores), and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
-__all__ = ["GATEWAY_FAMILIES", "SUMMED_FAMILIES", "ServiceMetrics", "merge_metrics"]
+__all__ = [
+    "GATEWAY_FAMILIES",
+    "SUMMED_FAMILIES",
+    "IngestMetrics",
+    "ServiceMetrics",
+    "merge_metrics",
+]
 
 # from a change to its finding (watch: seconds), and from a change to its clearing (minutes+)
 _DETECT_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600)
@@ -94,6 +100,31 @@ class ServiceMetrics:
             "1 while this replica leads (acts on findings), else 0; 1 without leader election",
             registry=r,
         )
+
+
+class IngestMetrics:
+    """The gateway's ingest counters (``app.ingesting.IngestCounters``) over the service's
+    Prometheus metrics, the label children kept."""
+
+    def __init__(self, metrics: ServiceMetrics, parsers: Mapping[str, object]) -> None:
+        self.metrics = metrics
+        self.received = {src: metrics.received.labels(src) for src in parsers}
+        self.accepted = {src: metrics.accepted.labels(src) for src in parsers}
+        self.rejected: dict[tuple[str, str], Counter] = {}
+
+    def reject(self, source: str, reason: str) -> None:
+        child = self.rejected.get((source, reason))
+        if child is None:
+            child = self.rejected[(source, reason)] = self.metrics.rejected.labels(source, reason)
+        child.inc()
+
+    def accept(self, source: str, events: int, folded: int) -> None:
+        self.accepted[source].inc(events)
+        if folded:
+            self.metrics.duplicates.inc(folded)
+
+    def handshake(self, source: str) -> None:
+        self.metrics.handshakes.labels(source).inc()
 
 
 # what the gateway process counts; the worker's copies of these stay at zero or repeat ours

@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden import logs
-from fleetwarden.adapters.metrics import ServiceMetrics
+from fleetwarden.adapters.metrics import IngestMetrics, ServiceMetrics
 from fleetwarden.app.ingesting import Ingest, Parser, SourceAuth, is_count
 from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.core import access
@@ -79,30 +79,6 @@ def gateway_config(config: ServiceConfig, known_pools: dict[str, set[str]]) -> G
 
 class _TooLarge(Exception):
     pass
-
-
-class _Counters:
-    """The ingest counters over the service's Prometheus metrics (label children kept)."""
-
-    def __init__(self, metrics: ServiceMetrics, parsers: Mapping[str, Any]) -> None:
-        self.metrics = metrics
-        self.received = {src: metrics.received.labels(src) for src in parsers}
-        self.accepted = {src: metrics.accepted.labels(src) for src in parsers}
-        self.rejected: dict[tuple[str, str], Any] = {}
-
-    def reject(self, source: str, reason: str) -> None:
-        child = self.rejected.get((source, reason))
-        if child is None:
-            child = self.rejected[(source, reason)] = self.metrics.rejected.labels(source, reason)
-        child.inc()
-
-    def accept(self, source: str, events: int, folded: int) -> None:
-        self.accepted[source].inc(events)
-        if folded:
-            self.metrics.duplicates.inc(folded)
-
-    def handshake(self, source: str) -> None:
-        self.metrics.handshakes.labels(source).inc()
 
 
 # the reason label of a 4xx a route answered (the ingest path and the door name their own)
@@ -159,7 +135,7 @@ def create_app(
     metrics = metrics or ServiceMetrics()
     recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
 
-    counters = _Counters(metrics, parsers)
+    counters = IngestMetrics(metrics, parsers)
     reject = counters.reject
     ingest = Ingest(
         queue,
