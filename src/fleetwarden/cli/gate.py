@@ -38,8 +38,8 @@ from fleetwarden.cli.sources import (
     progress,
 )
 from fleetwarden.core.findings import Severity
-from fleetwarden.presenting.rendering import dumps, line, make_console
-from fleetwarden.presenting.workloads import print_gate
+from fleetwarden.presenting.rendering import dumps, make_console
+from fleetwarden.presenting.workloads import print_gate, print_gate_blocked
 
 __all__ = ["gate_command", "register"]
 
@@ -129,15 +129,8 @@ def gate_command(
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
         print_gate(make_console(wide=wide), result, wide=wide)
-    if result.blocked and output is OutputFormat.json:
-        # stdout is for machines: one line for people on stderr (the table says it already)
-        first = result.reasons[0] if result.reasons else ""
-        more = f" (+{len(result.reasons) - 1} more)" if len(result.reasons) > 1 else ""
-        err_console().print(
-            line(f"fleetwarden gate: blocked sync of {app}: {first}{more}"),
-            highlight=False,
-            soft_wrap=True,
-        )
+    if result.blocked and output is OutputFormat.json:  # stdout is for machines
+        print_gate_blocked(err_console(), app, result)
     raise typer.Exit(1 if result.blocked else 0)
 
 
