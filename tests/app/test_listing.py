@@ -140,5 +140,5 @@ def test_a_page_query_takes_only_valid_values_and_names_the_first_bad_one(params
 
 def test_a_page_query_refuses_digits_int_would_read_differently():
     for raw in ("²", "٣", "1_0", " 5"):
-        with pytest.raises(listing.BadParameter, match="^limit must be an integer from 1 to"):
+        with pytest.raises(listing.BadParameter, match=r"^limit must be an integer from 1 to"):
             listing.page_query({"limit": raw}, ())
