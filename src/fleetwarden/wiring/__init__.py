@@ -12,6 +12,6 @@ several clients have theirs: ``watching`` (``watch``), ``upgrading`` (``upgrade 
 
 It sits between the entry layers (``cli``, ``entrypoints``: arguments, HTTP requests and
 responses) and the adapters: it may import adapters, app, ports, formats, core and
-presenting (values shown literally, the watch sinks), never an
-entry layer. It holds no decision (``app``/``core``) and no HTTP route (``entrypoints``).
+presenting (values shown literally, the watch sinks), never an entry layer. It holds no
+decision (``app``/``core``) and no HTTP route (``entrypoints``).
 """
