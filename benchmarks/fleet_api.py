@@ -29,12 +29,13 @@ from starlette.applications import Starlette
 from tests.support.asgi_server import serve_asgi
 from workloads import APPS, TARGET_APP, desired_app, served
 
+from fleetwarden.app.following import FollowedApps
 from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.app.workload_watching import WorkloadWatcher
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import AppDesired, DesiredApps
 from fleetwarden.core.tracking import FindingTracker
-from fleetwarden.entrypoints.workloads_api import WorkloadFleet
+from fleetwarden.entrypoints import workloads_api
 
 
 class _Running:
@@ -43,7 +44,7 @@ class _Running:
 
 
 class _Fleet:
-    """What WorkloadFleet reads of a FleetWatcher: running clusters and their watchers."""
+    """What FollowedApps reads of a FleetWatcher: running clusters and their watchers."""
 
     def __init__(self, desired: DesiredApps) -> None:
         self.desired_apps = desired
@@ -122,8 +123,8 @@ def main() -> None:
         gc.collect()
         gc.freeze()
         gc.set_threshold(20_000, 20, 50)
-    api = WorkloadFleet(ServiceConfig(), fleet)  # type: ignore[arg-type]
-    app = Starlette(routes=api.routes())
+    api = FollowedApps(ServiceConfig(), fleet)  # type: ignore[arg-type]
+    app = Starlette(routes=workloads_api.routes(api))
     times = []
     with serve_asgi(app) as base, httpx.Client(base_url=base, timeout=60) as http:
         for _ in range(args.requests + 1):

@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store
 from fleetwarden.app import listing
@@ -109,3 +111,34 @@ async def test_a_decision_is_listed_with_the_status_its_approval_gave_it(store: 
     (listed,) = (await listing.list_decisions(store)).items
     assert (listed["id"], listed["status"]) == (request.id, "execute")
     assert (await listing.list_decisions(store, cluster="elsewhere")).items == []
+
+
+_NAMES = st.sampled_from(["limit", "cursor", "source", "route", "cluster", "actor", "other"])
+_VALUES = st.one_of(
+    st.text(max_size=1100),
+    st.integers(-5, 2**64).map(str),
+    st.sampled_from(["", "²", "٣", "1000", "1001", "0", "a" * 1024, "a" * 1025]),
+)
+
+
+@given(st.dictionaries(_NAMES, _VALUES))
+def test_a_page_query_takes_only_valid_values_and_names_the_first_bad_one(params):
+    """``page_query`` (the read API's parameters): valid values come back as they were
+    given (limit 100 when absent); anything else is a BadParameter naming the parameter."""
+    try:
+        q = listing.page_query(params, listing.EVENT_FILTERS)
+    except listing.BadParameter as exc:
+        name = str(exc).split()[0]
+        assert name in params and name in ("limit", "cursor", *listing.EVENT_FILTERS)
+        return
+    assert q.limit == int(params.get("limit", 100))
+    assert 1 <= q.limit <= listing.MAX_LIMIT
+    assert q.before == (int(params["cursor"]) if "cursor" in params else None)
+    assert q.filters == {name: params.get(name) for name in listing.EVENT_FILTERS}
+    assert all(v is None or 1 <= len(v) <= 1024 for v in q.filters.values())
+
+
+def test_a_page_query_refuses_digits_int_would_read_differently():
+    for raw in ("²", "٣", "1_0", " 5"):
+        with pytest.raises(listing.BadParameter, match=r"^limit must be an integer from 1 to"):
+            listing.page_query({"limit": raw}, ())

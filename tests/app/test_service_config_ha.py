@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from fleetwarden.entrypoints.serve_cmd import build_service
-from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.wiring.service_config import service_config_from
 
 SECTION = {"context": "mgmt", "namespace": "fleetwarden", "leaseSeconds": 6}
 

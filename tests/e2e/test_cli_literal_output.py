@@ -34,10 +34,10 @@ from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
-from fleetwarden.entrypoints import workloads_api
-from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.presenting import watching
 from fleetwarden.presenting.rendering import dumps, findings_table, visible
+from fleetwarden.wiring import workloads
+from fleetwarden.wiring.service_config import service_config_from
 from tests.core.test_workloads import liveify, load_docs
 from tests.e2e.test_gateway import EKS_EVENT
 from tests.support.serve_proc import serve
@@ -438,7 +438,7 @@ def test_serve_logs_a_followed_app_that_did_not_load_literally(tmp_path, caplog)
         source="fw.yaml",
     )
     with caplog.at_level("WARNING", logger="fleetwarden"):
-        _apps, failures = asyncio.run(workloads_api.load_apps(config, None))
+        _apps, failures = asyncio.run(workloads.load_apps(config, None))
     assert list(failures) == [f"shop{ESC}"]
     [message] = [r.getMessage() for r in caplog.records if "not loaded" in r.getMessage()]
     assert f"shop{SHOWN_ESC}" in message and MARKUP in message

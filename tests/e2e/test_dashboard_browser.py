@@ -16,8 +16,9 @@ import httpx
 import pytest
 
 from fleetwarden.core.findings import Finding, Layer, Severity
-from fleetwarden.entrypoints.serve_cmd import build_service, serve
-from fleetwarden.entrypoints.service_config import load_service_config
+from fleetwarden.entrypoints.serve_cmd import build_service
+from fleetwarden.wiring.running import serve
+from fleetwarden.wiring.service_config import load_service_config
 from tests.e2e.test_heal_live import _port
 
 pytestmark = pytest.mark.live

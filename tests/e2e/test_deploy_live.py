@@ -35,9 +35,9 @@ from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.access import ReadAuth
 from fleetwarden.core.desired_apps import AppDesired, DesiredApps
-from fleetwarden.entrypoints.service_config import exposure_problem, service_config_from
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import Conflict, Forbidden, NotFound, Unauthorized
+from fleetwarden.wiring.service_config import exposure_problem, service_config_from
 from tests.e2e.test_watch_live import Recorder
 from tests.e2e.test_workloads_live import endpoint  # noqa: F401  (the fixture)
 from tests.support.serve_proc import free_port, serve

@@ -18,8 +18,9 @@ import pytest
 
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
-from fleetwarden.entrypoints.serve_cmd import build_service, serve
-from fleetwarden.entrypoints.service_config import load_service_config
+from fleetwarden.entrypoints.serve_cmd import build_service
+from fleetwarden.wiring.running import serve
+from fleetwarden.wiring.service_config import load_service_config
 
 pytestmark = pytest.mark.live
 EXE = str(Path(sys.executable).parent / "fleetwarden")

@@ -30,8 +30,8 @@ import yaml
 
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
-from fleetwarden.entrypoints.service_config import exposure_problem, service_config_from
 from fleetwarden.ports.kube import Conflict, Forbidden, NotFound
+from fleetwarden.wiring.service_config import exposure_problem, service_config_from
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "fleetwarden"

@@ -18,6 +18,7 @@ from fleetwarden.core.lifecycle import ClusterHealth, LifecycleEvent, LifecycleT
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.presenting.demo import drift_text
 from fleetwarden.presenting.rendering import demo_intro, event_text, findings_table
+from fleetwarden.wiring import demo as demo_wiring
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -38,7 +39,7 @@ def test_demo_policy_restore_puts_back_labels_and_taints_only():
     before = copy.deepcopy(node)
     restored = ""
     for seed in range(200):  # until the (random) restore picks this node's label
-        text = demo._heal(fleet, random.Random(seed))
+        text = demo_wiring.heal(fleet, random.Random(seed))
         if node["metadata"]["labels"]["role"] == "ingress":
             restored = text
             break
@@ -54,7 +55,7 @@ def test_demo_restore_puts_a_lost_taint_back_and_keeps_the_others():
     node = _node(fleet, "prod-asia-1", "spot")
     node["spec"]["taints"] = [{"key": "example.com/mine", "value": "x", "effect": "NoSchedule"}]
     for seed in range(200):
-        demo._heal(fleet, random.Random(seed))
+        demo_wiring.heal(fleet, random.Random(seed))
         if len(node["spec"]["taints"]) == 2:
             break
     assert {t["key"] for t in node["spec"]["taints"]} == {

@@ -21,12 +21,12 @@ import httpx
 import pytest
 
 from fleetwarden.core.access import LOOPBACK_HOSTS, session_value
-from fleetwarden.entrypoints.service_config import (
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.wiring.service_config import (
     exposure_problem,
     service_config_from,
     without_credentials,
 )
-from fleetwarden.formats.errors import FormatError
 from tests.e2e.test_gateway import EKS_EVENT
 from tests.formats.test_events import GENERIC, arm_event, as_cloudevent
 from tests.support.serve_proc import EXE, free_port, raw_request, rejected, serve

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.wiring.service_config import service_config_from
 from tests.support.serve_process import ServeProcess, free_port
 
 TOKEN = "durable-token"

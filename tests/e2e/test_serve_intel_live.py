@@ -17,8 +17,9 @@ import pytest
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.core.events import parse_time
-from fleetwarden.entrypoints.serve_cmd import build_service, serve
-from fleetwarden.entrypoints.service_config import load_service_config
+from fleetwarden.entrypoints.serve_cmd import build_service
+from fleetwarden.wiring.running import serve
+from fleetwarden.wiring.service_config import load_service_config
 from tests.e2e.test_heal_live import _config, _node, _until
 
 pytestmark = pytest.mark.live

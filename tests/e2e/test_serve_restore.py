@@ -26,9 +26,11 @@ from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import Decision, Mode, Status
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
-from fleetwarden.entrypoints.serve_cmd import build_service, healing_policy, serve
-from fleetwarden.entrypoints.service_config import load_service_config, service_config_from
+from fleetwarden.entrypoints.serve_cmd import build_service
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.wiring.running import serve
+from fleetwarden.wiring.service import healing_policy
+from fleetwarden.wiring.service_config import load_service_config, service_config_from
 
 
 def _port() -> int:

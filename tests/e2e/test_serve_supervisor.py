@@ -268,8 +268,7 @@ def test_metrics_of_both_processes_are_merged_without_counting_a_refusal_twice()
     passed on); the worker's inspections are the worker's; duplicates are both processes'."""
     from prometheus_client import generate_latest
 
-    from fleetwarden.adapters.metrics import ServiceMetrics
-    from fleetwarden.entrypoints.gateway_process import merge_metrics
+    from fleetwarden.adapters.metrics import ServiceMetrics, merge_metrics
 
     gateway, worker = ServiceMetrics(), ServiceMetrics()
     gateway.received.labels("aws").inc(3)

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from fleetwarden.adapters.kube.client import KubeClient
-from fleetwarden.entrypoints.serve_cmd import build_service, serve
-from fleetwarden.entrypoints.service_config import load_service_config
+from fleetwarden.entrypoints.serve_cmd import build_service
+from fleetwarden.wiring.running import serve
+from fleetwarden.wiring.service_config import load_service_config
 from tests.e2e.test_fleet_live_sources import context_of
 from tests.e2e.test_heal_live import _port, _until
 from tests.e2e.test_workloads_live import (

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from fleetwarden.adapters.storage.audit_sql import open_audit_store
-from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.audit import AuditUnavailable
+from fleetwarden.wiring.service_config import service_config_from
 
 
 def _store(url: str) -> str:

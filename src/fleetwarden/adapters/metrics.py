@@ -1,10 +1,26 @@
-"""Prometheus metrics of the service (one registry per service instance)."""
+"""Prometheus metrics of the service (one registry per service instance), and the one
+exposition a supervised ``serve``'s gateway process answers for both processes
+(``merge_metrics``): the gateway's families (deliveries received, accepted, refused;
+handshakes; queue depth), the worker's (inspections, latencies, findings, coalesced), the sum
+of both for duplicates (folded by the queue + found by the stores), and
+``fleetwarden_process_up{process}``."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from collections.abc import Iterable, Iterator, Mapping
 
-__all__ = ["ServiceMetrics"]
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "GATEWAY_FAMILIES",
+    "SUMMED_FAMILIES",
+    "IngestMetrics",
+    "ServiceMetrics",
+    "merge_metrics",
+]
 
 # from a change to its finding (watch: seconds), and from a change to its clearing (minutes+)
 _DETECT_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 1800, 3600)
@@ -93,3 +109,90 @@ class ServiceMetrics:
             "1 while this replica leads (acts on findings), else 0; 1 without leader election",
             registry=r,
         )
+
+
+class IngestMetrics:
+    """The gateway's ingest counters (``app.ingesting.IngestCounters``) over the service's
+    Prometheus metrics, the label children kept."""
+
+    def __init__(self, metrics: ServiceMetrics, parsers: Mapping[str, object]) -> None:
+        self.metrics = metrics
+        self.received = {src: metrics.received.labels(src) for src in parsers}
+        self.accepted = {src: metrics.accepted.labels(src) for src in parsers}
+        self.rejected: dict[tuple[str, str], Counter] = {}
+
+    def reject(self, source: str, reason: str) -> None:
+        child = self.rejected.get((source, reason))
+        if child is None:
+            child = self.rejected[(source, reason)] = self.metrics.rejected.labels(source, reason)
+        child.inc()
+
+    def accept(self, source: str, events: int, folded: int) -> None:
+        self.accepted[source].inc(events)
+        if folded:
+            self.metrics.duplicates.inc(folded)
+
+    def handshake(self, source: str) -> None:
+        self.metrics.handshakes.labels(source).inc()
+
+
+# what the gateway process counts; the worker's copies of these stay at zero or repeat ours
+GATEWAY_FAMILIES = frozenset(
+    {
+        "fleetwarden_events_received",
+        "fleetwarden_events_accepted",
+        "fleetwarden_events_rejected",
+        "fleetwarden_handshakes",
+        "fleetwarden_queue_depth",
+    }
+)
+SUMMED_FAMILIES = frozenset({"fleetwarden_events_duplicate"})  # both processes add to these
+
+
+def merge_metrics(gateway: Iterable[Metric], worker_text: str | None) -> bytes:
+    """One exposition for both processes (which families come from where: the module docstring).
+    Without the worker's text, the gateway's families and ``process_up{process="worker"} 0``."""
+    ours = {m.name: m for m in gateway}
+    theirs = {m.name: m for m in text_string_to_metric_families(worker_text or "")}
+    merged: list[Metric] = []
+    for name in dict.fromkeys([*ours, *theirs]):
+        base = name.removesuffix("_created")
+        if base != name and base in ours:
+            continue  # the text form's "_created" family: ours carries its own
+        mine, other = ours.get(name), theirs.get(name)
+        if name in GATEWAY_FAMILIES or other is None:
+            chosen = mine
+        elif name in SUMMED_FAMILIES and mine is not None:
+            chosen = _summed(mine, other)
+        else:
+            chosen = other
+        if chosen is not None:
+            merged.append(chosen)
+    up = GaugeMetricFamily(
+        "fleetwarden_process_up", "1 when the process answers, by process", labels=["process"]
+    )
+    up.add_metric(["gateway"], 1)
+    up.add_metric(["worker"], 1 if worker_text is not None else 0)
+    merged.append(up)
+
+    class _Fixed(Collector):
+        def collect(self) -> Iterator[Metric]:
+            return iter(merged)
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fixed())
+    return generate_latest(registry)
+
+
+def _summed(a: Metric, b: Metric) -> Metric:
+    out = Metric(a.name, a.documentation, a.type, a.unit)
+    values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for sample in [*a.samples, *b.samples]:
+        key = (sample.name, tuple(sorted(sample.labels.items())))
+        if key in values and sample.name.endswith("_created"):
+            values[key] = min(values[key], sample.value)  # the earlier start
+        else:
+            values[key] = values.get(key, 0.0) + sample.value
+    for (name, labels), value in values.items():
+        out.add_sample(name, dict(labels), value)
+    return out

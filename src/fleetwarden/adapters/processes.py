@@ -8,7 +8,7 @@ fsync) and answers; the **worker** process consumes the queue and runs everythin
 (watchers, inspections, healing, the audit store, the read API and the dashboard, which the
 gateway passes on over a private Unix socket).
 
-The supervisor (this module, started by ``entrypoints/supervisor.py``; the decisions are
+The supervisor (this module, started by ``wiring/supervisor.py``; the decisions are
 ``app/supervising.py``, passed in as ``decide``):
 
 * holds the queue file's lock (a second ``serve`` on the same file is refused), binds the

@@ -27,7 +27,7 @@ Decisions
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,12 +36,27 @@ from fleetwarden.core.audit import AuditKind, AuditRecord, canonical_json
 from fleetwarden.core.policy import Decision
 from fleetwarden.ports.audit import AuditStore
 
-__all__ = ["MAX_LIMIT", "NOTES_READ", "SCAN", "Page", "list_decisions", "list_events"]
+__all__ = [
+    "DECISION_FILTERS",
+    "EVENT_FILTERS",
+    "MAX_LIMIT",
+    "NOTES_READ",
+    "SCAN",
+    "BadParameter",
+    "Page",
+    "PageQuery",
+    "list_decisions",
+    "list_events",
+    "page_query",
+]
 
 MAX_LIMIT = 1000  # items per page
 SCAN = 20_000  # records read per page at most (a filter that matches little)
 NOTES_READ = 10_000  # notes read per page to find later statuses of its decisions
 _CHUNK = 500  # records per store query
+_TEXT_LIMIT = 1024  # characters of a filter value
+EVENT_FILTERS = ("source", "route", "cluster", "actor")  # list_events' filters
+DECISION_FILTERS = ("status", "source", "cluster", "actor")  # list_decisions'
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,3 +221,42 @@ async def _later_decisions(store: AuditStore, after_seq: int) -> dict[str, Decis
 def _pair(name: str, value: str | None) -> str | None:
     """``"name":"value"`` as canonical JSON writes it inside the stored payload."""
     return None if value is None else canonical_json({name: value})[1:-1]
+
+
+class BadParameter(ValueError):
+    """A query parameter that is not valid; the message names it and what it must be."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageQuery:
+    limit: int
+    before: int | None
+    filters: dict[str, str | None]  # name -> value, None when not given
+
+
+def page_query(params: Mapping[str, str], filters: Sequence[str]) -> PageQuery:
+    """``limit`` (1..MAX_LIMIT, default 100), ``cursor`` (where the page starts) and the
+    ``filters`` (1 to 1024 characters each) of a request, checked in that order;
+    ``BadParameter`` names the first that is not valid."""
+    limit = _number(params, "limit", low=1, high=MAX_LIMIT) or 100
+    before = _number(params, "cursor", low=1, high=2**63 - 1)
+    return PageQuery(limit, before, {name: _text(params, name) for name in filters})
+
+
+def _number(params: Mapping[str, str], name: str, *, low: int, high: int) -> int | None:
+    raw = params.get(name)
+    if raw is None:
+        return None
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
+        raise BadParameter(f"{name} must be an integer from {low} to {high}")
+    return int(raw)
+
+
+def _text(params: Mapping[str, str], name: str) -> str | None:
+    raw = params.get(name)
+    if raw is None:
+        return None
+    if not raw or len(raw) > _TEXT_LIMIT:
+        raise BadParameter(f"{name} must be 1 to {_TEXT_LIMIT} characters")
+    return raw

@@ -24,10 +24,11 @@ decisions -> actions -> audit records, with the live watchers feeding the same f
 - ``emit``: where every finding and lifecycle event goes (the healer, the recent-event ring,
   the findings-by-severity gauge through ``on_findings``).
 
-The entry point (``entrypoints/serve_cmd.py``) builds the adapters (queue, Kubernetes clients,
-Argo CD, Flux, notification sinks), reads the endpoints to watch, and puts the HTTP side in
-front. What this module does not do: open sockets, read files or the environment, or know
-Prometheus (metrics arrive as the ``on_latency``/``on_count``/``on_findings`` callbacks).
+The composition root (``wiring/service.py``) builds the adapters (queue, Kubernetes clients,
+Argo CD, Flux, notification sinks) and reads the endpoints to watch; the entry layer
+(``entrypoints/serve_cmd.py``) puts the HTTP side in front. What this module does not do:
+open sockets, read files or the environment, or know Prometheus (metrics arrive as the
+``on_latency``/``on_count``/``on_findings`` callbacks).
 """
 
 from __future__ import annotations

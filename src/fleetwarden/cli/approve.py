@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from fleetwarden.adapters.approvals import ApprovalError, post_approval
-from fleetwarden.cli.common import fail, warn
+from fleetwarden.cli.common import config_option, fail, warn
 from fleetwarden.formats.errors import FormatError
 
 __all__ = ["register"]
@@ -29,12 +29,7 @@ def register(app: typer.Typer) -> None:
         ],
         config: Annotated[
             Path | None,
-            typer.Option(
-                "--config",
-                "-c",
-                metavar="FILE",
-                help="The service config: its listen address and auth.admin token are used.",
-            ),
+            config_option("The service config: its listen address and auth.admin token are used."),
         ] = None,
         server: Annotated[
             str | None,
@@ -59,7 +54,7 @@ def register(app: typer.Typer) -> None:
         cancelled: this says so and exits 1, and nothing is done."""
         if config is not None:
             try:
-                from fleetwarden.entrypoints.service_config import load_service_config
+                from fleetwarden.wiring.service_config import load_service_config
 
                 cfg = load_service_config(config)
             except FormatError as exc:

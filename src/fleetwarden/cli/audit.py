@@ -13,7 +13,6 @@ These commands only read: an SQLite file that does not exist is an error, not a 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -24,16 +23,12 @@ from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
 import typer
 
 from fleetwarden.app.auditing import export_records, parse_anchors, parse_since, resolve_store_url
-from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, fail
+from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, config_option, fail
 from fleetwarden.core.audit import AuditKind
 from fleetwarden.ports.audit import AuditStoreError
-from fleetwarden.presenting.auditing import print_verify, records_table
-from fleetwarden.presenting.rendering import (
-    dumps,
-    json_safe,
-    line,
-    make_console,
-)
+from fleetwarden.presenting.auditing import print_export, print_records, print_verify
+from fleetwarden.presenting.rendering import dumps, json_safe, make_console
+from fleetwarden.wiring.auditing import with_store
 
 if TYPE_CHECKING:
     from fleetwarden.adapters.storage.audit_sql import SqlAuditStore
@@ -71,12 +66,7 @@ StoreOpt = Annotated[
 ]
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        metavar="FILE",
-        help="fleetwarden serve's YAML config: its `store` key names the store.",
-    ),
+    config_option("fleetwarden serve's YAML config: its `store` key names the store."),
 ]
 
 
@@ -93,23 +83,9 @@ def _url(store: str | None, config: Path | None) -> str:
 
 
 def _with_store(url: str, work: Callable[[SqlAuditStore], Awaitable[T]]) -> T:
-    """Open the store (read-only use: never create an SQLite file), run, close.
-
-    Every store error becomes exit 2 with its message.
-    """
-
-    # Imported here: SQLAlchemy and Alembic add half a second to every other command.
-    from fleetwarden.adapters.storage.audit_sql import open_audit_store
-
-    async def main() -> T:
-        store = await open_audit_store(url, create=False)
-        try:
-            return await work(store)
-        finally:
-            await store.close()
-
+    """``wiring.auditing.with_store``; every store error becomes exit 2 with its message."""
     try:
-        return asyncio.run(main())
+        return with_store(url, work)
     except AuditStoreError as exc:
         fail(str(exc))
 
@@ -226,12 +202,8 @@ def query(
     )
     if output is OutputFormat.json:
         sys.stdout.write(dumps([r.to_json() for r in found]) + "\n")
-        return
-    console = make_console(wide=wide)
-    if not found:
-        console.print("no audit records match", highlight=False)
-        return
-    console.print(records_table(found, wide=wide))
+    else:
+        print_records(make_console(wide=wide), found, wide=wide)
 
 
 @audit_app.command()
@@ -283,8 +255,4 @@ def export(
     finally:
         if target is not sys.stdout:
             target.close()
-    where = f" to {output}" if output else ""
-    span = f" (seq {first}..{last})" if count else ""
-    make_console(stderr=True).print(
-        line(f"exported {count} records{span}{where}"), highlight=False, soft_wrap=True
-    )
+    print_export(make_console(stderr=True), count, first, last, str(output or ""))

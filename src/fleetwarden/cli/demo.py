@@ -1,4 +1,5 @@
-"""``fleetwarden demo``: the embedded fleet, scanned by the same readers and diff as ``scan``.
+"""``fleetwarden demo``: the embedded fleet, scanned by the same readers and diff as ``scan``
+(the simulation: ``wiring/demo.py``).
 
 Live mode plays a scripted stream of changes (console edits, ``kubectl label``, scale-ups,
 upgrades, heals) and prints the findings that appear and clear after each one.
@@ -6,17 +7,13 @@ upgrades, heals) and prints the findings that appear and clear after each one.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from fleetwarden.adapters import simulated
-from fleetwarden.app import demoing
 from fleetwarden.cli.common import (
     FailOn,
     FormatOpt,
@@ -27,33 +24,10 @@ from fleetwarden.cli.common import (
 )
 from fleetwarden.core.fleet import FleetReport
 from fleetwarden.presenting.demo import change_json_lines, print_change
-from fleetwarden.presenting.rendering import (
-    demo_intro,
-    findings_table,
-    line,
-    make_console,
-)
+from fleetwarden.presenting.rendering import demo_intro, findings_table, line, make_console
+from fleetwarden.wiring import demo
 
-__all__ = ["demo", "register", "run_live"]
-
-
-def _heal(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
-    """``app.demoing.heal`` on the simulated Node API (a lost taint when nothing to heal)."""
-    healed = demoing.heal(
-        simulated.scan_fleet(fleet).findings, rng, now=datetime.now(UTC),
-        nodes=lambda cluster: simulated.SimulatedNodeRestorer(fleet, cluster),
-    )  # fmt: skip
-    return healed or simulated.drop_taint(fleet, rng)
-
-
-_CHANGES: tuple[demoing.Change, ...] = (
-    simulated.label_by_hand,
-    simulated.drop_taint,
-    simulated.console_resize,
-    simulated.upgrade,
-    _heal,
-    _heal,
-)
+__all__ = ["demo_command", "register", "run_live"]
 
 
 def run_live(
@@ -68,14 +42,11 @@ def run_live(
     wide: bool = False,
 ) -> None:
     """Print the initial state, then one simulated change per ``interval`` and its effect."""
-    fleet, desired = simulated.build_fleet(), simulated.demo_desired()
     if not json_lines:
         console.print(findings_table(report.findings, title="demo fleet: current drift", wide=wide))
         console.print(line((demo_intro(steps, interval), "dim")))
-    for now, what, events in demoing.simulate(
-        fleet, report, lambda: simulated.scan_fleet(fleet, desired), _CHANGES,
-        random.Random(seed), steps=steps, interval=interval, sleep=sleep,
-    ):  # fmt: skip
+    changes = demo.live_changes(report, steps=steps, interval=interval, seed=seed, sleep=sleep)
+    for now, what, events in changes:
         if json_lines:
             for text in change_json_lines(now, what, events):
                 print(text)
@@ -83,7 +54,7 @@ def run_live(
             print_change(console, now, what, events)
 
 
-def demo(
+def demo_command(
     once: Annotated[
         bool,
         typer.Option(
@@ -104,7 +75,7 @@ def demo(
     """Run on an embedded, reproducible fleet (3 clusters on AWS, GCP and Azure; 14 pools;
     120+ nodes) with drift planted in every layer, including seed 000's incident
     (m5.large -> t3.medium changed in the cloud console)."""
-    report = simulated.scan_demo()
+    report = demo.scan_demo()
     if once:
         emit_report(report, output, wide=wide)
         raise typer.Exit(exit_code(report.findings, FailOn.high))
@@ -121,4 +92,4 @@ def demo(
 
 def register(app: typer.Typer) -> None:
     """Add ``demo`` to the command line."""
-    app.command("demo")(demo)
+    app.command("demo")(demo_command)

@@ -17,22 +17,16 @@ from typing import Annotated
 import typer
 
 from fleetwarden.app.fleet import build_versions, drift_of_app, skipped_json
-from fleetwarden.cli.common import FailOn, FailOnOpt, FormatOpt, OutputFormat, WideOpt, exit_code
-from fleetwarden.cli.sources import (
-    AppOpt,
-    ArgoAppOpt,
-    ArgoInsecureOpt,
-    ArgoServerOpt,
-    ConfigOpt,
-    ContextOpt,
-    DesiredOpt,
-    KubeconfigOpt,
-    NamespaceOpt,
-    RevisionOpt,
-    WorkloadsOpt,
-    live_sources,
-    load_fleet,
+from fleetwarden.cli.common import (
+    FailOn,
+    FailOnOpt,
+    FormatOpt,
+    OutputFormat,
+    WideOpt,
+    exit_code,
+    with_options,
 )
+from fleetwarden.cli.sources import LoadedFleet, load_fleet
 from fleetwarden.core.findings import Severity
 from fleetwarden.presenting.rendering import dumps, make_console
 from fleetwarden.presenting.workloads import print_drift, print_versions
@@ -40,18 +34,8 @@ from fleetwarden.presenting.workloads import print_drift, print_versions
 __all__ = ["diff_command", "register", "versions_command"]
 
 
+@with_options(load_fleet, "loaded")
 def versions_command(
-    app: AppOpt,
-    desired: DesiredOpt = None,
-    workloads: WorkloadsOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    namespace: NamespaceOpt = None,
-    argocd_app: ArgoAppOpt = None,
-    argocd_server: ArgoServerOpt = None,
-    argocd_insecure: ArgoInsecureOpt = False,
-    revision: RevisionOpt = None,
-    config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
     fail_on: FailOnOpt = FailOn.high,
     drift_only: Annotated[
@@ -63,6 +47,8 @@ def versions_command(
         ),
     ] = False,
     wide: WideOpt = False,
+    *,
+    loaded: LoadedFleet,  # --app and the inputs, before --format
 ) -> None:
     """Which image of the app runs in every cluster: a cluster x container table, marking
     each cluster that diverges from Git and from its peers. Image drift is high: exit 1
@@ -75,10 +61,7 @@ def versions_command(
         --argocd-app shop --argocd-server argocd.example.com
         --kubeconfig ~/.kube/fleet.yaml
     """
-    live = live_sources(
-        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
-    )
-    state, desired_idx, observed, fleet = load_fleet(app, desired, workloads, config, live)
+    app, state, desired_idx, observed, fleet = loaded
     doc = build_versions(app, desired_idx, observed, namespace=fleet.options.namespace)
     if drift_only:
         doc["rows"] = [r for r in doc["rows"] if r["drift"] or r["divergesFromPeers"]]
@@ -91,22 +74,14 @@ def versions_command(
     raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
 
 
+@with_options(load_fleet, "loaded")
 def diff_command(
-    app: AppOpt,
-    desired: DesiredOpt = None,
-    workloads: WorkloadsOpt = None,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    namespace: NamespaceOpt = None,
-    argocd_app: ArgoAppOpt = None,
-    argocd_server: ArgoServerOpt = None,
-    argocd_insecure: ArgoInsecureOpt = False,
-    revision: RevisionOpt = None,
-    config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
     fail_on: FailOnOpt = FailOn.high,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
     wide: WideOpt = False,
+    *,
+    loaded: LoadedFleet,  # --app and the inputs, before --format
 ) -> None:
     """Every drift of the app per cluster: image (repository, tag, digest), configuration
     (ConfigMap/Secret content, env, envFrom), resources (requests, limits, replicas unless
@@ -118,10 +93,7 @@ def diff_command(
       fleetwarden fleet diff --app shop -d rendered/ --kubeconfig ~/.kube/config
         --context prod
     """
-    live = live_sources(
-        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
-    )
-    state, desired_idx, observed, fleet = load_fleet(app, desired, workloads, config, live)
+    app, state, desired_idx, observed, fleet = loaded
     drift = drift_of_app(app, desired_idx, observed, options=fleet.options)
     if output is OutputFormat.json:
         sys.stdout.write(dumps(drift.to_json(skipped_json(state))) + "\n")

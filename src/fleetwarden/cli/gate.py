@@ -24,18 +24,13 @@ from fleetwarden.cli.common import (
     WideOpt,
     err_console,
     fail,
+    with_options,
 )
 from fleetwarden.cli.sources import (
     AppOpt,
-    ArgoAppOpt,
-    ArgoInsecureOpt,
-    ArgoServerOpt,
     ConfigOpt,
-    ContextOpt,
     DesiredOpt,
-    KubeconfigOpt,
-    NamespaceOpt,
-    RevisionOpt,
+    LiveSources,
     check_app,
     fleet_settings_or_fail,
     input_errors,
@@ -43,12 +38,13 @@ from fleetwarden.cli.sources import (
     progress,
 )
 from fleetwarden.core.findings import Severity
-from fleetwarden.presenting.rendering import dumps, line, make_console
-from fleetwarden.presenting.workloads import print_gate
+from fleetwarden.presenting.rendering import dumps, make_console
+from fleetwarden.presenting.workloads import print_gate, print_gate_blocked
 
 __all__ = ["gate_command", "register"]
 
 
+@with_options(live_sources, "live", before="config")
 def gate_command(
     app: AppOpt,
     desired: DesiredOpt = None,
@@ -80,13 +76,6 @@ def gate_command(
             "--nodes/--workloads (the PreSync hook's way).",
         ),
     ] = None,
-    kubeconfig: KubeconfigOpt = None,
-    context: ContextOpt = None,
-    namespace: NamespaceOpt = None,
-    argocd_app: ArgoAppOpt = None,
-    argocd_server: ArgoServerOpt = None,
-    argocd_insecure: ArgoInsecureOpt = False,
-    revision: RevisionOpt = None,
     config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
     fail_on: Annotated[
@@ -98,6 +87,8 @@ def gate_command(
         ),
     ] = FailOn.high,
     wide: WideOpt = False,
+    *,
+    live: LiveSources,  # the shared live options, before --config
 ) -> None:
     """Argo CD PreSync gate: exit 1 (and say why) when a workload of the app would not
     schedule (nodeSelector, affinity, tolerations, requests vs allocatable) or a pool it
@@ -114,12 +105,9 @@ def gate_command(
         --in-cluster prod-eu-1
     """
     settings, fleet = fleet_settings_or_fail(config)
-    live = live_sources(
-        kubeconfig, context, namespace, argocd_app, argocd_server, argocd_insecure, revision
-    )
     if not desired and not live.argocd_apps:
         fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
-    if not nodes and kubeconfig is None and in_cluster is None:
+    if not nodes and live.kubeconfig is None and in_cluster is None:
         fail("no nodes: give --nodes PATH, --kubeconfig FILE or --in-cluster CLUSTER")
     with input_errors():
         state, node_map, observed = read_gate(
@@ -141,15 +129,8 @@ def gate_command(
         sys.stdout.write(dumps(result.to_json()) + "\n")
     else:
         print_gate(make_console(wide=wide), result, wide=wide)
-    if result.blocked and output is OutputFormat.json:
-        # stdout is for machines: one line for people on stderr (the table says it already)
-        first = result.reasons[0] if result.reasons else ""
-        more = f" (+{len(result.reasons) - 1} more)" if len(result.reasons) > 1 else ""
-        err_console().print(
-            line(f"fleetwarden gate: blocked sync of {app}: {first}{more}"),
-            highlight=False,
-            soft_wrap=True,
-        )
+    if result.blocked and output is OutputFormat.json:  # stdout is for machines
+        print_gate_blocked(err_console(), app, result)
     raise typer.Exit(1 if result.blocked else 0)
 
 

@@ -8,16 +8,13 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NamedTuple
 
 import typer
 
 from fleetwarden.adapters.fleet_inputs import LiveSources, load_fleet_settings, read_fleet
 from fleetwarden.app.fleet import missing_app
-from fleetwarden.cli.common import (
-    err_console,
-    fail,
-)
+from fleetwarden.cli.common import config_option, err_console, fail, with_options
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.formats.errors import FormatError
@@ -36,6 +33,7 @@ __all__ = [
     "DesiredOpt",
     "KubeconfigOpt",
     "LiveSources",
+    "LoadedFleet",
     "NamespaceOpt",
     "RevisionOpt",
     "WorkloadsOpt",
@@ -143,30 +141,28 @@ RevisionOpt = Annotated[
 
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        metavar="FILE",
-        help="YAML config: `fleet:` (appLabel, namespace, ignoreDifferences in Argo CD's "
-        "format, severities, ignore) and `scan:` (pool diff options, for the gate).",
+    config_option(
+        "YAML config: `fleet:` (appLabel, namespace, ignoreDifferences in Argo CD's "
+        "format, severities, ignore) and `scan:` (pool diff options, for the gate)."
     ),
 ]
 
 
 def live_sources(
-    kubeconfig: Path | None,
-    contexts: list[str] | None,
-    namespaces: list[str] | None,
-    argocd_apps: list[str] | None,
-    argocd_server: str | None,
-    argocd_insecure: bool,
-    revision: str | None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    namespace: NamespaceOpt = None,
+    argocd_app: ArgoAppOpt = None,
+    argocd_server: ArgoServerOpt = None,
+    argocd_insecure: ArgoInsecureOpt = False,
+    revision: RevisionOpt = None,
 ) -> LiveSources:
+    """The live options ``fleet`` and ``gate`` share (``cli.common.with_options``)."""
     return LiveSources(
         kubeconfig=kubeconfig,
-        contexts=tuple(contexts or ()),
-        namespaces=tuple(namespaces or ()),
-        argocd_apps=tuple(argocd_apps or ()),
+        contexts=tuple(context or ()),
+        namespaces=tuple(namespace or ()),
+        argocd_apps=tuple(argocd_app or ()),
         argocd_server=argocd_server,
         argocd_insecure=argocd_insecure,
         revision=revision,
@@ -203,13 +199,27 @@ def input_errors() -> Iterator[None]:
         fail(exc.reason)  # fail() prints it literally
 
 
+class LoadedFleet(NamedTuple):
+    """An application's desired and observed state, read for ``fleet versions | diff``."""
+
+    app: str
+    state: DesiredState
+    desired: dict[str, wl.ObjectIndex]  # cluster -> the app's desired objects there
+    observed: dict[str, wl.ObjectIndex]
+    fleet: FleetSettings
+
+
+@with_options(live_sources, "live", before="config")
 def load_fleet(
-    app: str,
-    desired: list[str] | None,
-    workloads: list[str] | None,
-    config: Path | None,
-    live: LiveSources,
-) -> tuple[DesiredState, dict[str, wl.ObjectIndex], dict[str, wl.ObjectIndex], FleetSettings]:
+    app: AppOpt,
+    desired: DesiredOpt = None,
+    workloads: WorkloadsOpt = None,
+    config: ConfigOpt = None,
+    *,
+    live: LiveSources,  # the shared live options, before --config
+) -> LoadedFleet:
+    """The options of ``fleet versions | diff`` that name the inputs (``with_options``),
+    read; exit 2 naming what is missing or unreadable."""
     settings, fleet = fleet_settings_or_fail(config)
     if not desired and not live.argocd_apps:
         fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
@@ -226,4 +236,4 @@ def load_fleet(
             f"no cluster to compare: {len(state.unreadable)} files were skipped, "
             f"e.g. {first.path}: {first.reason}"
         )
-    return state, state.indexes(observed), observed, fleet
+    return LoadedFleet(app, state, state.indexes(observed), observed, fleet)

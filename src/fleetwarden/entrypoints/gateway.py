@@ -31,8 +31,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden import logs
-from fleetwarden.adapters.metrics import ServiceMetrics
+from fleetwarden.adapters.metrics import IngestMetrics, ServiceMetrics
 from fleetwarden.app.ingesting import Ingest, Parser, SourceAuth, is_count
+from fleetwarden.app.service_config import ServiceConfig
 from fleetwarden.core import access
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
@@ -41,7 +42,7 @@ from fleetwarden.formats.events import Reply
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
-__all__ = ["GatewayConfig", "create_app"]
+__all__ = ["GatewayConfig", "create_app", "gateway_config"]
 
 log = logs.get_logger("fleetwarden.gateway")
 
@@ -58,32 +59,26 @@ class GatewayConfig:
     door: access.DoorConfig = field(default_factory=access.DoorConfig)
 
 
+def gateway_config(config: ServiceConfig, known_pools: dict[str, set[str]]) -> GatewayConfig:
+    """The gateway's limits and the door's rules of this configuration."""
+    admin = config.auth.get("admin")
+    return GatewayConfig(
+        auth=config.auth,
+        body_limit=config.body_limit,
+        replay_window=config.replay_window,
+        known_pools=known_pools,
+        batch_events=config.batch_events,
+        door=access.DoorConfig(
+            allowed_hosts=config.allowed_hosts,
+            read=config.read,
+            admin_tokens=admin.bearer_tokens if admin is not None else (),
+            metrics_public=config.metrics_public,
+        ),
+    )
+
+
 class _TooLarge(Exception):
     pass
-
-
-class _Counters:
-    """The ingest counters over the service's Prometheus metrics (label children kept)."""
-
-    def __init__(self, metrics: ServiceMetrics, parsers: Mapping[str, Any]) -> None:
-        self.metrics = metrics
-        self.received = {src: metrics.received.labels(src) for src in parsers}
-        self.accepted = {src: metrics.accepted.labels(src) for src in parsers}
-        self.rejected: dict[tuple[str, str], Any] = {}
-
-    def reject(self, source: str, reason: str) -> None:
-        child = self.rejected.get((source, reason))
-        if child is None:
-            child = self.rejected[(source, reason)] = self.metrics.rejected.labels(source, reason)
-        child.inc()
-
-    def accept(self, source: str, events: int, folded: int) -> None:
-        self.accepted[source].inc(events)
-        if folded:
-            self.metrics.duplicates.inc(folded)
-
-    def handshake(self, source: str) -> None:
-        self.metrics.handshakes.labels(source).inc()
 
 
 # the reason label of a 4xx a route answered (the ingest path and the door name their own)
@@ -140,7 +135,7 @@ def create_app(
     metrics = metrics or ServiceMetrics()
     recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
 
-    counters = _Counters(metrics, parsers)
+    counters = IngestMetrics(metrics, parsers)
     reject = counters.reject
     ingest = Ingest(
         queue,

@@ -1,4 +1,5 @@
-"""``fleetwarden audit`` for people: the records table and the verdict of ``verify``."""
+"""``fleetwarden audit`` for people: the records table, the verdict of ``verify``, the line
+that sums up an export."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from fleetwarden.app.healing import record_summary
 from fleetwarden.core.audit import AuditRecord, VerifyResult
 from fleetwarden.presenting.rendering import Col, Grid, line, literal
 
-__all__ = ["print_verify", "records_table"]
+__all__ = ["print_export", "print_records", "print_verify", "records_table"]
 
 
 def print_verify(console: Console, result: VerifyResult) -> None:
@@ -53,3 +54,18 @@ def records_table(found: list[AuditRecord], *, wide: bool = False) -> Grid:
             literal(r.id),
         )
     return table
+
+
+def print_records(console: Console, found: list[AuditRecord], *, wide: bool = False) -> None:
+    """The records found, as a table, or a line saying that none match."""
+    if not found:
+        console.print("no audit records match", highlight=False)
+        return
+    console.print(records_table(found, wide=wide))
+
+
+def print_export(console: Console, count: int, first: int, last: int, where: str) -> None:
+    """``exported N records (seq A..B) to FILE``, one line."""
+    span = f" (seq {first}..{last})" if count else ""
+    where = f" to {where}" if where else ""
+    console.print(line(f"exported {count} records{span}{where}"), highlight=False, soft_wrap=True)

@@ -30,6 +30,7 @@ from fleetwarden.presenting.rendering import (
 __all__ = [
     "print_drift",
     "print_gate",
+    "print_gate_blocked",
     "print_skipped_state",
     "print_versions",
     "workload_findings_table",
@@ -210,3 +211,15 @@ def workload_findings_table(
             literal(f.message),
         )
     return table
+
+
+def print_gate_blocked(console: Console, app: str, result: GateResult) -> None:
+    """One line for people on stderr when JSON went to stdout: the first reason, and how many
+    more (the table says it already)."""
+    first = result.reasons[0] if result.reasons else ""
+    more = f" (+{len(result.reasons) - 1} more)" if len(result.reasons) > 1 else ""
+    console.print(
+        line(f"fleetwarden gate: blocked sync of {app}: {first}{more}"),
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -4,11 +4,11 @@ process work is ``adapters/processes.py``, the decisions ``app/supervising.py``)
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from fleetwarden.adapters import processes
 from fleetwarden.app import supervising
 from fleetwarden.app.service_config import ServiceConfig
-from fleetwarden.cli.common import warn
 
 __all__ = ["run", "wanted"]
 
@@ -23,10 +23,15 @@ def wanted(config: ServiceConfig) -> bool:
     )
 
 
-def run(config: ServiceConfig, *, policy: supervising.RestartPolicy | None = None) -> int:
+def run(
+    config: ServiceConfig,
+    *,
+    warn: Callable[[str], None],
+    policy: supervising.RestartPolicy | None = None,
+) -> int:
     """Supervise the gateway and the worker until SIGTERM/SIGINT (0) or a child's
-    configuration error (its code). Raises FormatError when the queue file is taken or the
-    listen address cannot be bound."""
+    configuration error (its code); ``warn`` prints a line for the operator. Raises
+    FormatError when the queue file is taken or the listen address cannot be bound."""
     policy = policy or supervising.RestartPolicy()
 
     def decide(name: str, code: int, started: float, ended: float, failures: int) -> processes.Step:

@@ -1,0 +1,91 @@
+"""The gateway process's link to the worker process of a supervised ``serve``: HTTP over the
+worker's private Unix socket. What the worker answers comes back as values; a worker that is
+not answering (restarting) is ``WorkerUnreachable``, a request that cannot be written on
+(the client's fault) ``Unsendable``: no httpx exception leaves this module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+__all__ = ["Answer", "Unsendable", "WorkerLink", "WorkerUnreachable", "end_to_end"]
+
+Headers = list[tuple[bytes, bytes]]
+
+# hop-by-hop headers (RFC 9110 7.6.1) and the length, which is set again for the body sent
+_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"content-length",
+    }
+)
+
+
+class WorkerUnreachable(Exception):
+    """The worker did not answer (it may be restarting)."""
+
+
+class Unsendable(Exception):
+    """The request cannot be passed on as it came (h11 refuses to write it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    headers: Headers  # end-to-end headers, with the content's length
+    content: bytes
+
+
+def end_to_end(headers: Iterable[tuple[bytes, bytes]]) -> Headers:
+    """``headers`` without the hop-by-hop ones."""
+    return [(k, v) for k, v in headers if k.lower() not in _HOP]
+
+
+class WorkerLink:
+    def __init__(self, socket_path: str) -> None:
+        self._client = httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(uds=socket_path), base_url="http://worker"
+        )
+
+    async def health(self) -> tuple[Any, str]:
+        """The worker's ``/healthz`` JSON (None unless 200), or why there is none."""
+        try:
+            resp = await self._client.get("/healthz", headers={"host": "localhost"}, timeout=2.0)
+            answer = resp.json() if resp.status_code == 200 else None
+            return answer, "" if answer is not None else f"answered {resp.status_code}"
+        except (httpx.HTTPError, ValueError) as exc:
+            return None, f"no answer ({type(exc).__name__})"
+
+    async def metrics(self, headers: Headers) -> str | None:
+        """The worker's ``/metrics`` text, or None when it does not answer 200."""
+        try:
+            resp = await self._client.get("/metrics", headers=headers, timeout=5.0)
+        except httpx.HTTPError:
+            return None
+        return resp.text if resp.status_code == 200 else None
+
+    async def forward(self, method: str, target: str, headers: Headers, body: bytes) -> Answer:
+        """The request passed on; the worker's answer with its end-to-end headers."""
+        try:
+            resp = await self._client.request(
+                method, target, headers=headers, content=body, timeout=30.0
+            )
+        except httpx.LocalProtocolError as exc:  # a request h11 will not write: the client's
+            raise Unsendable(str(exc)) from None
+        except httpx.HTTPError as exc:
+            raise WorkerUnreachable(type(exc).__name__) from None
+        length = (b"content-length", str(len(resp.content)).encode())
+        return Answer(resp.status_code, [*end_to_end(resp.headers.raw), length], resp.content)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

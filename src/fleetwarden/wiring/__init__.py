@@ -1,0 +1,17 @@
+"""The composition roots: adapters assembled into the app's use cases, for ``serve`` and the
+commands.
+
+``service`` builds the pipeline (``app/serving.py``) over its adapters (queue, Kubernetes and
+Argo CD clients, Flux, notification sinks, leases, the audit store, Prometheus metrics);
+``running`` runs an ASGI app under uvicorn with the service's GC settings; ``service_config``
+binds the audit store's SQLite checks into ``app/service_config.py``; ``supervisor`` binds
+``app/supervising.py`` into ``adapters/processes.py``; ``workloads`` loads the followed
+applications' desired state through ``adapters/workload_sources.py``. The commands that need
+several clients have theirs: ``watching`` (``watch``), ``upgrading`` (``upgrade plan | run``),
+``auditing`` (``audit``), ``demo`` (the simulated fleet).
+
+It sits between the entry layers (``cli``, ``entrypoints``: arguments, HTTP requests and
+responses) and the adapters: it may import adapters, app, ports, formats, core and
+presenting (values shown literally, the watch sinks), never an entry layer. It holds no
+decision (``app``/``core``) and no HTTP route (``entrypoints``).
+"""
