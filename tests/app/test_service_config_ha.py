@@ -64,3 +64,21 @@ async def test_healthz_and_the_metric_say_leader_only_where_healing_runs(tmp_pat
     await service.queue.close()
     assert health["leader"] is leader
     assert f"fleetwarden_leader {float(leader)}" in metrics
+
+
+async def test_serve_feeds_the_cloud_delivery_delay_histogram(tmp_path):
+    """The composition root hands the inspector the histogram of the provider's own delivery
+    delay (event time -> received): what it observes is on /metrics, by provider."""
+    cfg = service_config_from(
+        {"queuePath": str(tmp_path / "q.db"), "store": f"sqlite:///{tmp_path / 'a.db'}"},
+        source="svc.yaml",
+    )
+    service = build_service(cfg)
+    hook = service.inspector.on_delivery_delay
+    assert hook is not None
+    hook("aws", 42.0)
+    transport = httpx.ASGITransport(app=service.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        metrics = (await client.get("/metrics")).text
+    await service.queue.close()
+    assert 'fleetwarden_event_delivery_delay_seconds_count{provider="aws"} 1.0' in metrics

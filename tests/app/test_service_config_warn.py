@@ -1,28 +1,26 @@
 """``policy.warn`` in the serve config: read into the healer's policy (and its fingerprint),
-and every mistake refused as ``FILE: policy.warn[i].KEY: reason``. Until serve's wiring passes
-the rules on (``WARN_APPLIED_BY_SERVE``), valid rules are refused rather than ignored."""
+every mistake refused as ``FILE: policy.warn[i].KEY: reason``, and the rules passed on to the
+pipeline by serve's composition root."""
 
 from __future__ import annotations
 
 import pytest
 
-from fleetwarden.app import service_config
 from fleetwarden.app.serving import ServingSettings, healing_policy
-from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.wiring.service import serving_settings
+from fleetwarden.wiring.service_config import service_config_from
 
 RULE = {"owner": {"kind": "HelmRelease", "name": "podinfo"}, "fields": ["spec.replicas"]}
 
 
-def test_valid_rules_are_refused_while_serve_does_not_apply_them():
-    with pytest.raises(FormatError) as caught:
-        service_config_from({"policy": {"mode": "enforce", "warn": [RULE]}}, source="svc.yaml")
-    assert caught.value.field == "policy.warn" and "does not apply them" in caught.value.reason
+def test_serve_passes_the_warn_rules_to_the_pipeline():
+    cfg = service_config_from({"policy": {"mode": "enforce", "warn": [RULE]}}, source="svc.yaml")
+    assert serving_settings(cfg).warn == cfg.warn and len(cfg.warn) == 1
     assert service_config_from({"policy": {"warn": []}}, source="svc.yaml").warn == ()
 
 
-def test_the_warn_rules_reach_the_policy_and_its_fingerprint(monkeypatch):
-    monkeypatch.setattr(service_config, "WARN_APPLIED_BY_SERVE", True)
+def test_the_warn_rules_reach_the_policy_and_its_fingerprint():
     cfg = service_config_from({"policy": {"mode": "enforce", "warn": [RULE]}}, source="svc.yaml")
     (rule,) = cfg.warn
     assert (rule.owner.kind, rule.owner.name, rule.fields) == (

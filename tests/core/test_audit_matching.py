@@ -95,3 +95,22 @@ def test_the_match_is_a_successful_write_in_the_window_and_independent_of_order(
         best = min(actors._audit_gap(e, T0) for e in in_window)
         assert actors._audit_gap(hit, T0) == best
         assert again is not None and actors._audit_gap(again, T0) == best and again.at == hit.at
+
+
+@given(st.permutations(["alice", "admin"]), st.integers(0, 999), st.integers(0, 999))
+def test_a_request_that_named_its_field_manager_is_matched_to_that_manager_only(order, ms_a, ms_b):
+    """Two writers within one managedFields second, neither client the manager's program:
+    the request whose URI said ``?fieldManager=argocd-controller`` is the one, whatever the
+    times and the log's order (the live flake this came from: alice's nearer patch won)."""
+    by = {
+        "alice": ev("a", at=T0 + timedelta(milliseconds=ms_a), field_manager="kubectl-label"),
+        "admin": ev(
+            "b", user="fw-admin", user_agent="python-httpx/0.28", field_manager="argocd-controller",
+            at=T0 + timedelta(milliseconds=ms_b),
+        ),
+    }  # fmt: skip
+    events = [by[name] for name in order]
+    assert actors.match_audit(OBJ, events, manager="argocd-controller") == by["admin"]
+    assert actors.match_audit(OBJ, events, manager="kubectl-label") == by["alice"]
+    # a manager no request named: only the requests that named none could be it
+    assert actors.match_audit(OBJ, events, manager="helm") is None

@@ -187,3 +187,56 @@ def test_watch_with_audit_log_prints_the_user_behind_a_kubectl_label(k8s, tmp_pa
         "kubectl-label",
         KUBECTL_AGENT,
     )
+
+
+async def test_serve_joins_the_audit_log_of_auditlogs_in_its_config(k8s, tmp_path):
+    """``auditLogs:`` in serve's config: the finding /api/findings lists names the user behind
+    the field manager, as ``watch --audit-log`` does."""
+    from fleetwarden.entrypoints.serve_cmd import build_service
+    from fleetwarden.wiring.running import serve
+    from fleetwarden.wiring.service_config import load_service_config
+    from tests.e2e.test_heal_live import _config, _node, _until
+
+    ep = load_kubeconfig(Path(k8s["kubeconfig"]))[0]
+    cfg = _config(tmp_path, k8s["kubeconfig"], ep.name, "dry-run")
+    raw = json.loads(cfg.read_text())
+    raw["auditLogs"] = {ep.name: k8s["clusters"][0]["audit_log"]}
+    cfg.write_text(json.dumps(raw))
+    service = build_service(load_service_config(cfg))
+    assert set(service.audit_logs) == {ep.name}
+    async with KubeClient(ep) as api, _as_user(k8s, 0, "alice", tmp_path) as alice:
+        await _clean(api)
+        await api.request("POST", "/api/v1/nodes", body=_node("sa-1", team="platform"))
+        task = asyncio.create_task(serve(service))
+        try:
+            await _until(
+                lambda: (w := service.fleet.watcher(ep.name)) is not None and w.synced.is_set(),
+                timeout=30,
+            )
+            r = await alice.patch(
+                "/api/v1/nodes/sa-1",
+                params={"fieldManager": "kubectl-label"},
+                json={"metadata": {"labels": {"team": "payments"}}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            assert r.status_code == 200, r.text
+            (found,) = await _until(
+                lambda: [
+                    f
+                    for f in service.findings()
+                    if f.field == "labels.team"
+                    and (f.extra.get("actor") or {}).get("via") == "audit"
+                ],
+                timeout=30,
+            )
+            actor = found.to_json()["actor"]
+            assert (actor["name"], actor["manager"], actor["userAgent"]) == (
+                "alice",
+                "kubectl-label",
+                KUBECTL_AGENT,
+            )
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await _clean(api)

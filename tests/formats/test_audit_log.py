@@ -54,6 +54,21 @@ def test_a_metadata_level_event_gives_user_agent_ips_object_and_times():
     assert e.annotation("authorization.k8s.io/decision") == "allow"
 
 
+@pytest.mark.parametrize(
+    ("uri", "manager"),
+    [
+        ("/api/v1/nodes/n-1?fieldManager=kubectl-label", "kubectl-label"),
+        ("/api/v1/nodes/n-1?dryRun=All&fieldManager=argocd-controller", "argocd-controller"),
+        ("/api/v1/nodes/n-1?fieldManager=a&fieldManager=b", "b"),
+        ("/api/v1/nodes/n-1", None),
+        ("/api/v1/nodes/n-1?fieldManager=", None),
+    ],
+)
+def test_the_field_manager_a_request_named_is_read_from_its_uri(uri, manager):
+    e = parse_line(line(requestURI=uri), cluster="c", path="a", line=1)
+    assert e is not None and e.field_manager == manager
+
+
 def test_an_impersonated_request_is_the_impersonated_users():
     e = parse_line(line(impersonatedUser={"username": "bob"}), cluster="c", path="a", line=1)
     assert e is not None and e.user == "bob"

@@ -116,9 +116,7 @@ SERVICE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        # auditLogs: read by watch and deprecations --live; serve does not read them yet, so
-        # its config refuses the key rather than ignore it
-        **{k: v for k, v in CONFIG_SCHEMA["properties"].items() if k != "auditLogs"},
+        **CONFIG_SCHEMA["properties"],  # auditLogs too: serve's watchers join them
         "listen": {"type": "string", "pattern": r"^[^:\s]+:\d{1,5}$"},
         "store": {"type": "string", "minLength": 1},
         # a nats:// URL may carry credentials: env:NAME / file:PATH, like every secret
@@ -434,7 +432,10 @@ def service_config_from(
         for k, v in (raw.get("limits") or {}).items()
         if k in ("desiredFileBytes", "nodesFileBytes")
     }
-    scan = settings_from({"scan": raw.get("scan") or {}, "limits": file_limits}, source=source)
+    scan_raw = {"scan": raw.get("scan") or {}, "limits": file_limits}
+    if "auditLogs" in raw:  # cluster -> its API server's audit log, for the watchers
+        scan_raw["auditLogs"] = raw["auditLogs"]
+    scan = settings_from(scan_raw, source=source)
     host, _, port = raw.get("listen", "127.0.0.1:8080").rpartition(":")
     auth = {}
     read = ReadAuth()
@@ -592,26 +593,12 @@ class AppSource:
     argocd: tuple[str, ...] = ()
 
 
-# The pipeline's settings are built from this config in ``entrypoints/serve_cmd.py``
-# (``serving_settings``), which does not pass ``warn`` on yet. Until it does, valid rules are
-# refused rather than accepted and ignored: a field meant to be warn-only must never be healed.
-WARN_APPLIED_BY_SERVE = False
-
-
 def _warn(raw: Any, source: str) -> tuple[WarnRule, ...]:
     try:
         rules = parse_warn(raw, where="policy.warn")
     except ValueError as exc:
         where, _, reason = str(exc).partition(": ")
         raise FormatError(source, reason, field=where) from None
-    if rules and not WARN_APPLIED_BY_SERVE:
-        raise FormatError(
-            source,
-            "the rules are valid, but this build's serve does not apply them yet "
-            "(serving_settings passes no warn rules); remove policy.warn rather than have "
-            "those fields healed",
-            field="policy.warn",
-        )
     return rules
 
 

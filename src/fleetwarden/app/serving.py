@@ -72,6 +72,7 @@ from fleetwarden.core.policy import Guards, Mode, Policy, WarnRule, fingerprint
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
+from fleetwarden.ports.audit_logs import AuditLogSource
 from fleetwarden.ports.kube import ClientFactory, KubeApi
 from fleetwarden.ports.notify import Sink
 from fleetwarden.ports.queue import EventQueue
@@ -164,6 +165,7 @@ class Serving:
         elector: Elector | None = None,
         membership: Membership | None = None,
         identity: str | None = None,
+        audit_logs: Mapping[str, AuditLogSource] | None = None,
     ) -> None:
         self.settings, self.specs, self.queue = settings, list(specs), queue
         self.snapshot: dict[str, list[ObservedNode]] = dict(snapshot or {})
@@ -179,7 +181,10 @@ class Serving:
             self.emit,
             tracker=self.tracker,
             settings=WatchSettings(
-                probe_interval=settings.probe_interval, options=settings.options, capacity=True
+                probe_interval=settings.probe_interval,
+                options=settings.options,
+                capacity=True,
+                audit_logs=dict(audit_logs or {}),  # managedFields actors joined with them
             ),
             now=clock.now,
             # workloads are watched only for followed apps (the six kinds cost a list each)

@@ -497,6 +497,7 @@ class AuditEvent:
     api_version: str = ""
     subresource: str = ""
     annotations: tuple[tuple[str, str], ...] = ()
+    field_manager: str | None = None  # the request's ?fieldManager= (requestURI), if it named one
 
     def annotation(self, key: str) -> str | None:
         return next((v for k, v in self.annotations if k == key), None)
@@ -584,7 +585,10 @@ def match_audit(
     namespace, a write verb not to the ``status`` subresource, a finished stage and no error
     code, its request span within
     ``window`` of the time. Of several, one whose user agent is the manager's program
-    (``kubectl/...`` for ``kubectl-label``) wins, then the nearest in time, then the latest."""
+    (``kubectl/...`` for ``kubectl-label``) wins, then the nearest in time, then the latest.
+    A request that named its field manager (``?fieldManager=`` in its URI) is the evidence
+    itself: it is a candidate only for that manager. managedFields times are whole seconds,
+    so two writers within a second are told apart by that, not by the time."""
     best: tuple[bool, timedelta, datetime, AuditEvent] | None = None
     wanted = _program(manager) if manager else None
     for e in events:
@@ -599,10 +603,13 @@ def match_audit(
             or (e.code is not None and e.code >= 400)
         ):
             continue
+        if manager and e.field_manager and e.field_manager != manager:
+            continue  # the request said which manager wrote: another one
         gap = _audit_gap(e, obj.at)
         if gap > window:
             continue
-        key = (wanted is None or _program(e.user_agent) != wanted, gap, e.at, e)
+        named = manager is not None and e.field_manager == manager
+        key = (not named and (wanted is None or _program(e.user_agent) != wanted), gap, e.at, e)
         if best is None or key[:2] < best[:2] or (key[:2] == best[:2] and e.at > best[2]):
             best = key
     return None if best is None else best[3]

@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from fleetwarden.core.actors import AuditEvent
 from fleetwarden.core.events import parse_time
@@ -127,7 +128,16 @@ def parse_line(text: str, *, cluster: str, path: str, line: int) -> AuditEvent |
         api_version=_str(ref, "apiVersion", path, line, where="objectRef"),
         subresource=_str(ref, "subresource", path, line, where="objectRef"),
         annotations=annotations,
+        field_manager=_field_manager(_str(raw, "requestURI", path, line)),
     )
+
+
+def _field_manager(uri: str) -> str | None:
+    """The ``fieldManager`` query parameter of a request URI (the last one, as the API server
+    reads it), or None."""
+    query = urlsplit(uri).query if "?" in uri else ""
+    values = parse_qs(query, keep_blank_values=False).get("fieldManager")
+    return values[-1] if values else None
 
 
 @dataclass

@@ -29,6 +29,7 @@ import httpx
 from fleetwarden import logs
 from fleetwarden.adapters import files, processes
 from fleetwarden.adapters.argocd.client import ArgoCDClient
+from fleetwarden.adapters.audit_logs import AuditLogTail
 from fleetwarden.adapters.flux import FluxClient
 from fleetwarden.adapters.journal import EventJournal
 from fleetwarden.adapters.kube.config import (
@@ -97,6 +98,8 @@ def serving_settings(config: ServiceConfig) -> ServingSettings:
         max_fleet=config.max_fleet,
         ownership=config.ownership,
         argocd_url=config.argocd_url,
+        warn=config.warn,
+        argocd_refresh=config.argocd_refresh,
     )
 
 
@@ -126,11 +129,13 @@ class Service(Serving):
         identity: str | None = None,
         lease_clients: Sequence[KubeApi] = (),
         heals: bool = True,
+        audit_logs: Mapping[str, AuditLogTail] | None = None,
     ) -> None:
         self.config, self.argocd = config, argocd
         # a gateway (role gateway, or role all's gateway process) never heals: never a leader
         self.heals = heals and config.role != "gateway"
         self.lease_clients = list(lease_clients)  # closed when serve stops
+        self.audit_logs = dict(audit_logs or {})  # closed when serve stops
         self.metrics = m = ServiceMetrics()
         super().__init__(
             serving_settings(config),
@@ -145,6 +150,7 @@ class Service(Serving):
             sinks=build_sinks(config.notify),
             feeds=build_event_feeds(config.notify),
             on_latency=m.event_to_finding.observe,
+            on_delivery_delay=lambda p, s: m.event_delivery_delay.labels(p).observe(s),
             on_count=inspection_counter(
                 m.duplicates.inc, m.coalesced.inc, lambda r, n: m.inspections.labels(r).inc(n)
             ),
@@ -152,6 +158,7 @@ class Service(Serving):
             elector=elector,
             membership=membership,
             identity=identity,
+            audit_logs=self.audit_logs,
         )
         m.leader.set_function(lambda: 1.0 if self.heals and self.leading else 0.0)
         loader = None
@@ -230,6 +237,8 @@ class Service(Serving):
             await self.argocd.aclose()
         for client in self.lease_clients:
             await client.aclose()
+        for tail in self.audit_logs.values():
+            tail.close()
 
 
 def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]]:
@@ -323,7 +332,25 @@ def build_service(config: ServiceConfig) -> Service:
         identity=identity,
         lease_clients=clients,
         heals=not gateway_only,
+        audit_logs={} if gateway_only else _audit_logs(config),
     )
+
+
+def _audit_logs(config: ServiceConfig) -> dict[str, AuditLogTail]:
+    """``auditLogs:`` (cluster -> the API server's audit log): each followed, its unreadable
+    lines logged as warnings. FormatError for a path that cannot be a file."""
+    tails = {}
+    for cluster, path in config.scan.audit_logs.items():
+        file = Path(path).expanduser()
+        if file.is_dir() or not file.parent.is_dir():
+            raise FormatError(
+                "serve config", f"{file}: not a file in an existing directory",
+                field=f"auditLogs.{cluster}",
+            )  # fmt: skip
+        tails[cluster] = AuditLogTail(
+            file, cluster, on_bad=lambda line: log.warning("audit log", problem=line)
+        )
+    return tails
 
 
 def _lease_client(
