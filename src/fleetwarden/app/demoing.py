@@ -17,10 +17,11 @@ from fleetwarden.app.remediating import Remediator
 from fleetwarden.core import policy
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.fleet import FleetReport
+from fleetwarden.core.nodes import POOL_LABELS
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.ports.remediation import NodeRestorer, OutcomeStatus
 
-__all__ = ["Change", "changes_between", "heal", "simulate"]
+__all__ = ["Change", "changed_pools", "changes_between", "heal", "heal_async", "simulate"]
 
 Change = Callable[[Any, random.Random], str]  # acts on the fleet, says what it did
 
@@ -54,6 +55,17 @@ def heal(
     the nodes (through ``nodes``). Nothing else is put back: an instance type or a kubelet
     version is the infrastructure's to fix. The demo shows the action, not the guards (each
     restore is decided on a fresh history). None when no finding calls for a restore."""
+    return asyncio.run(heal_async(findings, rng, nodes=nodes, now=now))
+
+
+async def heal_async(
+    findings: Sequence[Finding],
+    rng: random.Random,
+    *,
+    nodes: Callable[[str], NodeRestorer],
+    now: datetime,
+) -> str | None:
+    """``heal`` inside a running event loop (the demo's service)."""
     restores = [
         d
         for f in findings
@@ -63,7 +75,7 @@ def heal(
     if not restores:
         return None
     decision = rng.choice(restores)
-    outcome = asyncio.run(Remediator(nodes=nodes).carry_out(decision))
+    outcome = await Remediator(nodes=nodes).carry_out(decision)
     assert decision.target is not None
     failed = outcome.status is not OutcomeStatus.OK
     done = f" ({outcome.status.value}: {outcome.detail})" if failed else ""
@@ -94,3 +106,24 @@ def simulate(
         events = changes_between(current, after)
         current = after
         yield clock().isoformat(timespec="seconds").replace("+00:00", "Z"), what, events
+
+
+def changed_pools(
+    before: Mapping[str, Sequence[Mapping[str, Any]]],
+    after: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> list[tuple[str, str]]:
+    """(cluster, pool) of every Node object that differs between two states of the fleet
+    (by name; a node added or removed counts), in order: what a change touched, so that the
+    demo's cloud can send the event its provider would."""
+    touched: list[tuple[str, str]] = []
+    for cluster in sorted({*before, *after}):
+        old = {n["metadata"]["name"]: n for n in before.get(cluster, ())}
+        new = {n["metadata"]["name"]: n for n in after.get(cluster, ())}
+        for name in sorted({*old, *new}):
+            if old.get(name) == new.get(name):
+                continue
+            labels = (new.get(name) or old[name])["metadata"].get("labels", {})
+            pool = next((labels[k] for k in POOL_LABELS if labels.get(k)), None)
+            if pool is not None and (cluster, pool) not in touched:
+                touched.append((cluster, pool))
+    return touched

@@ -18,7 +18,9 @@ decisions -> actions -> audit records, with the live watchers feeding the same f
 - with sharding (a ``Membership``), the watchers watch only the clusters assigned here and
   follow the assignment as members come and go;
 - ``emit``: where every finding and lifecycle event goes (the healer, the recent-event ring,
-  the findings-by-severity gauge through ``on_findings``).
+  the findings-by-severity gauge through ``on_findings``, and ``live``: the ``Broadcaster``
+  the dashboard's event stream follows, which also gets every audit record the healer
+  appends).
 
 The entry point (``entrypoints/serve_cmd.py``) builds the adapters (queue, Kubernetes clients,
 Argo CD, Flux, notification sinks), reads the endpoints to watch, and puts the HTTP side in
@@ -36,6 +38,7 @@ from datetime import timedelta
 from typing import Any
 
 from fleetwarden.app import upgrade_scan
+from fleetwarden.app.broadcasting import Broadcaster
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for
 from fleetwarden.app.electing import Elector, Fence
 from fleetwarden.app.healing import Healer
@@ -52,6 +55,7 @@ from fleetwarden.app.upgrade_scan import ManifestSource
 from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.attribution import Attribution
+from fleetwarden.core.audit.records import AuditDraft
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.findings import Finding, Severity
@@ -156,6 +160,7 @@ class Serving:
         self.snapshot: dict[str, list[ObservedNode]] = dict(snapshot or {})
         self.clock, self.checkpoint, self.on_findings = clock, checkpoint, on_findings
         self.events: deque[dict[str, Any]] = deque(maxlen=5000)  # the newest, for the API
+        self.live = Broadcaster()  # for those who follow the service as it happens
         self.attribution = Attribution()
         self.tracker = FindingTracker(
             attribute=lambda f, now: self.attribution.cause_for(f.cluster, f.pool, now=now)
@@ -224,6 +229,7 @@ class Serving:
             elector=elector,
             fence=Fence(elector) if elector is not None else None,
             fights=self.fleet.fight_blocking,
+            on_appended=self._appended,
         )
         self.elector, self.membership = elector, membership
         if elector is not None:
@@ -341,10 +347,26 @@ class Serving:
     # --- events ----------------------------------------------------------------------------
 
     def emit(self, event: Event) -> None:
-        self.events.append(event.to_json())
+        data = event.to_json()
+        self.events.append(data)
+        self.live.publish("finding" if isinstance(event, FindingEvent) else "event", data)
         self.healer.handle(event)
         if isinstance(event, FindingEvent) and self.on_findings is not None:
             self.on_findings(self.tracker.counts())  # the tracker keeps the counts: no recount
+
+    def _appended(self, drafts: Sequence[AuditDraft]) -> None:
+        for draft in drafts:  # decisions, actions, outcomes, approvals: as the audit has them
+            self.live.publish(
+                "audit",
+                {
+                    "kind": draft.kind.value,
+                    "summary": draft.summary,
+                    "cluster": draft.cluster,
+                    "pool": draft.pool,
+                    "actor": draft.actor,
+                    "id": draft.id,
+                },
+            )
 
     def initial_scan(self) -> None:
         """Findings of the latest known state (node dumps) before any event arrives."""

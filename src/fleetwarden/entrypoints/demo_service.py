@@ -1,0 +1,192 @@
+"""``fleetwarden demo``: the real service on the embedded simulated fleet, with a simulated cloud.
+
+What runs: ``serve``'s own pipeline (``build_service`` + ``serve``: gateway, SQLite queue and
+audit store in a temporary directory, inspection workers, healer in dry-run, dashboard) over
+the demo fleet's desired files and node state (``adapters.simulated``). Every ``interval``
+seconds one scripted change acts on the fleet; the service's view of the touched clusters is
+refreshed (as a node-dump refresh would), and the simulated cloud posts the change event the
+cluster's provider would send (EventBridge, Event Grid, Pub/Sub push:
+``adapters.simulated_cloud``) through the gateway's HTTP endpoint with its bearer token. The
+findings appear in the dashboard with their actor, over server-sent events.
+
+Not here: real kube-apiservers (the embedded fleet is node dumps; the live watchers are
+exercised by the e2e tests), or any cloud API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import inspect
+import json
+import os
+import random
+import secrets
+import sys
+import tempfile
+import webbrowser
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import orjson
+from rich.console import Console
+
+from fleetwarden.adapters import simulated, simulated_cloud
+from fleetwarden.app import demoing
+from fleetwarden.entrypoints.serve_cmd import Service, build_service, serve
+from fleetwarden.entrypoints.service_config import service_config_from
+from fleetwarden.formats.nodes import parse_nodes
+from fleetwarden.presenting.demo import demo_service_text
+
+__all__ = ["DemoTokens", "has_display", "main", "run"]
+
+DemoTokens = dict[str, str]  # read, admin, aws, azure, gcp
+Ready = Callable[[str, DemoTokens, Service], None]
+Change = Callable[[simulated.SimulatedFleet, random.Random], str | Awaitable[str]]
+
+
+def _write_inputs(root: Path, fleet: simulated.SimulatedFleet) -> tuple[list[str], list[str]]:
+    desired, nodes = [], []
+    for i, (path, cluster, text) in enumerate(simulated.DESIRED_FILES):
+        target = root / f"desired-{i}-{Path(path).name}"
+        target.write_text(text)
+        desired.append(f"{cluster}={target}" if cluster else str(target))
+    for cluster in sorted(fleet.nodes):
+        target = root / f"nodes-{cluster}.json"
+        target.write_bytes(orjson.dumps(fleet.node_list(cluster)))
+        nodes.append(f"{cluster}={target}")
+    return desired, nodes
+
+
+def _actor(what: str) -> str:
+    """Who made a scripted change: the text before its first ': ' (an ARN keeps its colons)."""
+    return what.split(": ", 1)[0] if ": " in what else "console"
+
+
+async def _cloud(
+    service: Service,
+    fleet: simulated.SimulatedFleet,
+    base: str,
+    tokens: DemoTokens,
+    *,
+    interval: float,
+    seed: int,
+    steps: int,
+    changes: Sequence[Change],
+) -> None:
+    rng = random.Random(seed)
+    step = 0
+    async with httpx.AsyncClient(base_url=base, timeout=10.0) as client:
+        while steps == 0 or step < steps:
+            step += 1
+            await asyncio.sleep(interval)
+            before = copy.deepcopy(fleet.nodes)
+            made = rng.choice(changes)(fleet, rng)
+            what = await made if inspect.isawaitable(made) else made
+            touched = demoing.changed_pools(before, fleet.nodes)
+            for cluster in {c for c, _ in touched}:  # the service's view of the cluster
+                doc = orjson.dumps(fleet.node_list(cluster))
+                service.snapshot[cluster] = parse_nodes(f"demo/{cluster}/nodes.json", doc)
+            for cluster, pool in touched:
+                source, body = simulated_cloud.delivery(
+                    cluster, pool, _actor(what), datetime.now(UTC)
+                )
+                await simulated_cloud.post(client, source, body, tokens[source])
+
+
+async def run(
+    *,
+    port: int,
+    interval: float,
+    seed: int,
+    steps: int = 0,
+    mode: str = "dry-run",
+    on_ready: Ready,
+    changes: Sequence[Change] | None = None,
+) -> None:
+    """The service and its simulated cloud until cancelled (or ``steps`` changes, then the
+    service alone). ``on_ready`` gets the dashboard URL, the tokens and the service."""
+    tokens = {name: secrets.token_urlsafe(24) for name in ("read", "admin", "aws", "azure", "gcp")}
+    env = {f"FW_DEMO_{name.upper()}": value for name, value in tokens.items()}
+    fleet = simulated.build_fleet()
+    with tempfile.TemporaryDirectory(prefix="fleetwarden-demo-") as tmp:
+        root = Path(tmp)
+        desired, nodes = _write_inputs(root, fleet)
+        raw = {
+            "listen": f"127.0.0.1:{port}",
+            "queuePath": str(root / "queue.db"),
+            "store": f"sqlite:///{root / 'audit.db'}",
+            "desired": desired,
+            "nodes": nodes,
+            "debounceSeconds": 0.2,
+            "policy": {"mode": mode},
+            "auth": {name: {"bearerToken": f"env:FW_DEMO_{name.upper()}"} for name in tokens},
+        }
+        (root / "serve.json").write_text(json.dumps(raw))  # what ran, for a curious user
+        service = build_service(service_config_from(raw, source="demo", env=env))
+        ready = asyncio.Event()
+        base = f"http://127.0.0.1:{port}"
+        served = asyncio.create_task(serve(service, ready=ready), name="demo-serve")
+        cloud: asyncio.Task[None] | None = None
+        try:
+            waiting = asyncio.create_task(ready.wait())
+            await asyncio.wait({served, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            if not served.done():
+                on_ready(f"{base}/ui/", tokens, service)
+                cloud = asyncio.create_task(
+                    _cloud(
+                        service, fleet, base, tokens, interval=interval, seed=seed,
+                        steps=steps, changes=changes or _CHANGES,
+                    ),
+                    name="demo-cloud",
+                )  # fmt: skip
+            await served  # until the server stops (Ctrl-C) or the caller cancels
+        finally:
+            for task in (cloud, served):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+
+
+async def _heal(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
+    """Someone (or an enforcing fleetwarden elsewhere) restores a label or taint drift."""
+    healed = await demoing.heal_async(
+        simulated.scan_fleet(fleet).findings, rng, now=datetime.now(UTC),
+        nodes=lambda cluster: simulated.SimulatedNodeRestorer(fleet, cluster),
+    )  # fmt: skip
+    return healed or simulated.drop_taint(fleet, rng)
+
+
+_CHANGES: tuple[Change, ...] = (
+    simulated.label_by_hand,
+    simulated.drop_taint,
+    simulated.console_resize,
+    simulated.upgrade,
+    _heal,
+    _heal,
+)
+
+
+def main(console: Console, *, port: int, interval: float, seed: int, browse: bool) -> None:
+    """``run`` until Ctrl-C: the URL and the read token printed, the browser opened when
+    there is a display; everything started is stopped on the way out."""
+
+    def ready(url: str, tokens: DemoTokens, service: Service) -> None:
+        console.print(demo_service_text(url, tokens["read"], tokens["admin"], interval))
+        if browse and has_display():
+            webbrowser.open(url)
+
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
+        runner.run(run(port=port, interval=interval, seed=seed, on_ready=ready))
+    console.print("demo stopped: service, simulated cloud and temporary store removed")
+
+
+def has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or (
+        sys.platform in ("darwin", "win32")
+    )

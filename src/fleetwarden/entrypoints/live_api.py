@@ -1,0 +1,118 @@
+"""The dashboard's live side over the running pipeline (``app.serving.Serving``):
+
+- ``GET /api/stream``: server-sent events (``text/event-stream``) from ``Serving.live``:
+  ``finding`` (appeared / changed / cleared), ``event`` (lifecycle), ``audit`` (decisions,
+  actions, outcomes, notes as stored). Each message has an ``id``; a client that reconnects
+  with ``Last-Event-ID`` (EventSource does) gets what it missed from the ring, or one
+  ``reload`` message when the ring no longer has it. A comment line every ``heartbeat``
+  seconds keeps proxies from closing an idle stream. A client too slow to keep up is dropped
+  with a ``dropped`` message (the pipeline never waits for it).
+- ``GET /api/fleet/grid``: the heatmap (``presenting.dashboard.fleet_grid``).
+- ``GET /api/pools/{cluster}/{pool}``: one pool's detail (``presenting.dashboard.pool_detail``).
+- ``GET /api/timeline?minutes=N``: findings opened/cleared over the last N minutes (5-10080) and
+  MTTD/MTTR per pool, from the recent finding events the service keeps.
+
+Auth is the door's, as for every ``/api/`` route (read token or session cookie).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from fleetwarden.app.broadcasting import Message
+from fleetwarden.app.serving import Serving
+from fleetwarden.presenting.dashboard import drift_timeline, fleet_grid, pool_detail
+
+__all__ = ["routes", "sse"]
+
+_STREAM_HEADERS = {
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",  # nginx: pass each message on as it comes
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def sse(message: Message) -> bytes:
+    """One message in the text/event-stream format (data is one JSON line)."""
+    data = orjson.dumps(message.data)
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (message.id, message.kind.encode(), data)
+
+
+def _last_id(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+    return int(raw) if raw is not None and raw.isdigit() and len(raw) < 19 else None
+
+
+def routes(pipeline: Serving, *, heartbeat: float = 15.0) -> list[Route]:
+    live = pipeline.live
+
+    async def stream(request: Request) -> Response:
+        last = _last_id(request)
+        sub = live.subscribe()  # before reading the ring, in one step: nothing falls between
+        missed = list(live.since(last) or ()) if last is not None else []
+        lost = last is not None and live.since(last) is None
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                yield b"retry: 2000\n: %d\n\n" % live.last_id  # reconnect delay; head id
+                if lost:
+                    yield sse(Message(live.last_id, "reload", {"reason": "missed messages"}))
+                for old in missed:
+                    yield sse(old)
+                while True:
+                    try:
+                        message = await asyncio.wait_for(sub.next_message(), heartbeat)
+                    except TimeoutError:
+                        yield b": heartbeat\n\n"
+                        continue
+                    if message is None:
+                        notice = {"reason": "too slow to follow: reconnect"}
+                        yield sse(Message(live.last_id, "dropped", notice))
+                        return
+                    yield sse(message)
+            finally:
+                sub.close()
+
+        return StreamingResponse(body(), media_type="text/event-stream", headers=_STREAM_HEADERS)
+
+    async def grid(request: Request) -> Response:
+        clusters = [*pipeline.fleet.running, *pipeline.snapshot, *pipeline.owners()]
+        doc = fleet_grid(clusters, pipeline.known_pools(), pipeline.findings())
+        return Response(orjson.dumps(doc), media_type="application/json")
+
+    async def pool(request: Request) -> Response:
+        cluster, name = request.path_params["cluster"], request.path_params["pool"]
+        doc = pool_detail(
+            cluster,
+            name,
+            pipeline.specs,
+            pipeline.nodes_of(cluster),
+            pipeline.findings(),
+            list(pipeline.events),
+        )
+        if doc["desired"] is None and not doc["nodes"] and not doc["layers"]:
+            return JSONResponse({"error": f"no pool {name!r} in cluster {cluster!r}"}, 404)
+        return Response(orjson.dumps(doc), media_type="application/json")
+
+    async def timeline(request: Request) -> Response:
+        raw = request.query_params.get("minutes", "60")
+        if not raw.isdigit() or not 5 <= int(raw) <= 10080:
+            return JSONResponse({"error": "minutes must be an integer from 5 to 10080"}, 400)
+        doc = drift_timeline(
+            list(pipeline.events), now=pipeline.clock.now(), window=timedelta(minutes=int(raw))
+        )
+        return Response(orjson.dumps(doc), media_type="application/json")
+
+    return [
+        Route("/api/stream", stream, methods=["GET"]),
+        Route("/api/fleet/grid", grid, methods=["GET"]),
+        Route("/api/pools/{cluster:str}/{pool:str}", pool, methods=["GET"]),
+        Route("/api/timeline", timeline, methods=["GET"]),
+    ]
