@@ -51,7 +51,8 @@ class Subscription:
         return True
 
     async def next_message(self) -> Message | None:
-        """The next message; None once this subscription was dropped."""
+        """The next message; None once this subscription was dropped (``dropped``) or the
+        broadcaster closed (the service stops)."""
         return await self._queue.get()
 
     def close(self) -> None:
@@ -82,6 +83,12 @@ class Broadcaster:
                 self._subscribers.discard(sub)
                 self.dropped += 1
         return message
+
+    def close(self) -> None:
+        """The service stops: every subscription ends (its next message is None)."""
+        for sub in list(self._subscribers):
+            sub._queue.put_nowait(None)
+        self._subscribers.clear()
 
     def subscribe(self) -> Subscription:
         sub = Subscription(self, self._queue_size)

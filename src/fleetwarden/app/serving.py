@@ -389,6 +389,18 @@ class Serving:
         """Watchers, inspection workers, healer, notifier and event relay, until cancelled.
         ``load_apps`` reads the followed applications' desired state (again every
         ``desired_refresh`` seconds)."""
+        try:
+            await self._run(endpoints, argocd, load_apps=load_apps)
+        finally:
+            self.live.close()  # the event streams end: the HTTP server can stop
+
+    async def _run(
+        self,
+        endpoints: Sequence[ClusterEndpoint],
+        argocd: tuple[KubeApi, str] | None,
+        *,
+        load_apps: LoadApps | None,
+    ) -> None:
         if load_apps is not None:
             # the followed apps' desired state before the first diff: no "missing" storm
             self.fleet.desired_apps = await load_apps()

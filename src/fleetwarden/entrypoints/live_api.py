@@ -72,9 +72,10 @@ def routes(pipeline: Serving, *, heartbeat: float = 15.0) -> list[Route]:
                     except TimeoutError:
                         yield b": heartbeat\n\n"
                         continue
-                    if message is None:
-                        notice = {"reason": "too slow to follow: reconnect"}
-                        yield sse(Message(live.last_id, "dropped", notice))
+                    if message is None:  # dropped (too slow), or the service stops
+                        if sub.dropped:
+                            notice = {"reason": "too slow to follow: reconnect"}
+                            yield sse(Message(live.last_id, "dropped", notice))
                         return
                     yield sse(message)
             finally:

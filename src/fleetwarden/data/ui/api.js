@@ -35,6 +35,15 @@ export function follow(onMessage, onState) {
     source.addEventListener(kind, (ev) => onMessage(kind, JSON.parse(ev.data)));
   }
   source.onopen = () => onState("open");
-  source.onerror = () => onState(source.readyState === EventSource.CLOSED ? "closed" : "reconnecting");
+  source.onerror = () => {
+    if (source.readyState !== EventSource.CLOSED) { onState("reconnecting"); return; }
+    // refused (401: the session ended, the login form follows) or the server is away:
+    // ask once, then follow again
+    onState("closed");
+    get("/api/clusters").then(
+      () => setTimeout(() => follow(onMessage, onState), 2000),
+      () => setTimeout(() => follow(onMessage, onState), 5000),
+    );
+  };
   return source;
 }

@@ -12,6 +12,7 @@ const VIEWS = ["incidents", "fleet", "findings", "decisions", "timeline", "clust
 const ctx = { adminToken: "", reload: () => schedule(0) };
 let timer = null;
 let generation = 0;
+let last = null; // the view and data drawn last (filters redraw from it)
 
 function params() {
   const q = new URLSearchParams(window.location.search);
@@ -33,7 +34,13 @@ function setParams(changes, push) {
   const url = `${window.location.pathname}?${q}`;
   if (push) window.history.pushState(null, "", url);
   else window.history.replaceState(null, "", url);
-  schedule(0);
+  const p = params();
+  // a filter of the view shown: drawn again at once from what was loaded; else load
+  if (last && last.view === p.view && Object.keys(changes).every((k) => k === "q" || k === "sev")) {
+    render(p, last.data);
+  } else {
+    schedule(0);
+  }
 }
 
 async function load(p) {
@@ -85,6 +92,7 @@ async function refresh() {
     const data = await load(p);
     if (mine !== generation) return; // a newer view or message superseded this load
     render(p, data);
+    last = { view: p.view, data };
     if (document.body.dataset.loaded !== "true") {
       requestAnimationFrame(() => { performance.mark("fw-painted"); document.body.dataset.painted = "true"; });
     }
@@ -137,7 +145,7 @@ document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("filter").addEventListener("input", (ev) => setParams({ q: ev.target.value }, false));
   document.getElementById("severity").addEventListener("change", (ev) => setParams({ sev: ev.target.value }, true));
   document.getElementById("logout").addEventListener("click", logout);
-  window.addEventListener("popstate", () => schedule(0));
+  window.addEventListener("popstate", () => { last = null; schedule(0); });
   follow(onMessage, onState);
   refresh();
 });
