@@ -30,7 +30,7 @@ export function renderDecisions(decisions, ctx) {
   input.value = ctx.adminToken || "";
   input.addEventListener("input", () => { ctx.adminToken = input.value; });
   admin.append(input);
-  const note = el("p", null, "note");
+  const note = el("p", ctx.note || null, "note"); // kept across redraws
   note.id = "decision-note";
   note.setAttribute("role", "status");
   box.append(admin, note);
@@ -71,12 +71,13 @@ export function renderDecisions(decisions, ctx) {
 }
 
 async function approve(d, ctx, note, btn) {
-  if (!ctx.adminToken) { note.textContent = "approving needs the admin token (field above)"; return; }
+  const say = (text) => { ctx.note = text; note.textContent = text; };
+  if (!ctx.adminToken) { say("approving needs the admin token (field above)"); return; }
   btn.disabled = true;
   const { status, body } = await postAdmin(`/api/decisions/${encodeURIComponent(d.id)}/approve`, ctx.adminToken);
-  note.textContent = status === 200
+  say(status === 200
     ? `approved ${d.id}: ${body.status}`
-    : `not approved (${status}): ${body && body.error ? body.error : "no answer"}`;
+    : `not approved (${status}): ${body && body.error ? body.error : "no answer"}`);
   btn.disabled = status === 200;
   ctx.reload();
 }
