@@ -51,6 +51,7 @@ QUICK: dict[str, tuple[str, ...]] = {
 FULL_ONLY: frozenset[str] = frozenset(
     {
         "chaos_suite.py",
+        "dashboard_paint.py",  # headless Chromium against serve on 500 clusters
         "deprecations_vs_pluto.py",  # builds pluto from the Go module proxy first
         "distinct_clusters.py",
         "gateway_default.py",

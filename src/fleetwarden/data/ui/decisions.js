@@ -4,8 +4,8 @@
 import { el, badge, show, ago } from "./dom.js";
 import { postAdmin } from "./api.js";
 
-export function targetSummary(t) {
-  if (!t) return "—";
+export function targetSummary(t, action) {
+  if (!t) return action === "alert" ? "tell a human: no automatic fix for this drift" : "—";
   if (t.application) return `sync Argo CD application ${t.application}`;
   if (t.kind && t.name) {
     return `reconcile Flux ${t.kind} ${t.namespace ? `${t.namespace}/` : ""}${t.name}${t.cluster ? ` in ${t.cluster}` : ""}`;
@@ -46,7 +46,7 @@ export function renderDecisions(decisions, ctx) {
       badge(d.status, `st-${d.status}`),
       el("b", d.action),
       el("span", `${d.cluster}${d.pool ? `/${d.pool}` : ""}`, "where"),
-      el("span", targetSummary(d.target), "target"),
+      el("span", targetSummary(d.target, d.action), "target"),
       el("time", ago(d.at), "when"),
     );
     head.lastChild.dateTime = d.at || "";

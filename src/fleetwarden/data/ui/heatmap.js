@@ -13,7 +13,9 @@ export function renderHeatmap(grid, filter) {
   const text = (filter.q || "").toLowerCase();
   const min = filter.sevRank;
   let shown = 0;
-  for (const row of grid.rows) {
+  // the clusters in trouble first (worst severity, then name): what an SRE looks for
+  const rows = grid.rows.slice().sort((a, b) => rank(b.worst) - rank(a.worst) || (a.cluster < b.cluster ? -1 : 1));
+  for (const row of rows) {
     if (text && !row.cluster.toLowerCase().includes(text)) continue;
     if (min > 0 && rank(row.worst) < min) continue;
     shown += 1;
