@@ -142,10 +142,11 @@ async def test_heatmap_of_500_clusters_click_through_filters_and_live_findings(t
             await browser.close()
 
 
-async def test_approve_a_waiting_request_with_the_admin_token(tmp_path):
+async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
     """Approval mode: a label drift makes a restore request; the page shows it as a row with
     a status badge, a one-line target, folded reasons; approving needs the admin token (the
-    read session is not enough), and the approval is on record."""
+    read session is not enough), and the approval is on record; denying another one cancels
+    it, on record, with nothing run."""
     from playwright.async_api import async_playwright
 
     async with (
@@ -194,6 +195,22 @@ async def test_approve_a_waiting_request_with_the_admin_token(tmp_path):
             assert decision_id not in {d.id for d in svc.healer.pending()}
             notes = await svc.healer.audit.query(ref=decision_id, kind=AuditKind.NOTE)
             assert [n.summary.split(":")[0] for n in notes] == ["approved"]
+
+            # deny: another request is refused, on record as a cancellation, nothing runs
+            other = page.locator('#decisions li.decision[data-status="pending-approval"]').first
+            await other.wait_for(timeout=15_000)
+            denied_id = await other.get_attribute("data-id")
+            await other.locator("button.deny").click()
+            await page.wait_for_function(
+                "(id) => document.querySelector('#decision-note').textContent"
+                ".startsWith(`denied ${id}: cancelled`)",
+                arg=denied_id,
+            )
+            assert denied_id not in {d.id for d in svc.healer.pending()}
+            assert svc.healer.decisions[denied_id].guard.value == "denied"
+            notes = await svc.healer.audit.query(ref=denied_id, kind=AuditKind.NOTE)
+            assert [n.summary.split(" ")[0] for n in notes] == ["cancelled"]
+            assert "(denied)" in notes[0].summary
             assert await page.evaluate("() => window.__csp") == []
             errors = [e for e in errors if "401" not in e]  # the refused approval, on purpose
             assert errors == [], errors

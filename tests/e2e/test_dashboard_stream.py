@@ -94,6 +94,12 @@ async def test_stream_auth_live_findings_resume_and_reload(tmp_path):
             assert r.status_code == 400 and "minutes" in r.json()["error"]
         timeline = (await http.get("/api/timeline?minutes=15", headers=READ)).json()
         assert sum(timeline["opened"]) >= 3
+        # deny: the admin token only (the read one opens the API, not this)
+        r = await http.post("/api/decisions/d-nope/deny", headers=READ)
+        assert r.status_code == 401 and "auth.admin" in r.json()["error"]
+        admin = {"authorization": f"Bearer {TOKENS['admin']}"}
+        r = await http.post("/api/decisions/d-nope/deny", headers=admin)
+        assert r.status_code == 404 and "d-nope" in r.json()["error"]
 
 
 async def test_heartbeats_keep_an_idle_stream_open(tmp_path):

@@ -154,7 +154,9 @@ def routes(
 
     # ``serve`` passes its pipeline's bound methods; the live routes need the pipeline itself
     pipeline = getattr(findings, "__self__", None)
-    live = live_api.routes(pipeline) if isinstance(pipeline, Serving) else []
+    door = getattr(getattr(pipeline, "gateway_config", None), "door", None)
+    admin = tuple(getattr(door, "admin_tokens", ()))  # the door's: who may approve and deny
+    live = live_api.routes(pipeline, admin_tokens=admin) if isinstance(pipeline, Serving) else []
     return [
         *live,
         Route("/", index, methods=["GET"]),

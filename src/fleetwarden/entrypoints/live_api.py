@@ -9,6 +9,10 @@
   with a ``dropped`` message (the pipeline never waits for it).
 - ``GET /api/fleet/grid``: the heatmap (``presenting.dashboard.fleet_grid``).
 - ``GET /api/pools/{cluster}/{pool}``: one pool's detail (``presenting.dashboard.pool_detail``).
+- ``POST /api/decisions/{id}/deny``: refuse a request waiting for approval (``app.denying``);
+  like approving, it needs an ``auth.admin`` token as ``Authorization: Bearer`` (a header
+  another site's page cannot make a browser send): 401 without, 404 for an id that waits for
+  nothing, 409 for one cancelled before, 503 on a follower or when the store cannot answer.
 - ``GET /api/timeline?minutes=N``: findings opened/cleared over the last N minutes (5-10080) and
   MTTD/MTTR per pool, from the recent finding events the service keeps.
 
@@ -18,7 +22,7 @@ Auth is the door's, as for every ``/api/`` route (read token or session cookie).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
 import orjson
@@ -26,8 +30,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from fleetwarden.app import denying
 from fleetwarden.app.broadcasting import Message
+from fleetwarden.app.healing import NotLeading
 from fleetwarden.app.serving import Serving
+from fleetwarden.core.policy import RequestCancelled, UnknownDecision
+from fleetwarden.core.signatures import check_bearer
+from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.presenting.dashboard import drift_timeline, fleet_grid, pool_detail
 
 __all__ = ["routes", "sse"]
@@ -50,7 +59,9 @@ def _last_id(request: Request) -> int | None:
     return int(raw) if raw is not None and raw.isdigit() and len(raw) < 19 else None
 
 
-def routes(pipeline: Serving, *, heartbeat: float = 15.0) -> list[Route]:
+def routes(
+    pipeline: Serving, *, heartbeat: float = 15.0, admin_tokens: Sequence[str] = ()
+) -> list[Route]:
     live = pipeline.live
 
     async def stream(request: Request) -> Response:
@@ -111,7 +122,25 @@ def routes(pipeline: Serving, *, heartbeat: float = 15.0) -> list[Route]:
         )
         return Response(orjson.dumps(doc), media_type="application/json")
 
+    async def deny(request: Request) -> Response:
+        header = request.headers.get("authorization")
+        if not admin_tokens or not check_bearer(header, tuple(admin_tokens)).ok:
+            return JSONResponse({"error": "denying needs auth.admin credentials"}, 401)
+        decision_id = request.path_params["id"]
+        try:
+            decision = await denying.deny(pipeline.healer, decision_id, by="an admin (dashboard)")
+        except RequestCancelled as exc:
+            return JSONResponse({"error": str(exc), "decision": exc.decision.to_json()}, 409)
+        except UnknownDecision as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        except NotLeading as exc:
+            return JSONResponse({"error": str(exc), "leader": False}, 503)
+        except AuditStoreError as exc:
+            return JSONResponse({"error": f"cannot record the refusal, nothing done: {exc}"}, 503)
+        return JSONResponse(decision.to_json())
+
     return [
+        Route("/api/decisions/{id:str}/deny", deny, methods=["POST"]),
         Route("/api/stream", stream, methods=["GET"]),
         Route("/api/fleet/grid", grid, methods=["GET"]),
         Route("/api/pools/{cluster:str}/{pool:str}", pool, methods=["GET"]),

@@ -77,7 +77,9 @@ function render(p, { clusters, findings, data }) {
   }[p.view]();
   const title = el("h2", p.view === "pool" ? "Pool" : p.view[0].toUpperCase() + p.view.slice(1));
   title.id = "view-title";
+  const focused = document.activeElement && main.contains(document.activeElement) ? document.activeElement.id : "";
   main.replaceChildren(views.summary(clusters, findings), title, body);
+  if (focused) document.getElementById(focused)?.focus(); // e.g. typing the admin token
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.dataset.view === p.view);
   document.getElementById("filter").value = p.q;
   document.getElementById("severity").value = p.sev;

@@ -1,6 +1,7 @@
 // Healing decisions as rows a person reads: a status badge, what would be done to what (a
 // one-line target summary, not raw JSON), the reasons folded, and for a request waiting for
-// approval the approve button (needs the admin token, kept in this page's memory only).
+// approval the approve and deny buttons (they need the admin token, kept in this page's
+// memory only).
 import { el, badge, show, ago } from "./dom.js";
 import { postAdmin } from "./api.js";
 
@@ -59,10 +60,12 @@ export function renderDecisions(decisions, ctx) {
     reasons.append(ul);
     li.append(reasons);
     if (d.status === "pending-approval") {
-      const btn = el("button", "approve", "approve");
-      btn.type = "button";
-      btn.addEventListener("click", () => approve(d, ctx, note, btn));
-      li.append(btn);
+      for (const verb of ["approve", "deny"]) {
+        const btn = el("button", verb, verb);
+        btn.type = "button";
+        btn.addEventListener("click", () => answer(verb, d, ctx, note, btn));
+        li.append(btn);
+      }
     }
     list.append(li);
   }
@@ -70,14 +73,15 @@ export function renderDecisions(decisions, ctx) {
   return box;
 }
 
-async function approve(d, ctx, note, btn) {
+async function answer(verb, d, ctx, note, btn) {
   const say = (text) => { ctx.note = text; note.textContent = text; };
-  if (!ctx.adminToken) { say("approving needs the admin token (field above)"); return; }
+  if (!ctx.adminToken) { say(`${verb === "approve" ? "approving" : "denying"} needs the admin token (field above)`); return; }
   btn.disabled = true;
-  const { status, body } = await postAdmin(`/api/decisions/${encodeURIComponent(d.id)}/approve`, ctx.adminToken);
+  const { status, body } = await postAdmin(`/api/decisions/${encodeURIComponent(d.id)}/${verb}`, ctx.adminToken);
+  const done = verb === "approve" ? "approved" : "denied";
   say(status === 200
-    ? `approved ${d.id}: ${body.status}`
-    : `not approved (${status}): ${body && body.error ? body.error : "no answer"}`);
+    ? `${done} ${d.id}: ${body.status}`
+    : `not ${done} (${status}): ${body && body.error ? body.error : "no answer"}`);
   btn.disabled = status === 200;
   ctx.reload();
 }
