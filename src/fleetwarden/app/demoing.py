@@ -3,13 +3,17 @@ clear; and the heal a ``serve`` in enforce mode would make.
 
 The simulated fleet and its changes are ``adapters.simulated``'s; here they are only called
 (the fleet is whatever the changes and ``scan`` act on). The clock and the sleep are passed in.
+``play_cloud`` is the service demo's cloud: a change, then the events its provider would send
+(how they are sent is the caller's).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import inspect
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +25,17 @@ from fleetwarden.core.nodes import POOL_LABELS
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.ports.remediation import NodeRestorer, OutcomeStatus
 
-__all__ = ["Change", "changed_pools", "changes_between", "heal", "heal_async", "simulate"]
+__all__ = [
+    "Change",
+    "CloudChange",
+    "actor_of",
+    "changed_pools",
+    "changes_between",
+    "heal",
+    "heal_async",
+    "play_cloud",
+    "simulate",
+]
 
 Change = Callable[[Any, random.Random], str]  # acts on the fleet, says what it did
 
@@ -127,3 +141,41 @@ def changed_pools(
             if pool is not None and (cluster, pool) not in touched:
                 touched.append((cluster, pool))
     return touched
+
+
+CloudChange = Callable[[Any, random.Random], "str | Awaitable[str]"]
+
+
+def actor_of(what: str) -> str:
+    """Who made a scripted change: the text before its first ': ' (an ARN keeps its colons)."""
+    return what.split(": ", 1)[0] if ": " in what else "console"
+
+
+async def play_cloud(
+    fleet: Any,
+    nodes: Callable[[Any], Mapping[str, Sequence[Mapping[str, Any]]]],
+    changes: Sequence[CloudChange],
+    rng: random.Random,
+    *,
+    interval: float,
+    steps: int,
+    refresh: Callable[[str], None],
+    deliver: Callable[[str, str, str], Awaitable[object]],
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """The demo's cloud: every ``interval``, one change picked by ``rng`` acts on ``fleet``;
+    each cluster it touched is ``refresh``ed (the service's view of its nodes), then each
+    touched pool's provider event is ``deliver``ed (cluster, pool, actor). ``steps`` 0: for
+    ever."""
+    step = 0
+    while steps == 0 or step < steps:
+        step += 1
+        await sleep(interval)
+        before = copy.deepcopy(nodes(fleet))
+        made = rng.choice(changes)(fleet, rng)
+        what = await made if inspect.isawaitable(made) else made
+        touched = changed_pools(before, nodes(fleet))
+        for cluster in dict.fromkeys(c for c, _ in touched):
+            refresh(cluster)
+        for cluster, pool in touched:
+            await deliver(cluster, pool, actor_of(what))

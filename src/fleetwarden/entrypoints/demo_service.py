@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
-import inspect
 import json
 import os
 import random
@@ -26,7 +24,7 @@ import secrets
 import sys
 import tempfile
 import webbrowser
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,7 +43,6 @@ __all__ = ["DemoTokens", "has_display", "main", "run"]
 
 DemoTokens = dict[str, str]  # read, admin, aws, azure, gcp
 Ready = Callable[[str, DemoTokens, Service], None]
-Change = Callable[[simulated.SimulatedFleet, random.Random], str | Awaitable[str]]
 
 
 def _write_inputs(root: Path, fleet: simulated.SimulatedFleet) -> tuple[list[str], list[str]]:
@@ -61,11 +58,6 @@ def _write_inputs(root: Path, fleet: simulated.SimulatedFleet) -> tuple[list[str
     return desired, nodes
 
 
-def _actor(what: str) -> str:
-    """Who made a scripted change: the text before its first ': ' (an ARN keeps its colons)."""
-    return what.split(": ", 1)[0] if ": " in what else "console"
-
-
 async def _cloud(
     service: Service,
     fleet: simulated.SimulatedFleet,
@@ -75,26 +67,22 @@ async def _cloud(
     interval: float,
     seed: int,
     steps: int,
-    changes: Sequence[Change],
+    changes: Sequence[demoing.CloudChange],
 ) -> None:
-    rng = random.Random(seed)
-    step = 0
+    def refresh(cluster: str) -> None:  # the service's view of the cluster, as a dump refresh
+        doc = orjson.dumps(fleet.node_list(cluster))
+        service.snapshot[cluster] = parse_nodes(f"demo/{cluster}/nodes.json", doc)
+
     async with httpx.AsyncClient(base_url=base, timeout=10.0) as client:
-        while steps == 0 or step < steps:
-            step += 1
-            await asyncio.sleep(interval)
-            before = copy.deepcopy(fleet.nodes)
-            made = rng.choice(changes)(fleet, rng)
-            what = await made if inspect.isawaitable(made) else made
-            touched = demoing.changed_pools(before, fleet.nodes)
-            for cluster in {c for c, _ in touched}:  # the service's view of the cluster
-                doc = orjson.dumps(fleet.node_list(cluster))
-                service.snapshot[cluster] = parse_nodes(f"demo/{cluster}/nodes.json", doc)
-            for cluster, pool in touched:
-                source, body = simulated_cloud.delivery(
-                    cluster, pool, _actor(what), datetime.now(UTC)
-                )
-                await simulated_cloud.post(client, source, body, tokens[source])
+
+        async def deliver(cluster: str, pool: str, actor: str) -> int:
+            source, body = simulated_cloud.delivery(cluster, pool, actor, datetime.now(UTC))
+            return await simulated_cloud.post(client, source, body, tokens[source])
+
+        await demoing.play_cloud(
+            fleet, lambda f: f.nodes, changes, random.Random(seed), interval=interval,
+            steps=steps, refresh=refresh, deliver=deliver,
+        )  # fmt: skip
 
 
 async def run(
@@ -105,7 +93,7 @@ async def run(
     steps: int = 0,
     mode: str = "dry-run",
     on_ready: Ready,
-    changes: Sequence[Change] | None = None,
+    changes: Sequence[demoing.CloudChange] | None = None,
 ) -> None:
     """The service and its simulated cloud until cancelled (or ``steps`` changes, then the
     service alone). ``on_ready`` gets the dashboard URL, the tokens and the service."""
@@ -162,7 +150,7 @@ async def _heal(fleet: simulated.SimulatedFleet, rng: random.Random) -> str:
     return healed or simulated.drop_taint(fleet, rng)
 
 
-_CHANGES: tuple[Change, ...] = (
+_CHANGES: tuple[demoing.CloudChange, ...] = (
     simulated.label_by_hand,
     simulated.drop_taint,
     simulated.console_resize,
