@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import socket
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,8 +22,9 @@ from starlette.applications import Starlette
 from fleetwarden.adapters import simulated_cloud
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.entrypoints import demo_service, live_api
+from tests.support import serve_proc
 from tests.support.asgi_server import serve_asgi
-from tests.support.big_fleet import TOKENS, running_service
+from tests.support.big_fleet import TOKENS, running_service, write_fleet
 
 pytestmark = pytest.mark.live
 READ = {"authorization": f"Bearer {TOKENS['read']}"}
@@ -184,3 +186,30 @@ async def test_the_demo_service_posts_its_clouds_events_through_the_gateway():
     finally:
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
+
+
+def test_behind_a_supervised_serves_gateway_the_stream_answers_whole_bursts(tmp_path):
+    """The default ``serve`` (gateway and worker processes; the gateway passes whole answers
+    on): a stream answer ends after the messages the client missed, at once, so the proxy can
+    pass it on and EventSource reconnects (``retry: 50``) with Last-Event-ID."""
+    desired, nodes = write_fleet(tmp_path, 3)
+    config = {
+        "desired": [str(desired)],
+        "nodes": nodes,
+        "auth": {"read": {"bearerToken": TOKENS["read"]}},
+    }
+    with serve_proc.serve(tmp_path, config) as running:
+        start = time.monotonic()
+        r = httpx.get(
+            f"{running.base}/api/stream",
+            headers={**READ, "last-event-id": "0"},
+            timeout=20,
+        )
+        took = time.monotonic() - start
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    assert took < 10, f"the answer took {took:.1f} s (held by the proxy?)"
+    assert "retry: 50" in r.text
+    kinds = [
+        line.removeprefix("event: ") for line in r.text.splitlines() if line.startswith("event: ")
+    ]
+    assert kinds and set(kinds) <= {"finding", "event", "audit"} and "finding" in kinds

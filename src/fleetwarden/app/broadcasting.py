@@ -55,6 +55,9 @@ class Subscription:
         broadcaster closed (the service stops)."""
         return await self._queue.get()
 
+    def empty(self) -> bool:
+        return self._queue.empty()
+
     def close(self) -> None:
         self._owner._subscribers.discard(self)
 

@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from fleetwarden.adapters import processes
 from fleetwarden.app.serving import Serving
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding
@@ -156,7 +157,13 @@ def routes(
     pipeline = getattr(findings, "__self__", None)
     door = getattr(getattr(pipeline, "gateway_config", None), "door", None)
     admin = tuple(getattr(door, "admin_tokens", ()))  # the door's: who may approve and deny
-    live = live_api.routes(pipeline, admin_tokens=admin) if isinstance(pipeline, Serving) else []
+    # a supervised serve's worker: its gateway process passes on whole answers only
+    hold = 25.0 if processes.in_child() else None
+    live = (
+        live_api.routes(pipeline, admin_tokens=admin, hold=hold)
+        if isinstance(pipeline, Serving)
+        else []
+    )
     return [
         *live,
         Route("/", index, methods=["GET"]),
