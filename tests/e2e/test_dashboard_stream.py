@@ -206,6 +206,8 @@ def test_behind_a_supervised_serves_gateway_the_stream_answers_whole_bursts(tmp_
             timeout=20,
         )
         took = time.monotonic() - start
+        # a first connection (no id yet): answered at once with the head id to resume from
+        first = httpx.get(f"{running.base}/api/stream", headers=READ, timeout=20)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
     assert took < 10, f"the answer took {took:.1f} s (held by the proxy?)"
     assert "retry: 50" in r.text
@@ -213,3 +215,7 @@ def test_behind_a_supervised_serves_gateway_the_stream_answers_whole_bursts(tmp_
         line.removeprefix("event: ") for line in r.text.splitlines() if line.startswith("event: ")
     ]
     assert kinds and set(kinds) <= {"finding", "event", "audit"} and "finding" in kinds
+    ids = [int(x.removeprefix("id: ")) for x in r.text.splitlines() if x.startswith("id: ")]
+    head = [int(x.removeprefix("id: ")) for x in first.text.splitlines() if x.startswith("id: ")]
+    assert first.status_code == 200 and len(head) == 1 and head[0] >= max(ids)
+    assert "event:" not in first.text

@@ -88,7 +88,9 @@ def routes(
                     yield sse(Message(live.last_id, "reload", {"reason": "missed messages"}))
                 for old in missed:
                     yield sse(old)
-                if hold is not None and (missed or lost):
+                if hold is not None and (missed or lost or last is None):
+                    # a first answer at once: the head id, so the next one is a resume
+                    yield b"id: %d\n\n" % live.last_id
                     return
                 while True:
                     try:

@@ -34,9 +34,15 @@ export function follow(onMessage, onState) {
   for (const kind of ["finding", "event", "audit", "reload", "dropped"]) {
     source.addEventListener(kind, (ev) => onMessage(kind, JSON.parse(ev.data)));
   }
-  source.onopen = () => onState("open");
+  let opened = 0;
+  source.onopen = () => { opened = Date.now(); onState("open"); };
   source.onerror = () => {
-    if (source.readyState !== EventSource.CLOSED) { onState("reconnecting"); return; }
+    if (source.readyState !== EventSource.CLOSED) {
+      // behind a proxy that passes whole answers on, each answer ends and EventSource
+      // reconnects at once: still live
+      onState(Date.now() - opened < 30000 ? "open" : "reconnecting");
+      return;
+    }
     // refused (401: the session ended, the login form follows) or the server is away:
     // ask once, then follow again
     onState("closed");
