@@ -136,6 +136,14 @@ async def test_heatmap_of_500_clusters_click_through_filters_and_live_findings(t
             assert await page.evaluate("() => window.__pwned") is None
             assert seen < 3, f"the finding took {seen:.2f} s to show"
 
+            # the drift timeline: the findings opened (the initial scan's and this one) as
+            # SVG bars, the pool's MTTD from the finding's start
+            await page.click("nav a[data-view=timeline]")
+            await page.wait_for_selector("#timeline svg")
+            assert await page.locator("#timeline svg rect.opened").count() >= 1
+            row = page.locator("#mttx tr", has_text="c001/system")
+            assert "h" in (await row.locator("td").nth(2).inner_text())  # started hours ago
+
             assert await page.evaluate("() => window.__csp") == []
             assert errors == [], errors
         finally:

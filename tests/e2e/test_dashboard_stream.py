@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import socket
+import subprocess
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -219,3 +220,21 @@ def test_behind_a_supervised_serves_gateway_the_stream_answers_whole_bursts(tmp_
     head = [int(x.removeprefix("id: ")) for x in first.text.splitlines() if x.startswith("id: ")]
     assert first.status_code == 200 and len(head) == 1 and head[0] >= max(ids)
     assert "event:" not in first.text
+
+
+def test_the_demo_on_a_taken_port_says_which_option_to_change():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run(
+            [serve_proc.EXE, "demo", "--no-open", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        f"fleetwarden: error: demo: cannot listen on 127.0.0.1:{port} (Address already in use): "
+        "pass --port N"
+    ]

@@ -21,6 +21,7 @@ import json
 import os
 import random
 import secrets
+import socket
 import sys
 import tempfile
 import webbrowser
@@ -34,6 +35,7 @@ from rich.console import Console
 
 from fleetwarden.adapters import simulated, simulated_cloud
 from fleetwarden.app import demoing
+from fleetwarden.cli.common import fail
 from fleetwarden.entrypoints.serve_cmd import Service, build_service, serve
 from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.nodes import parse_nodes
@@ -163,6 +165,12 @@ _CHANGES: tuple[demoing.CloudChange, ...] = (
 def main(console: Console, *, port: int, interval: float, seed: int, browse: bool) -> None:
     """``run`` until Ctrl-C: the URL and the read token printed, the browser opened when
     there is a display; everything started is stopped on the way out."""
+
+    with socket.socket() as probe:  # a taken port: say which option to change
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            fail(f"demo: cannot listen on 127.0.0.1:{port} ({exc.strerror}): pass --port N")
 
     def ready(url: str, tokens: DemoTokens, service: Service) -> None:
         console.print(demo_service_text(url, tokens["read"], tokens["admin"], interval))
