@@ -21,6 +21,7 @@ import pytest
 from starlette.applications import Starlette
 
 from fleetwarden.adapters import simulated_cloud
+from fleetwarden.core.audit import AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.entrypoints import demo_service, live_api
 from tests.support import serve_proc
@@ -238,3 +239,39 @@ def test_the_demo_on_a_taken_port_says_which_option_to_change():
         f"fleetwarden: error: demo: cannot listen on 127.0.0.1:{port} (Address already in use): "
         "pass --port N"
     ]
+
+
+async def test_in_the_demo_an_approved_restore_patches_the_fleet_and_clears_its_finding():
+    """``fleetwarden demo --mode approval``: a label or taint drift waits for approval; the
+    admin approves it over HTTP; the restore patches the simulated nodes and the finding
+    clears (the service diffs the pool again, as after a real patch)."""
+    port = _free_port()
+    seen: dict[str, Any] = {}
+    runner = asyncio.create_task(
+        demo_service.run(
+            port=port, interval=3600, seed=3, steps=1, mode="approval",
+            on_ready=lambda url, tokens, svc: seen.update(tokens=tokens, svc=svc),
+        )
+    )  # fmt: skip
+    try:
+        for _ in range(400):
+            if "svc" in seen and seen["svc"].healer.pending():
+                break
+            await asyncio.sleep(0.05)
+        svc = seen["svc"]
+        request = svc.healer.pending()[0]
+        assert request.action.value == "restore"
+        admin = {"authorization": f"Bearer {seen['tokens']['admin']}"}
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20) as http:
+            r = await http.post(f"/api/decisions/{request.id}/approve", headers=admin)
+        assert r.status_code == 200 and r.json()["status"] == "execute"
+        for _ in range(200):
+            if request.finding_id not in {f.id for f in svc.findings()}:
+                break
+            await asyncio.sleep(0.05)
+        assert request.finding_id not in {f.id for f in svc.findings()}
+        outcomes = await svc.healer.audit.query(kind=AuditKind.OUTCOME, limit=10)
+        assert [o.summary for o in outcomes] == ["ok: restore"]
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)

@@ -26,6 +26,7 @@ from fleetwarden.cli.common import (
     exit_code,
 )
 from fleetwarden.core.fleet import FleetReport
+from fleetwarden.core.policy import Mode
 from fleetwarden.presenting.demo import change_json_lines, print_change
 from fleetwarden.presenting.rendering import (
     demo_intro,
@@ -99,6 +100,10 @@ def demo(
         ),
     ] = None,
     port: Annotated[int, typer.Option(metavar="PORT", help="The service's port.")] = 8765,
+    mode: Annotated[
+        Mode,
+        typer.Option(help="The service's healing: say what it would do, ask first, or act."),
+    ] = Mode.DRY_RUN,
     open_browser: Annotated[
         bool, typer.Option("--open/--no-open", help="Open the dashboard (with a display).")
     ] = True,
@@ -121,7 +126,12 @@ def demo(
         from fleetwarden.entrypoints import demo_service
 
         demo_service.main(
-            make_console(), port=port, interval=interval, seed=seed, browse=open_browser
+            make_console(),
+            port=port,
+            interval=interval,
+            seed=seed,
+            browse=open_browser,
+            mode=mode.value,
         )
         return
     run_live(

@@ -25,17 +25,22 @@ import socket
 import sys
 import tempfile
 import webbrowser
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
 from rich.console import Console
 
+from fleetwarden import logs
 from fleetwarden.adapters import simulated, simulated_cloud
 from fleetwarden.app import demoing
+from fleetwarden.app.remediating import Remediator
 from fleetwarden.cli.common import fail
+from fleetwarden.core.nodes import pool_of
+from fleetwarden.core.pools import Taint
 from fleetwarden.entrypoints.serve_cmd import Service, build_service, serve
 from fleetwarden.entrypoints.service_config import service_config_from
 from fleetwarden.formats.nodes import parse_nodes
@@ -87,6 +92,40 @@ async def _cloud(
         )  # fmt: skip
 
 
+class _Restorer:
+    """What the healer patches on a demo node: the simulated fleet (``adapters.simulated``),
+    then the service's view of the cluster is refreshed and the node's pool diffed again, as
+    the live watcher would after a real patch (so an approved restore clears its finding)."""
+
+    def __init__(self, service: Service, fleet: simulated.SimulatedFleet, cluster: str) -> None:
+        self.service, self.fleet, self.cluster = service, fleet, cluster
+        self.inner = simulated.SimulatedNodeRestorer(fleet, cluster)
+
+    async def patch_labels(self, node: str, labels: Mapping[str, str | None]) -> dict[str, Any]:
+        out = await self.inner.patch_labels(node, labels)
+        await self._seen(node)
+        return out
+
+    async def patch_taints(
+        self,
+        node: str,
+        taints: Sequence[Taint],
+        *,
+        replace: Collection[tuple[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        out = await self.inner.patch_taints(node, taints, replace=replace)
+        await self._seen(node)
+        return out
+
+    async def _seen(self, node: str) -> None:
+        doc = orjson.dumps(self.fleet.node_list(self.cluster))
+        nodes = parse_nodes(f"demo/{self.cluster}/nodes.json", doc)
+        self.service.snapshot[self.cluster] = nodes
+        pool = next((pool_of(n) for n in nodes if n.name == node), None)
+        if pool is not None:
+            await self.service.rediff(self.cluster, pool)
+
+
 async def run(
     *,
     port: int,
@@ -100,6 +139,7 @@ async def run(
     """The service and its simulated cloud until cancelled (or ``steps`` changes, then the
     service alone). ``on_ready`` gets the dashboard URL, the tokens and the service."""
     tokens = {name: secrets.token_urlsafe(24) for name in ("read", "admin", "aws", "azure", "gcp")}
+    logs.add_secrets(tokens.values())  # masked in any log line, as serve's credentials are
     env = {f"FW_DEMO_{name.upper()}": value for name, value in tokens.items()}
     fleet = simulated.build_fleet()
     with tempfile.TemporaryDirectory(prefix="fleetwarden-demo-") as tmp:
@@ -117,6 +157,10 @@ async def run(
         }
         (root / "serve.json").write_text(json.dumps(raw))  # what ran, for a curious user
         service = build_service(service_config_from(raw, source="demo", env=env))
+        # an approved restore patches the simulated nodes (there is no API server to call)
+        service.healer.remediator = Remediator(
+            nodes=lambda cluster: _Restorer(service, fleet, cluster)
+        )
         ready = asyncio.Event()
         base = f"http://127.0.0.1:{port}"
         served = asyncio.create_task(serve(service, ready=ready), name="demo-serve")
@@ -162,7 +206,9 @@ _CHANGES: tuple[demoing.CloudChange, ...] = (
 )
 
 
-def main(console: Console, *, port: int, interval: float, seed: int, browse: bool) -> None:
+def main(
+    console: Console, *, port: int, interval: float, seed: int, browse: bool, mode: str
+) -> None:
     """``run`` until Ctrl-C: the URL and the read token printed, the browser opened when
     there is a display; everything started is stopped on the way out."""
 
@@ -173,12 +219,13 @@ def main(console: Console, *, port: int, interval: float, seed: int, browse: boo
             fail(f"demo: cannot listen on 127.0.0.1:{port} ({exc.strerror}): pass --port N")
 
     def ready(url: str, tokens: DemoTokens, service: Service) -> None:
-        console.print(demo_service_text(url, tokens["read"], tokens["admin"], interval))
+        console.print(demo_service_text(url, tokens["read"], tokens["admin"], interval, mode))
         if browse and has_display():
             webbrowser.open(url)
 
+    logs.configure("console", "warning")  # what goes wrong, not every request
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
-        runner.run(run(port=port, interval=interval, seed=seed, on_ready=ready))
+        runner.run(run(port=port, interval=interval, seed=seed, mode=mode, on_ready=ready))
     console.print("demo stopped: service, simulated cloud and temporary store removed")
 
 

@@ -21,14 +21,21 @@ _MARKS = {
 }
 
 
-def demo_service_text(url: str, read_token: str, admin_token: str, interval: float) -> str:
+def demo_service_text(
+    url: str, read_token: str, admin_token: str, interval: float, mode: str = "dry-run"
+) -> str:
     """What ``fleetwarden demo`` says once its service is up."""
+    heals = {
+        "approval": "restores wait for approval: approve or deny them in the dashboard",
+        "enforce": "the healer restores labels and taints on the simulated nodes by itself",
+    }.get(mode, "the healer runs in dry-run: it says what it would do (--mode approval: asks)")
     return (
         f"fleetwarden demo: the service runs on the embedded fleet; a simulated cloud posts a "
         f"change event every {interval:g} s\n"
         f"  dashboard:    {url}\n"
         f"  log in with:  {read_token}\n"
-        f"  admin token:  {admin_token}   (approvals; the healer runs in dry-run)\n"
+        f"  admin token:  {admin_token}   (approve, deny)\n"
+        f"  {heals}\n"
         f"Ctrl-C stops it."
     )
 
