@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.support
 
-from tests.support.big_fleet import TOKENS, cluster_name, running_service  # noqa: E402
+from tests.support.big_fleet import TOKENS, cluster_name, running_service
 
-from fleetwarden.core.findings import Finding, Layer, Severity  # noqa: E402
+from fleetwarden.core.findings import Finding, Layer, Severity
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
 CHROMIUM = os.environ.get("FW_CHROMIUM") or "/usr/bin/chromium"
@@ -52,9 +52,7 @@ async def _paint(context, base: str, view: str) -> float:
     try:
         await page.goto(f"{base}/ui/?view={view}")
         await page.wait_for_selector("body[data-painted=true]", timeout=30_000)
-        mark = await page.evaluate(
-            "() => performance.getEntriesByName('fw-painted')[0].startTime"
-        )
+        mark = await page.evaluate("() => performance.getEntriesByName('fw-painted')[0].startTime")
         return float(mark)
     finally:
         await page.close()
@@ -106,9 +104,7 @@ async def measure(clusters: int, runs: int) -> None:
                     Severity.CRITICAL,
                 )  # fmt: skip
                 emitted = time.time()
-                for ev in svc.tracker.update(
-                    (cluster, "system"), [finding], now=datetime.now(UTC)
-                ):
+                for ev in svc.tracker.update((cluster, "system"), [finding], now=datetime.now(UTC)):
                     svc.emit(ev)
                 seen_ms = await (await waiting).json_value()
                 latencies.append(seen_ms - emitted * 1000)
