@@ -55,6 +55,7 @@ FULL_ONLY: frozenset[str] = frozenset(
     {
         "argocd_refresh.py",  # a real API server and the Argo CD simulator
         "chaos_suite.py",
+        "dashboard_paint.py",  # headless Chromium against serve on 500 clusters
         "deprecations_vs_pluto.py",  # builds pluto from the Go module proxy first
         "distinct_clusters.py",
         "gateway_default.py",

@@ -23,8 +23,8 @@ from fleetwarden.core.argo_refresh import AppTracking, RefreshMode, touched_by_e
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.leadership import ElectionTiming
-from fleetwarden.wiring.service_config import service_config_from
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.wiring.service_config import service_config_from
 
 POOLS_APP = {
     "metadata": {"name": "pools"},

@@ -1,7 +1,7 @@
 """The web dashboard in a real headless Chromium (Debian's, driven by Playwright): one logs in
 through the form (auth.read), the session cookie is out of the page's reach and its fetches
-work with it; it shows what the API says, filters, follows the API as it changes, a hostile
-value stays text; logging out closes it again."""
+work with it; it shows what the API says, filters, follows the service's event stream as it
+changes, a hostile value stays text; logging out closes it again."""
 
 from __future__ import annotations
 
@@ -121,6 +121,8 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
             await page.wait_for_selector("body[data-loaded=true]", timeout=15_000)
             errors.clear()  # Chromium logs each 401 page load (the form) as a console error
             assert page.url == base + "/ui/"
+            # the first view: incidents (open findings grouped by cause)
+            assert await page.locator("body[data-view=incidents] #incidents li").count() >= 1
             # the session is a cookie the page's script cannot read, sent to this site only
             (cookie,) = await page.context.cookies()
             assert (cookie["name"], cookie["httpOnly"], cookie["sameSite"]) == (
@@ -130,12 +132,18 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
             )
             assert READ not in cookie["value"]
             assert await page.evaluate("() => document.cookie") == ""
-            rows = page.locator("#findings tbody tr")
-            assert await rows.count() == len(findings)
             card = page.locator('.card[data-name="findings"] b')
             assert await card.inner_text() == str(len(findings))
+            await page.click("nav a[data-view=clusters]")
+            await page.wait_for_selector("#clusters")
             assert await page.locator("#clusters tbody tr td").first.inner_text() == "honeycomb"
+            await page.click("nav a[data-view=apps]")
+            await page.wait_for_selector("#app")
             assert await page.locator("#app option").all_inner_texts() == ["shop"]
+            await page.click("nav a[data-view=findings]")
+            await page.wait_for_selector("#findings")
+            rows = page.locator("#findings tbody tr")
+            assert await rows.count() == len(findings)
 
             # the severity filter: only critical ones (none here) -> the "none" row
             await page.select_option("#severity", "critical")
@@ -161,7 +169,7 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
             scoped = [f for f in svc.tracker.current() if f.pool == "general"] + [hostile]
             for ev in svc.tracker.update(("honeycomb", "general"), scoped, now=now):
                 svc.emit(ev)
-            for _ in range(300):  # the page refreshes every 5 s
+            for _ in range(300):  # the page follows /api/stream
                 if await rows.count() == len(findings) + 1:
                     break
                 await asyncio.sleep(0.05)
@@ -178,9 +186,11 @@ async def test_dashboard_shows_the_api_and_keeps_hostile_values_inert(service):
             assert await rows.first.locator("td").last.inner_text() == "kubectl-edit"
             assert errors == [], errors
 
-            # a session that ends (expired, token rotated): the next refresh is a 401 and
-            # the page goes back to the form
+            # a session that ends (expired, token rotated): the reload the next streamed
+            # message asks for is a 401, and the page goes back to the form
             await page.context.clear_cookies()
+            for ev in svc.tracker.update(("honeycomb", "general"), scoped[:-1], now=now):
+                svc.emit(ev)
             await page.wait_for_selector("#token", timeout=15_000)
             await page.fill("#token", READ)
             async with page.expect_navigation():

@@ -203,6 +203,7 @@ class Healer:
         elector: Elector | None = None,
         fence: Fence | None = None,
         fights: Callable[[Finding], FightDecision | None] | None = None,
+        on_appended: Callable[[Sequence[AuditDraft]], None] | None = None,
     ) -> None:
         if shared is not None and audit is None:
             raise ValueError("shared guard state needs the audit store it lives in (audit=)")
@@ -216,6 +217,7 @@ class Healer:
         self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
         self.config = config  # the fingerprint of the configuration decisions are made under
         self.fights = fights  # the live watchers' fights: a heal on a fought field is paused
+        self.on_appended = on_appended  # told of every batch once stored (the live stream)
         self.sweep_every = sweep_every
         self.heal_retries = heal_retries
         self.retries: dict[str, _Retry] = {}  # finding id → when to decide it again
@@ -437,6 +439,8 @@ class Healer:
                     fresh = await txn.append(batch.drafts)  # counted and on record: one commit
                     _refuse_taken(batch.drafts, fresh)
                     self._cursor = txn.head
+                if self.on_appended is not None:
+                    self.on_appended(batch.drafts)
             except AuditStoreError as exc:
                 # nothing of the batch is on record, so nothing of it may run
                 self._lost(exc)
@@ -777,6 +781,9 @@ class Healer:
         except AuditStoreError as exc:
             self.audit_failures += 1
             log.error("audit append failed", error=str(exc), records=len(drafts))
+            return
+        if self.on_appended is not None:
+            self.on_appended(drafts)
 
 
 def _refuse_taken(drafts: Sequence[AuditDraft], fresh: Sequence[bool]) -> None:

@@ -22,7 +22,9 @@ decisions -> actions -> audit records, with the live watchers feeding the same f
   the Argo CD applications that own the object it touches (apps followed from the Argo CD
   cluster's inventory, their destinations mapped to the fleet's clusters);
 - ``emit``: where every finding and lifecycle event goes (the healer, the recent-event ring,
-  the findings-by-severity gauge through ``on_findings``).
+  the findings-by-severity gauge through ``on_findings``, and ``live``: the ``Broadcaster``
+  the dashboard's event stream follows, which also gets every audit record the healer
+  appends).
 
 The composition root (``wiring/service.py``) builds the adapters (queue, Kubernetes clients,
 Argo CD, Flux, notification sinks) and reads the endpoints to watch; the entry layer
@@ -43,6 +45,7 @@ from typing import Any
 from fleetwarden.app import upgrade_scan
 from fleetwarden.app.argo_refreshing import ArgoRefresher, Refreshable, RefreshSettings
 from fleetwarden.app.argo_watching import ArgoInventory
+from fleetwarden.app.broadcasting import Broadcaster
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for
 from fleetwarden.app.electing import Elector, Fence
 from fleetwarden.app.healing import Healer
@@ -60,6 +63,7 @@ from fleetwarden.app.watching import Event, FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.applications import Application, normalise_server
 from fleetwarden.core.attribution import Attribution
+from fleetwarden.core.audit.records import AuditDraft
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.events import ChangeEvent
@@ -171,6 +175,7 @@ class Serving:
         self.snapshot: dict[str, list[ObservedNode]] = dict(snapshot or {})
         self.clock, self.checkpoint, self.on_findings = clock, checkpoint, on_findings
         self.events: deque[dict[str, Any]] = deque(maxlen=5000)  # the newest, for the API
+        self.live = Broadcaster()  # for those who follow the service as it happens
         self.attribution = Attribution()
         self.tracker = FindingTracker(
             attribute=lambda f, now: self.attribution.cause_for(f.cluster, f.pool, now=now)
@@ -257,6 +262,7 @@ class Serving:
             elector=elector,
             fence=Fence(elector) if elector is not None else None,
             fights=self.fleet.fight_blocking,
+            on_appended=self._appended,
         )
         self.elector, self.membership = elector, membership
         if elector is not None:
@@ -418,10 +424,26 @@ class Serving:
         return None
 
     def emit(self, event: Event) -> None:
-        self.events.append(event.to_json())
+        data = event.to_json()
+        self.events.append(data)
+        self.live.publish("finding" if isinstance(event, FindingEvent) else "event", data)
         self.healer.handle(event)
         if isinstance(event, FindingEvent) and self.on_findings is not None:
             self.on_findings(self.tracker.counts())  # the tracker keeps the counts: no recount
+
+    def _appended(self, drafts: Sequence[AuditDraft]) -> None:
+        for draft in drafts:  # decisions, actions, outcomes, approvals: as the audit has them
+            self.live.publish(
+                "audit",
+                {
+                    "kind": draft.kind.value,
+                    "summary": draft.summary,
+                    "cluster": draft.cluster,
+                    "pool": draft.pool,
+                    "actor": draft.actor,
+                    "id": draft.id,
+                },
+            )
 
     def initial_scan(self) -> None:
         """Findings of the latest known state (node dumps) before any event arrives."""
@@ -444,6 +466,18 @@ class Serving:
         """Watchers, inspection workers, healer, notifier and event relay, until cancelled.
         ``load_apps`` reads the followed applications' desired state (again every
         ``desired_refresh`` seconds)."""
+        try:
+            await self._run(endpoints, argocd, load_apps=load_apps)
+        finally:
+            self.live.close()  # the event streams end: the HTTP server can stop
+
+    async def _run(
+        self,
+        endpoints: Sequence[ClusterEndpoint],
+        argocd: tuple[KubeApi, str] | None,
+        *,
+        load_apps: LoadApps | None,
+    ) -> None:
         if load_apps is not None:
             # the followed apps' desired state before the first diff: no "missing" storm
             self.fleet.desired_apps = await load_apps()

@@ -23,6 +23,7 @@ from fleetwarden.cli.common import (
     exit_code,
 )
 from fleetwarden.core.fleet import FleetReport
+from fleetwarden.core.policy import Mode
 from fleetwarden.presenting.demo import change_json_lines, print_change
 from fleetwarden.presenting.rendering import demo_intro, findings_table, line, make_console
 from fleetwarden.wiring import demo
@@ -63,26 +64,51 @@ def demo_command(
     ] = False,
     output: FormatOpt = OutputFormat.table,
     steps: Annotated[
-        int,
-        typer.Option(metavar="N", help="Live mode: number of simulated changes (0: endless)."),
-    ] = 12,
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="No service: print N simulated changes and their findings (0: endless).",
+        ),
+    ] = None,
+    port: Annotated[int, typer.Option(metavar="PORT", help="The service's port.")] = 8765,
+    mode: Annotated[
+        Mode,
+        typer.Option(help="The service's healing: say what it would do, ask first, or act."),
+    ] = Mode.DRY_RUN,
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="Open the dashboard (with a display).")
+    ] = True,
     interval: Annotated[
         float, typer.Option(metavar="SECONDS", help="Live mode: seconds between changes.")
     ] = 1.5,
     seed: Annotated[int, typer.Option(metavar="N", help="Random seed of the live simulation.")] = 7,
     wide: WideOpt = False,
 ) -> None:
-    """Run on an embedded, reproducible fleet (3 clusters on AWS, GCP and Azure; 14 pools;
+    """Without options: the real service (gateway, queue, healer in dry-run, audit store,
+    dashboard) on the embedded fleet, a simulated cloud posting change events to it, until
+    Ctrl-C. The fleet: an embedded, reproducible fleet (3 clusters on AWS, GCP and Azure; 14 pools;
     120+ nodes) with drift planted in every layer, including seed 000's incident
     (m5.large -> t3.medium changed in the cloud console)."""
     report = demo.scan_demo()
     if once:
         emit_report(report, output, wide=wide)
         raise typer.Exit(exit_code(report.findings, FailOn.high))
+    if steps is None and output is not OutputFormat.json:  # the service, until Ctrl-C
+        from fleetwarden.entrypoints import demo_service
+
+        demo_service.main(
+            make_console(),
+            port=port,
+            interval=interval,
+            seed=seed,
+            browse=open_browser,
+            mode=mode.value,
+        )
+        return
     run_live(
         make_console(wide=wide),
         report,
-        steps=steps,
+        steps=12 if steps is None else steps,
         interval=interval,
         seed=seed,
         json_lines=output is OutputFormat.json,

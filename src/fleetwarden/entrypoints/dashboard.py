@@ -1,10 +1,12 @@
-"""The web dashboard of ``serve``: ``/ui/`` (static page, read-only) and ``/api/clusters``.
+"""The web dashboard of ``serve``: ``/ui/`` (static page and its modules) and ``/api/clusters``;
+with the pipeline at hand, its live side too (``entrypoints/live_api.py``: the event stream,
+the heatmap, pool detail, the drift timeline).
 
-The page (``data/ui``: HTML, one script, one stylesheet; no framework, no CDN) reads the JSON
-API every 5 s: ``/api/clusters`` (below), ``/api/findings``, ``/api/fleet/apps`` and
-``/api/fleet/versions``, ``/api/decisions``. It puts every value on the page as text, and the
-answers carry a Content-Security-Policy that allows only this origin's own script and style,
-so a hostile label value or cluster name cannot run anything in an operator's browser.
+The page (``data/ui``: HTML, plain JavaScript modules, one stylesheet; no framework, no CDN)
+reads the JSON API once, then follows ``/api/stream`` (server-sent events; no polling). It
+puts every value on the page as text, and the answers carry a Content-Security-Policy that
+allows only this origin's own script and style, so a hostile label value or cluster name
+cannot run anything in an operator's browser.
 
 ``GET /api/clusters``: one entry per cluster known to the service -- live ones (health,
 version, node count, cached workload objects, synced) and those known only from node dumps --
@@ -23,9 +25,12 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from fleetwarden.adapters import processes
+from fleetwarden.app.serving import Serving
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.entrypoints import live_api
 
 __all__ = ["SECURITY_HEADERS", "cluster_rows", "routes"]
 
@@ -40,8 +45,11 @@ SECURITY_HEADERS = {
 }
 _FILES = {
     "index.html": "text/html; charset=utf-8",
-    "app.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
+    **{
+        f"{name}.js": "text/javascript; charset=utf-8"
+        for name in ("app", "api", "dom", "views", "heatmap", "charts", "decisions")
+    },
 }
 
 
@@ -145,7 +153,19 @@ def routes(
                 row["owner"] = shards.get(str(row["cluster"]))
         return Response(orjson.dumps(rows), media_type="application/json")
 
+    # ``serve`` passes its pipeline's bound methods; the live routes need the pipeline itself
+    pipeline = getattr(findings, "__self__", None)
+    door = getattr(getattr(pipeline, "gateway_config", None), "door", None)
+    admin = tuple(getattr(door, "admin_tokens", ()))  # the door's: who may approve and deny
+    # a supervised serve's worker: its gateway process passes on whole answers only
+    hold = 25.0 if processes.in_child() else None
+    live = (
+        live_api.routes(pipeline, admin_tokens=admin, hold=hold)
+        if isinstance(pipeline, Serving)
+        else []
+    )
     return [
+        *live,
         Route("/", index, methods=["GET"]),
         Route("/ui/", asset, methods=["GET"]),
         Route("/ui/{name:str}", asset, methods=["GET"]),

@@ -12,13 +12,32 @@ from fleetwarden.core.describing import describe_drift
 from fleetwarden.core.findings import Finding
 from fleetwarden.presenting.rendering import SEVERITY_STYLE, line
 
-__all__ = ["change_json_lines", "drift_text", "print_change"]
+__all__ = ["change_json_lines", "demo_service_text", "drift_text", "print_change"]
 
 _MARKS = {
     "finding.appeared": ("+", "red"),
     "finding.cleared": ("-", "green"),
     "finding.changed": ("~", "yellow"),
 }
+
+
+def demo_service_text(
+    url: str, read_token: str, admin_token: str, interval: float, mode: str = "dry-run"
+) -> str:
+    """What ``fleetwarden demo`` says once its service is up."""
+    heals = {
+        "approval": "restores wait for approval: approve or deny them in the dashboard",
+        "enforce": "the healer restores labels and taints on the simulated nodes by itself",
+    }.get(mode, "the healer runs in dry-run: it says what it would do (--mode approval: asks)")
+    return (
+        f"fleetwarden demo: the service runs on the embedded fleet; a simulated cloud posts a "
+        f"change event every {interval:g} s\n"
+        f"  dashboard:    {url}\n"
+        f"  log in with:  {read_token}\n"
+        f"  admin token:  {admin_token}   (approve, deny)\n"
+        f"  {heals}\n"
+        f"Ctrl-C stops it."
+    )
 
 
 def drift_text(f: Finding) -> str:

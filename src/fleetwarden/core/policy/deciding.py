@@ -192,6 +192,20 @@ def approve(
     )
 
 
+def deny(decision_id: str, state: PolicyState, now: datetime, *, by: str) -> Decision:
+    """The pending request refused at ``now`` by ``by``: the ``cancelled`` decision (guard
+    ``denied``) to ``record`` and audit; nothing runs. Changes nothing. Raises
+    ``RequestCancelled`` for a request cancelled before, ``UnknownDecision`` when nothing with
+    that id waits for approval (approved already, or never asked)."""
+    pending = state.pending.get(decision_id)
+    if pending is None:
+        closed = state.closed.get(decision_id)
+        if closed is not None:
+            raise RequestCancelled(closed)
+        raise UnknownDecision(f"no decision {decision_id!r} is waiting for approval")
+    return _cancelled(pending, now, Guard.DENIED, f"denied at {_ts(now)} by {by}: nothing is done")
+
+
 def cancellations(
     state: PolicyState, now: datetime, *, mode: Mode, config: str | None
 ) -> list[Decision]:

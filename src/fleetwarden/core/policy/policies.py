@@ -67,6 +67,7 @@ class Guard(StrEnum):
     MODE_CHANGED = "mode-changed"  # a request made in another mode
     CONFIG_CHANGED = "config-changed"  # a request made under other rules or routing
     FIGHT = "fight"  # writers alternate on the field: a heal would be one more (core.fights)
+    DENIED = "denied"  # a request an operator refused (``deny``)
 
 
 # --- rules ---------------------------------------------------------------------------------

@@ -1,0 +1,109 @@
+"""What the service produces, as it happens, for whoever follows it live (the dashboard's
+server-sent events): findings appearing, changing and clearing, lifecycle events, decisions
+and other audit records.
+
+``Broadcaster.publish`` is called from the pipeline (``Serving.emit``, the healer's appends)
+and never waits: each message gets the next id and goes into a bounded ring (for a client that
+reconnects with ``Last-Event-ID``) and into every subscriber's bounded queue. A subscriber whose
+queue is full is too slow to follow: it is dropped, and its stream ends with a ``dropped``
+notice (the client reconnects and resumes from the ring, or reloads). The pipeline never
+blocks on a browser.
+
+What this module does not do: persist anything (the ring is in memory: after a restart a
+client's ``Last-Event-ID`` is older than the ring and it is told to reload), or know HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Broadcaster", "Message", "Subscription"]
+
+
+@dataclass(frozen=True)
+class Message:
+    """One published message: its id (1, 2, ... in publish order), kind and JSON data."""
+
+    id: int
+    kind: str
+    data: Mapping[str, Any]
+
+
+class Subscription:
+    """One follower's queue. Iterate ``await next_message()``; None: dropped (too slow)."""
+
+    def __init__(self, owner: Broadcaster, size: int) -> None:
+        self._owner = owner
+        self._queue: asyncio.Queue[Message | None] = asyncio.Queue(maxsize=size + 1)
+        self.size = size
+        self.dropped = False
+
+    def _offer(self, message: Message) -> bool:
+        if self._queue.qsize() >= self.size:
+            self.dropped = True
+            self._queue.put_nowait(None)  # the one slot kept for the notice
+            return False
+        self._queue.put_nowait(message)
+        return True
+
+    async def next_message(self) -> Message | None:
+        """The next message; None once this subscription was dropped (``dropped``) or the
+        broadcaster closed (the service stops)."""
+        return await self._queue.get()
+
+    def empty(self) -> bool:
+        return self._queue.empty()
+
+    def close(self) -> None:
+        self._owner._subscribers.discard(self)
+
+
+class Broadcaster:
+    """Publish without waiting; subscribers with bounded queues; the last ``ring`` messages
+    kept for resuming (see the module docstring)."""
+
+    def __init__(self, *, ring: int = 2000, queue: int = 1000) -> None:
+        self._ring: deque[Message] = deque(maxlen=ring)
+        self._subscribers: set[Subscription] = set()
+        self._queue_size = queue
+        self.last_id = 0
+        self.dropped = 0  # subscribers dropped for being too slow, since start
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    def publish(self, kind: str, data: Mapping[str, Any]) -> Message:
+        self.last_id += 1
+        message = Message(self.last_id, kind, data)
+        self._ring.append(message)
+        for sub in list(self._subscribers):
+            if not sub._offer(message):
+                self._subscribers.discard(sub)
+                self.dropped += 1
+        return message
+
+    def close(self) -> None:
+        """The service stops: every subscription ends (its next message is None)."""
+        for sub in list(self._subscribers):
+            sub._queue.put_nowait(None)
+        self._subscribers.clear()
+
+    def subscribe(self) -> Subscription:
+        sub = Subscription(self, self._queue_size)
+        self._subscribers.add(sub)
+        return sub
+
+    def since(self, last_id: int) -> Iterator[Message] | None:
+        """The messages after ``last_id`` still in the ring; None when some of them are gone
+        (the ring moved past it, or the id is from before a restart): the client reloads."""
+        if last_id >= self.last_id:
+            return iter(()) if last_id == self.last_id else None
+        oldest = self._ring[0].id if self._ring else self.last_id + 1
+        if last_id + 1 < oldest:
+            return None
+        return (m for m in list(self._ring) if m.id > last_id)

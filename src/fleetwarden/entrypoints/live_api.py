@@ -1,0 +1,174 @@
+"""The dashboard's live side over the running pipeline (``app.serving.Serving``):
+
+- ``GET /api/stream``: server-sent events (``text/event-stream``) from ``Serving.live``:
+  ``finding`` (appeared / changed / cleared), ``event`` (lifecycle), ``audit`` (decisions,
+  actions, outcomes, notes as stored). Each message has an ``id``; a client that reconnects
+  with ``Last-Event-ID`` (EventSource does) gets what it missed from the ring, or one
+  ``reload`` message when the ring no longer has it. A comment line every ``heartbeat``
+  seconds keeps proxies from closing an idle stream. A client too slow to keep up is dropped
+  with a ``dropped`` message (the pipeline never waits for it). Behind a supervised serve's
+  gateway process (which passes on whole answers only) each answer ends after a burst of
+  messages and the browser reconnects with ``Last-Event-ID`` (``hold``).
+- ``GET /api/fleet/grid``: the heatmap (``presenting.dashboard.fleet_grid``).
+- ``GET /api/pools/{cluster}/{pool}``: one pool's detail (``presenting.dashboard.pool_detail``).
+- ``POST /api/decisions/{id}/deny``: refuse a request waiting for approval (``app.denying``);
+  like approving, it needs an ``auth.admin`` token as ``Authorization: Bearer`` (a header
+  another site's page cannot make a browser send): 401 without, 404 for an id that waits for
+  nothing, 409 for one cancelled before, 503 on a follower or when the store cannot answer.
+- ``GET /api/timeline?minutes=N``: findings opened/cleared over the last N minutes (5-10080) and
+  MTTD/MTTR per pool, from the recent finding events the service keeps.
+
+Auth is the door's, as for every ``/api/`` route (read token or session cookie).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from fleetwarden.app import denying
+from fleetwarden.app.broadcasting import Message
+from fleetwarden.app.healing import NotLeading
+from fleetwarden.app.serving import Serving
+from fleetwarden.core.policy import RequestCancelled, UnknownDecision
+from fleetwarden.core.signatures import check_bearer
+from fleetwarden.ports.audit import AuditStoreError
+from fleetwarden.presenting.dashboard import drift_timeline, fleet_grid, pool_detail
+
+__all__ = ["routes", "sse"]
+
+_STREAM_HEADERS = {
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",  # nginx: pass each message on as it comes
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def sse(message: Message) -> bytes:
+    """One message in the text/event-stream format (data is one JSON line)."""
+    data = orjson.dumps(message.data)
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (message.id, message.kind.encode(), data)
+
+
+def _last_id(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+    return int(raw) if raw is not None and raw.isdigit() and len(raw) < 19 else None
+
+
+def routes(
+    pipeline: Serving,
+    *,
+    heartbeat: float = 15.0,
+    admin_tokens: Sequence[str] = (),
+    hold: float | None = None,
+) -> list[Route]:
+    """``hold``: behind a proxy that passes on only whole answers (a supervised serve's
+    gateway process), each stream answer ends after the first messages (or after ``hold``
+    seconds of nothing); the browser's EventSource reconnects at once with ``Last-Event-ID``
+    and the ring gives it what came meanwhile: the same messages, one answer per burst."""
+    live = pipeline.live
+
+    async def stream(request: Request) -> Response:
+        last = _last_id(request)
+        sub = live.subscribe()  # before reading the ring, in one step: nothing falls between
+        missed = list(live.since(last) or ()) if last is not None else []
+        lost = last is not None and live.since(last) is None
+
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                # the reconnect delay (at once when each answer is finite), and the head id
+                yield b"retry: %d\n: %d\n\n" % (2000 if hold is None else 50, live.last_id)
+                if lost:
+                    yield sse(Message(live.last_id, "reload", {"reason": "missed messages"}))
+                for old in missed:
+                    yield sse(old)
+                if hold is not None and (missed or lost or last is None):
+                    # a first answer at once: the head id, so the next one is a resume
+                    yield b"id: %d\n\n" % live.last_id
+                    return
+                while True:
+                    try:
+                        wait = heartbeat if hold is None else hold
+                        message = await asyncio.wait_for(sub.next_message(), wait)
+                    except TimeoutError:
+                        yield b": heartbeat\n\n"
+                        if hold is not None:
+                            return
+                        continue
+                    if message is None:  # dropped (too slow), or the service stops
+                        if sub.dropped:
+                            notice = {"reason": "too slow to follow: reconnect"}
+                            yield sse(Message(live.last_id, "dropped", notice))
+                        return
+                    yield sse(message)
+                    if hold is not None:  # the rest of a burst, then the answer ends
+                        await asyncio.sleep(0.02)
+                        while not sub.empty():
+                            more = await sub.next_message()
+                            if more is None:
+                                return
+                            yield sse(more)
+                        return
+            finally:
+                sub.close()
+
+        return StreamingResponse(body(), media_type="text/event-stream", headers=_STREAM_HEADERS)
+
+    async def grid(request: Request) -> Response:
+        clusters = [*pipeline.fleet.running, *pipeline.snapshot, *pipeline.owners()]
+        doc = fleet_grid(clusters, pipeline.known_pools(), pipeline.findings())
+        return Response(orjson.dumps(doc), media_type="application/json")
+
+    async def pool(request: Request) -> Response:
+        cluster, name = request.path_params["cluster"], request.path_params["pool"]
+        doc = pool_detail(
+            cluster,
+            name,
+            pipeline.specs,
+            pipeline.nodes_of(cluster),
+            pipeline.findings(),
+            list(pipeline.events),
+        )
+        if doc["desired"] is None and not doc["nodes"] and not doc["layers"]:
+            return JSONResponse({"error": f"no pool {name!r} in cluster {cluster!r}"}, 404)
+        return Response(orjson.dumps(doc), media_type="application/json")
+
+    async def timeline(request: Request) -> Response:
+        raw = request.query_params.get("minutes", "60")
+        if not raw.isdigit() or not 5 <= int(raw) <= 10080:
+            return JSONResponse({"error": "minutes must be an integer from 5 to 10080"}, 400)
+        doc = drift_timeline(
+            list(pipeline.events), now=pipeline.clock.now(), window=timedelta(minutes=int(raw))
+        )
+        return Response(orjson.dumps(doc), media_type="application/json")
+
+    async def deny(request: Request) -> Response:
+        header = request.headers.get("authorization")
+        if not admin_tokens or not check_bearer(header, tuple(admin_tokens)).ok:
+            return JSONResponse({"error": "denying needs auth.admin credentials"}, 401)
+        decision_id = request.path_params["id"]
+        try:
+            decision = await denying.deny(pipeline.healer, decision_id, by="an admin (dashboard)")
+        except RequestCancelled as exc:
+            return JSONResponse({"error": str(exc), "decision": exc.decision.to_json()}, 409)
+        except UnknownDecision as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        except NotLeading as exc:
+            return JSONResponse({"error": str(exc), "leader": False}, 503)
+        except AuditStoreError as exc:
+            return JSONResponse({"error": f"cannot record the refusal, nothing done: {exc}"}, 503)
+        return JSONResponse(decision.to_json())
+
+    return [
+        Route("/api/decisions/{id:str}/deny", deny, methods=["POST"]),
+        Route("/api/stream", stream, methods=["GET"]),
+        Route("/api/fleet/grid", grid, methods=["GET"]),
+        Route("/api/pools/{cluster:str}/{pool:str}", pool, methods=["GET"]),
+        Route("/api/timeline", timeline, methods=["GET"]),
+    ]

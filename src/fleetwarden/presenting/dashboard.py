@@ -1,0 +1,200 @@
+"""The dashboard's views as JSON: the fleet heatmap (clusters x pools, worst severity), one
+pool's detail (desired facts with where each came from, nodes, findings with actor and
+timeline), and the drift timeline (findings opened and cleared over time, MTTD/MTTR per pool).
+
+Pure: values in, JSON-ready dicts out; the entry point (``entrypoints/live_api.py``) reads the
+pipeline and answers HTTP. Every value stays data: the page puts it on screen as text.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from fleetwarden.core.findings import Finding, Severity
+from fleetwarden.core.nodes import ObservedNode, pool_of
+from fleetwarden.core.pools import NodePoolSpec
+
+__all__ = ["SEVERITY_RANK", "drift_timeline", "fleet_grid", "pool_detail"]
+
+SEVERITY_RANK = {s.value: i for i, s in enumerate(Severity)}  # info < ... < critical
+
+_FACTS = (
+    ("instanceTypes", "instance_types"),
+    ("diskSizeGiB", "disk_size_gib"),
+    ("diskType", "disk_type"),
+    ("minSize", "min_size"),
+    ("maxSize", "max_size"),
+    ("desiredSize", "desired_size"),
+    ("kubernetesVersion", "kubernetes_version"),
+    ("osFamily", "os_family"),
+)
+
+
+def _worst(findings: Iterable[Finding]) -> str | None:
+    worst = max((SEVERITY_RANK[f.severity.value] for f in findings), default=None)
+    return None if worst is None else list(SEVERITY_RANK)[worst]
+
+
+def fleet_grid(
+    clusters: Iterable[str],
+    known_pools: Mapping[str, Iterable[str]],
+    findings: Sequence[Finding],
+) -> dict[str, Any]:
+    """One row per cluster, one column per pool name seen anywhere: ``cells[i]`` is
+    ``[worst severity or "ok", findings]``, or None where the cluster has no such pool.
+    Findings without a pool (cluster-wide) are in the column ``"(cluster)"``."""
+    by_cell: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        by_cell[(f.cluster, f.pool or "(cluster)")].append(f)
+    pools_of: dict[str, set[str]] = {c: set(p) for c, p in known_pools.items()}
+    for cluster, pool in by_cell:
+        pools_of.setdefault(cluster, set()).add(pool)
+    names = sorted({*clusters, *pools_of})
+    columns = sorted({p for ps in pools_of.values() for p in ps})
+    rows = []
+    for cluster in names:
+        have = pools_of.get(cluster, set())
+        cells: list[list[Any] | None] = []
+        for pool in columns:
+            if pool not in have:
+                cells.append(None)
+                continue
+            found = by_cell.get((cluster, pool), [])
+            cells.append([_worst(found) or "ok", len(found)])
+        rows.append({"cluster": cluster, "worst": _worst(
+            f for p in have for f in by_cell.get((cluster, p), [])
+        ) or "ok", "cells": cells})  # fmt: skip
+    return {"pools": columns, "rows": rows}
+
+
+def _spec_facts(spec: NodePoolSpec) -> list[dict[str, Any]]:
+    facts: list[dict[str, Any]] = []
+    for name, attr in _FACTS:
+        value = getattr(spec, attr)
+        if value in (None, (), ""):
+            continue
+        shown = list(value) if isinstance(value, tuple) else value
+        facts.append({"fact": name, "value": shown, "from": spec.origin_of(name)})
+    for key, value in sorted(spec.labels.items()):
+        fact = f"labels.{key}"
+        facts.append({"fact": fact, "value": value, "from": spec.origin_of(fact)})
+    for taint in spec.taints:
+        fact = f"taints.{taint.field_name}"
+        shown = f"{taint.key}={taint.value or ''}:{taint.effect}"
+        facts.append({"fact": fact, "value": shown, "from": spec.origin_of(fact)})
+    return facts
+
+
+def pool_detail(
+    cluster: str,
+    pool: str,
+    specs: Sequence[NodePoolSpec],
+    nodes: Sequence[ObservedNode] | None,
+    findings: Sequence[Finding],
+    events: Iterable[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """What an SRE looks at for one pool: desired facts and where each came from, the pool's
+    nodes, its findings by layer (with actor and timeline), and its recent finding events."""
+    spec = next((s for s in specs if s.cluster == cluster and s.name == pool), None)
+    mine = [f for f in findings if f.cluster == cluster and (f.pool or "(cluster)") == pool]
+    members = [n for n in nodes or () if pool_of(n) == pool]
+    by_layer: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for f in mine:
+        by_layer[f.layer.value].append(f.to_json())
+    history = [
+        e
+        for e in events
+        if isinstance(e.get("finding"), Mapping)
+        and e["finding"].get("cluster") == cluster
+        and (e["finding"].get("pool") or "(cluster)") == pool
+    ]
+    return {
+        "cluster": cluster,
+        "pool": pool,
+        "worst": _worst(mine) or "ok",
+        "desired": None
+        if spec is None
+        else {"source": spec.source, "format": spec.source_format, "facts": _spec_facts(spec)},
+        "nodes": [
+            {
+                "name": n.name,
+                "instanceType": n.instance_type,
+                "kubelet": n.kubelet_version,
+                "unschedulable": n.unschedulable,
+                "drifting": sum(1 for f in mine if n.name in f.nodes),
+            }
+            for n in sorted(members, key=lambda n: n.name)
+        ],
+        "layers": dict(sorted(by_layer.items())),
+        "events": history[-50:][::-1],
+    }
+
+
+def _at(text: Any) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def drift_timeline(
+    events: Iterable[Mapping[str, Any]], *, now: datetime, window: timedelta, buckets: int = 30
+) -> dict[str, Any]:
+    """Finding events of the last ``window`` (``finding.appeared``/``cleared`` as
+    ``Serving.events`` keeps them) in ``buckets`` equal slices: how many opened and cleared;
+    and per pool the mean time to detect (detectedAt - startedAt) and to restore (cleared -
+    startedAt, else cleared - detectedAt) in seconds, None where nothing was measured. Where
+    the watcher stamped no ``startedAt``, the time of the change event the finding was
+    attributed to (``cause.time``) is the start."""
+    start = now - window
+    step = window / buckets
+    opened, cleared = [0] * buckets, [0] * buckets
+    detect: dict[str, list[float]] = defaultdict(list)
+    restore: dict[str, list[float]] = defaultdict(list)
+    counts: Counter[str] = Counter()
+    for ev in events:
+        kind, finding, at = ev.get("type"), ev.get("finding"), _at(ev.get("at"))
+        if at is None or not isinstance(finding, Mapping) or not start <= at <= now:
+            continue
+        key = f"{finding.get('cluster')}/{finding.get('pool') or '(cluster)'}"
+        slot = min(buckets - 1, int((at - start) / step))
+        cause = finding.get("cause")
+        cause_at = _at(cause.get("time")) if isinstance(cause, Mapping) else None
+        started = _at(finding.get("startedAt")) or cause_at  # the change, else its event
+        detected = _at(finding.get("detectedAt")) or at
+        if kind == "finding.appeared":
+            opened[slot] += 1
+            counts[key] += 1
+            if started is not None:
+                detect[key].append(max(0.0, (detected - started).total_seconds()))
+        elif kind == "finding.cleared":
+            cleared[slot] += 1
+            since = started or _at(finding.get("detectedAt"))
+            if since is not None:
+                restore[key].append(max(0.0, (at - since).total_seconds()))
+
+    def mean(values: list[float]) -> float | None:
+        return round(sum(values) / len(values), 3) if values else None
+
+    pools = sorted({*counts, *detect, *restore})
+    return {
+        "from": start.isoformat().replace("+00:00", "Z"),
+        "to": now.isoformat().replace("+00:00", "Z"),
+        "bucketSeconds": step.total_seconds(),
+        "opened": opened,
+        "cleared": cleared,
+        "pools": [
+            {
+                "pool": key,
+                "opened": counts[key],
+                "mttdSeconds": mean(detect[key]),
+                "mttrSeconds": mean(restore[key]),
+            }
+            for key in pools
+        ],
+    }
