@@ -23,7 +23,9 @@ from starlette.applications import Starlette
 from fleetwarden.adapters import simulated_cloud
 from fleetwarden.core.audit import AuditKind
 from fleetwarden.core.findings import Finding, Layer, Severity
-from fleetwarden.entrypoints import demo_service, live_api
+from fleetwarden.entrypoints import live_api
+from fleetwarden.entrypoints.serve_cmd import build_service as serve_build
+from fleetwarden.wiring import demo_service
 from tests.support import serve_proc
 from tests.support.asgi_server import serve_asgi
 from tests.support.big_fleet import TOKENS, running_service, write_fleet
@@ -165,6 +167,7 @@ async def test_the_demo_service_posts_its_clouds_events_through_the_gateway():
         demo_service.run(
             port=port, interval=0.05, seed=3, steps=8,
             on_ready=lambda url, tokens, svc: seen.update(url=url, tokens=tokens, svc=svc),
+            build=serve_build,
         )
     )  # fmt: skip
     try:
@@ -251,6 +254,7 @@ async def test_in_the_demo_an_approved_restore_patches_the_fleet_and_clears_its_
         demo_service.run(
             port=port, interval=3600, seed=3, steps=1, mode="approval",
             on_ready=lambda url, tokens, svc: seen.update(tokens=tokens, svc=svc),
+            build=serve_build,
         )
     )  # fmt: skip
     try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,6 +21,7 @@ from fleetwarden.cli.common import (
     WideOpt,
     emit_report,
     exit_code,
+    fail,
 )
 from fleetwarden.core.fleet import FleetReport
 from fleetwarden.core.policy import Mode
@@ -94,16 +95,7 @@ def demo_command(
         emit_report(report, output, wide=wide)
         raise typer.Exit(exit_code(report.findings, FailOn.high))
     if steps is None and output is not OutputFormat.json:  # the service, until Ctrl-C
-        from fleetwarden.entrypoints import demo_service
-
-        demo_service.main(
-            make_console(),
-            port=port,
-            interval=interval,
-            seed=seed,
-            browse=open_browser,
-            mode=mode.value,
-        )
+        _serve(make_console(), port, interval, seed, open_browser, mode.value)
         return
     run_live(
         make_console(wide=wide),
@@ -114,6 +106,39 @@ def demo_command(
         json_lines=output is OutputFormat.json,
         wide=wide,
     )
+
+
+def _serve(console: Any, port: int, interval: float, seed: int, browse: bool, mode: str) -> None:
+    """The demo service until Ctrl-C: the URL and tokens printed, the browser opened when
+    there is a display; everything started is stopped on the way out."""
+    import asyncio
+    import contextlib
+    import socket
+    import webbrowser
+
+    from fleetwarden import logs
+    from fleetwarden.entrypoints.serve_cmd import build_service
+    from fleetwarden.presenting.demo import demo_service_text
+    from fleetwarden.wiring import demo_service
+
+    with socket.socket() as probe:  # a taken port: say which option to change
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            fail(f"demo: cannot listen on 127.0.0.1:{port} ({exc.strerror}): pass --port N")
+
+    def ready(url: str, tokens: dict[str, str], service: Any) -> None:
+        console.print(demo_service_text(url, tokens["read"], tokens["admin"], interval, mode))
+        if browse and demo_service.has_display():
+            webbrowser.open(url)
+
+    logs.configure("console", "warning")  # what goes wrong, not every request
+    run = demo_service.run(
+        port=port, interval=interval, seed=seed, mode=mode, on_ready=ready, build=build_service
+    )
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
+        runner.run(run)
+    console.print("demo stopped: service, simulated cloud and temporary store removed")
 
 
 def register(app: typer.Typer) -> None:

@@ -129,7 +129,13 @@ def routes(
     snapshot: Mapping[str, Sequence[ObservedNode]],
     findings: Callable[[], Sequence[Finding]],
     owners: Callable[[], Mapping[str, str | None]] = dict,
+    *,
+    pipeline: Serving | None = None,
+    admin_tokens: Sequence[str] = (),
 ) -> list[Route]:
+    """The dashboard's page and reads; with ``pipeline`` its live side too (the event stream,
+    heatmap, pool, timeline, deny: ``admin_tokens`` may deny)."""
+
     async def index(request: Request) -> Response:
         return RedirectResponse("/ui/", status_code=307)
 
@@ -153,15 +159,11 @@ def routes(
                 row["owner"] = shards.get(str(row["cluster"]))
         return Response(orjson.dumps(rows), media_type="application/json")
 
-    # ``serve`` passes its pipeline's bound methods; the live routes need the pipeline itself
-    pipeline = getattr(findings, "__self__", None)
-    door = getattr(getattr(pipeline, "gateway_config", None), "door", None)
-    admin = tuple(getattr(door, "admin_tokens", ()))  # the door's: who may approve and deny
     # a supervised serve's worker: its gateway process passes on whole answers only
     hold = 25.0 if processes.in_child() else None
     live = (
-        live_api.routes(pipeline, admin_tokens=admin, hold=hold)
-        if isinstance(pipeline, Serving)
+        live_api.routes(pipeline, admin_tokens=admin_tokens, hold=hold)
+        if pipeline is not None
         else []
     )
     return [

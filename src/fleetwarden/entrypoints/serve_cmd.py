@@ -70,7 +70,9 @@ def build_service(config: ServiceConfig) -> Service:
             *history_api.routes(lambda: svc.healer.audit),
             Route("/api/decisions/{id:str}/approve", approve, methods=["POST"]),
             *workloads_api.routes(svc.workloads),
-            *dashboard.routes(svc.fleet, svc.snapshot, svc.findings, svc.owners),
+            *dashboard.routes(
+                svc.fleet, svc.snapshot, svc.findings, svc.owners, pipeline=svc, admin_tokens=admins
+            ),
             *incidents_api.routes(svc.findings),
         ],
         health=lambda: {"leader": svc.heals and svc.leading},

@@ -21,10 +21,8 @@ import json
 import os
 import random
 import secrets
-import socket
 import sys
 import tempfile
-import webbrowser
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,23 +30,19 @@ from typing import Any
 
 import httpx
 import orjson
-from rich.console import Console
 
 from fleetwarden import logs
 from fleetwarden.adapters import simulated, simulated_cloud
 from fleetwarden.app import demoing
 from fleetwarden.app.remediating import Remediator
-from fleetwarden.cli.common import fail
 from fleetwarden.core.nodes import pool_of
 from fleetwarden.core.pools import Taint
-from fleetwarden.entrypoints.serve_cmd import build_service
 from fleetwarden.formats.nodes import parse_nodes
-from fleetwarden.presenting.demo import demo_service_text
 from fleetwarden.wiring.running import serve
 from fleetwarden.wiring.service import Service
-from fleetwarden.wiring.service_config import service_config_from
+from fleetwarden.wiring.service_config import ServiceConfig, service_config_from
 
-__all__ = ["DemoTokens", "has_display", "main", "run"]
+__all__ = ["DemoTokens", "has_display", "run"]
 
 DemoTokens = dict[str, str]  # read, admin, aws, azure, gcp
 Ready = Callable[[str, DemoTokens, Service], None]
@@ -136,10 +130,12 @@ async def run(
     steps: int = 0,
     mode: str = "dry-run",
     on_ready: Ready,
+    build: Callable[[ServiceConfig], Service],
     changes: Sequence[demoing.CloudChange] | None = None,
 ) -> None:
     """The service and its simulated cloud until cancelled (or ``steps`` changes, then the
-    service alone). ``on_ready`` gets the dashboard URL, the tokens and the service."""
+    service alone). ``on_ready`` gets the dashboard URL, the tokens and the service; ``build``
+    is serve's (the entry layer puts its HTTP side in front)."""
     tokens = {name: secrets.token_urlsafe(24) for name in ("read", "admin", "aws", "azure", "gcp")}
     logs.add_secrets(tokens.values())  # masked in any log line, as serve's credentials are
     env = {f"FW_DEMO_{name.upper()}": value for name, value in tokens.items()}
@@ -158,7 +154,7 @@ async def run(
             "auth": {name: {"bearerToken": f"env:FW_DEMO_{name.upper()}"} for name in tokens},
         }
         (root / "serve.json").write_text(json.dumps(raw))  # what ran, for a curious user
-        service = build_service(service_config_from(raw, source="demo", env=env))
+        service = build(service_config_from(raw, source="demo", env=env))
         # an approved restore patches the simulated nodes (there is no API server to call)
         service.healer.remediator = Remediator(
             nodes=lambda cluster: _Restorer(service, fleet, cluster)
@@ -208,30 +204,8 @@ _CHANGES: tuple[demoing.CloudChange, ...] = (
 )
 
 
-def main(
-    console: Console, *, port: int, interval: float, seed: int, browse: bool, mode: str
-) -> None:
-    """``run`` until Ctrl-C: the URL and the read token printed, the browser opened when
-    there is a display; everything started is stopped on the way out."""
-
-    with socket.socket() as probe:  # a taken port: say which option to change
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as exc:
-            fail(f"demo: cannot listen on 127.0.0.1:{port} ({exc.strerror}): pass --port N")
-
-    def ready(url: str, tokens: DemoTokens, service: Service) -> None:
-        console.print(demo_service_text(url, tokens["read"], tokens["admin"], interval, mode))
-        if browse and has_display():
-            webbrowser.open(url)
-
-    logs.configure("console", "warning")  # what goes wrong, not every request
-    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
-        runner.run(run(port=port, interval=interval, seed=seed, mode=mode, on_ready=ready))
-    console.print("demo stopped: service, simulated cloud and temporary store removed")
-
-
 def has_display() -> bool:
+    """Whether a browser can be opened here."""
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or (
         sys.platform in ("darwin", "win32")
     )
