@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from fleetwarden.cli.common import FormatOpt, OutputFormat, fail
+from fleetwarden.cli.common import FormatOpt, OutputFormat, config_option, fail
 
 __all__ = ["register"]
 
@@ -24,23 +24,21 @@ def report(
         str | None, typer.Option(metavar="GLOB", help="Only these clusters.")
     ] = None,
     store: Annotated[str | None, typer.Option("--store", "-s", metavar="URL", help=_STORE)] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", metavar="FILE", help=_CFG)
-    ] = None,
+    config: Annotated[Path | None, config_option(_CFG)] = None,
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Time to detect, restore and notify, and findings opened, cleared and healed."""
-    from fleetwarden.adapters.storage.reading import read_store
     from fleetwarden.app.auditing import resolve_store_url
     from fleetwarden.app.reporting import build_report
     from fleetwarden.app.service_config import default_store
     from fleetwarden.ports.audit import AuditStoreError
     from fleetwarden.presenting import rendering, reporting
+    from fleetwarden.wiring.auditing import with_store
 
     now = datetime.now(UTC)
     try:
         url = resolve_store_url(store, config, default_store=default_store)
-        result = read_store(url, lambda s: build_report(s, since=since, now=now, cluster=cluster))
+        result = with_store(url, lambda s: build_report(s, since=since, now=now, cluster=cluster))
     except (ValueError, AuditStoreError) as exc:
         fail(str(exc))
     if output is OutputFormat.json:
