@@ -12,8 +12,7 @@ import asyncio
 import contextlib
 import copy
 import random
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,6 +26,7 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.ports.kube import Gone, KubeApi, ListResult, Transient, Unauthorized, WatchEvent
 from fleetwarden.ports.notify import Backoff
+from tests.support.waiting import wait_for
 
 POOL_LABEL = "eks.amazonaws.com/nodegroup"
 CLUSTER = "c1"
@@ -185,18 +185,6 @@ class Recorder:
                     )
                 )
         return out
-
-
-async def wait_for(cond: Callable[[], Any], timeout: float = 1.0, what: str = "") -> Any:
-    """Yield to the loop until ``cond()`` is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = cond()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.001)
 
 
 async def within(awaitable: Awaitable[Any], seconds: float = 2.0) -> Any:

@@ -18,7 +18,6 @@ import base64
 import contextlib
 import json
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,25 +33,13 @@ from fleetwarden.core.findings import Layer
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.ports.kube import Conflict, NotFound
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.live, pytest.mark.realdata]
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ARGO_CRDS = ("argocd-application-crd.yaml", "argocd-applicationset-crd.yaml")
 NS = "argocd-orphans"  # this test's own namespace: the cluster is shared with other tests
-
-
-async def wait_for(cond: Callable[[], Any], timeout: float = 30.0, what: str = "it") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = cond()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def install_crd(api: KubeClient, path: Path) -> None:

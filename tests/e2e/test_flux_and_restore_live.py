@@ -14,7 +14,6 @@ with a real 409 and one retry.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from fleetwarden.core.policy import Action, Mode, PolicyState, Status, decide
 from fleetwarden.core.pools import Taint
 from fleetwarden.ports.kube import Conflict, NotFound
 from fleetwarden.ports.remediation import OutcomeStatus
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.live, pytest.mark.realdata]
 
@@ -44,17 +44,6 @@ PODINFO = FluxRef(FluxKind.HELM_RELEASE, "podinfo", "podinfo")
 NOW = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 TRANSIENT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 POOL_TAINT = {"key": "dedicated", "value": "general", "effect": "NoSchedule"}
-
-
-async def wait_for(cond, timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await cond()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture()

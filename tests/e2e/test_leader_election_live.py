@@ -29,6 +29,7 @@ from fleetwarden.adapters.kube.lease import KubeLeaseStore, parse_micro_time
 from fleetwarden.app.electing import Elector, Fence, FenceRefused
 from fleetwarden.core.leadership import ElectionTiming
 from tests.support.lease_elector import spawn
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -45,15 +46,6 @@ def endpoint(k8s):
 @pytest.fixture()
 def lease_name() -> str:
     return f"fw-test-{uuid.uuid4().hex[:8]}"
-
-
-async def wait_for(cond: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if got := cond():
-            return got
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def wait_sync(cond: Callable[[], Any], timeout: float, what: str) -> Any:

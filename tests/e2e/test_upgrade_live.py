@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -37,6 +36,7 @@ from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.upgrades import RunPhase, StepKind, StepStatus, plan_upgrade
 from fleetwarden.formats.nodes import node_from_object
 from fleetwarden.ports.kube import Conflict, NotFound
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.live, pytest.mark.realdata]
 
@@ -44,19 +44,6 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 POOL_LABEL = "eks.amazonaws.com/nodegroup"
 APP = "prod-node-config"
 _pools = itertools.count(1)
-
-
-async def wait_for(cond: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = cond()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture()

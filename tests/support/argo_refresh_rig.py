@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.tracking import FindingTracker
 from fleetwarden.ports.audit import AuditStore
 from fleetwarden.ports.kube import Conflict, NotFound
+from tests.support.waiting import wait_for
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 ARGO_CRDS = (
@@ -44,19 +44,6 @@ ARGO_CRDS = (
 )
 PLURALS = {"Deployment": ("apps/v1", "deployments"), "ConfigMap": ("v1", "configmaps")}
 BASE = "http://argocd.test"
-
-
-async def wait_for(cond: Callable[[], Any], timeout: float = 30.0, what: str = "it") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = cond()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def install_crds(api: KubeClient, crd_dir: Path) -> None:
