@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+_sleep = asyncio.sleep  # bound now: a test that patches asyncio.sleep does not see these waits
+
 
 async def wait_for(
     cond: Callable[[], Any], timeout: float = 30.0, what: str = "it", every: float = 0.02
@@ -22,4 +24,4 @@ async def wait_for(
             return result
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(every)
+        await _sleep(every)
