@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from fleetwarden.core import osfamilies, versions
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
@@ -64,6 +63,23 @@ class _Collector:
             names = self._nodes[key] = []
         if node is not None:
             names.append(node)
+
+    def add_all(
+        self,
+        layer: Layer,
+        field_: str,
+        expected: object,
+        actual: object,
+        severity: Severity,
+        nodes: list[str],
+    ) -> None:
+        """``add`` for each of ``nodes`` (their order within a finding does not matter: a
+        finding lists its nodes sorted)."""
+        key = (layer, field_, _hashable(expected), _hashable(actual), severity)
+        names = self._nodes.get(key)
+        if names is None:
+            names = self._nodes[key] = []
+        names.extend(nodes)
 
     def explain(self, field_: str, message: str) -> None:
         self._messages[field_] = message
@@ -170,9 +186,8 @@ def _diff_nodes(
     # their taint tuples, and every tuple stays alive while ``nodes`` does)
     seen: dict[tuple[object, ...], list[_Drift]] = {}
     for node in nodes:
-        get = node.labels.get
         key = (
-            *[get(k) for k in keys],
+            tuple(map(node.labels.get, keys)),
             id(node.taints),
             node.kubelet_version,
             node.os_image,
@@ -332,10 +347,16 @@ def _node_drifts(check: _NodeCheck, node: ObservedNode) -> list[_Drift]:
 def _diff_allocatable(
     spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector, options: DiffOptions
 ) -> None:
-    """L3: allocatable within tolerance of the pool's expectation, else of its own median."""
+    """L3: allocatable within tolerance of the pool's expectation, else of its own median.
+
+    Nodes are taken by their allocatable map (``_by_map``: the stream reader shares one map
+    among the nodes that have the same one), so each distinct map is looked at once per
+    resource. Findings come out as from a node-by-node pass: a finding's first node decides
+    where it is listed, and maps are visited in the order of their first node."""
     tol = options.tolerance
     heterogeneous = spec.heterogeneous or len(spec.instance_types) > 1
-    groups: dict[str | None, list[ObservedNode]] | None = None
+    everyone: list[_MapNodes] | None = None
+    groups: list[tuple[Sequence[ObservedNode], list[_MapNodes]]] | None = None
     for resource in options.resources:
         stated = spec.allocatable.get(resource)
         if stated is not None:
@@ -343,18 +364,41 @@ def _diff_allocatable(
                 want = parse_quantity(stated)
             except ValueError:
                 continue
-            _flag_outliers(resource, stated, want, nodes, tol, out)
+            if everyone is None:
+                everyone = _by_map(nodes)
+            _flag_outliers(resource, stated, want, everyone, tol, out)
             continue
         if groups is None:
-            groups = defaultdict(list)
+            by_type: dict[str | None, list[ObservedNode]] = defaultdict(list)
             for node in nodes:
-                groups[node.instance_type if heterogeneous else None].append(node)
-        for members in groups.values():
-            if len(members) < options.median_min_nodes:
-                continue
-            median = _median(resource, members, options.median_min_nodes)
+                by_type[node.instance_type if heterogeneous else None].append(node)
+            groups = [
+                (members, _by_map(members))
+                for members in by_type.values()
+                if len(members) >= options.median_min_nodes
+            ]
+        for members, maps in groups:
+            median = _median(resource, members, maps, options.median_min_nodes)
             if median is not None:
-                _flag_outliers(resource, median[1], median[0], members, tol, out)
+                _flag_outliers(resource, median[1], median[0], maps, tol, out)
+
+
+_MapNodes = tuple[Mapping[str, str], list[str]]
+
+
+def _by_map(nodes: Sequence[ObservedNode]) -> list[_MapNodes]:
+    """Each distinct allocatable map (by identity) with the names of its nodes, in the order
+    of the first node that has it."""
+    index: dict[int, list[str]] = {}
+    out: list[_MapNodes] = []
+    for node in nodes:
+        m = node.allocatable
+        names = index.get(id(m))
+        if names is None:
+            names = index[id(m)] = []
+            out.append((m, names))
+        names.append(node.name)
+    return out
 
 
 def _quantity(raw: str) -> float | None:
@@ -365,29 +409,21 @@ def _quantity(raw: str) -> float | None:
 
 
 def _median(
-    resource: str, members: Sequence[ObservedNode], min_nodes: int
+    resource: str, members: Sequence[ObservedNode], maps: list[_MapNodes], min_nodes: int
 ) -> tuple[float, str] | None:
     """The median of the members' parsable ``resource`` values and the text it was read from:
     the element at ``(n - 1) // 2`` of the values sorted stably by amount. None when fewer
     than ``min_nodes`` values.
 
-    Nodes of a pool share a few distinct texts, so the texts are counted (maps by identity
-    first: the stream reader shares them) and the median found by walking the counts; when
-    two texts read as the same amount (``1Gi`` and ``1073741824``) which one is the median
-    depends on node order, so the sorted list itself is built."""
-    maps: dict[int, list[Any]] = {}
-    for node in members:
-        m = node.allocatable
-        entry = maps.get(id(m))
-        if entry is None:
-            maps[id(m)] = [m, 1]
-        else:
-            entry[1] += 1
+    Nodes of a pool share a few distinct texts, so the texts are counted and the median found
+    by walking the counts; when two texts read as the same amount (``1Gi`` and
+    ``1073741824``) which one is the median depends on node order, so the sorted list itself
+    is built."""
     counts: dict[str, int] = {}
-    for m, n in maps.values():
+    for m, names in maps:
         raw = m.get(resource)
         if raw is not None:
-            counts[raw] = counts.get(raw, 0) + n
+            counts[raw] = counts.get(raw, 0) + len(names)
     amounts: dict[float, str] = {}
     total = 0
     for raw, n in counts.items():
@@ -429,7 +465,7 @@ def _flag_outliers(
     resource: str,
     expected_raw: str,
     expected: float,
-    nodes: Iterable[ObservedNode],
+    maps: list[_MapNodes],
     tol: float,
     out: _Collector,
 ) -> None:
@@ -437,17 +473,13 @@ def _flag_outliers(
         return
     severity = Severity.HIGH if resource == "memory" else Severity.MEDIUM
     field_ = f"allocatable.{resource}"
-    outlier: dict[str, bool] = {}  # by text: nodes share a few
-    for node in nodes:
-        raw = node.allocatable.get(resource)
+    for m, names in maps:
+        raw = m.get(resource)
         if raw is None:
             continue
-        far = outlier.get(raw)
-        if far is None:
-            have = _quantity(raw)
-            far = outlier[raw] = have is not None and abs(have - expected) / expected > tol
-        if far:
-            out.add(Layer.L3, field_, expected_raw, raw, severity, node.name)
+        have = _quantity(raw)
+        if have is not None and abs(have - expected) / expected > tol:
+            out.add_all(Layer.L3, field_, expected_raw, raw, severity, names)
 
 
 def _diff_versions_mixed(
@@ -489,9 +521,10 @@ def group_nodes(
     """Nodes by pool name (``None``: no pool label). Control-plane nodes are left out
     unless ``include_control_plane``."""
     labels = options.pool_labels or POOL_LABELS
+    skip_control_plane = not options.include_control_plane
     groups: dict[str | None, list[ObservedNode]] = defaultdict(list)
     for node in nodes:
-        if node.is_control_plane and not options.include_control_plane:
+        if skip_control_plane and node.is_control_plane:
             continue
         groups[pool_of(node, pool_labels=labels)].append(node)
     return groups

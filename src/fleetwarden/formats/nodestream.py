@@ -183,7 +183,7 @@ def _nodes_of(items: list[_Item], out: list[ObservedNode], shared: _Shared) -> N
 class _Window:
     """Bytes of the input from offset ``base`` on; ``pos`` is where reading goes on."""
 
-    __slots__ = ("_read", "base", "buf", "eof", "pos", "size")
+    __slots__ = ("_ascii", "_read", "base", "buf", "eof", "pos", "size")
 
     def __init__(self, read: ReadInto, start: int = 0) -> None:
         self._read = read
@@ -193,12 +193,19 @@ class _Window:
         self.base = start - 1  # the input offset of buf[0]
         self.pos = 1
         self.eof = False
+        self._ascii: bool | None = None  # is the buffer all ASCII (asked once per chunk)
+
+    def ascii(self) -> bool:
+        if self._ascii is None:
+            self._ascii = self.buf.isascii()
+        return self._ascii
 
     def more(self) -> bool:
         """Read another chunk, dropping what was consumed (one byte before ``pos`` is kept:
         the decoder borrows it). False at the end of the input."""
         if self.eof:
             return False
+        self._ascii = None
         drop = max(self.pos - 1, 0)
         if drop:  # move the unread tail to the front (usually part of one item)
             rest = self.size - drop
@@ -454,7 +461,7 @@ def _decode(
     buf, pos = win.buf, win.pos
     if pos == 0 or end > win.size:
         raise Unstreamable
-    if not buf.isascii():  # the decoder skips fields without checking their UTF-8
+    if not win.ascii():  # the decoder skips fields without checking their UTF-8
         try:
             bytes(buf[pos:end]).decode("utf-8")
         except UnicodeDecodeError:
