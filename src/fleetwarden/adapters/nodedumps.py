@@ -29,6 +29,9 @@ SPLIT_MIN_BYTES = 64 * 2**20
 """Below this a second process costs more (start, sending nodes back) than it saves."""
 
 _PROBE_BYTES = 2**20  # looked at around a split point for the next item's start
+_FIRST_SHARE = 0.9
+"""The first range, read here, is this much of an even share: unpacking the nodes the workers
+send back costs this process about a fifth of reading them (measured at 100,000 nodes)."""
 
 
 def read_node_file(path: str, *, limit: int, workers: int = 1) -> list[ObservedNode]:
@@ -63,8 +66,9 @@ def _read_split(path: str, open_at: _Opener, size: int, workers: int) -> list[Ob
     if head.separator is None:
         return None
     starts = [head.items_at]
+    mine = size * _FIRST_SHARE // workers  # this process also unpacks the others' nodes
     for k in range(1, workers):
-        offset = size * k // workers
+        offset = int(mine + (size - mine) * (k - 1) // (workers - 1))
         fh = open_at.file(offset)
         guess = nodestream.split_point(fh.read(_PROBE_BYTES), offset, head.separator)
         if guess is None or guess <= starts[-1]:
