@@ -183,8 +183,9 @@ def _diff_nodes(
     disk = check.disk
     add = out.add
     # key: the facts ``_node_drifts`` reads; taints by identity (nodes from one dump share
-    # their taint tuples, and every tuple stays alive while ``nodes`` does)
+    # their taint tuples; ``kept`` holds every tuple whose id is a key, so no id is reused)
     seen: dict[tuple[object, ...], list[_Drift]] = {}
+    kept: list[object] = []
     for node in nodes:
         key = (
             tuple(map(node.labels.get, keys)),
@@ -196,6 +197,7 @@ def _diff_nodes(
         drifts = seen.get(key)
         if drifts is None:
             drifts = seen[key] = _node_drifts(check, node)
+            kept.append(node.taints)
         name = node.name
         for layer, field_, expected, actual, severity in drifts:
             add(layer, field_, expected, actual, severity, name)
