@@ -103,13 +103,7 @@ def _read_range(
     """One worker's range, its nodes packed (module level: it is sent to a process)."""
     with _files(path) as open_at, _gc_paused():
         got = nodestream.read_items(open_at(start), start=start, separator=separator, stop=stop)
-        # kept until the worker process ends (it ends without freeing them one by one):
-        # freeing ~10^6 objects here would come before the result is sent
-        _KEPT_IN_WORKER.append(got)
         return nodestream.pack_nodes(got.nodes), got.keys
-
-
-_KEPT_IN_WORKER: list[object] = []
 
 
 class _Opener:
