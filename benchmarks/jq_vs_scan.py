@@ -16,8 +16,9 @@ fleetwarden: also the instance type, SPEC): every planted drift found, nothing e
 times and CPU times (user + system of the command and its workers, from getrusage) are best
 of ``--runs`` rounds; each round runs every side once, so load that comes and goes hits
 the sides alike. The last line (``SUMMARY ...``) is the whole result on one line, with the
-load average before and after. On a busy machine the CPU time is the steadier figure: jq runs on one core, so
-on a quiet machine its wall time is its CPU time, while fleetwarden's two processes overlap;
+load average before and after. On a busy machine the CPU time is the steadier figure: jq runs
+on one core, so on a quiet machine its wall time is its CPU time, while fleetwarden's two
+processes overlap;
 the CPU-time ratio is thus about the least the quiet wall-time ratio will be. Peak memory is
 the RSS of the command and every process it starts, summed and sampled from /proc every
 20 ms (``proctree``), highest over the runs.

@@ -149,3 +149,17 @@ def test_damaged_dumps_give_the_plain_path_s_error(tmp_path, small_steps, raw, d
             got = str(exc)
             assert "\n" not in got
         assert got == want
+
+
+def test_a_control_character_in_a_dump_that_is_not_json_is_a_one_line_error(tmp_path):
+    """Not JSON (a stray "]" first), so read as YAML, whose reader refuses DEL with a message
+    over two lines: the error is still one line, the same from both paths."""
+    path = tmp_path / "c.json"
+    path.write_bytes(b']"kind": "List", "items": [{"metadata": {"name": "\x7f"}}]}')
+    messages = set()
+    for read in (_plain, lambda p: _fast(p, 2)):
+        with pytest.raises(FormatError) as err:
+            read(path)
+        messages.add(str(err.value))
+    (message,) = messages
+    assert "\n" not in message and "control characters are not allowed" in message

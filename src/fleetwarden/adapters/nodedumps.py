@@ -3,10 +3,12 @@
 ``read_node_file`` never holds a JSON ``List`` of nodes in memory whole: ``formats.nodestream``
 reads it a chunk at a time. With ``workers`` > 1 and a dump of at least ``SPLIT_MIN_BYTES``,
 the items array is cut into byte ranges (at a guessed item boundary, proved by the range before
-it decoding exactly up to it), the first range is read here and the others in worker processes,
-which send back their nodes. Whatever the stream refuses (YAML, a single Node, anything
-malformed or unusual) is read whole by ``formats.nodes.parse_document``, which names the
-problem; a split whose guess was wrong is read again in one stream.
+it decoding exactly up to it), the first range is read here and the others in forked worker
+processes, which send back their nodes packed, as bytes through a pipe. ``start_split`` starts
+the workers early (``scan`` does so before it reads the desired state), and the read collects
+them. Whatever the stream refuses (YAML, a single Node, anything malformed or unusual) is read
+whole by ``formats.nodes.parse_document``, which names the problem; a split whose guess was
+wrong is read again in one stream.
 """
 
 from __future__ import annotations
