@@ -285,3 +285,15 @@ def test_a_bad_dump_read_by_early_workers_gets_the_whole_reader_s_error(tmp_path
         nodedumps.read_node_file(str(path), limit=2**30, workers=2)
     assert "items[0].spec.taints[0].effect" in str(err.value)
     assert not nodedumps._STARTED
+
+
+def test_without_fork_a_big_dump_is_read_in_one_stream(tmp_path, monkeypatch):
+    """Where processes cannot be forked (Windows) nothing is split: the same nodes, one
+    process."""
+    path, raw = _write_big(tmp_path, 100)
+    monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(nodedumps, "_CAN_FORK", False)
+    monkeypatch.setattr(nodedumps, "_Split", None)  # starting a worker would fail loudly
+    nodedumps.start_split(str(path), limit=2**30, workers=2)
+    assert not nodedumps._STARTED
+    assert nodedumps.read_node_file(str(path), limit=2**30, workers=2) == _reference(raw)

@@ -67,7 +67,7 @@ def start_split(path: str, *, limit: int, workers: int) -> None:
     read while this process does other work (the command line loads the desired state); that
     call then reads only its own range. Does nothing when that call would not split the dump;
     a problem found here is left for that call to report."""
-    if workers < 2 or (path, workers) in _STARTED:
+    if workers < 2 or not _CAN_FORK or (path, workers) in _STARTED:
         return
     try:
         if _checked_size(Path(path), limit) < SPLIT_MIN_BYTES:
@@ -81,6 +81,7 @@ def start_split(path: str, *, limit: int, workers: int) -> None:
 
 
 _STARTED: dict[tuple[str, int], _Split] = {}
+_CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
 _STARTED_SHARE = 1.0
 """Started early (by the command line's ~0.13 s of other work at 100,000 nodes), a worker's
 head start about pays for its packing and sending: even shares."""
@@ -158,6 +159,8 @@ def _read_split(path: str, open_at: _Opener, size: int, workers: int) -> list[Ob
     when a range was refused."""
     split = _STARTED.pop((path, workers), None)
     if split is None:
+        if not _CAN_FORK:
+            return None  # no fork (Windows): one stream
         plan = _plan(open_at, size, workers, _FIRST_SHARE)
         if plan is None:
             return None
