@@ -14,8 +14,11 @@ taints, kubelet minor version) and run over the same saved dump as ``fleetwarden
 side's node-level drifts are checked against the drift ``fleetgen`` planted (jq: L1/L2/L4;
 fleetwarden: also the instance type, SPEC): every planted drift found, nothing else. Wall
 times and CPU times (user + system of the command and its workers, from getrusage) are best
-of ``--runs``. On a busy machine the CPU time is the steadier figure: jq runs on one core, so
-on a quiet machine its wall time is its CPU time, while fleetwarden's two processes overlap;
+of ``--runs`` rounds; each round runs every side once, so load that comes and goes hits
+the sides alike. The last line (``SUMMARY ...``) is the whole result on one line, with the
+load average before and after. On a busy machine the CPU time is the steadier figure: jq runs
+on one core, so on a quiet machine its wall time is its CPU time, while fleetwarden's two
+processes overlap;
 the CPU-time ratio is thus about the least the quiet wall-time ratio will be. Peak memory is
 the RSS of the command and every process it starts, summed and sampled from /proc every
 20 ms (``proctree``), highest over the runs.
@@ -86,35 +89,39 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _measure(label: str, cmd: list[str], runs: int, env: dict[str, str] | None = None) -> dict:
-    walls, cpus, peaks, out = [], [], [], b""
-    for _ in range(runs):
-        cpu = _cpu()
-        if env is None:
+def _run_once(cmd: list[str], env: dict[str, str] | None) -> tuple[bytes, float, float, float]:
+    """One run: stdout, wall seconds, CPU seconds (the command and its workers), peak MiB."""
+    cpu = _cpu()
+    if env is None:
+        r, wall, peak = proctree.run_measured(cmd)
+    else:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
             r, wall, peak = proctree.run_measured(cmd)
-        else:
-            saved = dict(os.environ)
+        finally:
             os.environ.clear()
-            os.environ.update(env)
-            try:
-                r, wall, peak = proctree.run_measured(cmd)
-            finally:
-                os.environ.clear()
-                os.environ.update(saved)
-        if r.returncode not in (0, 1):
-            raise SystemExit(f"{label} failed ({r.returncode}): {r.stderr.decode()[-2000:]}")
-        cpus.append(_cpu() - cpu)
-        walls.append(wall)
-        peaks.append(peak)
-        out = r.stdout
-    return {
-        "label": label,
-        "walls": walls,
-        "best": min(walls),
-        "cpu": min(cpus),
-        "peak_mib": max(peaks),
-        "out": out,
-    }
+            os.environ.update(saved)
+    if r.returncode not in (0, 1):
+        raise SystemExit(f"{cmd[0]} failed ({r.returncode}): {r.stderr.decode()[-2000:]}")
+    return r.stdout, wall, _cpu() - cpu, peak
+
+
+def _measure_rounds(sides: list[dict], runs: int) -> None:
+    """Every side once per round, ``runs`` rounds: load that comes and goes hits all sides
+    alike (side by side, not one side's runs after the other's)."""
+    for side in sides:
+        side.update(walls=[], cpus=[], peaks=[], out=b"")
+    for _ in range(runs):
+        for side in sides:
+            out, wall, cpu, peak = _run_once(side["cmd"], side.get("env"))
+            side["walls"].append(wall)
+            side["cpus"].append(cpu)
+            side["peaks"].append(peak)
+            side["out"] = out
+    for side in sides:
+        side.update(best=min(side["walls"]), cpu=min(side["cpus"]), peak_mib=max(side["peaks"]))
 
 
 def main() -> None:
@@ -167,14 +174,19 @@ def main() -> None:
         fleetgen.write_fleet(tiny, clusters=1, nodes_per_cluster=3, seed=4, pools=args.pools)
         tiny_cmd = [exe, "scan", "-d", str(tiny / "desired.yaml"), "-n", str(tiny / "nodes")]
         tiny_cmd += ["-o", "json", "--no-progress"]
-        startup = _measure("start-up", tiny_cmd, args.runs)
-        sides = [_measure("jq (seed method, L1/L2/L4)", jq_cmd, args.runs)]
-        sides.append(_measure("fleetwarden scan", fw_cmd, args.runs))
+        load_before = os.getloadavg()
+        sides: list[dict] = [
+            {"label": "jq (seed method, L1/L2/L4)", "cmd": jq_cmd},
+            {"label": "fleetwarden scan", "cmd": fw_cmd},
+        ]
         if args.also_one_process:
-            sides.append(_measure("fleetwarden scan --jobs 1", [*fw_cmd, "--jobs", "1"], args.runs))
+            sides.append({"label": "fleetwarden scan --jobs 1", "cmd": [*fw_cmd, "--jobs", "1"]})
         if args.before_src:
             env = {**os.environ, "PYTHONPATH": args.before_src}
-            sides.append(_measure(f"fleetwarden scan, {args.before_src}", fw_cmd, args.runs, env))
+            label = f"fleetwarden scan, {args.before_src}"
+            sides.append({"label": label, "cmd": fw_cmd, "env": env})
+        startup = {"label": "start-up", "cmd": tiny_cmd}
+        _measure_rounds([*sides, startup], args.runs)
         jq_pairs = set()
         for line in sides[0]["out"].decode().splitlines():
             node, field = line.split("\t")
@@ -203,7 +215,26 @@ def main() -> None:
             f"{startup['cpu']:.2f} s CPU"
         )
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        print(f"load average after: {os.getloadavg()}; at {when}")
+        load_after = os.getloadavg()
+        print(f"load average after: {load_after}; at {when}")
+        jq_side, fw = sides[0], sides[1]
+        rest = "; ".join(
+            f"{s['label'].removeprefix('fleetwarden ')} {s['best']:.2f} s "
+            f"({jq_side['best'] / s['best']:.1f}x), {s['cpu']:.2f} s CPU "
+            f"({jq_side['cpu'] / s['cpu']:.1f}x), {s['peak_mib']:.0f} MiB"
+            for s in sides[2:]
+        )
+        print(
+            f"SUMMARY {when} | {meta['nodes']:,} nodes / {args.pools} pools, "
+            f"{dump.stat().st_size / 2**20:,.0f} MiB, best of {args.runs} | "
+            f"jq {jq_side['best']:.2f} s wall, {jq_side['cpu']:.2f} s CPU | "
+            f"scan {fw['best']:.2f} s wall "
+            f"({jq_side['best'] / fw['best']:.1f}x jq), {fw['cpu']:.2f} s CPU "
+            f"({jq_side['cpu'] / fw['cpu']:.1f}x), peak {fw['peak_mib']:.0f} MiB"
+            + (f" | {rest}" if rest else "")
+            + f" | start-up {startup['best']:.2f} s | every planted drift found: {ok} | "
+            f"load average {load_before[0]:.1f} -> {load_after[0]:.1f} on {os.cpu_count()} cores"
+        )
         if not ok:
             raise SystemExit(1)
     finally:

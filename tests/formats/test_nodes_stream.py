@@ -256,3 +256,44 @@ def test_invalid_utf8_in_a_skipped_field_is_still_an_error(tmp_path):
     with pytest.raises(FormatError) as err:
         nodedumps.read_node_file(str(path), limit=2**30)
     assert "UTF-8" in str(err.value) or "invalid JSON" in str(err.value)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_workers_started_early_are_the_ones_that_read_the_dump(tmp_path, monkeypatch, workers):
+    """``start_split`` (what ``scan`` calls before it reads the desired state) starts the
+    workers; the read then collects their ranges: every node once, in order."""
+    path, raw = _write_big(tmp_path, 400)
+    monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(nodestream, "CHUNK_BYTES", 4096)
+    nodedumps.start_split(str(path), limit=2**30, workers=workers)
+    started = nodedumps._STARTED[(str(path), workers)]
+    assert all(proc.is_alive() or proc.exitcode == 0 for proc, _ in started.workers)
+    got = nodedumps.read_node_file(str(path), limit=2**30, workers=workers)
+    assert not nodedumps._STARTED  # collected, not started again
+    assert got == _reference(raw)
+    assert [n.name for n in got] == [f"node-{i}" for i in range(400)]
+    assert all(proc.exitcode is not None for proc, _ in started.workers)
+
+
+def test_a_bad_dump_read_by_early_workers_gets_the_whole_reader_s_error(tmp_path, monkeypatch):
+    path, raw = _write_big(tmp_path, 400)
+    path.write_bytes(raw.replace(b'"NoSchedule"', b'"Sometimes"', 390))  # in the 2nd half too
+    monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(nodestream, "CHUNK_BYTES", 4096)
+    nodedumps.start_split(str(path), limit=2**30, workers=2)
+    with pytest.raises(FormatError) as err:
+        nodedumps.read_node_file(str(path), limit=2**30, workers=2)
+    assert "items[0].spec.taints[0].effect" in str(err.value)
+    assert not nodedumps._STARTED
+
+
+def test_without_fork_a_big_dump_is_read_in_one_stream(tmp_path, monkeypatch):
+    """Where processes cannot be forked (Windows) nothing is split: the same nodes, one
+    process."""
+    path, raw = _write_big(tmp_path, 100)
+    monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(nodedumps, "_CAN_FORK", False)
+    monkeypatch.setattr(nodedumps, "_Split", None)  # starting a worker would fail loudly
+    nodedumps.start_split(str(path), limit=2**30, workers=2)
+    assert not nodedumps._STARTED
+    assert nodedumps.read_node_file(str(path), limit=2**30, workers=2) == _reference(raw)

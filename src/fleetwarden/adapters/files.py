@@ -42,6 +42,7 @@ __all__ = [
     "read_node_files",
     "read_tree",
     "skip_of",
+    "start_reading",
     "walk_tree",
 ]
 
@@ -215,6 +216,20 @@ def node_sources(args: Sequence[PathArg]) -> dict[str, list[str]]:
         for path in iter_tree(arg.path, YAML_SUFFIXES):
             out.setdefault(arg.cluster or path.stem, []).append(str(path))
     return out
+
+
+def start_reading(
+    args: Sequence[PathArg], *, workers: int | None, limit: int = DEFAULT_NODES_LIMIT
+) -> None:
+    """Let worker processes start on one cluster's one big dump now, while the caller does
+    other work (``nodedumps.start_split``); ``read_node_files`` then collects what they read.
+    ``workers`` None: all cores (what ``scan`` uses for a dump that big)."""
+    sources = node_sources(args)
+    if len(sources) == 1:
+        (paths,) = sources.values()
+        if len(paths) == 1:
+            cores = workers if workers is not None else (os.cpu_count() or 1)
+            nodedumps.start_split(paths[0], limit=limit, workers=cores)
 
 
 def read_node_files(

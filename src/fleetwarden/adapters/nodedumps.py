@@ -3,18 +3,22 @@
 ``read_node_file`` never holds a JSON ``List`` of nodes in memory whole: ``formats.nodestream``
 reads it a chunk at a time. With ``workers`` > 1 and a dump of at least ``SPLIT_MIN_BYTES``,
 the items array is cut into byte ranges (at a guessed item boundary, proved by the range before
-it decoding exactly up to it), the first range is read here and the others in worker processes,
-which send back their nodes. Whatever the stream refuses (YAML, a single Node, anything
-malformed or unusual) is read whole by ``formats.nodes.parse_document``, which names the
-problem; a split whose guess was wrong is read again in one stream.
+it decoding exactly up to it), the first range is read here and the others in forked worker
+processes, which send back their nodes packed, as bytes through a pipe. ``start_split`` starts
+the workers early (``scan`` does so before it reads the desired state), and the read collects
+them. Whatever the stream refuses (YAML, a single Node, anything malformed or unusual) is read
+whole by ``formats.nodes.parse_document``, which names the problem; a split whose guess was
+wrong is read again in one stream.
 """
 
 from __future__ import annotations
 
 import gc
+import multiprocessing
+import os
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -23,12 +27,15 @@ from fleetwarden.formats import nodestream
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import parse_document, stream_nodes, streamed_kind_ok
 
-__all__ = ["SPLIT_MIN_BYTES", "read_node_file"]
+__all__ = ["SPLIT_MIN_BYTES", "read_node_file", "start_split"]
 
 SPLIT_MIN_BYTES = 64 * 2**20
 """Below this a second process costs more (start, sending nodes back) than it saves."""
 
 _PROBE_BYTES = 2**20  # looked at around a split point for the next item's start
+_FIRST_SHARE = 1.1
+"""The first range, read here, is this much of an even share: a worker also packs and sends
+its nodes (~0.1 s for 50,000) before this process can unpack them, so it reads less."""
 
 
 def read_node_file(path: str, *, limit: int, workers: int = 1) -> list[ObservedNode]:
@@ -55,36 +62,118 @@ def read_node_file(path: str, *, limit: int, workers: int = 1) -> list[ObservedN
     return parse_document(path, _read_whole(file, limit))
 
 
-def _read_split(path: str, open_at: _Opener, size: int, workers: int) -> list[ObservedNode] | None:
-    """The items array in ``workers`` byte ranges, the first one read here. None when the
-    dump cannot be split (one item, no separator seen) or a split point was not an item's
-    start; ``Unstreamable`` when a range was refused."""
+def start_split(path: str, *, limit: int, workers: int) -> None:
+    """Start the workers of ``read_node_file(path, limit=limit, workers=workers)`` now, so they
+    read while this process does other work (the command line loads the desired state); that
+    call then reads only its own range. Does nothing when that call would not split the dump;
+    a problem found here is left for that call to report."""
+    if workers < 2 or not _CAN_FORK or (path, workers) in _STARTED:
+        return
+    try:
+        if _checked_size(Path(path), limit) < SPLIT_MIN_BYTES:
+            return
+        with _files(path) as open_at:
+            plan = _plan(open_at, os.path.getsize(path), workers, _STARTED_SHARE)
+    except (FormatError, OSError, nodestream.Unstreamable):
+        return
+    if plan is not None:
+        _STARTED[(path, workers)] = _Split(path, *plan)
+
+
+_STARTED: dict[tuple[str, int], _Split] = {}
+_CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
+_STARTED_SHARE = 1.0
+"""Started early (by the command line's ~0.13 s of other work at 100,000 nodes), a worker's
+head start about pays for its packing and sending: even shares."""
+
+
+def _plan(
+    open_at: _Opener, size: int, workers: int, share: float
+) -> tuple[nodestream.Head, list[int]] | None:
+    """The dump's head and where each range starts (guessed item starts); None when it
+    cannot be split (one item, no separator seen, no item start near a cut)."""
     head = nodestream.read_head(open_at(0))
     if head.separator is None:
         return None
     starts = [head.items_at]
+    mine = size * share // workers  # this process also unpacks the others' nodes
     for k in range(1, workers):
-        offset = size * k // workers
+        offset = int(mine + (size - mine) * (k - 1) // (workers - 1))
         fh = open_at.file(offset)
         guess = nodestream.split_point(fh.read(_PROBE_BYTES), offset, head.separator)
         if guess is None or guess <= starts[-1]:
             return None
         starts.append(guess)
-    ends: list[int | None] = [*starts[1:], None]
-    with ProcessPoolExecutor(max_workers=workers - 1) as pool:
-        futures: list[Future[tuple[bytes, dict[str, Any] | None]]] = [
-            pool.submit(_read_range, path, s, head.separator, e)
-            for s, e in zip(starts[1:], ends[1:], strict=True)
-        ]
-        try:
-            first = nodestream.read_items(
-                open_at(starts[0]), start=starts[0], separator=head.separator, stop=ends[0]
+    return head, starts
+
+
+class _Split:
+    """Worker processes reading the ranges after the first, each sending back its nodes
+    packed (or the exception that stopped it) through a pipe. Daemonic: a command that exits
+    before collecting them (an error elsewhere) does not wait for them."""
+
+    def __init__(self, path: str, head: nodestream.Head, starts: list[int]) -> None:
+        self.head, self.starts = head, starts
+        assert head.separator is not None
+        ctx = multiprocessing.get_context("fork")  # this process's modules, no re-import
+        ends: list[int | None] = [*starts[2:], None]
+        self.workers = []
+        for start, stop in zip(starts[1:], ends, strict=True):
+            receive, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(
+                target=_read_range, args=(send, path, start, head.separator, stop), daemon=True
             )
-        except nodestream.Unstreamable:
-            for fut in futures:
-                fut.cancel()
-            return None  # the split point was a wrong guess (or this range is odd): one stream
-        rest = [fut.result() for fut in futures]  # Unstreamable re-raises here
+            proc.start()
+            send.close()
+            self.workers.append((proc, receive))
+
+    def results(self) -> list[tuple[bytes, dict[str, Any] | None]]:
+        """Every worker's packed nodes, in range order; ``Unstreamable`` if one refused its
+        range or ended without a word."""
+        out = []
+        try:
+            for _proc, receive in self.workers:
+                try:  # the blob as bytes (pickling tens of MB would copy them twice more)
+                    blob, keys = receive.recv_bytes(), receive.recv()
+                except EOFError:
+                    raise nodestream.Unstreamable from None
+                if isinstance(keys, BaseException):
+                    raise keys
+                out.append((blob, keys))
+        finally:
+            self.stop()
+        return out
+
+    def stop(self) -> None:
+        for proc, receive in self.workers:
+            receive.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+
+
+def _read_split(path: str, open_at: _Opener, size: int, workers: int) -> list[ObservedNode] | None:
+    """The items array in ``workers`` byte ranges, the first one read here (the others by the
+    workers ``start_split`` started, else started now). None when the dump cannot be split
+    (one item, no separator seen) or a split point was not an item's start; ``Unstreamable``
+    when a range was refused."""
+    split = _STARTED.pop((path, workers), None)
+    if split is None:
+        if not _CAN_FORK:
+            return None  # no fork (Windows): one stream
+        plan = _plan(open_at, size, workers, _FIRST_SHARE)
+        if plan is None:
+            return None
+        split = _Split(path, *plan)
+    head, starts = split.head, split.starts
+    try:
+        first = nodestream.read_items(
+            open_at(starts[0]), start=starts[0], separator=head.separator, stop=starts[1]
+        )
+    except nodestream.Unstreamable:
+        split.stop()
+        return None  # the split point was a wrong guess (or this range is odd): one stream
+    rest = split.results()  # Unstreamable re-raises here
     if not streamed_kind_ok(head.keys, rest[-1][1] or {}):
         raise nodestream.Unstreamable
     nodes = first.nodes
@@ -94,12 +183,20 @@ def _read_split(path: str, open_at: _Opener, size: int, workers: int) -> list[Ob
 
 
 def _read_range(
-    path: str, start: int, separator: bytes, stop: int | None
-) -> tuple[bytes, dict[str, Any] | None]:
-    """One worker's range, its nodes packed (module level: it is sent to a process)."""
-    with _files(path) as open_at, _gc_paused():
-        got = nodestream.read_items(open_at(start), start=start, separator=separator, stop=stop)
-        return nodestream.pack_nodes(got.nodes), got.keys
+    send: Connection, path: str, start: int, separator: bytes, stop: int | None
+) -> None:
+    """One worker's range: its nodes packed, or the exception that stopped it, sent back."""
+    blob: bytes = b""
+    keys: Any = None
+    try:
+        with _files(path) as open_at, _gc_paused():
+            got = nodestream.read_items(open_at(start), start=start, separator=separator, stop=stop)
+            blob, keys = nodestream.pack_nodes(got.nodes), got.keys
+    except (nodestream.Unstreamable, OSError) as exc:
+        keys = exc
+    send.send_bytes(blob)
+    send.send(keys)
+    send.close()
 
 
 class _Opener:

@@ -130,6 +130,7 @@ def scan(
     try:
         desired_args = [files.parse_path_arg(a) for a in desired]
         nodes_args = [files.parse_path_arg(a) for a in nodes]
+        files.start_reading(nodes_args, workers=jobs, limit=settings.nodes_file_limit)
         loaded = files.load_desired(
             desired_args, limit=settings.desired_file_limit, assume=settings.assume
         )

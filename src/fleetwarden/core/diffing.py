@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from fleetwarden.core import osfamilies, versions
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
-from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
+from fleetwarden.core.nodes import INSTANCE_TYPE_LABELS, POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.core.rules import DiffOptions, apply_rules
@@ -63,6 +63,23 @@ class _Collector:
             names = self._nodes[key] = []
         if node is not None:
             names.append(node)
+
+    def add_all(
+        self,
+        layer: Layer,
+        field_: str,
+        expected: object,
+        actual: object,
+        severity: Severity,
+        nodes: list[str],
+    ) -> None:
+        """``add`` for each of ``nodes`` (their order within a finding does not matter: a
+        finding lists its nodes sorted)."""
+        key = (layer, field_, _hashable(expected), _hashable(actual), severity)
+        names = self._nodes.get(key)
+        if names is None:
+            names = self._nodes[key] = []
+        names.extend(nodes)
 
     def explain(self, field_: str, message: str) -> None:
         self._messages[field_] = message
@@ -154,121 +171,194 @@ def _diff_count(spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collect
 def _diff_nodes(
     spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector, options: DiffOptions
 ) -> None:
-    """L1, L2, L4 (per node) and SPEC, in one pass."""
-    unresolved = spec.unresolved_fields
-    # a fact the source leaves open (a variable, a dynamic block) is not checked at all:
-    # an empty set would otherwise read as "no labels/taints" and report false drift
-    labels = () if "labels" in unresolved else tuple(spec.labels.items())
-    check_taints = "taints" not in unresolved
-    transient = frozenset(options.transient_taints) | {t.key for t in spec.startup_taints}
-    want_taints = {(t.key, t.effect): (t.value or "") for t in spec.taints}
-    types = frozenset(spec.instance_types)
-    single_type: JsonValue = (
-        spec.instance_types[0] if len(spec.instance_types) == 1 else list(spec.instance_types)
-    )
-    requirements = spec.requirements
-    version = spec.kubernetes_version
-    families = (spec.os_family, *spec.os_family_alternatives) if spec.os_family else ()
-    family_shown: JsonValue = families[0] if len(families) == 1 else list(families)
-    os_ok: dict[str, bool] = {}
-    disk = spec.disk_size_gib
-    disk_lo = disk * (1 - options.disk_tolerance) if disk else 0.0
-    disk_hi = disk * (1 + 0.05) if disk else 0.0
-    add = out.add
+    """L1, L2, L4 (per node) and SPEC, in one pass.
 
+    What a node shows depends only on a few of its facts (the values of the labels checked,
+    its taints, kubelet version, OS image, disk); nodes of a pool mostly share them, so each
+    distinct combination is checked once (``_node_drifts``) and its drifts are added for every
+    node that has it, in node order: the findings are exactly those of checking every node.
+    """
+    check = _NodeCheck(spec, options)
+    keys = check.label_keys
+    disk = check.disk
+    add = out.add
+    # key: the facts ``_node_drifts`` reads; taints by identity (nodes from one dump share
+    # their taint tuples; ``kept`` holds every tuple whose id is a key, so no id is reused)
+    seen: dict[tuple[object, ...], list[_Drift]] = {}
+    kept: list[object] = []
     for node in nodes:
+        key = (
+            tuple(map(node.labels.get, keys)),
+            id(node.taints),
+            node.kubelet_version,
+            node.os_image,
+            node.capacity.get("ephemeral-storage") if disk else None,
+        )
+        drifts = seen.get(key)
+        if drifts is None:
+            drifts = seen[key] = _node_drifts(check, node)
+            kept.append(node.taints)
         name = node.name
-        node_labels = node.labels
-        # L1: every pool label, with the node's value
-        for key, value in labels:
-            have = node_labels.get(key)
-            if have != value:
-                add(Layer.L1, f"labels.{key}", value, have, Severity.HIGH, name)
-        # L2: taints, set equality by key + value + effect
-        if check_taints and (want_taints or node.taints):
-            seen = set()
-            for t in node.taints:
-                if t.key in transient:
-                    continue
-                k = (t.key, t.effect)
-                seen.add(k)
-                have_value = t.value or ""
-                if k not in want_taints:
-                    add(
-                        Layer.L2,
-                        f"taints.{t.key}:{t.effect}",
-                        None,
-                        have_value,
-                        Severity.HIGH,
-                        name,
-                    )
-                elif want_taints[k] != have_value:
-                    add(
+        for layer, field_, expected, actual, severity in drifts:
+            add(layer, field_, expected, actual, severity, name)
+
+
+_Drift = tuple[Layer, str, object, object, Severity]
+
+
+class _NodeCheck:
+    """A pool's expectations, prepared once for checking its nodes one by one."""
+
+    __slots__ = (
+        "check_taints",
+        "disk",
+        "disk_hi",
+        "disk_lo",
+        "families",
+        "family_shown",
+        "label_keys",
+        "labels",
+        "os_ok",
+        "requirements",
+        "single_type",
+        "transient",
+        "types",
+        "version",
+        "want_taints",
+    )
+
+    def __init__(self, spec: NodePoolSpec, options: DiffOptions) -> None:
+        unresolved = spec.unresolved_fields
+        # a fact the source leaves open (a variable, a dynamic block) is not checked at all:
+        # an empty set would otherwise read as "no labels/taints" and report false drift
+        self.labels = () if "labels" in unresolved else tuple(spec.labels.items())
+        self.check_taints = "taints" not in unresolved
+        self.transient = frozenset(options.transient_taints) | {t.key for t in spec.startup_taints}
+        self.want_taints = {(t.key, t.effect): (t.value or "") for t in spec.taints}
+        self.types = frozenset(spec.instance_types)
+        self.single_type: JsonValue = (
+            spec.instance_types[0] if len(spec.instance_types) == 1 else list(spec.instance_types)
+        )
+        self.requirements = spec.requirements
+        self.version = spec.kubernetes_version
+        self.families = (spec.os_family, *spec.os_family_alternatives) if spec.os_family else ()
+        self.family_shown: JsonValue = (
+            self.families[0] if len(self.families) == 1 else list(self.families)
+        )
+        self.os_ok: dict[str, bool] = {}
+        disk = self.disk = spec.disk_size_gib
+        self.disk_lo = disk * (1 - options.disk_tolerance) if disk else 0.0
+        self.disk_hi = disk * (1 + 0.05) if disk else 0.0
+        # every label the checks read: the pool's labels, the instance type, requirements
+        self.label_keys = tuple(
+            dict.fromkeys(
+                (
+                    *(k for k, _ in self.labels),
+                    *INSTANCE_TYPE_LABELS,
+                    *(r.key for r in self.requirements),
+                )
+            )
+        )
+
+
+def _node_drifts(check: _NodeCheck, node: ObservedNode) -> list[_Drift]:
+    """What one node shows against its pool (L1, L2, L4, SPEC), in the order reported.
+    Reads only the labels named in ``check.label_keys``, the taints, kubelet version, OS image
+    and the ephemeral-storage capacity (``_diff_nodes`` relies on it)."""
+    out: list[_Drift] = []
+    add = out.append
+    node_labels = node.labels
+    # L1: every pool label, with the node's value
+    for key, value in check.labels:
+        have = node_labels.get(key)
+        if have != value:
+            add((Layer.L1, f"labels.{key}", value, have, Severity.HIGH))
+    # L2: taints, set equality by key + value + effect
+    want_taints = check.want_taints
+    if check.check_taints and (want_taints or node.taints):
+        seen = set()
+        for t in node.taints:
+            if t.key in check.transient:
+                continue
+            k = (t.key, t.effect)
+            seen.add(k)
+            have_value = t.value or ""
+            if k not in want_taints:
+                add((Layer.L2, f"taints.{t.key}:{t.effect}", None, have_value, Severity.HIGH))
+            elif want_taints[k] != have_value:
+                add(
+                    (
                         Layer.L2,
                         f"taints.{t.key}:{t.effect}",
                         want_taints[k],
                         have_value,
                         Severity.HIGH,
-                        name,
                     )
-            for k, want in want_taints.items():
-                if k not in seen:
-                    add(Layer.L2, f"taints.{k[0]}:{k[1]}", want, None, Severity.HIGH, name)
-        # L4: kubelet version
-        if version and node.kubelet_version:
-            ok = versions.matches(version, node.kubelet_version)
-            if ok is False:
-                add(Layer.L4, "kubeletVersion", version, node.kubelet_version, Severity.HIGH, name)
-        # SPEC: instance type
-        itype = node.instance_type
-        if itype is not None:
-            if types and itype not in types:
-                add(Layer.SPEC, "instanceType", single_type, itype, Severity.CRITICAL, name)
-            for req in requirements:
-                if req.satisfied_by(node_labels) is False:
-                    is_type = req.key in (
-                        "node.kubernetes.io/instance-type",
-                        "beta.kubernetes.io/instance-type",
-                    )
-                    field_ = "instanceType" if is_type else f"requirements.{req.key}"
-                    vals = ", ".join(req.values)
-                    rule = (
-                        f"{req.operator} [{vals}]"
-                        if is_type
-                        else f"{req.key} {req.operator} [{vals}]"
-                    )
-                    actual = itype if is_type else node_labels.get(req.key)
-                    sev = Severity.CRITICAL if is_type else Severity.HIGH
-                    add(Layer.SPEC, field_, rule, actual, sev, name)
-        # SPEC: OS image family
-        os_image = node.os_image
-        if families and os_image:
-            ok = os_ok.get(os_image)
-            if ok is None:  # nodes of a pool share a handful of images: decide each once
-                have_family = osfamilies.family_of_image(os_image)
-                ok = os_ok[os_image] = have_family is None or any(
-                    osfamilies.family_matches(f, have_family) for f in families
                 )
-            if not ok:
-                add(Layer.SPEC, "osImage", family_shown, os_image, Severity.HIGH, name)
-        # SPEC: disk size, seen as the ephemeral-storage capacity of the root filesystem
-        if disk:
-            raw = node.capacity.get("ephemeral-storage")
-            if raw:
-                try:
-                    gib = parse_quantity(raw) / _GIB
-                except ValueError:
-                    gib = None
-                if gib is not None and not (disk_lo <= gib <= disk_hi):
-                    add(Layer.SPEC, "diskSize", disk, round(gib), Severity.MEDIUM, name)
+        for k, want in want_taints.items():
+            if k not in seen:
+                add((Layer.L2, f"taints.{k[0]}:{k[1]}", want, None, Severity.HIGH))
+    # L4: kubelet version
+    version = check.version
+    if version and node.kubelet_version:
+        ok = versions.matches(version, node.kubelet_version)
+        if ok is False:
+            add((Layer.L4, "kubeletVersion", version, node.kubelet_version, Severity.HIGH))
+    # SPEC: instance type
+    itype = node.instance_type
+    if itype is not None:
+        if check.types and itype not in check.types:
+            add((Layer.SPEC, "instanceType", check.single_type, itype, Severity.CRITICAL))
+        for req in check.requirements:
+            if req.satisfied_by(node_labels) is False:
+                is_type = req.key in INSTANCE_TYPE_LABELS
+                field_ = "instanceType" if is_type else f"requirements.{req.key}"
+                vals = ", ".join(req.values)
+                rule = (
+                    f"{req.operator} [{vals}]" if is_type else f"{req.key} {req.operator} [{vals}]"
+                )
+                actual = itype if is_type else node_labels.get(req.key)
+                sev = Severity.CRITICAL if is_type else Severity.HIGH
+                add((Layer.SPEC, field_, rule, actual, sev))
+    # SPEC: OS image family
+    os_image = node.os_image
+    families = check.families
+    if families and os_image:
+        ok = check.os_ok.get(os_image)
+        if ok is None:  # nodes of a pool share a handful of images: decide each once
+            have_family = osfamilies.family_of_image(os_image)
+            ok = check.os_ok[os_image] = have_family is None or any(
+                osfamilies.family_matches(f, have_family) for f in families
+            )
+        if not ok:
+            add((Layer.SPEC, "osImage", check.family_shown, os_image, Severity.HIGH))
+    # SPEC: disk size, seen as the ephemeral-storage capacity of the root filesystem
+    disk = check.disk
+    if disk:
+        raw = node.capacity.get("ephemeral-storage")
+        if raw:
+            try:
+                gib = parse_quantity(raw) / _GIB
+            except ValueError:
+                gib = None
+            if gib is not None and not (check.disk_lo <= gib <= check.disk_hi):
+                add((Layer.SPEC, "diskSize", disk, round(gib), Severity.MEDIUM))
+    return out
 
 
 def _diff_allocatable(
     spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector, options: DiffOptions
 ) -> None:
-    """L3: allocatable within tolerance of the pool's expectation, else of its own median."""
+    """L3: allocatable within tolerance of the pool's expectation, else of its own median.
+
+    Nodes are taken by their allocatable map (``_by_map``: the stream reader shares one map
+    among the nodes that have the same one), so each distinct map is looked at once per
+    resource. Findings come out as from a node-by-node pass: a finding's first node decides
+    where it is listed, and maps are visited in the order of their first node."""
     tol = options.tolerance
     heterogeneous = spec.heterogeneous or len(spec.instance_types) > 1
+    everyone: list[_MapNodes] | None = None
+    groups: list[tuple[Sequence[ObservedNode], list[_MapNodes]]] | None = None
     for resource in options.resources:
         stated = spec.allocatable.get(resource)
         if stated is not None:
@@ -276,51 +366,122 @@ def _diff_allocatable(
                 want = parse_quantity(stated)
             except ValueError:
                 continue
-            _flag_outliers(resource, stated, want, nodes, tol, out)
+            if everyone is None:
+                everyone = _by_map(nodes)
+            _flag_outliers(resource, stated, want, everyone, tol, out)
             continue
-        groups: dict[str | None, list[ObservedNode]] = defaultdict(list)
-        for node in nodes:
-            groups[node.instance_type if heterogeneous else None].append(node)
-        for members in groups.values():
-            if len(members) < options.median_min_nodes:
-                continue
-            values = []
-            for node in members:
-                raw = node.allocatable.get(resource)
-                if raw is None:
-                    continue
-                try:
-                    values.append((parse_quantity(raw), raw))
-                except ValueError:
-                    continue
-            if len(values) < options.median_min_nodes:
-                continue
-            values.sort(key=lambda pair: pair[0])
-            median_value, median_raw = values[(len(values) - 1) // 2]
-            _flag_outliers(resource, median_raw, median_value, members, tol, out)
+        if groups is None:
+            by_type: dict[str | None, list[ObservedNode]] = defaultdict(list)
+            for node in nodes:
+                by_type[node.instance_type if heterogeneous else None].append(node)
+            groups = [
+                (members, _by_map(members))
+                for members in by_type.values()
+                if len(members) >= options.median_min_nodes
+            ]
+        for members, maps in groups:
+            median = _median(resource, members, maps, options.median_min_nodes)
+            if median is not None:
+                _flag_outliers(resource, median[1], median[0], maps, tol, out)
+
+
+_MapNodes = tuple[Mapping[str, str], list[str]]
+
+
+def _by_map(nodes: Sequence[ObservedNode]) -> list[_MapNodes]:
+    """Each distinct allocatable map (by identity) with the names of its nodes, in the order
+    of the first node that has it."""
+    index: dict[int, list[str]] = {}
+    out: list[_MapNodes] = []
+    for node in nodes:
+        m = node.allocatable
+        names = index.get(id(m))
+        if names is None:
+            names = index[id(m)] = []
+            out.append((m, names))
+        names.append(node.name)
+    return out
+
+
+def _quantity(raw: str) -> float | None:
+    try:
+        return parse_quantity(raw)
+    except ValueError:
+        return None
+
+
+def _median(
+    resource: str, members: Sequence[ObservedNode], maps: list[_MapNodes], min_nodes: int
+) -> tuple[float, str] | None:
+    """The median of the members' parsable ``resource`` values and the text it was read from:
+    the element at ``(n - 1) // 2`` of the values sorted stably by amount. None when fewer
+    than ``min_nodes`` values.
+
+    Nodes of a pool share a few distinct texts, so the texts are counted and the median found
+    by walking the counts; when two texts read as the same amount (``1Gi`` and
+    ``1073741824``) which one is the median depends on node order, so the sorted list itself
+    is built."""
+    counts: dict[str, int] = {}
+    for m, names in maps:
+        raw = m.get(resource)
+        if raw is not None:
+            counts[raw] = counts.get(raw, 0) + len(names)
+    amounts: dict[float, str] = {}
+    total = 0
+    for raw, n in counts.items():
+        value = _quantity(raw)
+        if value is None:
+            continue
+        if amounts.setdefault(value, raw) != raw:
+            return _median_sorted(resource, members, min_nodes)
+        total += n
+    if total < min_nodes:
+        return None
+    at = (total - 1) // 2
+    for value in sorted(amounts):
+        raw = amounts[value]
+        at -= counts[raw]
+        if at < 0:
+            return value, raw
+    raise AssertionError("unreachable: the counts add up to the total")
+
+
+def _median_sorted(
+    resource: str, members: Sequence[ObservedNode], min_nodes: int
+) -> tuple[float, str] | None:
+    values = []
+    for node in members:
+        raw = node.allocatable.get(resource)
+        if raw is None:
+            continue
+        value = _quantity(raw)
+        if value is not None:
+            values.append((value, raw))
+    if len(values) < min_nodes:
+        return None
+    values.sort(key=lambda pair: pair[0])
+    return values[(len(values) - 1) // 2]
 
 
 def _flag_outliers(
     resource: str,
     expected_raw: str,
     expected: float,
-    nodes: Iterable[ObservedNode],
+    maps: list[_MapNodes],
     tol: float,
     out: _Collector,
 ) -> None:
     if expected <= 0:
         return
     severity = Severity.HIGH if resource == "memory" else Severity.MEDIUM
-    for node in nodes:
-        raw = node.allocatable.get(resource)
+    field_ = f"allocatable.{resource}"
+    for m, names in maps:
+        raw = m.get(resource)
         if raw is None:
             continue
-        try:
-            have = parse_quantity(raw)
-        except ValueError:
-            continue
-        if abs(have - expected) / expected > tol:
-            out.add(Layer.L3, f"allocatable.{resource}", expected_raw, raw, severity, node.name)
+        have = _quantity(raw)
+        if have is not None and abs(have - expected) / expected > tol:
+            out.add_all(Layer.L3, field_, expected_raw, raw, severity, names)
 
 
 def _diff_versions_mixed(
@@ -362,9 +523,10 @@ def group_nodes(
     """Nodes by pool name (``None``: no pool label). Control-plane nodes are left out
     unless ``include_control_plane``."""
     labels = options.pool_labels or POOL_LABELS
+    skip_control_plane = not options.include_control_plane
     groups: dict[str | None, list[ObservedNode]] = defaultdict(list)
     for node in nodes:
-        if node.is_control_plane and not options.include_control_plane:
+        if skip_control_plane and node.is_control_plane:
             continue
         groups[pool_of(node, pool_labels=labels)].append(node)
     return groups

@@ -250,7 +250,8 @@ def load_data(path: str, data: bytes | str, *, what: str = "JSON or YAML documen
             line=mark.line + 1 if mark is not None else None,
         ) from None
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        raise FormatError(path, f"cannot parse: {exc}") from None
+        # one line: PyYAML's reader errors put where on a second line
+        raise FormatError(path, f"cannot parse: {' '.join(str(exc).split())}") from None
 
 
 def expect_mapping(doc: Document, value: Any, field_: str) -> Mapping[str, Any]:

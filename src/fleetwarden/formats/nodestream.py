@@ -137,12 +137,14 @@ def _nodes_of(items: list[_Item], out: list[ObservedNode], shared: _Shared) -> N
     """Slim items -> nodes, with exactly ``nodes.node_from_object``'s reading; whatever that
     reading would refuse is ``Unstreamable`` (the full reader then says why)."""
     append = out.append
+    node = ObservedNode
+    map_of = shared.map_of
+    taint_sets = shared.taints
     for item in items:
         if item.kind != "Node":
             continue  # a mixed List: only Nodes matter
         meta, spec, status = item.metadata, item.spec, item.status
-        name = meta.name if meta is not None else None
-        if not name:
+        if meta is None or not meta.name:
             raise Unstreamable
         taints: tuple[Taint, ...] = ()
         unschedulable = False
@@ -150,32 +152,27 @@ def _nodes_of(items: list[_Item], out: list[ObservedNode], shared: _Shared) -> N
             unschedulable = spec.unschedulable
             if spec.taints:
                 seen = tuple(spec.taints)
-                found = shared.taints.get(seen)
+                found = taint_sets.get(seen)
                 if found is None:
                     if any(t.effect not in _EFFECTS for t in seen):
                         raise Unstreamable
                     found = tuple(Taint(t.key, t.value, t.effect) for t in seen)
-                    shared.taints[seen] = found
+                    taint_sets[seen] = found
                 taints = found
-        kubelet = os_image = None
-        allocatable: dict[str, str] = {}
-        capacity: dict[str, str] = {}
-        if status is not None:
-            info = status.nodeInfo
-            if info is not None:
-                kubelet, os_image = info.kubeletVersion, info.osImage
-            allocatable = shared.map_of(status.allocatable)
-            capacity = shared.map_of(status.capacity)
+        if status is None:
+            append(node(meta.name, meta.labels or {}, taints, None, None, {}, {}, unschedulable))
+            continue
+        info = status.nodeInfo
         append(
-            ObservedNode(
-                name=name,
-                labels=(meta.labels or {}) if meta is not None else {},
-                taints=taints,
-                kubelet_version=kubelet,
-                os_image=os_image,
-                allocatable=allocatable,
-                capacity=capacity,
-                unschedulable=unschedulable,
+            node(
+                meta.name,
+                meta.labels or {},
+                taints,
+                None if info is None else info.kubeletVersion,
+                None if info is None else info.osImage,
+                map_of(status.allocatable),
+                map_of(status.capacity),
+                unschedulable,
             )
         )
 
@@ -186,7 +183,7 @@ def _nodes_of(items: list[_Item], out: list[ObservedNode], shared: _Shared) -> N
 class _Window:
     """Bytes of the input from offset ``base`` on; ``pos`` is where reading goes on."""
 
-    __slots__ = ("_read", "base", "buf", "eof", "pos", "size")
+    __slots__ = ("_ascii", "_read", "base", "buf", "eof", "pos", "size")
 
     def __init__(self, read: ReadInto, start: int = 0) -> None:
         self._read = read
@@ -196,12 +193,19 @@ class _Window:
         self.base = start - 1  # the input offset of buf[0]
         self.pos = 1
         self.eof = False
+        self._ascii: bool | None = None  # is the buffer all ASCII (asked once per chunk)
+
+    def ascii(self) -> bool:
+        if self._ascii is None:
+            self._ascii = self.buf.isascii()
+        return self._ascii
 
     def more(self) -> bool:
         """Read another chunk, dropping what was consumed (one byte before ``pos`` is kept:
         the decoder borrows it). False at the end of the input."""
         if self.eof:
             return False
+        self._ascii = None
         drop = max(self.pos - 1, 0)
         if drop:  # move the unread tail to the front (usually part of one item)
             rest = self.size - drop
@@ -457,7 +461,7 @@ def _decode(
     buf, pos = win.buf, win.pos
     if pos == 0 or end > win.size:
         raise Unstreamable
-    if not buf.isascii():  # the decoder skips fields without checking their UTF-8
+    if not win.ascii():  # the decoder skips fields without checking their UTF-8
         try:
             bytes(buf[pos:end]).decode("utf-8")
         except UnicodeDecodeError:

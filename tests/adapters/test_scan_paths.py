@@ -1,0 +1,165 @@
+"""The fast scan path gives exactly the plain path's findings, and the plain path's errors.
+
+Fast: ``adapters.nodedumps.read_node_file`` (the items array streamed in small chunks, the
+dump split over two or three processes) and ``core.diffing.diff_cluster`` (shared checks).
+Plain: ``formats.nodes.parse_document`` (the whole document decoded at once), every pool
+diffed node by node (``tests/support/plain_diff.py``). Over every real node dump in
+../shared/realdata/nodes and hypothesis-drawn dumps (key order, unicode, escaped quotes and
+brackets in strings, missing fields, nulls, empty items, long strings, nested arrays), and
+over damaged dumps: the same one-line ``FormatError``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fleetwarden.adapters import nodedumps
+from fleetwarden.core.diffing import diff_cluster, group_nodes
+from fleetwarden.core.findings import Finding
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.pools import NodePoolSpec, Taint
+from fleetwarden.core.rules import DiffOptions
+from fleetwarden.formats import nodes as nodes_fmt
+from fleetwarden.formats import nodestream
+from fleetwarden.formats.errors import FormatError
+from tests.conftest import realdata_files
+from tests.formats.test_nodes_stream import TEXT, node_objects
+from tests.support.plain_diff import plain_cluster_findings
+
+
+def _specs_for(nodes: list[ObservedNode]) -> list[NodePoolSpec]:
+    """Desired pools for the groups the nodes carry, each stating facts some nodes miss (so
+    there are findings to compare), plus one pool with no node (COUNT)."""
+    specs = [
+        NodePoolSpec(
+            name=group,
+            cluster="c",
+            labels={"kubernetes.io/os": "linux", "team": "x"},
+            taints=(Taint("dedicated", "x", "NoSchedule"),),
+            kubernetes_version="1.29",
+            instance_types=("m5.large",),
+            os_family="AmazonLinux2",
+            disk_size_gib=50,
+            allocatable={"pods": "110"} if i % 2 else {},
+        )
+        for i, group in enumerate(g for g in group_nodes(nodes) if g is not None)
+    ]
+    return [*specs[:-1], NodePoolSpec(name="empty", cluster="c", desired_size=2)]
+
+
+def _plain(path: Path) -> list[ObservedNode]:
+    return nodes_fmt.parse_document(str(path), path.read_bytes())
+
+
+def _fast(path: Path, workers: int) -> list[ObservedNode]:
+    return nodedumps.read_node_file(str(path), limit=2**30, workers=workers)
+
+
+def _findings(nodes: list[ObservedNode], specs: list[NodePoolSpec]) -> list[Finding]:
+    return diff_cluster("c", specs, nodes, options=DiffOptions()).findings
+
+
+@pytest.fixture()
+def small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of a few KiB and splits of any size: real dumps are small."""
+    monkeypatch.setattr(nodestream, "CHUNK_BYTES", 2048)
+    monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+
+
+@pytest.mark.parametrize("path", realdata_files("nodes"), ids=lambda p: p.name)
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_every_real_dump_gives_the_plain_path_s_findings(realdata, path, workers, small_steps):
+    plain = _plain(path)
+    fast = _fast(path, workers)
+    assert fast == plain
+    specs = _specs_for(plain)
+    got = _findings(fast, specs)
+    assert got == plain_cluster_findings("c", specs, plain, DiffOptions())
+    if group_nodes(plain):  # not a lone control-plane node: there was node-level drift to see
+        assert any(f.nodes for f in got)
+
+
+@st.composite
+def odd_dumps(draw: st.DrawFn) -> bytes:
+    """Lists of nodes as kubectl, jq or Go print them, with the odd cases added: nulls for
+    objects, missing sections, long strings, nested arrays in skipped fields, pool labels."""
+    items: list[Any] = []
+    for node in draw(st.lists(node_objects(), max_size=7)):
+        node["kind"] = "Node"
+        node["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] = draw(st.sampled_from("ab"))
+        for section in ("spec", "status"):
+            choice = draw(st.sampled_from(["keep", "keep", "null", "missing"]))
+            if choice == "null":
+                node[section] = None
+            elif choice == "missing":
+                del node[section]
+        node["metadata"]["annotations"]["long"] = draw(TEXT) * draw(st.integers(0, 3000))
+        node["extra"] = [[[draw(TEXT)], {"x": [1, [2, "]}"]]}], []]
+        items.append(node)
+    pairs = [("apiVersion", "v1"), ("kind", "List"), ("metadata", {}), ("items", items)]
+    body = dict(draw(st.permutations(pairs)))
+    indent = draw(st.sampled_from([None, 2, 4]))
+    return json.dumps(body, indent=indent, ensure_ascii=draw(st.booleans())).encode()
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(odd_dumps(), st.sampled_from([1, 2]))
+def test_drawn_dumps_give_the_plain_path_s_findings(tmp_path, small_steps, raw, workers):
+    path = tmp_path / "c.json"
+    path.write_bytes(raw)
+    plain = _plain(path)
+    fast = _fast(path, workers)
+    assert fast == plain
+    specs = _specs_for(plain)
+    assert _findings(fast, specs) == plain_cluster_findings("c", specs, plain, DiffOptions())
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(odd_dumps(), st.data())
+def test_damaged_dumps_give_the_plain_path_s_error(tmp_path, small_steps, raw, data):
+    """Cut anywhere or one byte changed: the fast path fails exactly as the plain path does
+    (the same one-line message naming the file and where), or both read the same nodes."""
+    at = data.draw(st.integers(0, max(len(raw) - 1, 0)))
+    damage = data.draw(st.sampled_from([b"", b"{", b"]", b'"', b"\\", b"\xff", b",", b"7"]))
+    bad = raw[:at] + damage + (raw[at + 1 :] if damage else b"")
+    path = tmp_path / "c.json"
+    path.write_bytes(bad)
+    try:
+        want: Any = _plain(path)
+    except FormatError as exc:
+        want = str(exc)
+    for workers in (1, 2):
+        try:
+            got: Any = _fast(path, workers)
+        except FormatError as exc:
+            got = str(exc)
+            assert "\n" not in got
+        assert got == want
+
+
+def test_a_control_character_in_a_dump_that_is_not_json_is_a_one_line_error(tmp_path):
+    """Not JSON (a stray "]" first), so read as YAML, whose reader refuses DEL with a message
+    over two lines: the error is still one line, the same from both paths."""
+    path = tmp_path / "c.json"
+    path.write_bytes(b']"kind": "List", "items": [{"metadata": {"name": "\x7f"}}]}')
+    messages = set()
+    for read in (_plain, lambda p: _fast(p, 2)):
+        with pytest.raises(FormatError) as err:
+            read(path)
+        messages.add(str(err.value))
+    (message,) = messages
+    assert "\n" not in message and "control characters are not allowed" in message
