@@ -228,6 +228,8 @@ def start_reading(
     if len(sources) == 1:
         (paths,) = sources.values()
         if len(paths) == 1:
+            from fleetwarden.adapters import nodedumps  # scans only
+
             cores = workers if workers is not None else (os.cpu_count() or 1)
             nodedumps.start_split(paths[0], limit=limit, workers=cores)
 
