@@ -158,7 +158,8 @@ class Membership:
             )
             return
         now = self.clock()
-        lapsed = self.renewed_at is None or started >= self.renewed_at + self.timing.renew_deadline
+        # measured when the round ends: a renewal that lands late does not bridge the lapse
+        lapsed = self.renewed_at is None or now >= self.renewed_at + self.timing.renew_deadline
         self.renewed_at = started
         self._observed = observe_members(self._observed, listed, now)
         live = live_members(self._observed, now=now) | {self.identity}
