@@ -54,6 +54,7 @@ FULL_ONLY: frozenset[str] = frozenset(
     {
         "argocd_refresh.py",  # a real API server and the Argo CD simulator
         "chaos_suite.py",
+        "shard_heal.py",  # three serve replicas, two real API servers, PostgreSQL
         "deprecations_vs_pluto.py",  # builds pluto from the Go module proxy first
         "distinct_clusters.py",
         "gateway_default.py",

@@ -8,6 +8,7 @@ at no instant do two replicas decide the same cluster."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -317,3 +318,24 @@ async def test_the_healer_heals_its_shard_drops_the_others_and_records_a_fenced_
     skipped = [o for o in outcomes if o.payload["outcome"]["status"] == "skipped"]
     assert len(skipped) == 1 and "fenced off" in skipped[0].payload["outcome"]["detail"]
     assert link.down is False
+
+
+async def test_run_announces_the_clusters_decided_here_once_their_grace_ends():
+    """What ``Serving`` hands the healer the current findings of (``_hand_over``)."""
+    clock, group = Clock(), MemoryGroup()
+    _, a = replica(group, clock, "r0")
+    await a.membership._round()
+    got: list[frozenset[str]] = []
+    task = asyncio.create_task(a.run(got.append))
+    try:
+        await asyncio.sleep(TIMING.retry_period)  # two looks: nothing decided yet (grace)
+        assert got == []
+        await live(clock, TIMING.lease_duration + 0.1, a)
+        async with asyncio.timeout(5):
+            while not got:
+                await asyncio.sleep(0.01)
+        assert got == [frozenset(CLUSTERS)]
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task

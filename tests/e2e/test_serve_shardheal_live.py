@@ -76,6 +76,8 @@ def test_a_non_leaders_shard_is_healed_once_and_its_heir_heals_after_kill9(
         )
         print(f"healed by the non-leading owner in {time.monotonic() - t0:.2f}s")
 
+        # the outcomes follow the calls: on record before the kill (else only they are lost)
+        wait_for(lambda: set(names[:2]) <= set(patches(store)[0]), 30, "the outcomes on record")
         # kill -9 the owner; drift lands while nobody owns the cluster; the heir heals it
         owner.kill9()
         killed = time.monotonic()
