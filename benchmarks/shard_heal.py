@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -142,6 +143,7 @@ def main() -> None:
     finally:
         pg_env.stop_server(state_dir / "pg")
         k8s_env.stop_clusters(state_dir / "k8s")
+        shutil.rmtree(state_dir, ignore_errors=True)  # the rounds' configs, queues, logs
     lead = [x for r in results for x in r["leader_heal_s"]]
     other = [x for r in results for x in r["non_leader_heal_s"]]
     summary = {
