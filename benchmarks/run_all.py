@@ -56,6 +56,7 @@ FULL_ONLY: frozenset[str] = frozenset(
         "argocd_refresh.py",  # a real API server and the Argo CD simulator
         "chaos_suite.py",
         "dashboard_paint.py",  # headless Chromium against serve on 500 clusters
+        "shard_heal.py",  # three serve replicas, two real API servers, PostgreSQL
         "deprecations_vs_pluto.py",  # builds pluto from the Go module proxy first
         "distinct_clusters.py",
         "gateway_default.py",

@@ -41,18 +41,19 @@ record once — unless the drift cleared or was reported anew meanwhile. When th
 out, a note says so. Retries live in memory: after a restart the drift is decided again when
 it is reported again (every current finding is, at start-up).
 
-With leader election (``elector``, ``fence``) only the leader acts: a follower drops the finding
-events it is given (the leader decides them; a replica that takes over is given every current
-finding again), sweeps no request and refuses approvals (``NotLeading``). Each batch records
-the term's fencing token with its decisions, and ``fence.check(token)`` runs right before the
-calls go out: a refusal (the term ended, the Lease changed hands) runs nothing and is on record
-as a ``skipped`` outcome naming why.
+Who decides what is the ``authority``'s word (``app/authority``: always; the leader only, with
+leader election; each shard's owner for its clusters, with sharding): a finding event of a
+cluster not decided here is dropped (its decider has it; a replica that takes over is given
+every current finding again), and without ``authority.leading`` no request is swept and
+approvals are refused (``NotLeading``). Each batch records the term's fencing token with its
+decisions, and ``authority.refusals`` runs right before the calls go out: a refused one (the
+term ended, the Lease changed hands, the cluster moved) is not sent and is on record as a
+``skipped`` outcome naming why.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 from collections.abc import Callable, Sequence
@@ -61,7 +62,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fleetwarden.app.electing import Elector, Fence, FenceRefused
+from fleetwarden.app.authority import HealAuthority, authority_for
+from fleetwarden.app.electing import Elector, Fence
 from fleetwarden.app.healing_records import (
     RESTORE_PAGE,
     action_drafts,
@@ -202,6 +204,7 @@ class Healer:
         identity: str | None = None,
         elector: Elector | None = None,
         fence: Fence | None = None,
+        authority: HealAuthority | None = None,
         fights: Callable[[Finding], FightDecision | None] | None = None,
         on_appended: Callable[[Sequence[AuditDraft]], None] | None = None,
     ) -> None:
@@ -210,8 +213,9 @@ class Healer:
         self.ownership, self.remediator, self.audit = ownership, remediator, audit
         self.shared = shared  # several replicas: decide under the store's policy lock
         self.identity = identity or replica_identity()
-        self.elector, self.fence = elector, fence  # None: this replica always acts
-        self.ignored = 0  # finding events dropped while following (the leader decides them)
+        # who decides what (elector/fence alone: leader election, as before the authority)
+        self.authority = authority or authority_for(elector=elector, fence=fence)
+        self.ignored = 0  # finding events dropped: another replica decides them
         self._cursor: int | None = None  # shared: the last record replayed into ``state``
         self._approved: dict[str, tuple[str, datetime]] = {}  # id → (approver, when)
         self.policy, self.mode, self.clock, self.notify = policy, mode, clock, notify
@@ -230,8 +234,8 @@ class Healer:
 
     @property
     def acting(self) -> bool:
-        """Leading (or no election): decisions, remediations, approvals and expiry run."""
-        return self.elector is None or self.elector.leading
+        """Leading (or no election): approvals and request expiry run here."""
+        return self.authority.leading
 
     def set_pool_counts(self, counts: dict[str, int]) -> None:
         for cluster, n in counts.items():
@@ -367,7 +371,7 @@ class Healer:
 
     async def run(self) -> None:
         while True:
-            if not self.acting:
+            if not self.authority.active:
                 await self._follow()
                 continue
             try:
@@ -384,16 +388,13 @@ class Healer:
             await self.retry_due()
 
     async def _follow(self) -> None:
-        """Not the leader: drop what is queued (the leader decides it; on taking over this
-        replica is given every current finding again) until leading, or ``sweep_every``."""
-        assert self.elector is not None
+        """Deciding nothing: drop what is queued (another replica decides it; on taking over
+        this one is given every current finding again) until active, or ``sweep_every``."""
         while not self.queue.empty():
             self.queue.get_nowait()
             self.ignored += 1
-        self.retries.clear()  # the leader retries its own failed heals
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.sweep_every):
-                await self.elector.leading_event.wait()
+        self.retries.clear()  # the decider retries its own failed heals
+        await self.authority.wait(self.sweep_every)
 
     async def retry_due(self) -> list[Decision]:
         """Decide again the findings whose failed heal is due for another try."""
@@ -416,13 +417,16 @@ class Healer:
         self, events: Sequence[FindingEvent], attempts: dict[str, int]
     ) -> list[Decision]:
         await self.sweep()  # a stale request must not swallow a drift as "already waiting"
-        if not self.acting:  # the term ended meanwhile: the leader decides these
-            self.ignored += len(events)
+        # a cluster not decided here (term ended, cluster moved): its decider has the events
+        kept = [ev for ev in events if self.authority.decides(ev.finding.cluster)]
+        self.ignored += len(events) - len(kept)
+        if not kept:
             return []
+        events = kept
         now = self.clock()
         batch = _Batch()
         # the term these decisions are made in: the calls go out only if it still holds
-        batch.token = self.elector.fencing_token if self.elector is not None else None
+        batch.token = self.authority.token()
         if self.shared is None:
             self._decide(events, now, batch)
             # write-ahead: the decisions are on record before any call goes out, so a restart
@@ -662,16 +666,16 @@ class Healer:
             await self._append([cancellation_draft(decision)])
             return decision
         self._approved[decision_id] = (self.identity, now)
-        token = self.elector.fencing_token if self.elector is not None else None
+        token = self.authority.token(approval=True)
         await self._append([self._approval_draft(decision)])  # write-ahead, as in process
         if decision.status is Status.EXECUTE:
-            (outcome,) = await self._carry_out([decision], token)
+            (outcome,) = await self._carry_out([decision], token, approval=True)
             await self._append(action_drafts(decision, outcome))
         return decision
 
     async def _approve_shared(self, decision_id: str) -> Decision:
         now = self.clock()
-        token = self.elector.fencing_token if self.elector is not None else None
+        token = self.authority.token(approval=True)
         async with await self._guarded() as txn:
             self._catch_up(txn.news)
             closed = self.state.closed.get(decision_id)
@@ -702,37 +706,32 @@ class Healer:
             self._cursor = txn.head
         # committed: this replica, and no other, carries it out
         if decision.status is Status.EXECUTE:
-            (outcome,) = await self._carry_out([decision], token)
+            (outcome,) = await self._carry_out([decision], token, approval=True)
             await self._append(action_drafts(decision, outcome))
         return decision
 
-    async def _carry_out(self, decisions: Sequence[Decision], token: int | None) -> list[Outcome]:
-        outcomes = await self._carry_out_fenced(decisions, token)
+    async def _carry_out(
+        self, decisions: Sequence[Decision], token: int | None, *, approval: bool = False
+    ) -> list[Outcome]:
+        """The remediator's outcomes; an executable decision the authority refuses right
+        before the calls (``token``'s term ended, its cluster moved) is a skipped outcome."""
+        executable = [d for d in decisions if d.status is Status.EXECUTE]
+        refused = (
+            await self.authority.refusals(executable, token, approval=approval)
+            if executable
+            else {}
+        )
+        now = self.clock()
+        runnable = [d for d in decisions if d.id not in refused]
+        done = iter(await self.remediator.carry_out_all(runnable))
+        outcomes = [
+            Outcome(d.id, OutcomeStatus.SKIPPED, (), now, now, f"not sent: {refused[d.id]}")
+            if d.id in refused
+            else next(done)
+            for d in decisions
+        ]
         note_heals(decisions, outcomes, self.healed)
         return outcomes
-
-    async def _carry_out_fenced(
-        self, decisions: Sequence[Decision], token: int | None
-    ) -> list[Outcome]:
-        """The remediator's outcomes; with a fence, executable decisions run only if the
-        term ``token`` still holds, checked right before the calls (one Lease read)."""
-        if self.fence is None or not any(d.status is Status.EXECUTE for d in decisions):
-            return await self.remediator.carry_out_all(decisions)
-        try:
-            await self.fence.check(token)
-        except FenceRefused as exc:
-            log.warning("remediation fenced off", term=token, reason=exc.reason)
-            now = self.clock()
-            runnable = [d for d in decisions if d.status is not Status.EXECUTE]
-            done = iter(await self.remediator.carry_out_all(runnable))
-            detail = f"not sent: fencing token {token} refused ({exc.reason})"
-            return [
-                Outcome(d.id, OutcomeStatus.SKIPPED, (), now, now, detail)
-                if d.status is Status.EXECUTE
-                else next(done)
-                for d in decisions
-            ]
-        return await self.remediator.carry_out_all(decisions)
 
     def _already(self, decision_id: str, holder: str, at: datetime) -> AlreadyApproved:
         known = self.decisions.get(decision_id)

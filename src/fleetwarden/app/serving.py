@@ -16,7 +16,11 @@ decisions -> actions -> audit records, with the live watchers feeding the same f
   remediation with the term's token, and a replica that takes over is given every current
   finding to decide (the old leader's decisions are in the shared store: nothing runs twice);
 - with sharding (a ``Membership``), the watchers watch only the clusters assigned here and
-  follow the assignment as members come and go;
+  follow the assignment as members come and go, and the healer decides the findings of the
+  clusters assigned here (``app/authority.ShardAuthority``: each shard heals its clusters,
+  fenced per cluster; with leader election too, approvals and expiry sweeps stay with the
+  leader); a cluster that becomes healed here (after the takeover grace) has its current
+  findings handed to the healer, as a new leader is handed every finding;
 - with ``argocd_refresh`` and an Argo CD API client, the ``ArgoRefresher``
   (``app/argo_refreshing``): every live workload change and every new change event refreshes
   the Argo CD applications that own the object it touches (apps followed from the Argo CD
@@ -45,9 +49,10 @@ from typing import Any
 from fleetwarden.app import upgrade_scan
 from fleetwarden.app.argo_refreshing import ArgoRefresher, Refreshable, RefreshSettings
 from fleetwarden.app.argo_watching import ArgoInventory
+from fleetwarden.app.authority import ShardAuthority, authority_for
 from fleetwarden.app.broadcasting import Broadcaster
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for
-from fleetwarden.app.electing import Elector, Fence
+from fleetwarden.app.electing import Elector
 from fleetwarden.app.healing import Healer
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
 from fleetwarden.app.notifying import BatchResult, Notifier
@@ -259,13 +264,12 @@ class Serving:
             clock=clock.now,
             config=config_hash,
             identity=identity,
-            elector=elector,
-            fence=Fence(elector) if elector is not None else None,
+            authority=authority_for(elector=elector, membership=membership),
             fights=self.fleet.fight_blocking,
             on_appended=self._appended,
         )
         self.elector, self.membership = elector, membership
-        if elector is not None:
+        if elector is not None and membership is None:  # sharded: each shard hands its own
             elector.on_started_leading = self._took_over
         # sharding: what the membership assigned, for the watchers to follow in order
         self._assignments: asyncio.Queue[tuple[frozenset[str], frozenset[str]]] = asyncio.Queue()
@@ -324,9 +328,14 @@ class Serving:
     def _took_over(self, token: int) -> None:
         """Leading now: every current finding goes to the healer to be decided (what the
         previous leader already did is in the shared store, and counts there)."""
+        self._hand_over(None)
+
+    def _hand_over(self, clusters: frozenset[str] | None) -> None:
+        """The current findings of ``clusters`` (None: all) go to the healer to be decided."""
         now = self.clock.now()
         for finding in self.tracker.current():
-            self.healer.handle(FindingEvent(FindingEventType.APPEARED, finding, now))
+            if clusters is None or finding.cluster in clusters:
+                self.healer.handle(FindingEvent(FindingEventType.APPEARED, finding, now))
 
     def _owns(self, cluster: str) -> bool:
         assert self.membership is not None
@@ -496,6 +505,9 @@ class Serving:
             if self.membership is not None:
                 tg.create_task(self.membership.run(), name="membership")
                 tg.create_task(self._follow_assignments(), name="shard-assignments")
+                if isinstance(self.healer.authority, ShardAuthority):
+                    heals = self.healer.authority.run(self._hand_over)
+                    tg.create_task(heals, name="shard-heals")
             if load_apps is not None:
                 tg.create_task(self._refresh_apps(load_apps), name="desired-refresh")
             tg.create_task(self.inspector.run(), name="inspector")

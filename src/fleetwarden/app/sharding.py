@@ -19,6 +19,11 @@ On cancellation (graceful shutdown) the replica calls ``on_assign(set(), owned)`
 releases its Lease (holder cleared), so peers take its clusters at their next round instead
 of after a whole lease duration.
 
+For healing per shard (``app/authority.ShardAuthority``) the membership keeps when its last
+successful round started (``renewed_at``) and since when it has owned each cluster with its
+health unbroken (``owned_since``: restarted for every cluster after a lapse of health);
+``core.sharding.heal_problem`` judges from both.
+
 ``owners()`` is what ``/api/clusters`` shows: each configured cluster's owner in this
 replica's current view (None before the first successful round).
 
@@ -100,6 +105,8 @@ class Membership:
         self._mine: tuple[LeaseRecord, str] | None = None  # my record and its version
         self.members: frozenset[str] | None = None  # live members, None before a round
         self.owned: frozenset[str] = frozenset()
+        self.renewed_at: float | None = None  # when the last successful round started
+        self.owned_since: dict[str, float] = {}  # owned cluster -> owned (healthy) since
         self.assigned_event = asyncio.Event()
         self.last_reason = "not started"
 
@@ -129,6 +136,7 @@ class Membership:
             await self._leave()
 
     async def _round(self) -> None:
+        started = self.clock()
         try:
             async with asyncio.timeout(self.timing.renew_deadline):
                 await self._renew()
@@ -150,10 +158,15 @@ class Membership:
             )
             return
         now = self.clock()
+        # measured when the round ends: a renewal that lands late does not bridge the lapse
+        lapsed = self.renewed_at is None or now >= self.renewed_at + self.timing.renew_deadline
+        self.renewed_at = started
         self._observed = observe_members(self._observed, listed, now)
         live = live_members(self._observed, now=now) | {self.identity}
         self.last_reason = f"{len(live)} live members"
         self._reassign(live)
+        if lapsed:  # healthy again after a lapse: peers may have taken my clusters meanwhile
+            self.owned_since = dict.fromkeys(self.owned, now)
         self.assigned_event.set()
         await self._sweep(now)
 
@@ -198,12 +211,17 @@ class Membership:
 
     def _apply(self, change: Assignment) -> None:
         self.owned = change.owned
+        now = self.clock()
+        for cluster in change.removed:
+            self.owned_since.pop(cluster, None)
+        for cluster in change.added:
+            self.owned_since[cluster] = now
         if (change.added or change.removed) and self.on_assign is not None:
             self.on_assign(change.added, change.removed)
 
     async def _leave(self) -> None:
         self._apply(Assignment.between(self.owned, frozenset()))
-        self.members = None
+        self.members, self.renewed_at = None, None
         if self._mine is None:
             return
         record, version = self._mine

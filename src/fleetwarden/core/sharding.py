@@ -30,6 +30,17 @@ not yet) may briefly disagree: a cluster can then be owned twice or, within the 
 by nobody. ``gone_leases`` names the Leases a live member may delete, so that a newcomer
 never counts a long-dead member as live for a lease duration after first seeing its Lease.
 
+Healing per shard (``heal_problem``): a member decides a cluster's findings only while its
+membership is *healthy* (its last successful round started within ``renewDeadline``, as a
+leader's term) and only once it has owned the cluster, healthy throughout, for a
+``leaseDuration`` (the *grace*). Why the grace: ownership moves without a handshake, so the
+previous owner may still act for a while — until its next round lists the newcomer, or its own
+health lapses, at most ``renewDeadline`` after the change was written; a member that comes back
+after its health lapsed (peers may have judged it gone) waits the grace again. With clock rates
+within ``rho`` (``renew_deadline * (1 + rho) < lease_duration * (1 - rho)``, the bound leader
+election needs) no two members decide one cluster at once. ``member_fence_problem`` is the
+re-read right before a remediation goes out: the member's own Lease must still name it.
+
 Pure: no I/O, no clock reads (``now`` is passed in), no logging.
 """
 
@@ -40,14 +51,22 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from fleetwarden.core.leadership import LeaseRecord, Observation, expires_at, observe
+from fleetwarden.core.leadership import (
+    ElectionTiming,
+    LeaseRecord,
+    Observation,
+    expires_at,
+    observe,
+)
 
 __all__ = [
     "Assignment",
     "ListedLease",
     "assign",
     "gone_leases",
+    "heal_problem",
     "live_members",
+    "member_fence_problem",
     "member_lease_name",
     "observe_members",
     "owned_by",
@@ -166,3 +185,40 @@ class Assignment:
     @classmethod
     def between(cls, before: frozenset[str], after: frozenset[str]) -> Assignment:
         return cls(after, after - before, before - after)
+
+
+def heal_problem(
+    cluster: str,
+    *,
+    owned_since: Mapping[str, float],
+    renewed_at: float | None,
+    now: float,
+    timing: ElectionTiming,
+) -> str | None:
+    """Why this member must not decide ``cluster``'s findings at ``now`` (None: it may).
+    ``owned_since``: each owned cluster and the local time since when it has been owned with
+    the membership healthy throughout; ``renewed_at``: when the last successful round
+    *started* (None: no round yet)."""
+    if renewed_at is None or now >= renewed_at + timing.renew_deadline:
+        return "this replica's membership lease was not renewed within renewDeadline"
+    since = owned_since.get(cluster)
+    if since is None:
+        return f"cluster {cluster} is not owned by this replica"
+    if now < since + timing.lease_duration:
+        return (
+            f"cluster {cluster} was taken over {now - since:.3f}s ago: its previous owner may "
+            f"still act for up to leaseDuration ({timing.lease_duration}s)"
+        )
+    return None
+
+
+def member_fence_problem(record: LeaseRecord | None, *, identity: str) -> str | None:
+    """Why a remediation of this member must not go out, given its membership Lease read
+    right now (None: it may): the Lease is gone (peers judged the member gone and deleted it),
+    released, or names someone else."""
+    if record is None:
+        return "the membership lease no longer exists (peers judged this replica gone)"
+    if record.holder_identity != identity:
+        holder = record.holder_identity or "nobody (released)"
+        return f"the membership lease is held by {holder}, not by {identity}"
+    return None
