@@ -5,7 +5,7 @@ not answering (restarting) is ``WorkerUnreachable``, a request that cannot be wr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,16 @@ class Answer:
     status: int
     headers: Headers  # end-to-end headers, with the content's length
     content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StreamAnswer:
+    """An answer passed on as it comes (server-sent events): ``close`` when done with it."""
+
+    status: int
+    headers: Headers  # end-to-end headers
+    chunks: AsyncIterator[bytes]
+    close: Callable[[], Awaitable[None]]
 
 
 def end_to_end(headers: Iterable[tuple[bytes, bytes]]) -> Headers:
@@ -86,6 +96,22 @@ class WorkerLink:
             raise WorkerUnreachable(type(exc).__name__) from None
         length = (b"content-length", str(len(resp.content)).encode())
         return Answer(resp.status_code, [*end_to_end(resp.headers.raw), length], resp.content)
+
+    async def open_stream(self, target: str, headers: Headers) -> StreamAnswer:
+        """``GET target`` answered as it comes: no read timeout (the worker's event stream
+        sends a heartbeat every 15 s; the caller closes it when its client goes away)."""
+        request = self._client.build_request(
+            "GET", target, headers=headers, timeout=httpx.Timeout(10.0, read=None)
+        )
+        try:
+            resp = await self._client.send(request, stream=True)
+        except httpx.LocalProtocolError as exc:
+            raise Unsendable(str(exc)) from None
+        except httpx.HTTPError as exc:
+            raise WorkerUnreachable(type(exc).__name__) from None
+        return StreamAnswer(
+            resp.status_code, end_to_end(resp.headers.raw), resp.aiter_raw(), resp.aclose
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()

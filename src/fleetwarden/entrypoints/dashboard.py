@@ -25,7 +25,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from fleetwarden.adapters import processes
 from fleetwarden.app.serving import Serving
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding
@@ -159,13 +158,7 @@ def routes(
                 row["owner"] = shards.get(str(row["cluster"]))
         return Response(orjson.dumps(rows), media_type="application/json")
 
-    # a supervised serve's worker: its gateway process passes on whole answers only
-    hold = 25.0 if processes.in_child() else None
-    live = (
-        live_api.routes(pipeline, admin_tokens=admin_tokens, hold=hold)
-        if pipeline is not None
-        else []
-    )
+    live = live_api.routes(pipeline, admin_tokens=admin_tokens) if pipeline is not None else []
     return [
         *live,
         Route("/", index, methods=["GET"]),

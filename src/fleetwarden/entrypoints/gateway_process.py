@@ -21,8 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from fleetwarden.adapters.metrics import ServiceMetrics, merge_metrics
@@ -37,6 +38,7 @@ from fleetwarden.wiring.service import Service
 __all__ = ["create_gateway_app", "run"]
 
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+STREAMED = frozenset({"/api/stream"})  # passed on as they come (server-sent events)
 
 
 def create_gateway_app(
@@ -77,6 +79,15 @@ def create_gateway_app(
                 )
         headers = end_to_end(request.headers.raw)
         try:
+            if request.method == "GET" and request.url.path in STREAMED:
+                stream = await worker.open_stream(target, headers)
+                out = StreamingResponse(
+                    stream.chunks,
+                    status_code=stream.status,
+                    background=BackgroundTask(stream.close),
+                )
+                out.raw_headers = stream.headers
+                return out
             answer = await worker.forward(request.method, target, headers, body)
         except Unsendable as exc:
             return JSONResponse({"error": f"cannot pass the request on: {exc}"}, status_code=400)

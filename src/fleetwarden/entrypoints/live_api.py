@@ -6,9 +6,8 @@
   with ``Last-Event-ID`` (EventSource does) gets what it missed from the ring, or one
   ``reload`` message when the ring no longer has it. A comment line every ``heartbeat``
   seconds keeps proxies from closing an idle stream. A client too slow to keep up is dropped
-  with a ``dropped`` message (the pipeline never waits for it). Behind a supervised serve's
-  gateway process (which passes on whole answers only) each answer ends after a burst of
-  messages and the browser reconnects with ``Last-Event-ID`` (``hold``).
+  with a ``dropped`` message (the pipeline never waits for it). A supervised serve's gateway
+  process passes the stream on as it comes (``entrypoints/gateway_process.py``).
 - ``GET /api/fleet/grid``: the heatmap (``presenting.dashboard.fleet_grid``).
 - ``GET /api/pools/{cluster}/{pool}``: one pool's detail (``presenting.dashboard.pool_detail``).
 - ``POST /api/decisions/{id}/deny``: refuse a request waiting for approval (``app.denying``);
@@ -66,12 +65,7 @@ def routes(
     *,
     heartbeat: float = 15.0,
     admin_tokens: Sequence[str] = (),
-    hold: float | None = None,
 ) -> list[Route]:
-    """``hold``: behind a proxy that passes on only whole answers (a supervised serve's
-    gateway process), each stream answer ends after the first messages (or after ``hold``
-    seconds of nothing); the browser's EventSource reconnects at once with ``Last-Event-ID``
-    and the ring gives it what came meanwhile: the same messages, one answer per burst."""
     live = pipeline.live
 
     async def stream(request: Request) -> Response:
@@ -82,24 +76,17 @@ def routes(
 
         async def body() -> AsyncIterator[bytes]:
             try:
-                # the reconnect delay (at once when each answer is finite), and the head id
-                yield b"retry: %d\n: %d\n\n" % (2000 if hold is None else 50, live.last_id)
+                # the reconnect delay, and the head id
+                yield b"retry: 2000\n: %d\n\n" % live.last_id
                 if lost:
                     yield sse(Message(live.last_id, "reload", {"reason": "missed messages"}))
                 for old in missed:
                     yield sse(old)
-                if hold is not None and (missed or lost or last is None):
-                    # a first answer at once: the head id, so the next one is a resume
-                    yield b"id: %d\n\n" % live.last_id
-                    return
                 while True:
                     try:
-                        wait = heartbeat if hold is None else hold
-                        message = await asyncio.wait_for(sub.next_message(), wait)
+                        message = await asyncio.wait_for(sub.next_message(), heartbeat)
                     except TimeoutError:
                         yield b": heartbeat\n\n"
-                        if hold is not None:
-                            return
                         continue
                     if message is None:  # dropped (too slow), or the service stops
                         if sub.dropped:
@@ -107,14 +94,6 @@ def routes(
                             yield sse(Message(live.last_id, "dropped", notice))
                         return
                     yield sse(message)
-                    if hold is not None:  # the rest of a burst, then the answer ends
-                        await asyncio.sleep(0.02)
-                        while not sub.empty():
-                            more = await sub.next_message()
-                            if more is None:
-                                return
-                            yield sse(more)
-                        return
             finally:
                 sub.close()
 
