@@ -159,12 +159,13 @@ async def play_cloud(
     *,
     interval: float,
     steps: int,
-    refresh: Callable[[str], None],
+    refresh: Callable[[str], object],
     deliver: Callable[[str, str, str], Awaitable[object]],
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> None:
     """The demo's cloud: every ``interval``, one change picked by ``rng`` acts on ``fleet``;
-    each cluster it touched is ``refresh``ed (the service's view of its nodes), then each
+    each cluster it touched is ``refresh``ed (the service's view of its nodes, or the nodes
+    patched on the cluster's API server: awaited when it is a coroutine), then each
     touched pool's provider event is ``deliver``ed (cluster, pool, actor). ``steps`` 0: for
     ever."""
     step = 0
@@ -176,6 +177,8 @@ async def play_cloud(
         what = await made if inspect.isawaitable(made) else made
         touched = changed_pools(before, nodes(fleet))
         for cluster in dict.fromkeys(c for c, _ in touched):
-            refresh(cluster)
+            done = refresh(cluster)  # a dump refresh, or patches to a real API server
+            if inspect.isawaitable(done):
+                await done
         for cluster, pool in touched:
             await deliver(cluster, pool, actor_of(what))

@@ -128,13 +128,21 @@ def _serve(console: Any, port: int, interval: float, seed: int, browse: bool, mo
             fail(f"demo: cannot listen on 127.0.0.1:{port} ({exc.strerror}): pass --port N")
 
     def ready(url: str, tokens: dict[str, str], service: Any) -> None:
-        console.print(demo_service_text(url, tokens["read"], tokens["admin"], interval, mode))
+        live = service.config.kubeconfig is not None
+        text = demo_service_text(url, tokens["read"], tokens["admin"], interval, mode, live=live)
+        console.print(text)
         if browse and demo_service.has_display():
             webbrowser.open(url)
 
     logs.configure("console", "warning")  # what goes wrong, not every request
     run = demo_service.run(
-        port=port, interval=interval, seed=seed, mode=mode, on_ready=ready, build=build_service
+        port=port,
+        interval=interval,
+        seed=seed,
+        mode=mode,
+        on_ready=ready,
+        build=build_service,
+        real=True,  # real kube-apiservers when this checkout has their binaries cached
     )
     with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
         runner.run(run)

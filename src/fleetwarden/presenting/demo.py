@@ -22,15 +22,29 @@ _MARKS = {
 
 
 def demo_service_text(
-    url: str, read_token: str, admin_token: str, interval: float, mode: str = "dry-run"
+    url: str,
+    read_token: str,
+    admin_token: str,
+    interval: float,
+    mode: str = "dry-run",
+    *,
+    live: bool = False,
 ) -> str:
-    """What ``fleetwarden demo`` says once its service is up."""
+    """What ``fleetwarden demo`` says once its service is up (``live``: its clusters are real
+    kube-apiservers started for it, not the embedded node dumps)."""
     heals = {
         "approval": "restores wait for approval: approve or deny them in the dashboard",
         "enforce": "the healer restores labels and taints on the simulated nodes by itself",
     }.get(mode, "the healer runs in dry-run: it says what it would do (--mode approval: asks)")
+    where = (
+        "the demo fleet on real kube-apiservers (one per cluster, started for the demo)"
+        if live
+        else "the embedded fleet"
+    )
+    if live:
+        heals = heals.replace("the simulated nodes", "the API servers' nodes")
     return (
-        f"fleetwarden demo: the service runs on the embedded fleet; a simulated cloud posts a "
+        f"fleetwarden demo: the service runs on {where}; a simulated cloud posts a "
         f"change event every {interval:g} s\n"
         f"  dashboard:    {url}\n"
         f"  log in with:  {read_token}\n"

@@ -38,9 +38,13 @@ from fleetwarden.app.remediating import Remediator
 from fleetwarden.core.nodes import pool_of
 from fleetwarden.core.pools import Taint
 from fleetwarden.formats.nodes import parse_nodes
+from fleetwarden.wiring import demo_clusters
+from fleetwarden.wiring.demo_clusters import DemoClusters
 from fleetwarden.wiring.running import serve
 from fleetwarden.wiring.service import Service
 from fleetwarden.wiring.service_config import ServiceConfig, service_config_from
+
+log = logs.get_logger("fleetwarden.demo")
 
 __all__ = ["DemoTokens", "has_display", "run"]
 
@@ -71,10 +75,14 @@ async def _cloud(
     seed: int,
     steps: int,
     changes: Sequence[demoing.CloudChange],
+    clusters: DemoClusters | None = None,
 ) -> None:
-    def refresh(cluster: str) -> None:  # the service's view of the cluster, as a dump refresh
-        doc = orjson.dumps(fleet.node_list(cluster))
+    def refresh(cluster: str) -> object:
+        if clusters is not None:  # patched on the cluster's API server: the watch sees it
+            return clusters.push(fleet, cluster)
+        doc = orjson.dumps(fleet.node_list(cluster))  # else the service's view, as a dump
         service.snapshot[cluster] = parse_nodes(f"demo/{cluster}/nodes.json", doc)
+        return None
 
     async with httpx.AsyncClient(base_url=base, timeout=10.0) as client:
 
@@ -132,14 +140,60 @@ async def run(
     on_ready: Ready,
     build: Callable[[ServiceConfig], Service],
     changes: Sequence[demoing.CloudChange] | None = None,
+    real: bool = False,
 ) -> None:
     """The service and its simulated cloud until cancelled (or ``steps`` changes, then the
     service alone). ``on_ready`` gets the dashboard URL, the tokens and the service; ``build``
-    is serve's (the entry layer puts its HTTP side in front)."""
+    is serve's (the entry layer puts its HTTP side in front). ``real``: the fleet on real
+    kube-apiservers when they can start here without a build (``wiring.demo_clusters``),
+    else on the embedded node dumps."""
     tokens = {name: secrets.token_urlsafe(24) for name in ("read", "admin", "aws", "azure", "gcp")}
     logs.add_secrets(tokens.values())  # masked in any log line, as serve's credentials are
     env = {f"FW_DEMO_{name.upper()}": value for name, value in tokens.items()}
     fleet = simulated.build_fleet()
+    clusters = await _start_clusters(fleet) if real else None
+    try:
+        await _run(
+            fleet, clusters, tokens, env, port=port, interval=interval, seed=seed, steps=steps,
+            mode=mode, on_ready=on_ready, build=build, changes=changes,
+        )  # fmt: skip
+    finally:
+        if clusters is not None:
+            await asyncio.to_thread(clusters.down)
+
+
+async def _start_clusters(fleet: simulated.SimulatedFleet) -> DemoClusters | None:
+    """One real API server per cluster, loaded with the fleet's nodes; None (the embedded
+    fleet) when this is no checkout with cached binaries, or when they do not start."""
+    if not await asyncio.to_thread(demo_clusters.available):
+        return None
+    clusters = DemoClusters(sorted(fleet.nodes))
+    try:
+        await asyncio.to_thread(clusters.up)
+        await clusters.load(fleet)
+    except Exception as exc:  # any failure: the demo still runs, on the embedded fleet
+        log.warning("demo: the test API servers did not start; the embedded fleet instead",
+                    error=str(exc)[:300])  # fmt: skip
+        await asyncio.to_thread(clusters.down)
+        return None
+    return clusters
+
+
+async def _run(
+    fleet: simulated.SimulatedFleet,
+    clusters: DemoClusters | None,
+    tokens: DemoTokens,
+    env: Mapping[str, str],
+    *,
+    port: int,
+    interval: float,
+    seed: int,
+    steps: int,
+    mode: str,
+    on_ready: Ready,
+    build: Callable[[ServiceConfig], Service],
+    changes: Sequence[demoing.CloudChange] | None,
+) -> None:
     with tempfile.TemporaryDirectory(prefix="fleetwarden-demo-") as tmp:
         root = Path(tmp)
         desired, nodes = _write_inputs(root, fleet)
@@ -148,17 +202,27 @@ async def run(
             "queuePath": str(root / "queue.db"),
             "store": f"sqlite:///{root / 'audit.db'}",
             "desired": desired,
-            "nodes": nodes,
+            **(
+                {"nodes": nodes}
+                if clusters is None
+                else {
+                    "clusters": {
+                        "kubeconfig": str(clusters.kubeconfig),
+                        "contexts": clusters.names,
+                        "probeIntervalSeconds": 5,
+                    }
+                }
+            ),
             "debounceSeconds": 0.2,
             "policy": {"mode": mode},
             "auth": {name: {"bearerToken": f"env:FW_DEMO_{name.upper()}"} for name in tokens},
         }
         (root / "serve.json").write_text(json.dumps(raw))  # what ran, for a curious user
         service = build(service_config_from(raw, source="demo", env=env))
-        # an approved restore patches the simulated nodes (there is no API server to call)
-        service.healer.remediator = Remediator(
-            nodes=lambda cluster: _Restorer(service, fleet, cluster)
-        )
+        if clusters is None:  # an approved restore patches the simulated nodes (no API server)
+            service.healer.remediator = Remediator(
+                nodes=lambda cluster: _Restorer(service, fleet, cluster)
+            )
         ready = asyncio.Event()
         base = f"http://127.0.0.1:{port}"
         served = asyncio.create_task(serve(service, ready=ready), name="demo-serve")
@@ -172,7 +236,7 @@ async def run(
                 cloud = asyncio.create_task(
                     _cloud(
                         service, fleet, base, tokens, interval=interval, seed=seed,
-                        steps=steps, changes=changes or _CHANGES,
+                        steps=steps, changes=changes or _CHANGES, clusters=clusters,
                     ),
                     name="demo-cloud",
                 )  # fmt: skip
