@@ -243,6 +243,8 @@ def test_report_reads_the_store_and_refuses_bad_input_in_one_line(tmp_path: Path
     assert json.loads(none.stdout)["total"]["opened"] == 0
     for args, needle in [
         (["--since", "7x", "--store", f"sqlite:///{db}"], "--since '7x'"),
+        # the argument first: a bad --since is said even when the store is missing too
+        (["--since", "7x", "--store", f"sqlite:///{tmp_path / 'nope.db'}"], "--since '7x'"),
         (["--since", "7d", "--store", f"sqlite:///{tmp_path / 'nope.db'}"], "nope.db"),
         (["--since", "7d"], "no audit store given"),
     ]:

@@ -31,12 +31,14 @@ def report(
     from fleetwarden.app.auditing import resolve_store_url
     from fleetwarden.app.reporting import build_report
     from fleetwarden.app.service_config import default_store
+    from fleetwarden.core.reporting import parse_window
     from fleetwarden.ports.audit import AuditStoreError
     from fleetwarden.presenting import rendering, reporting
     from fleetwarden.wiring.auditing import with_store
 
     now = datetime.now(UTC)
     try:
+        parse_window(since)  # a bad --since is said before any store is opened
         url = resolve_store_url(store, config, default_store=default_store)
         result = with_store(url, lambda s: build_report(s, since=since, now=now, cluster=cluster))
     except (ValueError, AuditStoreError) as exc:
