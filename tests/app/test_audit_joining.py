@@ -52,6 +52,7 @@ def audit(id: str, at: datetime, user: str = "alice", name: str = "n-1") -> Audi
     return AuditEvent(
         id, "c", user, "patch", "nodes", name, at, user_agent="kubectl/v1.36.3",
         source_ips=("10.0.0.9",), received_at=at - timedelta(milliseconds=5), code=200,
+        field_manager="kubectl-edit",
     )  # fmt: skip
 
 

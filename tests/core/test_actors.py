@@ -287,8 +287,16 @@ def _cloud(actor: str, at: datetime, *, pool: str | None = "general") -> ChangeE
     )
 
 
-def _audit(user: str, at: datetime, *, agent: str = "kubectl/v1.31.0", name: str = "ip-10-0-1-2"):
+def _audit(
+    user: str,
+    at: datetime,
+    *,
+    agent: str = "kubectl/v1.31.0",
+    name: str = "ip-10-0-1-2",
+    field_manager: str | None = "kubectl-edit",
+):
     return AuditEvent(
+        field_manager=field_manager,
         id=f"audit-{user}",
         cluster="prod",
         user=user,
@@ -347,8 +355,16 @@ def test_a_late_cloud_event_updates_the_actor_of_an_open_finding_once():
     # the same event again: nothing new to record
     assert actors.refine(updated, NODE, cloud=[late]) is None
     # an audit event arriving later still is stronger
-    audit = actors.refine(updated, NODE, audit=[_audit("system:serviceaccount:kube-system:x", T0)])
+    audit = actors.refine(
+        updated,
+        NODE,
+        audit=[
+            _audit("system:serviceaccount:kube-system:x", T0, field_manager="kubectl-edit"),
+            _audit("system:node:x", T0, agent="kubelet/v1.31.0 (linux/amd64)", field_manager=None),
+        ],
+    )
     assert audit is not None and audit.actor is not None and audit.actor.via is Via.AUDIT
+    assert audit.actor.name == "system:node:x"  # kubectl-edit's write is not kubelet's
 
 
 @pytest.mark.parametrize(

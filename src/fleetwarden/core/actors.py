@@ -558,10 +558,28 @@ class ChangedObject:
     namespace: str | None = None
 
 
-def _program(agent_or_manager: str) -> str:
-    """``kubectl/v1.36.3 (linux/amd64) ...`` and ``kubectl-label`` both name ``kubectl``."""
-    name = agent_or_manager.split("/", 1)[0].strip()
-    return "kubectl" if name.startswith("kubectl") else name
+FIELD_MANAGER_MAX_LENGTH = 128  # k8s.io/apimachinery validation.FieldManagerMaxLength
+
+
+def request_manager(e: AuditEvent) -> str | None:
+    """The field manager the API server recorded for the request of ``e``: the
+    ``?fieldManager=`` it named, else the part of its user agent before the first ``/``,
+    printable characters only, at most 128 bytes (as the API server derives it; a client
+    without a user agent gives ``None``: unknown)."""
+    if e.field_manager:
+        return e.field_manager
+    if not e.user_agent:
+        return None
+    out: list[str] = []
+    size = 0
+    for ch in e.user_agent.split("/", 1)[0]:
+        if not ch.isprintable():
+            continue
+        size += len(ch.encode())
+        if size > FIELD_MANAGER_MAX_LENGTH:
+            break
+        out.append(ch)
+    return "".join(out)
 
 
 def _audit_gap(e: AuditEvent, at: datetime) -> timedelta:
@@ -583,14 +601,16 @@ def match_audit(
 ) -> AuditEvent | None:
     """The audit event that wrote ``obj`` at ``obj.at``: same cluster, resource, name and
     namespace, a write verb not to the ``status`` subresource, a finished stage and no error
-    code, its request span within
-    ``window`` of the time. Of several, one whose user agent is the manager's program
-    (``kubectl/...`` for ``kubectl-label``) wins, then the nearest in time, then the latest.
-    A request that named its field manager (``?fieldManager=`` in its URI) is the evidence
-    itself: it is a candidate only for that manager. managedFields times are whole seconds,
-    so two writers within a second are told apart by that, not by the time."""
+    code, its request span within ``window`` of the time.
+
+    Given the ``manager`` (from managedFields), a request is a candidate only if the API server
+    would have recorded that manager for it (``request_manager``): the ``?fieldManager=`` it
+    named, else its user agent's prefix — so another client's write in the same second (a
+    create by a controller, say) is never taken for it, even while the right event is not yet
+    in the log. Of several, the nearest in time wins, then the latest. managedFields times are
+    whole seconds, so two writers within a second are told apart by the manager, not by the
+    time."""
     best: tuple[bool, timedelta, datetime, AuditEvent] | None = None
-    wanted = _program(manager) if manager else None
     for e in events:
         if (
             e.cluster != obj.cluster
@@ -603,13 +623,13 @@ def match_audit(
             or (e.code is not None and e.code >= 400)
         ):
             continue
-        if manager and e.field_manager and e.field_manager != manager:
-            continue  # the request said which manager wrote: another one
+        recorded = request_manager(e)
+        if manager and recorded is not None and recorded != manager:
+            continue  # the API server recorded another manager for this request
         gap = _audit_gap(e, obj.at)
         if gap > window:
             continue
-        named = manager is not None and e.field_manager == manager
-        key = (not named and (wanted is None or _program(e.user_agent) != wanted), gap, e.at, e)
+        key = (manager is not None and recorded is None, gap, e.at, e)
         if best is None or key[:2] < best[:2] or (key[:2] == best[:2] and e.at > best[2]):
             best = key
     return None if best is None else best[3]
