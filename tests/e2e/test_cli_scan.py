@@ -310,3 +310,56 @@ def test_unresolved_values_are_in_the_table_output_not_only_in_json(tmp_path, re
     full = run(*args, "--verbose").stdout
     for u in unresolved:
         assert f"{u['pool']} {u['field']} = {u['expression']} ({u['source']})" in full
+
+
+def _auto_node(name: str, pool: str, *, capacity: str = "on-demand", taints=()) -> dict:
+    labels = {
+        "karpenter.sh/nodepool": pool,
+        "karpenter.sh/capacity-type": capacity,
+        "eks.amazonaws.com/compute-type": "auto",
+        "eks.amazonaws.com/instance-category": "m",
+        "eks.amazonaws.com/instance-generation": "6",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": "m6i.large",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": list(taints)},
+        "status": {"nodeInfo": {"kubeletVersion": "v1.33.4-eks-1234567"}},
+    }
+
+
+def test_an_eks_auto_mode_cluster_is_diffed_against_its_built_in_node_pools(tmp_path, realdata):
+    """eksctl's Auto Mode example names no node group, only ``autoModeConfig.nodePools``: its
+    nodes are checked against the built-in NodePools' documented requirements and taint — a
+    spot node in general-purpose and a system node without ``CriticalAddonsOnly`` are drift,
+    the matching nodes are not."""
+    critical = {"key": "CriticalAddonsOnly", "effect": "NoSchedule"}
+    dump = tmp_path / "auto.json"
+    dump.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [
+                    _auto_node("i-good", "general-purpose"),
+                    _auto_node("i-spot", "general-purpose", capacity="spot"),
+                    _auto_node("i-sys", "system", taints=[critical]),
+                    _auto_node("i-sys-bare", "system"),
+                ],
+            }
+        )
+    )
+    desired = realdata / "eksctl" / "eksctl-42-auto-mode.yaml"
+    r = run("scan", "-d", str(desired), "-n", f"auto-mode-cluster={dump}", "-o", "json")
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    assert out["summary"]["pools"] == 2
+    got = {(f["pool"], f["field"], tuple(f["nodes"])) for f in out["findings"]}
+    assert got == {
+        ("general-purpose", "requirements.karpenter.sh/capacity-type", ("i-spot",)),
+        ("system", "taints.CriticalAddonsOnly:NoSchedule", ("i-sys-bare",)),
+    }

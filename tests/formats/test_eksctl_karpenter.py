@@ -129,10 +129,59 @@ def test_eksctl_facts_read_from_real_files(realdata, file, pool, facts):
         assert (dict(have) if key == "labels" else have) == want, key
 
 
-def test_eksctl_auto_mode_has_no_pool_and_says_why(realdata):
+_ON_DEMAND_CMR = (
+    Requirement("karpenter.sh/capacity-type", "In", ("on-demand",)),
+    Requirement("eks.amazonaws.com/instance-category", "In", ("c", "m", "r")),
+    Requirement("eks.amazonaws.com/instance-generation", "Gt", ("4",)),
+    Requirement("kubernetes.io/os", "In", ("linux",)),
+)
+
+
+def test_eksctl_auto_mode_yields_the_built_in_node_pools_as_aws_documents_them(realdata):
+    """``autoModeConfig.nodePools: [general-purpose, system]``: the two built-in NodePools, with
+    the requirements and taint AWS documents, each a default with that origin."""
     got = _read(realdata / "eksctl" / "eksctl-42-auto-mode.yaml", eksctl.read_pools)
-    assert not got.pools
-    assert "Auto Mode" in next(iter(got.notes.values()))
+    pools = {p.name: p for p in got.pools}
+    assert sorted(pools) == ["general-purpose", "system"]
+    gp, system = pools["general-purpose"], pools["system"]
+    assert gp.cluster == system.cluster == "auto-mode-cluster"
+    assert gp.provider.value == "karpenter" and gp.heterogeneous
+    assert gp.requirements == (*_ON_DEMAND_CMR, Requirement("kubernetes.io/arch", "In", ("amd64",)))
+    assert system.requirements == (
+        *_ON_DEMAND_CMR,
+        Requirement("kubernetes.io/arch", "In", ("amd64", "arm64")),
+    )
+    assert gp.taints == () and system.taints == (Taint("CriticalAddonsOnly", None, "NoSchedule"),)
+    assert system.provenance["taints.CriticalAddonsOnly:NoSchedule"].startswith("default: EKS Auto")
+    assert gp.provenance["name"].endswith("eksctl-42-auto-mode.yaml:14")
+    assert not [a for a in gp.account if a.status.value == "unaccounted"]
+
+
+def _auto(body: str, tmp_path: Path):
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\n"
+        "metadata: {name: c1, region: us-west-2, version: '1.33'}\n" + body
+    )
+    return _read(f, eksctl.read_pools)
+
+
+def test_eksctl_auto_mode_defaults_follow_eksctl_and_bad_lists_are_refused(tmp_path):
+    both = _auto("autoModeConfig: {enabled: true}\n", tmp_path)
+    assert [p.name for p in both.pools] == ["general-purpose", "system"]  # eksctl's default
+    assert both.pools[0].provenance["name"].startswith("default: eksctl")
+    assert {p.kubernetes_version for p in both.pools} == {"1.33"}
+    assert _auto("autoModeConfig: {enabled: true, nodePools: []}\n", tmp_path).pools == []
+    assert _auto("autoModeConfig: {enabled: false}\n", tmp_path).pools == []
+    for body, why in [
+        ("autoModeConfig: {enabled: true, nodePools: [gpu]}\n", "invalid NodePool 'gpu'"),
+        ("autoModeConfig: {enabled: true, nodePools: [system, system]}\n", "duplicate"),
+        ("autoModeConfig: {nodePools: [system]}\n", "when Auto Mode is disabled"),
+        ("autoModeConfig: {enabled: 'yes'}\n", "expected true or false"),
+    ]:
+        with pytest.raises(FormatError, match=why) as exc:
+            _auto(body, tmp_path)
+        assert "autoModeConfig" in str(exc.value)
 
 
 KARPENTER_FACTS = [

@@ -46,7 +46,7 @@ from fleetwarden.core.pools import (
     Unresolved,
     normalise_effect,
 )
-from fleetwarden.formats import bootstrap
+from fleetwarden.formats import bootstrap, eks_auto_mode
 from fleetwarden.formats.accounting import Ledger, View
 from fleetwarden.formats.documents import (
     Document,
@@ -138,13 +138,90 @@ def read_pools(docs: Sequence[Document], *, assume: Assumed | None = None) -> Po
         if doc.group != _GROUP or doc.kind != "ClusterConfig":
             continue
         out.claimed.add((doc.path, doc.index))
-        pools = _pools_of(doc, assume)
+        pools = _pools_of(doc, assume) + _auto_mode_pools(doc)
         out.pools.extend(pools)
         if not pools:
             auto = expect_mapping(doc, doc.body.get("autoModeConfig"), "autoModeConfig")
-            why = " (EKS Auto Mode: nodes come from built-in NodePools)" if auto else ""
+            why = " (EKS Auto Mode with nodePools: [])" if auto.get("enabled") is True else ""
             out.notes.setdefault(doc.path, f"no node-pool definition (eksctl ClusterConfig{why})")
     return out
+
+
+def _auto_mode_pools(doc: Document) -> list[NodePoolSpec]:
+    """EKS Auto Mode's built-in NodePools the file enables (``autoModeConfig``): eksctl
+    creates ``nodePools`` (default: both built-in ones, ``[]``: none), validated as eksctl
+    does (``ValidateAutoModeConfig``)."""
+    auto = expect_mapping(doc, doc.body.get("autoModeConfig"), "autoModeConfig")
+    enabled = auto.get("enabled")
+    if enabled is not None and not isinstance(enabled, bool):
+        raise FormatError(
+            doc.path, "expected true or false", field=doc.where("autoModeConfig.enabled")
+        )
+    raw = expect_list(doc, auto.get("nodePools"), "autoModeConfig.nodePools")
+    if not enabled:
+        if raw or auto.get("nodeRoleARN") or auto.get("permissionsBoundaryARN"):
+            raise FormatError(
+                doc.path,
+                "cannot set nodeRoleARN, permissionsBoundaryARN or nodePools when Auto Mode "
+                "is disabled (autoModeConfig.enabled is not true)",
+                field=doc.where("autoModeConfig"),
+            )
+        return []
+    stated = "nodePools" in auto and auto["nodePools"] is not None
+    names = (
+        [
+            str(expect_str(doc, n, f"autoModeConfig.nodePools[{i}]", allow_none=False))
+            for i, n in enumerate(raw)
+        ]
+        if stated
+        else list(eks_auto_mode.BUILT_IN)
+    )
+    problem = eks_auto_mode.check_names(names)
+    if problem:
+        raise FormatError(doc.path, problem, field=doc.where("autoModeConfig.nodePools"))
+    meta = expect_mapping(doc, doc.body.get("metadata"), "metadata")
+    cluster = expect_str(doc, meta.get("name"), "metadata.name")
+    version = expect_str(doc, meta.get("version"), "metadata.version")
+    pools = []
+    for i, name in enumerate(names):
+        ledger = Ledger()
+        view = ledger.view(doc.path, lines=doc.line_of)
+        attr = f"autoModeConfig.nodePools[{i}]" if stated else "autoModeConfig.nodePools"
+        if stated:
+            view.compared(("autoModeConfig", "nodePools", i), "name", name)
+        else:
+            ledger.default("name", attr, name, _AUTO_MODE_POOLS_DEFAULT)
+        view.ignored("autoModeConfig.enabled", "switches EKS Auto Mode on: these are its pools")
+        for key in ("nodeRoleARN", "permissionsBoundaryARN"):
+            if auto.get(key):
+                view.ignored(("autoModeConfig", key), "IAM of Auto Mode nodes: not on a node")
+        if version:
+            view.compared("metadata.version", "kubernetesVersion", version)
+        else:
+            ledger.unstated(
+                "kubernetesVersion",
+                "metadata.version",
+                "not stated: Auto Mode nodes follow the control plane's version, which the "
+                "file does not say (not compared)",
+            )
+        pools.append(
+            eks_auto_mode.builtin_pool(
+                name,
+                cluster=cluster,
+                source=doc.path,
+                source_format="eksctl",
+                attr=attr,
+                ledger=ledger,
+                kubernetes_version=version,
+            )
+        )
+    return pools
+
+
+_AUTO_MODE_POOLS_DEFAULT = (
+    "eksctl: autoModeConfig.nodePools defaults to every built-in NodePool "
+    "(AutoModeKnownNodePools: general-purpose, system)"
+)
 
 
 def _pools_of(doc: Document, assume: Assumed) -> list[NodePoolSpec]:
@@ -537,10 +614,10 @@ def _taints(doc: Document, raw: Any, where: str) -> tuple[Taint, ...]:
         return tuple(sorted(out))
     for i, item in enumerate(expect_list(doc, raw, where)):
         t = expect_mapping(doc, item, f"{where}[{i}]")
-        key = expect_str(doc, t.get("key"), f"{where}[{i}].key", allow_none=False)
-        value = expect_str(doc, t.get("value"), f"{where}[{i}].value")
-        effect = expect_str(doc, t.get("effect"), f"{where}[{i}].effect", allow_none=False)
-        out.append(Taint(str(key), value, _effect(doc, str(effect), f"{where}[{i}].effect")))
+        t_key = expect_str(doc, t.get("key"), f"{where}[{i}].key", allow_none=False)
+        t_value = expect_str(doc, t.get("value"), f"{where}[{i}].value")
+        t_effect = expect_str(doc, t.get("effect"), f"{where}[{i}].effect", allow_none=False)
+        out.append(Taint(str(t_key), t_value, _effect(doc, str(t_effect), f"{where}[{i}].effect")))
     return tuple(sorted(out))
 
 

@@ -3,6 +3,9 @@
 What is read (each pool becomes one ``NodePoolSpec``; the modules of this package say how):
 
 - ``resource "aws_eks_node_group"`` (``eks``);
+- EKS Auto Mode's built-in NodePools that ``aws_eks_cluster``'s ``compute_config`` or the
+  terraform-aws-eks module's ``compute_config`` / ``cluster_compute_config`` enables
+  (``eks_auto``);
 - the terraform-aws-eks module: v18-v21 ``eks_managed_node_groups`` /
   ``self_managed_node_groups`` with their ``*_defaults``, its two node-group sub-modules, and
   v17 ``node_groups`` / ``worker_groups*`` (``eks_module``, ``eks_v17``; the major version per
@@ -49,7 +52,7 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
-from fleetwarden.formats.terraform import aks, eks, eks_module, gke
+from fleetwarden.formats.terraform import aks, eks, eks_auto, eks_module, gke
 from fleetwarden.formats.terraform.hcl import blocks, body_of
 from fleetwarden.formats.terraform.lines import line_index
 from fleetwarden.formats.terraform.reading import Context
@@ -99,6 +102,8 @@ def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec]
     for kind, label, block in blocks(body, "resource", 2):
         if kind == "aws_eks_node_group":
             pools.extend(eks.node_group_pools(ctx, label, block))
+        elif kind == "aws_eks_cluster":
+            pools.extend(eks_auto.cluster_pools(ctx, label, block, remarks))
         elif kind == "azurerm_kubernetes_cluster_node_pool":
             pools.extend(aks.node_pool_pools(ctx, label, block))
         elif kind == "azurerm_kubernetes_cluster":
@@ -110,6 +115,8 @@ def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec]
     for label, block in blocks(body, "module", 1):
         if eks_module_kind(block) is not None:
             pools.extend(eks_module.module_pools(ctx, label, block, remarks))
+            if eks_module_kind(block) == "cluster":
+                pools.extend(eks_auto.module_pools(ctx, label, block, remarks))
         elif is_gke_module(block):
             pools.extend(gke.module_pools(ctx, label, block, remarks))
     return pools, remarks

@@ -27,7 +27,12 @@ def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
         return "self-managed"
     if "//" in source.split("://")[-1] and not local:  # another sub-module of the registry
         return None
-    groups = ("eks_managed_node_groups", "self_managed_node_groups")
+    groups = (
+        "eks_managed_node_groups",
+        "self_managed_node_groups",
+        "compute_config",  # EKS Auto Mode's built-in pools (v21; v20: cluster_compute_config)
+        "cluster_compute_config",
+    )
     if local and not any(g in module for g in groups):
         return None
     return "cluster"
