@@ -363,3 +363,22 @@ def test_an_eks_auto_mode_cluster_is_diffed_against_its_built_in_node_pools(tmp_
         ("general-purpose", "requirements.karpenter.sh/capacity-type", ("i-spot",)),
         ("system", "taints.CriticalAddonsOnly:NoSchedule", ("i-sys-bare",)),
     }
+
+
+def test_nothing_to_compare_says_what_each_file_defines_instead(tmp_path, tree):
+    """Exit 2 when no pool is found, and the message says why per file (up to three), not
+    only how many files were read."""
+    tmp_path = tmp_path / "only-these"
+    tmp_path.mkdir()
+    (tmp_path / "cp.yaml").write_text(
+        "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\nmetadata: {name: c1, region: x}\n"
+    )
+    (tmp_path / "auto.tf").write_text(
+        'resource "aws_eks_cluster" "c" {\n  name = "c1"\n'
+        "  compute_config {\n    enabled = var.auto\n    node_pools = [\"system\"]\n  }\n}\n"
+    )
+    r = run("scan", "-d", str(tmp_path), "-n", f"c1={tree / 'duckboat.json'}")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "read 2 files" in r.stderr
+    assert "cp.yaml: no node-pool definition (eksctl ClusterConfig)" in r.stderr
+    assert "compute_config.enabled = var.auto: whether Auto Mode is on is unknown" in r.stderr

@@ -61,6 +61,11 @@ class DesiredRead:
         if problems:
             first = problems[0]
             parts.append(f"{len(problems)} could not be read, e.g. {first.path}: {first.reason}")
+        notes = [s for s in self.skipped if not s.problem]
+        for note in notes[:3]:  # what each file defines instead, e.g. a ClusterConfig without nodes
+            parts.append(f"{note.path}: {note.reason}")
+        if len(notes) > 3:
+            parts.append(f"{len(notes) - 3} more such files (-v lists them)")
         return f"no node-pool definition found in {where} ({'; '.join(parts)})"
 
 
