@@ -103,15 +103,25 @@ class HealTimes:
         stamped = dataclasses.replace(f, extra={**f.extra, "healedAt": rfc3339(at)})
         return dataclasses.replace(event, finding=stamped)
 
-    async def load(self, store: AuditStore, since: datetime, *, upto: int | None) -> None:
-        """Read the heals of ``[since, seq upto]`` back from ``store`` (decisions and notes,
-        outcomes ok, clears; paged, newest first as the store answers) and replay them."""
-        found: list[AuditRecord] = []
-        for kinds, contains in (
-            ((AuditKind.DECISION, AuditKind.NOTE), '"status":"execute"'),
+    async def load(
+        self,
+        store: AuditStore,
+        since: datetime,
+        *,
+        upto: int | None,
+        decisions: Sequence[AuditRecord] | None = None,
+    ) -> None:
+        """Read the heals of ``[since, seq upto]`` back from ``store`` (decisions and notes
+        — or ``decisions``, those records already read by the caller —, outcomes ok, clears;
+        paged, newest first as the store answers) and replay them."""
+        found: list[AuditRecord] = list(decisions or ())
+        queries: list[tuple[tuple[AuditKind, ...], str]] = [
             ((AuditKind.OUTCOME,), '"status":"ok"'),
             ((AuditKind.FINDING,), f'"event":"{_CLEARED}"'),
-        ):
+        ]
+        if decisions is None:
+            queries.append(((AuditKind.DECISION, AuditKind.NOTE), '"status":"execute"'))
+        for kinds, contains in queries:
             before = None if upto is None else upto + 1
             while True:
                 page = await store.query(

@@ -265,7 +265,7 @@ class Healer:
         decisions: list[Decision] = []
         malformed: list[str] = []
         records = await records_since(self.audit, since, upto=upto)
-        await self.healed.load(self.audit, since, upto=upto)  # heals before the restart
+        await self.healed.load(self.audit, since, upto=upto, decisions=records)  # old heals
         for rec in records:
             self._note_approval(rec)
             try:
