@@ -39,10 +39,12 @@ QUICK: dict[str, tuple[str, ...]] = {
         "--verify-records",
         "20000",
     ),
+    "deprecation_origins.py": ("--copies", "2", "--runs", "2"),
     "drift_intel.py": ("--findings", "1000", "--decisions", "2000"),
     "entry_lines.py": ("--goal", "1000000"),  # the count only: the goal is a separate check
     "field_accounting.py": (),
     "fleet_api.py": ("--clusters", "20", "--workloads", "40", "--requests", "10"),
+    "heal_times_restore.py": ("--heals", "1000", "--runs", "2"),
     "jq_vs_scan.py": ("--nodes", "2000"),
     "policy_to_sync.py": ("--findings", "1000"),  # fewer pools would hit the blast-radius guard
     "queue_ingest.py": ("--events", "2000", "--backend", "sqlite"),

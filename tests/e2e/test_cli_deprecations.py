@@ -204,6 +204,28 @@ def test_json_contract_and_exit_1_when_an_api_is_removed(realdata):
         "skipped": 0,
     }
     assert out["skipped"] == []  # every real file parses: nothing left out
+    # an added key: where the table row that matched comes from (#14 item 8)
+    for f in out["findings"]:
+        api = K8S.lookup(f["apiVersion"], f["kind"])
+        assert api is not None and f["origin"]["text"] == api.origin
+    assert psp["origin"] == {
+        "source": "kubernetes",
+        "ref": "k8s.io/api@v0.28.3",
+        "file": "policy/v1beta1/zz_generated.prerelease-lifecycle.go",
+        "replacementRef": None,
+        "text": "k8s.io/api@v0.28.3 policy/v1beta1/zz_generated.prerelease-lifecycle.go",
+    }
+    assert {f["origin"]["source"] for f in out["findings"]} == {"kubernetes", "pluto"}
+
+
+@pytest.mark.realdata
+def test_wide_table_shows_each_rows_origin_and_the_plain_table_does_not(realdata):
+    args = ("-m", str(realdata / "deprecations"), "-t", "1.25")
+    wide, plain = run(*args, "--wide"), run(*args)
+    assert wide.returncode == plain.returncode == 1, wide.stderr
+    assert "origin" in wide.stdout and "k8s.io/api@v0.28.3" in wide.stdout
+    assert "pluto@dd5ec8cccce5" in wide.stdout
+    assert "origin" not in plain.stdout and "k8s.io/api@" not in plain.stdout
 
 
 @pytest.mark.realdata

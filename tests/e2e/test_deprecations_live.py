@@ -68,6 +68,9 @@ def test_a_client_of_an_api_removed_at_the_target_is_listed_with_its_user_and_ag
     (use,) = [u for u in out["live"] if u["resource"] == "ipaddresses"]
     assert use["apiVersion"] == "networking.k8s.io/v1beta1"
     assert (use["removedIn"], use["removed"], use["source"]) == ("1.37", True, "metrics+audit")
+    # the table's row of the API (IPAddress), and where that row comes from
+    assert use["origin"]["source"] == "kubernetes"
+    assert use["origin"]["file"] == "networking/v1beta1/zz_generated.prerelease-lifecycle.go"
     (client,) = [x for x in use["clients"] if x["userAgent"] == AGENT]
     assert client["user"] == "fw-admin" and client["requests"] == 3
     assert out["errors"] == [] and out["auditLogs"][c["name"]]["badLines"] == 0

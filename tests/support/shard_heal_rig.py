@@ -94,8 +94,11 @@ def rig(
     lease: int = 4,
     retry: float = 0.5,
     renew: float = 2.5,
+    mode: str = "enforce",
+    admin: str | None = None,
 ) -> Rig:
-    """Three replicas' configs written under ``tmp`` (not started)."""
+    """Three replicas' configs written under ``tmp`` (not started); ``admin``: the bearer
+    token that may approve requests (``mode: approval``)."""
     desired = tmp / "desired.yaml"
     pools = "".join(f"  {p}:\n    minSize: 1\n    labels: {{team: platform}}\n" for p in POOLS)
     desired.write_text(
@@ -116,7 +119,8 @@ def rig(
             "desired": [str(desired)],
             "clusters": {"kubeconfig": kubeconfig, "contexts": clusters, "probeIntervalSeconds": 1},
             "debounceSeconds": 0.2,
-            "policy": {"mode": "enforce", "maxActionsPerCluster": 100, "maxActionsFleet": 100},
+            "policy": {"mode": mode, "maxActionsPerCluster": 100, "maxActionsFleet": 100},
+            **({"auth": {"admin": {"bearerToken": admin}}} if admin else {}),
             "leaderElection": {**where, "name": f"fw-heal-{tag}", **timing},
             "sharding": {**where, "group": f"fw-heal-{tag}", **timing},
         }

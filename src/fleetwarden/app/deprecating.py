@@ -89,6 +89,7 @@ class ManifestFinding:
             "component": api.component,
             "status": self.finding.status.value,
             "removed": self.finding.removed,
+            "origin": _origin_json(api),
         }
 
 
@@ -120,6 +121,11 @@ class Scan:
             },
             "skipped": [s.to_json() for s in self.skipped],
         }
+
+
+def _origin_json(api: deprecations.DeprecatedApi) -> dict[str, Any] | None:
+    origin = deprecations.row_origin(api)
+    return None if origin is None else origin.to_json()
 
 
 def _minor(version: deprecations.MinorVersion | None) -> str | None:

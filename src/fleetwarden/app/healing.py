@@ -64,13 +64,12 @@ from typing import Any
 
 from fleetwarden.app.authority import HealAuthority, authority_for
 from fleetwarden.app.electing import Elector, Fence
+from fleetwarden.app.heal_times import HealTimes
 from fleetwarden.app.healing_records import (
     RESTORE_PAGE,
     action_drafts,
     cancellation_draft,
     decision_draft,
-    healed_event,
-    note_heals,
     record_summary,
     recorded_decision,
     records_since,
@@ -225,7 +224,7 @@ class Healer:
         self.sweep_every = sweep_every
         self.heal_retries = heal_retries
         self.retries: dict[str, _Retry] = {}  # finding id → when to decide it again
-        self.healed: dict[str, datetime] = {}  # finding id → when a heal of it ended ok
+        self.healed = HealTimes(window=policy.guards.replay_span)  # finding id → heal ended ok
         self.state = state or PolicyState()
         self.queue: asyncio.Queue[FindingEvent] = asyncio.Queue(maxsize=max_queue)
         self.decisions: dict[str, Decision] = {}
@@ -266,6 +265,7 @@ class Healer:
         decisions: list[Decision] = []
         malformed: list[str] = []
         records = await records_since(self.audit, since, upto=upto)
+        await self.healed.load(self.audit, since, upto=upto, decisions=records)  # old heals
         for rec in records:
             self._note_approval(rec)
             try:
@@ -478,7 +478,7 @@ class Healer:
     def _decide(self, events: Sequence[FindingEvent], now: datetime, batch: _Batch) -> None:
         """Decide and record each event into ``batch`` (no I/O): what to store, run, tell."""
         for ev in events:
-            ev = healed_event(ev, self.healed)  # a cleared finding a heal fixed: healedAt
+            ev = self.healed.stamp(ev)  # a cleared finding a heal fixed: healedAt
             ev = warned_event(ev, self.ownership, self.policy)  # warn mode: mode: warn
             f = ev.finding
             batch.causes[f.id] = ev
@@ -556,6 +556,7 @@ class Healer:
         actions count against this replica's guards, their requests can be approved here and
         their approvals and cancellations close requests here too. A record of this replica's
         own (its decision already in ``decisions``, equal) is not counted twice."""
+        self.healed.replay(news)  # their heals: a finding they healed may clear here
         for rec in news:
             self._note_approval(rec)
             try:
@@ -730,7 +731,7 @@ class Healer:
             else next(done)
             for d in decisions
         ]
-        note_heals(decisions, outcomes, self.healed)
+        self.healed.note(decisions, outcomes)
         return outcomes
 
     def _already(self, decision_id: str, holder: str, at: datetime) -> AlreadyApproved:

@@ -5,11 +5,9 @@ stored decision record read back (``recorded_decision``) or summed up for people
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from fleetwarden.app.stamping import rfc3339
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord
 from fleetwarden.core.describing import decision_summary
 from fleetwarden.core.ownership import OwnershipMap
@@ -17,15 +15,12 @@ from fleetwarden.core.policy import Decision, Policy, Status
 from fleetwarden.core.policy.warning import warned
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.audit import AuditStore
-from fleetwarden.ports.remediation import Outcome, OutcomeStatus
 
 __all__ = [
     "RESTORE_PAGE",
     "action_drafts",
     "cancellation_draft",
     "decision_draft",
-    "healed_event",
-    "note_heals",
     "record_summary",
     "recorded_decision",
     "records_since",
@@ -33,16 +28,6 @@ __all__ = [
 ]
 
 RESTORE_PAGE = 10_000  # audit records per query while restoring (each page re-reads the span)
-
-
-def note_heals(
-    decisions: Sequence[Decision], outcomes: Sequence[Outcome], healed: dict[str, datetime]
-) -> None:
-    """Remember, per finding id, when a remediation executed for it ended ok (dry-runs,
-    failures and skipped calls heal nothing)."""
-    for decision, outcome in zip(decisions, outcomes, strict=True):
-        if decision.status is Status.EXECUTE and outcome.status is OutcomeStatus.OK:
-            healed[decision.finding_id] = outcome.finished_at
 
 
 def warned_event(event: FindingEvent, ownership: OwnershipMap, policy: Policy) -> FindingEvent:
@@ -56,20 +41,6 @@ def warned_event(event: FindingEvent, ownership: OwnershipMap, policy: Policy) -
         return event
     extra = {**f.extra, "mode": "warn", "warn": warn.to_json()}
     return dataclasses.replace(event, finding=dataclasses.replace(f, extra=extra))
-
-
-def healed_event(event: FindingEvent, healed: dict[str, datetime]) -> FindingEvent:
-    """A ``cleared`` event of a finding a remediation healed: its finding gains ``healedAt``
-    (when that remediation ended), beside ``clearedAt``. The heal is forgotten once its
-    finding clears, so a later drift of the same id is not taken as healed."""
-    if event.type is not FindingEventType.CLEARED:
-        return event
-    at = healed.pop(event.finding.id, None)
-    if at is None:
-        return event
-    f = event.finding
-    stamped = dataclasses.replace(f, extra={**f.extra, "healedAt": rfc3339(at)})
-    return dataclasses.replace(event, finding=stamped)
 
 
 def record_summary(rec: AuditRecord) -> str:

@@ -13,11 +13,13 @@ touches it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetwarden.core.deprecations import MinorVersion, Status, format_minor
+from fleetwarden.core.deprecations import DeprecationTable, MinorVersion, Status, format_minor
 from fleetwarden.core.live_deprecations import ApiRef, LiveUse, collect
+from fleetwarden.formats import manifests
 from fleetwarden.formats.audit_log import AuditLogs
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.prometheus_text import samples_named
@@ -95,11 +97,27 @@ async def _one(
 async def find_live_deprecations(
     sources: LiveApiSources, target: MinorVersion, *, timeout: float = 20.0
 ) -> LiveReport:
-    """Every cluster of ``sources`` read (concurrently) and joined; uses sorted removed first,
+    """Every cluster of ``sources`` read (concurrently) and joined, each use with the bundled
+    table's row of its API when there is one (its ``origin``); uses sorted removed first,
     then by cluster and API."""
     report = LiveReport(target, clusters=list(sources.clusters))
     async with asyncio.TaskGroup() as tg:
         for cluster in report.clusters:
             tg.create_task(_one(sources, cluster, target, report, timeout), name=f"live:{cluster}")
+    table = _bundled_table()
+    if table is not None:  # each use's table row, for its origin
+        report.uses = [_with_row(u, table) for u in report.uses]
     report.uses.sort(key=lambda u: (not u.removed, u.cluster, u.api))
     return report
+
+
+def _bundled_table() -> DeprecationTable | None:
+    try:
+        return DeprecationTable(manifests.bundled_table())
+    except FormatError:  # a broken install: the uses are still reported, without origins
+        return None
+
+
+def _with_row(use: LiveUse, table: DeprecationTable) -> LiveUse:
+    row = table.lookup_resource(use.api.api_version, use.api.resource)
+    return use if row is None else dataclasses.replace(use, row=row)

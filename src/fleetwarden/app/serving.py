@@ -44,12 +44,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from fleetwarden.app import upgrade_scan
 from fleetwarden.app.argo_refreshing import ArgoRefresher, Refreshable, RefreshSettings
 from fleetwarden.app.argo_watching import ArgoInventory
 from fleetwarden.app.authority import ShardAuthority, authority_for
+from fleetwarden.app.borrowing import OneCallFlux, OneCallRestorer
 from fleetwarden.app.broadcasting import Broadcaster
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, table_for
 from fleetwarden.app.electing import Elector
@@ -89,6 +90,8 @@ from fleetwarden.ports.remediation import ArgoSync, FluxReconciler, NodeRestorer
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["Serving", "ServingSettings", "healing_policy", "inspection_counter"]
+
+P = TypeVar("P")  # a remediation port (``NodeRestorer``, ``FluxReconciler``)
 
 LoadApps = Callable[[], Awaitable[DesiredApps]]
 
@@ -235,8 +238,8 @@ class Serving:
         )
         self.remediator = Remediator(
             argocd=argocd,
-            flux=(lambda c: flux(self._client(c))) if flux is not None else None,
-            nodes=(lambda c: restorer(self._client(c))) if restorer is not None else None,
+            flux=(lambda c: self._port(c, flux, OneCallFlux)) if flux is not None else None,
+            nodes=(lambda c: self._port(c, restorer, OneCallRestorer)) if restorer else None,
             clock=clock.now,
         )
         self.notifier = (
@@ -304,11 +307,22 @@ class Serving:
     def _checkpoint(self, step: str) -> None:
         self.checkpoint(step)  # looked up at each step: a test may set it after start-up
 
-    def _client(self, cluster: str) -> KubeApi:
+    def _port(
+        self,
+        cluster: str,
+        make: Callable[[KubeApi], P],
+        one_call: Callable[[Callable[[], KubeApi], Callable[[KubeApi], P]], P],
+    ) -> P:
+        """A remediation port on ``cluster``: over its live watcher's client, or, on a cluster
+        another shard watches (an approval carried out here), over a client opened from its
+        endpoint for each call (``app/borrowing``)."""
         watcher = self.fleet.watcher(cluster)
-        if watcher is None:
-            raise KeyError(f"no live connection to cluster {cluster!r}")
-        return watcher.client
+        if watcher is not None:
+            return make(watcher.client)
+        endpoint = self.fleet.known.get(cluster)
+        if endpoint is None:
+            raise KeyError(f"no live connection to cluster {cluster!r}, and no endpoint for it")
+        return one_call(lambda: self.fleet.client_factory(endpoint), make)
 
     def known_pools(self) -> dict[str, set[str]]:
         """Desired pool names by cluster."""

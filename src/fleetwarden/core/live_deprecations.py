@@ -12,7 +12,9 @@ Two sources per cluster, as the API server reports them:
 
 ``collect`` joins them by (group, version, resource, subresource): one ``LiveUse`` per API,
 with the clients (user and user agent, request count, last time) the audit log names, and
-whether it is removed at or before the target (``removed``). An API known only from the audit
+whether it is removed at or before the target (``removed``); ``row``, the deprecation table's
+row of the API when the caller matched one (``DeprecationTable.lookup_resource``), gives the
+JSON its ``origin``. An API known only from the audit
 log (the server restarted since: its gauge is gone) is still listed; one known only from the
 metric has no clients (``source: metrics``). Each request is counted once (one event per
 ``auditID``, whatever the policy's stages).
@@ -26,7 +28,13 @@ from datetime import datetime
 from typing import Any
 
 from fleetwarden.core.actors import AuditEvent
-from fleetwarden.core.deprecations import MinorVersion, format_minor, parse_minor
+from fleetwarden.core.deprecations import (
+    DeprecatedApi,
+    MinorVersion,
+    format_minor,
+    parse_minor,
+    row_origin,
+)
 
 __all__ = ["ApiRef", "Client", "LiveUse", "collect"]
 
@@ -72,6 +80,13 @@ class LiveUse:
     removed: bool  # gone at the target version
     source: str  # "metrics" | "audit" | "metrics+audit"
     clients: tuple[Client, ...] = field(default=())
+    row: DeprecatedApi | None = None  # the table's row for this API, when it has one
+
+    @property
+    def origin(self) -> dict[str, Any] | None:
+        """Where the matched table row comes from (``RowOrigin``); None without a row."""
+        origin = row_origin(self.row) if self.row is not None else None
+        return None if origin is None else origin.to_json()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +100,7 @@ class LiveUse:
             "removed": self.removed,
             "source": self.source,
             "clients": [c.to_json() for c in self.clients],
+            "origin": self.origin,
         }
 
 

@@ -45,7 +45,7 @@ class GuardedWrite(Protocol):
 
     @property
     def news(self) -> Sequence[AuditRecord]:
-        """The decision records and notes stored after ``after_seq``, oldest first."""
+        """The decision, note and outcome records stored after ``after_seq``, oldest first."""
         ...
 
     @property

@@ -23,6 +23,8 @@ def _minor(version: deprecations.MinorVersion | None) -> str | None:
 def print_deprecations(console: Console, scan: Scan, *, wide: bool = False) -> None:
     target = deprecations.format_minor(scan.target)
     if scan.findings:
+        # --wide: where each row of the table comes from (k8s.io/api@v0.37.2, pluto@...)
+        origin = (Col("origin", 1),) if wide else ()
         table = Grid(
             Col("status", 10),
             Col("file", 6),
@@ -32,12 +34,14 @@ def print_deprecations(console: Console, scan: Scan, *, wide: bool = False) -> N
             Col("deprecated", 2),
             Col("removed", 3),
             Col("replacement", 5),
+            *origin,
             title=f"APIs deprecated or removed at {target}",
             wide=wide,
         )
         for f in scan.findings:
             api, status = f.finding.api, f.finding.status
             name = f.object.name or "—"
+            row_origin = deprecations.row_origin(api)
             table.add_row(
                 Text(status.value, style=_STATUS_STYLE[status]),
                 literal(f.object.path),
@@ -47,6 +51,7 @@ def print_deprecations(console: Console, scan: Scan, *, wide: bool = False) -> N
                 literal(_minor(api.deprecated_in) or "—"),
                 literal(_minor(api.removed_in) or "—"),
                 literal(api.replacement or "—"),
+                *((literal(row_origin.ref if row_origin else "—"),) if wide else ()),
             )
         console.print(table)
     removed, deprecated = scan.count(Status.REMOVED), scan.count(Status.DEPRECATED)

@@ -144,6 +144,8 @@ _COLUMNS = (
     records.c.hash,
 )
 _KEY_ARRAY = ARRAY(sa.String())
+# a guarded write's news: the policy's history, and the outcomes that say a heal ended ok
+_NEWS = [AuditKind.DECISION.value, AuditKind.NOTE.value, AuditKind.OUTCOME.value]
 
 
 # --------------------------------------------------------------------------- URLs
@@ -530,7 +532,7 @@ class SqlAuditStore:
                     sa.select(*_COLUMNS)
                     .where(
                         records.c.seq > after_seq,
-                        records.c.kind.in_([AuditKind.DECISION.value, AuditKind.NOTE.value]),
+                        records.c.kind.in_(_NEWS),
                     )
                     .order_by(records.c.seq)
                 )
