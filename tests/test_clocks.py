@@ -72,7 +72,7 @@ def clock_parameter_problems(source: str, path: str) -> list[str]:
     return problems
 
 
-def test_app_and_adapters_take_the_time_only_as_a_clock():
+def test_app_and_adapters_take_the_time_only_as_a_clock() -> None:
     """No public function, constructor or dataclass field in app/, adapters/ (or any layer
     but the pure core) takes ``now``/``clock``/``wall``/``monotonic`` as a bare callable, and
     a ``clock`` is a ``Clock``."""
@@ -97,7 +97,9 @@ def test_app_and_adapters_take_the_time_only_as_a_clock():
         ("def f(clock=None): ...", "f(clock: no annotation)"),
     ],
 )
-def test_the_rule_refuses_a_callable_clock_or_a_clock_that_is_not_a_clock(source, where):
+def test_the_rule_refuses_a_callable_clock_or_a_clock_that_is_not_a_clock(
+    source: str, where: str
+) -> None:
     (problem,) = clock_parameter_problems(source, "m.py")
     assert problem.startswith("m.py:") and where in problem
 
@@ -112,7 +114,7 @@ def test_the_rule_refuses_a_callable_clock_or_a_clock_that_is_not_a_clock(source
         "class A:\n    monotonic: Callable[[], float]",  # not a dataclass: no constructor field
     ],
 )
-def test_the_rule_accepts_a_clock_values_and_private_helpers(source):
+def test_the_rule_accepts_a_clock_values_and_private_helpers(source: str) -> None:
     assert clock_parameter_problems(source, "m.py") == []
 
 
@@ -132,7 +134,9 @@ steps = st.one_of(
 
 
 @given(at=instants, ticks=st.floats(min_value=-1e9, max_value=1e9, allow_nan=False))
-def test_a_fixed_clock_reads_one_instant_as_utc_and_as_unix_seconds(at, ticks):
+def test_a_fixed_clock_reads_one_instant_as_utc_and_as_unix_seconds(
+    at: datetime, ticks: float
+) -> None:
     clock = FixedClock(at, ticks)
     now = clock.now()
     assert now.tzinfo is UTC and now == at  # the same instant, told in UTC
@@ -142,7 +146,9 @@ def test_a_fixed_clock_reads_one_instant_as_utc_and_as_unix_seconds(at, ticks):
 
 
 @given(at=instants, moves=st.lists(steps, max_size=20))
-def test_advancing_moves_wall_and_monotonic_time_alike_and_never_back(at, moves):
+def test_advancing_moves_wall_and_monotonic_time_alike_and_never_back(
+    at: datetime, moves: list[float | timedelta]
+) -> None:
     clock = FixedClock(at)
     for step in moves:
         before = (clock.now(), clock.time(), clock.monotonic())
@@ -155,7 +161,7 @@ def test_advancing_moves_wall_and_monotonic_time_alike_and_never_back(at, moves)
 
 
 @given(at=instants, back=st.floats(min_value=1e-6, max_value=1e6))
-def test_a_fixed_clock_refuses_to_run_backwards(at, back):
+def test_a_fixed_clock_refuses_to_run_backwards(at: datetime, back: float) -> None:
     clock = FixedClock(at, 5.0)
     with pytest.raises(ValueError, match="negative"):
         clock.advance(-back)
@@ -164,7 +170,7 @@ def test_a_fixed_clock_refuses_to_run_backwards(at, back):
     assert (clock.now(), clock.monotonic()) == (at, 5.0)  # untouched
 
 
-def test_a_fixed_clock_steps_in_units_and_its_wall_may_be_set_alone():
+def test_a_fixed_clock_steps_in_units_and_its_wall_may_be_set_alone() -> None:
     clock = FixedClock(datetime(2026, 1, 1, tzinfo=UTC))
     assert clock.advance(minutes=1, seconds=30) == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
     assert clock.monotonic() == 90.0
@@ -172,13 +178,13 @@ def test_a_fixed_clock_steps_in_units_and_its_wall_may_be_set_alone():
     assert clock.monotonic() == 90.0  # durations do not see it
 
 
-def test_a_fixed_clock_refuses_a_naive_instant():
+def test_a_fixed_clock_refuses_a_naive_instant() -> None:
     with pytest.raises(ValueError, match="no timezone"):
         FixedClock(datetime(2026, 1, 1))
 
 
 @given(st.integers(min_value=2, max_value=50))
-def test_the_system_clock_reads_one_instant_and_its_monotonic_never_decreases(n):
+def test_the_system_clock_reads_one_instant_and_its_monotonic_never_decreases(n: int) -> None:
     clock = SystemClock()
     assert isinstance(SYSTEM_CLOCK, SystemClock)
     readings = []
