@@ -36,6 +36,7 @@ from fleetwarden.core.ownership import ArgoApp, OwnershipMap, OwnershipRule
 from fleetwarden.core.policy import Guards, Mode, PolicyState, Status, decide, decide_all, record
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.remediation import OutcomeStatus
+from fleetwarden.ports.sources import FixedClock
 
 WARMUP = 500
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -71,10 +72,7 @@ async def main(n: int, clusters: int, pools: int) -> dict[str, object]:
 
     omap = OwnershipMap([OwnershipRule(argocd=ArgoApp("{cluster}-{pool}"), direct_restore=False)])
     state = PolicyState({f"prod-{c:03d}": pools for c in range(clusters)})
-    now = T0
-
-    def clock() -> datetime:
-        return now
+    clock = FixedClock(T0)
 
     sent_ms: list[float] = []
     sent_cpu_ms: list[float] = []
@@ -86,7 +84,7 @@ async def main(n: int, clusters: int, pools: int) -> dict[str, object]:
     ) as argocd:
         remediator = Remediator(argocd=argocd, clock=clock)
         for i in range(n + WARMUP):
-            now = T0 + timedelta(seconds=i)
+            now = clock.at = T0 + timedelta(seconds=i)
             f = finding(i, clusters, pools)
             c0, t0 = time.thread_time(), time.perf_counter()
             d = decide(f, omap.route(f), state, now, Mode.ENFORCE)
@@ -146,10 +144,7 @@ async def through_healer(n: int, clusters: int, pools: int, store_url: str) -> d
         body = {"metadata": {"name": name, "namespace": "argocd"}, "status": {}}
         return httpx.Response(200, json=body)
 
-    now = T0
-
-    def clock() -> datetime:
-        return now
+    clock = FixedClock(T0)
 
     omap = OwnershipMap([OwnershipRule(argocd=ArgoApp("{cluster}-{pool}"), direct_restore=False)])
     store = await open_audit_store(store_url)
@@ -167,7 +162,7 @@ async def through_healer(n: int, clusters: int, pools: int, store_url: str) -> d
             )
             healer.set_pool_counts({f"prod-{c:03d}": pools for c in range(clusters)})
             for i in range(n + WARMUP):
-                now = T0 + timedelta(seconds=i)
+                now = clock.at = T0 + timedelta(seconds=i)
                 f = finding(i, clusters, pools)
                 t0 = time.perf_counter()
                 (d,) = await healer.process([FindingEvent(FindingEventType.APPEARED, f, now)])

@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 # script -> arguments of its quick mode (a few seconds on 2 cores)
 QUICK: dict[str, tuple[str, ...]] = {
     "cli_startup.py": ("--runs", "3"),
+    "clock_reads.py": ("--reads", "20000", "--rounds", "3"),
     "audit_inputs.py": ("--events", "5000", "--buffer", "5000", "--samples", "2000"),
     "audit_store.py": (
         "--backend",

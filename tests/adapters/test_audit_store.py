@@ -11,7 +11,7 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -31,19 +31,9 @@ from fleetwarden.ports.audit import (
     AuditUnavailable,
 )
 from tests.support import pg_env
+from tests.support.clocks import TickingClock
 
 _files = itertools.count(1)
-
-
-class Clock:
-    """A clock the test steps (one second per record batch unless told otherwise)."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(seconds=1)
-        return self.now
 
 
 @pytest.fixture(scope="session")
@@ -64,7 +54,7 @@ class Backend:
     opened: list[SqlAuditStore]
 
     async def open(self, **options: object) -> SqlAuditStore:
-        options.setdefault("clock", Clock())
+        options.setdefault("clock", TickingClock(datetime(2026, 11, 29, 10, 0, tzinfo=UTC)))
         store = await open_audit_store(self.url, **options)
         self.opened.append(store)
         return store

@@ -27,6 +27,7 @@ from fleetwarden.core.clusters import (
 )
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import CredentialError, Transient, Unauthorized
+from fleetwarden.ports.sources import FixedClock
 from tests.support.exec_plugins import V1, V1BETA1, Reply, runs, write_plugin
 
 TOKEN = "tok-" + "a1b2c3d4" * 6
@@ -47,14 +48,6 @@ def config(command: Path | str, **fields: object) -> ExecConfig:
     return ExecConfig(
         str(command), str(fields.pop("api_version", V1BETA1)), origin="context 'prod'", **fields
     )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 async def test_the_plugin_gets_its_args_env_and_exec_info(tmp_path):
@@ -94,13 +87,13 @@ async def test_cached_until_shortly_before_expiry_then_run_again(tmp_path):
     plugin = write_plugin(
         tmp_path, "plug", [Reply(token="one", expires_in=600), Reply(token="two")]
     )
-    clock = Clock()
-    source = ExecCredentialSource(endpoint(config(plugin)), now=clock)
+    clock = FixedClock(datetime.now(UTC))
+    source = ExecCredentialSource(endpoint(config(plugin)), clock=clock)
     assert (await source.get()).token == "one"
-    clock.now += timedelta(seconds=500)
+    clock.advance(timedelta(seconds=500))
     assert (await source.get()).token == "one"  # cached: the plugin is not run per request
     assert len(runs(plugin)) == 1
-    clock.now += timedelta(seconds=75)  # 25 s before expiry: inside the 30 s refresh window
+    clock.advance(timedelta(seconds=75))  # 25 s before expiry: inside the 30 s refresh window
     assert (await source.get()).token == "two"
     assert len(runs(plugin)) == 2
 

@@ -52,6 +52,8 @@ from fleetwarden.core.notifying import Batch, GroupBy, SinkPolicy, Status
 from fleetwarden.core.signatures import check_signature
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.notify import NotifyError
+from fleetwarden.ports.sources import FixedClock
+from tests.support.clocks import TickingClock
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 SLACK_SECRET = "T0SECRET/B0SECRET/xoxSecretWebhookToken"
@@ -193,12 +195,19 @@ def appeared(f: Finding, at: datetime = T0) -> FindingEvent:
     return FindingEvent(FindingEventType.APPEARED, f, at)
 
 
+EPOCH = datetime.fromtimestamp(0, UTC)
+
+
+def unix(seconds: float) -> FixedClock:
+    return FixedClock(datetime.fromtimestamp(seconds, UTC))
+
+
 # --- generic webhook --------------------------------------------------------------------------
 
 
 async def test_webhook_posts_the_exact_payload_signed_so_check_signature_accepts_it(receiver):
     now = 1_740_830_400
-    sink = WebhookSink("hooks", receiver.url("/hook/abc123"), secret=HMAC_SECRET, clock=lambda: now)
+    sink = WebhookSink("hooks", receiver.url("/hook/abc123"), secret=HMAC_SECRET, clock=unix(now))
     batch = plan_batch(
         appeared(finding()), decisions={finding().id: {"action": "remediate", "mode": "dry-run"}}
     )
@@ -231,7 +240,7 @@ async def test_webhook_sends_change_events_with_their_keys_signed(receiver):
     """A sink that follows events gets them batched, each with the key receivers dedupe by;
     the delivery id is the same for the same batch (a resend after a crash)."""
     now = 1_740_830_400
-    sink = WebhookSink("feed", receiver.url("/feed"), secret=HMAC_SECRET, clock=lambda: now)
+    sink = WebhookSink("feed", receiver.url("/feed"), secret=HMAC_SECRET, clock=unix(now))
     events = [("k1", {"id": "e1", "source": "aws.eks"}), ("k2", {"id": "e2", "source": "aws.eks"})]
     try:
         await sink.send_events(events)
@@ -264,12 +273,11 @@ async def test_webhook_without_a_secret_sends_no_signature(receiver):
 
 async def test_webhook_signs_every_attempt_afresh(receiver):
     receiver.script["/hook"] = [Reply(502)]
-    ticks = iter([1000, 2000])
     sink = WebhookSink(
         "hooks",
         receiver.url("/hook"),
         secret=HMAC_SECRET,
-        clock=lambda: next(ticks),
+        clock=TickingClock(EPOCH, step=1000),  # each signature one reading: t=1000, 2000
         sleep=Sleeps(),
     )
     await sink.send(plan_batch(appeared(finding())))
@@ -718,14 +726,6 @@ def test_redact_url_keeps_host_and_drops_user_info_path_and_query():
 # --- the Notifier shell, end to end -----------------------------------------------------------
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
-
-
 async def test_notifier_sends_to_every_sink_and_records_outcomes(receiver):
     outcomes: list[BatchResult] = []
 
@@ -740,7 +740,7 @@ async def test_notifier_sends_to_every_sink_and_records_outcomes(receiver):
         ),
         (SinkPolicy("am", group_by=GroupBy.ALL), AlertmanagerSink("am", receiver.base)),
     ]
-    notifier = Notifier(sinks, clock=Clock(), on_outcome=audit, tick_every=3600)
+    notifier = Notifier(sinks, clock=FixedClock(T0), on_outcome=audit, tick_every=3600)
     high, crit = finding("labels.a"), finding("labels.b", severity=Severity.CRITICAL)
     notifier.handle(appeared(high))
     notifier.handle(LifecycleEvent(LifecycleType.UPGRADED, "prod-eu-1", T0))  # ignored
@@ -772,11 +772,11 @@ async def test_run_sends_due_repeats_on_its_own(receiver):
     """The background loop ticks every ``tick_every`` seconds: a still-firing alert is
     repeated once the (fake) clock has passed ``renotify_every``."""
     sink = AlertmanagerSink("am", receiver.base)
-    clock = Clock()
+    clock = FixedClock(T0)
     policy = SinkPolicy("am", renotify_every=timedelta(minutes=1), group_by=GroupBy.ALL)
     notifier = Notifier([(policy, sink)], clock=clock, tick_every=0.05)
     await notifier.process([appeared(finding())])
-    clock.t += timedelta(minutes=1)
+    clock.advance(timedelta(minutes=1))
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(notifier.run())
         first, repeat = await receiver.wait_for("/api/v2/alerts", 2)
@@ -790,7 +790,7 @@ async def test_a_hanging_sink_times_out_without_holding_back_the_others(receiver
     receiver.script["/slow"] = [Reply(delay=5.0)]
     slow = WebhookSink("slow", receiver.url("/slow"), timeout=30.0)
     fast = WebhookSink("fast", receiver.url("/fast"))
-    clock = Clock()
+    clock = FixedClock(T0)
     notifier = Notifier(
         [(SinkPolicy("slow", retry_after=timedelta(minutes=1)), slow), (SinkPolicy("fast"), fast)],
         clock=clock,
@@ -804,7 +804,7 @@ async def test_a_hanging_sink_times_out_without_holding_back_the_others(receiver
     assert not by_sink["slow"].ok and "no answer within 0.5 s" in by_sink["slow"].error
     # the failed firing is retried once retry_after has passed; the fast sink is not re-sent
     assert await notifier.tick() == []
-    clock.t += timedelta(minutes=1)
+    clock.advance(timedelta(minutes=1))
     receiver.script["/slow"] = []
     (retry,) = await notifier.tick()
     assert retry.sink == "slow" and retry.ok
@@ -817,7 +817,7 @@ async def test_a_hanging_sink_times_out_without_holding_back_the_others(receiver
 async def test_after_a_failure_the_rest_of_that_sinks_round_is_deferred(receiver):
     receiver.script["/down"] = [Reply(404, "gone")]
     sink = WebhookSink("down", receiver.url("/down"))
-    notifier = Notifier([(SinkPolicy("down"), sink)], clock=Clock())
+    notifier = Notifier([(SinkPolicy("down"), sink)], clock=FixedClock(T0))
     outcomes = await notifier.process([appeared(finding(f"labels.{i}")) for i in range(5)])
     assert [o.ok for o in outcomes] == [False] * 5
     assert len(receiver.at("/down")) == 1, "one failed request, not five"
@@ -827,7 +827,7 @@ async def test_after_a_failure_the_rest_of_that_sinks_round_is_deferred(receiver
 
 async def test_resolve_follows_firing_through_the_notifier(receiver):
     sink = WebhookSink("hooks", receiver.url("/hook"))
-    notifier = Notifier([(SinkPolicy("hooks"), sink)], clock=Clock())
+    notifier = Notifier([(SinkPolicy("hooks"), sink)], clock=FixedClock(T0))
     f = finding()
     await notifier.process([appeared(f)])
     await notifier.process([appeared(f)])  # duplicate: nothing sent
@@ -858,7 +858,7 @@ async def test_an_outcome_hook_failure_does_not_lose_the_state_update(receiver):
         raise RuntimeError("audit store down")
 
     sink = WebhookSink("hooks", receiver.url("/hook"))
-    notifier = Notifier([(SinkPolicy("hooks"), sink)], clock=Clock(), on_outcome=broken)
+    notifier = Notifier([(SinkPolicy("hooks"), sink)], clock=FixedClock(T0), on_outcome=broken)
     f = finding()
     (outcome,) = await notifier.process([appeared(f)])
     assert outcome.ok and notifier.stats.outcome_hook_failures == 1

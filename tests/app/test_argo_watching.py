@@ -21,6 +21,7 @@ from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.formats.argocd_apps import application_from_object
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import Gone, ListResult, NotFound, WatchEvent
+from fleetwarden.ports.sources import FixedClock
 
 NOW = datetime(2026, 12, 1, 3, 0, tzinfo=UTC)
 NS = "argocd"
@@ -115,7 +116,7 @@ async def test_a_cluster_declared_gone_by_its_probes_gets_its_orphans_once_and_b
         parsed = application_from_object(obj)
         inventory.apps.items[parsed.key] = parsed
     out: list[FindingEvent | LifecycleEvent] = []
-    monitor = OrphanMonitor(inventory, out.append, now=lambda: NOW)
+    monitor = OrphanMonitor(inventory, out.append, clock=FixedClock(NOW))
     added = LifecycleEvent(LifecycleType.ADDED, "eu", NOW, {"server": "https://eu.example"})
     await monitor.observe(added)
 
@@ -152,7 +153,7 @@ async def test_a_removed_cluster_re_added_clears_its_orphans():
     parsed = application_from_object(app("a", name="eu"))
     inventory.apps.items[parsed.key] = parsed
     out: list[FindingEvent | LifecycleEvent] = []
-    monitor = OrphanMonitor(inventory, out.append, now=lambda: NOW)
+    monitor = OrphanMonitor(inventory, out.append, clock=FixedClock(NOW))
     added = LifecycleEvent(LifecycleType.ADDED, "eu", NOW, {"server": "https://eu.example"})
     await monitor.observe(added)
     await monitor.observe(LifecycleEvent(LifecycleType.REMOVED, "eu", NOW, {"reason": "deleted"}))
@@ -168,7 +169,7 @@ async def test_a_removed_cluster_re_added_clears_its_orphans():
 
 async def test_a_removal_before_the_first_list_says_the_inventory_was_not_synced():
     out: list[Any] = []
-    monitor = OrphanMonitor(ArgoInventory(), out.append, now=lambda: NOW, sync_timeout=0.05)
+    monitor = OrphanMonitor(ArgoInventory(), out.append, clock=FixedClock(NOW), sync_timeout=0.05)
     await monitor.observe(LifecycleEvent(LifecycleType.REMOVED, "eu", NOW, {"reason": "x"}))
     assert out[0].details["inventorySynced"] is False
     assert out[0].details["orphanedApps"] == []
@@ -180,7 +181,7 @@ async def test_an_app_deleted_during_a_watch_gap_is_seen_by_the_relist_after_410
     api = FakeArgoApi([app("a", server="https://eu.example"), app("b", name="eu")])
     out: list[FindingEvent | LifecycleEvent] = []
     watcher = ArgoWatcher(api, namespace=NS)
-    monitor = OrphanMonitor(watcher.inventory, out.append, now=lambda: NOW)
+    monitor = OrphanMonitor(watcher.inventory, out.append, clock=FixedClock(NOW))
     watcher.on_change = monitor.inventory_changed
     task = asyncio.create_task(watcher.run())
     try:
@@ -214,7 +215,7 @@ async def test_orphan_tracking_wires_the_monitor_to_the_watcher_and_reports_refu
 
     out: list[FindingEvent | LifecycleEvent] = []
     api = NoCrds([app("a", name="eu")])
-    monitor, watcher = orphan_tracking(api, out.append, namespace=NS, now=lambda: NOW)
+    monitor, watcher = orphan_tracking(api, out.append, namespace=NS, clock=FixedClock(NOW))
     task = asyncio.create_task(watcher.run())
     try:
         await until(lambda: any(isinstance(e, LifecycleEvent) for e in out))

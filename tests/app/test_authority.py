@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from fleetwarden.core.sharding import ListedLease, heal_problem, member_fence_pr
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.audit import AuditStore
 from fleetwarden.ports.kube import Transient
+from fleetwarden.ports.sources import FixedClock
 from tests.app.test_electing import MemoryLease
 from tests.app.test_healing_retries import OWNERS, ROOMY, T0, Argo
 from tests.app.test_sharding import MemoryGroup
@@ -41,21 +43,20 @@ CLUSTERS = [f"c{i}" for i in range(8)]
 NAMES = ["r0", "r1", "r2"]
 
 
-class Clock:
+class Clock(FixedClock):
     def __init__(self) -> None:
-        self.t = 1000.0
+        super().__init__(T0, ticks=1000.0)
         self.watchers: list[Any] = []
 
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, dt: float) -> None:
-        """Move time on in small steps, checking the invariant at each."""
-        end = self.t + dt
-        while self.t < end:
-            self.t = min(self.t + 0.05, end)
+    def advance(self, seconds: float | timedelta = 0.0, **units: float) -> datetime:
+        """Move time on in 50 ms steps, checking the invariant at each."""
+        step = seconds if isinstance(seconds, timedelta) else timedelta(seconds=seconds)
+        end = self.at + step + timedelta(**units)
+        while self.at < end:
+            super().advance(min(timedelta(milliseconds=50), end - self.at))
             for check in self.watchers:
                 check()
+        return self.at
 
 
 class Link:
@@ -109,8 +110,8 @@ def replica(group: MemoryGroup, clock: Clock, name: str) -> tuple[Link, ShardAut
 
 async def live(clock: Clock, seconds: float, *auths: ShardAuthority) -> None:
     """``seconds`` pass with each replica running a round every retryPeriod."""
-    end = clock.t + seconds
-    while clock.t < end:
+    end = clock.monotonic() + seconds
+    while clock.monotonic() < end:
         for a in auths:
             await a.membership._round()
         clock.advance(TIMING.retry_period)
@@ -187,9 +188,9 @@ async def test_a_partitioned_owner_stops_deciding_before_its_peers_take_over():
         await a.membership._round()
         await b.membership._round()
         if stopped is None and not a.decided():
-            stopped = clock.t
+            stopped = clock.monotonic()
         if taken is None and mine <= b.decided():
-            taken = clock.t
+            taken = clock.monotonic()
         assert not (a.decided() & b.decided())
         clock.advance(TIMING.retry_period)
     assert stopped is not None and taken is not None and stopped < taken
@@ -245,7 +246,7 @@ async def test_no_two_replicas_decide_one_cluster_at_any_instant(steps):
 
     def check() -> None:
         for c, who in deciders(list(auths.values())).items():
-            assert len(who) <= 1, f"{c} decided by {who} at {clock.t}"
+            assert len(who) <= 1, f"{c} decided by {who} at {clock.monotonic()}"
 
     clock.watchers.append(check)
     for name in NAMES[:2]:

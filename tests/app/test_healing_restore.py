@@ -28,22 +28,12 @@ from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import Decision, Guard, Mode, Status, UnknownDecision
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.ports.sources import FixedClock
 from tests.support import pg_env
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 POOLS = {"prod": 20}  # blast radius: 10 % of 20 pools = 2 actions per 10 minutes
 _files = itertools.count(1)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
-
-    def advance(self, **kw: float) -> None:
-        self.t += timedelta(**kw)
 
 
 class FakeNodes:
@@ -76,7 +66,7 @@ class World:
     """One audit store (by URL) and the healer processes started over it, one at a time."""
 
     url: str
-    clock: Clock = field(default_factory=Clock)
+    clock: FixedClock = field(default_factory=lambda: FixedClock(T0))
     patched: list[tuple[str, str]] = field(default_factory=list)
     stores: list[SqlAuditStore] = field(default_factory=list)
 
@@ -144,7 +134,7 @@ async def test_after_a_restart_the_blast_radius_still_counts_the_actions_before_
 
     world.clock.advance(minutes=1)
     second = await world.start(Mode.ENFORCE)
-    assert second.state.executed_in_window(world.clock(), timedelta(minutes=10)) == 2
+    assert second.state.executed_in_window(world.clock.now(), timedelta(minutes=10)) == 2
     (refused,) = await second.process([drift(2, pool="spot")])
     assert (refused.status, refused.guard) == (Status.BLOCKED, Guard.BLAST_CLUSTER)
     assert "already had 2 of 2 actions" in refused.reasons[-1]
@@ -190,7 +180,7 @@ async def test_a_pending_approval_survives_a_restart_and_can_be_approved_after_i
     world.clock.advance(minutes=1)
     third = await world.start(Mode.APPROVAL)
     assert third.pending() == []  # approved: it does not come back
-    assert third.state.executed_in_window(world.clock(), timedelta(minutes=10)) == 1
+    assert third.state.executed_in_window(world.clock.now(), timedelta(minutes=10)) == 1
     with pytest.raises(UnknownDecision):
         await third.approve(request.id)
 
@@ -245,11 +235,15 @@ async def test_a_request_does_not_outlive_its_mode_or_configuration_across_a_res
     second = await world.start(mode, config=config)
     assert second.pending() == []
     (note,) = await cancellation_notes(second, request)
-    assert (note.status, note.guard, note.cancelled_at) == (Status.CANCELLED, guard, world.clock())
+    assert (note.status, note.guard, note.cancelled_at) == (
+        Status.CANCELLED,
+        guard,
+        world.clock.now(),
+    )
     refused = await second.approve(request.id)
     assert (refused.status, refused.guard) == (Status.CANCELLED, guard)
     assert world.patched == []
-    assert second.state.executed_in_window(world.clock(), timedelta(hours=1)) == 0
+    assert second.state.executed_in_window(world.clock.now(), timedelta(hours=1)) == 0
     # switched back: the cancelled request stays cancelled
     world.clock.advance(minutes=1)
     back = await world.start(Mode.APPROVAL)
@@ -325,7 +319,7 @@ async def test_the_span_is_read_in_pages_and_replayed_oldest_first(
     second = await world.start(Mode.ENFORCE, restore=False)
     restored = await second.restore()
     assert restored.replayed == 5
-    assert second.state.executed_in_window(world.clock(), timedelta(minutes=10)) == 2
+    assert second.state.executed_in_window(world.clock.now(), timedelta(minutes=10)) == 2
     (d,) = await second.process([drift(0, pool="p0")])  # the first drift, again
     assert (d.status, d.guard) == (Status.BLOCKED, Guard.COOLDOWN)
 
@@ -350,7 +344,7 @@ async def test_records_without_a_readable_decision_are_skipped_counted_and_logge
     (warning,) = [x for x in lines if x["log_level"] == "warning"]
     assert warning["count"] == 2
     assert "seq " in warning["first"] and "decision.action" in warning["first"]
-    assert second.state.executed_in_window(world.clock(), timedelta(minutes=10)) == 1
+    assert second.state.executed_in_window(world.clock.now(), timedelta(minutes=10)) == 1
 
 
 async def test_decisions_are_on_record_before_their_calls_go_out(world):

@@ -23,18 +23,11 @@ from fleetwarden.core.policy import Guards, Mode, Policy, Status
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.argocd import ArgoNotFound, ArgoUnavailable
 from fleetwarden.ports.audit import AuditStore
+from fleetwarden.ports.sources import FixedClock
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 OWNERS = OwnershipMap([OwnershipRule(direct_restore=False, argocd=ArgoApp("{cluster}-nodes"))])
 ROOMY = Policy(guards=Guards(max_per_cluster=100, max_fleet=100, flap_heals=10))
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 class Argo:
@@ -74,7 +67,7 @@ async def stores() -> AsyncIterator[list[AuditStore]]:
 
 
 async def healer(
-    tmp_path: Path, argo: Argo, clock: Clock, opened: list[AuditStore], retries: int = 5
+    tmp_path: Path, argo: Argo, clock: FixedClock, opened: list[AuditStore], retries: int = 5
 ) -> Healer:
     store = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}", clock=clock)
     opened.append(store)
@@ -98,17 +91,17 @@ async def outcomes(h: Healer) -> list[str]:
 
 
 async def test_a_heal_failed_by_an_outage_is_decided_again_until_it_succeeds(tmp_path, stores):
-    clock, argo = Clock(), Argo(2, ArgoUnavailable("argocd-server: HTTP 503"))
+    clock, argo = FixedClock(T0), Argo(2, ArgoUnavailable("argocd-server: HTTP 503"))
     h = await healer(tmp_path, argo, clock, stores)
     (first,) = await h.process([drift()])
     assert first.status is Status.EXECUTE and await outcomes(h) == ["error"]
     assert await h.retry_due() == []  # not before the cooldown
-    clock.t += timedelta(minutes=2, seconds=1)
+    clock.advance(timedelta(minutes=2, seconds=1))
     (second,) = await h.retry_due()
     assert second.status is Status.EXECUTE and second.id != first.id
-    clock.t += timedelta(minutes=2, seconds=1)
+    clock.advance(timedelta(minutes=2, seconds=1))
     assert await h.retry_due() == []  # the second wait is twice the first
-    clock.t += timedelta(minutes=2)
+    clock.advance(timedelta(minutes=2))
     (third,) = await h.retry_due()
     assert await outcomes(h) == ["error", "error", "ok"] and h.retries == {}
     assert argo.calls == ["c0-nodes"] * 3
@@ -119,11 +112,11 @@ async def test_a_heal_failed_by_an_outage_is_decided_again_until_it_succeeds(tmp
 
 
 async def test_retries_are_bounded_and_giving_up_is_on_record(tmp_path, stores):
-    clock, argo = Clock(), Argo(100, ArgoUnavailable("argocd-server: HTTP 503"))
+    clock, argo = FixedClock(T0), Argo(100, ArgoUnavailable("argocd-server: HTTP 503"))
     h = await healer(tmp_path, argo, clock, stores, retries=2)
     await h.process([drift()])
     for _ in range(5):
-        clock.t += timedelta(hours=1)
+        clock.advance(timedelta(hours=1))
         await h.retry_due()
     assert len(argo.calls) == 3 and h.retries == {}
     assert h.audit is not None
@@ -132,18 +125,18 @@ async def test_retries_are_bounded_and_giving_up_is_on_record(tmp_path, stores):
 
 
 async def test_a_heal_that_failed_for_good_is_not_retried(tmp_path, stores):
-    clock, argo = Clock(), Argo(100, ArgoNotFound("application c0-nodes not found"))
+    clock, argo = FixedClock(T0), Argo(100, ArgoNotFound("application c0-nodes not found"))
     h = await healer(tmp_path, argo, clock, stores)
     await h.process([drift()])
     assert h.retries == {}
 
 
 async def test_a_drift_that_cleared_or_changed_meanwhile_is_not_retried(tmp_path, stores):
-    clock, argo = Clock(), Argo(100, ArgoUnavailable("argocd-server: HTTP 503"))
+    clock, argo = FixedClock(T0), Argo(100, ArgoUnavailable("argocd-server: HTTP 503"))
     h = await healer(tmp_path, argo, clock, stores)
     await h.process([drift()])
     assert set(h.retries) == {drift().finding.id}
     await h.process([drift(FindingEventType.CLEARED)])
     assert h.retries == {}
-    clock.t += timedelta(hours=1)
+    clock.advance(timedelta(hours=1))
     assert await h.retry_due() == [] and len(argo.calls) == 1

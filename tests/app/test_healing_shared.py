@@ -34,6 +34,7 @@ from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.core.policy import Decision, Guard, Mode, Status, UnknownDecision
 from fleetwarden.ports.audit import AuditUnavailable
 from fleetwarden.ports.guards import SharedGuards
+from fleetwarden.ports.sources import FixedClock
 from tests.support import pg_env
 from tests.support.shared_worker import (
     CLUSTERS,
@@ -49,14 +50,6 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 WORKER = Path(__file__).resolve().parents[1] / "support" / "shared_worker.py"
 ROOT = Path(__file__).resolve().parents[2]
 _files = itertools.count(1)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +68,7 @@ class Fleet:
     connection."""
 
     url: str
-    clock: Clock = field(default_factory=Clock)
+    clock: FixedClock = field(default_factory=lambda: FixedClock(T0))
     patched: list[str] = field(default_factory=list)
     stores: list[SqlAuditStore] = field(default_factory=list)
 
@@ -165,7 +158,7 @@ async def test_a_worker_counts_its_own_actions_once(fleet):
     first = await worker.process([drift("c0", 0)])
     assert executed(first)
     await worker.process([drift("c1", 0)])
-    assert worker.state.executed_in_window(fleet.clock(), timedelta(minutes=10)) == 2
+    assert worker.state.executed_in_window(fleet.clock.now(), timedelta(minutes=10)) == 2
     (second,) = await worker.process([drift("c0", 1)])
     assert second.status is Status.EXECUTE  # c0's second action: the budget is 2, not 1
 
@@ -175,7 +168,7 @@ async def test_a_restarted_worker_sees_the_actions_of_the_others(fleet):
     await feed(a)
     c = await fleet.worker(Mode.ENFORCE, "worker-late")  # restored, then caught up
     assert executed(await feed(b)) == [] and executed(await feed(c)) == []
-    assert c.state.executed_in_window(fleet.clock(), timedelta(minutes=10)) == FLEET
+    assert c.state.executed_in_window(fleet.clock.now(), timedelta(minutes=10)) == FLEET
 
 
 async def test_one_approval_sent_to_three_replicas_at_once_runs_once(fleet):
@@ -275,7 +268,7 @@ async def test_a_guarded_write_that_fails_runs_nothing_and_is_decided_again_late
     assert len(executed(done)) == PER_CLUSTER
     (late,) = await other.process([drift("c0", 4)])
     assert (late.status, late.guard) == (Status.BLOCKED, Guard.BLAST_CLUSTER)
-    fleet.clock.t += timedelta(seconds=worker.sweep_every)
+    fleet.clock.advance(timedelta(seconds=worker.sweep_every))
     again = await worker.retry_due()
     assert [(d.status, d.guard) for d in again] == [(Status.BLOCKED, Guard.BLAST_CLUSTER)] * 2
     assert fleet.patched == ["c0-p2-n0", "c0-p3-n0"]

@@ -33,6 +33,7 @@ from fleetwarden.core.pools import Taint
 from fleetwarden.ports.argocd import ArgoConflict
 from fleetwarden.ports.kube import Conflict, Forbidden
 from fleetwarden.ports.remediation import OutcomeStatus
+from fleetwarden.ports.sources import FixedClock
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 APP = ArgoApp("prod-node-config")
@@ -45,14 +46,6 @@ RESTORE = NodeRestore(
     taints=(Taint("dedicated", "general", "NoSchedule"),),
     replace=(("dedicated", "NoSchedule"),),
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 class FakeArgo:
@@ -143,7 +136,7 @@ def ports():
         argocd=argo,
         flux=lambda cluster: FakeFlux(cluster, log),
         nodes=lambda cluster: FakeNodes(cluster, log, fail),
-        clock=Clock(),
+        clock=FixedClock(T0),
         timeout=0.2,
     )
     return remediator, argo, log, fail
@@ -349,7 +342,7 @@ async def test_missing_ports_and_unknown_clusters_are_error_outcomes():
     def unknown(cluster: str):
         raise KeyError(f"no Flux client for cluster {cluster}")
 
-    remediator = Remediator(flux=unknown, clock=Clock())
+    remediator = Remediator(flux=unknown, clock=FixedClock(T0))
     for d, cls in [
         (decision(Action.SYNC, APP), "LookupError"),
         (decision(Action.RECONCILE, HR), "KeyError"),
@@ -404,7 +397,7 @@ async def test_real_argo_cd_client_satisfies_the_port_sync_conflict_and_rollback
     async with ArgoCDClient(
         "http://argocd.test", token="t0k", transport=httpx.ASGITransport(app=sim), retries=0
     ) as client:
-        remediator = Remediator(argocd=client, clock=Clock())
+        remediator = Remediator(argocd=client, clock=FixedClock(T0))
         policy = Policy(rules=(PolicyRule(Action.SYNC, Severity.HIGH),))
         finding = Finding("prod", "general", Layer.L1, "labels.a", "1", "2", Severity.HIGH)
         d = decide(

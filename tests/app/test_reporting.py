@@ -44,14 +44,6 @@ OWNERS = OwnershipMap([OwnershipRule(direct_restore=False, argocd=ArgoApp("{clus
 ROOMY = Policy(guards=Guards(max_per_cluster=100, max_fleet=100, flap_heals=10))
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
-
-
 class Argo:  # Argo CD's API cannot run here: a port fake that syncs
     def __init__(self) -> None:
         self.calls: list[str] = []
@@ -82,7 +74,7 @@ def drift(kind: FindingEventType, at: datetime, **extra: str) -> FindingEvent:
 
 @pytest.mark.parametrize("mode", [Mode.ENFORCE, Mode.DRY_RUN])
 async def test_a_cleared_finding_is_healed_only_when_an_executed_heal_ended_ok(tmp_path, mode):
-    clock = Clock()
+    clock = FixedClock(T0)
     store = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}", clock=clock)
     try:
         argo = Argo()
@@ -96,9 +88,9 @@ async def test_a_cleared_finding_is_healed_only_when_an_executed_heal_ended_ok(t
         )
         h.set_pool_counts({"c0": 10})
         await h.process([drift(FindingEventType.APPEARED, T0)])
-        clock.t = T0 + timedelta(minutes=2)
-        cleared_at = iso(clock.t)
-        await h.process([drift(FindingEventType.CLEARED, clock.t, clearedAt=cleared_at)])
+        clock.at = T0 + timedelta(minutes=2)
+        cleared_at = iso(clock.at)
+        await h.process([drift(FindingEventType.CLEARED, clock.at, clearedAt=cleared_at)])
         records = await store.query(kind=AuditKind.FINDING, limit=10)
         cleared = next(r for r in records if r.payload["event"] == "finding.cleared").payload[
             "finding"
@@ -108,7 +100,7 @@ async def test_a_cleared_finding_is_healed_only_when_an_executed_heal_ended_ok(t
             assert argo.calls == ["c0-nodes"] and cleared["healedAt"] == iso(T0)
         else:
             assert argo.calls == [] and "healedAt" not in cleared
-        report = await build_report(store, since="1d", now=clock.t + timedelta(seconds=1))
+        report = await build_report(store, since="1d", now=clock.at + timedelta(seconds=1))
         total = report.to_json()["total"]
         assert total["opened"] == 1 and total["cleared"] == 1
         assert total["healed"] == (1 if mode is Mode.ENFORCE else 0)

@@ -3,7 +3,7 @@ audit store's upgrade records), its transient drift is ``upgrade in progress``, 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.core.upgrades import StepKind, StepStatus, plan_upgrade
+from tests.support.clocks import TickingClock
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 POOL_LABEL = "eks.amazonaws.com/nodegroup"
@@ -37,15 +38,6 @@ SPEC = NodePoolSpec(
 )  # fmt: skip
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        self.t += timedelta(seconds=1)
-        return self.t
-
-
 async def test_the_drift_of_a_running_upgrade_is_in_progress_until_the_run_ends(
     tmp_path: Path,
 ) -> None:
@@ -60,7 +52,7 @@ async def test_the_drift_of_a_running_upgrade_is_in_progress_until_the_run_ends(
     label = Finding("prod", "general", Layer.L1, "labels.role", "general", "x", Severity.HIGH)
     store = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}")
     try:
-        clock = Clock()
+        clock = TickingClock(T0)
         # the runner's own record format: a plan note and step records referencing it
         runner = UpgradeRunner(plan, kube=None, store=store, execute=True, clock=clock)  # type: ignore[arg-type]
         await runner._store_plan(runner._plan_key)
@@ -73,11 +65,11 @@ async def test_the_drift_of_a_running_upgrade_is_in_progress_until_the_run_ends(
         out: list[Any] = []
         current = [*drift, label]
         gate = UpgradeInProgress(
-            out.append, store=store, specs=[SPEC], now=clock, current=lambda: list(current)
+            out.append, store=store, specs=[SPEC], clock=clock, current=lambda: list(current)
         )
         await gate.refresh()
         for f in current:
-            await gate.observe(FindingEvent(FindingEventType.APPEARED, f, clock()))
+            await gate.observe(FindingEvent(FindingEventType.APPEARED, f, clock.now()))
         findings = [e for e in out if isinstance(e, FindingEvent)]
         assert [e.finding for e in findings] == [label]  # only what the upgrade does not explain
         progress = [e.to_json() for e in out if isinstance(e, LifecycleEvent)]
@@ -90,7 +82,7 @@ async def test_the_drift_of_a_running_upgrade_is_in_progress_until_the_run_ends(
 
         # one held finding clears while the run goes on: nothing to say, it was never announced
         count = next(f for f in drift if f.layer is Layer.COUNT)
-        await gate.observe(FindingEvent(FindingEventType.CLEARED, count, clock()))
+        await gate.observe(FindingEvent(FindingEventType.CLEARED, count, clock.now()))
         current.remove(count)
         assert len(out) == 3
 

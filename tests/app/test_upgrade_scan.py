@@ -26,6 +26,7 @@ from fleetwarden.core.findings import Layer, Severity
 from fleetwarden.core.lifecycle import LifecycleEvent
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.formats.argocd_apps import application_from_object
+from fleetwarden.ports.sources import FixedClock
 from tests.adapters.test_argocd_client import SPEC_FILE, CheckingTransport, SpecChecker
 
 SERVER = "https://prod.example:6443"
@@ -116,7 +117,7 @@ async def test_the_scanner_reads_manifests_from_the_argocd_api(realdata: Path) -
             events.append,
             table=table_for(["k8s"]),
             server_of={"prod": SERVER}.get,
-            clock=lambda: AT,
+            clock=FixedClock(AT),
         )
         await scanner("prod", "v1.25.3")
     (scan,) = [e for e in events if isinstance(e, LifecycleEvent)]

@@ -13,7 +13,7 @@ import contextlib
 import copy
 import random
 from collections.abc import AsyncIterator, Awaitable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.ports.kube import Gone, KubeApi, ListResult, Transient, Unauthorized, WatchEvent
 from fleetwarden.ports.notify import Backoff
+from fleetwarden.ports.sources import FixedClock
 from tests.support.waiting import wait_for
 
 POOL_LABEL = "eks.amazonaws.com/nodegroup"
@@ -33,15 +34,7 @@ CLUSTER = "c1"
 END = object()  # closes the watch stream normally (its timeoutSeconds ran out)
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += timedelta(seconds=seconds)
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)  # where each test's clock starts
 
 
 def node(name: str, pool: str | None = "general", **labels: str) -> dict[str, Any]:
@@ -239,7 +232,7 @@ async def harness_factory():
             FindingTracker(),
             rec.emit,
             settings=settings or WatchSettings(),
-            now=clock or FakeClock(),
+            clock=clock or FixedClock(T0),
         )
         h = Harness(fake, watcher, rec)
         made.append(h)
@@ -275,7 +268,7 @@ def test_fake_keeps_up_with_the_port():
 
 
 async def test_initial_list_emits_each_finding_once_with_the_clock_time(harness_factory):
-    clock = FakeClock()
+    clock = FixedClock(T0)
     h = harness_factory(
         [node("n-1"), node("n-2", team="payments"), node("b-1", "batch"), node("s-1", pool=None)],
         clock=clock,
@@ -290,7 +283,7 @@ async def test_initial_list_emits_each_finding_once_with_the_clock_time(harness_
         ],
         key=str,
     )
-    assert {e.at for e in h.rec.events} == {clock.t}
+    assert {e.at for e in h.rec.events} == {clock.at}
     assert h.rec.lifecycle("pool.scaled") == []  # the first inventory is not a scale event
 
 
@@ -525,7 +518,7 @@ async def test_bounded_cache_refuses_nodes_beyond_max_nodes(harness_factory):
 
 
 async def test_probe_reports_health_and_upgrades_with_the_clock(harness_factory):
-    clock = FakeClock()
+    clock = FixedClock(T0)
     upgrades: list[tuple[str, str]] = []
     h = harness_factory([], settings=WatchSettings(failure_threshold=2), clock=clock)
 
@@ -541,7 +534,7 @@ async def test_probe_reports_health_and_upgrades_with_the_clock(harness_factory)
     clock.advance(10)
     await h.watcher.probe_once()
     down = h.rec.lifecycle("cluster.health")[-1]
-    assert (down.details["to"], down.at) == ("Unreachable", clock.t)
+    assert (down.details["to"], down.at) == ("Unreachable", clock.at)
     assert "connection refused" in down.details["reason"]
     h.fake.ready, h.fake.server_version = True, "v1.31.0"
     await h.watcher.probe_once()
@@ -595,13 +588,13 @@ class Fleet:
         self.nodes = nodes
         self.clients: list[FakeKube] = []
         self.rec = Recorder()
-        self.clock = FakeClock()
+        self.clock = FixedClock(T0)
         self.fleet = FleetWatcher(
             SPECS,
             self.factory,
             self.rec.emit,
             settings=WatchSettings(probe_interval=3600),
-            now=self.clock,
+            clock=self.clock,
         )
         self.runner: asyncio.Task[None] | None = None
 

@@ -13,7 +13,6 @@ timeout (0.2 s of real time)."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -28,6 +27,7 @@ from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.ownership import ArgoApp, OwnershipMap, OwnershipRule
 from fleetwarden.core.policy import Decision, Guards, Mode, Policy, Status
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
+from fleetwarden.ports.sources import FixedClock
 from tests.support.asgi_server import serve_asgi
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -35,22 +35,6 @@ OUTAGE = timedelta(minutes=5)
 EVERY = timedelta(seconds=20)  # a new drift this often, during the outage and after it
 RETRIES = 2  # the client's retries per call: 3 attempts
 CLUSTERS = 18  # one drift per cluster: 15 in the outage, 3 after it
-
-
-class Clock:
-    """The test's clock, read by the simulator's thread too."""
-
-    def __init__(self) -> None:
-        self._t = T0
-        self._lock = threading.Lock()
-
-    def __call__(self) -> datetime:
-        with self._lock:
-            return self._t
-
-    def advance(self, delta: timedelta) -> None:
-        with self._lock:
-            self._t += delta
 
 
 def app(k: int) -> dict[str, object]:
@@ -72,7 +56,7 @@ def drift(k: int, at: datetime) -> FindingEvent:
 
 
 async def test_argocd_failing_for_five_minutes_loses_no_decision_and_heals_after(tmp_path, figures):
-    clock = Clock()
+    clock = FixedClock(T0)  # read by the simulator's thread too: each reading is one attribute
 
     async def sleep(seconds: float) -> None:  # the client's back-off, on the test clock
         clock.advance(timedelta(seconds=seconds))
@@ -109,10 +93,10 @@ async def test_argocd_failing_for_five_minutes_loses_no_decision_and_heals_after
         requests_of: dict[str, int] = {}
         recovered: datetime | None = None
         k = 0
-        while clock() < end + timedelta(minutes=20):
-            if k < CLUSTERS and clock() >= T0 + k * EVERY:
+        while clock.now() < end + timedelta(minutes=20):
+            if k < CLUSTERS and clock.now() >= T0 + k * EVERY:
                 seen = len(sim.requests)
-                made += await healer.process([drift(k, clock())])
+                made += await healer.process([drift(k, clock.now())])
                 requests_of[made[-1].id] = len(sim.requests) - seen
                 k += 1
             seen = len(sim.requests)
@@ -121,10 +105,10 @@ async def test_argocd_failing_for_five_minutes_loses_no_decision_and_heals_after
                 requests_of[d.id] = len(sim.requests) - seen
             if (
                 recovered is None
-                and clock() >= end
+                and clock.now() >= end
                 and sim.count("POST", "/sync") > _refused(faults)
             ):
-                recovered = clock()
+                recovered = clock.now()
             clock.advance(timedelta(seconds=5))
         await client.aclose()
     real = time.monotonic() - started

@@ -24,6 +24,7 @@ from fleetwarden.core.notifying import (
     Trigger,
 )
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
+from fleetwarden.ports.sources import FixedClock
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 APPEARED, CHANGED, CLEARED = (
@@ -31,18 +32,6 @@ APPEARED, CHANGED, CLEARED = (
     FindingEventType.CHANGED,
     FindingEventType.CLEARED,
 )
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
-
-    def advance(self, **delta: float) -> datetime:
-        self.t += timedelta(**delta)
-        return self.t
 
 
 def finding(
@@ -76,24 +65,24 @@ class Harness:
     def __init__(self, *sinks: SinkPolicy) -> None:
         self.sinks = sinks or (SinkPolicy("ops"),)
         self.state = NotifierState()
-        self.clock = FakeClock()
+        self.clock = FixedClock(T0)
 
     def feed(self, *events: FindingEvent, decisions=None) -> list[notifying.Notification]:
         plan = notifying.plan(
-            self.state, events, now=self.clock(), sinks=self.sinks, decisions=decisions
+            self.state, events, now=self.clock.now(), sinks=self.sinks, decisions=decisions
         )
         self.state = plan.state
         return list(plan.notifications)
 
     def due(self) -> list[notifying.Notification]:
-        plan = notifying.plan_due(self.state, now=self.clock(), sinks=self.sinks)
+        plan = notifying.plan_due(self.state, now=self.clock.now(), sinks=self.sinks)
         self.state = plan.state
         return list(plan.notifications)
 
     def outcome(self, notes, *, ok: bool) -> None:
         for batch in notifying.batches(notes, self.sinks):
             self.state = notifying.record_delivery(
-                self.state, batch, ok=ok, now=self.clock(), sinks=self.sinks
+                self.state, batch, ok=ok, now=self.clock.now(), sinks=self.sinks
             )
 
 
@@ -264,7 +253,7 @@ def test_still_firing_is_repeated_at_most_every_renotify_interval():
     assert h.due() == []
     h.clock.advance(minutes=1)
     (rep,) = h.due()
-    assert (rep.trigger, rep.sequence, rep.since, rep.at) == (Trigger.REPEAT, 2, T0, h.clock())
+    assert (rep.trigger, rep.sequence, rep.since, rep.at) == (Trigger.REPEAT, 2, T0, h.clock.now())
     assert h.due() == [], "just repeated: not due again"
     h.clock.advance(hours=4)
     assert kinds(h.due()) == [("firing", "repeat")]
@@ -415,7 +404,7 @@ def test_keys_are_stable_per_message_and_distinct_per_firing_episode():
     assert a.key == dataclasses.replace(a, trigger=Trigger.RETRY).key
     (r,) = h.feed(ev(CLEARED, f))
     h.clock.advance(minutes=1)
-    (b,) = h.feed(ev(APPEARED, f, h.clock()))
+    (b,) = h.feed(ev(APPEARED, f, h.clock.now()))
     assert len({a.key, r.key, b.key}) == 3
 
 
@@ -482,7 +471,7 @@ def test_for_any_event_sequence_the_sink_never_sees_two_resolves_in_a_row(steps)
                 h.outcome(seen[-1:], ok=False)
         else:
             etype = {"appeared": APPEARED, "cleared": CLEARED, "changed": CHANGED}[kind]
-            notes = h.feed(ev(etype, f, h.clock()))
+            notes = h.feed(ev(etype, f, h.clock.now()))
         assert len(notes) <= 1
         seen += notes
     statuses = [n.status for n in seen if n.trigger is not Trigger.RETRY]

@@ -34,6 +34,7 @@ from fleetwarden.core.policy import Action, Mode, PolicyState, Status, decide
 from fleetwarden.core.pools import Taint
 from fleetwarden.ports.kube import Conflict, NotFound
 from fleetwarden.ports.remediation import OutcomeStatus
+from fleetwarden.ports.sources import FixedClock
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.live, pytest.mark.realdata]
@@ -94,7 +95,7 @@ async def test_helmrelease_reconcile_suspend_resume_on_the_real_crd(api, realdat
     created = await create_podinfo(api, realdata)
     assert created["spec"]["releaseName"] == "podinfo"
     assert REQUESTED_AT not in (created["metadata"].get("annotations") or {})
-    flux = FluxClient(api, clock=lambda: NOW)
+    flux = FluxClient(api, clock=FixedClock(NOW))
 
     result = await flux.reconcile(PODINFO)
     live = await api.get(object_path(PODINFO))
@@ -104,7 +105,7 @@ async def test_helmrelease_reconcile_suspend_resume_on_the_real_crd(api, realdat
 
     await flux.suspend(PODINFO)
     assert (await api.get(object_path(PODINFO)))["spec"]["suspend"] is True
-    later = FluxClient(api, clock=lambda: NOW.replace(minute=5))
+    later = FluxClient(api, clock=FixedClock(NOW.replace(minute=5)))
     result = await later.resume(PODINFO)
     live = await api.get(object_path(PODINFO))
     assert live["spec"]["suspend"] is False and result["suspend"] is False
@@ -128,7 +129,7 @@ async def test_policy_decision_reconciles_the_owning_helmrelease(api, realdata):
     )
     d = decide(finding, omap.route(finding), PolicyState({api.cluster: 5}), NOW, Mode.ENFORCE)
     assert (d.action, d.status) == (Action.RECONCILE, Status.EXECUTE)
-    remediator = Remediator(flux=lambda cluster: FluxClient(api), clock=lambda: NOW)
+    remediator = Remediator(flux=lambda cluster: FluxClient(api), clock=FixedClock(NOW))
     out = await remediator.carry_out(d)
     assert out.status is OutcomeStatus.OK, out.to_json()
     live = await api.get(object_path(PODINFO))
@@ -190,7 +191,7 @@ async def test_reconcile_suspend_resume_on_real_kustomization_and_gitrepository(
     assert REQUESTED_AT not in (created["metadata"].get("annotations") or {})
     assert "suspend" not in created["spec"]
 
-    result = await FluxClient(api, clock=lambda: NOW).reconcile(ref)
+    result = await FluxClient(api, clock=FixedClock(NOW)).reconcile(ref)
     live = await api.get(object_path(ref))
     assert live["metadata"]["annotations"][REQUESTED_AT] == "2026-03-01T12:00:00.123456Z"
     assert result == {
@@ -210,7 +211,7 @@ async def test_reconcile_suspend_resume_on_real_kustomization_and_gitrepository(
     assert live["metadata"]["annotations"][REQUESTED_AT] == "2026-03-01T12:00:00.123456Z"
 
     later = NOW.replace(minute=7)
-    resumed = await FluxClient(api, clock=lambda: later).resume(ref)
+    resumed = await FluxClient(api, clock=FixedClock(later)).resume(ref)
     live = await api.get(object_path(ref))
     assert live["spec"]["suspend"] is False and resumed["suspend"] is False
     assert live["metadata"]["annotations"][REQUESTED_AT] == "2026-03-01T12:07:00.123456Z"
@@ -283,7 +284,7 @@ async def test_restore_puts_back_a_removed_label_and_taint_keeping_the_transient
     ]
     decisions = [decide(f, route(f), state, NOW, Mode.ENFORCE) for f in findings]
     assert [d.action for d in decisions] == [Action.RESTORE, Action.RESTORE]
-    remediator = Remediator(nodes=lambda cluster: KubeNodeRestorer(api), clock=lambda: NOW)
+    remediator = Remediator(nodes=lambda cluster: KubeNodeRestorer(api), clock=FixedClock(NOW))
     outcomes = await remediator.carry_out_all(decisions)
     assert [o.status for o in outcomes] == [OutcomeStatus.OK] * 2, [o.to_json() for o in outcomes]
 

@@ -25,7 +25,8 @@ from fleetwarden.core.lifecycle import LifecycleEvent
 from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.core.upgrades import RunPhase, plan_upgrade
-from tests.e2e.test_upgrade_live import Clock, Provider, wait_for
+from fleetwarden.ports.sources import FixedClock
+from tests.e2e.test_upgrade_live import T_START, Provider, wait_for
 
 pytestmark = pytest.mark.live
 
@@ -58,13 +59,13 @@ async def test_a_rolling_pool_is_upgrade_in_progress_until_its_run_fails(
         endpoint.name, POOL, "1.30", nodes=await provider.nodes(), spec=spec,
         budget=timedelta(minutes=30),
     )  # fmt: skip
-    clock = Clock()
+    clock = FixedClock(T_START)
     seen: list[Progress] = []
     store = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}")
     events: list[Any] = []
     fleet = FleetWatcher([spec], http_client_factory, events.append, settings=WatchSettings())
     gate = UpgradeInProgress(
-        events.append, store=store, specs=[spec], now=clock, current=fleet.findings
+        events.append, store=store, specs=[spec], clock=clock, current=fleet.findings
     )
     fleet.emit = gate.observe
     runner = UpgradeRunner(
@@ -95,7 +96,7 @@ async def test_a_rolling_pool_is_upgrade_in_progress_until_its_run_fails(
         assert {"kubeletVersion", "nodeCount"} <= held  # the tracker still knows it
         assert [f for f in gate.findings(fleet.findings()) if f.pool == POOL] == []
 
-        clock.now += timedelta(minutes=31)  # the roll stalls past its budget: the run fails
+        clock.advance(minutes=31)  # the roll stalls past its budget: the run fails
         report = await asyncio.wait_for(run, 10)
         assert report.state.phase is RunPhase.FAILED
         await gate.refresh()

@@ -36,6 +36,7 @@ from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.upgrades import RunPhase, StepKind, StepStatus, plan_upgrade
 from fleetwarden.formats.nodes import node_from_object
 from fleetwarden.ports.kube import Conflict, NotFound
+from fleetwarden.ports.sources import FixedClock
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.live, pytest.mark.realdata]
@@ -141,12 +142,7 @@ async def provider(api: KubeClient) -> AsyncIterator[Provider]:
         await p.remove(n.name)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
+T_START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)  # the upgrade tests' clock
 
 
 def argo(sim: ArgoCDSimulator) -> ArgoCDClient:
@@ -261,7 +257,7 @@ async def test_a_stalled_roll_over_its_budget_is_a_high_finding_and_audited(
     await provider.add(f"{provider.pool}-a", "v1.29.4")
     await provider.add(f"{provider.pool}-b", "v1.29.4")
     plan = await plan_for(provider, None, budget=timedelta(minutes=30))
-    clock = Clock()
+    clock = FixedClock(T_START)
     seen: list[Progress] = []
     store = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}")
     try:
@@ -271,10 +267,10 @@ async def test_a_stalled_roll_over_its_budget_is_a_high_finding_and_audited(
         )  # fmt: skip
         task = asyncio.create_task(runner.run())
         await wait_for(lambda: seen, what="the roll watched")
-        clock.now += timedelta(minutes=29)
+        clock.advance(timedelta(minutes=29))
         await asyncio.sleep(0.3)
         assert not task.done()  # inside the budget: still waiting
-        clock.now += timedelta(minutes=2)
+        clock.advance(timedelta(minutes=2))
         report = await asyncio.wait_for(task, 10)
         assert report.state.phase is RunPhase.FAILED
         [finding] = report.findings

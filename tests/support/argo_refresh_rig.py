@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +260,6 @@ async def rig(
         FindingTracker(),
         lambda event: None,
         settings=WorkloadWatchSettings(namespaces=(app_ns,), secrets=False),
-        now=lambda: datetime.now(UTC),
         on_object=refresher.on_object,
     )
     try:

@@ -10,13 +10,13 @@ raises (``NotFound`` when the object or its CRD is missing).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from fleetwarden.adapters.kube.client import JSON_MERGE
 from fleetwarden.core.ownership import FluxKind, FluxRef
 from fleetwarden.ports.kube import KubeApi
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["API_VERSIONS", "REQUESTED_AT", "FluxClient", "object_path", "rfc3339"]
 
@@ -40,26 +40,22 @@ def rfc3339(now: datetime) -> str:
     return now.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class FluxClient:
     """Implements ``ports.remediation.FluxReconciler`` for the cluster ``kube`` talks to."""
 
-    def __init__(self, kube: KubeApi, *, clock: Callable[[], datetime] = _utcnow) -> None:
+    def __init__(self, kube: KubeApi, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.kube = kube
         self._clock = clock
 
     async def reconcile(self, ref: FluxRef) -> dict[str, Any]:
-        at = rfc3339(self._clock())
+        at = rfc3339(self._clock.now())
         return await self._patch(ref, {"metadata": {"annotations": {REQUESTED_AT: at}}})
 
     async def suspend(self, ref: FluxRef) -> dict[str, Any]:
         return await self._patch(ref, {"spec": {"suspend": True}})
 
     async def resume(self, ref: FluxRef) -> dict[str, Any]:
-        at = rfc3339(self._clock())
+        at = rfc3339(self._clock.now())
         body = {"metadata": {"annotations": {REQUESTED_AT: at}}, "spec": {"suspend": False}}
         return await self._patch(ref, body)
 

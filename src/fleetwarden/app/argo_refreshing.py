@@ -23,7 +23,6 @@ Not done here: syncing (healing decides that), refreshing on Git changes (Argo C
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -48,6 +47,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import Application as AppPayload
 from fleetwarden.ports.argocd import ApplicationTree, ArgoError, Refresh
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = [
     "ArgoRefresher",
@@ -194,7 +194,7 @@ class ArgoRefresher:
     argocd: Refreshable
     settings: RefreshSettings = field(default_factory=RefreshSettings)
     audit: AuditStore | None = None
-    monotonic: Callable[[], float] = time.monotonic
+    clock: Clock = SYSTEM_CLOCK
     on_refreshed: Callable[[RefreshResult], Awaitable[None] | None] | None = None
     # whether this replica refreshes (serve: the leader, or every shard for its clusters)
     active: Callable[[], bool] = lambda: True
@@ -288,7 +288,7 @@ class ArgoRefresher:
         ownership = self.apps.owners(obj)
         if not self.settings.enabled or not self.active():
             return ownership
-        now = self.monotonic()
+        now = self.clock.monotonic()
         for claim in ownership.claims:
             self.scheduler.request(claim.app.name, now, self.settings.mode)
             self._causes.setdefault(claim.app.name, []).append(
@@ -312,7 +312,7 @@ class ArgoRefresher:
 
     def request(self, name: str, mode: RefreshMode, *, cause: str) -> None:
         """On demand (e.g. a hard refresh asked by a person), spaced like the others."""
-        self.scheduler.request(name, self.monotonic(), mode)
+        self.scheduler.request(name, self.clock.monotonic(), mode)
         self._causes.setdefault(name, []).append({"cause": cause})
         self._wake.set()
 
@@ -322,13 +322,13 @@ class ArgoRefresher:
         """Send due refreshes until cancelled."""
         async with asyncio.TaskGroup() as tg:
             while True:
-                now = self.monotonic()
+                now = self.clock.monotonic()
                 for name, mode in self.scheduler.due(now):
                     await self._slots.acquire()
                     tg.create_task(self._send(name, mode), name=f"argocd-refresh:{name}")
                 nxt = self.scheduler.next_at(now)
                 self._wake.clear()
-                wait = None if nxt is None else max(0.0, nxt - self.monotonic())
+                wait = None if nxt is None else max(0.0, nxt - self.clock.monotonic())
                 try:
                     async with asyncio.timeout(wait):
                         await self._wake.wait()
@@ -358,7 +358,7 @@ class ArgoRefresher:
     async def _refresh(
         self, name: str, mode: RefreshMode, causes: Iterable[Mapping[str, Any]]
     ) -> RefreshResult:
-        started = self.monotonic()
+        started = self.clock.monotonic()
         sync = error = None
         try:
             async with asyncio.timeout(self.settings.timeout):
@@ -368,7 +368,9 @@ class ArgoRefresher:
             error = f"{type(exc).__name__}: {exc}"
         except TimeoutError:
             error = f"no answer within {self.settings.timeout:g} s"
-        result = RefreshResult(name, mode, tuple(causes), sync, error, self.monotonic() - started)
+        result = RefreshResult(
+            name, mode, tuple(causes), sync, error, self.clock.monotonic() - started
+        )
         await self._record(result)
         return result
 

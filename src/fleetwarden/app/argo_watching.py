@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from fleetwarden.app.reflecting import Reflection, reflect
@@ -39,6 +38,7 @@ from fleetwarden.formats.argocd_apps import (
 )
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import KubeApi
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["ArgoInventory", "ArgoWatcher", "OrphanMonitor", "argo_path", "orphan_tracking"]
 
@@ -47,10 +47,6 @@ Emit = Callable[[FindingEvent | LifecycleEvent], Awaitable[None] | None]
 
 
 _ANSWERING = {ClusterHealth.HEALTHY.value, ClusterHealth.DEGRADED.value}
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def argo_path(plural: str, namespace: str | None) -> str:
@@ -205,10 +201,10 @@ class OrphanMonitor:
         emit: Emit,
         *,
         book: OrphanBook | None = None,
-        now: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         sync_timeout: float = 10.0,
     ) -> None:
-        self.inventory, self._emit, self.now = inventory, emit, now
+        self.inventory, self._emit, self.clock = inventory, emit, clock
         self.book = book or OrphanBook()
         self.sync_timeout = sync_timeout
         self.known: dict[str, ClusterRef] = {}
@@ -265,7 +261,7 @@ class OrphanMonitor:
         """The watcher's ``on_change``: orphan findings open and clear with the apps."""
         if not self.book.removed:
             return
-        for event in self.book.update(self.inventory.apps.items.values(), now=self.now()):
+        for event in self.book.update(self.inventory.apps.items.values(), now=self.clock.now()):
             await _emit(self._emit, event)
 
 
@@ -274,7 +270,7 @@ def orphan_tracking(
     emit: Emit,
     *,
     namespace: str | None = "argocd",
-    now: Callable[[], datetime] = _utcnow,
+    clock: Clock = SYSTEM_CLOCK,
     sync_timeout: float = 10.0,
     book: OrphanBook | None = None,
 ) -> tuple[OrphanMonitor, ArgoWatcher]:
@@ -283,12 +279,12 @@ def orphan_tracking(
     ``cluster.watch_refused`` event for the Argo CD cluster, as a refused node watch does.
     ``book``: e.g. one on the fleet's own tracker, so orphan findings are listed with the rest."""
     inventory = ArgoInventory()
-    monitor = OrphanMonitor(inventory, emit, book=book, now=now, sync_timeout=sync_timeout)
+    monitor = OrphanMonitor(inventory, emit, book=book, clock=clock, sync_timeout=sync_timeout)
 
     async def refused(plural: str, reason: str) -> None:
         details = {"resource": f"{GROUP}/{plural}", "reason": reason}
         await _emit(
-            emit, LifecycleEvent(LifecycleType.WATCH_REFUSED, client.cluster, now(), details)
+            emit, LifecycleEvent(LifecycleType.WATCH_REFUSED, client.cluster, clock.now(), details)
         )
 
     watcher = ArgoWatcher(

@@ -132,14 +132,17 @@ class ShardAuthority(HealAuthority):
             cluster,
             owned_since=m.owned_since,
             renewed_at=m.renewed_at,
-            now=m.clock(),
+            now=m.clock.monotonic(),
             timing=m.timing,
         )
 
     @property
     def active(self) -> bool:
         m = self.membership
-        return m.renewed_at is not None and m.clock() < m.renewed_at + m.timing.renew_deadline
+        return (
+            m.renewed_at is not None
+            and m.clock.monotonic() < m.renewed_at + m.timing.renew_deadline
+        )
 
     def decides(self, cluster: str) -> bool:
         return self._problem(cluster) is None

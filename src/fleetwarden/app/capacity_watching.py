@@ -16,7 +16,7 @@ node watcher's: its relist re-diffs every scope it knows as a pool.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from fleetwarden.app.reflecting import Reflection, reflect
@@ -26,14 +26,11 @@ from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.ports.kube import KubeApi
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["PENDING", "CapacityWatcher"]
 
 PENDING = "status.phase=Pending"
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class CapacityWatcher:
@@ -46,11 +43,11 @@ class CapacityWatcher:
         tracker: FindingTracker | None = None,
         window: timedelta = capacity.DEFAULT_WINDOW,
         namespace: str | None = None,
-        now: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         watch_timeout: int = 300,
         on_refused: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
-        self.cluster, self.client, self.emit, self.now = cluster, client, emit, now
+        self.cluster, self.client, self.emit, self.clock = cluster, client, emit, clock
         self.tracker = tracker or FindingTracker()
         self.state = CapacityState(window=window)
         self.path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
@@ -80,10 +77,10 @@ class CapacityWatcher:
         for ref, gone in self.pods.items():
             if ref not in fresh:  # left Pending while the watch was down
                 fresh_gone = PodObservation(gone.cluster, gone.namespace, gone.name, False)
-                self.state = capacity.observe_pod(self.state, fresh_gone, now=self.now())
+                self.state = capacity.observe_pod(self.state, fresh_gone, now=self.clock.now())
         self.pods = fresh
         for pod in fresh.values():
-            self.state = capacity.observe_pod(self.state, pod, now=self.now())
+            self.state = capacity.observe_pod(self.state, pod, now=self.clock.now())
         await self._rediff()
         return listed.resource_version
 
@@ -93,7 +90,7 @@ class CapacityWatcher:
             self.pods.pop(pod.ref, None)
         else:
             self.pods[pod.ref] = pod
-        self.state = capacity.observe_pod(self.state, pod, now=self.now())
+        self.state = capacity.observe_pod(self.state, pod, now=self.clock.now())
         await self._rediff()
 
     async def observe(self, event: LifecycleEvent | ChangeEvent) -> None:
@@ -109,7 +106,7 @@ class CapacityWatcher:
             scale = capacity.scale_down_from_change(event)
         if scale is None:
             return
-        now = self.now()
+        now = self.clock.now()
         self.state = capacity.observe_scale(self.state, scale, now=now)
         for pod in self.pods.values():
             self.state = capacity.observe_pod(self.state, pod, now=now)
@@ -120,7 +117,7 @@ class CapacityWatcher:
 
     async def _rediff(self) -> None:
         found = capacity.capacity_findings(self.state, self.cluster)
-        for event in self.tracker.update((self.cluster, None), found, now=self.now()):
+        for event in self.tracker.update((self.cluster, None), found, now=self.clock.now()):
             result = self.emit(event)
             if result is not None:
                 await result

@@ -14,7 +14,7 @@ import copy
 import inspect
 import random
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from fleetwarden.app.remediating import Remediator
@@ -24,6 +24,7 @@ from fleetwarden.core.fleet import FleetReport
 from fleetwarden.core.nodes import POOL_LABELS
 from fleetwarden.core.ownership import OwnershipMap
 from fleetwarden.ports.remediation import NodeRestorer, OutcomeStatus
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = [
     "Change",
@@ -106,7 +107,7 @@ def simulate(
     steps: int,
     interval: float,
     sleep: Callable[[float], None],
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Iterator[tuple[str, str, list[tuple[str, Finding]]]]:
     """After each ``interval``, one change picked by ``rng``: (when, what, its effect on the
     findings since ``report``). ``steps`` 0: for ever."""
@@ -119,7 +120,7 @@ def simulate(
         after = {f.id: f for f in scan().findings}
         events = changes_between(current, after)
         current = after
-        yield clock().isoformat(timespec="seconds").replace("+00:00", "Z"), what, events
+        yield clock.now().isoformat(timespec="seconds").replace("+00:00", "Z"), what, events
 
 
 def changed_pools(

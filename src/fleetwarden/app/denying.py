@@ -28,7 +28,7 @@ async def deny(healer: Healer, decision_id: str, *, by: str) -> Decision:
             f"this replica ({healer.identity}) is not the leader: deny {decision_id} on the "
             "leader (its /healthz says leader: true)"
         )
-    now = healer.clock()
+    now = healer.clock.now()
     if healer.shared is None:
         decision = policy_mod.deny(decision_id, healer.state, now, by=by)
         policy_mod.record(decision, healer.state, policy=healer.policy)

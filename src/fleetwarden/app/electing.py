@@ -26,9 +26,7 @@ import asyncio
 import os
 import random
 import socket
-import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 
 from fleetwarden.core.leadership import (
     Action,
@@ -44,6 +42,7 @@ from fleetwarden.core.leadership import (
 from fleetwarden.logs import get_logger
 from fleetwarden.ports.kube import Conflict, KubeError
 from fleetwarden.ports.leases import LeaseStore
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["Elector", "Fence", "FenceRefused", "default_identity"]
 
@@ -71,8 +70,8 @@ class Elector:
 
     ``on_started_leading(token)`` and ``on_stopped_leading(reason)`` are called from the
     elector's task, in order, once per change; ``leading_event`` is set while leading and
-    ``following_event`` while not. ``clock`` is monotonic seconds, ``wall`` the time written
-    into the Lease."""
+    ``following_event`` while not. ``clock.monotonic()`` times the lease, ``clock.now()`` is
+    the time written into it."""
 
     def __init__(
         self,
@@ -82,13 +81,12 @@ class Elector:
         timing: ElectionTiming,
         on_started_leading: Callable[[int], None] | None = None,
         on_stopped_leading: Callable[[str], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
     ) -> None:
         self.store, self.identity, self.timing = store, identity, timing
         self.on_started_leading, self.on_stopped_leading = on_started_leading, on_stopped_leading
-        self.clock, self.wall = clock, wall
+        self.clock = clock
         self._rng = rng or random.Random()
         self._term: Term | None = None
         self._observed: Observation | None = None
@@ -99,7 +97,7 @@ class Elector:
 
     @property
     def leading(self) -> bool:
-        return self._term is not None and self._term.is_still_leader(self.clock())
+        return self._term is not None and self._term.is_still_leader(self.clock.monotonic())
 
     @property
     def fencing_token(self) -> int | None:
@@ -118,7 +116,7 @@ class Elector:
     # --- one round ---------------------------------------------------------------------
 
     async def _round(self) -> None:
-        started = self.clock()
+        started = self.clock.monotonic()
         if self._term is not None and not self._term.is_still_leader(started):
             self._term = None  # lapsed: the next success starts a new term (a new token)
         self._announce("the renew deadline passed without a successful renewal")
@@ -126,13 +124,13 @@ class Elector:
         try:
             async with asyncio.timeout(self._attempt_budget(started)):
                 got = await self.store.read()
-                now = self.clock()
+                now = self.clock.monotonic()
                 self._observed = None if got is None else observe(self._observed, *got, now)
                 decision = decide(
                     self._observed,
                     identity=self.identity,
                     now=now,
-                    wall=self.wall(),
+                    wall=self.clock.now(),
                     timing=self.timing,
                     term=self._term,
                 )
@@ -158,7 +156,9 @@ class Elector:
             log.info("lease request failed", lease=self.store.where, error=str(exc))
         else:
             assert decision is not None and decision.record is not None
-            self._observed = observe(self._observed, decision.record, version, self.clock())
+            self._observed = observe(
+                self._observed, decision.record, version, self.clock.monotonic()
+            )
             self._term = term_after(decision, started_at=started, timing=self.timing)
             self.last_reason = "; ".join(decision.reasons)
         self._announce("the renew deadline passed without a successful renewal")
@@ -174,7 +174,7 @@ class Elector:
         if self._term is None:
             pause *= 1 + 0.2 * self._rng.random()
         if self._term is not None:  # wake at the deadline to stop acting on time
-            pause = min(pause, max(self._term.deadline() - self.clock(), 0.0))
+            pause = min(pause, max(self._term.deadline() - self.clock.monotonic(), 0.0))
         await asyncio.sleep(pause)
 
     def _announce(self, why_stopped: str) -> None:
@@ -203,9 +203,9 @@ class Elector:
         self._announce("shutting down")
         if term is None or observed is None or observed.record.holder_identity != self.identity:
             return
-        if not term.is_still_leader(self.clock()):
+        if not term.is_still_leader(self.clock.monotonic()):
             return  # someone may already have taken it: do not touch it
-        record = released(observed.record, wall=self.wall())
+        record = released(observed.record, wall=self.clock.now())
         try:
             async with asyncio.timeout(self.timing.retry_period):
                 await self.store.update(record, observed.version)

@@ -59,7 +59,7 @@ import socket
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from fleetwarden.app.authority import HealAuthority, authority_for
@@ -107,6 +107,7 @@ from fleetwarden.ports.audit import (
 )
 from fleetwarden.ports.guards import GuardedWrite, SharedGuards
 from fleetwarden.ports.remediation import Outcome, OutcomeStatus
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = [
     "RESTORE_PAGE",
@@ -120,10 +121,6 @@ __all__ = [
 ]
 
 log = get_logger("fleetwarden.healing")
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def replica_identity() -> str:
@@ -194,7 +191,7 @@ class Healer:
         mode: Mode = Mode.DRY_RUN,
         state: PolicyState | None = None,
         notify: Callable[[FindingEvent, dict[str, Any] | None], None] | None = None,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         max_queue: int = 100_000,
         config: str | None = None,
         sweep_every: float = 30.0,
@@ -260,7 +257,7 @@ class Healer:
         # shared: the replay ends at a head read first, and later records are caught up
         # under the policy lock (``_catch_up``): none missed, none counted twice
         upto = await self.shared.head_seq() if self.shared is not None else None
-        now = self.clock()
+        now = self.clock.now()
         since = now - self.policy.guards.replay_span
         decisions: list[Decision] = []
         malformed: list[str] = []
@@ -330,7 +327,7 @@ class Healer:
         return cancelled
 
     def _cancel_stale(self) -> list[Decision]:
-        now = self.clock()
+        now = self.clock.now()
         cancelled = policy_mod.cancellations(self.state, now, mode=self.mode, config=self.config)
         for decision in cancelled:
             policy_mod.record(decision, self.state, policy=self.policy)
@@ -398,7 +395,7 @@ class Healer:
 
     async def retry_due(self) -> list[Decision]:
         """Decide again the findings whose failed heal is due for another try."""
-        now = self.clock()
+        now = self.clock.now()
         due = [r for r in self.retries.values() if r.due <= now]
         if not due:
             return []
@@ -423,7 +420,7 @@ class Healer:
         if not kept:
             return []
         events = kept
-        now = self.clock()
+        now = self.clock.now()
         batch = _Batch()
         # the term these decisions are made in: the calls go out only if it still holds
         batch.token = self.authority.token()
@@ -638,7 +635,7 @@ class Healer:
             )
         if self.shared is not None:
             return await self._approve_shared(decision_id)
-        now = self.clock()
+        now = self.clock.now()
         try:
             decision = policy_mod.approve(
                 decision_id,
@@ -675,7 +672,7 @@ class Healer:
         return decision
 
     async def _approve_shared(self, decision_id: str) -> Decision:
-        now = self.clock()
+        now = self.clock.now()
         token = self.authority.token(approval=True)
         async with await self._guarded() as txn:
             self._catch_up(txn.news)
@@ -722,7 +719,7 @@ class Healer:
             if executable
             else {}
         )
-        now = self.clock()
+        now = self.clock.now()
         runnable = [d for d in decisions if d.id not in refused]
         done = iter(await self.remediator.carry_out_all(runnable))
         outcomes = [

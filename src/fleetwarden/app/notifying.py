@@ -19,7 +19,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from fleetwarden.core import notifying
@@ -27,6 +27,7 @@ from fleetwarden.core.notifying import Batch, NotifierState, SinkPolicy
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.logs import get_logger
 from fleetwarden.ports.notify import NotifyError, Sink
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["BatchResult", "Notifier", "NotifierStats"]
 
@@ -85,7 +86,7 @@ class Notifier:
         self,
         sinks: Iterable[tuple[SinkPolicy, Sink]],
         *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = SYSTEM_CLOCK,
         queue_size: int = 10_000,
         send_timeout: float = 30.0,
         tick_every: float = 30.0,
@@ -144,14 +145,14 @@ class Notifier:
     ) -> list[BatchResult]:
         """Decide on ``events`` and send what they call for."""
         result = notifying.plan(
-            self.state, events, now=self.clock(), sinks=self.policies, decisions=decisions
+            self.state, events, now=self.clock.now(), sinks=self.policies, decisions=decisions
         )
         self.state = result.state
         return await self._send(result.notifications)
 
     async def tick(self) -> list[BatchResult]:
         """Send the repeats and retries that are due."""
-        result = notifying.plan_due(self.state, now=self.clock(), sinks=self.policies)
+        result = notifying.plan_due(self.state, now=self.clock.now(), sinks=self.policies)
         self.state = result.state
         return await self._send(result.notifications)
 
@@ -170,7 +171,7 @@ class Notifier:
         outcomes = [o for t in tasks for o in t.result()]
         for o in outcomes:
             self.state = notifying.record_delivery(
-                self.state, o.batch, ok=o.ok, now=self.clock(), sinks=self.policies
+                self.state, o.batch, ok=o.ok, now=self.clock.now(), sinks=self.policies
             )
             if o.ok:
                 self.stats.delivered += 1
@@ -191,7 +192,7 @@ class Notifier:
                         sink.name,
                         batch,
                         ok=False,
-                        at=self.clock(),
+                        at=self.clock.now(),
                         duration=0.0,
                         error=f"not sent: an earlier message to this sink failed ({failed.error})",
                     )
@@ -204,7 +205,7 @@ class Notifier:
         return out
 
     async def _send_one(self, sink: Sink, batch: Batch) -> BatchResult:
-        at, started = self.clock(), time.monotonic()
+        at, started = self.clock.now(), time.monotonic()
         error: str | None = None
         status: int | None = None
         attempts: int | None = None

@@ -17,7 +17,6 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef
@@ -34,12 +33,9 @@ from fleetwarden.ports.remediation import (
     Outcome,
     OutcomeStatus,
 )
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["Remediator", "plan_calls", "previous_history_id"]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def plan_calls(decision: Decision) -> list[Call]:
@@ -93,7 +89,7 @@ class Remediator:
         argocd: ArgoSync | None = None,
         flux: Callable[[str], FluxReconciler] | None = None,
         nodes: Callable[[str], NodeRestorer] | None = None,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         timeout: float = 10.0,
         concurrency: int = 8,
     ) -> None:
@@ -107,7 +103,7 @@ class Remediator:
         self._limit = asyncio.Semaphore(concurrency)
 
     async def carry_out(self, decision: Decision) -> Outcome:
-        started = self._clock()
+        started = self._clock.now()
         calls = plan_calls(decision)
         if decision.status is Status.DRY_RUN:
             results = tuple(CallResult(c, OutcomeStatus.DRY_RUN) for c in calls)
@@ -138,7 +134,7 @@ class Remediator:
             status = OutcomeStatus.OK
         failed = sum(r.status is not OutcomeStatus.OK for r in results)
         detail = f"{len(results) - failed} of {len(results)} call(s) succeeded"
-        return Outcome(decision.id, status, results, started, self._clock(), detail)
+        return Outcome(decision.id, status, results, started, self._clock.now(), detail)
 
     async def carry_out_all(self, decisions: Iterable[Decision]) -> list[Outcome]:
         """Every decision's outcome, in order; calls run concurrently (bounded)."""

@@ -199,7 +199,7 @@ class Serving:
                 capacity=True,
                 audit_logs=dict(audit_logs or {}),  # managedFields actors joined with them
             ),
-            now=clock.now,
+            clock=clock,
             # workloads are watched only for followed apps (the six kinds cost a list each)
             desired_apps=DesiredApps() if settings.workloads and settings.follow_apps else None,
             workload_settings=settings.workloads,
@@ -240,11 +240,9 @@ class Serving:
             argocd=argocd,
             flux=(lambda c: self._port(c, flux, OneCallFlux)) if flux is not None else None,
             nodes=(lambda c: self._port(c, restorer, OneCallRestorer)) if restorer else None,
-            clock=clock.now,
+            clock=clock,
         )
-        self.notifier = (
-            Notifier(sinks, clock=clock.now, on_outcome=self._notified) if sinks else None
-        )
+        self.notifier = Notifier(sinks, clock=clock, on_outcome=self._notified) if sinks else None
         self.refresher: ArgoRefresher | None = None  # live changes -> Argo CD refreshes
         refresh = settings.argocd_refresh
         if refresh is not None and refresh.enabled and isinstance(argocd, Refreshable):
@@ -264,7 +262,7 @@ class Serving:
             policy=policy,
             mode=settings.mode,
             notify=self._decided,
-            clock=clock.now,
+            clock=clock,
             config=config_hash,
             identity=identity,
             authority=authority_for(elector=elector, membership=membership),
@@ -509,7 +507,7 @@ class Serving:
                 # upgrade runs are in the audit store: their pools' drift is in progress
                 self.upgrades = UpgradeInProgress(
                     self.fleet.emit, store=self.healer.audit, specs=self.specs,
-                    now=self.clock.now, current=self.fleet.findings,
+                    clock=self.clock, current=self.fleet.findings,
                 )  # fmt: skip
                 self.fleet.emit = self.upgrades.observe
                 tg.create_task(self.upgrades.refresh_forever(), name="upgrade-runs")

@@ -38,10 +38,9 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from fleetwarden.app.leader_config import lease_location, lease_namespace, lease_timing
@@ -59,6 +58,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.logs import get_logger
 from fleetwarden.ports.kube import Conflict, KubeError
 from fleetwarden.ports.leases import LeaseGroup
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = [
     "MEMBERSHIP_LABEL",
@@ -80,8 +80,8 @@ class Membership:
     long as ``run`` runs.
 
     ``on_assign(added, removed)`` is called from the membership's task, once per change, in
-    order; ``assigned_event`` is set after the first successful round. ``clock`` is monotonic
-    seconds, ``wall`` the time written into the Lease."""
+    order; ``assigned_event`` is set after the first successful round. ``clock.monotonic()``
+    times the membership, ``clock.now()`` is the time written into the Lease."""
 
     def __init__(
         self,
@@ -91,14 +91,13 @@ class Membership:
         clusters: Iterable[str],
         timing: ElectionTiming,
         on_assign: OnAssign | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
     ) -> None:
         self.group, self.identity, self.timing = group, identity, timing
         self.lease_name = member_lease_name(identity)
         self.store = group.member(self.lease_name)
-        self.on_assign, self.clock, self.wall = on_assign, clock, wall
+        self.on_assign, self.clock = on_assign, clock
         self._rng = rng or random.Random()
         self._clusters = tuple(dict.fromkeys(clusters))
         self._observed: dict[str, Observation] = {}
@@ -136,7 +135,7 @@ class Membership:
             await self._leave()
 
     async def _round(self) -> None:
-        started = self.clock()
+        started = self.clock.monotonic()
         try:
             async with asyncio.timeout(self.timing.renew_deadline):
                 await self._renew()
@@ -157,7 +156,7 @@ class Membership:
                 why=self.last_reason,
             )
             return
-        now = self.clock()
+        now = self.clock.monotonic()
         # measured when the round ends: a renewal that lands late does not bridge the lapse
         lapsed = self.renewed_at is None or now >= self.renewed_at + self.timing.renew_deadline
         self.renewed_at = started
@@ -186,7 +185,7 @@ class Membership:
                 log.info("deleted a gone member's lease", lease=lease.name)
 
     async def _renew(self) -> None:
-        wall = self.wall()
+        wall = self.clock.now()
         if self._mine is None:
             got = await self.store.read()
             if got is None:
@@ -211,7 +210,7 @@ class Membership:
 
     def _apply(self, change: Assignment) -> None:
         self.owned = change.owned
-        now = self.clock()
+        now = self.clock.monotonic()
         for cluster in change.removed:
             self.owned_since.pop(cluster, None)
         for cluster in change.added:
@@ -227,7 +226,7 @@ class Membership:
         record, version = self._mine
         try:
             async with asyncio.timeout(self.timing.retry_period):
-                await self.store.update(released(record, wall=self.wall()), version)
+                await self.store.update(released(record, wall=self.clock.now()), version)
         except (KubeError, TimeoutError) as exc:
             log.info("membership not released", lease=self.store.where, error=exc)
 

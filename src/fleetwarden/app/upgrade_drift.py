@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from fleetwarden.core.audit import AuditKind
@@ -34,6 +34,7 @@ from fleetwarden.core.upgrades import (
     run_state,
 )
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["UpgradeInProgress", "active_runs", "plan_from_payload", "read_step_records"]
 
@@ -105,11 +106,11 @@ class UpgradeInProgress:
         *,
         store: AuditStore,
         specs: Sequence[NodePoolSpec],
-        now: Callable[[], datetime],
+        clock: Clock = SYSTEM_CLOCK,
         current: Callable[[], list[Finding]] = list,
         interval: float = 15.0,
     ) -> None:
-        self.emit, self.store, self.specs, self.now = emit, store, list(specs), now
+        self.emit, self.store, self.specs, self.clock = emit, store, list(specs), clock
         self.current, self.interval = current, interval
         self.runs: list[tuple[UpgradePlan, RunState]] = []
         self.held: dict[str, Finding] = {}  # finding id -> the finding, held as in progress
@@ -135,7 +136,7 @@ class UpgradeInProgress:
             if fid in still:  # the run is over and the drift stayed: it is a finding now
                 await self._out(
                     FindingEvent(
-                        FindingEventType.APPEARED, finding, self.now(), reason="upgrade over"
+                        FindingEventType.APPEARED, finding, self.clock.now(), reason="upgrade over"
                     )
                 )
 

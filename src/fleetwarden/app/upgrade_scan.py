@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from fleetwarden.core import deprecations
@@ -27,6 +26,7 @@ from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
 from fleetwarden.formats.argocd_apps import application_from_object
 from fleetwarden.ports.argocd import ArgoError
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from fleetwarden.app.watching import FleetWatcher
@@ -157,7 +157,7 @@ class UpgradeScanner:
         inventory: Callable[[], Iterable[Application] | None] = lambda: None,
         then: Callable[[str, str], Awaitable[None]] | None = None,
         tracker: FindingTracker | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.argocd, self.emit, self.table = argocd, emit, table
         self.server_of, self.inventory, self.then, self.clock = server_of, inventory, then, clock
@@ -180,7 +180,7 @@ class UpgradeScanner:
             apps = apps_targeting(await self._apps(), ref)
         except ArgoError as exc:  # the Argo CD API failed: said in the event, not raised
             details.update(apps=[], error=f"applications: {exc}")
-            await self._emit(LifecycleEvent(_TYPE, cluster, self.clock(), details))
+            await self._emit(LifecycleEvent(_TYPE, cluster, self.clock.now(), details))
             return
         scans = []
         for app in apps:
@@ -191,7 +191,7 @@ class UpgradeScanner:
                 continue
             rendered = response.get("manifests") if isinstance(response, Mapping) else None
             scans.append(scan_rendered(app, rendered or [], target, self.table))
-        now = self.clock()
+        now = self.clock.now()
         details["apps"] = [s.to_json() for s in scans]
         await self._emit(LifecycleEvent(_TYPE, cluster, now, details))
         found = scan_findings(cluster, details["version"], scans)
@@ -247,7 +247,7 @@ def for_fleet(
         inventory=inventory,
         then=then,
         tracker=fleet.tracker,
-        clock=fleet.now,
+        clock=fleet.clock,
     )
     fleet.on_upgrade = scanner
     return scanner

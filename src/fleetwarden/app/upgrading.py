@@ -64,14 +64,11 @@ from fleetwarden.ports.argocd import ArgoConflict, OperationState
 from fleetwarden.ports.audit import AuditStore
 from fleetwarden.ports.kube import KubeApi
 from fleetwarden.ports.remediation import ArgoSync, FluxReconciler
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["Progress", "RunReport", "UpgradeRunner", "plan_live"]
 
 NODES = "/api/v1/nodes"
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +123,7 @@ class UpgradeRunner:
         flux: Callable[[str], FluxReconciler] | None = None,
         argocd: ArgoSync | None = None,
         execute: bool = False,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         poll: float = 5.0,
         call_timeout: float = 30.0,
         options: DiffOptions = DiffOptions(),
@@ -180,7 +177,7 @@ class UpgradeRunner:
             summary=f"upgrade {p.cluster}/{p.pool} to {p.to_version} planned",
             cluster=p.cluster,
             pool=p.pool,
-            payload={"upgrade": {**p.to_json(), "plannedAt": _iso(self.clock())}},
+            payload={"upgrade": {**p.to_json(), "plannedAt": _iso(self.clock.now())}},
             key=key,
         )
         [stored] = await self.store.append_many([draft])
@@ -194,7 +191,7 @@ class UpgradeRunner:
         detail: str,
         data: Mapping[str, Any] | None = None,
     ) -> None:
-        rec = StepRecord(step, status, self.clock(), detail, dict(data or {}))
+        rec = StepRecord(step, status, self.clock.now(), detail, dict(data or {}))
         p = self.plan
         opening = status in (StepStatus.STARTED, StepStatus.DRY_RUN)
         kind = AuditKind.ACTION if opening else AuditKind.OUTCOME
@@ -219,7 +216,7 @@ class UpgradeRunner:
         await _call(self.on_record, rec)
 
     async def _dry_run(self) -> RunReport:
-        self._plan_key = f"upgrade:{self.plan.run_id}:dry:{_iso(self.clock())}"
+        self._plan_key = f"upgrade:{self.plan.run_id}:dry:{_iso(self.clock.now())}"
         await self._store_plan(self._plan_key)
         state = run_state([])
         p = self.plan
@@ -332,7 +329,7 @@ class UpgradeRunner:
         return _Ended(StepStatus.DONE, f"clean: {progress.describe()}")
 
     def _budget(self, state: RunState) -> _Ended | None:
-        now = self.clock()
+        now = self.clock.now()
         if not over_budget(state, self.plan.budget, now=now):
             return None
         assert state.window_start is not None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from fleetwarden.app.argo_watching import ArgoInventory, ArgoWatcher, OrphanMonitor, orphan_tracking
@@ -56,6 +55,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object
 from fleetwarden.ports.audit_logs import AuditLogSource
 from fleetwarden.ports.kube import ClientFactory, KubeApi, KubeError
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["ClusterWatcher", "Event", "FleetWatcher", "WatchSettings"]
 
@@ -64,10 +64,6 @@ Emit = Callable[[Event], Awaitable[None] | None]
 NODES = "/api/v1/nodes"
 FIGHTS = "fights:"  # the tracker scope of a cluster's FIGHT findings: (cluster, FIGHTS)
 SECRET_SELECTOR = "argocd.argoproj.io/secret-type=cluster"
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -106,14 +102,14 @@ class ClusterWatcher:
         emit: Emit,
         *,
         settings: WatchSettings = WatchSettings(),
-        now: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         on_upgrade: Callable[[str, str], Awaitable[None]] | None = None,
         workloads: WorkloadWatcher | None = None,
     ) -> None:
         self.endpoint, self.client, self.cluster = endpoint, client, endpoint.name
         self.workloads = workloads
         self.index = PoolIndex(specs)
-        self.tracker, self.emit, self.settings, self.now = tracker, emit, settings, now
+        self.tracker, self.emit, self.settings, self.clock = tracker, emit, settings, clock
         self.on_upgrade = on_upgrade
         self.nodes: dict[str, ObservedNode] = {}
         # each cached node's managedFields: the "before" of its next update names the writer
@@ -135,7 +131,7 @@ class ClusterWatcher:
                 self.cluster,
                 client,
                 emit,
-                now=now,
+                clock=clock,
                 watch_timeout=settings.watch_timeout,
                 on_refused=self._refused_pods,
             )
@@ -183,7 +179,7 @@ class ClusterWatcher:
             LifecycleEvent(
                 LifecycleType.WATCH_REFUSED,
                 self.cluster,
-                self.now(),
+                self.clock.now(),
                 {"resource": resource, "reason": reason},
             ),
         )
@@ -278,12 +274,16 @@ class ClusterWatcher:
         if old_node is not None and not has and kind == "DELETED":
             scope = self._scope(old_group)
             await self._report_churn(
-                self.churn.removed(snapshot_of(old_node), scope, self._spec(scope), self.now())
+                self.churn.removed(
+                    snapshot_of(old_node), scope, self._spec(scope), self.clock.now()
+                )
             )
         elif old_node is None and has and (added := self.nodes.get(name)) is not None:
             scope = self._scope(new_group)
             await self._report_churn(
-                self.churn.added(snapshot_of(added, obj), scope, self._spec(scope), self.now())
+                self.churn.added(
+                    snapshot_of(added, obj), scope, self._spec(scope), self.clock.now()
+                )
             )
         affected = ([old_group] if had else []) + ([new_group] if has else [])
         for scope in dict.fromkeys(self._scope(g) for g in affected):
@@ -321,7 +321,7 @@ class ClusterWatcher:
             },
         }
         after = {**obj, "metadata": {**meta, "managedFields": _writable(meta)}}
-        now = self.now()
+        now = self.clock.now()
         try:
             writes = node_writes(self.cluster, scope, previous, after, now=now)
         except ValueError:
@@ -339,25 +339,26 @@ class ClusterWatcher:
         for d in decisions:
             details = {k: v for k, v in d.to_json().items() if k != "cluster"}
             await _emit(
-                self.emit, LifecycleEvent(LifecycleType.CHURN, self.cluster, self.now(), details)
+                self.emit,
+                LifecycleEvent(LifecycleType.CHURN, self.cluster, self.clock.now(), details),
             )
 
     async def _report_fights(self) -> None:
         findings = [fight_finding(f) for f in self.fights.fights.values()]
-        for event in self.tracker.update((self.cluster, FIGHTS), findings, now=self.now()):
+        for event in self.tracker.update((self.cluster, FIGHTS), findings, now=self.clock.now()):
             await _emit(self.emit, event)
 
     async def expire_fights(self) -> None:
         """Clear the fights whose field was calm for the window (the probe loop asks)."""
         if not self.fights.writes:
             return
-        self.fights, cleared = expire(self.fights, self.now())
+        self.fights, cleared = expire(self.fights, self.clock.now())
         if cleared:
             await self._report_fights()
 
     def fight_blocking(self, finding: Finding) -> FightDecision | None:
         """The fight that forbids healing ``finding`` now (``core.fights.blocking``)."""
-        return blocking(self.fights, finding, self.now())
+        return blocking(self.fights, finding, self.clock.now())
 
     async def _report_full(self) -> None:
         """Say once that the bounded cache refused nodes: drift there is no longer seen."""
@@ -368,7 +369,7 @@ class ClusterWatcher:
                 LifecycleEvent(
                     LifecycleType.CACHE_FULL,
                     self.cluster,
-                    self.now(),
+                    self.clock.now(),
                     {
                         "maxNodes": self.settings.max_nodes,
                         "refused": self.refused,
@@ -383,7 +384,7 @@ class ClusterWatcher:
             event = LifecycleEvent(
                 LifecycleType.SCALED,
                 self.cluster,
-                self.now(),
+                self.clock.now(),
                 {"pool": group, "from": before, "to": after},
             )
             await _emit(self.emit, event)
@@ -413,7 +414,7 @@ class ClusterWatcher:
         it (None: not known): new findings on it name its writer."""
         spec = self.index.specs.get(scope) if scope is not None else None
         groups = {scope: (spec, self.nodes_of(scope))}
-        now = self.now()
+        now = self.clock.now()
         events = diff_and_track(
             self.tracker,
             self.cluster,
@@ -445,12 +446,12 @@ class ClusterWatcher:
             result = ProbeResult(ready=ready, version=version or None, detail=detail)
         except (KubeError, TimeoutError) as exc:
             result = ProbeResult(ready=None, error=str(exc) or "timed out")
-        for event in self.health.observe(result, now=self.now()):
+        for event in self.health.observe(result, now=self.clock.now()):
             await _emit(self.emit, event)
             if event.type is LifecycleType.UPGRADED and self.on_upgrade is not None:
                 await self.on_upgrade(self.cluster, str(event.details["to"]))
         await self.expire_fights()
-        await self._report_churn(self.churn.flush(self.now()))
+        await self._report_churn(self.churn.flush(self.clock.now()))
 
     async def probe_forever(self) -> None:
         while True:
@@ -475,7 +476,7 @@ class FleetWatcher:
         emit: Emit,
         *,
         settings: WatchSettings = WatchSettings(),
-        now: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         on_upgrade: Callable[[str, str], Awaitable[None]] | None = None,
         tracker: FindingTracker | None = None,
         desired_apps: DesiredApps | None = None,
@@ -489,11 +490,11 @@ class FleetWatcher:
         for spec in specs:
             if spec.cluster:
                 self.specs_by_cluster.setdefault(spec.cluster, []).append(spec)
-        self.client_factory, self.emit, self.settings, self.now = (
+        self.client_factory, self.emit, self.settings, self.clock = (
             client_factory,
             emit,
             settings,
-            now,
+            clock,
         )
         self.on_upgrade = on_upgrade
         self.tracker = tracker or FindingTracker()
@@ -523,7 +524,7 @@ class FleetWatcher:
                     argocd[0],
                     self.emit,
                     namespace=argocd[1],
-                    now=self.now,
+                    clock=self.clock,
                     book=OrphanBook(self.tracker),
                 )
                 self.emit = monitor.observe  # every event passes the monitor: removals grow
@@ -569,7 +570,7 @@ class FleetWatcher:
             LifecycleEvent(
                 LifecycleType.ADDED,
                 endpoint.name,
-                self.now(),
+                self.clock.now(),
                 {
                     "server": endpoint.server,
                     "source": endpoint.source.value,
@@ -597,7 +598,7 @@ class FleetWatcher:
                 self.tracker,
                 self.emit,
                 settings=self.workload_settings,
-                now=self.now,
+                clock=self.clock,
                 on_object=self.on_object,
             )
         watcher = ClusterWatcher(
@@ -607,7 +608,7 @@ class FleetWatcher:
             self.tracker,
             self.emit,
             settings=self.settings,
-            now=self.now,
+            clock=self.clock,
             on_upgrade=self.on_upgrade,
             workloads=workloads,
         )
@@ -637,7 +638,7 @@ class FleetWatcher:
             LifecycleEvent(
                 LifecycleType.ADDED,
                 endpoint.name,
-                self.now(),
+                self.clock.now(),
                 {"server": endpoint.server, "source": endpoint.source.value, "reconnected": True},
             ),
         )
@@ -664,11 +665,11 @@ class FleetWatcher:
         if cluster not in self.running:
             return
         await self._stop(cluster)
-        for event in self.tracker.drop_cluster(cluster, now=self.now(), reason=reason):
+        for event in self.tracker.drop_cluster(cluster, now=self.clock.now(), reason=reason):
             await _emit(self.emit, event)
         await _emit(
             self.emit,
-            LifecycleEvent(LifecycleType.REMOVED, cluster, self.now(), {"reason": reason}),
+            LifecycleEvent(LifecycleType.REMOVED, cluster, self.clock.now(), {"reason": reason}),
         )
 
     # --- Argo CD cluster Secrets ---------------------------------------------------------
@@ -706,7 +707,7 @@ class FleetWatcher:
                 LifecycleEvent(
                     LifecycleType.HEALTH,
                     key,
-                    self.now(),
+                    self.clock.now(),
                     {
                         "from": None,
                         "to": ClusterHealth.UNKNOWN.value,

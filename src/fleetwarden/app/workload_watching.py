@@ -25,7 +25,6 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from fleetwarden.app.reflecting import Reflection, reflect
@@ -36,6 +35,7 @@ from fleetwarden.core.lifecycle import LifecycleEvent, LifecycleType
 from fleetwarden.core.subjects import WorkloadRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker, app_scope
 from fleetwarden.ports.kube import RESOURCES, KubeApi, Resource
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["ObjectHook", "WorkloadWatchSettings", "WorkloadWatcher"]
 
@@ -78,12 +78,12 @@ class WorkloadWatcher:
         emit: Emit,
         *,
         settings: WorkloadWatchSettings = WorkloadWatchSettings(),
-        now: Callable[[], datetime],
+        clock: Clock = SYSTEM_CLOCK,
         on_object: ObjectHook | None = None,
     ) -> None:
         self.cluster, self.client, self.desired = cluster, client, desired
         self.on_object = on_object
-        self.tracker, self.emit, self.settings, self.now = tracker, emit, settings, now
+        self.tracker, self.emit, self.settings, self.clock = tracker, emit, settings, clock
         self.index = wl.ObjectIndex(app_label=settings.app_label)
         self.writers: dict[str, Writer] = {}  # object ref -> its last writer
         self.reflections: dict[str, Reflection] = {}
@@ -121,7 +121,7 @@ class WorkloadWatcher:
                 LifecycleEvent(
                     LifecycleType.WATCH_REFUSED,
                     self.cluster,
-                    self.now(),
+                    self.clock.now(),
                     {"resource": resource.plural, "path": path, "reason": reason},
                 ),
             )
@@ -232,7 +232,7 @@ class WorkloadWatcher:
         event = LifecycleEvent(
             LifecycleType.CACHE_FULL,
             self.cluster,
-            self.now(),
+            self.clock.now(),
             {
                 "maxObjects": self.settings.max_objects,
                 "reason": "workload cache full: further objects of this cluster are not watched",
@@ -250,7 +250,9 @@ class WorkloadWatcher:
         if not self.synced.is_set():
             return
         for app in sorted(gone):
-            for event in self.tracker.update((self.cluster, app_scope(app)), [], now=self.now()):
+            for event in self.tracker.update(
+                (self.cluster, app_scope(app)), [], now=self.clock.now()
+            ):
                 await _emit(self.emit, event)
         await self.rediff(desired.apps)
 
@@ -282,7 +284,7 @@ class WorkloadWatcher:
                 continue
             findings = self.findings_of(app)
             scope = (self.cluster, app_scope(app))
-            for event in self.tracker.update(scope, findings, now=self.now()):
+            for event in self.tracker.update(scope, findings, now=self.clock.now()):
                 await _emit(self.emit, event)
 
 

@@ -5,7 +5,7 @@ by blast radius and age; each finding's cause is what the watcher stamped on it 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -14,6 +14,7 @@ from starlette.routing import Route
 from fleetwarden.app.stamping import cause_of
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.incidents import group_incidents
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["incidents_json", "routes"]
 
@@ -24,9 +25,9 @@ def incidents_json(findings: list[Finding], now: datetime) -> list[dict[str, obj
 
 def routes(
     findings: Callable[[], list[Finding]],
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    clock: Clock = SYSTEM_CLOCK,
 ) -> list[Route]:
     async def incidents(request: Request) -> Response:
-        return JSONResponse(incidents_json(findings(), now()))
+        return JSONResponse(incidents_json(findings(), clock.now()))
 
     return [Route("/api/incidents", incidents, methods=["GET"])]

@@ -4,10 +4,11 @@
   them from files; a test passes a list).
 - ``ObservedSource``: one cluster's nodes now, or None when nothing is known of it (the
   watchers' warm caches first, else the latest node dump: ``app/serving.py``).
-- ``Clock``: the one clock of the app and the serve path: ``now()`` an aware UTC datetime,
-  ``time()`` the same instant as Unix seconds (what signatures, sessions and latencies
-  compare). Tests pass a ``FixedClock`` and step it. The pure core never reads a clock: it is
-  handed ``now`` values.
+- ``Clock``: the one clock of the app and the adapters, always a parameter named ``clock``
+  (default ``SYSTEM_CLOCK``): ``now()`` an aware UTC datetime, ``time()`` the same instant as
+  Unix seconds (what signatures, sessions and latencies compare), ``monotonic()`` seconds that
+  never go back (durations, timeouts, lease timing: a wall clock may be stepped). Tests pass a
+  ``FixedClock`` and step it. The pure core never reads a clock: it is handed ``now`` values.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ class Clock(Protocol):
         """The current instant as Unix seconds."""
         ...
 
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin that never decrease (for durations only)."""
+        ...
+
 
 class DesiredSource(Protocol):
     def pools(self) -> Sequence[NodePoolSpec]:
@@ -62,15 +67,28 @@ class SystemClock:
     def time(self) -> float:
         return _time.time()
 
+    def monotonic(self) -> float:
+        return _time.monotonic()
+
 
 SYSTEM_CLOCK: Clock = SystemClock()
 
 
 @dataclass
 class FixedClock:
-    """A clock that moves only when told (tests; replays)."""
+    """A clock that moves only when told (tests; replays).
+
+    ``advance`` moves the wall clock and the monotonic reading together and never backwards;
+    assigning ``at`` alone steps the wall clock (as NTP may) and leaves ``ticks`` as it is.
+    """
 
     at: datetime
+    ticks: float = 0.0  # the monotonic reading
+
+    def __post_init__(self) -> None:
+        if self.at.tzinfo is None:
+            raise ValueError(f"FixedClock: {self.at!r} has no timezone (a clock reads UTC)")
+        self.at = self.at.astimezone(UTC)
 
     def now(self) -> datetime:
         return self.at
@@ -78,5 +96,16 @@ class FixedClock:
     def time(self) -> float:
         return self.at.timestamp()
 
-    def advance(self, seconds: float) -> None:
-        self.at += timedelta(seconds=seconds)
+    def monotonic(self) -> float:
+        return self.ticks
+
+    def advance(self, seconds: float | timedelta = 0.0, **units: float) -> datetime:
+        """Move on ``seconds`` plus ``units`` (``timedelta``'s: minutes=, hours=, days=), never
+        backwards: wall time and the monotonic reading alike. Returns the new ``now()``."""
+        step = seconds if isinstance(seconds, timedelta) else timedelta(seconds=seconds)
+        step += timedelta(**units)
+        if step < timedelta(0):
+            raise ValueError(f"FixedClock.advance: {step} is negative (set .at to step back)")
+        self.at += step
+        self.ticks += step.total_seconds()
+        return self.at

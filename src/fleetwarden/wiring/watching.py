@@ -221,7 +221,7 @@ async def _run(
     gate, refresh = None, None
     if audit is not None:  # upgrade runs under way: their pools' drift is in progress
         gate = UpgradeInProgress(
-            fleet.emit, store=audit, specs=specs, now=fleet.now, current=fleet.findings
+            fleet.emit, store=audit, specs=specs, clock=fleet.clock, current=fleet.findings
         )
         fleet.emit = gate.observe
         if isinstance(sink, LiveView):

@@ -43,7 +43,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import quote, urlencode
 
@@ -71,6 +71,7 @@ from fleetwarden.ports.argocd import (
     SyncStrategy,
     parse_time,
 )
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["ARGOCD_TOKEN_ENV", "ArgoCDClient", "Requested", "client_from_env", "was_applied"]
 
@@ -200,7 +201,7 @@ class ArgoCDClient:
         clock_skew: float = 5.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
         on_call: Callable[[CallRecord], None] | None = None,
         max_calls: int = 1000,
     ) -> None:
@@ -220,7 +221,7 @@ class ArgoCDClient:
         self._backoff, self._backoff_cap, self._skew = backoff, backoff_cap, clock_skew
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._clock = clock or (lambda: datetime.now(UTC))
+        self._clock = clock
         self._on_call = on_call
         self._login_lock = asyncio.Lock()
         try:
@@ -379,7 +380,7 @@ class ArgoCDClient:
         attempt = 0
         while True:
             attempt += 1
-            started_at = self._clock()
+            started_at = self._clock.now()
             try:
                 result = await self._attempt(trace, "POST", path, None, body, auth=True)
             except ArgoError as exc:

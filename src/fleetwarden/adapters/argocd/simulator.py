@@ -53,6 +53,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from fleetwarden.adapters.argocd import sim_controller
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["ArgoCDSimulator", "Fault", "load_applications"]
 
@@ -115,14 +116,14 @@ class ArgoCDSimulator:
         users: Mapping[str, str] | None = None,
         tokens: Iterable[str] = (),
         clusters: Iterable[Mapping[str, Any]] | None = None,
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
         operation_duration: float | None = 0.0,
         conflict_status: int = 400,
         server_version: str = "1.30",
         live: sim_controller.LiveReader | None = None,
     ) -> None:
         self.users = dict(users if users is not None else {"admin": "password"})
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock
         self.operation_duration = operation_duration
         self.conflict_status = conflict_status
         self.server_version = server_version
@@ -228,7 +229,7 @@ class ArgoCDSimulator:
         app = self._apps[name]
         state = app["status"].get("operationState") or {}
         if state.get("phase") in (_RUNNING, _TERMINATING):
-            self._complete(app, phase, self.clock())
+            self._complete(app, phase, self.clock.now())
 
     # --- handlers -------------------------------------------------------------------------
 
@@ -391,7 +392,7 @@ class ArgoCDSimulator:
             app = self._app(request)
             name = app["metadata"]["name"]
             images = (app["status"].get("summary") or {}).get("images") or []
-            created = app["metadata"].get("creationTimestamp") or _ts(self.clock())
+            created = app["metadata"].get("creationTimestamp") or _ts(self.clock.now())
             nodes: list[dict[str, Any]] = []
             for res in _resources(app):
                 node = _node(name, res, created)
@@ -473,12 +474,12 @@ class ArgoCDSimulator:
         app["metadata"].setdefault("annotations", {})[sim_controller.REFRESH_ANNOTATION] = mode
         desired = self._rendered.get(name)
         if self.live is not None and desired is not None:
-            await sim_controller.reconcile(app, desired, self.live, _ts(self.clock()))
+            await sim_controller.reconcile(app, desired, self.live, _ts(self.clock.now()))
         else:  # nothing to compare with: reconciled, the sync status as it was
-            sim_controller.finish_refresh(app, _ts(self.clock()))
+            sim_controller.finish_refresh(app, _ts(self.clock.now()))
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
-        now = self.clock()
+        now = self.clock.now()
         for fault in self.faults:
             if fault.matches(method, path, now):
                 fault.remaining -= 1
@@ -530,7 +531,7 @@ class ArgoCDSimulator:
 
     def _advance(self) -> None:
         """The controller's part: pick up queued operations, finish them when their time is up."""
-        now = self.clock()
+        now = self.clock.now()
         for name, app in self._apps.items():
             operation = app.get("operation")
             state = app["status"].get("operationState") or {}
@@ -618,7 +619,7 @@ class ArgoCDSimulator:
         self._picked_at.pop(app["metadata"]["name"], None)
 
     def _cluster_items(self) -> list[dict[str, Any]]:
-        now = _ts(self.clock())
+        now = _ts(self.clock.now())
         if self._clusters is not None:
             return copy.deepcopy(self._clusters)
         seen: dict[str, str] = {"in-cluster": "https://kubernetes.default.svc"}

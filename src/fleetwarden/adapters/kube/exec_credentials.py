@@ -32,13 +32,14 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping
+from datetime import datetime, timedelta
 
 from fleetwarden.core.clusters import ClusterEndpoint, InteractiveMode, PluginCredential
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.exec_credentials import exec_info, parse_exec_credential
 from fleetwarden.ports.kube import CredentialError
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["DEFAULT_TIMEOUT", "ExecCredentialSource", "redact"]
 
@@ -54,10 +55,6 @@ _TOKENISH = re.compile(r"[A-Za-z0-9_\-+=~]{32,}")
 
 # no square brackets: the CLI prints errors through rich, which would take "[...]" for markup
 REDACTED = "<redacted>"
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
@@ -78,7 +75,7 @@ class ExecCredentialSource:
         interactive: bool = False,
         not_interactive_because: str = "standard input is not a terminal",
         timeout: float | None = None,
-        now: Callable[[], datetime] = _utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         """``interactive``: the caller may hand the plugin its terminal (kubectl: stdin is a
@@ -93,7 +90,7 @@ class ExecCredentialSource:
             not_interactive_because if mode is InteractiveMode.ALWAYS and not interactive else None
         )
         self.timeout = timeout or (INTERACTIVE_TIMEOUT if self.interactive else DEFAULT_TIMEOUT)
-        self.now, self.environ = now, environ
+        self.clock, self.environ = clock, environ
         self.runs = 0  # plugin runs so far (tests and metrics)
         self._lock = asyncio.Lock()
         self._current: PluginCredential | None = None
@@ -121,12 +118,12 @@ class ExecCredentialSource:
     def expire(self, stale: PluginCredential) -> None:
         """Drop ``stale`` (say, a watch was closed with 401): the next ``get`` runs the plugin."""
         if self._current is stale:
-            self._refresh_at = self.now()
+            self._refresh_at = self.clock.now()
 
     # --- one run at a time, its outcome shared -------------------------------------------
 
     def _stale(self) -> bool:
-        return self._refresh_at is not None and self.now() >= self._refresh_at
+        return self._refresh_at is not None and self.clock.now() >= self._refresh_at
 
     async def _run_once(self, *, unless_replaced: PluginCredential | None) -> PluginCredential:
         seen = self._generation
@@ -225,7 +222,7 @@ class ExecCredentialSource:
     def _refresh_time(self, credential: PluginCredential) -> datetime | None:
         if credential.expires_at is None:
             return None  # used until the API server says 401
-        life = max(credential.expires_at - self.now(), timedelta(0))
+        life = max(credential.expires_at - self.clock.now(), timedelta(0))
         return credential.expires_at - min(EARLY_REFRESH, life / 5)
 
     @staticmethod

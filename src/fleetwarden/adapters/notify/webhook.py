@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -36,6 +35,7 @@ import httpx
 from fleetwarden.adapters.notify import JsonPoster, RetryPolicy
 from fleetwarden.core.notifying import Batch
 from fleetwarden.core.signatures import sign
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["SIGNATURE_HEADER", "WebhookSink", "events_payload", "webhook_payload"]
 
@@ -82,7 +82,7 @@ class WebhookSink:
         timeout: float = 5.0,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         **poster: Any,
     ) -> None:
         self.name = name
@@ -116,7 +116,7 @@ class WebhookSink:
         secret = self._secret
 
         def signature(raw: bytes) -> dict[str, str]:
-            return {SIGNATURE_HEADER: sign(secret, raw, int(self._clock()))} if secret else {}
+            return {SIGNATURE_HEADER: sign(secret, raw, int(self._clock.time()))} if secret else {}
 
         await self._poster.post(body, headers={DELIVERY_HEADER: delivery}, sign=signature)
 

@@ -68,7 +68,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,7 @@ import orjson
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.logs import get_logger
 from fleetwarden.ports.queue import Delivery, QueueFull, QueueUnavailable
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["MAX_OPS_PER_COMMIT", "SqliteQueue"]
 
@@ -129,7 +130,7 @@ class SqliteQueue:
     """``EventQueue`` over a local SQLite file (see the module docstring for the guarantees).
 
     Opens the file synchronously (create, WAL, schema, count): construct it at startup.
-    ``clock`` (epoch seconds) is injectable so tests can step time.
+    ``clock`` (its ``time()``: epoch seconds) is injectable so tests can step time.
     """
 
     def __init__(
@@ -141,7 +142,7 @@ class SqliteQueue:
         batch_window: float = 0.002,
         op_timeout: float = 30.0,
         poll_interval: float = 1.0,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
         share: str | None = None,
         wake_fd: int | None = None,
         depth_refresh: float = 1.0,
@@ -207,7 +208,7 @@ class SqliteQueue:
                     return []
                 pause = min(remaining, self.poll_interval)
                 if next_visible is not None:  # a lease expires or a nack delay ends
-                    pause = min(pause, max(next_visible - self._clock(), 0.001))
+                    pause = min(pause, max(next_visible - self._clock.time(), 0.001))
                 await asyncio.wait({waiter}, timeout=pause)
             finally:
                 self._drop_waiter(loop, waiter)
@@ -344,7 +345,7 @@ class SqliteQueue:
                 # Only this process can hold leases now (file lock): free those of a dead one.
                 conn.execute(
                     "UPDATE events SET leased = 0, visible_at = ? WHERE leased = 1",
-                    (self._clock(),),
+                    (self._clock.time(),),
                 )
             depth = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
         except sqlite3.Error as exc:
@@ -418,7 +419,7 @@ class SqliteQueue:
 
     def _run_in_transaction(self, ops: list[_Op]) -> None:
         conn = self._conn
-        now = self._clock()
+        now = self._clock.time()
         for op in ops:
             op.error, op.result, op.depth_delta, op.wakes_consumers = None, None, 0, False
         try:

@@ -49,8 +49,8 @@ import contextlib
 import fcntl
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
 
@@ -74,6 +74,7 @@ from fleetwarden.ports.audit import (
     AuditStoreError,
     AuditUnavailable,
 )
+from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = [
     "MIGRATIONS",
@@ -325,7 +326,7 @@ async def open_audit_store(
     *,
     create: bool = True,
     migrate: bool = True,
-    clock: Callable[[], datetime] | None = None,
+    clock: Clock = SYSTEM_CLOCK,
     page_size: int = PAGE_SIZE,
     connect_timeout: float = 10.0,
     lock_timeout: float = _SQLITE_BUSY_TIMEOUT,
@@ -369,7 +370,7 @@ class SqlAuditStore:
         engine: AsyncEngine,
         url: URL,
         *,
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
         page_size: int = PAGE_SIZE,
         lock_timeout: float = _SQLITE_BUSY_TIMEOUT,
     ) -> None:
@@ -377,7 +378,7 @@ class SqlAuditStore:
         self._lock_timeout_ms = max(1, round(lock_timeout * 1000))
         self._url = url
         self._postgres = url.get_backend_name() == "postgresql"
-        self._clock = clock or (lambda: datetime.now(UTC))
+        self._clock = clock
         self._page_size = page_size
         self._write_lock = asyncio.Lock()
 
@@ -484,7 +485,7 @@ class SqlAuditStore:
                 first[d.key] = i
                 fresh.append(i)
         new = audit.build_records(
-            [drafts[i] for i in fresh], prev_hash=at[1], next_seq=at[0] + 1, now=self._clock()
+            [drafts[i] for i in fresh], prev_hash=at[1], next_seq=at[0] + 1, now=self._clock.now()
         )
         if new:
             await conn.execute(records.insert(), [_row(r) for r in new])

@@ -89,5 +89,5 @@ class SqlGuardedWrite:
     async def claim(self, name: str, holder: str) -> Claim:
         with self._store._errors(f"claiming {name}"):
             return await take_claim(
-                self._conn, name, holder, self._store._clock(), postgres=self._store._postgres
+                self._conn, name, holder, self._store._clock.now(), postgres=self._store._postgres
             )
