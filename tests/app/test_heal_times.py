@@ -28,6 +28,7 @@ from fleetwarden.core.ownership import ArgoApp, OwnershipMap, OwnershipRule
 from fleetwarden.core.policy import Action, Decision, Guards, Mode, Policy, Status
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
 from fleetwarden.ports.remediation import Outcome, OutcomeStatus
+from fleetwarden.ports.sources import FixedClock
 from tests.support import pg_env
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -57,14 +58,6 @@ def drift(kind: FindingEventType, at: datetime, **extra: str) -> FindingEvent:
 
 def cleared(at: datetime, **extra: str) -> FindingEvent:
     return drift(FindingEventType.CLEARED, at, clearedAt=iso(at), **extra)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = T0
-
-    def __call__(self) -> datetime:
-        return self.t
 
 
 class Argo:  # Argo CD's API cannot run here: a port fake that syncs, or fails
@@ -165,7 +158,7 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @dataclass
 class Rig:
     url: str
-    clock: Clock = field(default_factory=Clock)
+    clock: FixedClock = field(default_factory=lambda: FixedClock(T0))
     stores: list[SqlAuditStore] = field(default_factory=list)
 
     async def healer(
@@ -218,12 +211,12 @@ async def test_a_heal_before_a_restart_stamps_the_clear_after_it_and_the_report(
     first = await rig.healer("worker-0", shared=shared)
     await first.process([drift(FindingEventType.APPEARED, T0)])
     await rig.stop(first)  # the restart: nothing of the first healer's memory is left
-    rig.clock.t = T0 + timedelta(minutes=2)
+    rig.clock.at = T0 + timedelta(minutes=2)
     second = await rig.healer("worker-0", shared=shared)
-    await second.process([cleared(rig.clock.t)])
+    await second.process([cleared(rig.clock.at)])
     finding = await rig.cleared_record()
-    assert finding["healedAt"] == iso(T0) and finding["clearedAt"] == iso(rig.clock.t)
-    report = await build_report(rig.stores[-1], since="1d", now=rig.clock.t + timedelta(seconds=1))
+    assert finding["healedAt"] == iso(T0) and finding["clearedAt"] == iso(rig.clock.at)
+    report = await build_report(rig.stores[-1], since="1d", now=rig.clock.at + timedelta(seconds=1))
     total = report.to_json()["total"]
     assert total["cleared"] == 1 and total["healed"] == 1
     assert total["mttr"]["p50Seconds"] == 150.0  # startedAt T0-30s -> clearedAt T0+2m
@@ -234,8 +227,8 @@ async def test_a_heal_by_another_replica_stamps_the_clear_decided_here(rig):
     the guarded transaction's news (the cluster moved to it, say)."""
     other, here = await rig.healer("worker-0"), await rig.healer("worker-1")
     await other.process([drift(FindingEventType.APPEARED, T0)])
-    rig.clock.t = T0 + timedelta(minutes=2)
-    await here.process([cleared(rig.clock.t)])
+    rig.clock.at = T0 + timedelta(minutes=2)
+    await here.process([cleared(rig.clock.at)])
     assert (await rig.cleared_record())["healedAt"] == iso(T0)
 
 
@@ -250,10 +243,10 @@ async def test_no_heal_on_record_stamps_nothing_after_a_restart(rig, case):
         recs = await rig.stores[-1].query(kind=AuditKind.FINDING, limit=100)
         assert sum("healedAt" in r.payload["finding"] for r in recs) == 1
     await rig.stop(first)
-    rig.clock.t = T0 + timedelta(minutes=3)
+    rig.clock.at = T0 + timedelta(minutes=3)
     second = await rig.healer("worker-0", mode=mode, argo=argo)
-    await second.process([cleared(rig.clock.t)])
+    await second.process([cleared(rig.clock.at)])
     records = await rig.stores[-1].query(kind=AuditKind.FINDING, limit=100)
     last = next(r for r in records if r.payload["event"] == FindingEventType.CLEARED.value)
-    assert last.payload["finding"]["clearedAt"] == iso(rig.clock.t)
+    assert last.payload["finding"]["clearedAt"] == iso(rig.clock.at)
     assert "healedAt" not in last.payload["finding"]
