@@ -11,15 +11,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from fleetwarden.app.stamping import cause_of
 from fleetwarden.core.findings import Finding
-from fleetwarden.core.incidents import group_incidents
+from fleetwarden.presenting.incidents import incidents_json
 
-__all__ = ["incidents_json", "routes"]
-
-
-def incidents_json(findings: list[Finding], now: datetime) -> list[dict[str, object]]:
-    return [i.to_json(now) for i in group_incidents(cause_of(f) for f in findings)]
+__all__ = ["routes"]
 
 
 def routes(

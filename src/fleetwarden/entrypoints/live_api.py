@@ -33,11 +33,8 @@ from starlette.routing import Route
 
 from fleetwarden.app import denying
 from fleetwarden.app.broadcasting import Message
-from fleetwarden.app.healing import NotLeading
 from fleetwarden.app.serving import Serving
-from fleetwarden.core.policy import RequestCancelled, UnknownDecision
 from fleetwarden.core.signatures import check_bearer
-from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.presenting.dashboard import drift_timeline, fleet_grid, pool_detail
 
 __all__ = ["routes", "sse"]
@@ -129,20 +126,12 @@ def routes(
 
     async def deny(request: Request) -> Response:
         header = request.headers.get("authorization")
-        if not admin_tokens or not check_bearer(header, tuple(admin_tokens)).ok:
-            return JSONResponse({"error": "denying needs auth.admin credentials"}, 401)
+        admin = bool(admin_tokens) and check_bearer(header, tuple(admin_tokens)).ok
         decision_id = request.path_params["id"]
-        try:
-            decision = await denying.deny(pipeline.healer, decision_id, by="an admin (dashboard)")
-        except RequestCancelled as exc:
-            return JSONResponse({"error": str(exc), "decision": exc.decision.to_json()}, 409)
-        except UnknownDecision as exc:
-            return JSONResponse({"error": str(exc)}, 404)
-        except NotLeading as exc:
-            return JSONResponse({"error": str(exc), "leader": False}, 503)
-        except AuditStoreError as exc:
-            return JSONResponse({"error": f"cannot record the refusal, nothing done: {exc}"}, 503)
-        return JSONResponse(decision.to_json())
+        code, body = await denying.denial(
+            pipeline.healer, decision_id, admin=admin, by="an admin (dashboard)"
+        )
+        return JSONResponse(body, code)
 
     return [
         Route("/api/decisions/{id:str}/deny", deny, methods=["POST"]),

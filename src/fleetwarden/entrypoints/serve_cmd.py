@@ -25,7 +25,12 @@ from starlette.routing import Route
 from fleetwarden import logs
 from fleetwarden.adapters import processes
 from fleetwarden.app.approving import approval
-from fleetwarden.app.service_config import exposure_problem, secret_values, without_credentials
+from fleetwarden.app.service_config import (
+    exposure_problem,
+    gateway_config,
+    secret_values,
+    without_credentials,
+)
 from fleetwarden.cli.common import config_option, fail, warn
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.entrypoints import (
@@ -35,7 +40,7 @@ from fleetwarden.entrypoints import (
     incidents_api,
     workloads_api,
 )
-from fleetwarden.entrypoints.gateway import create_app, gateway_config
+from fleetwarden.entrypoints.gateway import create_app
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import parsers
 from fleetwarden.presenting.rendering import visible
