@@ -234,6 +234,11 @@ def start_reading(
             nodedumps.start_split(paths[0], limit=limit, workers=cores)
 
 
+def file_size(path: str) -> int:
+    """A dump's size in bytes (what ``scan`` sizes its workers and progress bar by)."""
+    return os.path.getsize(path)
+
+
 def read_node_files(
     paths: Sequence[str], *, limit: int = DEFAULT_NODES_LIMIT, workers: int = 1
 ) -> list[ObservedNode]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -38,6 +39,7 @@ __all__ = [
     "err_console",
     "exit_code",
     "fail",
+    "failing",
     "load_settings_or_fail",
     "warn",
     "with_options",
@@ -153,15 +155,26 @@ def warn(message: str) -> None:
     )
 
 
+@contextmanager
+def failing(*errors: type[Exception]) -> Iterator[None]:
+    """An error of ``errors`` (default: ``FormatError``, a bad input) raised inside: exit 2
+    with its message, which names the file, field or option."""
+    if not errors:
+        from fleetwarden.formats.errors import FormatError
+
+        errors = (FormatError,)
+    try:
+        yield
+    except errors as exc:
+        fail(str(exc))
+
+
 def load_settings_or_fail(config: Path | None) -> Settings:
     """The ``--config`` settings (``scan:`` and the rest); a bad file exits 2 naming it."""
-    from fleetwarden.formats.errors import FormatError
     from fleetwarden.formats.settings import load_settings
 
-    try:
+    with failing():
         return load_settings(config)
-    except FormatError as exc:
-        fail(str(exc))
 
 
 def emit_report(
