@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_NODES_LIMIT",
     "PathArg",
     "TreeFile",
+    "file_size",
     "iter_tree",
     "list_manifests",
     "load_desired",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["dumps", "emit", "json_safe"]
+__all__ = ["dumps", "emit", "emit_with", "json_safe"]
 
 # what json.dumps leaves as is (it escapes C0 itself): C1 controls and bidi overrides, as JSON
 # \u escapes
@@ -44,3 +44,16 @@ def emit(
     from fleetwarden.presenting.rendering import make_console
 
     show(make_console(wide=wide))
+
+
+def emit_with(as_json: bool, data: Any, printer: str, value: Any, *, wide: bool = False) -> None:
+    """``emit`` with the table printed by ``presenting.<printer>`` (``module.function``, given
+    a console, ``value`` and ``wide``): the printer's module, and rich, load for people only."""
+
+    def show(console: Console) -> None:
+        from importlib import import_module
+
+        module, name = printer.rsplit(".", 1)
+        getattr(import_module(f"fleetwarden.presenting.{module}"), name)(console, value, wide=wide)
+
+    emit(as_json, lambda: data, show, wide=wide)
