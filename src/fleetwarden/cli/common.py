@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from fleetwarden.core.findings import Finding
-    from fleetwarden.core.fleet import FleetReport
     from fleetwarden.formats.settings import Settings
 
 __all__ = [
@@ -35,7 +34,6 @@ __all__ = [
     "OutputFormat",
     "WideOpt",
     "config_option",
-    "emit_report",
     "err_console",
     "exit_code",
     "fail",
@@ -158,7 +156,8 @@ def warn(message: str) -> None:
 @contextmanager
 def failing(*errors: type[Exception]) -> Iterator[None]:
     """An error of ``errors`` (default: ``FormatError``, a bad input) raised inside: exit 2
-    with its message, which names the file, field or option."""
+    with its message, which names the file, field or option (or, for one without a message,
+    its type)."""
     if not errors:
         from fleetwarden.formats.errors import FormatError
 
@@ -166,7 +165,7 @@ def failing(*errors: type[Exception]) -> Iterator[None]:
     try:
         yield
     except errors as exc:
-        fail(str(exc))
+        fail(str(exc) or type(exc).__name__)
 
 
 def load_settings_or_fail(config: Path | None) -> Settings:
@@ -175,20 +174,6 @@ def load_settings_or_fail(config: Path | None) -> Settings:
 
     with failing():
         return load_settings(config)
-
-
-def emit_report(
-    report: FleetReport, output: OutputFormat, *, verbose: bool = False, wide: bool = False
-) -> None:
-    """A pool report as JSON (the contract's shape, on stdout) or as tables for people."""
-    import sys
-
-    from fleetwarden.presenting.rendering import dumps, make_console, print_report
-
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(report.to_json()) + "\n")
-    else:
-        print_report(make_console(wide=wide), report, verbose=verbose, wide=wide)
 
 
 def with_options(

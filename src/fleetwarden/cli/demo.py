@@ -16,12 +16,11 @@ from fleetwarden.cli.common import (
     FormatOpt,
     OutputFormat,
     WideOpt,
-    emit_report,
     exit_code,
     fail,
 )
 from fleetwarden.core.policy import Mode
-from fleetwarden.presenting.rendering import make_console
+from fleetwarden.presenting.rendering import emit_report, make_console
 from fleetwarden.wiring import demo
 
 __all__ = ["demo_command", "register"]
@@ -63,7 +62,7 @@ def demo_command(
     (m5.large -> t3.medium changed in the cloud console)."""
     report = demo.scan_demo()
     if once:
-        emit_report(report, output, wide=wide)
+        emit_report(report, output is OutputFormat.json, wide=wide)
         raise typer.Exit(exit_code(report.findings, FailOn.high))
     if steps is None and output is not OutputFormat.json:  # the service, until Ctrl-C
         from fleetwarden.entrypoints.serve_cmd import build_service

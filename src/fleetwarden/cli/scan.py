@@ -22,7 +22,6 @@ from fleetwarden.cli.common import (
     FormatOpt,
     OutputFormat,
     WideOpt,
-    emit_report,
     err_console,
     exit_code,
     failing,
@@ -33,7 +32,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.presenting.incidents import GroupBy, show_grouped
 from fleetwarden.presenting.json_text import emit
 from fleetwarden.presenting.progress import dump_progress
-from fleetwarden.presenting.rendering import make_console, print_explanation
+from fleetwarden.presenting.rendering import emit_report, make_console, print_explanation
 
 __all__ = ["explain", "register", "scan"]
 
@@ -123,7 +122,7 @@ def scan(
     with failing(FormatError, NothingToCompare):
         report = run_scan(request, files, progress=bar, terminal=err_console().is_terminal)
     if group_by is None:
-        emit_report(report, output, verbose=verbose, wide=wide)
+        emit_report(report, output is OutputFormat.json, verbose=verbose, wide=wide)
     else:  # the same grouping as /api/incidents
         incidents = group_by_cause(report.findings)
         console = make_console(wide=wide)

@@ -22,7 +22,6 @@ Auth is the door's, as for every ``/api/`` route (read token or session cookie).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
@@ -66,33 +65,16 @@ def routes(
     live = pipeline.live
 
     async def stream(request: Request) -> Response:
-        last = _last_id(request)
-        sub = live.subscribe()  # before reading the ring, in one step: nothing falls between
-        missed = list(live.since(last) or ()) if last is not None else []
-        lost = last is not None and live.since(last) is None
+        follower = live.follow(_last_id(request))
 
         async def body() -> AsyncIterator[bytes]:
             try:
                 # the reconnect delay, and the head id
                 yield b"retry: 2000\n: %d\n\n" % live.last_id
-                if lost:
-                    yield sse(Message(live.last_id, "reload", {"reason": "missed messages"}))
-                for old in missed:
-                    yield sse(old)
-                while True:
-                    try:
-                        message = await asyncio.wait_for(sub.next_message(), heartbeat)
-                    except TimeoutError:
-                        yield b": heartbeat\n\n"
-                        continue
-                    if message is None:  # dropped (too slow), or the service stops
-                        if sub.dropped:
-                            notice = {"reason": "too slow to follow: reconnect"}
-                            yield sse(Message(live.last_id, "dropped", notice))
-                        return
-                    yield sse(message)
+                async for message in follower.messages(heartbeat):
+                    yield b": heartbeat\n\n" if message is None else sse(message)
             finally:
-                sub.close()
+                follower.close()
 
         return StreamingResponse(body(), media_type="text/event-stream", headers=_STREAM_HEADERS)
 
