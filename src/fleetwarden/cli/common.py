@@ -33,6 +33,7 @@ __all__ = [
     "FormatOpt",
     "OutputFormat",
     "WideOpt",
+    "argocd_server_option",
     "config_option",
     "err_console",
     "exit_code",
@@ -109,6 +110,13 @@ WideOpt = Annotated[
 def config_option(help: str) -> Any:
     """``--config/-c FILE`` with what the command reads of the file (its help)."""
     return typer.Option("--config", "-c", metavar="FILE", help=help)
+
+
+def argocd_server_option(help: str, *, from_env: bool = True) -> Any:
+    """``--argocd-server URL`` with what the command asks Argo CD (its help); ``from_env``:
+    the environment variable ``ARGOCD_SERVER`` when the option is not given."""
+    envvar = "ARGOCD_SERVER" if from_env else None
+    return typer.Option("--argocd-server", metavar="URL", envvar=envvar, help=help)
 
 
 _err: Console | None = None

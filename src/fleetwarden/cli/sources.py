@@ -14,7 +14,13 @@ import typer
 
 from fleetwarden.adapters.fleet_inputs import LiveSources, load_fleet_settings, read_fleet
 from fleetwarden.app.fleet import nothing_observed, require_app
-from fleetwarden.cli.common import config_option, err_console, fail, with_options
+from fleetwarden.cli.common import (
+    argocd_server_option,
+    config_option,
+    err_console,
+    fail,
+    with_options,
+)
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.formats.errors import FormatError
@@ -115,12 +121,9 @@ ArgoAppOpt = Annotated[
 
 ArgoServerOpt = Annotated[
     str | None,
-    typer.Option(
-        "--argocd-server",
-        metavar="URL",
-        envvar="ARGOCD_SERVER",
-        help="Argo CD API server URL (env ARGOCD_SERVER). The token is read from the "
-        "environment variable ARGOCD_AUTH_TOKEN, never from the command line.",
+    argocd_server_option(
+        "Argo CD API server URL (env ARGOCD_SERVER). The token is read from the "
+        "environment variable ARGOCD_AUTH_TOKEN, never from the command line."
     ),
 ]
 

@@ -21,7 +21,13 @@ import typer
 
 from fleetwarden.adapters.argocd.client import ARGOCD_TOKEN_ENV
 from fleetwarden.adapters.upgrade_inputs import UpgradeInputs, read_upgrade_inputs
-from fleetwarden.cli.common import FormatOpt, OutputFormat, failing, with_options
+from fleetwarden.cli.common import (
+    FormatOpt,
+    OutputFormat,
+    argocd_server_option,
+    failing,
+    with_options,
+)
 from fleetwarden.core.upgrades import RunPhase
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoError
@@ -149,12 +155,7 @@ def run_command(
     ] = None,
     argocd_server: Annotated[
         str | None,
-        typer.Option(
-            "--argocd-server",
-            metavar="URL",
-            envvar="ARGOCD_SERVER",
-            help=f"Argo CD for the cluster step (token in ${ARGOCD_TOKEN_ENV}).",
-        ),
+        argocd_server_option(f"Argo CD for the cluster step (token in ${ARGOCD_TOKEN_ENV})."),
     ] = None,
     poll: Annotated[float, typer.Option("--poll", min=0.01, metavar="SECONDS")] = 5.0,
 ) -> None:
