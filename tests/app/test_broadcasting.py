@@ -71,3 +71,38 @@ def test_since_is_exactly_the_missed_messages_or_none(ring, published, last):
         assert got is None  # from another run, or the ring moved past it: reload
     else:
         assert [m.id for m in got] == list(range(last + 1, published + 1))
+
+
+async def _take(follower, count: int, heartbeat: float = 0.05) -> list:
+    out = []
+    async for message in follower.messages(heartbeat):
+        out.append(None if message is None else (message.id, message.kind))
+        if len(out) == count:
+            break
+    return out
+
+
+async def test_a_follower_gets_what_it_missed_then_new_messages_and_heartbeats_between():
+    live = Broadcaster()
+    for i in range(3):
+        live.publish("finding", {"n": i})
+    follower = live.follow(1)  # saw message 1
+    live.publish("event", {"n": 3})  # after subscribing: comes once, after the missed ones
+    assert await _take(follower, 4) == [(2, "finding"), (3, "finding"), (4, "event"), None]
+    follower.close()
+    assert live.subscribers == 0
+
+
+async def test_a_follower_the_ring_lost_is_told_to_reload_and_a_slow_one_is_dropped():
+    live = Broadcaster(ring=2, queue=2)
+    for i in range(5):
+        live.publish("finding", {"n": i})
+    follower = live.follow(1)  # 2 and 3 are gone from the ring
+    for i in range(3):  # one more than its queue holds
+        live.publish("finding", {"n": i})
+    # the notices carry the head id when they are sent: the client resumes from there
+    expected = [(8, "reload"), (6, "finding"), (7, "finding"), (8, "dropped")]
+    assert await _take(follower, 4) == expected
+    new = live.follow(None)
+    live.close()  # the service stops: the stream just ends
+    assert await _take(new, 10) == []

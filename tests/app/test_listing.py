@@ -142,3 +142,13 @@ def test_a_page_query_refuses_digits_int_would_read_differently():
     for raw in ("²", "٣", "1_0", " 5"):
         with pytest.raises(listing.BadParameter, match=r"^limit must be an integer from 1 to"):
             listing.page_query({"limit": raw}, ())
+
+
+def test_the_next_page_headers_keep_the_query_and_replace_the_cursor():
+    params = [("cluster", "prod-*"), ("cursor", "90"), ("actor", "a&b"), ("cluster", "x")]
+    headers = listing.next_page_headers("/api/events", params, 42)
+    assert headers == {
+        "Link": '</api/events?cluster=prod-%2A&actor=a%26b&cluster=x&cursor=42>; rel="next"',
+        "X-Next-Cursor": "42",
+    }
+    assert listing.next_page_headers("/api/events", params, None) == {}  # nothing older

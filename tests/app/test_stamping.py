@@ -15,7 +15,7 @@ from fleetwarden.app.stamping import (
 from fleetwarden.core.events import ChangeEvent, EventSource, Operation
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.tracking import FindingTracker
-from fleetwarden.entrypoints.incidents_api import incidents_json
+from fleetwarden.presenting.incidents import incidents_json
 
 NOW = datetime(2026, 5, 1, 12, 0, 5, tzinfo=UTC)
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from fleetwarden.cli.deprecations import DEFAULT_COMPONENTS, scan_manifests
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.formats import manifests
+from fleetwarden.wiring.deprecations import scan_manifests
 from tests.conftest import realdata_files
 
 EXE = shutil.which("fleetwarden", path=str(Path(sys.executable).parent)) or "fleetwarden"

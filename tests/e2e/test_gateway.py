@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
 from fleetwarden.app.ingesting import SourceAuth
+from fleetwarden.app.service_config import GatewayConfig
 from fleetwarden.core.signatures import sign
-from fleetwarden.entrypoints.gateway import GatewayConfig, create_app
+from fleetwarden.entrypoints.gateway import create_app
 from fleetwarden.formats.events import SOURCES, parsers
 
 TOKEN = "gw-test-token"

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from rich.console import Console
 
 from fleetwarden.adapters import simulated
-from fleetwarden.cli import demo
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.lifecycle import ClusterHealth, LifecycleEvent, LifecycleType
 from fleetwarden.core.tracking import FindingEvent, FindingEventType
@@ -67,7 +66,9 @@ def test_demo_restore_puts_a_lost_taint_back_and_keeps_the_others():
 def test_the_demo_says_it_stops_when_it_stops():
     out = io.StringIO()
     console = Console(file=out, width=300, color_system=None)
-    demo.run_live(console, simulated.scan_demo(), steps=2, interval=0, seed=1, sleep=lambda _: None)
+    demo_wiring.run_live(
+        console, simulated.scan_demo(), steps=2, interval=0, seed=1, sleep=lambda _: None
+    )
     text = out.getvalue()
     assert "simulating 2 changes" in text and "then stopping" in text
     assert "Ctrl-C stops" not in text
@@ -77,7 +78,7 @@ def test_the_demo_says_it_stops_when_it_stops():
 def test_demo_lines_carry_no_repr_and_no_zero_node_count():
     out = io.StringIO()
     console = Console(file=out, width=300, color_system=None)
-    demo.run_live(
+    demo_wiring.run_live(
         console, simulated.scan_demo(), steps=14, interval=0, seed=7, sleep=lambda _: None
     )
     text = out.getvalue()

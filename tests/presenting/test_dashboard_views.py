@@ -13,9 +13,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleetwarden.adapters import simulated
+from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.formats.nodes import parse_nodes
-from fleetwarden.presenting.dashboard import SEVERITY_RANK, drift_timeline, fleet_grid, pool_detail
+from fleetwarden.presenting.dashboard import (
+    SEVERITY_RANK,
+    cluster_list,
+    drift_timeline,
+    fleet_grid,
+    pool_detail,
+)
 
 NOW = datetime(2026, 12, 1, 5, 0, tzinfo=UTC)
 
@@ -125,3 +132,37 @@ def test_the_timeline_counts_opened_and_cleared_and_measures_mttd_and_mttr():
     assert pools["a/p1"]["mttdSeconds"] == 30.0
     assert pools["a/p1"]["mttrSeconds"] == 630.0
     assert pools["a/p2"]["mttdSeconds"] == 4.0 and pools["a/p2"]["mttrSeconds"] is None
+
+
+def test_the_cluster_list_names_where_each_cluster_is_known_from_and_its_findings():
+    """Dumps give a node count, findings alone a row from ``events``, and with sharding the
+    clusters another replica watches are listed too, each row with its owner."""
+    fleet, _desired, report = _demo()
+    snapshot = {c: parse_nodes(c, orjson.dumps(fleet.node_list(c))) for c in sorted(fleet.nodes)}
+    gone = Finding(
+        cluster="retired-1", pool="general", layer=Layer.L1, field="labels.tier",
+        expected="web", actual=None, severity=Severity.LOW,
+    )  # fmt: skip
+    watcher = FleetWatcher([], client_factory=lambda endpoint: None, emit=lambda event: None)
+    rows = cluster_list(watcher, snapshot, [*report.findings, gone], {})
+    assert [r["cluster"] for r in rows] == sorted([*snapshot, "retired-1"])
+    for row in rows:
+        if row["cluster"] in snapshot:
+            assert row["source"] == "node dump"
+            assert row["nodes"] == len(snapshot[row["cluster"]])
+            count = sum(1 for f in report.findings if f.cluster == row["cluster"])
+            assert row["findings"] == count > 0
+    by_name = {r["cluster"]: r for r in rows}
+    assert by_name["retired-1"] == {
+        "cluster": "retired-1", "source": "events", "health": None, "version": None,
+        "nodes": None, "synced": None, "workloadObjects": None, "findings": 1,
+    }  # fmt: skip
+    assert "owner" not in by_name["retired-1"]  # no sharding: no owner column
+    first = sorted(snapshot)[0]
+    owners = {first: "replica-a", "elsewhere-1": "replica-b"}
+    sharded = {r["cluster"]: r for r in cluster_list(watcher, snapshot, [gone], owners)}
+    assert sharded["elsewhere-1"]["source"] == "another replica"
+    assert sharded["elsewhere-1"]["owner"] == "replica-b"
+    assert sharded[first]["owner"] == "replica-a"
+    assert sharded["retired-1"]["owner"] is None
+    assert list(sharded) == sorted(sharded)

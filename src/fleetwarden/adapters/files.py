@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_NODES_LIMIT",
     "PathArg",
     "TreeFile",
+    "file_size",
     "iter_tree",
     "list_manifests",
     "load_desired",
@@ -232,6 +233,11 @@ def start_reading(
 
             cores = workers if workers is not None else (os.cpu_count() or 1)
             nodedumps.start_split(paths[0], limit=limit, workers=cores)
+
+
+def file_size(path: str) -> int:
+    """A dump's size in bytes (what ``scan`` sizes its workers and progress bar by)."""
+    return os.path.getsize(path)
 
 
 def read_node_files(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["HELM_CACHE", "find_helm", "render_chart"]
+__all__ = ["HELM_CACHE", "find_helm", "render_chart", "require_helm"]
 
 HELM_CACHE = Path("~/.cache/fleetwarden/bin")  # scripts/helm-ensure installs helm there
 RENDER_TIMEOUT = 120.0  # seconds; local charts render in well under a second
@@ -30,6 +30,18 @@ def find_helm() -> str | None:
         return found
     cached = HELM_CACHE.expanduser() / "helm"
     return str(cached) if os.access(cached, os.X_OK) and cached.is_file() else None
+
+
+def require_helm() -> str:
+    """``find_helm``'s helm; a ``ValueError`` saying how to install one when there is none."""
+    found = find_helm()
+    if found is None:
+        raise ValueError(
+            "--helm-chart needs helm, and none was found on PATH or in "
+            f"{HELM_CACHE}: install helm (https://helm.sh/docs/intro/install/), "
+            "or run scripts/helm-ensure from a fleetwarden checkout"
+        )
+    return found
 
 
 def render_chart(

@@ -18,7 +18,7 @@ import yaml
 from fleetwarden.core.events import parse_time
 from fleetwarden.ports.audit import AuditStore
 
-__all__ = ["export_records", "parse_anchors", "parse_since", "resolve_store_url"]
+__all__ = ["export_records", "parse_anchors", "parse_since", "parse_times", "resolve_store_url"]
 
 
 def resolve_store_url(
@@ -95,6 +95,14 @@ def parse_since(text: str, *, now: datetime, option: str) -> datetime:
                 "(2026-11-29) or an age (15m, 24h, 7d)"
             ) from None
     return parsed
+
+
+def parse_times(
+    since: str | None, until: str | None, *, now: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """``--since`` and ``--until`` (``parse_since``'s forms; None when not given)."""
+    start = None if since is None else parse_since(since, now=now, option="--since")
+    return start, None if until is None else parse_since(until, now=now, option="--until")
 
 
 def parse_anchors(values: Sequence[str]) -> dict[int, str]:

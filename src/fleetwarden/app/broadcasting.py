@@ -7,7 +7,8 @@ and never waits: each message gets the next id and goes into a bounded ring (for
 reconnects with ``Last-Event-ID``) and into every subscriber's bounded queue. A subscriber whose
 queue is full is too slow to follow: it is dropped, and its stream ends with a ``dropped``
 notice (the client reconnects and resumes from the ring, or reloads). The pipeline never
-blocks on a browser.
+blocks on a browser. ``Broadcaster.follow`` is what one follower gets, in order: what it
+missed (or a ``reload``), then each new message, with a heartbeat where there is none.
 
 What this module does not do: persist anything (the ring is in memory: after a restart a
 client's ``Last-Event-ID`` is older than the ring and it is told to reload), or know HTTP.
@@ -17,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Broadcaster", "Message", "Subscription"]
+__all__ = ["Broadcaster", "Follower", "Message", "Subscription"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,10 @@ class Broadcaster:
         self._subscribers.add(sub)
         return sub
 
+    def follow(self, last_id: int | None) -> Follower:
+        """A follower that has seen up to ``last_id`` (None: a new one)."""
+        return Follower(self, last_id)
+
     def since(self, last_id: int) -> Iterator[Message] | None:
         """The messages after ``last_id`` still in the ring; None when some of them are gone
         (the ring moved past it, or the id is from before a restart): the client reloads."""
@@ -107,3 +112,40 @@ class Broadcaster:
         if last_id + 1 < oldest:
             return None
         return (m for m in list(self._ring) if m.id > last_id)
+
+
+class Follower:
+    """One follower of a ``Broadcaster`` (a dashboard's event stream), subscribed before the
+    ring is read, in one step: nothing published falls between. ``close`` it when it goes."""
+
+    def __init__(self, live: Broadcaster, last_id: int | None) -> None:
+        self.live = live
+        self._sub = live.subscribe()
+        missed = live.since(last_id) if last_id is not None else iter(())
+        self._lost = missed is None
+        self._missed = list(missed or ())
+
+    async def messages(self, heartbeat: float) -> AsyncIterator[Message | None]:
+        """A ``reload`` message when the ring no longer has what was missed, else the missed
+        messages; then each new one, and None after ``heartbeat`` seconds without one. Ends
+        with a ``dropped`` message when too slow to follow, or silently when the service
+        stops."""
+        if self._lost:
+            yield Message(self.live.last_id, "reload", {"reason": "missed messages"})
+        for old in self._missed:
+            yield old
+        while True:
+            try:
+                message = await asyncio.wait_for(self._sub.next_message(), heartbeat)
+            except TimeoutError:
+                yield None
+                continue
+            if message is None:  # dropped (too slow), or the service stops
+                if self._sub.dropped:
+                    notice = {"reason": "too slow to follow: reconnect"}
+                    yield Message(self.live.last_id, "dropped", notice)
+                return
+            yield message
+
+    def close(self) -> None:
+        self._sub.close()

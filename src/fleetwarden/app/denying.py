@@ -13,12 +13,37 @@ size limit.)
 
 from __future__ import annotations
 
+from typing import Any
+
 from fleetwarden.app.healing import Healer, NotLeading
 from fleetwarden.app.healing_records import cancellation_draft
 from fleetwarden.core import policy as policy_mod
-from fleetwarden.core.policy import Decision
+from fleetwarden.core.policy import Decision, RequestCancelled, UnknownDecision
+from fleetwarden.ports.audit import AuditStoreError
 
-__all__ = ["deny"]
+__all__ = ["denial", "deny"]
+
+
+async def denial(
+    healer: Healer, decision_id: str, *, admin: bool, by: str
+) -> tuple[int, dict[str, Any]]:
+    """``POST /api/decisions/<id>/deny`` as the status and body the service answers (as
+    ``app/approving.approval``): 200 with the refused decision; 401 unless the caller is an
+    admin (``admin``); 404 for an id that waits for nothing; 409 for one cancelled before;
+    503 on a follower or when the store cannot answer (nothing was done)."""
+    if not admin:
+        return 401, {"error": "denying needs auth.admin credentials"}
+    try:
+        decision = await deny(healer, decision_id, by=by)
+    except RequestCancelled as exc:
+        return 409, {"error": str(exc), "decision": exc.decision.to_json()}
+    except UnknownDecision as exc:
+        return 404, {"error": str(exc)}
+    except NotLeading as exc:
+        return 503, {"error": str(exc), "leader": False}
+    except AuditStoreError as exc:
+        return 503, {"error": f"cannot record the refusal, nothing done: {exc}"}
+    return 200, decision.to_json()
 
 
 async def deny(healer: Healer, decision_id: str, *, by: str) -> Decision:

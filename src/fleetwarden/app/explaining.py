@@ -3,7 +3,8 @@
 For each pool: every attribute of its source, as compared (with the value and where it came
 from), unresolved (with the expression), ignored (with the reason) or unaccounted (an attribute
 the reader does not know), plus the defaults the provisioner applies. Pure over what the
-desired-state reader returned; the CLI renders it.
+desired-state reader returned; the CLI renders it. ``run_explain`` is the command: the paths
+read through the scan's file side (``app.scanning.ScanFiles``), then ``explain``.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from fleetwarden.core.fleet import field_counts
+from fleetwarden.app.scanning import ScanFiles, read_desired, require_pools
+from fleetwarden.core.fleet import NothingToCompare, field_counts
 from fleetwarden.core.pools import FieldStatus, NodePoolSpec
 from fleetwarden.core.skips import Skip
+from fleetwarden.formats.settings import Settings
 
-__all__ = ["Explanation", "explain"]
+__all__ = ["Explanation", "explain", "run_explain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +69,33 @@ def explain(
         and (cluster is None or fnmatchcase(p.cluster or "", cluster))
     )
     return Explanation(chosen, tuple(skipped), assumed, field_counts(chosen))
+
+
+def run_explain(
+    files: ScanFiles,
+    desired: Sequence[str],
+    settings: Settings,
+    *,
+    pool: str | None = None,
+    cluster: str | None = None,
+    allow_empty: bool = False,
+) -> Explanation:
+    """``fleetwarden explain``: the pools under the ``[CLUSTER=]PATH`` arguments ``desired``
+    that match ``pool`` and ``cluster``. ``NothingToCompare`` when no pool is found or none
+    matches (unless ``allow_empty``); ``FormatError`` when a named file is bad."""
+    loaded, labels = read_desired(files, [files.parse_path_arg(a) for a in desired], settings)
+    if not allow_empty:
+        require_pools(loaded, labels)
+    result = explain(
+        loaded.pools,
+        skipped=loaded.skipped,
+        pool=pool,
+        cluster=cluster,
+        assumed=settings.assume.describe(),
+    )
+    if not result.pools and loaded.pools and not allow_empty:
+        names = ", ".join(sorted({p.name for p in loaded.pools})[:10])
+        raise NothingToCompare(
+            f"no pool matches --pool {pool or '*'} --cluster {cluster or '*'} (pools: {names})"
+        )
+    return result

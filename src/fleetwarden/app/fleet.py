@@ -35,8 +35,11 @@ __all__ = [
     "gate",
     "gate_clusters",
     "missing_app",
+    "nothing_observed",
     "planned_workloads",
+    "require_app",
     "skipped_json",
+    "versions_of_app",
 ]
 
 
@@ -225,3 +228,39 @@ def gate(
     result = decide_gate(app, clusters, fail_on=fail_on, options=options)
     result.notes[:0] = notes
     return result
+
+
+def require_app(app: str, desired: DesiredState) -> None:
+    """``ValueError`` saying why ``app`` cannot be compared (``missing_app``), if it cannot."""
+    problem = missing_app(app, desired)
+    if problem is not None:
+        raise ValueError(problem)
+
+
+def nothing_observed(state: DesiredState, observed: Mapping[str, wl.ObjectIndex]) -> str | None:
+    """Why there is no cluster to compare when every observed file was skipped, or None."""
+    if observed or not state.unreadable:
+        return None
+    first = state.unreadable[0]
+    return (
+        f"no cluster to compare: {len(state.unreadable)} files were skipped, "
+        f"e.g. {first.path}: {first.reason}"
+    )
+
+
+def versions_of_app(
+    app: str,
+    state: DesiredState,
+    desired: Mapping[str, wl.ObjectIndex],
+    observed: Mapping[str, wl.ObjectIndex],
+    *,
+    namespace: str = "default",
+    drift_only: bool = False,
+) -> dict[str, Any]:
+    """``fleet versions``: ``build_versions`` with the skipped files; ``drift_only``: only the
+    rows that diverge from Git or from their peers (the summary still counts every row)."""
+    doc = build_versions(app, desired, observed, namespace=namespace)
+    if drift_only:
+        doc["rows"] = [r for r in doc["rows"] if r["drift"] or r["divergesFromPeers"]]
+    doc["skipped"] = skipped_json(state)
+    return doc

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from fleetwarden.app.healing import recorded_decision
 from fleetwarden.core.audit import AuditKind, AuditRecord, canonical_json
@@ -241,6 +242,18 @@ def page_query(params: Mapping[str, str], filters: Sequence[str]) -> PageQuery:
     limit = _number(params, "limit", low=1, high=MAX_LIMIT) or 100
     before = _number(params, "cursor", low=1, high=2**63 - 1)
     return PageQuery(limit, before, {name: _text(params, name) for name in filters})
+
+
+def next_page_headers(
+    path: str, params: Sequence[tuple[str, str]], cursor: int | None
+) -> dict[str, str]:
+    """The answer's headers that point at the next page (none when nothing older follows):
+    ``Link: <PATH?...&cursor=N>; rel="next"`` (RFC 8288, the request's parameters kept) and
+    ``X-Next-Cursor: N``."""
+    if cursor is None:
+        return {}
+    query = urlencode([*((k, v) for k, v in params if k != "cursor"), ("cursor", str(cursor))])
+    return {"Link": f'<{path}?{query}>; rel="next"', "X-Next-Cursor": str(cursor)}
 
 
 def _number(params: Mapping[str, str], name: str, *, low: int, high: int) -> int | None:

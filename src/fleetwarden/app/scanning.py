@@ -1,5 +1,9 @@
 """Scanning many clusters at once, spread over worker processes.
 
+``run_scan`` is ``fleetwarden scan``: the paths given read through ``ScanFiles`` (the file
+adapter), nothing-to-compare refused, the workers and the progress bar chosen by the dumps'
+size, then ``scan_clusters``.
+
 Each cluster is read and diffed in one job, so node objects never cross process boundaries:
 only findings come back. ``load`` is the I/O seam (a picklable callable from an adapter).
 With one cluster (fewer clusters than workers) the processes go to the loader instead, which
@@ -8,25 +12,137 @@ may split one big dump between them.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import replace
-from typing import Protocol
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fleetwarden.core.diffing import ClusterDiff, diff_cluster
-from fleetwarden.core.fleet import FleetReport, assemble_report, assign_pools
+from fleetwarden.core.fleet import (
+    FleetReport,
+    NothingToCompare,
+    assemble_report,
+    assign_pools,
+    check_comparable,
+)
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.skips import Skip
 
-__all__ = ["NodeLoader", "scan_clusters"]
+if TYPE_CHECKING:
+    from fleetwarden.formats.desired import DesiredRead
+    from fleetwarden.formats.provisioners import Assumed
+    from fleetwarden.formats.settings import Settings
+
+__all__ = [
+    "NodeLoader",
+    "ProgressBar",
+    "ScanFiles",
+    "ScanRequest",
+    "read_desired",
+    "require_pools",
+    "run_scan",
+    "scan_clusters",
+]
+
+PROGRESS_MIN_BYTES = 1_000_000  # about a few hundred nodes of kubectl JSON
+PARALLEL_MIN_BYTES = 32 * 2**20
+
+# a progress bar over ``total`` bytes: entered, it takes the bytes of each cluster done
+ProgressBar = Callable[[int], AbstractContextManager[Callable[[int], None]]]
 
 
 class NodeLoader(Protocol):
     """The nodes of one cluster's dump files; ``workers`` processes may share the reading."""
 
     def __call__(self, paths: Sequence[str], /, *, workers: int = 1) -> list[ObservedNode]: ...
+
+
+class ScanFiles(Protocol):
+    """The files a scan reads (``adapters.files`` is one): ``[CLUSTER=]PATH`` arguments,
+    the desired pools under them, and the node dumps per cluster."""
+
+    def parse_path_arg(self, text: str, /) -> Any: ...
+
+    def start_reading(self, args: Sequence[Any], /, *, workers: int | None, limit: int) -> None:
+        """Let worker processes start on one big dump while the desired state is read."""
+
+    def load_desired(
+        self, args: Sequence[Any], /, *, limit: int, assume: Assumed | None
+    ) -> DesiredRead: ...
+
+    def node_sources(self, args: Sequence[Any], /) -> dict[str, list[str]]: ...
+
+    def file_size(self, path: str, /) -> int: ...
+
+    @property
+    def read_node_files(self) -> Callable[..., list[ObservedNode]]:
+        """A ``NodeLoader`` once given ``limit=`` (module-level: picklable for workers)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRequest:
+    """What ``scan`` was asked: the ``[CLUSTER=]PATH`` arguments as given, and how to run."""
+
+    desired: Sequence[str]
+    nodes: Sequence[str]
+    settings: Settings
+    allow_empty: bool = False  # nothing to compare is a report, not an error
+    jobs: int | None = None  # worker processes; None: all cores for big dumps, else 1
+    progress: bool | None = None  # None: on a terminal, for dumps over ~1 MB
+
+
+def read_desired(
+    files: ScanFiles, args: Sequence[Any], settings: Settings
+) -> tuple[DesiredRead, list[str]]:
+    """The desired pools under the parsed ``args`` and the arguments' labels (``FormatError``
+    when a file named directly is bad)."""
+    loaded = files.load_desired(args, limit=settings.desired_file_limit, assume=settings.assume)
+    return loaded, [a.label for a in args]
+
+
+def require_pools(loaded: DesiredRead, labels: Sequence[str]) -> None:
+    """``NothingToCompare`` naming what was read when no pool was found."""
+    if not loaded.pools:
+        raise NothingToCompare(loaded.nothing_found(labels))
+
+
+def run_scan(
+    request: ScanRequest, files: ScanFiles, *, progress: ProgressBar, terminal: bool
+) -> FleetReport:
+    """``fleetwarden scan``: the pools under ``request.desired`` against the dumps under
+    ``request.nodes``. ``progress`` shows a bar (when asked, or by default on a ``terminal``
+    for big dumps). Raises ``FormatError`` (a bad input) or ``NothingToCompare``."""
+    settings = request.settings
+    desired_args = [files.parse_path_arg(a) for a in request.desired]
+    nodes_args = [files.parse_path_arg(a) for a in request.nodes]
+    files.start_reading(nodes_args, workers=request.jobs, limit=settings.nodes_file_limit)
+    loaded, labels = read_desired(files, desired_args, settings)
+    sources = files.node_sources(nodes_args)
+    if not request.allow_empty:
+        require_pools(loaded, labels)
+        check_comparable(loaded.pools, sources.keys(), desired_paths=labels)
+    sizes = {c: sum(files.file_size(p) for p in paths) for c, paths in sources.items()}
+    total = sum(sizes.values())
+    jobs = request.jobs
+    if jobs is None:  # processes pay off only for big inputs
+        jobs = (os.cpu_count() or 1) if total > PARALLEL_MIN_BYTES else 1
+    load = functools.partial(files.read_node_files, limit=settings.nodes_file_limit)
+    run = functools.partial(
+        scan_clusters, loaded.pools, sources, load, options=settings.diff,
+        skipped=loaded.skipped, workers=jobs,
+    )  # fmt: skip
+    show = request.progress
+    if show is None:
+        show = terminal and total > PROGRESS_MIN_BYTES
+    if not show:
+        return run()
+    with progress(total) as advance:
+        return run(on_done=lambda cluster: advance(sizes[cluster]))
 
 
 def _job(

@@ -86,6 +86,7 @@ from fleetwarden.app.leader_config import LeaderElectionConfig, leader_election_
 from fleetwarden.app.sharding import SCHEMA as SHARDING_SCHEMA
 from fleetwarden.app.sharding import ShardingConfig, sharding_from
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
+from fleetwarden.core import access
 from fleetwarden.core.access import ReadAuth, default_hosts, is_loopback
 from fleetwarden.core.policy import WarnRule, parse_warn
 from fleetwarden.formats.errors import FormatError
@@ -97,10 +98,12 @@ from fleetwarden.ports.audit import AuditStoreError
 __all__ = [
     "SERVICE_SCHEMA",
     "AppSource",
+    "GatewayConfig",
     "ServiceConfig",
     "StoreChecks",
     "default_store",
     "exposure_problem",
+    "gateway_config",
     "load_service_config",
     "secret_values",
     "service_config_from",
@@ -581,6 +584,38 @@ def exposure_problem(config: ServiceConfig) -> str | None:
         f"listen: {config.host}:{config.port} is reachable from other machines and auth.read "
         "has no bearerToken: /api, /ui and /metrics would be open to them. Set "
         "auth.read.bearerToken, listen on 127.0.0.1, or say auth.read.public: true"
+    )
+
+
+@dataclass
+class GatewayConfig:
+    """The gateway's limits and the door's rules (``entrypoints/gateway.py``)."""
+
+    auth: Mapping[str, SourceAuth] = field(default_factory=dict)
+    body_limit: int = 2**20
+    replay_window: float = 300.0
+    retry_after: int = 5
+    recent_events: int = 1000
+    known_pools: Mapping[str, set[str]] = field(default_factory=dict)  # cluster -> pools
+    batch_events: int = 1000  # events in one request (a batch, or one body that names many)
+    door: access.DoorConfig = field(default_factory=access.DoorConfig)
+
+
+def gateway_config(config: ServiceConfig, known_pools: dict[str, set[str]]) -> GatewayConfig:
+    """The gateway's limits and the door's rules of this configuration."""
+    admin = config.auth.get("admin")
+    return GatewayConfig(
+        auth=config.auth,
+        body_limit=config.body_limit,
+        replay_window=config.replay_window,
+        known_pools=known_pools,
+        batch_events=config.batch_events,
+        door=access.DoorConfig(
+            allowed_hosts=config.allowed_hosts,
+            read=config.read,
+            admin_tokens=admin.bearer_tokens if admin is not None else (),
+            metrics_public=config.metrics_public,
+        ),
     )
 
 

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from fleetwarden.adapters.approvals import ApprovalError, post_approval
-from fleetwarden.cli.common import config_option, fail, warn
-from fleetwarden.formats.errors import FormatError
+from fleetwarden.app.approving import approval_target
+from fleetwarden.cli.common import config_option, failing, warn
 
 __all__ = ["register"]
 
@@ -52,24 +52,14 @@ def register(app: typer.Typer) -> None:
         still allow it, carries it out and records it in the audit log. A request that
         expired, or was made in another policy mode or under another configuration, was
         cancelled: this says so and exits 1, and nothing is done."""
-        if config is not None:
-            try:
+        with failing(ValueError, ApprovalError):  # the config (FormatError), no token, the call
+            cfg = None
+            if config is not None:  # the config's schema and store checks (SQLAlchemy): only then
                 from fleetwarden.wiring.service_config import load_service_config
 
                 cfg = load_service_config(config)
-            except FormatError as exc:
-                fail(str(exc))
-            server = server or f"http://{cfg.host}:{cfg.port}"
-            admin = cfg.auth.get("admin")
-            if token is None and admin is not None and admin.bearer_tokens:
-                token = admin.bearer_tokens[0]
-        server = (server or "http://127.0.0.1:8080").rstrip("/")
-        if not token:
-            fail("no admin token: give --token, FW_ADMIN_TOKEN or a --config with auth.admin")
-        try:
-            status, body = post_approval(server, decision_id, token)
-        except ApprovalError as exc:
-            fail(str(exc))
+            url, admin_token = approval_target(cfg, server, token)
+            status, body = post_approval(url, decision_id, admin_token)
         if status == 409:  # cancelled: expired, or another mode or configuration
             typer.echo(json.dumps(body.get("decision"), indent=2))
             warn(body.get("error", "the request was cancelled; nothing was done"))

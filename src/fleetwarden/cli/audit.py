@@ -15,28 +15,23 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO, TypeVar
+from typing import Annotated, TextIO
 
 import typer
 
-from fleetwarden.app.auditing import export_records, parse_anchors, parse_since, resolve_store_url
-from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, config_option, fail
+from fleetwarden.app.auditing import export_records, parse_anchors, parse_times
+from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, config_option, fail, failing
 from fleetwarden.core.audit import AuditKind
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.presenting.auditing import print_export, print_records, print_verify
-from fleetwarden.presenting.rendering import dumps, json_safe, make_console
-from fleetwarden.wiring.auditing import with_store
+from fleetwarden.presenting.json_text import emit
+from fleetwarden.presenting.rendering import json_safe, make_console
+from fleetwarden.wiring.auditing import store_url, with_store
 
-if TYPE_CHECKING:
-    from fleetwarden.adapters.storage.audit_sql import SqlAuditStore
-
-__all__ = ["audit_app", "parse_since", "register", "resolve_store_url"]
-
-
-T = TypeVar("T")
+__all__ = ["audit_app", "register"]
 
 audit_app = typer.Typer(
     name="audit",
@@ -70,41 +65,6 @@ ConfigOpt = Annotated[
 ]
 
 
-# --------------------------------------------------------------------------- store URL
-
-
-def _url(store: str | None, config: Path | None) -> str:
-    from fleetwarden.app.service_config import default_store
-
-    try:
-        return resolve_store_url(store, config, default_store=default_store)
-    except ValueError as exc:
-        fail(str(exc))
-
-
-def _with_store(url: str, work: Callable[[SqlAuditStore], Awaitable[T]]) -> T:
-    """``wiring.auditing.with_store``; every store error becomes exit 2 with its message."""
-    try:
-        return with_store(url, work)
-    except AuditStoreError as exc:
-        fail(str(exc))
-
-
-# --------------------------------------------------------------------------- times
-
-
-def _time_option(text: str | None, option: str, now: datetime) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        return parse_since(text, now=now, option=option)
-    except ValueError as exc:
-        fail(str(exc))
-
-
-# --------------------------------------------------------------------------- commands
-
-
 @audit_app.command()
 def verify(
     store: StoreOpt = None,
@@ -127,16 +87,11 @@ def verify(
     is wrong with it.  Records cut from the end are seen through the store's chain head (and
     --expect).
     """
-    url = _url(store, config)
-    try:
+    with failing(ValueError, AuditStoreError):  # the URL, an --expect, the store
+        url = store_url(store, config)
         anchors = parse_anchors(expect or ())
-    except ValueError as exc:
-        fail(str(exc))
-    result = _with_store(url, lambda s: s.verify(anchors=anchors))
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(result.to_json()) + "\n")
-    else:
-        print_verify(make_console(), result)
+        result = with_store(url, lambda s: s.verify(anchors=anchors))
+    emit(output is OutputFormat.json, result.to_json, partial(print_verify, result=result))
     raise typer.Exit(0 if result.ok else 1)
 
 
@@ -183,27 +138,18 @@ def query(
     wide: WideOpt = False,
 ) -> None:
     """Audit records, newest first, by cluster, pool, actor, kind, time or refs."""
-    url = _url(store, config)
-    now = datetime.now(UTC)
-    start = _time_option(since, "--since", now)
-    end = _time_option(until, "--until", now)
-    found = _with_store(
-        url,
-        lambda s: s.query(
-            cluster=cluster,
-            pool=pool,
-            actor=actor,
-            kind=kind or None,
-            since=start,
-            until=end,
-            ref=ref,
-            limit=limit,
-        ),
-    )
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps([r.to_json() for r in found]) + "\n")
-    else:
-        print_records(make_console(wide=wide), found, wide=wide)
+    with failing(ValueError, AuditStoreError):  # the URL, a time, the store
+        url = store_url(store, config)
+        start, end = parse_times(since, until, now=datetime.now(UTC))
+        found = with_store(
+            url,
+            lambda s: s.query(
+                cluster=cluster, pool=pool, actor=actor, kind=kind or None, since=start,
+                until=end, ref=ref, limit=limit,
+            ),
+        )  # fmt: skip
+    show = partial(print_records, found=found, wide=wide)
+    emit(output is OutputFormat.json, lambda: [r.to_json() for r in found], show, wide=wide)
 
 
 @audit_app.command()
@@ -226,7 +172,8 @@ def export(
     Each line: seq, id, kind, at, cluster, pool, actor, summary, refs, key, payload, prevHash,
     hash -- enough to verify the chain again elsewhere.
     """
-    url = _url(store, config)
+    with failing(ValueError):
+        url = store_url(store, config)
     target: TextIO
     if output is None:
         target = sys.stdout
@@ -242,9 +189,10 @@ def export(
         target.write(json_safe(text))
 
     try:
-        count, first, last = _with_store(
-            url, lambda s: export_records(s, write, after_seq=after_seq)
-        )
+        with failing(AuditStoreError):
+            count, first, last = with_store(
+                url, lambda s: export_records(s, write, after_seq=after_seq)
+            )
         target.flush()
     except BrokenPipeError:  # `| head`: the reader has all it wanted
         # Python would report the broken pipe again when it flushes stdout at exit.

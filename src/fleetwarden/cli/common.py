@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from fleetwarden.core.findings import Finding
-    from fleetwarden.core.fleet import FleetReport
     from fleetwarden.formats.settings import Settings
 
 __all__ = [
@@ -33,11 +33,12 @@ __all__ = [
     "FormatOpt",
     "OutputFormat",
     "WideOpt",
+    "argocd_server_option",
     "config_option",
-    "emit_report",
     "err_console",
     "exit_code",
     "fail",
+    "failing",
     "load_settings_or_fail",
     "warn",
     "with_options",
@@ -111,6 +112,13 @@ def config_option(help: str) -> Any:
     return typer.Option("--config", "-c", metavar="FILE", help=help)
 
 
+def argocd_server_option(help: str, *, from_env: bool = True) -> Any:
+    """``--argocd-server URL`` with what the command asks Argo CD (its help); ``from_env``:
+    the environment variable ``ARGOCD_SERVER`` when the option is not given."""
+    envvar = "ARGOCD_SERVER" if from_env else None
+    return typer.Option("--argocd-server", metavar="URL", envvar=envvar, help=help)
+
+
 _err: Console | None = None
 
 
@@ -153,29 +161,27 @@ def warn(message: str) -> None:
     )
 
 
+@contextmanager
+def failing(*errors: type[Exception]) -> Iterator[None]:
+    """An error of ``errors`` (default: ``FormatError``, a bad input) raised inside: exit 2
+    with its message, which names the file, field or option (or, for one without a message,
+    its type)."""
+    if not errors:
+        from fleetwarden.formats.errors import FormatError
+
+        errors = (FormatError,)
+    try:
+        yield
+    except errors as exc:
+        fail(str(exc) or type(exc).__name__)
+
+
 def load_settings_or_fail(config: Path | None) -> Settings:
     """The ``--config`` settings (``scan:`` and the rest); a bad file exits 2 naming it."""
-    from fleetwarden.formats.errors import FormatError
     from fleetwarden.formats.settings import load_settings
 
-    try:
+    with failing():
         return load_settings(config)
-    except FormatError as exc:
-        fail(str(exc))
-
-
-def emit_report(
-    report: FleetReport, output: OutputFormat, *, verbose: bool = False, wide: bool = False
-) -> None:
-    """A pool report as JSON (the contract's shape, on stdout) or as tables for people."""
-    import sys
-
-    from fleetwarden.presenting.rendering import dumps, make_console, print_report
-
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(report.to_json()) + "\n")
-    else:
-        print_report(make_console(wide=wide), report, verbose=verbose, wide=wide)
 
 
 def with_options(

@@ -7,53 +7,23 @@ upgrades, heals) and prints the findings that appear and clear after each one.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from fleetwarden.cli.common import (
     FailOn,
     FormatOpt,
     OutputFormat,
     WideOpt,
-    emit_report,
     exit_code,
     fail,
 )
-from fleetwarden.core.fleet import FleetReport
 from fleetwarden.core.policy import Mode
-from fleetwarden.presenting.demo import change_json_lines, print_change
-from fleetwarden.presenting.rendering import demo_intro, findings_table, line, make_console
+from fleetwarden.presenting.rendering import emit_report, make_console
 from fleetwarden.wiring import demo
 
-__all__ = ["demo_command", "register", "run_live"]
-
-
-def run_live(
-    console: Console,
-    report: FleetReport,
-    *,
-    steps: int,
-    interval: float,
-    seed: int,
-    json_lines: bool = False,
-    sleep: Callable[[float], None] = time.sleep,
-    wide: bool = False,
-) -> None:
-    """Print the initial state, then one simulated change per ``interval`` and its effect."""
-    if not json_lines:
-        console.print(findings_table(report.findings, title="demo fleet: current drift", wide=wide))
-        console.print(line((demo_intro(steps, interval), "dim")))
-    changes = demo.live_changes(report, steps=steps, interval=interval, seed=seed, sleep=sleep)
-    for now, what, events in changes:
-        if json_lines:
-            for text in change_json_lines(now, what, events):
-                print(text)
-        else:
-            print_change(console, now, what, events)
+__all__ = ["demo_command", "register"]
 
 
 def demo_command(
@@ -92,12 +62,20 @@ def demo_command(
     (m5.large -> t3.medium changed in the cloud console)."""
     report = demo.scan_demo()
     if once:
-        emit_report(report, output, wide=wide)
+        emit_report(report, output is OutputFormat.json, wide=wide)
         raise typer.Exit(exit_code(report.findings, FailOn.high))
     if steps is None and output is not OutputFormat.json:  # the service, until Ctrl-C
-        _serve(make_console(), port, interval, seed, open_browser, mode.value)
+        from fleetwarden.entrypoints.serve_cmd import build_service
+        from fleetwarden.wiring import demo_service
+
+        if (problem := demo_service.port_problem(port)) is not None:
+            fail(problem)
+        demo_service.serve_demo(
+            make_console(), port=port, interval=interval, seed=seed, browse=open_browser,
+            mode=mode.value, build=build_service,
+        )  # fmt: skip
         return
-    run_live(
+    demo.run_live(
         make_console(wide=wide),
         report,
         steps=12 if steps is None else steps,
@@ -106,47 +84,6 @@ def demo_command(
         json_lines=output is OutputFormat.json,
         wide=wide,
     )
-
-
-def _serve(console: Any, port: int, interval: float, seed: int, browse: bool, mode: str) -> None:
-    """The demo service until Ctrl-C: the URL and tokens printed, the browser opened when
-    there is a display; everything started is stopped on the way out."""
-    import asyncio
-    import contextlib
-    import socket
-    import webbrowser
-
-    from fleetwarden import logs
-    from fleetwarden.entrypoints.serve_cmd import build_service
-    from fleetwarden.presenting.demo import demo_service_text
-    from fleetwarden.wiring import demo_service
-
-    with socket.socket() as probe:  # a taken port: say which option to change
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as exc:
-            fail(f"demo: cannot listen on 127.0.0.1:{port} ({exc.strerror}): pass --port N")
-
-    def ready(url: str, tokens: dict[str, str], service: Any) -> None:
-        live = service.config.kubeconfig is not None
-        text = demo_service_text(url, tokens["read"], tokens["admin"], interval, mode, live=live)
-        console.print(text)
-        if browse and demo_service.has_display():
-            webbrowser.open(url)
-
-    logs.configure("console", "warning")  # what goes wrong, not every request
-    run = demo_service.run(
-        port=port,
-        interval=interval,
-        seed=seed,
-        mode=mode,
-        on_ready=ready,
-        build=build_service,
-        real=True,  # real kube-apiservers when this checkout has their binaries cached
-    )
-    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
-        runner.run(run)
-    console.print("demo stopped: service, simulated cloud and temporary store removed")
 
 
 def register(app: typer.Typer) -> None:

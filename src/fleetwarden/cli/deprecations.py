@@ -5,60 +5,33 @@ Kubernetes' own sources, Pluto's and kubent's (docs/deprecation-table.md). ``--l
 clusters instead (``app.live_deprecating``). Exit 0
 clean, 1 when an API is removed at the target (or only deprecated, with ``--fail-on
 deprecated``), 2 on bad arguments or input. The use case, and what is skipped rather than
-fatal, is ``app.deprecating``; this module parses the arguments, wires the file reader and
-helm into one ``find_deprecations`` call, and renders the result.
+fatal, is ``app.deprecating``; this module parses the arguments, calls
+``wiring.deprecations`` (the file reader and helm, or the live clusters) and renders the
+result.
 """
 
 from __future__ import annotations
 
-import asyncio
-import sys
-from collections.abc import Sequence
 from enum import StrEnum
-from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from fleetwarden.adapters import files, helm
 from fleetwarden.app import deprecating
-from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, Scan
-from fleetwarden.app.live_deprecating import find_live_deprecations
-from fleetwarden.cli.common import AuditLogOpt, OutputFormat, WideOpt, fail
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS
+from fleetwarden.cli.common import AuditLogOpt, OutputFormat, WideOpt, fail, failing
 from fleetwarden.core import deprecations
-from fleetwarden.core.deprecations import DeprecationTable, Status
-from fleetwarden.formats.errors import FormatError
-from fleetwarden.presenting.json_text import dumps
+from fleetwarden.core.deprecations import Status
+from fleetwarden.presenting.json_text import emit_with
+from fleetwarden.wiring.deprecations import scan_live, scan_manifests
 
-__all__ = ["DEFAULT_COMPONENTS", "register", "scan_manifests"]
+__all__ = ["register"]
 
 
 class _FailOn(StrEnum):
     deprecated = "deprecated"
     removed = "removed"
-
-
-def scan_manifests(
-    paths: Sequence[Path],
-    target: deprecations.MinorVersion,
-    table: DeprecationTable,
-    *,
-    workers: int = 1,
-) -> Scan:
-    """``find_deprecations`` over files on disk."""
-    return deprecating.find_deprecations(
-        paths,
-        target,
-        table,
-        list_files=files.list_manifests,
-        read=files.read_manifest,
-        workers=workers,
-    )
-
-
-def _render(helm_bin: str, chart: Path, target: deprecations.MinorVersion) -> str:
-    return helm.render_chart(chart, helm=helm_bin, kube_version=deprecations.format_minor(target))
 
 
 def deprecations_command(
@@ -144,64 +117,24 @@ def deprecations_command(
     target = deprecations.parse_minor(target_version)
     if target is None:
         fail(f"--target-version: expected MAJOR.MINOR such as 1.25, got {target_version!r}")
+    as_json = output is OutputFormat.json
+    threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
     if live:
-        from fleetwarden.adapters.live_apis import read_live_clusters  # httpx: --live only
-
-        try:
-            sources = read_live_clusters(kubeconfig, context or (), audit_log or (), config)
-        except (FormatError, ValueError) as exc:
-            fail(str(exc))
-        report = asyncio.run(find_live_deprecations(sources, target))
-        _emit(
-            output, report.to_json(), "live_deprecations", "print_live_deprecations", report, wide
-        )
-        threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
+        with failing(ValueError):  # a bad kubeconfig, context or audit log (FormatError too)
+            report = scan_live(target, kubeconfig, context or (), audit_log or (), config)
+        printer = "live_deprecations.print_live_deprecations"
+        emit_with(as_json, report.to_json(), printer, report, wide=wide)
         raise typer.Exit(2 if report.nothing_read else int(report.failing(threshold)))
     if not manifest_paths and not helm_charts:
         fail("nothing to scan: give --manifests PATH or --helm-chart DIR")
-    try:
+    with failing(ValueError):  # an unknown --component, no helm, a bad file (FormatError)
         table = deprecating.table_for(component or DEFAULT_COMPONENTS)
-    except ValueError as exc:
-        fail(str(exc))
-    helm_bin = helm.find_helm() if helm_charts else None
-    if helm_charts and helm_bin is None:
-        fail(
-            "--helm-chart needs helm, and none was found on PATH or in "
-            f"{helm.HELM_CACHE}: install helm (https://helm.sh/docs/intro/install/), "
-            "or run scripts/helm-ensure from a fleetwarden checkout"
-        )
-    try:
-        scan = deprecating.find_deprecations(
-            manifest_paths or [],
-            target,
-            table,
-            list_files=files.list_manifests,
-            read=files.read_manifest,
-            charts=helm_charts or [],
-            render=partial(_render, helm_bin) if helm_bin else None,
+        scan = scan_manifests(
+            manifest_paths or [], target, table, charts=helm_charts or [],
             workers=deprecating.default_workers(),
-        )
-    except FormatError as exc:
-        fail(str(exc))
-    _emit(output, scan.to_json(), "deprecations", "print_deprecations", scan, wide)
-    threshold = Status.DEPRECATED if fail_on is _FailOn.deprecated else Status.REMOVED
+        )  # fmt: skip
+    emit_with(as_json, scan.to_json(), "deprecations.print_deprecations", scan, wide=wide)
     raise typer.Exit(1 if scan.failing(threshold) else 0)
-
-
-def _emit(
-    output: OutputFormat, data: object, module: str, show: str, value: object, wide: bool
-) -> None:
-    """JSON, or the table ``presenting.<module>.<show>`` prints: rich is loaded for people
-    only, never for JSON output."""
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(data) + "\n")
-        return
-    from importlib import import_module
-
-    from fleetwarden.presenting.rendering import make_console
-
-    printer = getattr(import_module(f"fleetwarden.presenting.{module}"), show)
-    printer(make_console(wide=wide), value, wide=wide)
 
 
 def register(app: typer.Typer) -> None:

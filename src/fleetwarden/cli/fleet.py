@@ -11,12 +11,12 @@ unreadable-file rules: ``cli.sources``; the comparisons: ``app.fleet``.
 
 from __future__ import annotations
 
-import sys
+from functools import partial
 from typing import Annotated
 
 import typer
 
-from fleetwarden.app.fleet import build_versions, drift_of_app, skipped_json
+from fleetwarden.app.fleet import drift_of_app, skipped_json, versions_of_app
 from fleetwarden.cli.common import (
     FailOn,
     FailOnOpt,
@@ -28,7 +28,7 @@ from fleetwarden.cli.common import (
 )
 from fleetwarden.cli.sources import LoadedFleet, load_fleet
 from fleetwarden.core.findings import Severity
-from fleetwarden.presenting.rendering import dumps, make_console
+from fleetwarden.presenting.json_text import emit
 from fleetwarden.presenting.workloads import print_drift, print_versions
 
 __all__ = ["diff_command", "register", "versions_command"]
@@ -62,14 +62,11 @@ def versions_command(
         --kubeconfig ~/.kube/fleet.yaml
     """
     app, state, desired_idx, observed, fleet = loaded
-    doc = build_versions(app, desired_idx, observed, namespace=fleet.options.namespace)
-    if drift_only:
-        doc["rows"] = [r for r in doc["rows"] if r["drift"] or r["divergesFromPeers"]]
-    doc["skipped"] = skipped_json(state)
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(doc) + "\n")
-    else:
-        print_versions(make_console(wide=wide), doc, state, wide=wide)
+    doc = versions_of_app(
+        app, state, desired_idx, observed, namespace=fleet.options.namespace, drift_only=drift_only
+    )
+    show = partial(print_versions, doc=doc, state=state, wide=wide)
+    emit(output is OutputFormat.json, lambda: doc, show, wide=wide)
     drift = doc["summary"]["drift"] > 0
     raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
 
@@ -95,10 +92,8 @@ def diff_command(
     """
     app, state, desired_idx, observed, fleet = loaded
     drift = drift_of_app(app, desired_idx, observed, options=fleet.options)
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(drift.to_json(skipped_json(state))) + "\n")
-    else:
-        print_drift(make_console(wide=wide), app, drift, state, verbose=verbose, wide=wide)
+    show = partial(print_drift, app=app, drift=drift, state=state, verbose=verbose, wide=wide)
+    emit(output is OutputFormat.json, lambda: drift.to_json(skipped_json(state)), show, wide=wide)
     raise typer.Exit(exit_code(drift.findings, fail_on))
 
 

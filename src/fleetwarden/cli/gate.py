@@ -8,13 +8,12 @@ neither the HTTP clients nor the serve stack.
 
 from __future__ import annotations
 
-import sys
 from functools import partial
 from typing import Annotated
 
 import typer
 
-from fleetwarden.adapters.fleet_inputs import read_gate
+from fleetwarden.adapters.fleet_inputs import load_fleet_settings, read_gate
 from fleetwarden.app import fleet as fleet_app
 from fleetwarden.cli.common import (
     FAIL_ON_METAVAR,
@@ -31,14 +30,12 @@ from fleetwarden.cli.sources import (
     ConfigOpt,
     DesiredOpt,
     LiveSources,
-    check_app,
-    fleet_settings_or_fail,
     input_errors,
     live_sources,
     progress,
 )
 from fleetwarden.core.findings import Severity
-from fleetwarden.presenting.rendering import dumps, make_console
+from fleetwarden.presenting.json_text import emit
 from fleetwarden.presenting.workloads import print_gate, print_gate_blocked
 
 __all__ = ["gate_command", "register"]
@@ -104,7 +101,8 @@ def gate_command(
       fleetwarden gate --app shop --argocd-app shop -d /git/pools/
         --in-cluster prod-eu-1
     """
-    settings, fleet = fleet_settings_or_fail(config)
+    with input_errors():
+        settings, fleet = load_fleet_settings(config)
     if not desired and not live.argocd_apps:
         fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
     if not nodes and live.kubeconfig is None and in_cluster is None:
@@ -112,7 +110,7 @@ def gate_command(
     with input_errors():
         state, node_map, observed = read_gate(
             app, desired or (), nodes or (), workloads or (), settings, fleet, live,
-            in_cluster=in_cluster, check=partial(check_app, app), progress=progress,
+            in_cluster=in_cluster, check=partial(fleet_app.require_app, app), progress=progress,
         )  # fmt: skip
     if not node_map:
         fail("--nodes: no node dump found")
@@ -125,10 +123,8 @@ def gate_command(
         fail_on=Severity(fail_on.value),
         options=settings.diff,
     )
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(result.to_json()) + "\n")
-    else:
-        print_gate(make_console(wide=wide), result, wide=wide)
+    show = partial(print_gate, result=result, wide=wide)
+    emit(output is OutputFormat.json, result.to_json, show, wide=wide)
     if result.blocked and output is OutputFormat.json:  # stdout is for machines
         print_gate_blocked(err_console(), app, result)
     raise typer.Exit(1 if result.blocked else 0)

@@ -3,14 +3,14 @@ of drift per pool, cluster and layer, read from the audit store (``app.reporting
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from fleetwarden.cli.common import FormatOpt, OutputFormat, config_option, fail
+from fleetwarden.cli.common import FormatOpt, OutputFormat, config_option, failing
 
 __all__ = ["register"]
 
@@ -28,25 +28,19 @@ def report(
     output: FormatOpt = OutputFormat.table,
 ) -> None:
     """Time to detect, restore and notify, and findings opened, cleared and healed."""
-    from fleetwarden.app.auditing import resolve_store_url
     from fleetwarden.app.reporting import build_report
-    from fleetwarden.app.service_config import default_store
     from fleetwarden.core.reporting import parse_window
     from fleetwarden.ports.audit import AuditStoreError
-    from fleetwarden.presenting import rendering, reporting
-    from fleetwarden.wiring.auditing import with_store
+    from fleetwarden.presenting.json_text import emit
+    from fleetwarden.presenting.reporting import print_drift_report
+    from fleetwarden.wiring.auditing import store_url, with_store
 
     now = datetime.now(UTC)
-    try:
+    with failing(ValueError, AuditStoreError):
         parse_window(since)  # a bad --since is said before any store is opened
-        url = resolve_store_url(store, config, default_store=default_store)
+        url = store_url(store, config)
         result = with_store(url, lambda s: build_report(s, since=since, now=now, cluster=cluster))
-    except (ValueError, AuditStoreError) as exc:
-        fail(str(exc))
-    if output is OutputFormat.json:
-        sys.stdout.write(rendering.dumps(result.to_json()) + "\n")
-    else:
-        reporting.print_drift_report(rendering.make_console(), result)
+    emit(output is OutputFormat.json, result.to_json, partial(print_drift_report, report=result))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,22 +1,20 @@
 """``fleetwarden scan`` and ``fleetwarden explain``: desired node pools against node dumps.
 
-Parse the arguments, load the desired pools and the dump list (``adapters.files``), call
-``app.scanning.scan_clusters`` (or ``app.explaining.explain``) and render.
+Parse the arguments, call ``app.scanning.run_scan`` (or ``app.explaining.run_explain``) over
+the file adapter (``adapters.files``) and render.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from fleetwarden.adapters import files
-from fleetwarden.app import explaining
-from fleetwarden.app.scanning import scan_clusters
+from fleetwarden.app.explaining import run_explain
+from fleetwarden.app.scanning import ScanRequest, run_scan
 from fleetwarden.app.stamping import group_by_cause
 from fleetwarden.cli.common import (
     FailOn,
@@ -24,27 +22,19 @@ from fleetwarden.cli.common import (
     FormatOpt,
     OutputFormat,
     WideOpt,
-    emit_report,
     err_console,
     exit_code,
-    fail,
+    failing,
     load_settings_or_fail,
 )
-from fleetwarden.core.fleet import FleetReport, NothingToCompare, check_comparable
+from fleetwarden.core.fleet import NothingToCompare
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.presenting.incidents import GroupBy, show_grouped
+from fleetwarden.presenting.json_text import emit
 from fleetwarden.presenting.progress import dump_progress
-from fleetwarden.presenting.rendering import dumps, make_console, print_explanation
-
-if TYPE_CHECKING:
-    from fleetwarden.formats.desired import DesiredRead
-    from fleetwarden.formats.settings import Settings
+from fleetwarden.presenting.rendering import emit_report, make_console, print_explanation
 
 __all__ = ["explain", "register", "scan"]
-
-
-PROGRESS_MIN_BYTES = 1_000_000  # about a few hundred nodes of kubectl JSON
-PARALLEL_MIN_BYTES = 32 * 2**20
 
 
 DesiredOpt = Annotated[
@@ -127,24 +117,12 @@ def scan(
       fleetwarden scan -d prod-eu-1=clusters/prod-eu-1/ -n prod-eu-1=nodes.json
     """
     settings = load_settings_or_fail(config)
-    try:
-        desired_args = [files.parse_path_arg(a) for a in desired]
-        nodes_args = [files.parse_path_arg(a) for a in nodes]
-        files.start_reading(nodes_args, workers=jobs, limit=settings.nodes_file_limit)
-        loaded = files.load_desired(
-            desired_args, limit=settings.desired_file_limit, assume=settings.assume
-        )
-        sources = files.node_sources(nodes_args)
-        if not allow_empty:
-            paths = [a.label for a in desired_args]
-            if not loaded.pools:
-                raise NothingToCompare(loaded.nothing_found(paths))
-            check_comparable(loaded.pools, sources.keys(), desired_paths=paths)
-        report = _scan(loaded, sources, settings, progress, jobs)
-    except (FormatError, NothingToCompare) as exc:
-        fail(str(exc))
+    request = ScanRequest(desired, nodes, settings, allow_empty, jobs=jobs, progress=progress)
+    bar = partial(dump_progress, err_console())
+    with failing(FormatError, NothingToCompare):
+        report = run_scan(request, files, progress=bar, terminal=err_console().is_terminal)
     if group_by is None:
-        emit_report(report, output, verbose=verbose, wide=wide)
+        emit_report(report, output is OutputFormat.json, verbose=verbose, wide=wide)
     else:  # the same grouping as /api/incidents
         incidents = group_by_cause(report.findings)
         console = make_console(wide=wide)
@@ -182,54 +160,13 @@ def explain(
       fleetwarden explain -d clusters/prod-eu-1/eksctl.yaml --pool ng-1
     """
     settings = load_settings_or_fail(config)
-    try:
-        desired_args = [files.parse_path_arg(a) for a in desired]
-        loaded = files.load_desired(
-            desired_args, limit=settings.desired_file_limit, assume=settings.assume
+    with failing(FormatError, NothingToCompare):
+        result = run_explain(
+            files, desired, settings, pool=pool, cluster=cluster, allow_empty=allow_empty
         )
-        if not loaded.pools and not allow_empty:
-            raise NothingToCompare(loaded.nothing_found([a.label for a in desired_args]))
-    except (FormatError, NothingToCompare) as exc:
-        fail(str(exc))
-    result = explaining.explain(
-        loaded.pools,
-        skipped=loaded.skipped,
-        pool=pool,
-        cluster=cluster,
-        assumed=settings.assume.describe(),
-    )
-    if not result.pools and loaded.pools and not allow_empty:
-        names = ", ".join(sorted({p.name for p in loaded.pools})[:10])
-        fail(f"no pool matches --pool {pool or '*'} --cluster {cluster or '*'} (pools: {names})")
-    if output is OutputFormat.json:
-        sys.stdout.write(dumps(result.to_json()) + "\n")
-    else:
-        print_explanation(make_console(wide=wide), result, wide=wide)
+    show = partial(print_explanation, result=result, wide=wide)
+    emit(output is OutputFormat.json, result.to_json, show, wide=wide)
     raise typer.Exit(1 if strict and result.unaccounted else 0)
-
-
-def _scan(
-    loaded: DesiredRead,
-    sources: dict[str, list[str]],
-    settings: Settings,
-    progress: bool | None,
-    jobs: int | None,
-) -> FleetReport:
-    sizes = {c: sum(os.path.getsize(p) for p in paths) for c, paths in sources.items()}
-    total = sum(sizes.values())
-    if jobs is None:  # processes pay off only for big inputs
-        jobs = (os.cpu_count() or 1) if total > PARALLEL_MIN_BYTES else 1
-    load = functools.partial(files.read_node_files, limit=settings.nodes_file_limit)
-    run = functools.partial(
-        scan_clusters, loaded.pools, sources, load, options=settings.diff,
-        skipped=loaded.skipped, workers=jobs,
-    )  # fmt: skip
-    if progress is None:
-        progress = err_console().is_terminal and total > PROGRESS_MIN_BYTES
-    if not progress:
-        return run()
-    with dump_progress(err_console(), total) as advance:
-        return run(on_done=lambda cluster: advance(sizes[cluster]))
 
 
 def register(app: typer.Typer) -> None:

@@ -13,12 +13,17 @@ from typing import Annotated, NamedTuple
 import typer
 
 from fleetwarden.adapters.fleet_inputs import LiveSources, load_fleet_settings, read_fleet
-from fleetwarden.app.fleet import missing_app
-from fleetwarden.cli.common import config_option, err_console, fail, with_options
+from fleetwarden.app.fleet import nothing_observed, require_app
+from fleetwarden.cli.common import (
+    argocd_server_option,
+    config_option,
+    err_console,
+    fail,
+    with_options,
+)
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.settings import Settings
 from fleetwarden.formats.workloads import FleetSettings
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.progress import cluster_progress
@@ -37,8 +42,6 @@ __all__ = [
     "NamespaceOpt",
     "RevisionOpt",
     "WorkloadsOpt",
-    "check_app",
-    "fleet_settings_or_fail",
     "input_errors",
     "live_sources",
     "load_fleet",
@@ -118,12 +121,9 @@ ArgoAppOpt = Annotated[
 
 ArgoServerOpt = Annotated[
     str | None,
-    typer.Option(
-        "--argocd-server",
-        metavar="URL",
-        envvar="ARGOCD_SERVER",
-        help="Argo CD API server URL (env ARGOCD_SERVER). The token is read from the "
-        "environment variable ARGOCD_AUTH_TOKEN, never from the command line.",
+    argocd_server_option(
+        "Argo CD API server URL (env ARGOCD_SERVER). The token is read from the "
+        "environment variable ARGOCD_AUTH_TOKEN, never from the command line."
     ),
 ]
 
@@ -169,20 +169,6 @@ def live_sources(
     )
 
 
-def fleet_settings_or_fail(config: Path | None) -> tuple[Settings, FleetSettings]:
-    try:
-        return load_fleet_settings(config)
-    except FormatError as exc:
-        fail(str(exc))
-
-
-def check_app(app: str, desired: DesiredState) -> None:
-    """Exit 2 when the desired state holds nothing of ``app``."""
-    problem = missing_app(app, desired)
-    if problem is not None:
-        fail(problem)
-
-
 def progress(total: int) -> AbstractContextManager[Callable[[str], None]]:
     """A progress bar on stderr while live clusters are read."""
     return cluster_progress(err_console(), total)
@@ -190,7 +176,8 @@ def progress(total: int) -> AbstractContextManager[Callable[[str], None]]:
 
 @contextmanager
 def input_errors() -> Iterator[None]:
-    """A bad input, Argo CD setting or kubeconfig credential: exit 2 saying which."""
+    """A bad input, Argo CD setting or kubeconfig credential, or no ``--app`` in the desired
+    state (``app.fleet.require_app``): exit 2 saying which."""
     try:
         yield
     except (FormatError, ValueError) as exc:
@@ -220,7 +207,8 @@ def load_fleet(
 ) -> LoadedFleet:
     """The options of ``fleet versions | diff`` that name the inputs (``with_options``),
     read; exit 2 naming what is missing or unreadable."""
-    settings, fleet = fleet_settings_or_fail(config)
+    with input_errors():
+        settings, fleet = load_fleet_settings(config)
     if not desired and not live.argocd_apps:
         fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
     if not workloads and live.kubeconfig is None:
@@ -228,12 +216,8 @@ def load_fleet(
     with input_errors():
         state, observed = read_fleet(
             app, desired or (), workloads or (), settings, fleet, live,
-            check=partial(check_app, app), progress=progress,
+            check=partial(require_app, app), progress=progress,
         )  # fmt: skip
-    if not observed and state.unreadable:
-        first = state.unreadable[0]
-        fail(
-            f"no cluster to compare: {len(state.unreadable)} files were skipped, "
-            f"e.g. {first.path}: {first.reason}"
-        )
+    if (problem := nothing_observed(state, observed)) is not None:
+        fail(problem)
     return LoadedFleet(app, state, state.indexes(observed), observed, fleet)

@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
 from fleetwarden.adapters.argocd.client import ARGOCD_TOKEN_ENV
 from fleetwarden.adapters.upgrade_inputs import UpgradeInputs, read_upgrade_inputs
-from fleetwarden.cli.common import FormatOpt, OutputFormat, fail, with_options
+from fleetwarden.cli.common import (
+    FormatOpt,
+    OutputFormat,
+    argocd_server_option,
+    failing,
+    with_options,
+)
 from fleetwarden.core.upgrades import RunPhase
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoError
@@ -34,7 +39,8 @@ from fleetwarden.wiring import upgrading
 
 __all__ = ["register", "upgrade_app"]
 
-T = TypeVar("T")
+# what planning or running may fail with: exit 2 with the message, never a traceback
+_ERRORS = (KubeError, FormatError, ArgoError, AuditStoreError, ValueError, OSError)
 
 
 upgrade_app = typer.Typer(
@@ -115,28 +121,20 @@ def parse_inputs(
     budget: Budget = 30.0,
 ) -> UpgradeInputs:
     """Every argument read and checked; exit 2 naming the one that is wrong."""
-    try:
+    with failing(ValueError):  # FormatError too
         return read_upgrade_inputs(
             target, to, desired=desired or (), kubeconfig=kubeconfig, context=context,
             manifests=manifests or (), flux=flux, argocd_app=argocd_app, ownership=ownership,
             surge=surge, unavailable=unavailable, budget=budget,
         )  # fmt: skip
-    except (FormatError, ValueError) as exc:
-        fail(str(exc))
-
-
-def _run_or_fail(coro: Coroutine[Any, Any, T]) -> T:
-    try:
-        return asyncio.run(coro)
-    except (KubeError, FormatError, ArgoError, AuditStoreError, ValueError, OSError) as exc:
-        fail(str(exc) or type(exc).__name__)
 
 
 @upgrade_app.command("plan")
 @with_options(parse_inputs, "inputs")
 def plan_command(inputs: UpgradeInputs, output: FormatOpt = OutputFormat.table) -> None:
     """The pre-flight checks and the ordered steps; exit 1 when the pre-flight blocks."""
-    plan = _run_or_fail(upgrading.plan(inputs))
+    with failing(*_ERRORS):
+        plan = asyncio.run(upgrading.plan(inputs))
     if output is OutputFormat.json:
         typer.echo(json.dumps(plan.to_json(), indent=2))
     else:
@@ -157,12 +155,7 @@ def run_command(
     ] = None,
     argocd_server: Annotated[
         str | None,
-        typer.Option(
-            "--argocd-server",
-            metavar="URL",
-            envvar="ARGOCD_SERVER",
-            help=f"Argo CD for the cluster step (token in ${ARGOCD_TOKEN_ENV}).",
-        ),
+        argocd_server_option(f"Argo CD for the cluster step (token in ${ARGOCD_TOKEN_ENV})."),
     ] = None,
     poll: Annotated[float, typer.Option("--poll", min=0.01, metavar="SECONDS")] = 5.0,
 ) -> None:
@@ -170,17 +163,17 @@ def run_command(
     when started again. Exit 1 when a step failed or the window went over its budget."""
     console = make_console(stderr=True)
     quiet = output is not OutputFormat.table  # JSON: only the report, on stdout
-    report = _run_or_fail(
-        upgrading.run(
-            inputs,
-            store=store,
-            argocd_server=argocd_server,
-            execute=execute,
-            poll=poll,
-            on_progress=(lambda p: None) if quiet else partial(print_progress, console),
-            on_record=(lambda r: None) if quiet else partial(print_step, console),
-        )
+    run = upgrading.run(
+        inputs,
+        store=store,
+        argocd_server=argocd_server,
+        execute=execute,
+        poll=poll,
+        on_progress=(lambda p: None) if quiet else partial(print_progress, console),
+        on_record=(lambda r: None) if quiet else partial(print_step, console),
     )
+    with failing(*_ERRORS):
+        report = asyncio.run(run)
     if output is OutputFormat.json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     elif report.findings:

@@ -15,6 +15,7 @@ from fleetwarden.cli.common import (
     AuditLogOpt,
     OutputFormat,
     WideOpt,
+    argocd_server_option,
     config_option,
     fail,
     warn,
@@ -71,12 +72,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         argocd_server: Annotated[
             str | None,
-            typer.Option(
-                "--argocd-server",
-                metavar="URL",
-                help="The Argo CD API (token in ARGOCD_AUTH_TOKEN): on a cluster upgrade, the "
+            argocd_server_option(
+                "The Argo CD API (token in ARGOCD_AUTH_TOKEN): on a cluster upgrade, the "
                 "rendered manifests of every application targeting it are checked for APIs "
                 "removed at the new version (cluster.upgrade_scan).",
+                from_env=False,
             ),
         ] = None,
         store: Annotated[

@@ -40,6 +40,7 @@ __all__ = [
     "family",
     "host_allowed",
     "is_loopback",
+    "same_origin",
     "session_ok",
     "session_value",
 ]
@@ -191,6 +192,21 @@ def credentials_ok(headers: Mapping[str, str], config: DoorConfig, *, now: float
     if auth and check_bearer(auth, tokens).ok:
         return True
     return session_ok(_cookie(headers), tokens, now=now)
+
+
+def same_origin(headers: Mapping[str, str]) -> bool:
+    """Whether a form post comes from this site's own page. A browser says where it comes
+    from: ``Sec-Fetch-Site`` (every current browser), else ``Origin``; it must be this site.
+    Neither: not a browser, and a client that is not one needs the token anyway.
+    ``headers`` have lower-case names."""
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site == "same-origin"
+    origin = headers.get("origin")
+    if origin is None:
+        return True
+    _, sep, rest = origin.partition("://")
+    return bool(sep) and rest.lower() == headers.get("host", "").lower()
 
 
 def check(

@@ -8,17 +8,14 @@ puts every value on the page as text, and the answers carry a Content-Security-P
 allows only this origin's own script and style, so a hostile label value or cluster name
 cannot run anything in an operator's browser.
 
-``GET /api/clusters``: one entry per cluster known to the service -- live ones (health,
-version, node count, cached workload objects, synced) and those known only from node dumps --
-with its current finding count.
+``GET /api/clusters``: one entry per cluster known to the service, with its current finding
+count (``presenting.dashboard.cluster_list``).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
-from typing import Any
 
 import orjson
 from starlette.requests import Request
@@ -30,8 +27,9 @@ from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.entrypoints import live_api
+from fleetwarden.presenting.dashboard import cluster_list
 
-__all__ = ["SECURITY_HEADERS", "cluster_rows", "routes"]
+__all__ = ["SECURITY_HEADERS", "routes"]
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -54,73 +52,6 @@ _FILES = {
 
 def _asset(name: str) -> bytes:
     return resources.files("fleetwarden.data.ui").joinpath(name).read_bytes()
-
-
-def cluster_rows(
-    fleet: FleetWatcher,
-    snapshot: Mapping[str, Sequence[ObservedNode]],
-    findings: Sequence[Finding],
-) -> list[dict[str, Any]]:
-    per_cluster = Counter(f.cluster for f in findings)
-    rows: dict[str, dict[str, Any]] = {}
-    for name in sorted(fleet.running):
-        watcher = fleet.watcher(name)
-        if watcher is None:
-            continue
-        workloads = watcher.workloads
-        rows[name] = {
-            "cluster": name,
-            "source": watcher.endpoint.source.value,
-            "health": watcher.health.state.value,
-            "version": watcher.health.version,
-            "nodes": len(watcher.nodes) if watcher.synced.is_set() else None,
-            "synced": watcher.synced.is_set() and (workloads is None or workloads.synced.is_set()),
-            "workloadObjects": len(workloads.index) if workloads is not None else None,
-        }
-    for name, nodes in sorted(snapshot.items()):
-        rows.setdefault(
-            name,
-            {
-                "cluster": name,
-                "source": "node dump",
-                "health": None,
-                "version": None,
-                "nodes": len(nodes),
-                "synced": None,
-                "workloadObjects": None,
-            },
-        )
-    for name in per_cluster:  # findings of a cluster no longer watched (e.g. from events)
-        rows.setdefault(
-            name,
-            {
-                "cluster": name,
-                "source": "events",
-                "health": None,
-                "version": None,
-                "nodes": None,
-                "synced": None,
-                "workloadObjects": None,
-            },
-        )
-    out = []
-    for name in sorted(rows):
-        out.append({**rows[name], "findings": per_cluster.get(name, 0)})
-    return out
-
-
-def _unwatched(name: str) -> dict[str, Any]:
-    """A cluster another replica watches (sharding): known here by name only."""
-    return {
-        "cluster": name,
-        "source": "another replica",
-        "health": None,
-        "version": None,
-        "nodes": None,
-        "synced": None,
-        "workloadObjects": None,
-        "findings": 0,
-    }
 
 
 def routes(
@@ -148,14 +79,7 @@ def routes(
         return Response(status_code=204, headers=SECURITY_HEADERS)  # browsers ask; none here
 
     async def api_clusters(request: Request) -> Response:
-        rows = cluster_rows(fleet, snapshot, findings())
-        shards = owners()  # sharding: which replica watches each cluster ({} without)
-        if shards:
-            known = {row["cluster"] for row in rows}
-            rows += [_unwatched(name) for name in shards if name not in known]
-            rows.sort(key=lambda row: str(row["cluster"]))
-            for row in rows:
-                row["owner"] = shards.get(str(row["cluster"]))
+        rows = cluster_list(fleet, snapshot, findings(), owners())
         return Response(orjson.dumps(rows), media_type="application/json")
 
     live = live_api.routes(pipeline, admin_tokens=admin_tokens) if pipeline is not None else []

@@ -26,6 +26,7 @@ from fleetwarden.core.access import (
     DoorConfig,
     Refusal,
     credentials_ok,
+    same_origin,
     session_value,
 )
 from fleetwarden.core.signatures import check_bearer
@@ -85,20 +86,6 @@ async def _form(request: Request) -> dict[str, str] | None:
     return dict(pairs)
 
 
-def _same_origin(request: Request) -> bool:
-    """A browser says where a form post comes from: ``Sec-Fetch-Site`` (every current
-    browser), else ``Origin``; it must be this site. Neither: not a browser, and a client
-    that is not one needs the token anyway."""
-    site = request.headers.get("sec-fetch-site")
-    if site is not None:
-        return site == "same-origin"
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    _, sep, rest = origin.partition("://")
-    return bool(sep) and rest.lower() == request.headers.get("host", "").lower()
-
-
 def routes(config: DoorConfig, *, clock: Clock) -> list[Route]:
     """The login form and its two actions (sessions expire by ``clock``)."""
 
@@ -108,7 +95,7 @@ def routes(config: DoorConfig, *, clock: Clock) -> list[Route]:
         return _login_response(200)
 
     async def login(request: Request) -> Response:
-        if not _same_origin(request):
+        if not same_origin(request.headers):
             return JSONResponse({"error": "a login from another site's page"}, status_code=403)
         form = await _form(request)
         if form is None:
@@ -132,7 +119,7 @@ def routes(config: DoorConfig, *, clock: Clock) -> list[Route]:
         return resp
 
     async def logout(request: Request) -> Response:
-        if not _same_origin(request):
+        if not same_origin(request.headers):
             return JSONResponse({"error": "a logout from another site's page"}, status_code=403)
         resp = RedirectResponse("/ui/login", status_code=303)
         resp.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -32,49 +31,19 @@ from starlette.routing import Route
 
 from fleetwarden import logs
 from fleetwarden.adapters.metrics import IngestMetrics, ServiceMetrics
-from fleetwarden.app.ingesting import Ingest, Parser, SourceAuth, is_count
-from fleetwarden.app.service_config import ServiceConfig
+from fleetwarden.app.ingesting import Ingest, Parser, is_count
+from fleetwarden.app.service_config import GatewayConfig
 from fleetwarden.core import access
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
 from fleetwarden.entrypoints import door
-from fleetwarden.formats.events import Reply
+from fleetwarden.formats.events import Reply, options_reply
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
-__all__ = ["GatewayConfig", "create_app", "gateway_config"]
+__all__ = ["create_app"]
 
 log = logs.get_logger("fleetwarden.gateway")
-
-
-@dataclass
-class GatewayConfig:
-    auth: Mapping[str, SourceAuth] = field(default_factory=dict)
-    body_limit: int = 2**20
-    replay_window: float = 300.0
-    retry_after: int = 5
-    recent_events: int = 1000
-    known_pools: Mapping[str, set[str]] = field(default_factory=dict)  # cluster -> pools
-    batch_events: int = 1000  # events in one request (a batch, or one body that names many)
-    door: access.DoorConfig = field(default_factory=access.DoorConfig)
-
-
-def gateway_config(config: ServiceConfig, known_pools: dict[str, set[str]]) -> GatewayConfig:
-    """The gateway's limits and the door's rules of this configuration."""
-    admin = config.auth.get("admin")
-    return GatewayConfig(
-        auth=config.auth,
-        body_limit=config.body_limit,
-        replay_window=config.replay_window,
-        known_pools=known_pools,
-        batch_events=config.batch_events,
-        door=access.DoorConfig(
-            allowed_hosts=config.allowed_hosts,
-            read=config.read,
-            admin_tokens=admin.bearer_tokens if admin is not None else (),
-            metrics_public=config.metrics_public,
-        ),
-    )
 
 
 class _TooLarge(Exception):
@@ -153,16 +122,11 @@ def create_app(
 
     async def options(request: Request) -> Response:
         # CloudEvents webhook abuse protection (validation handshake): nothing is stored
-        source = request.path_params["source"]
-        origin = request.headers.get("webhook-request-origin")
-        if not origin:
+        if not request.headers.get("webhook-request-origin"):
             return Response(status_code=204, headers={"Allow": "POST, OPTIONS"})
-        metrics.handshakes.labels(source).inc()
-        headers = {"WebHook-Allowed-Origin": origin, "Allow": "POST, OPTIONS"}
-        rate = request.headers.get("webhook-request-rate")
-        if rate:
-            headers["WebHook-Allowed-Rate"] = "*"
-        return Response(status_code=200, headers=headers)
+        metrics.handshakes.labels(request.path_params["source"]).inc()
+        reply = options_reply(request.headers)
+        return Response(status_code=200, headers=dict(reply.headers))
 
     async def api_events(request: Request) -> Response:
         raw = request.query_params.get("limit", "100")

@@ -29,7 +29,8 @@ from starlette.routing import Route
 from fleetwarden.adapters.metrics import ServiceMetrics, merge_metrics
 from fleetwarden.adapters.worker_link import Unsendable, WorkerLink, WorkerUnreachable, end_to_end
 from fleetwarden.app import supervising
-from fleetwarden.entrypoints.gateway import GatewayConfig, create_app, gateway_config
+from fleetwarden.app.service_config import GatewayConfig, gateway_config
+from fleetwarden.entrypoints.gateway import create_app
 from fleetwarden.formats.events import Reply, parsers
 from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 from fleetwarden.wiring import running

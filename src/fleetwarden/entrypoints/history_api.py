@@ -19,8 +19,6 @@ When more may follow, the answer has ``Link: </api/events?...&cursor=N>; rel="ne
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
-from urllib.parse import urlencode
 
 import orjson
 from starlette.requests import Request
@@ -52,12 +50,8 @@ def routes(store: Callable[[], AuditStore | None]) -> list[Route]:
             except AuditStoreError as exc:
                 error = f"cannot read the audit store: {exc}"
                 return JSONResponse({"error": error}, status_code=503)
-            headers: dict[str, Any] = {}
-            if page.cursor is not None:
-                params = [(k, v) for k, v in request.query_params.multi_items() if k != "cursor"]
-                params.append(("cursor", str(page.cursor)))
-                headers["Link"] = f'<{request.url.path}?{urlencode(params)}>; rel="next"'
-                headers["X-Next-Cursor"] = str(page.cursor)
+            params = request.query_params.multi_items()
+            headers = listing.next_page_headers(request.url.path, params, page.cursor)
             return Response(
                 orjson.dumps(page.items), media_type="application/json", headers=headers
             )

@@ -5,22 +5,16 @@ by blast radius and age; each finding's cause is what the watcher stamped on it 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from fleetwarden.app.stamping import cause_of
 from fleetwarden.core.findings import Finding
-from fleetwarden.core.incidents import group_incidents
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
+from fleetwarden.presenting.incidents import incidents_json
 
-__all__ = ["incidents_json", "routes"]
-
-
-def incidents_json(findings: list[Finding], now: datetime) -> list[dict[str, object]]:
-    return [i.to_json(now) for i in group_incidents(cause_of(f) for f in findings)]
+__all__ = ["routes"]
 
 
 def routes(

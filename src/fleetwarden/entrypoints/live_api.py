@@ -22,7 +22,6 @@ Auth is the door's, as for every ``/api/`` route (read token or session cookie).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 
@@ -33,11 +32,8 @@ from starlette.routing import Route
 
 from fleetwarden.app import denying
 from fleetwarden.app.broadcasting import Message
-from fleetwarden.app.healing import NotLeading
 from fleetwarden.app.serving import Serving
-from fleetwarden.core.policy import RequestCancelled, UnknownDecision
 from fleetwarden.core.signatures import check_bearer
-from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.presenting.dashboard import drift_timeline, fleet_grid, pool_detail
 
 __all__ = ["routes", "sse"]
@@ -69,33 +65,16 @@ def routes(
     live = pipeline.live
 
     async def stream(request: Request) -> Response:
-        last = _last_id(request)
-        sub = live.subscribe()  # before reading the ring, in one step: nothing falls between
-        missed = list(live.since(last) or ()) if last is not None else []
-        lost = last is not None and live.since(last) is None
+        follower = live.follow(_last_id(request))
 
         async def body() -> AsyncIterator[bytes]:
             try:
                 # the reconnect delay, and the head id
                 yield b"retry: 2000\n: %d\n\n" % live.last_id
-                if lost:
-                    yield sse(Message(live.last_id, "reload", {"reason": "missed messages"}))
-                for old in missed:
-                    yield sse(old)
-                while True:
-                    try:
-                        message = await asyncio.wait_for(sub.next_message(), heartbeat)
-                    except TimeoutError:
-                        yield b": heartbeat\n\n"
-                        continue
-                    if message is None:  # dropped (too slow), or the service stops
-                        if sub.dropped:
-                            notice = {"reason": "too slow to follow: reconnect"}
-                            yield sse(Message(live.last_id, "dropped", notice))
-                        return
-                    yield sse(message)
+                async for message in follower.messages(heartbeat):
+                    yield b": heartbeat\n\n" if message is None else sse(message)
             finally:
-                sub.close()
+                follower.close()
 
         return StreamingResponse(body(), media_type="text/event-stream", headers=_STREAM_HEADERS)
 
@@ -129,20 +108,12 @@ def routes(
 
     async def deny(request: Request) -> Response:
         header = request.headers.get("authorization")
-        if not admin_tokens or not check_bearer(header, tuple(admin_tokens)).ok:
-            return JSONResponse({"error": "denying needs auth.admin credentials"}, 401)
+        admin = bool(admin_tokens) and check_bearer(header, tuple(admin_tokens)).ok
         decision_id = request.path_params["id"]
-        try:
-            decision = await denying.deny(pipeline.healer, decision_id, by="an admin (dashboard)")
-        except RequestCancelled as exc:
-            return JSONResponse({"error": str(exc), "decision": exc.decision.to_json()}, 409)
-        except UnknownDecision as exc:
-            return JSONResponse({"error": str(exc)}, 404)
-        except NotLeading as exc:
-            return JSONResponse({"error": str(exc), "leader": False}, 503)
-        except AuditStoreError as exc:
-            return JSONResponse({"error": f"cannot record the refusal, nothing done: {exc}"}, 503)
-        return JSONResponse(decision.to_json())
+        code, body = await denying.denial(
+            pipeline.healer, decision_id, admin=admin, by="an admin (dashboard)"
+        )
+        return JSONResponse(body, code)
 
     return [
         Route("/api/decisions/{id:str}/deny", deny, methods=["POST"]),

@@ -1,21 +1,17 @@
 """``fleetwarden serve``: event gateway + durable queue + workers + watchers in one process.
 
 The service and its adapters are ``wiring/service.py`` (start-up order, leader election,
-sharding), running them ``wiring/running.py``; this module parses the command's options and
-puts the HTTP side in front: the gateway, the read API, the dashboard, approvals.
+sharding), running them ``wiring/running.py`` (``run_service``); this module parses the
+command's options and puts the HTTP side in front: the gateway, the read API, the dashboard,
+approvals.
 SIGINT/SIGTERM stop the HTTP server first, then the rest.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import socket
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from starlette.requests import Request
@@ -25,8 +21,8 @@ from starlette.routing import Route
 from fleetwarden import logs
 from fleetwarden.adapters import processes
 from fleetwarden.app.approving import approval
-from fleetwarden.app.service_config import exposure_problem, secret_values, without_credentials
-from fleetwarden.cli.common import config_option, fail, warn
+from fleetwarden.app.service_config import exposure_problem, gateway_config, secret_values
+from fleetwarden.cli.common import config_option, fail, failing, warn
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.entrypoints import (
     dashboard,
@@ -35,17 +31,13 @@ from fleetwarden.entrypoints import (
     incidents_api,
     workloads_api,
 )
-from fleetwarden.entrypoints.gateway import create_app, gateway_config
-from fleetwarden.formats.errors import FormatError
+from fleetwarden.entrypoints.gateway import create_app
 from fleetwarden.formats.events import parsers
-from fleetwarden.presenting.rendering import visible
 from fleetwarden.wiring import running, service, supervisor
 from fleetwarden.wiring.service import Service
 from fleetwarden.wiring.service_config import ServiceConfig, load_service_config
 
 __all__ = ["build_service", "register"]
-
-log = logs.get_logger("fleetwarden.serve")
 
 
 def build_service(config: ServiceConfig) -> Service:
@@ -78,13 +70,6 @@ def build_service(config: ServiceConfig) -> Service:
         health=lambda: {"leader": svc.heals and svc.leading},
     )
     return svc
-
-
-def _serve_child(svc: Service, child: processes.ChildSetup) -> Coroutine[Any, Any, None]:
-    """One process of a supervised serve (``adapters/processes.py``)."""
-    if child.role == "gateway":
-        return gateway_process.run(svc, listen_fd=child.listen_fd, socket=child.worker_socket)
-    return running.serve(svc, sockets=[socket.socket(fileno=os.dup(child.listen_fd))])
 
 
 def register(app: typer.Typer) -> None:
@@ -125,7 +110,7 @@ def register(app: typer.Typer) -> None:
         if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
             fail(f"--log-level: {log_level!r} is not debug, info, warning, error or critical")
         logs.configure(fmt, log_level)
-        try:
+        with failing():  # a bad config file
             cfg = load_service_config(config)
             logs.add_secrets(secret_values(cfg))  # before anything can log a value of it
             problem = exposure_problem(cfg)  # before anything is read or opened
@@ -134,24 +119,5 @@ def register(app: typer.Typer) -> None:
             if supervisor.wanted(cfg):  # gateway and worker in two processes
                 raise typer.Exit(supervisor.run(cfg, warn=warn))
             svc = build_service(cfg)
-        except FormatError as exc:
-            fail(str(exc))
-        speaks = child is None or child.role == "worker"  # one line per service, not per child
-        if speaks and not any(a.configured for n, a in cfg.auth.items() if n != "admin"):
-            log.warning("no auth.<source> is configured: every event delivery is refused (401)")
-        # values from the config file: printed literally (rendering.visible), like all data
-        if speaks:
-            log.info(
-                "serving",
-                url=visible(f"http://{cfg.host}:{cfg.port}"),
-                queue=visible(without_credentials(cfg.queue)),
-                desired_pools=len(svc.specs),
-            )
-        try:
-            with (
-                contextlib.suppress(KeyboardInterrupt),
-                asyncio.Runner(loop_factory=running.loop_factory()) as runner,
-            ):
-                runner.run(running.serve(svc) if child is None else _serve_child(svc, child))
-        except FormatError as exc:  # the audit store, or the in-cluster credentials
-            fail(str(exc))
+        with failing():  # the audit store, or the in-cluster credentials
+            running.run_service(svc, child, gateway=gateway_process.run)

@@ -1,6 +1,7 @@
-"""The dashboard's views as JSON: the fleet heatmap (clusters x pools, worst severity), one
-pool's detail (desired facts with where each came from, nodes, findings with actor and
-timeline), and the drift timeline (findings opened and cleared over time, MTTD/MTTR per pool).
+"""The dashboard's views as JSON: the cluster list (``/api/clusters``), the fleet heatmap
+(clusters x pools, worst severity), one pool's detail (desired facts with where each came
+from, nodes, findings with actor and timeline), and the drift timeline (findings opened and
+cleared over time, MTTD/MTTR per pool).
 
 Pure: values in, JSON-ready dicts out; the entry point (``entrypoints/live_api.py``) reads the
 pipeline and answers HTTP. Every value stays data: the page puts it on screen as text.
@@ -13,11 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.nodes import ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 
-__all__ = ["SEVERITY_RANK", "drift_timeline", "fleet_grid", "pool_detail"]
+__all__ = ["SEVERITY_RANK", "cluster_list", "drift_timeline", "fleet_grid", "pool_detail"]
 
 SEVERITY_RANK = {s.value: i for i, s in enumerate(Severity)}  # info < ... < critical
 
@@ -198,3 +200,52 @@ def drift_timeline(
             for key in pools
         ],
     }
+
+
+def _cluster_row(name: str, source: str, **known: Any) -> dict[str, Any]:
+    """A cluster's row; what is not ``known`` of it is null."""
+    empty = dict.fromkeys(("health", "version", "nodes", "synced", "workloadObjects"))
+    return {"cluster": name, "source": source, **empty, **known}
+
+
+def cluster_list(
+    fleet: FleetWatcher,
+    snapshot: Mapping[str, Sequence[ObservedNode]],
+    findings: Sequence[Finding],
+    owners: Mapping[str, str | None],
+) -> list[dict[str, Any]]:
+    """One row per cluster known to the service, by name, with its current finding count:
+    live ones (health, version, node count, cached workload objects, synced), those known
+    only from node dumps or from events, and -- with sharding (``owners``: which replica
+    watches each cluster) -- those another replica watches, each with its ``owner``."""
+    per_cluster = Counter(f.cluster for f in findings)
+    rows: dict[str, dict[str, Any]] = {}
+    for name in sorted(fleet.running):
+        watcher = fleet.watcher(name)
+        if watcher is None:
+            continue
+        workloads = watcher.workloads
+        rows[name] = _cluster_row(
+            name,
+            watcher.endpoint.source.value,
+            health=watcher.health.state.value,
+            version=watcher.health.version,
+            nodes=len(watcher.nodes) if watcher.synced.is_set() else None,
+            synced=watcher.synced.is_set() and (workloads is None or workloads.synced.is_set()),
+            workloadObjects=len(workloads.index) if workloads is not None else None,
+        )
+    for name, nodes in sorted(snapshot.items()):
+        rows.setdefault(name, _cluster_row(name, "node dump", nodes=len(nodes)))
+    for name in per_cluster:  # findings of a cluster no longer watched (e.g. from events)
+        rows.setdefault(name, _cluster_row(name, "events"))
+    out = [{**rows[name], "findings": per_cluster.get(name, 0)} for name in sorted(rows)]
+    if owners:  # a cluster another replica watches (sharding): known here by name only
+        out += [
+            {**_cluster_row(name, "another replica"), "findings": 0}
+            for name in owners
+            if name not in rows
+        ]
+        out.sort(key=lambda row: str(row["cluster"]))
+        for row in out:
+            row["owner"] = owners.get(str(row["cluster"]))
+    return out

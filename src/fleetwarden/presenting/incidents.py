@@ -11,18 +11,25 @@ from typing import Any
 
 from rich.console import Console
 
+from fleetwarden.app.stamping import cause_of
+from fleetwarden.core.findings import Finding
 from fleetwarden.core.fleet import FleetReport
-from fleetwarden.core.incidents import Incident
+from fleetwarden.core.incidents import Incident, group_incidents
 from fleetwarden.presenting.rendering import Col, Grid, dumps, print_report
 from fleetwarden.presenting.reporting import duration_text
 
-__all__ = ["GroupBy", "grouped_json", "incidents_table", "show_grouped"]
+__all__ = ["GroupBy", "grouped_json", "incidents_json", "incidents_table", "show_grouped"]
 
 
 class GroupBy(StrEnum):
     """``scan --group-by``: ``cause`` groups findings by root cause (one incident each)."""
 
     cause = "cause"
+
+
+def incidents_json(findings: Sequence[Finding], now: datetime) -> list[dict[str, object]]:
+    """``GET /api/incidents``: the findings grouped by the cause the watcher stamped on each."""
+    return [i.to_json(now) for i in group_incidents(cause_of(f) for f in findings)]
 
 
 def grouped_json(

@@ -1,13 +1,19 @@
-"""JSON for machines, safe to show on a terminal. No rich: commands that print JSON only load
-this, not the table renderer."""
+"""JSON for machines, safe to show on a terminal, and ``emit``: a command's result as JSON or,
+for people, as its table. No rich: commands that print JSON only load this, not the table
+renderer."""
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["dumps", "json_safe"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["dumps", "emit", "emit_with", "json_safe"]
 
 # what json.dumps leaves as is (it escapes C0 itself): C1 controls and bidi overrides, as JSON
 # \u escapes
@@ -25,3 +31,29 @@ def json_safe(text: str) -> str:
     bidi overrides as ``\\u`` escapes: they can only be inside strings, so it is the same
     JSON value, and a terminal showing it is not driven by it."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def emit(
+    as_json: bool, data: Callable[[], Any], show: Callable[[Console], None], *, wide: bool = False
+) -> None:
+    """``data()`` as JSON on stdout, or -- for people -- ``show`` given a console as wide as
+    the terminal (``--wide``: wider); rich is loaded for people only."""
+    if as_json:
+        sys.stdout.write(dumps(data()) + "\n")
+        return
+    from fleetwarden.presenting.rendering import make_console
+
+    show(make_console(wide=wide))
+
+
+def emit_with(as_json: bool, data: Any, printer: str, value: Any, *, wide: bool = False) -> None:
+    """``emit`` with the table printed by ``presenting.<printer>`` (``module.function``, given
+    a console, ``value`` and ``wide``): the printer's module, and rich, load for people only."""
+
+    def show(console: Console) -> None:
+        from importlib import import_module
+
+        module, name = printer.rsplit(".", 1)
+        getattr(import_module(f"fleetwarden.presenting.{module}"), name)(console, value, wide=wide)
+
+    emit(as_json, lambda: data, show, wide=wide)

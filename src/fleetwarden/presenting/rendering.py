@@ -50,6 +50,7 @@ __all__ = [
     "cell_text",
     "demo_intro",
     "dumps",
+    "emit_report",
     "event_text",
     "findings_table",
     "json_safe",
@@ -427,6 +428,16 @@ def unresolved_summary(unresolved: Sequence[UnresolvedFact], *, shown: int = 3) 
     if n > shown:
         text += f"; +{n - shown} more (--verbose or --format json lists them)"
     return text
+
+
+def emit_report(
+    report: FleetReport, as_json: bool, *, verbose: bool = False, wide: bool = False
+) -> None:
+    """A pool report as JSON (the contract's shape, on stdout) or as tables for people."""
+    if as_json:
+        sys.stdout.write(dumps(report.to_json()) + "\n")
+    else:
+        print_report(make_console(wide=wide), report, verbose=verbose, wide=wide)
 
 
 def print_report(

@@ -8,7 +8,8 @@ binds the audit store's SQLite checks into ``app/service_config.py``; ``supervis
 ``app/supervising.py`` into ``adapters/processes.py``; ``workloads`` loads the followed
 applications' desired state through ``adapters/workload_sources.py``. The commands that need
 several clients have theirs: ``watching`` (``watch``), ``upgrading`` (``upgrade plan | run``),
-``auditing`` (``audit``), ``demo`` (the simulated fleet).
+``auditing`` (``audit``, ``report``), ``deprecations`` (files and helm, or the live
+clusters), ``demo`` and ``demo_service`` (the simulated fleet, and the demo's service).
 
 It sits between the entry layers (``cli``, ``entrypoints``: arguments, HTTP requests and
 responses) and the adapters: it may import adapters, app, ports, formats, core and

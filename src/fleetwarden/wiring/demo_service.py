@@ -21,8 +21,10 @@ import json
 import os
 import random
 import secrets
+import socket
 import sys
 import tempfile
+import webbrowser
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +32,7 @@ from typing import Any
 
 import httpx
 import orjson
+from rich.console import Console
 
 from fleetwarden import logs
 from fleetwarden.adapters import simulated, simulated_cloud
@@ -38,6 +41,7 @@ from fleetwarden.app.remediating import Remediator
 from fleetwarden.core.nodes import pool_of
 from fleetwarden.core.pools import Taint
 from fleetwarden.formats.nodes import parse_nodes
+from fleetwarden.presenting.demo import demo_service_text
 from fleetwarden.wiring import demo_clusters
 from fleetwarden.wiring.demo_clusters import DemoClusters
 from fleetwarden.wiring.running import serve
@@ -46,7 +50,7 @@ from fleetwarden.wiring.service_config import ServiceConfig, service_config_from
 
 log = logs.get_logger("fleetwarden.demo")
 
-__all__ = ["DemoTokens", "has_display", "run"]
+__all__ = ["DemoTokens", "has_display", "port_problem", "run", "serve_demo"]
 
 DemoTokens = dict[str, str]  # read, admin, aws, azure, gcp
 Ready = Callable[[str, DemoTokens, Service], None]
@@ -273,3 +277,44 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or (
         sys.platform in ("darwin", "win32")
     )
+
+
+def port_problem(port: int) -> str | None:
+    """Why the demo cannot listen on 127.0.0.1:``port`` (a taken port: which option to
+    change), or None."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return f"demo: cannot listen on 127.0.0.1:{port} ({exc.strerror}): pass --port N"
+    return None
+
+
+def serve_demo(
+    console: Console,
+    *,
+    port: int,
+    interval: float,
+    seed: int,
+    browse: bool,
+    mode: str,
+    build: Callable[[ServiceConfig], Service],
+) -> None:
+    """The demo service until Ctrl-C (``run`` on real kube-apiservers when this checkout has
+    their binaries cached): the URL and tokens printed on ``console``, the browser opened
+    when ``browse`` and there is a display; everything started is stopped on the way out."""
+
+    def ready(url: str, tokens: DemoTokens, service: Service) -> None:
+        live = service.config.kubeconfig is not None
+        text = demo_service_text(url, tokens["read"], tokens["admin"], interval, mode, live=live)
+        console.print(text)
+        if browse and has_display():
+            webbrowser.open(url)
+
+    logs.configure("console", "warning")  # what goes wrong, not every request
+    run_demo = run(
+        port=port, interval=interval, seed=seed, mode=mode, on_ready=ready, build=build, real=True
+    )
+    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
+        runner.run(run_demo)
+    console.print("demo stopped: service, simulated cloud and temporary store removed")

@@ -1,24 +1,65 @@
 """Running ``serve``: an ASGI app under uvicorn (``adapters/httpserver.py``) beside the
 service's workers, with the garbage collector set for a long-lived cache; the event loop
-(uvloop where installed)."""
+(uvloop where installed); ``run_service``: the service, or one process of a supervised serve,
+until SIGINT/SIGTERM, announced in the log."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import gc
+import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import uvicorn
 
+from fleetwarden import logs
 from fleetwarden.adapters.httpserver import server_config
 from fleetwarden.adapters.metrics import ServiceMetrics
-from fleetwarden.app.service_config import ServiceConfig
+from fleetwarden.adapters.processes import ChildSetup
+from fleetwarden.app.service_config import ServiceConfig, without_credentials
+from fleetwarden.presenting.rendering import visible
 from fleetwarden.wiring.service import Service, open_store
 
-__all__ = ["http_server", "loop_factory", "serve"]
+__all__ = ["http_server", "loop_factory", "run_service", "serve"]
+
+log = logs.get_logger("fleetwarden.serve")
+
+# the gateway process of a supervised serve: the service, the inherited listening socket's
+# fd and the worker's Unix socket (``entrypoints/gateway_process.run``)
+GatewayRun = Callable[..., Coroutine[Any, Any, None]]
+
+
+def run_service(svc: Service, child: ChildSetup | None, *, gateway: GatewayRun) -> None:
+    """Announce the service in the log and run it until SIGINT/SIGTERM: the whole service
+    (``child`` None), or one process of a supervised serve (``adapters/processes.py``): the
+    ``gateway``, or the worker on its inherited socket. Raises ``FormatError`` when the
+    audit store or the in-cluster credentials are not usable."""
+    cfg = svc.config
+    speaks = child is None or child.role == "worker"  # one line per service, not per child
+    if speaks and not any(a.configured for n, a in cfg.auth.items() if n != "admin"):
+        log.warning("no auth.<source> is configured: every event delivery is refused (401)")
+    # values from the config file: printed literally (rendering.visible), like all data
+    if speaks:
+        log.info(
+            "serving",
+            url=visible(f"http://{cfg.host}:{cfg.port}"),
+            queue=visible(without_credentials(cfg.queue)),
+            desired_pools=len(svc.specs),
+        )
+    if child is None:
+        main = serve(svc)
+    elif child.role == "gateway":
+        main = gateway(svc, listen_fd=child.listen_fd, socket=child.worker_socket)
+    else:
+        main = serve(svc, sockets=[socket.socket(fileno=os.dup(child.listen_fd))])
+    with (
+        contextlib.suppress(KeyboardInterrupt),
+        asyncio.Runner(loop_factory=loop_factory()) as runner,
+    ):
+        runner.run(main)
 
 
 def http_server(app: Any, config: ServiceConfig, metrics: ServiceMetrics) -> uvicorn.Server:
