@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from fleetwarden.core.skips import Skip
 from fleetwarden.formats.documents import YAML_SUFFIXES, SourceFile
@@ -23,6 +23,8 @@ from fleetwarden.formats.provisioners import Assumed
 from fleetwarden.formats.settings import DEFAULT_DESIRED_LIMIT, DEFAULT_NODES_LIMIT
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fleetwarden.core.nodes import ObservedNode
     from fleetwarden.formats.desired import DesiredRead
 
@@ -43,6 +45,7 @@ __all__ = [
     "read_tree",
     "skip_of",
     "start_reading",
+    "summarise_node_files",
     "walk_tree",
 ]
 
@@ -245,6 +248,35 @@ def read_node_files(
     for path in paths:
         nodes.extend(nodedumps.read_node_file(path, limit=limit, workers=workers))
     return nodes
+
+
+S = TypeVar("S")
+
+
+def summarise_node_files(
+    paths: Sequence[str],
+    /,
+    *,
+    summarise: Callable[[list[ObservedNode]], S],
+    merge: Callable[[S, S], S],
+    limit: int = DEFAULT_NODES_LIMIT,
+    workers: int = 1,
+) -> S:
+    """``summarise`` of all nodes of the given dumps (one cluster's), each streamed, a big one
+    spread over ``workers`` processes that each summarise the part they read; the parts
+    merged in order (``nodedumps.summarise_node_file``). Module-level: picklable for workers."""
+    from fleetwarden.adapters import nodedumps  # msgspec and the stream reader: scans only
+
+    parts = [
+        nodedumps.summarise_node_file(path, summarise, merge, limit=limit, workers=workers)
+        for path in paths
+    ]
+    if not parts:
+        return summarise([])
+    out = parts[0]
+    for part in parts[1:]:
+        out = merge(out, part)
+    return out
 
 
 def load_nodes(

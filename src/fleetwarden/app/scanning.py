@@ -1,20 +1,23 @@
 """Scanning many clusters at once, spread over worker processes.
 
 Each cluster is read and diffed in one job, so node objects never cross process boundaries:
-only findings come back. ``load`` is the I/O seam (a picklable callable from an adapter).
-With one cluster (fewer clusters than workers) the processes go to the loader instead, which
-may split one big dump between them.
+only findings come back. ``load`` is the I/O seam (a picklable callable from an adapter): it
+gives a cluster's nodes reduced to what the diff reads (``diffing.summarise_cluster``). With
+one cluster (fewer clusters than workers) the processes go to the loader instead, which may
+split one big dump between them: each process summarises the part it read, and the summaries
+are merged (``node_summaries.merge_clusters``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import replace
+from functools import partial
 from typing import Protocol
 
-from fleetwarden.core.diffing import ClusterDiff, diff_cluster
+from fleetwarden.core.diffing import ClusterDiff, diff_summary, summarise_cluster
 from fleetwarden.core.fleet import FleetReport, assemble_report, assign_pools
+from fleetwarden.core.node_summaries import ClusterSummary, merge_clusters
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
@@ -24,9 +27,18 @@ __all__ = ["NodeLoader", "scan_clusters"]
 
 
 class NodeLoader(Protocol):
-    """The nodes of one cluster's dump files; ``workers`` processes may share the reading."""
+    """The nodes of one cluster's dump files, ``summarise``d (``workers`` processes may share
+    the reading, each summarising its part; the parts are ``merge``d in order)."""
 
-    def __call__(self, paths: Sequence[str], /, *, workers: int = 1) -> list[ObservedNode]: ...
+    def __call__(
+        self,
+        paths: Sequence[str],
+        /,
+        *,
+        summarise: Callable[[list[ObservedNode]], ClusterSummary],
+        merge: Callable[[ClusterSummary, ClusterSummary], ClusterSummary],
+        workers: int = 1,
+    ) -> ClusterSummary: ...
 
 
 def _job(
@@ -37,8 +49,9 @@ def _job(
     load: NodeLoader,
     workers: int = 1,
 ) -> ClusterDiff:
-    result = diff_cluster(cluster, specs, load(sources, workers=workers), options=options)
-    return replace(result, grouped={})  # only findings travel back
+    summarise = partial(summarise_cluster, specs, options=options)
+    summary = load(sources, summarise=summarise, merge=merge_clusters, workers=workers)
+    return diff_summary(cluster, specs, summary, options=options)
 
 
 def scan_clusters(

@@ -219,7 +219,7 @@ def _scan(
     total = sum(sizes.values())
     if jobs is None:  # processes pay off only for big inputs
         jobs = (os.cpu_count() or 1) if total > PARALLEL_MIN_BYTES else 1
-    load = functools.partial(files.read_node_files, limit=settings.nodes_file_limit)
+    load = functools.partial(files.summarise_node_files, limit=settings.nodes_file_limit)
     run = functools.partial(
         scan_clusters, loaded.pools, sources, load, options=settings.diff,
         skipped=loaded.skipped, workers=jobs,
