@@ -4,6 +4,7 @@ boundaries anywhere."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -296,3 +297,21 @@ def test_without_fork_a_big_dump_is_read_in_one_stream(tmp_path, monkeypatch):
     nodedumps.start_split(str(path), limit=2**30, workers=2)
     assert not nodedumps._STARTED
     assert nodedumps.read_node_file(str(path), limit=2**30, workers=2) == _reference(raw)
+
+
+def test_a_split_started_for_a_command_line_run_keeps_its_nodes_till_the_exit(
+    tmp_path, monkeypatch
+):
+    """``ending`` (``scan``): the nodes this process read are not freed before the exit (they
+    go to the permanent generation, no collection walks them); what is read is the same."""
+    path, raw = _write_big(tmp_path, 400)
+    monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(nodestream, "CHUNK_BYTES", 4096)
+    frozen = gc.get_freeze_count()
+    try:
+        nodedumps.start_split(str(path), limit=2**30, workers=2, ending=True)
+        got = nodedumps.read_node_file(str(path), limit=2**30, workers=2)
+        assert gc.get_freeze_count() > frozen + 400  # at least this process's nodes
+    finally:
+        gc.unfreeze()
+    assert got == _reference(raw)

@@ -225,8 +225,9 @@ def start_reading(
     args: Sequence[PathArg], *, workers: int | None, limit: int = DEFAULT_NODES_LIMIT
 ) -> None:
     """Let worker processes start on one cluster's one big dump now, while the caller does
-    other work (``nodedumps.start_split``); ``read_node_files`` then collects what they read.
-    ``workers`` None: all cores (what ``scan`` uses for a dump that big)."""
+    other work (``nodedumps.start_split``); ``summarise_node_files`` then collects what they
+    read. ``workers`` None: all cores (what ``scan`` uses for a dump that big). For a command
+    line run, which ends after the scan: the nodes read are not freed before the exit."""
     sources = node_sources(args)
     if len(sources) == 1:
         (paths,) = sources.values()
@@ -234,7 +235,7 @@ def start_reading(
             from fleetwarden.adapters import nodedumps  # scans only
 
             cores = workers if workers is not None else (os.cpu_count() or 1)
-            nodedumps.start_split(paths[0], limit=limit, workers=cores)
+            nodedumps.start_split(paths[0], limit=limit, workers=cores, ending=True)
 
 
 def read_node_files(
