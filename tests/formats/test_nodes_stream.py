@@ -299,18 +299,18 @@ def test_without_fork_a_big_dump_is_read_in_one_stream(tmp_path, monkeypatch):
     assert nodedumps.read_node_file(str(path), limit=2**30, workers=2) == _reference(raw)
 
 
-def test_a_split_started_for_a_command_line_run_keeps_its_nodes_till_the_exit(
-    tmp_path, monkeypatch
-):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_command_line_run_keeps_the_nodes_it_read_till_the_exit(tmp_path, monkeypatch, workers):
     """``ending`` (``scan``): the nodes this process read are not freed before the exit (they
     go to the permanent generation, no collection walks them); what is read is the same."""
     path, raw = _write_big(tmp_path, 400)
     monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(nodedumps, "_ENDING", set())
     monkeypatch.setattr(nodestream, "CHUNK_BYTES", 4096)
     frozen = gc.get_freeze_count()
     try:
-        nodedumps.start_split(str(path), limit=2**30, workers=2, ending=True)
-        got = nodedumps.read_node_file(str(path), limit=2**30, workers=2)
+        nodedumps.start_split(str(path), limit=2**30, workers=workers, ending=True)
+        got = nodedumps.read_node_file(str(path), limit=2**30, workers=workers)
         assert gc.get_freeze_count() > frozen + 400  # at least this process's nodes
     finally:
         gc.unfreeze()
