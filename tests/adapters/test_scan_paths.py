@@ -1,7 +1,10 @@
 """The fast scan path gives exactly the plain path's findings, and the plain path's errors.
 
 Fast: ``adapters.nodedumps.read_node_file`` (the items array streamed in small chunks, the
-dump split over two or three processes) and ``core.diffing.diff_cluster`` (shared checks).
+dump split over two or three processes) and ``core.diffing.diff_cluster`` (shared checks); and
+what ``scan`` runs, ``nodedumps.summarise_node_file``: each process summarises the nodes it
+read (``diffing.summarise_cluster``), the summaries merged (``node_summaries.merge_clusters``)
+and diffed (``diffing.diff_summary``).
 Plain: ``formats.nodes.parse_document`` (the whole document decoded at once), every pool
 diffed node by node (``tests/support/plain_diff.py``). Over every real node dump in
 ../shared/realdata/nodes and hypothesis-drawn dumps (key order, unicode, escaped quotes and
@@ -12,6 +15,7 @@ over damaged dumps: the same one-line ``FormatError``.
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.adapters import nodedumps
-from fleetwarden.core.diffing import diff_cluster, group_nodes
+from fleetwarden.core.diffing import diff_cluster, diff_summary, group_nodes, summarise_cluster
 from fleetwarden.core.findings import Finding
+from fleetwarden.core.node_summaries import merge_clusters
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec, Taint
 from fleetwarden.core.rules import DiffOptions
@@ -65,6 +70,16 @@ def _findings(nodes: list[ObservedNode], specs: list[NodePoolSpec]) -> list[Find
     return diff_cluster("c", specs, nodes, options=DiffOptions()).findings
 
 
+def _summarised(path: Path, specs: list[NodePoolSpec], workers: int) -> list[Finding]:
+    """What ``scan`` does: every process summarises its nodes, the summaries merged."""
+    options = DiffOptions()
+    summarise = partial(summarise_cluster, specs, options=options)
+    summary = nodedumps.summarise_node_file(
+        str(path), summarise, merge_clusters, limit=2**30, workers=workers
+    )
+    return diff_summary("c", specs, summary, options=options).findings
+
+
 @pytest.fixture()
 def small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of a few KiB and splits of any size: real dumps are small."""
@@ -81,6 +96,7 @@ def test_every_real_dump_gives_the_plain_path_s_findings(realdata, path, workers
     specs = _specs_for(plain)
     got = _findings(fast, specs)
     assert got == plain_cluster_findings("c", specs, plain, DiffOptions())
+    assert _summarised(path, specs, workers) == got
     if group_nodes(plain):  # not a lone control-plane node: there was node-level drift to see
         assert any(f.nodes for f in got)
 
@@ -121,7 +137,9 @@ def test_drawn_dumps_give_the_plain_path_s_findings(tmp_path, small_steps, raw, 
     fast = _fast(path, workers)
     assert fast == plain
     specs = _specs_for(plain)
-    assert _findings(fast, specs) == plain_cluster_findings("c", specs, plain, DiffOptions())
+    want = plain_cluster_findings("c", specs, plain, DiffOptions())
+    assert _findings(fast, specs) == want
+    assert _summarised(path, specs, workers) == want
 
 
 @settings(
@@ -149,6 +167,10 @@ def test_damaged_dumps_give_the_plain_path_s_error(tmp_path, small_steps, raw, d
             got = str(exc)
             assert "\n" not in got
         assert got == want
+    if isinstance(want, str):  # what scan runs fails alike
+        with pytest.raises(FormatError) as err:
+            _summarised(path, [], 2)
+        assert str(err.value) == want
 
 
 def test_a_control_character_in_a_dump_that_is_not_json_is_a_one_line_error(tmp_path):

@@ -131,16 +131,33 @@ def _plain_allocatable(spec, nodes, out, options) -> None:
             _plain_outliers(resource, raw, value, members, options.tolerance, out)
 
 
+def _plain_versions_mixed(spec, nodes, out) -> None:
+    want = spec.kubernetes_version
+    distinct = {node.kubelet_version for node in nodes if node.kubelet_version}
+    if len(distinct) < 2:
+        return
+    seen: dict[tuple[int, int, int | None], str] = {}
+    for have in sorted(distinct):
+        if want and versions.matches(want, have) is False:
+            continue
+        parsed = versions.parse_version(have)
+        if parsed is not None and parsed not in seen:
+            seen[parsed] = have
+    if len(seen) > 1:
+        actual = [seen[k] for k in sorted(seen, key=lambda v: (v[0], v[1], v[2] or 0))]
+        out.add(Layer.L4, "kubeletVersion.mixed", want, actual, Severity.MEDIUM, None)
+
+
 def plain_findings(
     spec: NodePoolSpec, nodes: Sequence[ObservedNode], options: DiffOptions, cluster: str = "c"
 ) -> list[Finding]:
     """``diffing.diff_pool``, node by node."""
     out = diffing._Collector(cluster, spec.name, spec.source or None, spec)
-    diffing._diff_count(spec, nodes, out)
+    diffing._diff_count(spec, len(nodes), out)
     if nodes:
         _plain_nodes(spec, nodes, out, options)
         _plain_allocatable(spec, nodes, out, options)
-        diffing._diff_versions_mixed(spec, nodes, out)
+        _plain_versions_mixed(spec, nodes, out)
     return apply_rules(out.findings(), severities=options.severities, ignores=options.ignores)
 
 

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from fleetwarden.core.skips import Skip
 from fleetwarden.formats.documents import YAML_SUFFIXES, SourceFile
@@ -23,6 +23,8 @@ from fleetwarden.formats.provisioners import Assumed
 from fleetwarden.formats.settings import DEFAULT_DESIRED_LIMIT, DEFAULT_NODES_LIMIT
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fleetwarden.core.nodes import ObservedNode
     from fleetwarden.formats.desired import DesiredRead
 
@@ -44,6 +46,7 @@ __all__ = [
     "read_tree",
     "skip_of",
     "start_reading",
+    "summarise_node_files",
     "walk_tree",
 ]
 
@@ -223,8 +226,9 @@ def start_reading(
     args: Sequence[PathArg], *, workers: int | None, limit: int = DEFAULT_NODES_LIMIT
 ) -> None:
     """Let worker processes start on one cluster's one big dump now, while the caller does
-    other work (``nodedumps.start_split``); ``read_node_files`` then collects what they read.
-    ``workers`` None: all cores (what ``scan`` uses for a dump that big)."""
+    other work (``nodedumps.start_split``); ``summarise_node_files`` then collects what they
+    read. ``workers`` None: all cores (what ``scan`` uses for a dump that big). For a command
+    line run, which ends after the scan: the nodes read are not freed before the exit."""
     sources = node_sources(args)
     if len(sources) == 1:
         (paths,) = sources.values()
@@ -232,7 +236,7 @@ def start_reading(
             from fleetwarden.adapters import nodedumps  # scans only
 
             cores = workers if workers is not None else (os.cpu_count() or 1)
-            nodedumps.start_split(paths[0], limit=limit, workers=cores)
+            nodedumps.start_split(paths[0], limit=limit, workers=cores, ending=True)
 
 
 def file_size(path: str) -> int:
@@ -251,6 +255,35 @@ def read_node_files(
     for path in paths:
         nodes.extend(nodedumps.read_node_file(path, limit=limit, workers=workers))
     return nodes
+
+
+S = TypeVar("S")
+
+
+def summarise_node_files(
+    paths: Sequence[str],
+    /,
+    *,
+    summarise: Callable[[list[ObservedNode]], S],
+    merge: Callable[[S, S], S],
+    limit: int = DEFAULT_NODES_LIMIT,
+    workers: int = 1,
+) -> S:
+    """``summarise`` of all nodes of the given dumps (one cluster's), each streamed, a big one
+    spread over ``workers`` processes that each summarise the part they read; the parts
+    merged in order (``nodedumps.summarise_node_file``). Module-level: picklable for workers."""
+    from fleetwarden.adapters import nodedumps  # msgspec and the stream reader: scans only
+
+    parts = [
+        nodedumps.summarise_node_file(path, summarise, merge, limit=limit, workers=workers)
+        for path in paths
+    ]
+    if not parts:
+        return summarise([])
+    out = parts[0]
+    for part in parts[1:]:
+        out = merge(out, part)
+    return out
 
 
 def load_nodes(

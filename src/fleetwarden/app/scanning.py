@@ -5,9 +5,11 @@ adapter), nothing-to-compare refused, the workers and the progress bar chosen by
 size, then ``scan_clusters``.
 
 Each cluster is read and diffed in one job, so node objects never cross process boundaries:
-only findings come back. ``load`` is the I/O seam (a picklable callable from an adapter).
-With one cluster (fewer clusters than workers) the processes go to the loader instead, which
-may split one big dump between them.
+only findings come back. ``load`` is the I/O seam (a picklable callable from an adapter): it
+gives a cluster's nodes reduced to what the diff reads (``diffing.summarise_cluster``). With
+one cluster (fewer clusters than workers) the processes go to the loader instead, which may
+split one big dump between them: each process summarises the part it read, and the summaries
+are merged (``node_summaries.merge_clusters``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fleetwarden.core.diffing import ClusterDiff, diff_cluster
+from fleetwarden.core.diffing import ClusterDiff, diff_summary, summarise_cluster
 from fleetwarden.core.fleet import (
     FleetReport,
     NothingToCompare,
@@ -28,6 +31,7 @@ from fleetwarden.core.fleet import (
     assign_pools,
     check_comparable,
 )
+from fleetwarden.core.node_summaries import ClusterSummary, merge_clusters
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
@@ -57,9 +61,18 @@ ProgressBar = Callable[[int], AbstractContextManager[Callable[[int], None]]]
 
 
 class NodeLoader(Protocol):
-    """The nodes of one cluster's dump files; ``workers`` processes may share the reading."""
+    """The nodes of one cluster's dump files, ``summarise``d (``workers`` processes may share
+    the reading, each summarising its part; the parts are ``merge``d in order)."""
 
-    def __call__(self, paths: Sequence[str], /, *, workers: int = 1) -> list[ObservedNode]: ...
+    def __call__(
+        self,
+        paths: Sequence[str],
+        /,
+        *,
+        summarise: Callable[[list[ObservedNode]], ClusterSummary],
+        merge: Callable[[ClusterSummary, ClusterSummary], ClusterSummary],
+        workers: int = 1,
+    ) -> ClusterSummary: ...
 
 
 class ScanFiles(Protocol):
@@ -80,7 +93,7 @@ class ScanFiles(Protocol):
     def file_size(self, path: str, /) -> int: ...
 
     @property
-    def read_node_files(self) -> Callable[..., list[ObservedNode]]:
+    def summarise_node_files(self) -> Callable[..., ClusterSummary]:
         """A ``NodeLoader`` once given ``limit=`` (module-level: picklable for workers)."""
 
 
@@ -131,7 +144,7 @@ def run_scan(
     jobs = request.jobs
     if jobs is None:  # processes pay off only for big inputs
         jobs = (os.cpu_count() or 1) if total > PARALLEL_MIN_BYTES else 1
-    load = functools.partial(files.read_node_files, limit=settings.nodes_file_limit)
+    load = functools.partial(files.summarise_node_files, limit=settings.nodes_file_limit)
     run = functools.partial(
         scan_clusters, loaded.pools, sources, load, options=settings.diff,
         skipped=loaded.skipped, workers=jobs,
@@ -153,8 +166,9 @@ def _job(
     load: NodeLoader,
     workers: int = 1,
 ) -> ClusterDiff:
-    result = diff_cluster(cluster, specs, load(sources, workers=workers), options=options)
-    return replace(result, grouped={})  # only findings travel back
+    summarise = partial(summarise_cluster, specs, options=options)
+    summary = load(sources, summarise=summarise, merge=merge_clusters, workers=workers)
+    return diff_summary(cluster, specs, summary, options=options)
 
 
 def scan_clusters(

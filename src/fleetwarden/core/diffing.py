@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fleetwarden.core import osfamilies, versions
 from fleetwarden.core.findings import Finding, JsonValue, Layer, Severity
+from fleetwarden.core.node_summaries import (
+    DISK,
+    ClusterSummary,
+    Compared,
+    NodeSummary,
+    Run,
+    merge_summaries,
+    summarise_nodes,
+)
 from fleetwarden.core.nodes import INSTANCE_TYPE_LABELS, POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec, Provisioner
 from fleetwarden.core.quantities import parse_quantity
@@ -25,7 +34,9 @@ __all__ = [
     "diff_cluster",
     "diff_pool",
     "diff_strays",
+    "diff_summary",
     "group_nodes",
+    "summarise_cluster",
 ]
 
 _GIB = float(2**30)
@@ -133,18 +144,25 @@ def diff_pool(
     options: DiffOptions = DiffOptions(),
 ) -> list[Finding]:
     """All findings for one pool, given the nodes that belong to it (possibly none)."""
+    summary = summarise_nodes(nodes, Compared.of(spec))
+    return _diff_summary(spec, summary, cluster=cluster, options=options)
+
+
+def _diff_summary(
+    spec: NodePoolSpec, summary: NodeSummary, *, cluster: str | None, options: DiffOptions
+) -> list[Finding]:
+    """``diff_pool`` of the nodes ``summary`` was made of (``summarise_nodes`` for this pool)."""
     cluster_name = cluster or spec.cluster or ""
     out = _Collector(cluster_name, spec.name, spec.source or None, spec)
-    _diff_count(spec, nodes, out)
-    if nodes:
-        _diff_nodes(spec, nodes, out, options)
-        _diff_allocatable(spec, nodes, out, options)
-        _diff_versions_mixed(spec, nodes, out)
+    _diff_count(spec, summary.count, out)
+    if summary.count:
+        _diff_nodes(spec, summary, out, options)
+        _diff_allocatable(spec, summary.runs, out, options)
+        _diff_versions_mixed(spec, summary, out)
     return apply_rules(out.findings(), severities=options.severities, ignores=options.ignores)
 
 
-def _diff_count(spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector) -> None:
-    n = len(nodes)
+def _diff_count(spec: NodePoolSpec, n: int, out: _Collector) -> None:
     expected = _count_expectation(spec)
     if n == 0:
         floor = spec.min_size if spec.min_size is not None else spec.desired_size
@@ -169,38 +187,22 @@ def _diff_count(spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collect
 
 
 def _diff_nodes(
-    spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector, options: DiffOptions
+    spec: NodePoolSpec, summary: NodeSummary, out: _Collector, options: DiffOptions
 ) -> None:
-    """L1, L2, L4 (per node) and SPEC, in one pass.
+    """L1, L2, L4 (per node) and SPEC.
 
-    What a node shows depends only on a few of its facts (the values of the labels checked,
-    its taints, kubelet version, OS image, disk); nodes of a pool mostly share them, so each
-    distinct combination is checked once (``_node_drifts``) and its drifts are added for every
-    node that has it, in node order: the findings are exactly those of checking every node.
-    """
+    What a node shows depends only on the facts a summary keeps of it (the values of the
+    labels checked, its taints, kubelet version, OS image, disk); nodes of a pool mostly share
+    them, so each distinct combination is checked once (``_node_drifts``) and its drifts are
+    added for every node that has it. Combinations come in the order of their first node, so
+    findings are listed as by checking every node in order."""
     check = _NodeCheck(spec, options)
-    keys = check.label_keys
-    disk = check.disk
-    add = out.add
-    # key: the facts ``_node_drifts`` reads; taints by identity (nodes from one dump share
-    # their taint tuples; ``kept`` holds every tuple whose id is a key, so no id is reused)
-    seen: dict[tuple[object, ...], list[_Drift]] = {}
-    kept: list[object] = []
-    for node in nodes:
-        key = (
-            tuple(map(node.labels.get, keys)),
-            id(node.taints),
-            node.kubelet_version,
-            node.os_image,
-            node.capacity.get("ephemeral-storage") if disk else None,
-        )
-        drifts = seen.get(key)
-        if drifts is None:
-            drifts = seen[key] = _node_drifts(check, node)
-            kept.append(node.taints)
-        name = node.name
-        for layer, field_, expected, actual, severity in drifts:
-            add(layer, field_, expected, actual, severity, name)
+    add = out.add_all
+    for facts, names in summary.facts.items():
+        for layer, field_, expected, actual, severity in _node_drifts(
+            check, summary.stand_in(facts, check.compared)
+        ):
+            add(layer, field_, expected, actual, severity, names)
 
 
 _Drift = tuple[Layer, str, object, object, Severity]
@@ -211,12 +213,12 @@ class _NodeCheck:
 
     __slots__ = (
         "check_taints",
+        "compared",
         "disk",
         "disk_hi",
         "disk_lo",
         "families",
         "family_shown",
-        "label_keys",
         "labels",
         "os_ok",
         "requirements",
@@ -249,22 +251,13 @@ class _NodeCheck:
         disk = self.disk = spec.disk_size_gib
         self.disk_lo = disk * (1 - options.disk_tolerance) if disk else 0.0
         self.disk_hi = disk * (1 + 0.05) if disk else 0.0
-        # every label the checks read: the pool's labels, the instance type, requirements
-        self.label_keys = tuple(
-            dict.fromkeys(
-                (
-                    *(k for k, _ in self.labels),
-                    *INSTANCE_TYPE_LABELS,
-                    *(r.key for r in self.requirements),
-                )
-            )
-        )
+        self.compared = Compared.of(spec)  # every label the checks read, and the disk
 
 
 def _node_drifts(check: _NodeCheck, node: ObservedNode) -> list[_Drift]:
     """What one node shows against its pool (L1, L2, L4, SPEC), in the order reported.
-    Reads only the labels named in ``check.label_keys``, the taints, kubelet version, OS image
-    and the ephemeral-storage capacity (``_diff_nodes`` relies on it)."""
+    Reads only the labels named in ``check.compared.label_keys``, the taints, kubelet version,
+    OS image and the disk capacity (``NodeSummary.stand_in`` relies on it)."""
     out: list[_Drift] = []
     add = out.append
     node_labels = node.labels
@@ -335,7 +328,7 @@ def _node_drifts(check: _NodeCheck, node: ObservedNode) -> list[_Drift]:
     # SPEC: disk size, seen as the ephemeral-storage capacity of the root filesystem
     disk = check.disk
     if disk:
-        raw = node.capacity.get("ephemeral-storage")
+        raw = node.capacity.get(DISK)
         if raw:
             try:
                 gib = parse_quantity(raw) / _GIB
@@ -347,18 +340,17 @@ def _node_drifts(check: _NodeCheck, node: ObservedNode) -> list[_Drift]:
 
 
 def _diff_allocatable(
-    spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector, options: DiffOptions
+    spec: NodePoolSpec, runs: Sequence[Run], out: _Collector, options: DiffOptions
 ) -> None:
     """L3: allocatable within tolerance of the pool's expectation, else of its own median.
 
-    Nodes are taken by their allocatable map (``_by_map``: the stream reader shares one map
-    among the nodes that have the same one), so each distinct map is looked at once per
-    resource. Findings come out as from a node-by-node pass: a finding's first node decides
-    where it is listed, and maps are visited in the order of their first node."""
+    Nodes come as runs of one allocatable map (``NodeSummary.runs``, in node order), so each
+    distinct map is looked at once per resource. Findings come out as from a node-by-node
+    pass: a finding's first node decides where it is listed, and maps are visited in the order
+    of their first node."""
     tol = options.tolerance
-    heterogeneous = spec.heterogeneous or len(spec.instance_types) > 1
     everyone: list[_MapNodes] | None = None
-    groups: list[tuple[Sequence[ObservedNode], list[_MapNodes]]] | None = None
+    groups: list[tuple[list[Run], list[_MapNodes]]] | None = None
     for resource in options.resources:
         stated = spec.allocatable.get(resource)
         if stated is not None:
@@ -367,17 +359,17 @@ def _diff_allocatable(
             except ValueError:
                 continue
             if everyone is None:
-                everyone = _by_map(nodes)
+                everyone = _by_map(runs)
             _flag_outliers(resource, stated, want, everyone, tol, out)
             continue
-        if groups is None:
-            by_type: dict[str | None, list[ObservedNode]] = defaultdict(list)
-            for node in nodes:
-                by_type[node.instance_type if heterogeneous else None].append(node)
+        if groups is None:  # by instance type when the pool's medians go by type (else None)
+            by_type: dict[str | None, list[Run]] = defaultdict(list)
+            for run in runs:
+                by_type[run[0]].append(run)
             groups = [
                 (members, _by_map(members))
                 for members in by_type.values()
-                if len(members) >= options.median_min_nodes
+                if sum(len(names) for _t, _m, names in members) >= options.median_min_nodes
             ]
         for members, maps in groups:
             median = _median(resource, members, maps, options.median_min_nodes)
@@ -388,18 +380,17 @@ def _diff_allocatable(
 _MapNodes = tuple[Mapping[str, str], list[str]]
 
 
-def _by_map(nodes: Sequence[ObservedNode]) -> list[_MapNodes]:
+def _by_map(runs: Sequence[Run]) -> list[_MapNodes]:
     """Each distinct allocatable map (by identity) with the names of its nodes, in the order
     of the first node that has it."""
     index: dict[int, list[str]] = {}
     out: list[_MapNodes] = []
-    for node in nodes:
-        m = node.allocatable
+    for _type, m, run in runs:
         names = index.get(id(m))
         if names is None:
             names = index[id(m)] = []
             out.append((m, names))
-        names.append(node.name)
+        names.extend(run)
     return out
 
 
@@ -411,7 +402,7 @@ def _quantity(raw: str) -> float | None:
 
 
 def _median(
-    resource: str, members: Sequence[ObservedNode], maps: list[_MapNodes], min_nodes: int
+    resource: str, members: Sequence[Run], maps: list[_MapNodes], min_nodes: int
 ) -> tuple[float, str] | None:
     """The median of the members' parsable ``resource`` values and the text it was read from:
     the element at ``(n - 1) // 2`` of the values sorted stably by amount. None when fewer
@@ -420,7 +411,7 @@ def _median(
     Nodes of a pool share a few distinct texts, so the texts are counted and the median found
     by walking the counts; when two texts read as the same amount (``1Gi`` and
     ``1073741824``) which one is the median depends on node order, so the sorted list itself
-    is built."""
+    is built (from the runs, which are in node order)."""
     counts: dict[str, int] = {}
     for m, names in maps:
         raw = m.get(resource)
@@ -447,16 +438,16 @@ def _median(
 
 
 def _median_sorted(
-    resource: str, members: Sequence[ObservedNode], min_nodes: int
+    resource: str, members: Sequence[Run], min_nodes: int
 ) -> tuple[float, str] | None:
-    values = []
-    for node in members:
-        raw = node.allocatable.get(resource)
+    values: list[tuple[float, str]] = []
+    for _type, m, names in members:
+        raw = m.get(resource)
         if raw is None:
             continue
         value = _quantity(raw)
         if value is not None:
-            values.append((value, raw))
+            values.extend([(value, raw)] * len(names))
     if len(values) < min_nodes:
         return None
     values.sort(key=lambda pair: pair[0])
@@ -484,16 +475,14 @@ def _flag_outliers(
             out.add_all(Layer.L3, field_, expected_raw, raw, severity, names)
 
 
-def _diff_versions_mixed(
-    spec: NodePoolSpec, nodes: Sequence[ObservedNode], out: _Collector
-) -> None:
+def _diff_versions_mixed(spec: NodePoolSpec, summary: NodeSummary, out: _Collector) -> None:
     """A pool whose nodes run more than one kubelet version (an upgrade under way or stuck).
 
     Derived, so never double counted: nodes a ``kubeletVersion`` finding already names (they
     run another version than the pool's) are left out; the rest must still disagree.
     """
     want = spec.kubernetes_version
-    distinct = {node.kubelet_version for node in nodes if node.kubelet_version}
+    distinct = {facts[2] for facts in summary.facts if facts[2]}
     if len(distinct) < 2:
         return
     seen: dict[tuple[int, int, int | None], str] = {}
@@ -514,7 +503,6 @@ class ClusterDiff:
     findings: list[Finding]
     pools: int
     nodes: int
-    grouped: Mapping[str | None, list[ObservedNode]] = field(default_factory=dict)
 
 
 def group_nodes(
@@ -565,9 +553,15 @@ def diff_strays(
     options: DiffOptions = DiffOptions(),
 ) -> list[Finding]:
     """Nodes whose pool is not in the desired state (or who carry no pool label at all)."""
+    return _strays(cluster, group, [node.name for node in nodes], options)
+
+
+def _strays(
+    cluster: str, group: str | None, names: list[str], options: DiffOptions
+) -> list[Finding]:
     collector = _Collector(cluster, group, None)
-    for node in nodes:
-        collector.add(Layer.SPEC, "pool", None, group, Severity.MEDIUM, node.name)
+    if names:
+        collector.add_all(Layer.SPEC, "pool", None, group, Severity.MEDIUM, names)
     if group is None:
         looked = ", ".join(options.pool_labels or POOL_LABELS)
         collector.explain(
@@ -579,6 +573,55 @@ def diff_strays(
     return apply_rules(collector.findings(), severities=options.severities, ignores=options.ignores)
 
 
+def summarise_cluster(
+    specs: Sequence[NodePoolSpec],
+    nodes: Sequence[ObservedNode],
+    *,
+    options: DiffOptions = DiffOptions(),
+) -> ClusterSummary:
+    """One cluster's nodes reduced to what ``diff_summary`` reads: each group summarised for
+    the desired pool it belongs to. Summaries of consecutive parts of a node list merge
+    (``node_summaries.merge_clusters``) into the summary of the whole."""
+    index = PoolIndex(specs)
+    out = ClusterSummary()
+    compared: dict[str, Compared] = {}
+    for group, members in group_nodes(nodes, options=options).items():
+        spec = index.spec_for(group)
+        if spec is None:
+            out.groups[group] = summarise_nodes(members, None)
+            continue
+        wants = compared.get(spec.name)
+        if wants is None:
+            wants = compared[spec.name] = Compared.of(spec)
+        out.groups[group] = summarise_nodes(members, wants)
+    return out
+
+
+def diff_summary(
+    cluster: str,
+    specs: Sequence[NodePoolSpec],
+    summary: ClusterSummary,
+    *,
+    options: DiffOptions = DiffOptions(),
+) -> ClusterDiff:
+    """``diff_cluster`` of the nodes ``summary`` was made of (``summarise_cluster`` with the
+    same specs and options)."""
+    index = PoolIndex(specs)
+    members: dict[str, NodeSummary | None] = {spec.name: None for spec in specs}
+    findings: list[Finding] = []
+    for group, part in summary.groups.items():
+        spec = index.spec_for(group)
+        if spec is None:
+            findings.extend(_strays(cluster, group, part.names(), options))
+        else:  # a pool's groups in the order of their first node, as diff_cluster lists them
+            have = members[spec.name]
+            members[spec.name] = part if have is None else merge_summaries(have, part)
+    for spec in specs:
+        part = members[spec.name] or NodeSummary()
+        findings.extend(_diff_summary(spec, part, cluster=cluster, options=options))
+    return ClusterDiff(cluster=cluster, findings=findings, pools=len(specs), nodes=summary.nodes)
+
+
 def diff_cluster(
     cluster: str,
     specs: Sequence[NodePoolSpec],
@@ -587,19 +630,5 @@ def diff_cluster(
     options: DiffOptions = DiffOptions(),
 ) -> ClusterDiff:
     """Every pool of one cluster, plus nodes that belong to no desired pool."""
-    grouped = group_nodes(nodes, options=options)
-    index = PoolIndex(specs)
-    members: dict[str, list[ObservedNode]] = {spec.name: [] for spec in specs}
-    findings: list[Finding] = []
-    for group, group_nodes_ in grouped.items():
-        spec = index.spec_for(group)
-        if spec is None:
-            findings.extend(diff_strays(cluster, group, group_nodes_, options=options))
-        else:
-            members[spec.name].extend(group_nodes_)
-    for spec in specs:
-        findings.extend(diff_pool(spec, members[spec.name], cluster=cluster, options=options))
-    counted = sum(len(v) for v in grouped.values())
-    return ClusterDiff(
-        cluster=cluster, findings=findings, pools=len(specs), nodes=counted, grouped=grouped
-    )
+    summary = summarise_cluster(specs, nodes, options=options)
+    return diff_summary(cluster, specs, summary, options=options)

@@ -47,11 +47,9 @@ __all__ = [
     "Opener",
     "ReadInto",
     "Unstreamable",
-    "pack_nodes",
     "read_head",
     "read_items",
     "split_point",
-    "unpack_nodes",
 ]
 
 CHUNK_BYTES = 8 * 2**20
@@ -494,81 +492,3 @@ def split_point(window: bytes, offset: int, separator: bytes) -> int | None:
     if i < 0:
         return None
     return offset + i + len(separator) - 1
-
-
-# --- nodes sent back by a worker process --------------------------------------------------
-
-_PACKED = msgspec.msgpack.Decoder(
-    tuple[
-        list[str],
-        list[dict[str, str]],
-        list[int],
-        list[list[tuple[str, str | None, str]]],
-        list[str | None],
-        list[str | None],
-        list[int],
-        list[int],
-        list[dict[str, str]],
-        list[bool],
-    ]
-)
-
-
-def pack_nodes(nodes: list[ObservedNode]) -> bytes:
-    """Nodes as one msgpack blob of columns (pickling 50,000 frozen dataclasses takes
-    seconds; this takes tens of milliseconds). Shared maps and taint sets are sent once."""
-    maps: dict[int, int] = {}
-    map_list: list[Any] = []
-    taint_ids: dict[tuple[Taint, ...], int] = {}
-    taint_list: list[list[tuple[str, str | None, str]]] = []
-
-    def map_id(m: Any) -> int:
-        i = maps.get(id(m))
-        if i is None:
-            i = maps[id(m)] = len(map_list)
-            map_list.append(m)
-        return i
-
-    def taint_id(ts: tuple[Taint, ...]) -> int:
-        i = taint_ids.get(ts)
-        if i is None:
-            i = taint_ids[ts] = len(taint_list)
-            taint_list.append([(t.key, t.value, t.effect) for t in ts])
-        return i
-
-    return msgspec.msgpack.encode(
-        (
-            [n.name for n in nodes],
-            [n.labels for n in nodes],
-            [taint_id(n.taints) for n in nodes],
-            taint_list,
-            [n.kubelet_version for n in nodes],
-            [n.os_image for n in nodes],
-            [map_id(n.allocatable) for n in nodes],
-            [map_id(n.capacity) for n in nodes],
-            map_list,
-            [n.unschedulable for n in nodes],
-        )
-    )
-
-
-def unpack_nodes(blob: bytes) -> list[ObservedNode]:
-    """``pack_nodes`` undone."""
-    names, labels, taint_ids, taint_list, kubelet, os_image, alloc, cap, maps, unsched = (
-        _PACKED.decode(blob)
-    )
-    taint_sets = [tuple(Taint(*t) for t in ts) for ts in taint_list]
-    return [
-        ObservedNode(n, lab, taint_sets[ti], kv, osi, maps[a], maps[c], u)
-        for n, lab, ti, kv, osi, a, c, u in zip(
-            names,
-            labels,
-            taint_ids,
-            kubelet,
-            os_image,
-            alloc,
-            cap,
-            unsched,
-            strict=True,
-        )
-    ]
