@@ -948,3 +948,28 @@ def test_redaction_copies_what_it_changes_only_and_leaves_the_object_alone(bouti
     ]
     assert out["spec"] is live["spec"]  # shared, not copied
     assert wl.redact(out) == out
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Deployment", "ConfigMap"]),
+            st.one_of(st.none(), st.sampled_from(["a", "b"])),
+            st.sampled_from(["x", "y", "z"]),
+        ),
+        max_size=12,
+    )
+)
+def test_an_apps_desired_keys_sort_with_and_without_a_namespace(objs):
+    """Desired manifests often omit the namespace: the keys of one app, some with and some
+    without one, come back in one order (``fleet versions`` crashed sorting None with str)."""
+    from fleetwarden.core.workloads.indexing import ObjectIndex
+
+    index = ObjectIndex()
+    for kind, ns, name in objs:
+        meta = {"name": name, **({"namespace": ns} if ns else {})}
+        api = "apps/v1" if kind == "Deployment" else "v1"
+        index.add({"apiVersion": api, "kind": kind, "metadata": meta})
+    keys = index.keys_for_app("shop")
+    assert keys == sorted(set(keys), key=lambda k: k.order)
+    assert {(k.kind, k.namespace, k.name) for k in keys} == {(k, n, m) for k, n, m in objs}

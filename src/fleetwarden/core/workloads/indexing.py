@@ -158,7 +158,10 @@ class ObjectIndex:
         """
         keys = self._desired_keys.get(app)
         if keys is None:
-            keys = sorted([k for k, o in self.objects.items() if o.app is None or o.app == app])
+            keys = sorted(
+                (k for k, o in self.objects.items() if o.app is None or o.app == app),
+                key=lambda k: k.order,
+            )
             self._desired_keys[app] = keys
         return list(keys)
 

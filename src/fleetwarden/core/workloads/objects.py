@@ -55,6 +55,11 @@ class ObjectKey(NamedTuple):
     def ref(self) -> str:
         return f"{self.kind}/{self.namespace or '-'}/{self.name}"
 
+    @property
+    def order(self) -> tuple[str, str, str]:
+        """A sort key: keys with and without a namespace sort together (``None`` first)."""
+        return (self.kind, self.namespace or "", self.name)
+
     def in_cluster(self, cluster: str) -> WorkloadRef:
         """This object in ``cluster``: the subject of its findings (``ref`` is its ``pool``)."""
         return WorkloadRef(cluster, self.namespace, self.kind, self.name)
