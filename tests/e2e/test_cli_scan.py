@@ -375,7 +375,7 @@ def test_nothing_to_compare_says_what_each_file_defines_instead(tmp_path, tree):
     )
     (tmp_path / "auto.tf").write_text(
         'resource "aws_eks_cluster" "c" {\n  name = "c1"\n'
-        "  compute_config {\n    enabled = var.auto\n    node_pools = [\"system\"]\n  }\n}\n"
+        '  compute_config {\n    enabled = var.auto\n    node_pools = ["system"]\n  }\n}\n'
     )
     r = run("scan", "-d", str(tmp_path), "-n", f"c1={tree / 'duckboat.json'}")
     assert r.returncode == 2 and r.stdout == ""
