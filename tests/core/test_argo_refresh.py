@@ -350,3 +350,20 @@ def test_a_touched_secret_keeps_only_the_tracking_annotation():
     touched = TouchedObject.from_object("c1", secret)
     assert dict(touched.annotations) == {"argocd.argoproj.io/tracking-id": "shop:/Secret:shop/db"}
     assert owners_of(touched, [AppTracking("shop")]).claims[0].basis is Basis.TRACKING_ID
+
+
+def test_an_application_filed_again_keeps_its_place():
+    """Found by the property test above: ``b`` filed, ``a`` filed, ``b`` filed again -- the
+    index's candidates (in filing order) and its values must agree, so an object in both
+    trees is claimed by ``b`` first either way."""
+    key = ResourceKey("", "Deployment", "", "a")
+    b = AppTracking("b", cluster="c1", resources=frozenset())
+    a = AppTracking("a", cluster="c1", resources=frozenset({key}))
+    index = OwnershipIndex()
+    index["b"], index["a"] = b, a
+    index["b"] = AppTracking("b", cluster="c1", resources=frozenset({key}))
+    assert list(index) == ["b", "a"]
+    touched = TouchedObject("c1", key, {}, {}, group_known=True)
+    got = [c.app.name for c in index.owners(touched).claims]
+    assert got == [c.app.name for c in owners_of(touched, list(index.values())).claims]
+    assert got == ["b", "a"]

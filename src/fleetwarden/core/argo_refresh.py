@@ -269,11 +269,13 @@ class OwnershipIndex:
     def __setitem__(self, name: str, app: AppTracking) -> None:
         if app.name != name:
             raise ValueError(f"application {app.name} filed as {name}")
-        seq = self._seq.get(name)
-        self.pop(name, None)
-        self._seq[name] = seq if seq is not None else self._next
-        self._next += 1
-        self._apps[name] = app
+        old = self._apps.get(name)
+        if old is None:
+            self._seq[name] = self._next
+            self._next += 1
+        else:
+            self._unindex(name, old)
+        self._apps[name] = app  # a name filed again keeps its place (values() and seq agree)
         if app.cluster is not None:
             for key in app.resources:
                 self._tree.setdefault((app.cluster, key), set()).add(name)
@@ -285,6 +287,10 @@ class OwnershipIndex:
         if app is None:
             return default
         del self._seq[name]
+        self._unindex(name, app)
+        return app
+
+    def _unindex(self, name: str, app: AppTracking) -> None:
         if app.cluster is not None:
             for key in app.resources:
                 _drop(self._tree, (app.cluster, key), name)
@@ -292,7 +298,6 @@ class OwnershipIndex:
         self._label_keys[app.instance_label] -= 1
         if not self._label_keys[app.instance_label]:
             del self._label_keys[app.instance_label]
-        return app
 
     def __getitem__(self, name: str) -> AppTracking:
         return self._apps[name]
