@@ -2,9 +2,11 @@
 
 Fast: ``adapters.nodedumps.read_node_file`` (the items array streamed in small chunks, the
 dump split over two or three processes) and ``core.diffing.diff_cluster`` (shared checks); and
-what ``scan`` runs, ``nodedumps.summarise_node_file``: each process summarises the nodes it
-read (``diffing.summarise_cluster``), the summaries merged (``node_summaries.merge_clusters``)
-and diffed (``diffing.diff_summary``).
+what ``scan`` runs, ``nodedumps.summarise_node_file`` with a ``diffing.ClusterSummariser``:
+the dump cut into many ranges, each process feeding the rows of the ranges it takes into a
+summary builder (reading only the labels the summary reads, once it knows them), the range
+summaries merged (``node_summaries.merge_clusters``) and diffed (``diffing.diff_summary``) --
+the same as summarising whole node lists (``diffing.summarise_cluster``).
 Plain: ``formats.nodes.parse_document`` (the whole document decoded at once), every pool
 diffed node by node (``tests/support/plain_diff.py``). Over every real node dump in
 ../shared/realdata/nodes and hypothesis-drawn dumps (key order, unicode, escaped quotes and
@@ -15,6 +17,7 @@ over damaged dumps: the same one-line ``FormatError``.
 from __future__ import annotations
 
 import json
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.adapters import nodedumps
-from fleetwarden.core.diffing import diff_cluster, diff_summary, group_nodes, summarise_cluster
+from fleetwarden.core.diffing import (
+    ClusterSummariser,
+    diff_cluster,
+    diff_summary,
+    group_nodes,
+    summarise_cluster,
+)
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.node_summaries import merge_clusters
 from fleetwarden.core.nodes import ObservedNode
@@ -34,7 +43,7 @@ from fleetwarden.formats import nodes as nodes_fmt
 from fleetwarden.formats import nodestream
 from fleetwarden.formats.errors import FormatError
 from tests.conftest import realdata_files
-from tests.formats.test_nodes_stream import TEXT, node_objects
+from tests.formats.test_nodes_stream import TEXT, _write_big, node_objects
 from tests.support.plain_diff import plain_cluster_findings
 
 
@@ -71,20 +80,28 @@ def _findings(nodes: list[ObservedNode], specs: list[NodePoolSpec]) -> list[Find
 
 
 def _summarised(path: Path, specs: list[NodePoolSpec], workers: int) -> list[Finding]:
-    """What ``scan`` does: every process summarises its nodes, the summaries merged."""
+    """What ``scan`` does (every process feeds a summary builder the rows it reads, the
+    summaries merged), checked against summarising whole node lists."""
     options = DiffOptions()
-    summarise = partial(summarise_cluster, specs, options=options)
-    summary = nodedumps.summarise_node_file(
-        str(path), summarise, merge_clusters, limit=2**30, workers=workers
-    )
-    return diff_summary("c", specs, summary, options=options).findings
+    got = []
+    for summarise in (
+        ClusterSummariser(tuple(specs), options),
+        partial(summarise_cluster, specs, options=options),
+    ):
+        summary = nodedumps.summarise_node_file(
+            str(path), summarise, merge_clusters, limit=2**30, workers=workers
+        )
+        got.append(diff_summary("c", specs, summary, options=options).findings)
+    assert got[0] == got[1]
+    return got[0]
 
 
 @pytest.fixture()
 def small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Chunks of a few KiB and splits of any size: real dumps are small."""
+    """Chunks of a few KiB, splits of any size and ranges of a few KiB: real dumps are small."""
     monkeypatch.setattr(nodestream, "CHUNK_BYTES", 2048)
     monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(nodedumps, "RANGE_BYTES", 3000)
 
 
 @pytest.mark.parametrize("path", realdata_files("nodes"), ids=lambda p: p.name)
@@ -185,3 +202,55 @@ def test_a_control_character_in_a_dump_that_is_not_json_is_a_one_line_error(tmp_
         messages.add(str(err.value))
     (message,) = messages
     assert "\n" not in message and "control characters are not allowed" in message
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_workers_told_late_give_the_same_summary(tmp_path, small_steps, workers):
+    """Workers started before the desired state is read (``start_split``) read their first
+    ranges with every label, and only the labels the summary reads once they are told how
+    to summarise: the same findings as the plain path."""
+    path, _raw = _write_big(tmp_path, 400)
+    plain = _plain(path)
+    options = DiffOptions(pool_labels=("pool",))
+    specs = [
+        NodePoolSpec(
+            name=f"p{i}", cluster="c", labels={"x": "y", "gone": "z"}, kubernetes_version="1.29"
+        )
+        for i in range(2)
+    ]  # p2: nodes of no desired pool
+    want = plain_cluster_findings("c", specs, plain, options)
+    assert {f.field for f in want} >= {"labels.x", "labels.gone", "kubeletVersion", "pool"}
+    nodedumps.start_split(str(path), limit=2**30, workers=workers)
+    time.sleep(0.5)  # the workers read ranges before they are told how to summarise them
+    summary = nodedumps.summarise_node_file(
+        str(path), ClusterSummariser(tuple(specs), options), merge_clusters, limit=2**30,
+        workers=workers,
+    )  # fmt: skip
+    assert diff_summary("c", specs, summary, options=options).findings == want
+
+
+def test_a_compared_label_that_is_not_a_string_is_read_as_the_plain_path_reads_it(
+    tmp_path, small_steps
+):
+    """Only the labels a summary reads are decoded, as strings: a number there makes the
+    stream refuse the dump, and the whole reader reads it (``7`` as the text ``"7"``)."""
+    items = [
+        {
+            "kind": "Node",
+            "metadata": {"name": f"n{i}", "labels": {"team": 7, "pool": "a", "other": 1}},
+        }
+        for i in range(40)
+    ]
+    path = tmp_path / "c.json"
+    path.write_bytes(json.dumps({"kind": "List", "items": items}, indent=4).encode())
+    spec = NodePoolSpec(name="a", cluster="c", labels={"team": "x"})
+    options = DiffOptions(pool_labels=("pool",))
+    plain = _plain(path)
+    want = plain_cluster_findings("c", [spec], plain, options)
+    assert any(f.field == "labels.team" and f.actual == "7" for f in want)
+    for workers in (1, 2):
+        summary = nodedumps.summarise_node_file(
+            str(path), ClusterSummariser((spec,), options), merge_clusters, limit=2**30,
+            workers=workers,
+        )  # fmt: skip
+        assert diff_summary("c", [spec], summary, options=options).findings == want

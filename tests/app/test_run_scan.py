@@ -79,7 +79,7 @@ def _request(tree: Path, **kwargs: object) -> ScanRequest:
 
 def test_a_scan_diffs_every_cluster_and_advances_the_bar_by_each_clusters_bytes(tree):
     bar = Bar()
-    report = run_scan(_request(tree, progress=True), files, progress=bar, terminal=False)
+    report = run_scan(_request(tree, progress=True), files, progress=bar, terminal=lambda: False)
     assert {f.cluster for f in report.findings} == {"small"}  # t3.medium instead of m5.large
     sizes = sorted((tree / "nodes" / f"{c}.json").stat().st_size for c in ("tiny", "small"))
     assert bar.totals == [sum(sizes)]
@@ -95,7 +95,7 @@ def test_the_bar_shows_when_asked_or_on_a_terminal_for_big_dumps(tree, progress,
     terminal."""
     assert sum(p.stat().st_size for p in (tree / "nodes").iterdir()) < PROGRESS_MIN_BYTES
     bar = Bar()
-    run_scan(_request(tree, progress=progress), files, progress=bar, terminal=terminal)
+    run_scan(_request(tree, progress=progress), files, progress=bar, terminal=lambda: terminal)
     assert bool(bar.totals) is shown
 
 
@@ -105,9 +105,9 @@ def test_no_pool_under_desired_is_nothing_to_compare_unless_allowed(tree):
     (tree / "empty" / "notes.yaml").write_text("kind: ConfigMap\n")
     request = ScanRequest([str(tree / "empty")], [str(tree / "nodes")], Settings())
     with pytest.raises(NothingToCompare, match=r"read 1 file.*kinds seen: ConfigMap"):
-        run_scan(request, files, progress=Bar(), terminal=False)
+        run_scan(request, files, progress=Bar(), terminal=lambda: False)
     allowed = ScanRequest([str(tree / "empty")], [str(tree / "nodes")], Settings(), True)
-    report = run_scan(allowed, files, progress=Bar(), terminal=False)
+    report = run_scan(allowed, files, progress=Bar(), terminal=lambda: False)
     assert {(f.cluster, f.field) for f in report.findings} == {("tiny", "pool"), ("small", "pool")}
 
 

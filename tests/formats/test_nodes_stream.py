@@ -162,7 +162,7 @@ def test_a_split_anywhere_gives_the_same_nodes_or_is_refused(items, data):
         # taken; a pretty-printed dump's separator carries its indentation and is unique
         assert compact
         return
-    assert first.nodes + rest.nodes == want
+    assert first.nodes() + rest.nodes() == want
 
 
 def test_a_guess_inside_an_item_is_refused():

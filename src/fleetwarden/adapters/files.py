@@ -265,7 +265,7 @@ def summarise_node_files(
     /,
     *,
     summarise: Callable[[list[ObservedNode]], S],
-    merge: Callable[[S, S], S],
+    merge: Callable[..., S],
     limit: int = DEFAULT_NODES_LIMIT,
     workers: int = 1,
 ) -> S:
@@ -280,10 +280,7 @@ def summarise_node_files(
     ]
     if not parts:
         return summarise([])
-    out = parts[0]
-    for part in parts[1:]:
-        out = merge(out, part)
-    return out
+    return merge(*parts)
 
 
 def load_nodes(

@@ -3,12 +3,14 @@
 ``read_node_file`` never holds a JSON ``List`` of nodes in memory whole: ``formats.nodestream``
 reads it a chunk at a time. ``summarise_node_file`` reduces the nodes with a caller's
 ``summarise`` (``scan``: to what the diff reads, ``core.node_summaries``). With ``workers`` > 1
-and a dump of at least ``SPLIT_MIN_BYTES``, the items array is cut into byte ranges (at a
-guessed item boundary, proved by the range before it decoding exactly up to it), the first
-range is read here and the others in forked worker processes; each process summarises the
-nodes it read, and only the summaries cross, merged here in range order (``merge``).
-``start_split`` starts the workers early (``scan`` does so before it reads the desired state:
-the workers are sent ``summarise`` when the read starts). Whatever the stream refuses (YAML, a
+and a dump of at least ``SPLIT_MIN_BYTES``, the items array is cut into byte ranges of about
+``RANGE_BYTES`` (at guessed item boundaries, each proved by the range before it decoding
+exactly up to it), read by this process and forked worker processes, each taking the next
+range nobody has taken; each process summarises the ranges it read (a ``summarise`` with a
+``builder()`` is fed the rows as they are read: no node objects), and only the summaries
+cross, merged here in range order (``merge``). ``start_split`` starts the workers early
+(``scan`` does so before it reads the desired state: the workers are sent ``summarise`` when
+the read starts, and summarise what they read before then). Whatever the stream refuses (YAML, a
 single Node, anything malformed or unusual) is read whole by ``formats.nodes.parse_document``,
 which names the problem; a split whose guess was wrong is read again in one stream.
 """
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
-import operator
 import os
 import sys
 import threading
@@ -27,10 +28,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
+from fleetwarden.core.node_summaries import Row
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.formats import nodestream
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.nodes import parse_document, stream_nodes, streamed_kind_ok
+from fleetwarden.formats.nodes import parse_document, stream_rows, streamed_kind_ok
 
 __all__ = ["SPLIT_MIN_BYTES", "read_node_file", "start_split", "summarise_node_file"]
 
@@ -39,29 +41,36 @@ S = TypeVar("S")
 SPLIT_MIN_BYTES = 64 * 2**20
 """Below this a second process costs more (start, sending nodes back) than it saves."""
 
+RANGE_BYTES = 40 * 2**20
+"""A split dump is cut into ranges of about this size (at least one per process), and each
+process takes the next range not yet taken until none is left: the processes end their
+reading within about one range of each other, whatever else one of them had to do (this
+process loads the desired state meanwhile) and however fast each one runs."""
+
 _PROBE_BYTES = 2**20  # looked at around a split point for the next item's start
-_FIRST_SHARE = 1.0
-"""The first range, read here, is this much of an even share (every process summarises its
-own nodes; a worker started at the read has no head start)."""
 
 
 def read_node_file(path: str, *, limit: int, workers: int = 1) -> list[ObservedNode]:
     """Every Node in one dump file. Raises ``FormatError`` naming the file (and where)."""
-    return summarise_node_file(path, list, operator.add, limit=limit, workers=workers)
+    return summarise_node_file(path, list, _concat, limit=limit, workers=workers)
+
+
+def _concat(*parts: list[ObservedNode]) -> list[ObservedNode]:
+    return [node for part in parts for node in part]
 
 
 def summarise_node_file(
     path: str,
     summarise: Callable[[list[ObservedNode]], S],
-    merge: Callable[[S, S], S],
+    merge: Callable[..., S],
     *,
     limit: int,
     workers: int = 1,
 ) -> S:
     """``summarise`` of every Node in one dump file, read by up to ``workers`` processes
-    (each summarises what it read; ``merge(a, b)`` must be the summary of ``a``'s nodes
-    followed by ``b``'s, and ``summarise`` picklable). Raises ``FormatError`` naming the file
-    (and where)."""
+    (each summarises what it read; ``merge(a, b, ...)`` must be the summary of ``a``'s nodes
+    followed by ``b``'s and so on, and ``summarise`` picklable). Raises ``FormatError``
+    naming the file (and where)."""
     file = Path(path)
     size = _checked_size(file, limit)
     try:
@@ -76,10 +85,11 @@ def summarise_node_file(
                     split = _read_split(path, open_at, size, workers, summarise, merge)
                     if split is not None:
                         return split[0]
-                nodes = stream_nodes(open_at)
-                out = summarise(nodes)
+                feeder = _Feeder([summarise], keep=path in _ENDING)
+                stream_rows(open_at, sink=feeder)
+                out = feeder.result()
                 if path in _ENDING:
-                    _keep_till_exit(nodes)
+                    _keep_till_exit(feeder.chunks)
                 return out
         except nodestream.Unstreamable:
             pass  # the whole-document reader decides, and names any problem
@@ -105,34 +115,28 @@ def start_split(path: str, *, limit: int, workers: int, ending: bool = False) ->
         if _checked_size(Path(path), limit) < SPLIT_MIN_BYTES:
             return
         with _files(path) as open_at:
-            plan = _plan(open_at, os.path.getsize(path), workers, _STARTED_SHARE)
+            plan = _plan(open_at, os.path.getsize(path), workers)
     except (FormatError, OSError, nodestream.Unstreamable):
         return
     if plan is not None:
-        _STARTED[(path, workers)] = _Split(path, *plan)
+        _STARTED[(path, workers)] = _Split(path, *plan, workers - 1)
 
 
 _STARTED: dict[tuple[str, int], _Split] = {}
 _ENDING: set[str] = set()
 _CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
-_STARTED_SHARE = 0.85
-"""Started early, a worker reads while this process loads the desired state (~0.15 s at 200
-pools) and reaches the read: this process's range is this much of an even share, so both end
-their reading and summarising at about the same time (0.425 of the dump with two)."""
 
 
-def _plan(
-    open_at: _Opener, size: int, workers: int, share: float
-) -> tuple[nodestream.Head, list[int]] | None:
+def _plan(open_at: _Opener, size: int, workers: int) -> tuple[nodestream.Head, list[int]] | None:
     """The dump's head and where each range starts (guessed item starts); None when it
     cannot be split (one item, no separator seen, no item start near a cut)."""
     head = nodestream.read_head(open_at(0))
     if head.separator is None:
         return None
     starts = [head.items_at]
-    mine = size * share // workers  # this process also unpacks the others' nodes
-    for k in range(1, workers):
-        offset = int(mine + (size - mine) * (k - 1) // (workers - 1))
+    ranges = max(workers, -(-size // RANGE_BYTES))
+    for k in range(1, ranges):
+        offset = size * k // ranges
         fh = open_at.file(offset)
         guess = nodestream.split_point(fh.read(_PROBE_BYTES), offset, head.separator)
         if guess is None or guess <= starts[-1]:
@@ -141,22 +145,42 @@ def _plan(
     return head, starts
 
 
-class _Split:
-    """Worker processes reading the ranges after the first, each told how to summarise its
-    nodes (``send``) and sending back the summary (or the exception that stopped it) through
-    a pipe. Daemonic: a command that exits before collecting them (an error elsewhere) does
-    not wait for them."""
+class _Ranges:
+    """Where each range of a split dump starts, and the first range nobody has taken yet
+    (shared by the processes: each takes the next one when it is free)."""
 
-    def __init__(self, path: str, head: nodestream.Head, starts: list[int]) -> None:
-        self.head, self.starts = head, starts
+    def __init__(self, starts: list[int], taken: Any) -> None:
+        self.starts, self._taken = starts, taken
+
+    def take(self) -> tuple[int, int, int | None] | None:
+        """The next range nobody has taken: its number, where it starts and where the next
+        one starts (None: it is the last); None when every range is taken."""
+        with self._taken.get_lock():
+            k = self._taken.value
+            if k >= len(self.starts):
+                return None
+            self._taken.value = k + 1
+        stop = self.starts[k + 1] if k + 1 < len(self.starts) else None
+        return k, self.starts[k], stop
+
+
+class _Split:
+    """Worker processes reading ranges of the items array -- each range taken by whichever
+    process is free (``ranges.take``; this process takes them too) --, each told how to
+    summarise its nodes (``send``) and sending back each range's summary (or the exception
+    that stopped it) through a pipe. Daemonic: a command that exits before collecting them
+    (an error elsewhere) does not wait for them."""
+
+    def __init__(self, path: str, head: nodestream.Head, starts: list[int], workers: int) -> None:
+        self.head = head
         assert head.separator is not None
         ctx = multiprocessing.get_context("fork")  # this process's modules, no re-import
-        ends: list[int | None] = [*starts[2:], None]
+        self.ranges = _Ranges(starts, ctx.Value("l", 0))
         self.workers = []
-        for start, stop in zip(starts[1:], ends, strict=True):
+        for _ in range(workers):
             mine, theirs = ctx.Pipe()
             proc = ctx.Process(
-                target=_read_range, args=(theirs, path, start, head.separator, stop), daemon=True
+                target=_read_ranges, args=(theirs, path, head.separator, self.ranges), daemon=True
             )
             proc.start()
             theirs.close()
@@ -169,22 +193,42 @@ class _Split:
             with suppress(BrokenPipeError, ConnectionResetError):
                 conn.send(summarise)
 
-    def results(self) -> list[tuple[Any, dict[str, Any] | None]]:
-        """Every worker's summary and the top-level keys it read after the items array, in
-        range order; ``Unstreamable`` if one refused its range or ended without a word."""
-        out = []
+    def collect(self) -> None:
+        """Take in the workers' summaries as they come (a thread of this process: a worker
+        never waits on its pipe while this process reads its own ranges)."""
+        self._got: dict[int, tuple[Any, dict[str, Any] | None]] = {}
+        self._failed: list[BaseException] = []
+        self._collector = threading.Thread(target=self._receive, daemon=True)
+        self._collector.start()
+
+    def _receive(self) -> None:
         try:
             for _proc, conn in self.workers:
-                try:
-                    got = conn.recv()
-                except EOFError:
-                    raise nodestream.Unstreamable from None
-                if isinstance(got, BaseException):
-                    raise got
-                out.append(got)
+                while True:
+                    try:
+                        got = conn.recv()
+                    except (EOFError, OSError):
+                        raise nodestream.Unstreamable from None
+                    if isinstance(got, BaseException):
+                        raise got
+                    if got is None:  # this worker is done
+                        break
+                    k, summary, keys = got
+                    self._got[k] = (summary, keys)
+        except BaseException as exc:  # handed to results(), which raises it
+            self._failed.append(exc)
+
+    def results(self) -> dict[int, tuple[Any, dict[str, Any] | None]]:
+        """Every range the workers read: its summary and the top-level keys read after the
+        items array (for the last range); ``Unstreamable`` if one refused its range or a
+        worker ended without a word."""
+        try:
+            self._collector.join()
+            if self._failed:
+                raise self._failed[0]
+            return self._got
         finally:
             self.stop()
-        return out
 
     def stop(self) -> None:
         for proc, conn in self.workers:
@@ -200,39 +244,109 @@ def _read_split(
     size: int,
     workers: int,
     summarise: Callable[[list[ObservedNode]], S],
-    merge: Callable[[S, S], S],
+    merge: Callable[..., S],
 ) -> tuple[S] | None:
-    """The items array in ``workers`` byte ranges, the first one read here (the others by the
-    workers ``start_split`` started, else started now), each range summarised where it was
-    read; the summaries merged in range order. None when the dump cannot be split (one item,
-    no separator seen) or a split point was not an item's start; ``Unstreamable`` when a range
-    was refused."""
+    """The items array in byte ranges read by ``workers`` processes, this one included (the
+    others started by ``start_split``, else now), each range summarised where it was read,
+    the summaries merged in range order. None when the dump cannot be split (one item, no
+    separator seen), a split point was not an item's start or a range was refused: the
+    caller then reads it in one stream, which decides."""
     split = _STARTED.pop((path, workers), None)
     if split is None:
         if not _CAN_FORK:
             return None  # no fork (Windows): one stream
-        plan = _plan(open_at, size, workers, _FIRST_SHARE)
+        plan = _plan(open_at, size, workers)
         if plan is None:
             return None
-        split = _Split(path, *plan)
+        split = _Split(path, *plan, workers - 1)
     split.send(summarise)
-    head, starts = split.head, split.starts
+    split.collect()
+    separator = split.head.separator
+    ending = path in _ENDING
+    parts: dict[int, tuple[Any, dict[str, Any] | None]] = {}
+    kept: list[object] = []
     try:
-        first = nodestream.read_items(
-            open_at(starts[0]), start=starts[0], separator=head.separator, stop=starts[1]
-        )
+        while (taken := split.ranges.take()) is not None:
+            k, start, stop = taken
+            feeder = _Feeder([summarise], keep=ending)
+            got = nodestream.read_items(
+                open_at(start), start=start, separator=separator, stop=stop, sink=feeder
+            )
+            parts[k] = (feeder.result(), got.keys)
+            kept.append(feeder.chunks)
+        parts.update(split.results())
     except nodestream.Unstreamable:
         split.stop()
-        return None  # the split point was a wrong guess (or this range is odd): one stream
-    out = summarise(first.nodes)
-    if path in _ENDING:
-        _keep_till_exit(first)
-    rest = split.results()  # Unstreamable re-raises here
-    if not streamed_kind_ok(head.keys, rest[-1][1] or {}):
+        return None  # a split point was a wrong guess (or a range is odd): one stream
+    except BaseException:
+        split.stop()
+        raise
+    if ending:
+        _keep_till_exit(kept)
+    last = len(split.ranges.starts) - 1
+    if sorted(parts) != list(range(last + 1)):
+        return None
+    if not streamed_kind_ok(split.head.keys, parts[last][1] or {}):
         raise nodestream.Unstreamable
-    for summary, _keys in rest:
-        out = merge(out, summary)
-    return (out,)
+    return (merge(*(parts[k][0] for k in range(last + 1))),)
+
+
+class _Feeder:
+    """Takes a range's rows as they are read (a ``nodestream.Sink``) for the summarise in
+    ``told`` -- a worker's arrives while it reads. A summarise with a ``builder()``
+    (``diffing.ClusterSummariser``) is fed each chunk as soon as it is known, the chunks read
+    before first: no node objects are made, and once it is known only the labels it reads
+    are read. Any other is called once with every node at the end. ``keep``: every chunk is
+    kept (for a process that ends without freeing them), else a chunk is dropped once fed."""
+
+    def __init__(self, told: list[Any], *, keep: bool) -> None:
+        self.told, self.keep = told, keep
+        self.chunks: list[tuple[list[Any], nodestream.LabelKeys]] = []
+        self._builder: Any = None
+        self._fed = 0  # chunks fed so far
+
+    def label_keys(self) -> nodestream.LabelKeys:
+        return None if self._known() is None else self._builder.label_keys
+
+    def __call__(self, rows: list[Any], label_keys: nodestream.LabelKeys, /) -> None:
+        self.chunks.append((rows, label_keys))
+        self._catch_up()
+
+    def _known(self) -> Any:
+        if self._builder is None and self.told:
+            make = getattr(self.told[0], "builder", None)
+            if make is not None:  # else a summarise of whole node lists
+                self._builder = make()
+        return self._builder
+
+    def _catch_up(self) -> None:
+        builder = self._known()
+        if builder is None:
+            return
+        chunks, keys = self.chunks, builder.label_keys
+        while self._fed < len(chunks):
+            rows, made_for = chunks[self._fed]
+            if made_for is None:  # read before the labels to read were known
+                rows = _label_values(rows, keys)
+            builder.add(rows)
+            if not self.keep:
+                chunks[self._fed] = ([], None)
+            self._fed += 1
+
+    def result(self) -> Any:
+        """The summary of every row fed (``told`` must hold the summarise by now)."""
+        self._catch_up()
+        if self._builder is not None:
+            return self._builder.summary()
+        return self.told[0]([ObservedNode(*row) for rows, _ in self.chunks for row in rows])
+
+
+def _label_values(rows: list[nodestream.NodeRow], keys: tuple[str, ...]) -> list[Row]:
+    """Node rows as summary rows: their labels as the values of ``keys``."""
+    return [
+        (name, tuple(map(labels.get, keys)), taints, kubelet, os_image, alloc, capacity, off)
+        for name, labels, taints, kubelet, os_image, alloc, capacity, off in rows
+    ]
 
 
 def _keep_till_exit(value: object) -> None:
@@ -245,24 +359,36 @@ def _keep_till_exit(value: object) -> None:
     gc.freeze()
 
 
-def _read_range(
-    conn: Connection, path: str, start: int, separator: bytes, stop: int | None
-) -> None:
-    """One worker's range: read, summarised as the parent says once it knows (its message is
-    taken in as it comes, so the parent never waits on this worker), sent back -- or the
-    exception that stopped it. Then the worker ends at once: freeing its nodes would only
-    delay the parent, which waits for it to end."""
+_Waiting = list[tuple[int, "_Feeder", dict[str, Any] | None]]
+"""A worker's ranges read but not sent yet: number, rows, top-level keys after the array."""
+
+
+def _read_ranges(conn: Connection, path: str, separator: bytes, ranges: _Ranges) -> None:
+    """One worker: the next range nobody has taken, read and summarised as the parent says
+    once it knows (its message is taken in as it comes, so the parent never waits on this
+    worker; ranges read before are summarised then), each summary sent back as soon as it can
+    be made, then ``None`` -- or the exception that stopped it. Then the worker ends at once:
+    freeing its nodes would only delay the parent, which waits for it to end."""
     told: list[Any] = []
     listener = threading.Thread(target=_listen, args=(conn, told), daemon=True)
     listener.start()
-    result: Any
+    waiting: _Waiting = []
+    result: Any = None
     try:
         with _files(path) as open_at, _gc_paused():
-            got = nodestream.read_items(open_at(start), start=start, separator=separator, stop=stop)
+            while (taken := ranges.take()) is not None:
+                k, start, stop = taken
+                feeder = _Feeder(told, keep=True)  # this process ends without freeing anything
+                got = nodestream.read_items(
+                    open_at(start), start=start, separator=separator, stop=stop, sink=feeder
+                )
+                waiting.append((k, feeder, got.keys))
+                if told:
+                    _send_parts(conn, waiting)
             listener.join()
             if not told:  # the parent is gone
                 os._exit(0)
-            result = (told[0](got.nodes), got.keys)
+            _send_parts(conn, waiting)
     except (nodestream.Unstreamable, OSError) as exc:
         result = exc
     conn.send(result)
@@ -270,6 +396,14 @@ def _read_range(
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _send_parts(
+    conn: Connection, waiting: list[tuple[int, _Feeder, dict[str, Any] | None]]
+) -> None:
+    for k, feeder, keys in waiting:
+        conn.send((k, feeder.result(), keys))
+    waiting.clear()
 
 
 def _listen(conn: Connection, told: list[Any]) -> None:

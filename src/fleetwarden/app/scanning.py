@@ -6,10 +6,11 @@ size, then ``scan_clusters``.
 
 Each cluster is read and diffed in one job, so node objects never cross process boundaries:
 only findings come back. ``load`` is the I/O seam (a picklable callable from an adapter): it
-gives a cluster's nodes reduced to what the diff reads (``diffing.summarise_cluster``). With
-one cluster (fewer clusters than workers) the processes go to the loader instead, which may
-split one big dump between them: each process summarises the part it read, and the summaries
-are merged (``node_summaries.merge_clusters``).
+gives a cluster's nodes reduced to what the diff reads (``diffing.ClusterSummariser``: a reader
+that can feeds it each node as it reads it, never making the node object). With one cluster
+(fewer clusters than workers) the processes go to the loader instead, which may split one big
+dump between them: each process summarises the ranges it read, and the summaries are merged
+(``node_summaries.merge_clusters``).
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fleetwarden.core.diffing import ClusterDiff, diff_summary, summarise_cluster
+from fleetwarden.core.diffing import ClusterDiff, ClusterSummariser, diff_summary
 from fleetwarden.core.fleet import (
     FleetReport,
     NothingToCompare,
@@ -38,6 +37,8 @@ from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.skips import Skip
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from fleetwarden.formats.desired import DesiredRead
     from fleetwarden.formats.provisioners import Assumed
     from fleetwarden.formats.settings import Settings
@@ -70,7 +71,7 @@ class NodeLoader(Protocol):
         /,
         *,
         summarise: Callable[[list[ObservedNode]], ClusterSummary],
-        merge: Callable[[ClusterSummary, ClusterSummary], ClusterSummary],
+        merge: Callable[..., ClusterSummary],
         workers: int = 1,
     ) -> ClusterSummary: ...
 
@@ -125,11 +126,16 @@ def require_pools(loaded: DesiredRead, labels: Sequence[str]) -> None:
 
 
 def run_scan(
-    request: ScanRequest, files: ScanFiles, *, progress: ProgressBar, terminal: bool
+    request: ScanRequest,
+    files: ScanFiles,
+    *,
+    progress: ProgressBar,
+    terminal: Callable[[], bool],
 ) -> FleetReport:
     """``fleetwarden scan``: the pools under ``request.desired`` against the dumps under
-    ``request.nodes``. ``progress`` shows a bar (when asked, or by default on a ``terminal``
-    for big dumps). Raises ``FormatError`` (a bad input) or ``NothingToCompare``."""
+    ``request.nodes``. ``progress`` shows a bar (when asked, or by default for big dumps when
+    ``terminal()`` says the bar would be seen; asked after the reading has started). Raises
+    ``FormatError`` (a bad input) or ``NothingToCompare``."""
     settings = request.settings
     desired_args = [files.parse_path_arg(a) for a in request.desired]
     nodes_args = [files.parse_path_arg(a) for a in request.nodes]
@@ -151,7 +157,7 @@ def run_scan(
     )  # fmt: skip
     show = request.progress
     if show is None:
-        show = terminal and total > PROGRESS_MIN_BYTES
+        show = total > PROGRESS_MIN_BYTES and terminal()
     if not show:
         return run()
     with progress(total) as advance:
@@ -166,7 +172,7 @@ def _job(
     load: NodeLoader,
     workers: int = 1,
 ) -> ClusterDiff:
-    summarise = partial(summarise_cluster, specs, options=options)
+    summarise = ClusterSummariser(tuple(specs), options)
     summary = load(sources, summarise=summarise, merge=merge_clusters, workers=workers)
     return diff_summary(cluster, specs, summary, options=options)
 
@@ -191,7 +197,9 @@ def scan_clusters(
             )
             if on_done:
                 on_done(cluster)
-    else:
+    else:  # imported here: a scan of one cluster starts its reader processes without it
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
         with ProcessPoolExecutor(max_workers=workers) as pool:
             pending: dict[Future[ClusterDiff], str] = {
                 pool.submit(_job, c, p, by_cluster.get(c, []), options, load): c

@@ -1,21 +1,22 @@
 """``fleetwarden scan`` and ``fleetwarden explain``: desired node pools against node dumps.
 
 Parse the arguments, call ``app.scanning.run_scan`` (or ``app.explaining.run_explain``) over
-the file adapter (``adapters.files``) and render.
+the file adapter (``adapters.files``) and render. What only renders, explains or groups is
+imported when used: a scan of a big dump starts its reader processes before that is loaded
+(``run_scan`` starts them first), and those processes need none of it.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from fleetwarden.adapters import files
-from fleetwarden.app.explaining import run_explain
 from fleetwarden.app.scanning import ScanRequest, run_scan
-from fleetwarden.app.stamping import group_by_cause
 from fleetwarden.cli.common import (
     FailOn,
     FailOnOpt,
@@ -29,12 +30,14 @@ from fleetwarden.cli.common import (
 )
 from fleetwarden.core.fleet import NothingToCompare
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.presenting.incidents import GroupBy, show_grouped
-from fleetwarden.presenting.json_text import emit
-from fleetwarden.presenting.progress import dump_progress
-from fleetwarden.presenting.rendering import emit_report, make_console, print_explanation
 
-__all__ = ["explain", "register", "scan"]
+__all__ = ["GroupBy", "explain", "register", "scan"]
+
+
+class GroupBy(StrEnum):
+    """``scan --group-by``: ``cause`` groups findings by root cause (one incident each)."""
+
+    cause = "cause"
 
 
 DesiredOpt = Annotated[
@@ -118,16 +121,37 @@ def scan(
     """
     settings = load_settings_or_fail(config)
     request = ScanRequest(desired, nodes, settings, allow_empty, jobs=jobs, progress=progress)
-    bar = partial(dump_progress, err_console())
     with failing(FormatError, NothingToCompare):
-        report = run_scan(request, files, progress=bar, terminal=err_console().is_terminal)
+        report = run_scan(request, files, progress=_dump_progress, terminal=_on_terminal)
     if group_by is None:
-        emit_report(report, output is OutputFormat.json, verbose=verbose, wide=wide)
+        from fleetwarden.presenting.json_text import emit  # rich only for a table
+
+        def show(console: Any) -> None:
+            from fleetwarden.presenting.rendering import print_report
+
+            print_report(console, report, verbose=verbose, wide=wide)
+
+        emit(output is OutputFormat.json, report.to_json, show, wide=wide)
     else:  # the same grouping as /api/incidents
+        from fleetwarden.app.stamping import group_by_cause
+        from fleetwarden.presenting.incidents import show_grouped
+        from fleetwarden.presenting.rendering import make_console
+
         incidents = group_by_cause(report.findings)
         console = make_console(wide=wide)
         show_grouped(console, report, incidents, output.value, verbose=verbose, wide=wide)
     raise typer.Exit(exit_code(report.findings, fail_on))
+
+
+def _dump_progress(total: int) -> Any:
+    """A progress bar on stderr over ``total`` bytes of node dumps."""
+    from fleetwarden.presenting.progress import dump_progress
+
+    return dump_progress(err_console(), total)
+
+
+def _on_terminal() -> bool:
+    return err_console().is_terminal
 
 
 def explain(
@@ -159,6 +183,10 @@ def explain(
     Example:
       fleetwarden explain -d clusters/prod-eu-1/eksctl.yaml --pool ng-1
     """
+    from fleetwarden.app.explaining import run_explain
+    from fleetwarden.presenting.json_text import emit
+    from fleetwarden.presenting.rendering import print_explanation
+
     settings = load_settings_or_fail(config)
     with failing(FormatError, NothingToCompare):
         result = run_explain(

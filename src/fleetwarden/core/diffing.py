@@ -19,7 +19,9 @@ from fleetwarden.core.node_summaries import (
     Compared,
     NodeSummary,
     Run,
+    SummaryBuilder,
     merge_summaries,
+    rows_of,
     summarise_nodes,
 )
 from fleetwarden.core.nodes import INSTANCE_TYPE_LABELS, POOL_LABELS, ObservedNode, pool_of
@@ -30,6 +32,7 @@ from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = [
     "ClusterDiff",
+    "ClusterSummariser",
     "PoolIndex",
     "diff_cluster",
     "diff_pool",
@@ -582,19 +585,38 @@ def summarise_cluster(
     """One cluster's nodes reduced to what ``diff_summary`` reads: each group summarised for
     the desired pool it belongs to. Summaries of consecutive parts of a node list merge
     (``node_summaries.merge_clusters``) into the summary of the whole."""
-    index = PoolIndex(specs)
-    out = ClusterSummary()
-    compared: dict[str, Compared] = {}
-    for group, members in group_nodes(nodes, options=options).items():
-        spec = index.spec_for(group)
-        if spec is None:
-            out.groups[group] = summarise_nodes(members, None)
-            continue
-        wants = compared.get(spec.name)
-        if wants is None:
-            wants = compared[spec.name] = Compared.of(spec)
-        out.groups[group] = summarise_nodes(members, wants)
-    return out
+    builder = ClusterSummariser(tuple(specs), options).builder()
+    builder.add(rows_of(nodes, builder.label_keys))
+    return builder.summary()
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSummariser:
+    """``summarise_cluster`` for these pools and options as one picklable value (a reader
+    process is sent it); ``builder()`` summarises the nodes as they are read instead, without
+    making them (``node_summaries.SummaryBuilder``: the same summary)."""
+
+    specs: tuple[NodePoolSpec, ...]
+    options: DiffOptions = DiffOptions()
+
+    def __call__(self, nodes: Sequence[ObservedNode]) -> ClusterSummary:
+        return summarise_cluster(self.specs, nodes, options=self.options)
+
+    def builder(self) -> SummaryBuilder:
+        index = PoolIndex(self.specs)
+        compared = {spec.name: Compared.of(spec) for spec in self.specs}
+
+        def compared_of(group: str | None) -> Compared | None:
+            spec = index.spec_for(group)
+            return None if spec is None else compared[spec.name]
+
+        options = self.options
+        return SummaryBuilder(
+            compared_of,
+            compared=compared.values(),
+            pool_labels=options.pool_labels or POOL_LABELS,
+            control_plane=options.include_control_plane,
+        )
 
 
 def diff_summary(

@@ -8,17 +8,19 @@ order (a median can depend on node order: ``1Gi`` and ``1073741824`` are one amo
 checks, whether it checks disk, whether its medians go by instance type).
 
 Summaries merge: ``merge_summaries(summarise(A), summarise(B)) == summarise(A + B)`` for any
-split of a node list into A and B (first-seen orders are kept: combinations and groups in the
-order of their first node, names and runs in node order). So two processes can each reduce the
-half of a dump they read, and only the summaries cross between them.
+split of a node list into A and B, and so for any number of consecutive parts (first-seen
+orders are kept: combinations and groups in the order of their first node, names and runs in
+node order). So processes can each reduce the ranges of a dump they read, and only the
+summaries cross between them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
-from fleetwarden.core.nodes import INSTANCE_TYPE_LABELS, ObservedNode
+from fleetwarden.core.nodes import CONTROL_PLANE_LABELS, INSTANCE_TYPE_LABELS, ObservedNode
 from fleetwarden.core.pools import NodePoolSpec, Taint
 
 __all__ = [
@@ -26,10 +28,14 @@ __all__ = [
     "ClusterSummary",
     "Compared",
     "Facts",
+    "LabelValues",
     "NodeSummary",
+    "Row",
     "Run",
+    "SummaryBuilder",
     "merge_clusters",
     "merge_summaries",
+    "rows_of",
     "summarise_nodes",
     "taints_of",
 ]
@@ -100,71 +106,224 @@ def taints_of(taints: Sequence[Taint]) -> tuple[tuple[str, str | None, str], ...
     return tuple((t.key, t.value, t.effect) for t in taints)
 
 
+LabelValues = tuple[str | None, ...]
+"""A node's labels as the values of given label keys, in their order (None: not carried)."""
+
+Row = tuple[
+    str,  # name
+    LabelValues,  # the values of the builder's ``label_keys``
+    tuple[Taint, ...],  # taints
+    str | None,  # kubelet version
+    str | None,  # OS image
+    Mapping[str, str],  # allocatable
+    Mapping[str, str],  # capacity
+    bool,  # unschedulable (not read)
+]
+"""A node as a ``SummaryBuilder`` reads it, in ``ObservedNode``'s field order: a reader that
+only feeds a summary never makes the node object, and gives only the labels it reads."""
+
+
+def rows_of(nodes: Iterable[ObservedNode], label_keys: Sequence[str]) -> list[Row]:
+    """The nodes as ``SummaryBuilder`` rows for these label keys."""
+    return [
+        (
+            n.name,
+            tuple(map(n.labels.get, label_keys)),
+            n.taints,
+            n.kubelet_version,
+            n.os_image,
+            n.allocatable,
+            n.capacity,
+            n.unschedulable,
+        )
+        for n in nodes
+    ]
+
+
+_STRAY: Facts = ((), (), None, None, None)  # nodes of no desired pool: only names are kept
+
+
 def summarise_nodes(nodes: Sequence[ObservedNode], compared: Compared | None) -> NodeSummary:
     """The summary of ``nodes`` for a pool comparing ``compared``; None: nodes of no desired
     pool (only their names are kept)."""
-    out = NodeSummary(count=len(nodes))
-    facts = out.facts
-    if compared is None:
-        if nodes:
-            facts[((), (), None, None, None)] = [n.name for n in nodes]
-        return out
-    keys = compared.label_keys
-    disk = compared.disk
-    by_type = compared.by_type
-    # taint tuples by identity (nodes read from one dump share them); ``kept`` holds every
-    # tuple whose id is a key, so no id is reused while this runs
-    taint_keys: dict[int, tuple[tuple[str, str | None, str], ...]] = {}
-    kept: list[object] = []
-    runs = out.runs
-    run_names: list[str] = []
-    run_map: Mapping[str, str] | None = None
-    run_type: str | None = None
-    for node in nodes:
-        taints = node.taints
-        tkey = taint_keys.get(id(taints))
-        if tkey is None:
-            tkey = taint_keys[id(taints)] = taints_of(taints)
-            kept.append(taints)
-        key = (
-            tuple(map(node.labels.get, keys)),
-            tkey,
-            node.kubelet_version,
-            node.os_image,
-            node.capacity.get(DISK) if disk else None,
+    builder = SummaryBuilder(
+        lambda _group: compared,
+        compared=() if compared is None else (compared,),
+        pool_labels=(),
+        control_plane=True,
+    )
+    builder.add(rows_of(nodes, builder.label_keys))
+    return builder.summary().groups.get(None) or NodeSummary()
+
+
+Picker = Callable[[LabelValues], LabelValues]
+
+
+def _picker(at: Sequence[int]) -> Picker:
+    """Picks these positions of a node's label values, as a tuple (even of one or none)."""
+    if len(at) >= 2:
+        return itemgetter(*at)
+    if len(at) == 1:
+        i = at[0]
+        return lambda values: (values[i],)
+    return lambda _values: ()
+
+
+class _Group:
+    """One group's summary while its nodes are added: what it compares and the open run."""
+
+    __slots__ = ("by_type", "disk", "pick", "run_map", "run_names", "run_type", "stray", "summary")
+
+    def __init__(self, compared: Compared | None, at: Mapping[str, int]) -> None:
+        self.summary = NodeSummary()
+        self.stray = compared is None
+        if compared is None:
+            compared = Compared()
+        self.pick = _picker([at[key] for key in compared.label_keys])
+        self.disk, self.by_type = compared.disk, compared.by_type
+        self.run_names: list[str] = []
+        self.run_map: Mapping[str, str] | None = None
+        self.run_type: str | None = None
+
+
+class SummaryBuilder:
+    """A cluster's ``ClusterSummary`` built from its nodes as they are read, a part at a time
+    (``add``, in node order), never holding them: the same summary, orders included, as
+    summarising the whole node list at once.
+
+    A node's group is the value of the first of ``pool_labels`` it carries (None: none; with
+    no ``pool_labels``, every node is in group None); ``compared_of(group)`` says what that
+    group's pool compares (None: a group of no desired pool, whose names only are kept), one
+    of ``compared``. Control-plane nodes are left out unless ``control_plane``. A row gives
+    a node's labels as the values of ``label_keys``: every label the summary reads (pool,
+    control-plane and instance-type labels, and the ones each pool compares)."""
+
+    __slots__ = (
+        "_at",
+        "_compared_of",
+        "_control_plane",
+        "_groups",
+        "_instance_type",
+        "_kept",
+        "_pools",
+        "_taints",
+        "label_keys",
+    )
+
+    def __init__(
+        self,
+        compared_of: Callable[[str | None], Compared | None],
+        *,
+        compared: Iterable[Compared],
+        pool_labels: Sequence[str],
+        control_plane: bool,
+    ) -> None:
+        keys = [*pool_labels, *CONTROL_PLANE_LABELS, *INSTANCE_TYPE_LABELS]
+        keys += [key for c in compared for key in c.label_keys]
+        self.label_keys: tuple[str, ...] = tuple(dict.fromkeys(keys))
+        self._at = {key: i for i, key in enumerate(self.label_keys)}
+        self._compared_of = compared_of
+        self._pools = tuple(self._at[key] for key in pool_labels)
+        self._control_plane = (
+            None if control_plane else _picker([self._at[key] for key in CONTROL_PLANE_LABELS])
         )
-        name = node.name
-        names = facts.get(key)
-        if names is None:
-            facts[key] = [name]
-        else:
-            names.append(name)
-        m = node.allocatable
-        itype = node.instance_type if by_type else None
-        if itype == run_type and (m is run_map or m == run_map):
-            run_names.append(name)
-        else:
-            run_names = [name]
-            run_map, run_type = m, itype
-            runs.append((itype, m, run_names))
-    return out
+        self._instance_type = tuple(self._at[key] for key in INSTANCE_TYPE_LABELS)
+        self._groups: dict[str | None, _Group] = {}
+        # taint tuples by identity (nodes read from one dump share them); ``_kept`` holds every
+        # tuple whose id is a key, so no id is reused while this builder lives
+        self._taints: dict[int, tuple[tuple[str, str | None, str], ...]] = {}
+        self._kept: list[object] = []
+
+    def add(self, rows: Iterable[Row]) -> None:
+        """The next nodes, in node order."""
+        groups = self._groups
+        pools = self._pools
+        control_plane = self._control_plane
+        no_control_plane = (None,) * len(CONTROL_PLANE_LABELS)
+        instance_type = self._instance_type
+        taint_keys = self._taints
+        for name, values, taints, kubelet, os_image, allocatable, capacity, _ in rows:
+            if control_plane is not None and control_plane(values) != no_control_plane:
+                continue  # a control-plane label is carried (with any value)
+            group = None
+            for i in pools:
+                value = values[i]
+                if value:
+                    group = value
+                    break
+            state = groups.get(group)
+            if state is None:
+                state = groups[group] = _Group(self._compared_of(group), self._at)
+            summary = state.summary
+            summary.count += 1
+            facts = summary.facts
+            if state.stray:
+                strays = facts.get(_STRAY)
+                if strays is None:
+                    facts[_STRAY] = [name]
+                else:
+                    strays.append(name)
+                continue
+            tkey = taint_keys.get(id(taints))
+            if tkey is None:
+                tkey = taint_keys[id(taints)] = taints_of(taints)
+                self._kept.append(taints)
+            key = (
+                state.pick(values),
+                tkey,
+                kubelet,
+                os_image,
+                capacity.get(DISK) if state.disk else None,
+            )
+            names = facts.get(key)
+            if names is None:
+                facts[key] = [name]
+            else:
+                names.append(name)
+            itype = None
+            if state.by_type:  # ``ObservedNode.instance_type``: the first one carried
+                for i in instance_type:
+                    if values[i]:
+                        itype = values[i]
+                        break
+            run_map = state.run_map
+            if itype == state.run_type and (allocatable is run_map or allocatable == run_map):
+                state.run_names.append(name)
+            else:
+                state.run_names = [name]
+                state.run_map, state.run_type = allocatable, itype
+                summary.runs.append((itype, allocatable, state.run_names))
+
+    def summary(self) -> ClusterSummary:
+        """The summary of every node added so far, groups in the order of their first node."""
+        return ClusterSummary({group: state.summary for group, state in self._groups.items()})
 
 
-def merge_summaries(a: NodeSummary, b: NodeSummary) -> NodeSummary:
-    """The summary of ``a``'s nodes followed by ``b``'s (both for the same pool)."""
-    facts = dict(a.facts)
-    for key, names in b.facts.items():
-        have = facts.get(key)
-        facts[key] = names if have is None else [*have, *names]
-    runs = list(a.runs)
-    rest = b.runs
-    if runs and rest:
-        (t1, m1, n1), (t2, m2, n2) = runs[-1], rest[0]
-        if t1 == t2 and m1 == m2:  # one run across the cut, as if read in one piece
-            runs[-1] = (t1, m1, [*n1, *n2])
-            rest = rest[1:]
-    runs.extend(rest)
-    return NodeSummary(a.count + b.count, facts, runs)
+def merge_summaries(*parts: NodeSummary) -> NodeSummary:
+    """The summary of the parts' nodes one after the other (all for the same pool), in one
+    pass: every name is copied once however many parts there are."""
+    facts: dict[Facts, list[str]] = {}
+    runs: list[Run] = []
+    count = 0
+    for part in parts:
+        count += part.count
+        for key, names in part.facts.items():
+            have = facts.get(key)
+            if have is None:
+                facts[key] = list(names)
+            else:
+                have.extend(names)
+        rest = iter(part.runs)
+        if runs:
+            first = next(rest, None)
+            if first is not None:
+                itype, m, names = runs[-1]
+                if itype == first[0] and m == first[1]:  # one run across the cut
+                    names.extend(first[2])
+                else:
+                    runs.append((first[0], first[1], list(first[2])))
+        runs.extend((itype, m, list(names)) for itype, m, names in rest)
+    return NodeSummary(count, facts, runs)
 
 
 @dataclass(slots=True)
@@ -180,10 +339,11 @@ class ClusterSummary:
         return sum(s.count for s in self.groups.values())
 
 
-def merge_clusters(a: ClusterSummary, b: ClusterSummary) -> ClusterSummary:
-    """The summary of ``a``'s nodes followed by ``b``'s (made for the same desired pools)."""
-    groups = dict(a.groups)
-    for group, summary in b.groups.items():
-        have = groups.get(group)
-        groups[group] = summary if have is None else merge_summaries(have, summary)
-    return ClusterSummary(groups)
+def merge_clusters(*parts: ClusterSummary) -> ClusterSummary:
+    """The summary of the parts' nodes one after the other (made for the same desired pools),
+    groups in the order of their first node."""
+    groups: dict[str | None, list[NodeSummary]] = {}
+    for part in parts:
+        for group, summary in part.groups.items():
+            groups.setdefault(group, []).append(summary)
+    return ClusterSummary({group: merge_summaries(*each) for group, each in groups.items()})

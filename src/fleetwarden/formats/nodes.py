@@ -28,6 +28,7 @@ __all__ = [
     "parse_document",
     "parse_nodes",
     "stream_nodes",
+    "stream_rows",
     "streamed_kind_ok",
 ]
 
@@ -49,13 +50,21 @@ def parse_nodes(path: str, data: bytes | str) -> list[ObservedNode]:
 def stream_nodes(open_at: nodestream.Opener) -> list[ObservedNode]:
     """The nodes of a JSON ``List``/``NodeList`` read in chunks; ``open_at(offset)`` reads
     the input from ``offset`` on. Raises ``nodestream.Unstreamable`` for anything else."""
+    return stream_rows(open_at).nodes()
+
+
+def stream_rows(
+    open_at: nodestream.Opener, sink: nodestream.Sink | None = None
+) -> nodestream.ItemsRead:
+    """``stream_nodes`` as rows, handed to ``sink`` as they are read when given (whatever it
+    was fed is then still to be checked: ``Unstreamable`` may come after)."""
     head = nodestream.read_head(open_at(0))
     got = nodestream.read_items(
-        open_at(head.items_at), start=head.items_at, separator=head.separator
+        open_at(head.items_at), start=head.items_at, separator=head.separator, sink=sink
     )
     if not streamed_kind_ok(head.keys, got.keys or {}):
         raise nodestream.Unstreamable
-    return got.nodes
+    return got
 
 
 def streamed_kind_ok(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:

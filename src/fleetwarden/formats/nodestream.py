@@ -29,10 +29,12 @@ field the diff does not read is skipped, as jq would.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from itertools import starmap
+from typing import Any, Protocol
 
 import msgspec
 import orjson
@@ -44,8 +46,10 @@ __all__ = [
     "CHUNK_BYTES",
     "Head",
     "ItemsRead",
+    "NodeRow",
     "Opener",
     "ReadInto",
+    "Sink",
     "Unstreamable",
     "read_head",
     "read_items",
@@ -62,6 +66,20 @@ Opener = Callable[[int], ReadInto]
 """``open_at(offset)``: a ``ReadInto`` of the input from ``offset`` on."""
 
 _EFFECTS = frozenset(("NoSchedule", "PreferNoSchedule", "NoExecute"))
+
+LabelKeys = tuple[str, ...] | None
+"""The labels a reader gives of each node, as their values in this order; None: every label,
+as a dict (``NodeRow``)."""
+
+
+class Sink(Protocol):
+    """Takes a range's rows chunk by chunk as they are read (``read_items``' ``sink``)."""
+
+    def label_keys(self) -> LabelKeys:
+        """Asked before each chunk: the labels its rows are to give (None: all, as a dict)."""
+
+    def __call__(self, rows: list[Any], label_keys: LabelKeys, /) -> None:
+        """The next rows, in node order, made for ``label_keys``."""
 
 
 class Unstreamable(Exception):
@@ -110,6 +128,28 @@ _ITEMS = msgspec.json.Decoder(list[_Item])
 _STR_MAP = msgspec.json.Decoder(dict[str, str] | None)
 
 
+@functools.cache
+def _items_reading(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[list[Any]]:
+    """A decoder of items like ``_ITEMS`` whose labels are read into a struct of just these
+    keys: the other labels are skipped, not made into strings. A value that is not a string
+    (null, a number) is a decode error, as in ``_ITEMS``."""
+    fields = [(f"l{i}", str, msgspec.field(default=None, name=k)) for i, k in enumerate(label_keys)]
+    labels = msgspec.defstruct("_Labels", fields)  # type: ignore[arg-type]
+    meta = msgspec.defstruct(
+        "_MetaOf", [("name", str | None, None), ("labels", labels | None, None)]
+    )
+    item = msgspec.defstruct(
+        "_ItemOf",
+        [
+            ("kind", str | None, "Node"),
+            ("metadata", meta | None, None),
+            ("spec", _Spec | None, None),
+            ("status", _Status | None, None),
+        ],
+    )
+    return msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
+
+
 class _Shared:
     """What the nodes of a dump share: decoded resource maps and taint sets, by content."""
 
@@ -131,11 +171,31 @@ class _Shared:
         return found
 
 
-def _nodes_of(items: list[_Item], out: list[ObservedNode], shared: _Shared) -> None:
-    """Slim items -> nodes, with exactly ``nodes.node_from_object``'s reading; whatever that
-    reading would refuse is ``Unstreamable`` (the full reader then says why)."""
+NodeRow = tuple[
+    str,
+    dict[str, str],
+    tuple[Taint, ...],
+    str | None,
+    str | None,
+    Mapping[str, str],
+    Mapping[str, str],
+    bool,
+]
+"""A node's fields in ``ObservedNode``'s order (``ObservedNode(*row)`` is the node)."""
+
+
+def _rows_of(items: list[Any], out: list[Any], shared: _Shared, keys: LabelKeys) -> None:
+    """Slim items -> node rows (``keys`` None: ``NodeRow``), or summary rows with the values of
+    ``keys`` as the labels (``node_summaries.Row``), with exactly ``nodes.node_from_object``'s
+    reading; whatever that reading would refuse is ``Unstreamable`` (the full reader then
+    says why)."""
     append = out.append
-    node = ObservedNode
+    if keys is None:
+        no_labels: Any = {}
+        labels_of: Callable[[Any], Any] = _dict_or_empty
+    else:
+        no_labels = (None,) * len(keys)
+        labels_of = msgspec.structs.astuple
     map_of = shared.map_of
     taint_sets = shared.taints
     for item in items:
@@ -157,14 +217,15 @@ def _nodes_of(items: list[_Item], out: list[ObservedNode], shared: _Shared) -> N
                     found = tuple(Taint(t.key, t.value, t.effect) for t in seen)
                     taint_sets[seen] = found
                 taints = found
+        labels = no_labels if meta.labels is None else labels_of(meta.labels)
         if status is None:
-            append(node(meta.name, meta.labels or {}, taints, None, None, {}, {}, unschedulable))
+            append((meta.name, labels, taints, None, None, {}, {}, unschedulable))
             continue
         info = status.nodeInfo
         append(
-            node(
+            (
                 meta.name,
-                meta.labels or {},
+                labels,
                 taints,
                 None if info is None else info.kubeletVersion,
                 None if info is None else info.osImage,
@@ -173,6 +234,10 @@ def _nodes_of(items: list[_Item], out: list[ObservedNode], shared: _Shared) -> N
                 unschedulable,
             )
         )
+
+
+def _dict_or_empty(labels: dict[str, str]) -> dict[str, str]:
+    return labels  # never None here: no labels is ``no_labels``
 
 
 # --- a window on the input ------------------------------------------------------------------
@@ -300,14 +365,17 @@ class Head:
 
 @dataclass(slots=True)
 class ItemsRead:
-    """Nodes of a byte range of the items array (``items``: how many items, Nodes or not);
-    ``keys`` are the top-level keys after the array when the range reached the end of the
-    document."""
+    """The node rows of a byte range of the items array (none when they were fed on as read;
+    ``items``: how many items, Nodes or not); ``keys`` are the top-level keys after the array
+    when the range reached the end of the document."""
 
-    nodes: list[ObservedNode]
+    rows: list[NodeRow]
     end: int
     keys: dict[str, Any] | None = None
     items: int = 0
+
+    def nodes(self) -> list[ObservedNode]:
+        return list(starmap(ObservedNode, self.rows))
 
 
 def _object_keys(win: _Window, keys: dict[str, Any], *, until_items: bool) -> bool:
@@ -380,14 +448,16 @@ def read_items(
     start: int,
     separator: bytes | None,
     stop: int | None = None,
+    sink: Sink | None = None,
 ) -> ItemsRead:
-    """The nodes of the items array from byte ``start`` (where an item, or the closing ``]``,
-    starts) to ``stop`` (where an item starts: this range then ends exactly before the
+    """The node rows of the items array from byte ``start`` (where an item, or the closing
+    ``]``, starts) to ``stop`` (where an item starts: this range then ends exactly before the
     separator in front of it), or to the end of the document (then the top-level keys after
-    the array are read too). ``read`` reads the input from ``start`` on."""
+    the array are read too). ``read`` reads the input from ``start`` on. ``sink``: each
+    chunk's rows are handed to it as they are read, in order, and not kept here."""
     win = _Window(read, start)
     win.more()
-    nodes: list[ObservedNode] = []
+    rows: list[NodeRow] = []
     items = 0
     first = True
     close = separator.index(b"}") if separator else 0
@@ -404,7 +474,7 @@ def read_items(
             _object_keys(win, keys, until_items=False)
             if win.skip_ws() is not None:
                 raise Unstreamable  # something after the document
-            return ItemsRead(nodes, win.base + win.pos, keys, items)
+            return ItemsRead(rows, win.base + win.pos, keys, items)
         if not first:
             if c != 0x2C:
                 raise Unstreamable
@@ -415,7 +485,7 @@ def read_items(
         if stop is not None and at >= stop:
             if at != stop:
                 raise Unstreamable  # the split was not where an item starts
-            return ItemsRead(nodes, at, None, items)
+            return ItemsRead(rows, at, None, items)
         if c != 0x7B:
             raise Unstreamable  # not an object: the full reader names the item
         # items from pos to the last separator in the window (or to stop)
@@ -427,7 +497,13 @@ def read_items(
             end = _range_end(win, stop)
         else:
             end = _one_item(win)
-        items += _decode(win, end, nodes, shared)
+        if sink is None:
+            items += _decode(win, end, rows, shared, None)
+        else:
+            chunk: list[Any] = []
+            keys = sink.label_keys()
+            items += _decode(win, end, chunk, shared, keys)
+            sink(chunk, keys)
 
 
 def _range_end(win: _Window, stop: int) -> int:
@@ -448,12 +524,7 @@ def _one_item(win: _Window) -> int:
     return end
 
 
-def _decode(
-    win: _Window,
-    end: int,
-    nodes: list[ObservedNode],
-    shared: _Shared,
-) -> int:
+def _decode(win: _Window, end: int, rows: list[Any], shared: _Shared, keys: LabelKeys) -> int:
     """Decode ``[`` + items from ``pos`` to ``end`` + ``]`` in place (the byte before ``pos``
     and the one at ``end`` are borrowed for the brackets), then move ``pos`` to ``end``."""
     buf, pos = win.buf, win.pos
@@ -470,8 +541,8 @@ def _decode(
     items: list[_Item] = []
     count = -1
     try:
-        items = _ITEMS.decode(view)
-        _nodes_of(items, nodes, shared)  # copies what it keeps: the raw maps point into buf
+        items = (_ITEMS if keys is None else _items_reading(keys)).decode(view)
+        _rows_of(items, rows, shared, keys)  # copies what it keeps: the raw maps point into buf
         count = len(items)
     except (msgspec.DecodeError, Unstreamable):
         pass  # handled here, so no traceback keeps the raw maps (and the buffer) alive

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
@@ -18,13 +17,7 @@ from fleetwarden.core.incidents import Incident, group_incidents
 from fleetwarden.presenting.rendering import Col, Grid, dumps, print_report
 from fleetwarden.presenting.reporting import duration_text
 
-__all__ = ["GroupBy", "grouped_json", "incidents_json", "incidents_table", "show_grouped"]
-
-
-class GroupBy(StrEnum):
-    """``scan --group-by``: ``cause`` groups findings by root cause (one incident each)."""
-
-    cause = "cause"
+__all__ = ["grouped_json", "incidents_json", "incidents_table", "show_grouped"]
 
 
 def incidents_json(findings: Sequence[Finding], now: datetime) -> list[dict[str, object]]:
