@@ -87,37 +87,39 @@ class Unstreamable(Exception):
 
 
 # --- the fields the diff reads (everything else is skipped by the decoder) -----------------
+# gc=False: these structs never hold a reference cycle, so the collector need not track them
+# (cheaper to make and free, ~10^6 of them per 100,000 nodes)
 
 
-class _Taint(msgspec.Struct, frozen=True):  # hashable: nodes share a handful of taint sets
+class _Taint(msgspec.Struct, frozen=True, gc=False):  # hashable: nodes share a few taint sets
     key: str
     effect: str
     value: str | None = None
 
 
-class _Meta(msgspec.Struct):
+class _Meta(msgspec.Struct, gc=False):
     name: str | None = None
     labels: dict[str, str] | None = None
 
 
-class _Spec(msgspec.Struct):
+class _Spec(msgspec.Struct, gc=False):
     taints: list[_Taint] | None = None
     unschedulable: bool = False
 
 
-class _Info(msgspec.Struct):
+class _Info(msgspec.Struct, gc=False):
     kubeletVersion: str | None = None  # the API's spelling
     osImage: str | None = None
 
 
-class _Status(msgspec.Struct):
+class _Status(msgspec.Struct, gc=False):
     # kept as bytes: the nodes of a pool share them, so they share one decoded map
     allocatable: msgspec.Raw = msgspec.Raw(b"null")
     capacity: msgspec.Raw = msgspec.Raw(b"null")
     nodeInfo: _Info | None = None
 
 
-class _Item(msgspec.Struct):
+class _Item(msgspec.Struct, gc=False):
     kind: str | None = "Node"
     metadata: _Meta | None = None
     spec: _Spec | None = None
@@ -134,9 +136,9 @@ def _items_reading(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[list[Any
     keys: the other labels are skipped, not made into strings. A value that is not a string
     (null, a number) is a decode error, as in ``_ITEMS``."""
     fields = [(f"l{i}", str, msgspec.field(default=None, name=k)) for i, k in enumerate(label_keys)]
-    labels = msgspec.defstruct("_Labels", fields)  # type: ignore[arg-type]
+    labels = msgspec.defstruct("_Labels", fields, gc=False)  # type: ignore[arg-type]
     meta = msgspec.defstruct(
-        "_MetaOf", [("name", str | None, None), ("labels", labels | None, None)]
+        "_MetaOf", [("name", str | None, None), ("labels", labels | None, None)], gc=False
     )
     item = msgspec.defstruct(
         "_ItemOf",
@@ -146,6 +148,7 @@ def _items_reading(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[list[Any
             ("spec", _Spec | None, None),
             ("status", _Status | None, None),
         ],
+        gc=False,
     )
     return msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
 
@@ -491,6 +494,11 @@ def read_items(
         # items from pos to the last separator in the window (or to stop)
         limit = win.size if stop is None else min(win.size, stop - win.base)
         cut = win.buf.rfind(separator, win.pos, limit) if separator else -1
+        if cut <= win.pos and separator and limit == win.size and win.more():
+            # the window ends inside this item: read on and look again, rather than walk
+            # the item's brackets (more() keeps the item and moves pos with it)
+            limit = win.size if stop is None else min(win.size, stop - win.base)
+            cut = win.buf.rfind(separator, win.pos, limit)
         if cut > win.pos:
             end = cut + close + 1
         elif stop is not None and win.base + win.size > stop:
