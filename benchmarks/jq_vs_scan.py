@@ -135,6 +135,9 @@ def main() -> None:
         "--also-one-process", action="store_true", help="also time `scan --jobs 1` (no split)"
     )
     args = ap.parse_args()
+    # a user's fleetwarden runs from compiled bytecode: a shell (or CI) that sets
+    # PYTHONDONTWRITEBYTECODE would make every timed run compile the package anew
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     jq = shutil.which("jq")
     if not jq:
         raise SystemExit("jq is not installed (apt-get install jq)")
