@@ -13,7 +13,10 @@ from benchmarks.distinct_clusters import run
 
 
 def test_200k_distinct_clusters_keep_healthz_p99_within_50ms(tmp_path):
-    result = run(200_000, 100, 5000.0, work=tmp_path, drain_timeout=60)
+    # the drain is bounded generously: what is pinned is that every event gets through and
+    # /healthz stays quick, not how fast a slow CI machine's worker empties the queue (60 s
+    # left 2,892 of 200,000 there; a usual run drains in a few seconds)
+    result = run(200_000, 100, 5000.0, work=tmp_path, drain_timeout=300)
     assert result["posted_all"] and result["accepted"] == 200_000, result
     assert result["queue_depth_at_end"] == 0, result
     assert result["healthz_p99_ms"] <= 50, result
