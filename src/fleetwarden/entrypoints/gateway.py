@@ -15,7 +15,6 @@ the route family (``api``, ``ui``, ``metrics``, ``events``, ``other``) for the r
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -46,7 +45,7 @@ from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
 from fleetwarden.entrypoints import door
 from fleetwarden.formats.events import Reply, is_count, options_reply
-from fleetwarden.ports.queue import EventQueue, QueueUnavailable
+from fleetwarden.ports.queue import EventQueue
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
 __all__ = ["create_app"]
@@ -112,9 +111,7 @@ def create_app(
         return JSONResponse({"status": "ok", **(health() if health is not None else {})})
 
     async def prom(request: Request) -> Response:
-        # the gauge keeps its last value when the queue cannot answer; /metrics still must
-        with contextlib.suppress(QueueUnavailable):
-            metrics.queue_depth.set(await queue.depth())
+        await metrics.read_queue_depth(queue)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes = [

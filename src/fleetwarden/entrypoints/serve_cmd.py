@@ -120,4 +120,4 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(supervisor.run(cfg, warn=warn))
             svc = build_service(cfg)
         with failing():  # the audit store, or the in-cluster credentials
-            running.run_service(svc, child, gateway=gateway_process.run)
+            running.run_service(svc, child, gateway=gateway_process.create_gateway_app)
