@@ -132,9 +132,14 @@ async def read_body(request: Request, limit: int) -> bytes | None:
     return body
 
 
-def json_response(doc: Any, *, headers: Mapping[str, str] | None = None) -> Response:
-    """``doc`` as a 200 answer of compact JSON."""
-    return Response(orjson.dumps(doc), media_type="application/json", headers=headers)
+def json_response(
+    doc: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    """``doc`` as an answer of compact JSON (for an ``{"error": ...}``, the same bytes as
+    ``problem``'s)."""
+    return Response(
+        orjson.dumps(doc), status_code=status, media_type="application/json", headers=headers
+    )
 
 
 def problem(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
