@@ -23,7 +23,7 @@ from fleetwarden.adapters import processes
 from fleetwarden.app.approving import approval
 from fleetwarden.app.service_config import exposure_problem, gateway_config, secret_values
 from fleetwarden.cli.common import config_option, fail, failing, warn
-from fleetwarden.core.signatures import check_bearer
+from fleetwarden.core.access import admin_ok
 from fleetwarden.entrypoints import (
     dashboard,
     gateway_process,
@@ -46,8 +46,7 @@ def build_service(config: ServiceConfig) -> Service:
     admins = admin.bearer_tokens if (admin := config.auth.get("admin")) is not None else ()
 
     async def approve(request: Request) -> Response:
-        header = request.headers.get("authorization")
-        is_admin = bool(admins) and check_bearer(header, admins).ok
+        is_admin = admin_ok(request.headers, admins)
         code, body = await approval(svc.healer, request.path_params["id"], admin=is_admin)
         return JSONResponse(body, status_code=code)
 
