@@ -165,7 +165,8 @@ def warn(message: str) -> None:
 def failing(*errors: type[Exception]) -> Iterator[None]:
     """An error of ``errors`` (default: ``FormatError``, a bad input) raised inside: exit 2
     with its message, which names the file, field or option (or, for one without a message,
-    its type)."""
+    its type; for a kubeconfig's ``CredentialError``, its reason, which names the context's
+    exec plugin)."""
     if not errors:
         from fleetwarden.formats.errors import FormatError
 
@@ -173,7 +174,9 @@ def failing(*errors: type[Exception]) -> Iterator[None]:
     try:
         yield
     except errors as exc:
-        fail(str(exc) or type(exc).__name__)
+        from fleetwarden.ports.kube import CredentialError
+
+        fail(exc.reason if isinstance(exc, CredentialError) else str(exc) or type(exc).__name__)
 
 
 def load_settings_or_fail(config: Path | None) -> Settings:
