@@ -15,7 +15,6 @@ the route family (``api``, ``ui``, ``metrics``, ``events``, ``other``) for the r
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
@@ -37,16 +36,16 @@ from fleetwarden.adapters.asgi import (
     watching_status,
     with_request_id,
 )
-from fleetwarden.adapters.metrics import IngestMetrics, ServiceMetrics
-from fleetwarden.app.ingesting import Ingest, Parser
+from fleetwarden.adapters.metrics import ServiceMetrics
+from fleetwarden.app.ingesting import Parser
 from fleetwarden.app.service_config import GatewayConfig
 from fleetwarden.core import access
-from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
 from fleetwarden.entrypoints import door
 from fleetwarden.formats.events import Reply, is_count, options_reply
 from fleetwarden.ports.queue import EventQueue
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
+from fleetwarden.wiring.ingest import build_ingest
 
 __all__ = ["create_app"]
 
@@ -71,23 +70,8 @@ def create_app(
     health: Callable[[], Mapping[str, Any]] | None = None,
 ) -> ASGIApp:
     metrics = metrics or ServiceMetrics()
-    recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
-
-    counters = IngestMetrics(metrics, parsers)
-    reject = counters.reject
-    ingest = Ingest(
-        queue,
-        parsers,
-        counters,
-        auth=config.auth,
-        replay_window=config.replay_window,
-        batch_events=config.batch_events,
-        retry_after=config.retry_after,
-        known_pools=config.known_pools,
-        on_reply=on_reply,
-        recent=recent,
-        clock=clock,
-    )
+    ingest, counters = build_ingest(config, queue, parsers, metrics, on_reply=on_reply, clock=clock)
+    reject, recent = counters.reject, ingest.recent
 
     async def options(request: Request) -> Response:
         # CloudEvents webhook abuse protection (validation handshake): nothing is stored
