@@ -144,21 +144,19 @@ def exit_code(findings: Iterable[Finding], fail_on: FailOn) -> int:
 
 def fail(message: str) -> NoReturn:
     """Print ``fleetwarden: error: MESSAGE`` on stderr, literally and on one line; exit 2."""
-    from fleetwarden.presenting.rendering import line
-
-    err_console().print(
-        line(("fleetwarden: error:", "bold red"), " ", message), soft_wrap=True, highlight=False
-    )
+    _say("fleetwarden: error:", "bold red", message)
     raise typer.Exit(2)
 
 
 def warn(message: str) -> None:
     """``fleetwarden: warning: MESSAGE`` on stderr, literally and on one line."""
+    _say("fleetwarden: warning:", "yellow", message)
+
+
+def _say(label: str, style: str, message: str) -> None:
     from fleetwarden.presenting.rendering import line
 
-    err_console().print(
-        line(("fleetwarden: warning:", "yellow"), " ", message), soft_wrap=True, highlight=False
-    )
+    err_console().print(line((label, style), " ", message), soft_wrap=True, highlight=False)
 
 
 @contextmanager
