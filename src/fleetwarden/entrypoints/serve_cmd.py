@@ -103,11 +103,8 @@ def register(app: typer.Typer) -> None:
         workers and the live watchers, with /api/events, /api/findings, /healthz and
         /metrics."""
         child = processes.child_setup()  # role: all's gateway or worker process, or None
-        fmt = log_format or ("console" if sys.stderr.isatty() else "json")
-        if fmt not in ("json", "console"):
-            fail(f"--log-format: {fmt!r} is not json or console")
-        if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
-            fail(f"--log-level: {log_level!r} is not debug, info, warning, error or critical")
+        with failing(ValueError):
+            fmt = logs.checked_format(log_format, log_level, terminal=sys.stderr.isatty())
         logs.configure(fmt, log_level)
         with failing():  # a bad config file
             cfg = load_service_config(config)
