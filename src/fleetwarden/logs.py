@@ -38,6 +38,7 @@ __all__ = [
     "QUIET",
     "Redactor",
     "add_secrets",
+    "checked_format",
     "configure",
     "get_logger",
     "is_debug",
@@ -184,6 +185,17 @@ if not structlog.is_configured():
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=False,
     )
+
+
+def checked_format(fmt: str | None, level: str, *, terminal: bool) -> str:
+    """``--log-format`` (default: ``console`` on a ``terminal``, else ``json``), with
+    ``--log-level`` checked too; ``ValueError`` naming the option that is not valid."""
+    fmt = fmt or ("console" if terminal else "json")
+    if fmt not in ("json", "console"):
+        raise ValueError(f"--log-format: {fmt!r} is not json or console")
+    if level.lower() not in ("debug", "info", "warning", "error", "critical"):
+        raise ValueError(f"--log-level: {level!r} is not debug, info, warning, error or critical")
+    return fmt
 
 
 def configure(fmt: str = "json", level: str = "info", *, stream: TextIO | None = None) -> None:

@@ -179,7 +179,7 @@ def test_deprecations_as_json_loads_neither_rich_nor_node_dump_readers(tmp_path)
         ("fleetwarden.cli.deprecations", set()),
         ("fleetwarden.cli.gate", set()),
         ("fleetwarden.cli.fleet", set()),
-        ("fleetwarden.cli.serve", SERVICE | NETWORK),
+        ("fleetwarden.entrypoints.serve_cmd", SERVICE | NETWORK),
         # approve calls the service over HTTP, watch the API servers; the audit store
         # (SQLAlchemy) and the serve stack (--follow, --config) load when they are used
         ("fleetwarden.cli.audit", set()),
@@ -194,4 +194,6 @@ def test_each_command_module_loads_only_the_service_libraries_it_needs(module, a
 
 def test_the_probe_sees_the_serve_stack_where_it_is_loaded():
     """The check above can fail: ``serve``'s module does load the service libraries."""
-    assert {"starlette", "uvicorn", "sqlalchemy"} <= probe("import", "fleetwarden.cli.serve")
+    assert {"starlette", "uvicorn", "sqlalchemy"} <= probe(
+        "import", "fleetwarden.entrypoints.serve_cmd"
+    )

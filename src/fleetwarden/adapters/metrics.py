@@ -7,12 +7,15 @@ of both for duplicates (folded by the queue + found by the stores), and
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
+
+from fleetwarden.ports.queue import EventQueue, QueueUnavailable
 
 __all__ = [
     "GATEWAY_FAMILIES",
@@ -109,6 +112,12 @@ class ServiceMetrics:
             "1 while this replica leads (acts on findings), else 0; 1 without leader election",
             registry=r,
         )
+
+    async def read_queue_depth(self, queue: EventQueue) -> None:
+        """The queue depth gauge set from ``queue``; it keeps its last value when the queue
+        cannot answer (``/metrics`` must answer all the same)."""
+        with contextlib.suppress(QueueUnavailable):
+            self.queue_depth.set(await queue.depth())
 
 
 class IngestMetrics:

@@ -1,7 +1,9 @@
 """The gateway process's link to the worker process of a supervised ``serve``: HTTP over the
 worker's private Unix socket. What the worker answers comes back as values; a worker that is
 not answering (restarting) is ``WorkerUnreachable``, a request that cannot be written on
-(the client's fault) ``Unsendable``: no httpx exception leaves this module."""
+(the client's fault) ``Unsendable``: no httpx exception leaves this module. ``relay`` is the
+gateway's route to the worker: a Starlette request passed on, the worker's answer (or why
+there is none: 413, 400, 503 with ``Retry-After``) as the Starlette response."""
 
 from __future__ import annotations
 
@@ -10,8 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
 
-__all__ = ["Answer", "Unsendable", "WorkerLink", "WorkerUnreachable", "end_to_end"]
+from fleetwarden.adapters.asgi import problem, read_body
+
+__all__ = ["Answer", "Unsendable", "WorkerLink", "WorkerUnreachable", "end_to_end", "relay"]
 
 Headers = list[tuple[bytes, bytes]]
 
@@ -115,3 +122,36 @@ class WorkerLink:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+async def relay(worker: WorkerLink, request: Request, *, body_limit: int, stream: bool) -> Response:
+    """``request`` passed on to the worker as it came (its body within ``body_limit``), and
+    the worker's answer; ``stream``: the answer passed on as it comes (server-sent events)."""
+    target = request.url.path
+    if request.url.query:
+        target += "?" + request.url.query
+    body = await read_body(request, body_limit)
+    if body is None:
+        return problem(413, f"body over the limit of {body_limit} bytes")
+    headers = end_to_end(request.headers.raw)
+    try:
+        if stream:
+            streamed = await worker.open_stream(target, headers)
+            out: Response = StreamingResponse(
+                streamed.chunks,
+                status_code=streamed.status,
+                background=BackgroundTask(streamed.close),
+            )
+            out.raw_headers = streamed.headers
+            return out
+        answer = await worker.forward(request.method, target, headers, body)
+    except Unsendable as exc:
+        return problem(400, f"cannot pass the request on: {exc}")
+    except WorkerUnreachable:
+        retry = {"retry-after": "1"}
+        return problem(
+            503, "the worker process is not answering (restarting?); retry shortly", retry
+        )
+    out = Response(answer.content, status_code=answer.status)
+    out.raw_headers = answer.headers
+    return out

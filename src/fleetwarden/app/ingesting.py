@@ -32,7 +32,7 @@ from fleetwarden.logs import get_logger, is_debug
 from fleetwarden.ports.queue import EventQueue, QueueFull, QueueUnavailable
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
-__all__ = ["Answer", "Ingest", "IngestCounters", "Parser", "SourceAuth", "is_count"]
+__all__ = ["Answer", "Ingest", "IngestCounters", "Parser", "SourceAuth"]
 
 log = get_logger("fleetwarden.gateway")
 _std = logging.getLogger("fleetwarden.gateway")  # for the hot path's level check
@@ -203,12 +203,6 @@ class Ingest:
 
 def _too_many(n: int, limit: int) -> str:
     return f"{n} events in one request: over limits.batchEvents ({limit}); send smaller batches"
-
-
-def is_count(text: str) -> bool:
-    """1 to 18 ASCII digits: ``str.isdigit`` alone also says yes to "²" and other scripts'
-    digits, which ``int`` then refuses (a 500), and to 5,000 digits (too slow to convert)."""
-    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _decode(body: bytes, headers: Mapping[str, str]) -> Any:

@@ -18,6 +18,12 @@ Filters
     came through) are narrowed in SQL by the payload's canonical JSON text and then checked on
     the parsed payload.
 
+Answers
+    ``page_answer`` is the whole use case of either route: the query parameters checked, a
+    page read, and the answer (``app.ingesting.Answer``): the page with the headers that point
+    at the next one, 400 naming a bad parameter, 503 while the store is not open or cannot
+    answer.
+
 Decisions
     Each decision record, with the status a later record gave it (an approval note, or any
     record ``healing.recorded_decision`` reads a decision from): the notes newer than the page
@@ -27,15 +33,16 @@ Decisions
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 from fleetwarden.app.healing import recorded_decision
+from fleetwarden.app.ingesting import Answer
 from fleetwarden.core.audit import AuditKind, AuditRecord, canonical_json
 from fleetwarden.core.policy import Decision
-from fleetwarden.ports.audit import AuditStore
+from fleetwarden.ports.audit import AuditStore, AuditStoreError
 
 __all__ = [
     "DECISION_FILTERS",
@@ -48,6 +55,8 @@ __all__ = [
     "PageQuery",
     "list_decisions",
     "list_events",
+    "next_page_headers",
+    "page_answer",
     "page_query",
 ]
 
@@ -242,6 +251,28 @@ def page_query(params: Mapping[str, str], filters: Sequence[str]) -> PageQuery:
     limit = _number(params, "limit", low=1, high=MAX_LIMIT) or 100
     before = _number(params, "cursor", low=1, high=2**63 - 1)
     return PageQuery(limit, before, {name: _text(params, name) for name in filters})
+
+
+async def page_answer(
+    store: AuditStore | None,
+    read: Callable[..., Awaitable[Page]],
+    filters: Sequence[str],
+    path: str,
+    params: Sequence[tuple[str, str]],
+) -> Answer:
+    """The answer to ``GET path?params`` listed by ``read`` (``list_events`` or
+    ``list_decisions``, with their ``filters``) from ``store`` (None: not open yet)."""
+    if store is None:
+        return Answer(503, {"error": "the audit store is not open yet"})
+    try:
+        q = page_query(dict(params), filters)  # a repeated parameter: its last value
+    except BadParameter as exc:
+        return Answer(400, {"error": str(exc)})
+    try:
+        page = await read(store, limit=q.limit, before=q.before, **q.filters)
+    except AuditStoreError as exc:
+        return Answer(503, {"error": f"cannot read the audit store: {exc}"})
+    return Answer(200, page.items, next_page_headers(path, params, page.cursor))
 
 
 def next_page_headers(

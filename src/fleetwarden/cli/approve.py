@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from fleetwarden.adapters.approvals import ApprovalError, post_approval
-from fleetwarden.app.approving import approval_target
+from fleetwarden.adapters.approvals import ApprovalError
 from fleetwarden.cli.common import config_option, failing, warn
+from fleetwarden.wiring import approving
 
 __all__ = ["register"]
 
@@ -53,13 +53,7 @@ def register(app: typer.Typer) -> None:
         expired, or was made in another policy mode or under another configuration, was
         cancelled: this says so and exits 1, and nothing is done."""
         with failing(ValueError, ApprovalError):  # the config (FormatError), no token, the call
-            cfg = None
-            if config is not None:  # the config's schema and store checks (SQLAlchemy): only then
-                from fleetwarden.wiring.service_config import load_service_config
-
-                cfg = load_service_config(config)
-            url, admin_token = approval_target(cfg, server, token)
-            status, body = post_approval(url, decision_id, admin_token)
+            status, body = approving.approve(decision_id, config=config, server=server, token=token)
         if status == 409:  # cancelled: expired, or another mode or configuration
             typer.echo(json.dumps(body.get("decision"), indent=2))
             warn(body.get("error", "the request was cancelled; nothing was done"))

@@ -13,17 +13,16 @@ These commands only read: an SQLite file that does not exist is an error, not a 
 
 from __future__ import annotations
 
-import os
-import sys
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated
 
 import typer
 
+from fleetwarden.adapters.output import OutputError, ReaderGone, writing
 from fleetwarden.app.auditing import export_records, parse_anchors, parse_times
-from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, config_option, fail, failing
+from fleetwarden.cli.common import FormatOpt, OutputFormat, WideOpt, config_option, failing
 from fleetwarden.core.audit import AuditKind
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.presenting.auditing import print_export, print_records, print_verify
@@ -174,33 +173,14 @@ def export(
     """
     with failing(ValueError):
         url = store_url(store, config)
-    target: TextIO
-    if output is None:
-        target = sys.stdout
-    else:
-        try:
-            target = output.open("w", encoding="utf-8")
-        except OSError as exc:
-            fail(f"{output}: cannot write the export: {exc.strerror or exc}")
-
-    def write(text: str) -> None:
-        # payloads are stored as their canonical JSON, UTF-8 kept: a C1 control (U+009B is a
-        # one-character CSI) or a bidi override from an event would reach a terminal
-        target.write(json_safe(text))
 
     try:
-        with failing(AuditStoreError):
+        with failing(OutputError, AuditStoreError), writing(output, "the export") as write:
+            # payloads are stored as their canonical JSON, UTF-8 kept: a C1 control (U+009B is
+            # a one-character CSI) or a bidi override from an event would reach a terminal
             count, first, last = with_store(
-                url, lambda s: export_records(s, write, after_seq=after_seq)
+                url, lambda s: export_records(s, lambda t: write(json_safe(t)), after_seq=after_seq)
             )
-        target.flush()
-    except BrokenPipeError:  # `| head`: the reader has all it wanted
-        # Python would report the broken pipe again when it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except ReaderGone:  # `| head`: the reader has all it wanted
         raise typer.Exit(0) from None
-    except OSError as exc:
-        fail(f"{output or 'stdout'}: writing the export failed: {exc.strerror or exc}")
-    finally:
-        if target is not sys.stdout:
-            target.close()
     print_export(make_console(stderr=True), count, first, last, str(output or ""))

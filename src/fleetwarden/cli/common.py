@@ -144,28 +144,27 @@ def exit_code(findings: Iterable[Finding], fail_on: FailOn) -> int:
 
 def fail(message: str) -> NoReturn:
     """Print ``fleetwarden: error: MESSAGE`` on stderr, literally and on one line; exit 2."""
-    from fleetwarden.presenting.rendering import line
-
-    err_console().print(
-        line(("fleetwarden: error:", "bold red"), " ", message), soft_wrap=True, highlight=False
-    )
+    _say("fleetwarden: error:", "bold red", message)
     raise typer.Exit(2)
 
 
 def warn(message: str) -> None:
     """``fleetwarden: warning: MESSAGE`` on stderr, literally and on one line."""
+    _say("fleetwarden: warning:", "yellow", message)
+
+
+def _say(label: str, style: str, message: str) -> None:
     from fleetwarden.presenting.rendering import line
 
-    err_console().print(
-        line(("fleetwarden: warning:", "yellow"), " ", message), soft_wrap=True, highlight=False
-    )
+    err_console().print(line((label, style), " ", message), soft_wrap=True, highlight=False)
 
 
 @contextmanager
 def failing(*errors: type[Exception]) -> Iterator[None]:
     """An error of ``errors`` (default: ``FormatError``, a bad input) raised inside: exit 2
     with its message, which names the file, field or option (or, for one without a message,
-    its type)."""
+    its type; for a kubeconfig's ``CredentialError``, its reason, which names the context's
+    exec plugin)."""
     if not errors:
         from fleetwarden.formats.errors import FormatError
 
@@ -173,7 +172,9 @@ def failing(*errors: type[Exception]) -> Iterator[None]:
     try:
         yield
     except errors as exc:
-        fail(str(exc) or type(exc).__name__)
+        from fleetwarden.ports.kube import CredentialError
+
+        fail(exc.reason if isinstance(exc, CredentialError) else str(exc) or type(exc).__name__)
 
 
 def load_settings_or_fail(config: Path | None) -> Settings:

@@ -20,7 +20,7 @@ import typer
 
 from fleetwarden.app import deprecating
 from fleetwarden.app.deprecating import DEFAULT_COMPONENTS
-from fleetwarden.cli.common import AuditLogOpt, OutputFormat, WideOpt, fail, failing
+from fleetwarden.cli.common import AuditLogOpt, FormatOpt, OutputFormat, WideOpt, fail, failing
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import Status
 from fleetwarden.presenting.json_text import emit_with
@@ -44,10 +44,7 @@ def deprecations_command(
             help="The version to check against, such as 1.25 (a patch level is ignored).",
         ),
     ],
-    output: Annotated[
-        OutputFormat,
-        typer.Option("--format", "-o", help="table for people, json for machines."),
-    ] = OutputFormat.table,
+    output: FormatOpt = OutputFormat.table,
     fail_on: Annotated[
         _FailOn,
         typer.Option(
@@ -123,7 +120,7 @@ def deprecations_command(
         with failing(ValueError):  # a bad kubeconfig, context or audit log (FormatError too)
             report = scan_live(target, kubeconfig, context or (), audit_log or (), config)
         printer = "live_deprecations.print_live_deprecations"
-        emit_with(as_json, report.to_json(), printer, report, wide=wide)
+        emit_with(as_json, report.to_json, printer, report, wide=wide)
         raise typer.Exit(2 if report.nothing_read else int(report.failing(threshold)))
     if not manifest_paths and not helm_charts:
         fail("nothing to scan: give --manifests PATH or --helm-chart DIR")
@@ -133,7 +130,7 @@ def deprecations_command(
             manifest_paths or [], target, table, charts=helm_charts or [],
             workers=deprecating.default_workers(),
         )  # fmt: skip
-    emit_with(as_json, scan.to_json(), "deprecations.print_deprecations", scan, wide=wide)
+    emit_with(as_json, scan.to_json, "deprecations.print_deprecations", scan, wide=wide)
     raise typer.Exit(1 if scan.failing(threshold) else 0)
 
 

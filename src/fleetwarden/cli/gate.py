@@ -13,7 +13,6 @@ from typing import Annotated
 
 import typer
 
-from fleetwarden.adapters.fleet_inputs import load_fleet_settings, read_gate
 from fleetwarden.app import fleet as fleet_app
 from fleetwarden.cli.common import (
     FAIL_ON_METAVAR,
@@ -22,7 +21,7 @@ from fleetwarden.cli.common import (
     OutputFormat,
     WideOpt,
     err_console,
-    fail,
+    failing,
     with_options,
 )
 from fleetwarden.cli.sources import (
@@ -30,13 +29,14 @@ from fleetwarden.cli.sources import (
     ConfigOpt,
     DesiredOpt,
     LiveSources,
-    input_errors,
     live_sources,
     progress,
 )
 from fleetwarden.core.findings import Severity
+from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.json_text import emit
 from fleetwarden.presenting.workloads import print_gate, print_gate_blocked
+from fleetwarden.wiring.fleet import load_gate
 
 __all__ = ["gate_command", "register"]
 
@@ -101,19 +101,12 @@ def gate_command(
       fleetwarden gate --app shop --argocd-app shop -d /git/pools/
         --in-cluster prod-eu-1
     """
-    with input_errors():
-        settings, fleet = load_fleet_settings(config)
-    if not desired and not live.argocd_apps:
-        fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
-    if not nodes and live.kubeconfig is None and in_cluster is None:
-        fail("no nodes: give --nodes PATH, --kubeconfig FILE or --in-cluster CLUSTER")
-    with input_errors():
-        state, node_map, observed = read_gate(
-            app, desired or (), nodes or (), workloads or (), settings, fleet, live,
-            in_cluster=in_cluster, check=partial(fleet_app.require_app, app), progress=progress,
+    with failing(ValueError, CredentialError):  # FormatError too
+        inputs = load_gate(
+            app, desired or (), nodes or (), workloads or (), config, live,
+            in_cluster=in_cluster, progress=progress,
         )  # fmt: skip
-    if not node_map:
-        fail("--nodes: no node dump found")
+    settings, fleet, state, node_map, observed = inputs
     result = fleet_app.gate(
         app,
         state,

@@ -5,9 +5,10 @@ Exit codes: 0 clean, 1 drift at or above ``--fail-on``, 2 bad arguments or input
 Why lazy: each command pulls its own stack (the scan its parsers; ``serve`` Starlette,
 uvicorn and SQLAlchemy; ``watch`` httpx), and ``--help``, ``--version``, ``scan`` and
 ``gate`` run thousands of times a day in CI jobs and Argo CD PreSync hooks. The group below
-knows each command by name and one-line summary; the command's module (``fleetwarden.cli.X``)
-is imported, and its ``register`` called, only when that command is resolved (run, or asked
-for its own ``--help``). The top-level help lists the summaries without importing anything.
+knows each command by name and one-line summary; the command's module (``fleetwarden.cli.X``;
+``serve``'s is ``fleetwarden.entrypoints.serve_cmd``) is imported, and its ``register``
+called, only when that command is resolved (run, or asked for its own ``--help``). The
+top-level help lists the summaries without importing anything.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ COMMANDS: dict[str, _Command] = {
     "watch": _Command(
         "fleetwarden.cli.watch", "Watch live clusters: findings and cluster events as they happen."
     ),
-    "serve": _Command(
-        "fleetwarden.cli.serve",
+    "serve": _Command(  # its options beside the HTTP side they start
+        "fleetwarden.entrypoints.serve_cmd",
         "Run the event gateway, queue, workers, watchers and dashboard.",
     ),
     "approve": _Command("fleetwarden.cli.approve", "Approve a pending remediation."),

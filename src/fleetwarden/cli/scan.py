@@ -23,6 +23,7 @@ from fleetwarden.cli.common import (
     FormatOpt,
     OutputFormat,
     WideOpt,
+    config_option,
     err_console,
     exit_code,
     failing,
@@ -62,12 +63,9 @@ NodesOpt = Annotated[
 ]
 ConfigOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        metavar="FILE",
-        help="YAML config: tolerance, pool labels, severity overrides, ignore rules, "
-        "the provisioner releases to assume (scan.provisioners).",
+    config_option(
+        "YAML config: tolerance, pool labels, severity overrides, ignore rules, "
+        "the provisioner releases to assume (scan.provisioners)."
     ),
 ]
 AllowEmptyOpt = Annotated[
@@ -124,14 +122,11 @@ def scan(
     with failing(FormatError, NothingToCompare):
         report = run_scan(request, files, progress=_dump_progress, terminal=_on_terminal)
     if group_by is None:
-        from fleetwarden.presenting.json_text import emit  # rich only for a table
+        from fleetwarden.presenting.json_text import emit_with  # rich only for a table
 
-        def show(console: Any) -> None:
-            from fleetwarden.presenting.rendering import print_report
-
-            print_report(console, report, verbose=verbose, wide=wide)
-
-        emit(output is OutputFormat.json, report.to_json, show, wide=wide)
+        as_json = output is OutputFormat.json
+        printer = "rendering.print_report"
+        emit_with(as_json, report.to_json, printer, report, wide=wide, verbose=verbose)
     else:  # the same grouping as /api/incidents
         from fleetwarden.app.stamping import group_by_cause
         from fleetwarden.presenting.incidents import show_grouped

@@ -1,32 +1,29 @@
 """The options ``fleet`` and ``gate`` share, and their loading glue: the inputs are read by
-``adapters.fleet_inputs`` (its docstring has the unreadable-file rules), a live read shows a
-progress bar on a terminal, and every input error exits 2 naming the file or setting."""
+``wiring.fleet`` (``adapters.fleet_inputs``' docstring has the unreadable-file rules), a live
+read shows a progress bar on a terminal, and every input error exits 2 naming the file or
+setting."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
-from functools import partial
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated, NamedTuple
+from typing import Annotated
 
 import typer
 
-from fleetwarden.adapters.fleet_inputs import LiveSources, load_fleet_settings, read_fleet
-from fleetwarden.app.fleet import nothing_observed, require_app
+from fleetwarden.adapters.fleet_inputs import LiveSources
 from fleetwarden.cli.common import (
     argocd_server_option,
     config_option,
     err_console,
-    fail,
+    failing,
     with_options,
 )
-from fleetwarden.core import workloads as wl
-from fleetwarden.core.desired_apps import DesiredState
-from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.workloads import FleetSettings
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.progress import cluster_progress
+from fleetwarden.wiring import fleet
+from fleetwarden.wiring.fleet import LoadedFleet
 
 __all__ = [
     "AppOpt",
@@ -42,7 +39,6 @@ __all__ = [
     "NamespaceOpt",
     "RevisionOpt",
     "WorkloadsOpt",
-    "input_errors",
     "live_sources",
     "load_fleet",
     "progress",
@@ -174,28 +170,6 @@ def progress(total: int) -> AbstractContextManager[Callable[[str], None]]:
     return cluster_progress(err_console(), total)
 
 
-@contextmanager
-def input_errors() -> Iterator[None]:
-    """A bad input, Argo CD setting or kubeconfig credential, or no ``--app`` in the desired
-    state (``app.fleet.require_app``): exit 2 saying which."""
-    try:
-        yield
-    except (FormatError, ValueError) as exc:
-        fail(str(exc))
-    except CredentialError as exc:  # a context's exec plugin is missing or failed
-        fail(exc.reason)  # fail() prints it literally
-
-
-class LoadedFleet(NamedTuple):
-    """An application's desired and observed state, read for ``fleet versions | diff``."""
-
-    app: str
-    state: DesiredState
-    desired: dict[str, wl.ObjectIndex]  # cluster -> the app's desired objects there
-    observed: dict[str, wl.ObjectIndex]
-    fleet: FleetSettings
-
-
 @with_options(live_sources, "live", before="config")
 def load_fleet(
     app: AppOpt,
@@ -207,17 +181,7 @@ def load_fleet(
 ) -> LoadedFleet:
     """The options of ``fleet versions | diff`` that name the inputs (``with_options``),
     read; exit 2 naming what is missing or unreadable."""
-    with input_errors():
-        settings, fleet = load_fleet_settings(config)
-    if not desired and not live.argocd_apps:
-        fail("no desired state: give --desired PATH or --argocd-app APPLICATION")
-    if not workloads and live.kubeconfig is None:
-        fail("no observed state: give --workloads PATH (dumps) or --kubeconfig FILE (live)")
-    with input_errors():
-        state, observed = read_fleet(
-            app, desired or (), workloads or (), settings, fleet, live,
-            check=partial(require_app, app), progress=progress,
-        )  # fmt: skip
-    if (problem := nothing_observed(state, observed)) is not None:
-        fail(problem)
-    return LoadedFleet(app, state, state.indexes(observed), observed, fleet)
+    with failing(ValueError, CredentialError):  # FormatError too
+        return fleet.load_fleet(
+            app, desired or (), workloads or (), config, live, progress=progress
+        )

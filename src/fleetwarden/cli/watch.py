@@ -17,11 +17,9 @@ from fleetwarden.cli.common import (
     WideOpt,
     argocd_server_option,
     config_option,
-    fail,
+    failing,
     warn,
 )
-from fleetwarden.formats.errors import FormatError
-from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.watching import JsonLines, LiveView
 from fleetwarden.wiring import watching
@@ -157,19 +155,13 @@ def register(app: typer.Typer) -> None:
         appear, change or clear and cluster events (added, removed, health, upgraded, pool
         scaled) are printed as they happen."""
         runner = JsonLines(sys.stdout) if output is OutputFormat.json else LiveView(wide=wide)
-        try:
-            with contextlib.suppress(KeyboardInterrupt):
-                watching.watch(
-                    runner, kubeconfig, desired, contexts=context or (), config=config,
-                    argocd_secrets=argocd_secrets, argocd_context=argocd_context,
-                    argocd_server=argocd_server, store=store, manifests=manifests or (),
-                    follow=follow or (), namespaces=namespace or (), allow_empty=allow_empty,
-                    probe_interval=probe_interval, duration=duration,
-                    audit_logs=audit_log or (), on_bad_audit_line=warn,
-                )  # fmt: skip
-        except (FormatError, ValueError) as exc:  # NothingToCompare is a ValueError
-            fail(str(exc))
-        except CredentialError as exc:  # a context's exec plugin is missing or failed
-            fail(exc.reason)  # fail() prints it literally
-        except AuditStoreError as exc:  # --store given and not readable
-            fail(f"--store: {exc}")
+        # NothingToCompare is a ValueError, and so is a --store that cannot be read
+        with failing(ValueError, CredentialError), contextlib.suppress(KeyboardInterrupt):
+            watching.watch(
+                runner, kubeconfig, desired, contexts=context or (), config=config,
+                argocd_secrets=argocd_secrets, argocd_context=argocd_context,
+                argocd_server=argocd_server, store=store, manifests=manifests or (),
+                follow=follow or (), namespaces=namespace or (), allow_empty=allow_empty,
+                probe_interval=probe_interval, duration=duration,
+                audit_logs=audit_log or (), on_bad_audit_line=warn,
+            )  # fmt: skip

@@ -34,6 +34,7 @@ __all__ = [
     "DoorConfig",
     "ReadAuth",
     "Refusal",
+    "admin_ok",
     "check",
     "credentials_ok",
     "default_hosts",
@@ -192,6 +193,12 @@ def credentials_ok(headers: Mapping[str, str], config: DoorConfig, *, now: float
     if auth and check_bearer(auth, tokens).ok:
         return True
     return session_ok(_cookie(headers), tokens, now=now)
+
+
+def admin_ok(headers: Mapping[str, str], tokens: Sequence[str]) -> bool:
+    """Whether the request carries an admin token as ``Authorization: Bearer`` (approve,
+    deny); with no ``auth.admin`` token configured, no request does."""
+    return bool(tokens) and check_bearer(headers.get("authorization"), tuple(tokens)).ok
 
 
 def same_origin(headers: Mapping[str, str]) -> bool:

@@ -5,8 +5,8 @@ the heatmap, pool detail, the drift timeline).
 The page (``data/ui``: HTML, plain JavaScript modules, one stylesheet; no framework, no CDN)
 reads the JSON API once, then follows ``/api/stream`` (server-sent events; no polling). It
 puts every value on the page as text, and the answers carry a Content-Security-Policy that
-allows only this origin's own script and style, so a hostile label value or cluster name
-cannot run anything in an operator's browser.
+allows only this origin's own script and style (``adapters/ui_files.py``), so a hostile label
+value or cluster name cannot run anything in an operator's browser.
 
 ``GET /api/clusters``: one entry per cluster known to the service, with its current finding
 count (``presenting.dashboard.cluster_list``).
@@ -15,13 +15,13 @@ count (``presenting.dashboard.cluster_list``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from importlib import resources
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from fleetwarden.adapters.asgi import json_response
+from fleetwarden.adapters.ui_files import SECURITY_HEADERS, asset_response
 from fleetwarden.app.serving import Serving
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding
@@ -29,29 +29,7 @@ from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.entrypoints import live_api
 from fleetwarden.presenting.dashboard import cluster_list
 
-__all__ = ["SECURITY_HEADERS", "routes"]
-
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-        "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
-}
-_FILES = {
-    "index.html": "text/html; charset=utf-8",
-    "app.css": "text/css; charset=utf-8",
-    **{
-        f"{name}.js": "text/javascript; charset=utf-8"
-        for name in ("app", "api", "dom", "views", "heatmap", "charts", "decisions")
-    },
-}
-
-
-def _asset(name: str) -> bytes:
-    return resources.files("fleetwarden.data.ui").joinpath(name).read_bytes()
+__all__ = ["routes"]
 
 
 def routes(
@@ -70,17 +48,13 @@ def routes(
         return RedirectResponse("/ui/", status_code=307)
 
     async def asset(request: Request) -> Response:
-        name = request.path_params.get("name") or "index.html"
-        if name not in _FILES:
-            return Response("not found", status_code=404, headers=SECURITY_HEADERS)
-        return Response(_asset(name), media_type=_FILES[name], headers=SECURITY_HEADERS)
+        return asset_response(request.path_params.get("name") or "index.html")
 
     async def favicon(request: Request) -> Response:
         return Response(status_code=204, headers=SECURITY_HEADERS)  # browsers ask; none here
 
     async def api_clusters(request: Request) -> Response:
-        rows = cluster_list(fleet, snapshot, findings(), owners())
-        return Response(orjson.dumps(rows), media_type="application/json")
+        return json_response(cluster_list(fleet, snapshot, findings(), owners()))
 
     live = live_api.routes(pipeline, admin_tokens=admin_tokens) if pipeline is not None else []
     return [

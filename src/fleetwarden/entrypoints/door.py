@@ -5,7 +5,8 @@ The decisions (the Host check, the read side's credentials, the session cookie's
 with ``refusal_response``. Here: the login form (``GET``/``POST /ui/login``, ``POST
 /ui/logout``), which turns a valid token into the cookie ``fw_session`` -- HttpOnly (no script
 reads it), SameSite=Strict (no other site's page sends it), Path=/, 12 hours; the token itself
-is never stored in the browser. ``Secure`` is added when the request came over https.
+is never stored in the browser. ``Secure`` is added when the request came over https. The
+form's page and headers are ``adapters/ui_files.py``'s.
 
 What this module does not do: rate-limit guesses (tokens are meant to be long and random),
 terminate TLS, or know users -- one token is one identity.
@@ -13,13 +14,14 @@ terminate TLS, or know users -- one token is one identity.
 
 from __future__ import annotations
 
-from importlib import resources
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from fleetwarden.adapters.asgi import problem, read_body
+from fleetwarden.adapters.ui_files import login_response
 from fleetwarden.core.access import (
     COOKIE,
     SESSION_SECONDS,
@@ -32,56 +34,24 @@ from fleetwarden.core.access import (
 from fleetwarden.core.signatures import check_bearer
 from fleetwarden.ports.sources import Clock
 
-__all__ = ["login_page", "refusal_response", "routes"]
+__all__ = ["refusal_response", "routes"]
 
 _FORM_LIMIT = 4096
-_LOGIN_HEADERS = {
-    # the login page has a form and no script: it may post to this origin, nothing else
-    "Content-Security-Policy": (
-        "default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; "
-        "frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-
-
-def login_page(*, failed: bool = False) -> bytes:
-    page = resources.files("fleetwarden.data.ui").joinpath("login.html").read_bytes()
-    if failed:  # the page is static; only this marker changes (nothing from the request)
-        page = page.replace(b'<p id="error" hidden>', b'<p id="error">')
-    return page
-
-
-def _login_response(status: int, *, failed: bool = False) -> Response:
-    return Response(
-        login_page(failed=failed),
-        status_code=status,
-        media_type="text/html; charset=utf-8",
-        headers={**_LOGIN_HEADERS, "WWW-Authenticate": 'Bearer realm="fleetwarden"'}
-        if status == 401
-        else _LOGIN_HEADERS,
-    )
 
 
 def refusal_response(refusal: Refusal, path: str, method: str) -> Response:
     """401 on the dashboard's page itself is the login form (a browser shows it); the rest
     is JSON naming what is missing."""
     if refusal.status == 401 and method in ("GET", "HEAD") and path in ("/ui", "/ui/"):
-        return _login_response(401)
-    return JSONResponse(
-        {"error": refusal.message}, status_code=refusal.status, headers=dict(refusal.headers)
-    )
+        return login_response(401)
+    return problem(refusal.status, refusal.message, dict(refusal.headers))
 
 
 async def _form(request: Request) -> dict[str, str] | None:
     """An ``application/x-www-form-urlencoded`` body of at most 4 KiB (None: too large)."""
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > _FORM_LIMIT:
-            return None
+    body = await read_body(request, _FORM_LIMIT)
+    if body is None:
+        return None
     pairs = parse_qsl(body.decode("ascii", "replace"), encoding="utf-8", errors="replace")
     return dict(pairs)
 
@@ -92,19 +62,19 @@ def routes(config: DoorConfig, *, clock: Clock) -> list[Route]:
     async def login_form(request: Request) -> Response:
         if not config.read.required or credentials_ok(request.headers, config, now=clock.time()):
             return RedirectResponse("/ui/", status_code=303)
-        return _login_response(200)
+        return login_response(200)
 
     async def login(request: Request) -> Response:
         if not same_origin(request.headers):
-            return JSONResponse({"error": "a login from another site's page"}, status_code=403)
+            return problem(403, "a login from another site's page")
         form = await _form(request)
         if form is None:
-            return JSONResponse({"error": "login form over 4 KiB"}, status_code=413)
+            return problem(413, "login form over 4 KiB")
         token = form.get("token", "").strip()
         if not config.read.required:
             return RedirectResponse("/ui/", status_code=303)
         if not token or not check_bearer(f"Bearer {token}", config.read_tokens).ok:
-            return _login_response(401, failed=True)
+            return login_response(401, failed=True)
         expiry = int(clock.time()) + SESSION_SECONDS
         resp = RedirectResponse("/ui/", status_code=303)
         resp.set_cookie(
@@ -120,7 +90,7 @@ def routes(config: DoorConfig, *, clock: Clock) -> list[Route]:
 
     async def logout(request: Request) -> Response:
         if not same_origin(request.headers):
-            return JSONResponse({"error": "a logout from another site's page"}, status_code=403)
+            return problem(403, "a logout from another site's page")
         resp = RedirectResponse("/ui/login", status_code=303)
         resp.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
         return resp

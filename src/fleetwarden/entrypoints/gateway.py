@@ -15,14 +15,10 @@ the route family (``api``, ``ui``, ``metrics``, ``events``, ``other``) for the r
 
 from __future__ import annotations
 
-import contextlib
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
-import orjson
-import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -30,63 +26,35 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from fleetwarden import logs
-from fleetwarden.adapters.metrics import IngestMetrics, ServiceMetrics
-from fleetwarden.app.ingesting import Ingest, Parser, is_count
+from fleetwarden.adapters.asgi import (
+    ASGIApp,
+    TooLarge,
+    json_response,
+    problem,
+    receive_body,
+    send_json,
+    watching_status,
+    with_request_id,
+)
+from fleetwarden.adapters.metrics import ServiceMetrics
+from fleetwarden.app.ingesting import Parser
 from fleetwarden.app.service_config import GatewayConfig
 from fleetwarden.core import access
-from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding
 from fleetwarden.entrypoints import door
-from fleetwarden.formats.events import Reply, options_reply
-from fleetwarden.ports.queue import EventQueue, QueueUnavailable
+from fleetwarden.formats.events import Reply, is_count, options_reply
+from fleetwarden.ports.queue import EventQueue
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
+from fleetwarden.wiring.ingest import build_ingest
 
 __all__ = ["create_app"]
 
 log = logs.get_logger("fleetwarden.gateway")
 
 
-class _TooLarge(Exception):
-    pass
-
-
 # the reason label of a 4xx a route answered (the ingest path and the door name their own)
 _REASONS = {400: "malformed", 401: "unauthorized", 403: "forbidden", 404: "not_found"}
 _REASONS |= {405: "method", 413: "too_large", 429: "queue_full"}
-
-
-async def _receive_body(headers: Mapping[str, str], receive: Any, limit: int) -> bytes:
-    declared = headers.get("content-length")
-    if declared is not None and is_count(declared) and int(declared) > limit:
-        raise _TooLarge
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-async def _send_json(
-    send: Any, status: int, payload: Any, extra: Mapping[str, str] | None = None
-) -> None:
-    body = orjson.dumps(payload)
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (extra or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _problem(status: int, message: str, **headers: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers or None)
 
 
 def create_app(
@@ -100,25 +68,10 @@ def create_app(
     clock: Clock = SYSTEM_CLOCK,
     extra_routes: Sequence[Route] = (),
     health: Callable[[], Mapping[str, Any]] | None = None,
-) -> Starlette:
+) -> ASGIApp:
     metrics = metrics or ServiceMetrics()
-    recent: deque[ChangeEvent] = deque(maxlen=config.recent_events)
-
-    counters = IngestMetrics(metrics, parsers)
-    reject = counters.reject
-    ingest = Ingest(
-        queue,
-        parsers,
-        counters,
-        auth=config.auth,
-        replay_window=config.replay_window,
-        batch_events=config.batch_events,
-        retry_after=config.retry_after,
-        known_pools=config.known_pools,
-        on_reply=on_reply,
-        recent=recent,
-        clock=clock,
-    )
+    ingest, counters = build_ingest(config, queue, parsers, metrics, on_reply=on_reply, clock=clock)
+    reject, recent = counters.reject, ingest.recent
 
     async def options(request: Request) -> Response:
         # CloudEvents webhook abuse protection (validation handshake): nothing is stored
@@ -131,22 +84,18 @@ def create_app(
     async def api_events(request: Request) -> Response:
         raw = request.query_params.get("limit", "100")
         if not is_count(raw) or not 1 <= int(raw) <= config.recent_events:
-            return _problem(400, f"limit must be an integer from 1 to {config.recent_events}")
+            return problem(400, f"limit must be an integer from 1 to {config.recent_events}")
         newest = list(recent)[-int(raw) :][::-1]
-        return Response(orjson.dumps([e.to_json() for e in newest]), media_type="application/json")
+        return json_response([e.to_json() for e in newest])
 
     async def api_findings(request: Request) -> Response:
-        return Response(
-            orjson.dumps([f.to_json() for f in findings()]), media_type="application/json"
-        )
+        return json_response([f.to_json() for f in findings()])
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", **(health() if health is not None else {})})
 
     async def prom(request: Request) -> Response:
-        # the gauge keeps its last value when the queue cannot answer; /metrics still must
-        with contextlib.suppress(QueueUnavailable):
-            metrics.queue_depth.set(await queue.depth())
+        await metrics.read_queue_depth(queue)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes = [
@@ -177,58 +126,28 @@ def create_app(
             return
         if source is not None and source not in known:
             reject(label, "unknown_source")
-            await _send_json(
-                send,
-                404,
-                {"error": f"unknown event source (known: {', '.join(sorted(known))})"},
-            )
+            known_list = ", ".join(sorted(known))
+            await send_json(send, 404, {"error": f"unknown event source (known: {known_list})"})
             return
         if source is not None and scope["method"] == "POST":
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
             counters.received[source].inc()
             try:
-                body = await _receive_body(headers, receive, config.body_limit)
-            except _TooLarge:
+                body = await receive_body(headers, receive, config.body_limit)
+            except TooLarge:
                 reject(source, "too_large")
                 limit = config.body_limit
-                await _send_json(send, 413, {"error": f"body over the limit of {limit} bytes"})
+                await send_json(send, 413, {"error": f"body over the limit of {limit} bytes"})
                 return
             answer = await ingest.deliver(source, headers, query, body)
-            await _send_json(send, answer.status, answer.body, answer.headers)
+            await send_json(send, answer.status, answer.body, answer.headers)
             return
 
-        async def counting(message: Any) -> None:
-            if message["type"] == "http.response.start" and 400 <= message["status"] < 500:
-                reject(label, _REASONS.get(message["status"], "refused"))
-            await send(message)
+        def seen(status: int) -> None:
+            if 400 <= status < 500:
+                reject(label, _REASONS.get(status, "refused"))
 
-        await app(scope, receive, counting)
+        await app(scope, receive, watching_status(send, seen))
 
-    async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        # every line of this request carries its id; the answer echoes it
-        rid = logs.request_id(headers.get("x-request-id"))
-        bound = structlog.contextvars.bind_contextvars(request_id=rid)
-        try:
-            await route(scope, receive, _echoing(send, rid), headers)
-        finally:
-            structlog.contextvars.reset_contextvars(**bound)
-
-    asgi.state = app.state  # type: ignore[attr-defined]
-    asgi.recent = recent  # type: ignore[attr-defined]
-    return asgi  # type: ignore[return-value]
-
-
-def _echoing(send: Any, rid: str) -> Any:
-    """``send`` with ``X-Request-Id`` added to the response head."""
-    header = (b"x-request-id", rid.encode("latin-1"))
-
-    async def echo(message: Any) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", ()), header]}
-        await send(message)
-
-    return echo
+    # every line of a request carries its id; the answer echoes it
+    return with_request_id(route, app)

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import orjson
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
+from fleetwarden.adapters.asgi import json_response
 from fleetwarden.app import listing
-from fleetwarden.ports.audit import AuditStore, AuditStoreError
+from fleetwarden.ports.audit import AuditStore
 
 __all__ = ["routes"]
 
@@ -38,23 +38,9 @@ def routes(store: Callable[[], AuditStore | None]) -> list[Route]:
         read: Callable[..., Awaitable[listing.Page]], filters: tuple[str, ...]
     ) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            audit = store()
-            if audit is None:
-                return JSONResponse({"error": "the audit store is not open yet"}, status_code=503)
-            try:
-                q = listing.page_query(request.query_params, filters)
-            except listing.BadParameter as exc:
-                return JSONResponse({"error": str(exc)}, status_code=400)
-            try:
-                page = await read(audit, limit=q.limit, before=q.before, **q.filters)
-            except AuditStoreError as exc:
-                error = f"cannot read the audit store: {exc}"
-                return JSONResponse({"error": error}, status_code=503)
             params = request.query_params.multi_items()
-            headers = listing.next_page_headers(request.url.path, params, page.cursor)
-            return Response(
-                orjson.dumps(page.items), media_type="application/json", headers=headers
-            )
+            got = await listing.page_answer(store(), read, filters, request.url.path, params)
+            return json_response(got.body, got.status, got.headers)
 
         return endpoint
 

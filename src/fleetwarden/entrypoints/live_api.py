@@ -22,33 +22,27 @@ Auth is the door's, as for every ``/api/`` route (read token or session cookie).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from fleetwarden.adapters.asgi import json_response, problem
 from fleetwarden.app import denying
-from fleetwarden.app.broadcasting import Message
 from fleetwarden.app.serving import Serving
-from fleetwarden.core.signatures import check_bearer
+from fleetwarden.core.access import admin_ok
 from fleetwarden.presenting.dashboard import drift_timeline, fleet_grid, pool_detail
+from fleetwarden.presenting.event_stream import frames
 
-__all__ = ["routes", "sse"]
+__all__ = ["routes"]
 
 _STREAM_HEADERS = {
     "Cache-Control": "no-cache",
     "X-Accel-Buffering": "no",  # nginx: pass each message on as it comes
     "X-Content-Type-Options": "nosniff",
 }
-
-
-def sse(message: Message) -> bytes:
-    """One message in the text/event-stream format (data is one JSON line)."""
-    data = orjson.dumps(message.data)
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (message.id, message.kind.encode(), data)
 
 
 def _last_id(request: Request) -> int | None:
@@ -65,23 +59,12 @@ def routes(
     live = pipeline.live
 
     async def stream(request: Request) -> Response:
-        follower = live.follow(_last_id(request))
-
-        async def body() -> AsyncIterator[bytes]:
-            try:
-                # the reconnect delay, and the head id
-                yield b"retry: 2000\n: %d\n\n" % live.last_id
-                async for message in follower.messages(heartbeat):
-                    yield b": heartbeat\n\n" if message is None else sse(message)
-            finally:
-                follower.close()
-
-        return StreamingResponse(body(), media_type="text/event-stream", headers=_STREAM_HEADERS)
+        body = frames(live, live.follow(_last_id(request)), heartbeat)
+        return StreamingResponse(body, media_type="text/event-stream", headers=_STREAM_HEADERS)
 
     async def grid(request: Request) -> Response:
         clusters = [*pipeline.fleet.running, *pipeline.snapshot, *pipeline.owners()]
-        doc = fleet_grid(clusters, pipeline.known_pools(), pipeline.findings())
-        return Response(orjson.dumps(doc), media_type="application/json")
+        return json_response(fleet_grid(clusters, pipeline.known_pools(), pipeline.findings()))
 
     async def pool(request: Request) -> Response:
         cluster, name = request.path_params["cluster"], request.path_params["pool"]
@@ -94,21 +77,19 @@ def routes(
             list(pipeline.events),
         )
         if doc["desired"] is None and not doc["nodes"] and not doc["layers"]:
-            return JSONResponse({"error": f"no pool {name!r} in cluster {cluster!r}"}, 404)
-        return Response(orjson.dumps(doc), media_type="application/json")
+            return problem(404, f"no pool {name!r} in cluster {cluster!r}")
+        return json_response(doc)
 
     async def timeline(request: Request) -> Response:
         raw = request.query_params.get("minutes", "60")
         if not raw.isdigit() or not 5 <= int(raw) <= 10080:
-            return JSONResponse({"error": "minutes must be an integer from 5 to 10080"}, 400)
-        doc = drift_timeline(
-            list(pipeline.events), now=pipeline.clock.now(), window=timedelta(minutes=int(raw))
-        )
-        return Response(orjson.dumps(doc), media_type="application/json")
+            return problem(400, "minutes must be an integer from 5 to 10080")
+        window = timedelta(minutes=int(raw))
+        doc = drift_timeline(list(pipeline.events), now=pipeline.clock.now(), window=window)
+        return json_response(doc)
 
     async def deny(request: Request) -> Response:
-        header = request.headers.get("authorization")
-        admin = bool(admin_tokens) and check_bearer(header, tuple(admin_tokens)).ok
+        admin = admin_ok(request.headers, admin_tokens)
         decision_id = request.path_params["id"]
         code, body = await denying.denial(
             pipeline.healer, decision_id, admin=admin, by="an admin (dashboard)"

@@ -23,7 +23,7 @@ from fleetwarden.adapters import processes
 from fleetwarden.app.approving import approval
 from fleetwarden.app.service_config import exposure_problem, gateway_config, secret_values
 from fleetwarden.cli.common import config_option, fail, failing, warn
-from fleetwarden.core.signatures import check_bearer
+from fleetwarden.core.access import admin_ok
 from fleetwarden.entrypoints import (
     dashboard,
     gateway_process,
@@ -46,8 +46,7 @@ def build_service(config: ServiceConfig) -> Service:
     admins = admin.bearer_tokens if (admin := config.auth.get("admin")) is not None else ()
 
     async def approve(request: Request) -> Response:
-        header = request.headers.get("authorization")
-        is_admin = bool(admins) and check_bearer(header, admins).ok
+        is_admin = admin_ok(request.headers, admins)
         code, body = await approval(svc.healer, request.path_params["id"], admin=is_admin)
         return JSONResponse(body, status_code=code)
 
@@ -104,11 +103,8 @@ def register(app: typer.Typer) -> None:
         workers and the live watchers, with /api/events, /api/findings, /healthz and
         /metrics."""
         child = processes.child_setup()  # role: all's gateway or worker process, or None
-        fmt = log_format or ("console" if sys.stderr.isatty() else "json")
-        if fmt not in ("json", "console"):
-            fail(f"--log-format: {fmt!r} is not json or console")
-        if log_level.lower() not in ("debug", "info", "warning", "error", "critical"):
-            fail(f"--log-level: {log_level!r} is not debug, info, warning, error or critical")
+        with failing(ValueError):
+            fmt = logs.checked_format(log_format, log_level, terminal=sys.stderr.isatty())
         logs.configure(fmt, log_level)
         with failing():  # a bad config file
             cfg = load_service_config(config)
@@ -120,4 +116,4 @@ def register(app: typer.Typer) -> None:
                 raise typer.Exit(supervisor.run(cfg, warn=warn))
             svc = build_service(cfg)
         with failing():  # the audit store, or the in-cluster credentials
-            running.run_service(svc, child, gateway=gateway_process.run)
+            running.run_service(svc, child, gateway=gateway_process.create_gateway_app)

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from fleetwarden.adapters.asgi import json_response
 from fleetwarden.app.following import FollowedApps
 
 __all__ = ["routes"]
@@ -23,7 +23,7 @@ def routes(followed: FollowedApps) -> list[Route]:
             app = request.query_params.get("app", "")
             if (refusal := followed.unknown(app)) is not None:
                 return JSONResponse(refusal[1], refusal[0])
-            return Response(orjson.dumps(read(app)), media_type="application/json")
+            return json_response(read(app))
 
         return endpoint
 

@@ -46,14 +46,24 @@ def emit(
     show(make_console(wide=wide))
 
 
-def emit_with(as_json: bool, data: Any, printer: str, value: Any, *, wide: bool = False) -> None:
+def emit_with(
+    as_json: bool,
+    data: Callable[[], Any],
+    printer: str,
+    value: Any,
+    *,
+    wide: bool = False,
+    **options: Any,
+) -> None:
     """``emit`` with the table printed by ``presenting.<printer>`` (``module.function``, given
-    a console, ``value`` and ``wide``): the printer's module, and rich, load for people only."""
+    a console, ``value``, ``wide`` and ``options``): the printer's module, and rich, load for
+    people only."""
 
     def show(console: Console) -> None:
         from importlib import import_module
 
         module, name = printer.rsplit(".", 1)
-        getattr(import_module(f"fleetwarden.presenting.{module}"), name)(console, value, wide=wide)
+        print_table = getattr(import_module(f"fleetwarden.presenting.{module}"), name)
+        print_table(console, value, wide=wide, **options)
 
-    emit(as_json, lambda: data, show, wide=wide)
+    emit(as_json, data, show, wide=wide)

@@ -9,7 +9,9 @@ binds the audit store's SQLite checks into ``app/service_config.py``; ``supervis
 applications' desired state through ``adapters/workload_sources.py``. The commands that need
 several clients have theirs: ``watching`` (``watch``), ``upgrading`` (``upgrade plan | run``),
 ``auditing`` (``audit``, ``report``), ``deprecations`` (files and helm, or the live
-clusters), ``demo`` and ``demo_service`` (the simulated fleet, and the demo's service).
+clusters), ``demo`` and ``demo_service`` (the simulated fleet, and the demo's service),
+``fleet`` (``fleet`` and ``gate``: inputs read and checked), ``approving`` (``approve``'s
+call); ``ingest`` assembles the gateway's ingest path.
 
 It sits between the entry layers (``cli``, ``entrypoints``: arguments, HTTP requests and
 responses) and the adapters: it may import adapters, app, ports, formats, core and

@@ -1,7 +1,8 @@
 """Running ``serve``: an ASGI app under uvicorn (``adapters/httpserver.py``) beside the
 service's workers, with the garbage collector set for a long-lived cache; the event loop
 (uvloop where installed); ``run_service``: the service, or one process of a supervised serve,
-until SIGINT/SIGTERM, announced in the log."""
+until SIGINT/SIGTERM, announced in the log; ``serve_gateway``: a supervised serve's gateway
+process."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import contextlib
 import gc
 import os
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -19,24 +20,26 @@ from fleetwarden import logs
 from fleetwarden.adapters.httpserver import server_config
 from fleetwarden.adapters.metrics import ServiceMetrics
 from fleetwarden.adapters.processes import ChildSetup
+from fleetwarden.adapters.worker_link import WorkerLink
 from fleetwarden.app.service_config import ServiceConfig, without_credentials
 from fleetwarden.presenting.rendering import visible
 from fleetwarden.wiring.service import Service, open_store
 
-__all__ = ["http_server", "loop_factory", "run_service", "serve"]
+__all__ = ["http_server", "loop_factory", "run_service", "serve", "serve_gateway"]
 
 log = logs.get_logger("fleetwarden.serve")
 
-# the gateway process of a supervised serve: the service, the inherited listening socket's
-# fd and the worker's Unix socket (``entrypoints/gateway_process.run``)
-GatewayRun = Callable[..., Coroutine[Any, Any, None]]
+# the gateway process's app over the service and the link to its worker
+# (``entrypoints/gateway_process.create_gateway_app``)
+GatewayApp = Callable[[Service, WorkerLink], Any]
 
 
-def run_service(svc: Service, child: ChildSetup | None, *, gateway: GatewayRun) -> None:
+def run_service(svc: Service, child: ChildSetup | None, *, gateway: GatewayApp) -> None:
     """Announce the service in the log and run it until SIGINT/SIGTERM: the whole service
     (``child`` None), or one process of a supervised serve (``adapters/processes.py``): the
-    ``gateway``, or the worker on its inherited socket. Raises ``FormatError`` when the
-    audit store or the in-cluster credentials are not usable."""
+    gateway (``gateway``'s app, by ``serve_gateway``), or the worker on its inherited socket.
+    Raises ``FormatError`` when the audit store or the in-cluster credentials are not
+    usable."""
     cfg = svc.config
     speaks = child is None or child.role == "worker"  # one line per service, not per child
     if speaks and not any(a.configured for n, a in cfg.auth.items() if n != "admin"):
@@ -52,7 +55,7 @@ def run_service(svc: Service, child: ChildSetup | None, *, gateway: GatewayRun) 
     if child is None:
         main = serve(svc)
     elif child.role == "gateway":
-        main = gateway(svc, listen_fd=child.listen_fd, socket=child.worker_socket)
+        main = serve_gateway(svc, gateway, listen_fd=child.listen_fd, worker=child.worker_socket)
     else:
         main = serve(svc, sockets=[socket.socket(fileno=os.dup(child.listen_fd))])
     with (
@@ -60,6 +63,21 @@ def run_service(svc: Service, child: ChildSetup | None, *, gateway: GatewayRun) 
         asyncio.Runner(loop_factory=loop_factory()) as runner,
     ):
         runner.run(main)
+
+
+async def serve_gateway(svc: Service, gateway: GatewayApp, *, listen_fd: int, worker: str) -> None:
+    """The gateway process of a supervised serve: ``gateway``'s app on the inherited
+    listening socket until SIGTERM/SIGINT; then the queue and the link to the worker (over
+    its private Unix socket ``worker``) closed."""
+    link = WorkerLink(worker)
+    server = http_server(gateway(svc, link), svc.config, svc.metrics)
+    sock = socket.socket(fileno=os.dup(listen_fd))
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        await svc.queue.close()
+        await link.aclose()
+        sock.close()
 
 
 def http_server(app: Any, config: ServiceConfig, metrics: ServiceMetrics) -> uvicorn.Server:

@@ -56,8 +56,8 @@ def watch(
 ) -> None:
     """Watch until ``duration`` (or an interrupt). Raises ``FormatError`` (an input, a
     followed app's desired state), ``ValueError`` (nothing to compare, ``--argocd-server``),
-    ``CredentialError`` (a context's exec plugin), ``AuditStoreError`` (``store`` given and
-    not readable)."""
+    ``CredentialError`` (a context's exec plugin); ``ValueError`` too when ``store`` is given
+    and not readable ("--store: " and the store's error)."""
     inputs = read_watch_inputs(
         kubeconfig, desired, contexts=contexts, config=config,
         argocd_secrets=argocd_secrets, argocd_context=argocd_context,
@@ -117,9 +117,9 @@ class _Runs:
 
         try:
             return await open_audit_store(self.url, create=False, migrate=False)
-        except AuditStoreError:
-            if self.explicit:
-                raise
+        except AuditStoreError as exc:
+            if self.explicit:  # the command's error, naming the option
+                raise ValueError(f"--store: {exc}") from exc
             return None  # no serve store here: no upgrade runs to know of
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "at",
     "body_id",
     "compact",
+    "is_count",
     "kind_of",
     "looks_secret",
     "maybe_json",
@@ -397,3 +398,9 @@ def options_reply(
     if headers.get("webhook-request-rate"):
         answer["WebHook-Allowed-Rate"] = "*"
     return Reply(kind="webhook-allowed-origin", status=200, headers=answer)
+
+
+def is_count(text: str) -> bool:
+    """1 to 18 ASCII digits: ``str.isdigit`` alone also says yes to "²" and other scripts'
+    digits, which ``int`` then refuses (a 500), and to 5,000 digits (too slow to convert)."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
