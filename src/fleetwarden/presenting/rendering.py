@@ -318,18 +318,30 @@ def _fitted(text: Text, placed: table_layout.Placed) -> Text:
     lines: list[Text] = []
     for a, b in table_layout.wrap(plain, placed.width, cell_len):
         piece = text[a:b]
-        if cell_len(piece.plain) > placed.width:
-            piece.truncate(placed.width, overflow="ellipsis")
-        lines.append(piece)
+        lines.append(_cut(piece, placed.width))
     return Text("\n", style=text.style).join(lines) if lines else text
 
 
 def _wrapped(text: Text, width: int) -> Iterator[Text]:
     for a, b in table_layout.wrap(text.plain, width, cell_len):
-        piece = text[a:b]
-        if cell_len(piece.plain) > width:
-            piece.truncate(width, overflow="ellipsis")
-        yield piece
+        yield _cut(text[a:b], width)
+
+
+def _cut(piece: Text, width: int) -> Text:
+    """``piece`` as it is when it fits, else cut to ``width`` cells ending in ``…``. (rich's
+    own ellipsis pads a double-width character that no longer fits with a space, which left
+    ``界 …``: the cut word no longer ended in the ellipsis.)"""
+    if cell_len(piece.plain) <= width:
+        return piece
+    used, keep = 0, 0
+    for ch in piece.plain:
+        if used + cell_len(ch) > width - 1:
+            break
+        used += cell_len(ch)
+        keep += 1
+    cut = piece[:keep]
+    cut.append("…")
+    return cut
 
 
 def cell_text(value: object) -> str:
