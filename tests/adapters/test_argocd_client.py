@@ -620,6 +620,18 @@ async def test_retry_after_header_is_honoured(make_client, sleep):
     assert sleep.delays == [3.0]
 
 
+async def test_argo_cds_retry_after_of_superscript_digits_is_the_usual_backoff(make_client, sleep):
+    async def busy_once(request: httpx.Request) -> httpx.Response | None:
+        if not sleep.delays and request.method == "GET":
+            body = {"code": 14, "error": "busy", "message": "busy", "details": []}
+            return httpx.Response(503, json=body, headers={"Retry-After": "²".encode("latin-1")})
+        return None
+
+    client = make_client(before=busy_once, backoff=0.5, backoff_cap=1.0)
+    await client.list_clusters()
+    assert len(sleep.delays) == 1 and 0 <= sleep.delays[0] <= 0.5
+
+
 async def test_4xx_is_not_retried(client, sim):
     with pytest.raises(ArgoNotFound):
         await client.managed_resources("nope")

@@ -128,6 +128,12 @@ KNOWN = {
         [(b"Authorization", f"Bearer {READ}".encode())],
         b"",
     ),
+    "minutes=² percent-encoded": lambda: (
+        b"GET",
+        b"/api/timeline?minutes=%C2%B2",
+        [(b"Authorization", f"Bearer {READ}".encode())],
+        b"",
+    ),
     "a lone surrogate in an SNS Message": lambda: (
         b"POST",
         b"/events/aws",
@@ -164,6 +170,7 @@ EXPECTED = {
     "signature with a 400-digit t": (401, b"timestamp"),
     "limit=² percent-encoded": (400, b"limit"),
     "limit=² as raw bytes": (400, b"Invalid HTTP request"),  # the HTTP parser's own 400
+    "minutes=² percent-encoded": (400, b"minutes"),
     "a lone surrogate in an SNS Message": (400, b"Message: not valid JSON"),
     "a lone surrogate in Pub/Sub data": (202, b"accepted"),  # opaque data, as documented
     "a lone surrogate in the body": (400, b"not valid JSON"),
@@ -195,6 +202,11 @@ ROUTES = [
     (b"GET", b"/api/fleet/versions"),
     (b"GET", b"/api/fleet/diff"),
     (b"GET", b"/api/clusters"),
+    (b"GET", b"/api/timeline"),
+    (b"GET", b"/api/incidents"),
+    (b"GET", b"/api/fleet/grid"),
+    (b"GET", b"/api/pools/prod-eu-1/general"),
+    (b"POST", b"/api/decisions/d-1/deny"),
     (b"GET", b"/"),
     (b"GET", b"/ui/"),
     (b"GET", b"/ui/app.js"),
@@ -272,7 +284,9 @@ _HEADERS = {
 _HEADER = st.sampled_from(
     [b"Authorization", b"X-Fleetwarden-Signature", b"Cookie"] * 3 + list(_HEADERS)
 ).flatmap(lambda name: st.tuples(st.just(name), _HEADERS[name]))
-_QUERY_KEYS = [b"limit", b"app", b"status", b"token", b"source", b"cluster", b"cursor", b"x"]
+_QUERY_KEYS = [
+    *(b"limit", b"app", b"status", b"token", b"source", b"cluster", b"cursor", b"minutes", b"x"),
+]
 _QUERY_VALUE = st.one_of(
     st.binary(max_size=30).map(lambda b: quote_from_bytes(b).encode()),  # any bytes, encoded
     # raw bytes as a sloppy client sends them (no space, #, controls: those end the target)

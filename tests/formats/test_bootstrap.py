@@ -116,6 +116,7 @@ FRAGMENTS = st.sampled_from(
         "--node-labels=",
         "--register-with-taints=",
         "--max-pods=",
+        "²",  # str.isdigit() says yes, int() refuses
         "--kubelet-extra-args '",
         "'",
         '"',

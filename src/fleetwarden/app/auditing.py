@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from fleetwarden.core.events import parse_time
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.ports.audit import AuditStore
 
 __all__ = ["export_records", "parse_anchors", "parse_since", "parse_times", "resolve_store_url"]
@@ -109,12 +110,13 @@ def parse_anchors(values: Sequence[str]) -> dict[int, str]:
     """``--expect SEQ:HASH`` values as {seq: hash}; ValueError names the bad one."""
     anchors: dict[int, str] = {}
     for value in values:
-        seq, sep, digest = value.partition(":")
-        if not sep or not seq.strip().isdigit() or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        text, sep, digest = value.partition(":")
+        seq = ascii_int(text.strip())
+        if not sep or seq is None or not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise ValueError(
                 f"--expect {value!r}: expected SEQ:HASH (a seq and its 64-hex-digit hash)"
             )
-        anchors[int(seq)] = digest
+        anchors[seq] = digest
     return anchors
 
 

@@ -41,6 +41,7 @@ from urllib.parse import urlencode
 from fleetwarden.app.healing import recorded_decision
 from fleetwarden.app.ingesting import Answer
 from fleetwarden.core.audit import AuditKind, AuditRecord, canonical_json
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.core.policy import Decision
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 
@@ -291,10 +292,10 @@ def _number(params: Mapping[str, str], name: str, *, low: int, high: int) -> int
     raw = params.get(name)
     if raw is None:
         return None
-    # ASCII digits only: str.isdigit() also takes "²", which int() refuses
-    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw) <= high:
+    number = ascii_int(raw)
+    if number is None or not low <= number <= high:
         raise BadParameter(f"{name} must be an integer from {low} to {high}")
-    return int(raw)
+    return number
 
 
 def _text(params: Mapping[str, str], name: str) -> str | None:

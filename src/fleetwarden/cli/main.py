@@ -14,12 +14,15 @@ top-level help lists the summaries without importing anything.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+
+from fleetwarden.core.integers import ascii_int
 
 __all__ = ["COMMANDS", "app", "main"]
 
@@ -180,7 +183,18 @@ def _root(
     state (eksctl, Karpenter, Cluster API, Terraform, native YAML) and the real nodes."""
 
 
+def _drop_unreadable_sizes() -> None:
+    """rich (and so Typer's help) reads ``COLUMNS`` and ``LINES`` with ``str.isdigit()`` and
+    then ``int()``: a value such as "²" passes the one and fails the other, a traceback before
+    any command runs. Such a value is no size; it is dropped, as if unset."""
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and value.strip() and ascii_int(value.strip(), max_digits=6) is None:
+            del os.environ[name]
+
+
 def main() -> None:
+    _drop_unreadable_sizes()
     try:
         app(prog_name="fleetwarden")
     except KeyboardInterrupt:

@@ -43,6 +43,7 @@ from enum import StrEnum
 from typing import Any, TypedDict
 
 from fleetwarden.core.events import ChangeEvent, parse_time
+from fleetwarden.core.integers import ascii_int
 
 __all__ = [
     "Actor",
@@ -219,9 +220,10 @@ class PathElement:
         if kind is ElementKind.FIELD:
             return cls(kind, rest)
         if kind is ElementKind.INDEX:
-            if not rest.isdigit():
+            index = ascii_int(rest)
+            if index is None:
                 raise ValueError(f"fieldsV1 key {raw!r}: i: takes a list index")
-            return cls(kind, str(int(rest)))
+            return cls(kind, str(index))
         try:
             value = json.loads(rest)
         except ValueError:

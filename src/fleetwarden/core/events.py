@@ -198,7 +198,7 @@ def parse_time(value: Any) -> datetime | None:
     # Python 3.11 takes at most 6 fractional digits; Azure sends 7
     if "." in text:
         head, _, rest = text.partition(".")
-        digits = "".join(c for c in rest if c.isdigit())
+        digits = "".join(c for c in rest if c in "0123456789")
         tail = rest[len(digits) :]
         text = f"{head}.{digits[:6]}{tail}" if digits else f"{head}{tail}"
     try:

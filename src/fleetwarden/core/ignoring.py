@@ -45,6 +45,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from fleetwarden.core.describing import describe_type
+from fleetwarden.core.integers import ascii_int
 
 __all__ = [
     "IgnoreDifference",
@@ -97,9 +98,9 @@ def resolve_pointer(obj: Any, steps: Sequence[str]) -> list[Path]:
             path.append(step)
             node = node[step]
         elif isinstance(node, list):
-            if not step.isdigit() or (len(step) > 1 and step[0] == "0"):
+            index = ascii_int(step)
+            if index is None or (len(step) > 1 and step[0] == "0"):
                 return []
-            index = int(step)
             if index >= len(node):
                 return []
             path.append(index)
@@ -342,7 +343,7 @@ class _Parser:
         start = self.pos
         if self.pos < len(self.text) and self.text[self.pos] == "-":
             self.pos += 1
-        while self.pos < len(self.text) and self.text[self.pos].isdigit():
+        while self.pos < len(self.text) and self.text[self.pos] in "0123456789":
             self.pos += 1
         token = self.text[start : self.pos]
         if token in ("", "-"):
@@ -430,8 +431,8 @@ def _fields_step(key: str) -> tuple[str, Any] | None:
             return ("v", json.loads(rest))
         except ValueError:
             return None
-    if kind == "i" and rest.isdigit():
-        return ("i", int(rest))
+    if kind == "i" and (index := ascii_int(rest)) is not None:
+        return ("i", index)
     return None
 
 

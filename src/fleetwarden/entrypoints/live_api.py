@@ -33,6 +33,7 @@ from fleetwarden.adapters.asgi import json_response, problem
 from fleetwarden.app import denying
 from fleetwarden.app.serving import Serving
 from fleetwarden.core.access import admin_ok
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.presenting.dashboard import drift_timeline, fleet_grid, pool_detail
 from fleetwarden.presenting.event_stream import frames
 
@@ -47,7 +48,7 @@ _STREAM_HEADERS = {
 
 def _last_id(request: Request) -> int | None:
     raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
-    return int(raw) if raw is not None and raw.isdigit() and len(raw) < 19 else None
+    return ascii_int(raw) if raw is not None else None
 
 
 def routes(
@@ -81,10 +82,10 @@ def routes(
         return json_response(doc)
 
     async def timeline(request: Request) -> Response:
-        raw = request.query_params.get("minutes", "60")
-        if not raw.isdigit() or not 5 <= int(raw) <= 10080:
+        minutes = ascii_int(request.query_params.get("minutes", "60"))
+        if minutes is None or not 5 <= minutes <= 10080:
             return problem(400, "minutes must be an integer from 5 to 10080")
-        window = timedelta(minutes=int(raw))
+        window = timedelta(minutes=minutes)
         doc = drift_timeline(list(pipeline.events), now=pipeline.clock.now(), window=window)
         return json_response(doc)
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.core.pools import Taint, normalise_effect
 
 __all__ = [
@@ -108,8 +109,8 @@ def _apply_flag(out: BootFacts, flag: str, value: str) -> None:
             taint = _taint_text(item)
             if taint is not None and taint not in out.taints:
                 out.taints.append(taint)
-    elif value.isdigit():
-        out.max_pods = int(value)
+    elif (max_pods := ascii_int(value)) is not None:
+        out.max_pods = max_pods
 
 
 def from_nodeadm(text: str) -> BootFacts:

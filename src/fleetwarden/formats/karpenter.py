@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fleetwarden.core import osfamilies
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.core.pools import (
     NodePoolSpec,
     Provisioner,
@@ -511,8 +512,8 @@ def _requirements(doc: Document, raw: Any, where: str) -> tuple[Requirement, ...
             for j, v in enumerate(expect_list(doc, r.get("values"), f"{where}[{i}].values"))
         )
         # Karpenter's Gte/Lte are Gt/Lt shifted by one
-        if op in ("Gte", "Lte") and values and values[0].lstrip("-").isdigit():
-            bound = int(values[0])
+        bound = ascii_int(values[0], signed=True) if op in ("Gte", "Lte") and values else None
+        if bound is not None:
             op, values = ("Gt", (str(bound - 1),)) if op == "Gte" else ("Lt", (str(bound + 1),))
         out.append(Requirement(str(key), str(op), values))
     return tuple(out)

@@ -33,6 +33,7 @@ from fleetwarden.app.explaining import Explanation
 from fleetwarden.core.describing import show_change, show_details, show_value
 from fleetwarden.core.findings import Finding, Severity
 from fleetwarden.core.fleet import FleetReport, UnresolvedFact
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.core.pools import FieldStatus
 from fleetwarden.core.skips import Skip
 from fleetwarden.presenting import table_layout
@@ -113,9 +114,9 @@ def make_console(*, stderr: bool = False, wide: bool = False) -> Console:
     """
     probe = Console(stderr=stderr)
     width: int | None = None
-    columns = os.environ.get("COLUMNS", "").strip()
-    if columns.isdigit() and int(columns) > 0:
-        width = int(columns)
+    columns = ascii_int(os.environ.get("COLUMNS", "").strip(), max_digits=6)
+    if columns:
+        width = columns
     elif not probe.is_terminal:
         width = _attached_terminal_width() or PIPED_WIDTH
     if width is not None:

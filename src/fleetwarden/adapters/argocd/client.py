@@ -49,6 +49,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.ports.argocd import (
     Application,
     ApplicationTree,
@@ -585,8 +586,8 @@ class ArgoCDClient:
     async def _pause(self, attempt: int, resp: httpx.Response | None) -> None:
         delay = self._rng.uniform(0.0, min(self._backoff_cap, self._backoff * 2 ** (attempt - 1)))
         if resp is not None:
-            after = resp.headers.get("Retry-After", "")
-            if after.isdigit():
+            after = ascii_int(resp.headers.get("Retry-After", "").strip())
+            if after is not None:
                 delay = min(self._backoff_cap, float(after))
         await self._sleep(delay)
 
@@ -737,8 +738,8 @@ def _as_int(value: object) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        return int(value)  # grpc-gateway style int64-as-string
+    if isinstance(value, str):  # grpc-gateway style int64-as-string
+        return ascii_int(value, signed=True, max_digits=19)
     return None
 
 

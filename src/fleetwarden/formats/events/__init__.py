@@ -40,6 +40,7 @@ from typing import Any, NoReturn, TypeVar
 import orjson
 
 from fleetwarden.core.events import ChangeEvent, parse_time
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
@@ -403,4 +404,4 @@ def options_reply(
 def is_count(text: str) -> bool:
     """1 to 18 ASCII digits: ``str.isdigit`` alone also says yes to "²" and other scripts'
     digits, which ``int`` then refuses (a 500), and to 5,000 digits (too slow to convert)."""
-    return text.isascii() and text.isdigit() and len(text) <= 18
+    return ascii_int(text) is not None

@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.terraform import eks, eks_v17
@@ -593,8 +594,8 @@ class _Group:
                 continue
             ebs = entry.get("ebs")
             size = ebs.get("volume_size") if isinstance(ebs, dict) else None
-            if isinstance(size, str) and size.isdigit():
-                size = int(size)
+            if isinstance(size, str) and (number := ascii_int(size.strip())) is not None:
+                size = number
             if isinstance(size, int) and not isinstance(size, bool):
                 kind = ebs.get("volume_type") if isinstance(ebs, dict) else None
                 self.disk_type = kind if isinstance(kind, str) else None
@@ -645,8 +646,8 @@ class _Group:
         for schedule in schedules.values():
             for key, found in sizes.items():
                 value = schedule.get(key) if isinstance(schedule, dict) else None
-                if isinstance(value, str) and value.lstrip("-").isdigit():
-                    value = int(value)
+                if isinstance(value, str) and (number := ascii_int(value, signed=True)) is not None:
+                    value = number
                 if isinstance(value, int) and not isinstance(value, bool):
                     if value >= 0:  # -1: "keep the current size"
                         found.append(value)

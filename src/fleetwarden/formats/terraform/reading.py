@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetwarden.core import osfamilies
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.core.pools import (
     NodePoolSpec,
     Provisioner,
@@ -187,8 +188,8 @@ class Reader:
 
     def count(self, obj: Obj, attr: Path | str, fact: str, *, note: bool = True) -> int | None:
         value = self.known(obj, attr, fact)
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value)  # Terraform converts "2" to a number
+        if isinstance(value, str) and (number := ascii_int(value.strip(), signed=True)) is not None:
+            value = number  # Terraform converts "2" to a number
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if value is None:
