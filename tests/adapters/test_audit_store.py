@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from fleetwarden.adapters.storage import audit_sql
+from fleetwarden.adapters.storage import audit_sql, sealing
 from fleetwarden.adapters.storage.audit_sql import SqlAuditStore, open_audit_store, store_url
 from fleetwarden.core import audit
 from fleetwarden.core.audit import GENESIS_HASH, AuditDraft, AuditKind, Problem
@@ -32,6 +32,7 @@ from fleetwarden.ports.audit import (
 )
 from tests.support import pg_env
 from tests.support.clocks import TickingClock
+from tests.support.loop_turns import Ticker
 
 _files = itertools.count(1)
 
@@ -454,3 +455,46 @@ async def test_a_missing_sqlite_file_is_not_created_by_readers(tmp_path: Path):
     assert not (tmp_path / "missing.db").exists()
     with pytest.raises(AuditUnavailable, match="does not exist"):
         await open_audit_store(f"sqlite:///{tmp_path}/no/such/dir/a.db")
+
+
+# --------------------------------------------------------------------------- big batches
+
+
+async def test_a_big_batch_is_sealed_in_slices_with_the_loop_turning_between_them(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+):
+    """A worker's batch of 512 is sealed a slice at a time, other requests served in between,
+    and the chain is the one sealing the whole batch at once gives."""
+    store = await backend.open()
+    sealed: list[tuple[int, int]] = []  # (drafts in the call, loop turns before it)
+    real = audit.build_records
+    ticker = Ticker()
+
+    def spy(drafts, **kw):  # type: ignore[no-untyped-def]
+        drafts = list(drafts)
+        sealed.append((len(drafts), ticker.turns))
+        return real(drafts, **kw)
+
+    monkeypatch.setattr(sealing.audit, "build_records", spy)
+    drafts = [audit.event_draft(event(i)) for i in range(400)]
+    drafts += [AuditDraft(AuditKind.NOTE, f"note {i}") for i in range(112)]
+    with ticker:
+        records = await store.append_many(drafts)
+    sizes = [n for n, _ in sealed]
+    assert sum(sizes) == 512 and max(sizes) <= sealing.SEAL_SLICE and len(sizes) >= 8
+    turns = [t for _, t in sealed]
+    assert all(b > a for a, b in itertools.pairwise(turns)), turns
+    assert [r.seq for r in records] == list(range(1, 513))
+    at_once = real(drafts, prev_hash=GENESIS_HASH, next_seq=1, now=records[0].at)
+    assert [r.hash for r in records] == [r.hash for r in at_once]
+    assert (await store.verify()).checked == 512
+
+
+async def test_an_explicit_id_twice_in_a_batch_is_refused_across_slices(backend: Backend):
+    store = await backend.open()
+    drafts = [AuditDraft(AuditKind.NOTE, id="n-1")]
+    drafts += [AuditDraft(AuditKind.NOTE) for _ in range(sealing.SEAL_SLICE + 3)]
+    drafts += [AuditDraft(AuditKind.NOTE, id="n-1")]
+    with pytest.raises(ValueError, match="the id"):
+        await store.append_many(drafts)
+    assert await store.last() is None

@@ -44,6 +44,8 @@ from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock, ObservedSource
 
 __all__ = ["InspectionStats", "Inspector", "NodeDiffer", "PoolDiffer"]
 
+YIELD_EVERY = 128  # events recorded and routed between two turns of the event loop
+
 log = get_logger("fleetwarden.inspecting")
 _std = logging.getLogger("fleetwarden.inspecting")  # for the hot path's level check
 
@@ -223,7 +225,9 @@ class Inspector:
                     self._duplicate(d, ack_now)
             fresh = [d for d, is_new in zip(fresh, new, strict=True) if is_new]
         debug = is_debug(_std)  # the hot path: no work for lines not shown
-        for d in fresh:
+        for n, d in enumerate(fresh):
+            if n and n % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # the process's requests between slices of a batch
             event = d.event
             self.seen.add(event.key)
             self.stats.processed += 1

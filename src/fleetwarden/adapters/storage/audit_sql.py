@@ -66,6 +66,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import StaticPool
 
 from fleetwarden.adapters.storage import guarding
+from fleetwarden.adapters.storage.sealing import sealed
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, VerifyResult
 from fleetwarden.ports.audit import (
@@ -484,9 +485,7 @@ class SqlAuditStore:
             elif d.key not in stored and d.key not in first:
                 first[d.key] = i
                 fresh.append(i)
-        new = audit.build_records(
-            [drafts[i] for i in fresh], prev_hash=at[1], next_seq=at[0] + 1, now=self._clock.now()
-        )
+        new = await sealed([drafts[i] for i in fresh], at, self._clock.now())
         if new:
             await conn.execute(records.insert(), [_row(r) for r in new])
             await conn.execute(

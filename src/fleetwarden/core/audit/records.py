@@ -286,18 +286,24 @@ def _positional_id(kind: AuditKind, prev_hash: str, seq: int) -> str:
 
 
 def build_records(
-    drafts: Iterable[AuditDraft], *, prev_hash: str, next_seq: int, now: datetime
+    drafts: Iterable[AuditDraft],
+    *,
+    prev_hash: str,
+    next_seq: int,
+    now: datetime,
+    taken: set[str] | None = None,
 ) -> list[AuditRecord]:
     """Seal drafts into chained records after the chain head ``(next_seq - 1, prev_hash)``.
 
     Payloads are redacted and free text scrubbed first, so the hash covers what is stored.
     Raises ValueError for two drafts with the same explicit id, TypeError for a payload value
-    that has no JSON form.
+    that has no JSON form. ``taken``: the ids of the batch sealed so far, when a batch is
+    sealed in slices (the ids given here are added to it).
     """
     at = format_time(now)
     stamp = parse_time(at)  # the record holds exactly what is stored (microseconds, UTC)
     out: list[AuditRecord] = []
-    seen: set[str] = set()
+    seen: set[str] = taken if taken is not None else set()
     seq = next_seq
     for draft in drafts:
         kind = AuditKind(draft.kind)
