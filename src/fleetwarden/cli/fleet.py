@@ -18,7 +18,6 @@ import typer
 
 from fleetwarden.app.fleet import drift_of_app, skipped_json, versions_of_app
 from fleetwarden.cli.common import (
-    FailOn,
     FailOnOpt,
     FormatOpt,
     OutputFormat,
@@ -37,7 +36,7 @@ __all__ = ["diff_command", "register", "versions_command"]
 @with_options(load_fleet, "loaded")
 def versions_command(
     output: FormatOpt = OutputFormat.table,
-    fail_on: FailOnOpt = FailOn.high,
+    fail_on: FailOnOpt = Severity.HIGH,
     drift_only: Annotated[
         bool,
         typer.Option(
@@ -68,13 +67,13 @@ def versions_command(
     show = partial(print_versions, doc=doc, state=state, wide=wide)
     emit(output is OutputFormat.json, lambda: doc, show, wide=wide)
     drift = doc["summary"]["drift"] > 0
-    raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
+    raise typer.Exit(1 if drift and Severity.HIGH.at_least(fail_on) else 0)
 
 
 @with_options(load_fleet, "loaded")
 def diff_command(
     output: FormatOpt = OutputFormat.table,
-    fail_on: FailOnOpt = FailOn.high,
+    fail_on: FailOnOpt = Severity.HIGH,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
     wide: WideOpt = False,
     *,

@@ -16,7 +16,6 @@ import typer
 from fleetwarden.app import fleet as fleet_app
 from fleetwarden.cli.common import (
     FAIL_ON_METAVAR,
-    FailOn,
     FormatOpt,
     OutputFormat,
     WideOpt,
@@ -76,13 +75,13 @@ def gate_command(
     config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
     fail_on: Annotated[
-        FailOn,
+        Severity,
         typer.Option(
             "--fail-on",
             metavar=FAIL_ON_METAVAR,
             help="Block when a targeted pool drifts at or above this.",
         ),
-    ] = FailOn.high,
+    ] = Severity.HIGH,
     wide: WideOpt = False,
     *,
     live: LiveSources,  # the shared live options, before --config
@@ -113,7 +112,7 @@ def gate_command(
         node_map,
         observed,
         fleet,
-        fail_on=Severity(fail_on.value),
+        fail_on=fail_on,
         options=settings.diff,
     )
     show = partial(print_gate, result=result, wide=wide)

@@ -18,7 +18,6 @@ import typer
 from fleetwarden.adapters import files
 from fleetwarden.app.scanning import ScanRequest, run_scan
 from fleetwarden.cli.common import (
-    FailOn,
     FailOnOpt,
     FormatOpt,
     OutputFormat,
@@ -29,6 +28,7 @@ from fleetwarden.cli.common import (
     failing,
     load_settings_or_fail,
 )
+from fleetwarden.core.findings import Severity
 from fleetwarden.core.fleet import NothingToCompare
 from fleetwarden.formats.errors import FormatError
 
@@ -83,7 +83,7 @@ def scan(
     nodes: NodesOpt,
     config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
-    fail_on: FailOnOpt = FailOn.high,
+    fail_on: FailOnOpt = Severity.HIGH,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
     allow_empty: AllowEmptyOpt = False,
     progress: Annotated[
