@@ -13,7 +13,6 @@ from typing import Annotated
 
 import typer
 
-from fleetwarden.app import fleet as fleet_app
 from fleetwarden.cli.common import (
     FAIL_ON_METAVAR,
     FormatOpt,
@@ -105,16 +104,7 @@ def gate_command(
             app, desired or (), nodes or (), workloads or (), config, live,
             in_cluster=in_cluster, progress=progress,
         )  # fmt: skip
-    settings, fleet, state, node_map, observed = inputs
-    result = fleet_app.gate(
-        app,
-        state,
-        node_map,
-        observed,
-        fleet,
-        fail_on=fail_on,
-        options=settings.diff,
-    )
+    result = inputs.decide(fail_on)
     show = partial(print_gate, result=result, wide=wide)
     emit(output is OutputFormat.json, result.to_json, show, wide=wide)
     if result.blocked and output is OutputFormat.json:  # stdout is for machines
