@@ -128,13 +128,9 @@ def scan(
         printer = "rendering.print_report"
         emit_with(as_json, report.to_json, printer, report, wide=wide, verbose=verbose)
     else:  # the same grouping as /api/incidents
-        from fleetwarden.app.stamping import group_by_cause
-        from fleetwarden.presenting.incidents import show_grouped
-        from fleetwarden.presenting.rendering import make_console
+        from fleetwarden.presenting.incidents import emit_grouped
 
-        incidents = group_by_cause(report.findings)
-        console = make_console(wide=wide)
-        show_grouped(console, report, incidents, output.value, verbose=verbose, wide=wide)
+        emit_grouped(report, output.value, verbose=verbose, wide=wide)
     raise typer.Exit(exit_code(report.findings, fail_on))
 
 
