@@ -5,7 +5,8 @@ On the raw ASGI interface (the gateway's hot path, before any Starlette object i
 by what arrived), ``send_json`` (a JSON answer written on ``send``), ``with_request_id`` (every
 HTTP request's id bound to its log lines and echoed in its answer) and ``watching_status``
 (``send`` that reports each answer's status on its way out). For Starlette routes:
-``read_body`` (a request body within a limit), ``json_response`` (a document as compact JSON,
+``read_body`` (a request body within a limit), ``read_form`` (a form body within a limit),
+``json_response`` (a document as compact JSON,
 ``orjson``) and ``problem`` (``{"error": message}``).
 
 Limits: it decides nothing -- which answer, which limit, what a status counts as -- and knows
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 import structlog
@@ -31,6 +33,7 @@ __all__ = [
     "json_response",
     "problem",
     "read_body",
+    "read_form",
     "receive_body",
     "send_json",
     "watching_status",
@@ -130,6 +133,16 @@ async def read_body(request: Request, limit: int) -> bytes | None:
         if len(body) > limit:
             return None
     return body
+
+
+async def read_form(request: Request, limit: int) -> dict[str, str] | None:
+    """An ``application/x-www-form-urlencoded`` body of at most ``limit`` bytes (None: over
+    it), its bytes read as ASCII and its escapes as UTF-8 (anything else replaced)."""
+    body = await read_body(request, limit)
+    if body is None:
+        return None
+    pairs = parse_qsl(body.decode("ascii", "replace"), encoding="utf-8", errors="replace")
+    return dict(pairs)
 
 
 def json_response(

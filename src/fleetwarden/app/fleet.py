@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.desired_apps import DesiredState
@@ -25,10 +25,13 @@ from fleetwarden.core.fleet import assign_pools, severity_order
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.schedulability import GateCluster, GateResult, PlannedWorkload, decide_gate
+from fleetwarden.formats.settings import Settings
 from fleetwarden.formats.workloads import FleetSettings
 
 __all__ = [
     "AppDrift",
+    "GateInputs",
+    "LoadedFleet",
     "build_versions",
     "by_severity",
     "drift_of_app",
@@ -264,3 +267,44 @@ def versions_of_app(
         doc["rows"] = [r for r in doc["rows"] if r["drift"] or r["divergesFromPeers"]]
     doc["skipped"] = skipped_json(state)
     return doc
+
+
+class LoadedFleet(NamedTuple):
+    """An application's desired and observed state, read for ``fleet versions | diff``."""
+
+    app: str
+    state: DesiredState
+    desired: dict[str, wl.ObjectIndex]  # cluster -> the app's desired objects there
+    observed: dict[str, wl.ObjectIndex]
+    fleet: FleetSettings
+
+    def versions(self, *, drift_only: bool = False) -> dict[str, Any]:
+        """``fleet versions``: ``versions_of_app`` in the settings' namespace."""
+        namespace = self.fleet.options.namespace
+        return versions_of_app(
+            self.app, self.state, self.desired, self.observed,
+            namespace=namespace, drift_only=drift_only,
+        )  # fmt: skip
+
+    def drift(self) -> AppDrift:
+        """``fleet diff``: ``drift_of_app`` with the settings' options."""
+        return drift_of_app(self.app, self.desired, self.observed, options=self.fleet.options)
+
+
+class GateInputs(NamedTuple):
+    """What ``gate`` compares: the app, the settings, the desired state, each cluster's nodes
+    and (optional) workloads."""
+
+    app: str
+    settings: Settings
+    fleet: FleetSettings
+    state: DesiredState
+    nodes: dict[str, list[ObservedNode]]
+    observed: dict[str, wl.ObjectIndex]
+
+    def decide(self, fail_on: Severity) -> GateResult:
+        """``gate`` over these inputs, the pools diffed with the settings' options."""
+        return gate(
+            self.app, self.state, self.nodes, self.observed, self.fleet,
+            fail_on=fail_on, options=self.settings.diff,
+        )  # fmt: skip

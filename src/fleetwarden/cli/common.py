@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
+from fleetwarden.core.findings import Finding, Severity
+
 if TYPE_CHECKING:
     from pathlib import Path
 
     from rich.console import Console
 
-    from fleetwarden.core.findings import Finding
     from fleetwarden.formats.settings import Settings
 
 __all__ = [
     "FAIL_ON_METAVAR",
     "FORMAT_METAVAR",
     "AuditLogOpt",
-    "FailOn",
     "FailOnOpt",
     "FormatOpt",
     "OutputFormat",
@@ -54,19 +54,9 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
-class FailOn(StrEnum):
-    """``--fail-on``: the lowest severity that makes the command exit 1."""
-
-    info = "info"
-    low = "low"
-    medium = "medium"
-    high = "high"
-    critical = "critical"
-
-
 # help placeholders that name the values (Typer would print <table|json> or <str>)
 FORMAT_METAVAR = "|".join(OutputFormat)
-FAIL_ON_METAVAR = "|".join(FailOn)
+FAIL_ON_METAVAR = "|".join(Severity)
 
 # the options every command spells the same way
 FormatOpt = Annotated[
@@ -75,8 +65,9 @@ FormatOpt = Annotated[
         "--format", "-o", metavar=FORMAT_METAVAR, help="table for people, json for machines."
     ),
 ]
+# --fail-on: the lowest severity that makes the command exit 1
 FailOnOpt = Annotated[
-    FailOn,
+    Severity,
     typer.Option(
         "--fail-on",
         metavar=FAIL_ON_METAVAR,
@@ -134,12 +125,9 @@ def err_console() -> Console:
     return _err
 
 
-def exit_code(findings: Iterable[Finding], fail_on: FailOn) -> int:
+def exit_code(findings: Iterable[Finding], fail_on: Severity) -> int:
     """1 when a finding is at or above ``fail_on``, else 0."""
-    from fleetwarden.core.findings import Severity
-
-    threshold = Severity(fail_on.value)
-    return 1 if any(f.severity.at_least(threshold) for f in findings) else 0
+    return 1 if any(f.severity.at_least(fail_on) for f in findings) else 0
 
 
 def fail(message: str) -> NoReturn:

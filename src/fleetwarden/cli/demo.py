@@ -12,13 +12,13 @@ from typing import Annotated
 import typer
 
 from fleetwarden.cli.common import (
-    FailOn,
     FormatOpt,
     OutputFormat,
     WideOpt,
     exit_code,
     fail,
 )
+from fleetwarden.core.findings import Severity
 from fleetwarden.core.policy import Mode
 from fleetwarden.presenting.rendering import emit_report, make_console
 from fleetwarden.wiring import demo
@@ -63,7 +63,7 @@ def demo_command(
     report = demo.scan_demo()
     if once:
         emit_report(report, output is OutputFormat.json, wide=wide)
-        raise typer.Exit(exit_code(report.findings, FailOn.high))
+        raise typer.Exit(exit_code(report.findings, Severity.HIGH))
     if steps is None and output is not OutputFormat.json:  # the service, until Ctrl-C
         from fleetwarden.entrypoints.serve_cmd import build_service
         from fleetwarden.wiring import demo_service

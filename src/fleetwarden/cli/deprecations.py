@@ -18,13 +18,11 @@ from typing import Annotated
 
 import typer
 
-from fleetwarden.app import deprecating
-from fleetwarden.app.deprecating import DEFAULT_COMPONENTS
 from fleetwarden.cli.common import AuditLogOpt, FormatOpt, OutputFormat, WideOpt, fail, failing
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import Status
 from fleetwarden.presenting.json_text import emit_with
-from fleetwarden.wiring.deprecations import scan_live, scan_manifests
+from fleetwarden.wiring.deprecations import scan_files, scan_live
 
 __all__ = ["register"]
 
@@ -122,14 +120,8 @@ def deprecations_command(
         printer = "live_deprecations.print_live_deprecations"
         emit_with(as_json, report.to_json, printer, report, wide=wide)
         raise typer.Exit(2 if report.nothing_read else int(report.failing(threshold)))
-    if not manifest_paths and not helm_charts:
-        fail("nothing to scan: give --manifests PATH or --helm-chart DIR")
-    with failing(ValueError):  # an unknown --component, no helm, a bad file (FormatError)
-        table = deprecating.table_for(component or DEFAULT_COMPONENTS)
-        scan = scan_manifests(
-            manifest_paths or [], target, table, charts=helm_charts or [],
-            workers=deprecating.default_workers(),
-        )  # fmt: skip
+    with failing(ValueError):  # nothing to scan, an unknown --component, no helm, a bad file
+        scan = scan_files(manifest_paths or [], helm_charts or [], target, component or ())
     emit_with(as_json, scan.to_json, "deprecations.print_deprecations", scan, wide=wide)
     raise typer.Exit(1 if scan.failing(threshold) else 0)
 

@@ -16,9 +16,8 @@ from typing import Annotated
 
 import typer
 
-from fleetwarden.app.fleet import drift_of_app, skipped_json, versions_of_app
+from fleetwarden.app.fleet import LoadedFleet, skipped_json
 from fleetwarden.cli.common import (
-    FailOn,
     FailOnOpt,
     FormatOpt,
     OutputFormat,
@@ -26,7 +25,7 @@ from fleetwarden.cli.common import (
     exit_code,
     with_options,
 )
-from fleetwarden.cli.sources import LoadedFleet, load_fleet
+from fleetwarden.cli.sources import load_fleet
 from fleetwarden.core.findings import Severity
 from fleetwarden.presenting.json_text import emit
 from fleetwarden.presenting.workloads import print_drift, print_versions
@@ -37,7 +36,7 @@ __all__ = ["diff_command", "register", "versions_command"]
 @with_options(load_fleet, "loaded")
 def versions_command(
     output: FormatOpt = OutputFormat.table,
-    fail_on: FailOnOpt = FailOn.high,
+    fail_on: FailOnOpt = Severity.HIGH,
     drift_only: Annotated[
         bool,
         typer.Option(
@@ -61,20 +60,17 @@ def versions_command(
         --argocd-app shop --argocd-server argocd.example.com
         --kubeconfig ~/.kube/fleet.yaml
     """
-    app, state, desired_idx, observed, fleet = loaded
-    doc = versions_of_app(
-        app, state, desired_idx, observed, namespace=fleet.options.namespace, drift_only=drift_only
-    )
-    show = partial(print_versions, doc=doc, state=state, wide=wide)
+    doc = loaded.versions(drift_only=drift_only)
+    show = partial(print_versions, doc=doc, state=loaded.state, wide=wide)
     emit(output is OutputFormat.json, lambda: doc, show, wide=wide)
     drift = doc["summary"]["drift"] > 0
-    raise typer.Exit(1 if drift and Severity.HIGH.at_least(Severity(fail_on.value)) else 0)
+    raise typer.Exit(1 if drift and Severity.HIGH.at_least(fail_on) else 0)
 
 
 @with_options(load_fleet, "loaded")
 def diff_command(
     output: FormatOpt = OutputFormat.table,
-    fail_on: FailOnOpt = FailOn.high,
+    fail_on: FailOnOpt = Severity.HIGH,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
     wide: WideOpt = False,
     *,
@@ -90,9 +86,10 @@ def diff_command(
       fleetwarden fleet diff --app shop -d rendered/ --kubeconfig ~/.kube/config
         --context prod
     """
-    app, state, desired_idx, observed, fleet = loaded
-    drift = drift_of_app(app, desired_idx, observed, options=fleet.options)
-    show = partial(print_drift, app=app, drift=drift, state=state, verbose=verbose, wide=wide)
+    drift, state = loaded.drift(), loaded.state
+    show = partial(
+        print_drift, app=loaded.app, drift=drift, state=state, verbose=verbose, wide=wide
+    )
     emit(output is OutputFormat.json, lambda: drift.to_json(skipped_json(state)), show, wide=wide)
     raise typer.Exit(exit_code(drift.findings, fail_on))
 

@@ -13,10 +13,8 @@ from typing import Annotated
 
 import typer
 
-from fleetwarden.app import fleet as fleet_app
 from fleetwarden.cli.common import (
     FAIL_ON_METAVAR,
-    FailOn,
     FormatOpt,
     OutputFormat,
     WideOpt,
@@ -76,13 +74,13 @@ def gate_command(
     config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
     fail_on: Annotated[
-        FailOn,
+        Severity,
         typer.Option(
             "--fail-on",
             metavar=FAIL_ON_METAVAR,
             help="Block when a targeted pool drifts at or above this.",
         ),
-    ] = FailOn.high,
+    ] = Severity.HIGH,
     wide: WideOpt = False,
     *,
     live: LiveSources,  # the shared live options, before --config
@@ -106,16 +104,7 @@ def gate_command(
             app, desired or (), nodes or (), workloads or (), config, live,
             in_cluster=in_cluster, progress=progress,
         )  # fmt: skip
-    settings, fleet, state, node_map, observed = inputs
-    result = fleet_app.gate(
-        app,
-        state,
-        node_map,
-        observed,
-        fleet,
-        fail_on=Severity(fail_on.value),
-        options=settings.diff,
-    )
+    result = inputs.decide(fail_on)
     show = partial(print_gate, result=result, wide=wide)
     emit(output is OutputFormat.json, result.to_json, show, wide=wide)
     if result.blocked and output is OutputFormat.json:  # stdout is for machines

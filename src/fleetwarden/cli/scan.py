@@ -18,7 +18,6 @@ import typer
 from fleetwarden.adapters import files
 from fleetwarden.app.scanning import ScanRequest, run_scan
 from fleetwarden.cli.common import (
-    FailOn,
     FailOnOpt,
     FormatOpt,
     OutputFormat,
@@ -29,6 +28,7 @@ from fleetwarden.cli.common import (
     failing,
     load_settings_or_fail,
 )
+from fleetwarden.core.findings import Severity
 from fleetwarden.core.fleet import NothingToCompare
 from fleetwarden.formats.errors import FormatError
 
@@ -83,7 +83,7 @@ def scan(
     nodes: NodesOpt,
     config: ConfigOpt = None,
     output: FormatOpt = OutputFormat.table,
-    fail_on: FailOnOpt = FailOn.high,
+    fail_on: FailOnOpt = Severity.HIGH,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List skipped files.")] = False,
     allow_empty: AllowEmptyOpt = False,
     progress: Annotated[
@@ -128,13 +128,9 @@ def scan(
         printer = "rendering.print_report"
         emit_with(as_json, report.to_json, printer, report, wide=wide, verbose=verbose)
     else:  # the same grouping as /api/incidents
-        from fleetwarden.app.stamping import group_by_cause
-        from fleetwarden.presenting.incidents import show_grouped
-        from fleetwarden.presenting.rendering import make_console
+        from fleetwarden.presenting.incidents import emit_grouped
 
-        incidents = group_by_cause(report.findings)
-        console = make_console(wide=wide)
-        show_grouped(console, report, incidents, output.value, verbose=verbose, wide=wide)
+        emit_grouped(report, output.value, verbose=verbose, wide=wide)
     raise typer.Exit(exit_code(report.findings, fail_on))
 
 

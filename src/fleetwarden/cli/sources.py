@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from fleetwarden.adapters.fleet_inputs import LiveSources
+from fleetwarden.app.fleet import LoadedFleet
 from fleetwarden.cli.common import (
     argocd_server_option,
     config_option,
@@ -23,7 +24,6 @@ from fleetwarden.cli.common import (
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.progress import cluster_progress
 from fleetwarden.wiring import fleet
-from fleetwarden.wiring.fleet import LoadedFleet
 
 __all__ = [
     "AppOpt",

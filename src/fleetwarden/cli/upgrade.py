@@ -12,8 +12,6 @@ Registered by the CLI with ``register(app)``.
 from __future__ import annotations
 
 import asyncio
-import json
-from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -33,8 +31,7 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.argocd import ArgoError
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.kube import KubeError
-from fleetwarden.presenting.rendering import findings_table, make_console
-from fleetwarden.presenting.upgrading import print_plan, print_progress, print_step
+from fleetwarden.presenting.upgrading import emit_plan, emit_run_report, run_printers
 from fleetwarden.wiring import upgrading
 
 __all__ = ["register", "upgrade_app"]
@@ -135,10 +132,7 @@ def plan_command(inputs: UpgradeInputs, output: FormatOpt = OutputFormat.table) 
     """The pre-flight checks and the ordered steps; exit 1 when the pre-flight blocks."""
     with failing(*_ERRORS):
         plan = asyncio.run(upgrading.plan(inputs))
-    if output is OutputFormat.json:
-        typer.echo(json.dumps(plan.to_json(), indent=2))
-    else:
-        print_plan(make_console(), plan)
+    emit_plan(plan, as_json=output is OutputFormat.json)
     raise typer.Exit(1 if plan.blocked else 0)
 
 
@@ -161,21 +155,18 @@ def run_command(
 ) -> None:
     """Carry the plan out, step by step, every step audited; a run stopped half-way resumes
     when started again. Exit 1 when a step failed or the window went over its budget."""
-    console = make_console(stderr=True)
-    quiet = output is not OutputFormat.table  # JSON: only the report, on stdout
+    # JSON: only the report, on stdout
+    on_progress, on_record = run_printers(quiet=output is not OutputFormat.table)
     run = upgrading.run(
         inputs,
         store=store,
         argocd_server=argocd_server,
         execute=execute,
         poll=poll,
-        on_progress=(lambda p: None) if quiet else partial(print_progress, console),
-        on_record=(lambda r: None) if quiet else partial(print_step, console),
+        on_progress=on_progress,
+        on_record=on_record,
     )
     with failing(*_ERRORS):
         report = asyncio.run(run)
-    if output is OutputFormat.json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
-    elif report.findings:
-        make_console().print(findings_table(report.findings, title="upgrade findings"))
+    emit_run_report(report, as_json=output is OutputFormat.json)
     raise typer.Exit(1 if report.state.phase is RunPhase.FAILED else 0)

@@ -14,13 +14,11 @@ terminate TLS, or know users -- one token is one identity.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl
-
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from fleetwarden.adapters.asgi import problem, read_body
+from fleetwarden.adapters.asgi import problem, read_form
 from fleetwarden.adapters.ui_files import login_response
 from fleetwarden.core.access import (
     COOKIE,
@@ -36,7 +34,7 @@ from fleetwarden.ports.sources import Clock
 
 __all__ = ["refusal_response", "routes"]
 
-_FORM_LIMIT = 4096
+_FORM_LIMIT = 4096  # the login form's body
 
 
 def refusal_response(refusal: Refusal, path: str, method: str) -> Response:
@@ -45,15 +43,6 @@ def refusal_response(refusal: Refusal, path: str, method: str) -> Response:
     if refusal.status == 401 and method in ("GET", "HEAD") and path in ("/ui", "/ui/"):
         return login_response(401)
     return problem(refusal.status, refusal.message, dict(refusal.headers))
-
-
-async def _form(request: Request) -> dict[str, str] | None:
-    """An ``application/x-www-form-urlencoded`` body of at most 4 KiB (None: too large)."""
-    body = await read_body(request, _FORM_LIMIT)
-    if body is None:
-        return None
-    pairs = parse_qsl(body.decode("ascii", "replace"), encoding="utf-8", errors="replace")
-    return dict(pairs)
 
 
 def routes(config: DoorConfig, *, clock: Clock) -> list[Route]:
@@ -67,7 +56,7 @@ def routes(config: DoorConfig, *, clock: Clock) -> list[Route]:
     async def login(request: Request) -> Response:
         if not same_origin(request.headers):
             return problem(403, "a login from another site's page")
-        form = await _form(request)
+        form = await read_form(request, _FORM_LIMIT)
         if form is None:
             return problem(413, "login form over 4 KiB")
         token = form.get("token", "").strip()

@@ -10,10 +10,11 @@
   process passes the stream on as it comes (``entrypoints/gateway_process.py``).
 - ``GET /api/fleet/grid``: the heatmap (``presenting.dashboard.fleet_grid``).
 - ``GET /api/pools/{cluster}/{pool}``: one pool's detail (``presenting.dashboard.pool_detail``).
-- ``POST /api/decisions/{id}/deny``: refuse a request waiting for approval (``app.denying``);
-  like approving, it needs an ``auth.admin`` token as ``Authorization: Bearer`` (a header
-  another site's page cannot make a browser send): 401 without, 404 for an id that waits for
-  nothing, 409 for one cancelled before, 503 on a follower or when the store cannot answer.
+- ``POST /api/decisions/{id}/approve`` and ``/deny``: carry out or refuse a request waiting for
+  approval (``app.approving``, ``app.denying``); both need an ``auth.admin`` token as
+  ``Authorization: Bearer`` (a header another site's page cannot make a browser send): 401
+  without, 404 for an id that waits for nothing, 409 for one cancelled before, 503 on a
+  follower or when the store cannot answer.
 - ``GET /api/timeline?minutes=N``: findings opened/cleared over the last N minutes (5-10080) and
   MTTD/MTTR per pool, from the recent finding events the service keeps.
 
@@ -22,8 +23,9 @@ Auth is the door's, as for every ``/api/`` route (read token or session cookie).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -31,6 +33,7 @@ from starlette.routing import Route
 
 from fleetwarden.adapters.asgi import json_response, problem
 from fleetwarden.app import denying
+from fleetwarden.app.approving import approval
 from fleetwarden.app.serving import Serving
 from fleetwarden.core.access import admin_ok
 from fleetwarden.core.integers import ascii_int
@@ -89,15 +92,23 @@ def routes(
         doc = drift_timeline(list(pipeline.events), now=pipeline.clock.now(), window=window)
         return json_response(doc)
 
-    async def deny(request: Request) -> Response:
-        admin = admin_ok(request.headers, admin_tokens)
-        decision_id = request.path_params["id"]
-        code, body = await denying.denial(
-            pipeline.healer, decision_id, admin=admin, by="an admin (dashboard)"
-        )
-        return JSONResponse(body, code)
+    def by_admin(
+        answer: Callable[[str, bool], Awaitable[tuple[int, dict[str, Any]]]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            admin = admin_ok(request.headers, admin_tokens)
+            code, body = await answer(request.path_params["id"], admin)
+            return JSONResponse(body, code)
 
+        return endpoint
+
+    by = "an admin (dashboard)"
+    approve = by_admin(lambda decision, admin: approval(pipeline.healer, decision, admin=admin))
+    deny = by_admin(
+        lambda decision, admin: denying.denial(pipeline.healer, decision, admin=admin, by=by)
+    )
     return [
+        Route("/api/decisions/{id:str}/approve", approve, methods=["POST"]),
         Route("/api/decisions/{id:str}/deny", deny, methods=["POST"]),
         Route("/api/stream", stream, methods=["GET"]),
         Route("/api/fleet/grid", grid, methods=["GET"]),

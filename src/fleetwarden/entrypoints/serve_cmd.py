@@ -14,16 +14,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from fleetwarden import logs
 from fleetwarden.adapters import processes
-from fleetwarden.app.approving import approval
-from fleetwarden.app.service_config import exposure_problem, gateway_config, secret_values
-from fleetwarden.cli.common import config_option, fail, failing, warn
-from fleetwarden.core.access import admin_ok
+from fleetwarden.app.service_config import gateway_config
+from fleetwarden.cli.common import config_option, failing, warn
 from fleetwarden.entrypoints import (
     dashboard,
     gateway_process,
@@ -35,7 +30,7 @@ from fleetwarden.entrypoints.gateway import create_app
 from fleetwarden.formats.events import parsers
 from fleetwarden.wiring import running, service, supervisor
 from fleetwarden.wiring.service import Service
-from fleetwarden.wiring.service_config import ServiceConfig, load_service_config
+from fleetwarden.wiring.service_config import ServiceConfig, load_serve_config
 
 __all__ = ["build_service", "register"]
 
@@ -44,12 +39,6 @@ def build_service(config: ServiceConfig) -> Service:
     """``wiring.service.build_service`` with the HTTP side in front (``Service.app``)."""
     svc = service.build_service(config)
     admins = admin.bearer_tokens if (admin := config.auth.get("admin")) is not None else ()
-
-    async def approve(request: Request) -> Response:
-        is_admin = admin_ok(request.headers, admins)
-        code, body = await approval(svc.healer, request.path_params["id"], admin=is_admin)
-        return JSONResponse(body, status_code=code)
-
     svc.app = create_app(
         gateway_config(config, svc.known_pools()),
         svc.queue,
@@ -59,7 +48,6 @@ def build_service(config: ServiceConfig) -> Service:
         on_reply=svc.on_reply,
         extra_routes=[
             *history_api.routes(lambda: svc.healer.audit),
-            Route("/api/decisions/{id:str}/approve", approve, methods=["POST"]),
             *workloads_api.routes(svc.workloads),
             *dashboard.routes(
                 svc.fleet, svc.snapshot, svc.findings, svc.owners, pipeline=svc, admin_tokens=admins
@@ -106,12 +94,8 @@ def register(app: typer.Typer) -> None:
         with failing(ValueError):
             fmt = logs.checked_format(log_format, log_level, terminal=sys.stderr.isatty())
         logs.configure(fmt, log_level)
-        with failing():  # a bad config file
-            cfg = load_service_config(config)
-            logs.add_secrets(secret_values(cfg))  # before anything can log a value of it
-            problem = exposure_problem(cfg)  # before anything is read or opened
-            if problem is not None:
-                fail(f"{config}: {problem}")
+        with failing():  # a bad config file, or one that would expose the read side
+            cfg = load_serve_config(config)
             if supervisor.wanted(cfg):  # gateway and worker in two processes
                 raise typer.Exit(supervisor.run(cfg, warn=warn))
             svc = build_service(cfg)

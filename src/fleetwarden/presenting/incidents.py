@@ -10,19 +10,25 @@ from typing import Any
 
 from rich.console import Console
 
-from fleetwarden.app.stamping import cause_of
+from fleetwarden.app.stamping import group_by_cause
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.fleet import FleetReport
-from fleetwarden.core.incidents import Incident, group_incidents
-from fleetwarden.presenting.rendering import Col, Grid, dumps, print_report
+from fleetwarden.core.incidents import Incident
+from fleetwarden.presenting.rendering import Col, Grid, dumps, make_console, print_report
 from fleetwarden.presenting.reporting import duration_text
 
-__all__ = ["grouped_json", "incidents_json", "incidents_table", "show_grouped"]
+__all__ = [
+    "emit_grouped",
+    "grouped_json",
+    "incidents_json",
+    "incidents_table",
+    "show_grouped",
+]
 
 
 def incidents_json(findings: Sequence[Finding], now: datetime) -> list[dict[str, object]]:
     """``GET /api/incidents``: the findings grouped by the cause the watcher stamped on each."""
-    return [i.to_json(now) for i in group_incidents(cause_of(f) for f in findings)]
+    return [i.to_json(now) for i in group_by_cause(findings)]
 
 
 def grouped_json(
@@ -77,3 +83,13 @@ def show_grouped(
     print_report(console, report, verbose=verbose, wide=wide)
     if incidents:
         console.print(incidents_table(incidents, now, wide=wide))
+
+
+def emit_grouped(
+    report: FleetReport, output: str, *, verbose: bool = False, wide: bool = False
+) -> None:
+    """``scan --group-by cause``: the report's findings grouped as ``/api/incidents`` groups
+    them, shown (``show_grouped``) on a console as wide as the terminal (``--wide``: wider)."""
+    console = make_console(wide=wide)
+    incidents = group_by_cause(report.findings)
+    show_grouped(console, report, incidents, output, verbose=verbose, wide=wide)

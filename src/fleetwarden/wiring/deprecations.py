@@ -11,12 +11,12 @@ from pathlib import Path
 
 from fleetwarden.adapters import files, helm
 from fleetwarden.app import deprecating
-from fleetwarden.app.deprecating import Scan
+from fleetwarden.app.deprecating import DEFAULT_COMPONENTS, Scan
 from fleetwarden.app.live_deprecating import LiveReport, find_live_deprecations
 from fleetwarden.core import deprecations
 from fleetwarden.core.deprecations import DeprecationTable
 
-__all__ = ["scan_live", "scan_manifests"]
+__all__ = ["scan_files", "scan_live", "scan_manifests"]
 
 
 def scan_manifests(
@@ -40,6 +40,23 @@ def scan_manifests(
         render=partial(_render, helm_bin) if helm_bin else None,
         workers=workers,
     )
+
+
+def scan_files(
+    paths: Sequence[Path],
+    charts: Sequence[Path],
+    target: deprecations.MinorVersion,
+    components: Sequence[str],
+) -> Scan:
+    """``deprecations``' scan of manifest ``paths`` and helm ``charts`` against the table rows
+    of ``components`` (none given: ``DEFAULT_COMPONENTS``), over the default workers.
+    ``ValueError`` names what is wrong: nothing to scan, an unknown component, no helm
+    (``FormatError``: a bad file)."""
+    if not paths and not charts:
+        raise ValueError("nothing to scan: give --manifests PATH or --helm-chart DIR")
+    table = deprecating.table_for(components or DEFAULT_COMPONENTS)
+    workers = deprecating.default_workers()
+    return scan_manifests(paths, target, table, charts=charts, workers=workers)
 
 
 def _render(helm_bin: str, chart: Path, target: deprecations.MinorVersion) -> str:

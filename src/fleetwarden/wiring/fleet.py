@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple
 
 from fleetwarden.adapters.fleet_inputs import (
     LiveSources,
@@ -23,37 +22,11 @@ from fleetwarden.adapters.fleet_inputs import (
     read_fleet,
     read_gate,
 )
-from fleetwarden.app.fleet import nothing_observed, require_app
-from fleetwarden.core import workloads as wl
-from fleetwarden.core.desired_apps import DesiredState
-from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.formats.settings import Settings
-from fleetwarden.formats.workloads import FleetSettings
+from fleetwarden.app.fleet import GateInputs, LoadedFleet, nothing_observed, require_app
 
-__all__ = ["GateInputs", "LoadedFleet", "load_fleet", "load_gate"]
+__all__ = ["load_fleet", "load_gate"]
 
 _NO_DESIRED = "no desired state: give --desired PATH or --argocd-app APPLICATION"
-
-
-class LoadedFleet(NamedTuple):
-    """An application's desired and observed state, read for ``fleet versions | diff``."""
-
-    app: str
-    state: DesiredState
-    desired: dict[str, wl.ObjectIndex]  # cluster -> the app's desired objects there
-    observed: dict[str, wl.ObjectIndex]
-    fleet: FleetSettings
-
-
-class GateInputs(NamedTuple):
-    """What ``gate`` compares: the settings, the desired state, each cluster's nodes and
-    (optional) workloads."""
-
-    settings: Settings
-    fleet: FleetSettings
-    state: DesiredState
-    nodes: dict[str, list[ObservedNode]]
-    observed: dict[str, wl.ObjectIndex]
 
 
 def load_fleet(
@@ -107,4 +80,4 @@ def load_gate(
     )  # fmt: skip
     if not node_map:
         raise ValueError("--nodes: no node dump found")
-    return GateInputs(settings, fleet, state, node_map, observed)
+    return GateInputs(app, settings, fleet, state, node_map, observed)
