@@ -75,3 +75,11 @@ def test_format_and_fail_on_placeholders_list_their_values():
     assert "--format table|json" in out
     assert "--fail-on info|low|medium|high|critical" in out
     assert "--jobs N" in out
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1"])
+def test_a_demo_port_outside_1_to_65535_is_a_usage_error_not_a_traceback(port):
+    done = run("demo", "--port", port)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "--port" in done.stderr and "1<=x<=65535" in done.stderr

@@ -41,7 +41,9 @@ def demo_command(
             help="No service: print N simulated changes and their findings (0: endless).",
         ),
     ] = None,
-    port: Annotated[int, typer.Option(metavar="PORT", help="The service's port.")] = 8765,
+    port: Annotated[
+        int, typer.Option(metavar="PORT", min=1, max=65535, help="The service's port.")
+    ] = 8765,
     mode: Annotated[
         Mode,
         typer.Option(help="The service's healing: say what it would do, ask first, or act."),
