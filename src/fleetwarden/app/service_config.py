@@ -440,6 +440,8 @@ def service_config_from(
         scan_raw["auditLogs"] = raw["auditLogs"]
     scan = settings_from(scan_raw, source=source)
     host, _, port = raw.get("listen", "127.0.0.1:8080").rpartition(":")
+    if int(port) > 65535:  # the kernel would take it modulo 65536: another port, silently
+        raise FormatError(source, f"port {int(port)} is over 65535", field="listen")
     auth = {}
     read = ReadAuth()
     for name, spec in (raw.get("auth") or {}).items():
