@@ -83,3 +83,20 @@ def test_a_demo_port_outside_1_to_65535_is_a_usage_error_not_a_traceback(port):
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert "--port" in done.stderr and "1<=x<=65535" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["demo", "--steps", "-1"], "--steps"),
+        (["demo", "--interval", "-1"], "--interval"),
+        (["watch", "--desired", "x", "--probe-interval", "0"], "--probe-interval"),
+        (["watch", "--desired", "x", "--duration", "-5"], "--duration"),
+        (["scan", "--desired", "x", "--nodes", "y", "--jobs", "0"], "--jobs"),
+    ],
+)
+def test_a_count_or_duration_below_its_range_is_a_usage_error_not_a_quiet_exit_0(args, option):
+    # `demo --steps -1` used to print the fleet and exit 0, as if it had been asked for nothing
+    done = run(*args)
+    assert done.returncode == 2, done.stderr
+    assert f"Invalid value for '{option}'" in done.stderr

@@ -38,6 +38,7 @@ def demo_command(
         int | None,
         typer.Option(
             metavar="N",
+            min=0,
             help="No service: print N simulated changes and their findings (0: endless).",
         ),
     ] = None,
@@ -52,7 +53,8 @@ def demo_command(
         bool, typer.Option("--open/--no-open", help="Open the dashboard (with a display).")
     ] = True,
     interval: Annotated[
-        float, typer.Option(metavar="SECONDS", help="Live mode: seconds between changes.")
+        float,
+        typer.Option(metavar="SECONDS", min=0.0, help="Live mode: seconds between changes."),
     ] = 1.5,
     seed: Annotated[int, typer.Option(metavar="N", help="Random seed of the live simulation.")] = 7,
     wide: WideOpt = False,

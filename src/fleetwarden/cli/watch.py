@@ -132,12 +132,15 @@ def register(app: typer.Typer) -> None:
         ] = OutputFormat.table,
         probe_interval: Annotated[
             float,
-            typer.Option(metavar="SECONDS", help="Seconds between /readyz and /version probes."),
+            typer.Option(
+                metavar="SECONDS", min=0.1, help="Seconds between /readyz and /version probes."
+            ),
         ] = 10.0,
         duration: Annotated[
             float | None,
             typer.Option(
                 metavar="SECONDS",
+                min=0.0,
                 help="Stop after this many seconds (default: run until interrupted).",
             ),
         ] = None,
