@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -75,6 +76,14 @@ def storm() -> list[list[FindingEvent]]:
     return [events[i : i + 5] for i in range(0, len(events), 5)]
 
 
+def _publish(path: Path, doc: dict[str, Any]) -> None:
+    """Write ``doc`` so that ``path`` appears whole: the test waits for the file to exist and
+    reads it at once (a plain write could be seen empty)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(doc))
+    os.replace(part, path)
+
+
 def _stop_inside_the_transaction(out: Path) -> None:
     original = guarding.SqlGuardedWrite.append
 
@@ -82,7 +91,7 @@ def _stop_inside_the_transaction(out: Path) -> None:
         fresh = await original(self, drafts)
         if not drafts:
             return fresh
-        out.with_name(out.name + ".inside").write_text(json.dumps({"appended": sum(fresh)}))
+        _publish(out.with_name(out.name + ".inside"), {"appended": sum(fresh)})
         while True:  # killed here, before the commit
             time.sleep(1)
 
@@ -116,7 +125,7 @@ async def main(url: str, out: Path, go: Path, mode: str) -> None:
         for d in made
         if d.status is Status.EXECUTE
     ]
-    out.write_text(json.dumps({"executed": executed, "patched": patched}))
+    _publish(out, {"executed": executed, "patched": patched})
 
 
 if __name__ == "__main__":
