@@ -1,6 +1,6 @@
-"""``cli.common.with_options``: options declared once for several commands reach each command
-in their place (``--help`` order), with their help, and the command gets what the shared
-function made of them."""
+"""``adapters.typer_cli.with_options``: options declared once for several commands reach
+each command in their place (``--help`` order), with their help, and the command gets what
+the shared function made of them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from typer.testing import CliRunner
 
-from fleetwarden.cli.common import with_options
+from fleetwarden.adapters.typer_cli import with_options
 
 Name = Annotated[str, typer.Option("--name", metavar="NAME", help="Who is greeted.")]
 Times = Annotated[int, typer.Option("--times", metavar="N", help="How often.")]

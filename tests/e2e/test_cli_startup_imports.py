@@ -32,6 +32,9 @@ HEAVY = (
     "fleetwarden.formats",
     "fleetwarden.entrypoints",
 )
+# the Typer plumbing every command line runs through (its package's __init__ is a docstring):
+# loaded with typer itself, it imports nothing but typer and the core
+TYPER_PLUMBING = ("fleetwarden.adapters", "fleetwarden.adapters.typer_cli")
 SERVICE = {"sqlalchemy", "alembic", "starlette", "uvicorn", "nats", "prometheus_client"}
 NETWORK = {"httpx"}
 
@@ -39,8 +42,10 @@ NETWORK = {"httpx"}
 PROBE = """
 import json, sys
 heavy = {heavy!r}
+plumbing = {plumbing!r}
 def loaded():
-    return sorted(h for h in heavy if any(m == h or m.startswith(h + ".") for m in sys.modules))
+    names = [m for m in sys.modules if m not in plumbing]
+    return sorted(h for h in heavy if any(m == h or m.startswith(h + ".") for m in names))
 mode, rest = sys.argv[1], sys.argv[2:]
 try:
     if mode == "import":
@@ -58,7 +63,7 @@ print("LOADED " + json.dumps(loaded()))
 def probe(*args: str) -> set[str]:
     env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1"}
     r = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY, plumbing=TYPER_PLUMBING), *args],
         capture_output=True,
         text=True,
         timeout=120,

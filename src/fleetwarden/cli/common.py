@@ -7,12 +7,10 @@ so ``fleetwarden --help`` and ``--version`` stay at Typer's own start-up cost.
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -41,10 +39,7 @@ __all__ = [
     "failing",
     "load_settings_or_fail",
     "warn",
-    "with_options",
 ]
-
-R = TypeVar("R")
 
 
 class OutputFormat(StrEnum):
@@ -171,31 +166,3 @@ def load_settings_or_fail(config: Path | None) -> Settings:
 
     with failing():
         return load_settings(config)
-
-
-def with_options(
-    shared: Callable[..., Any], name: str, *, before: str | None = None
-) -> Callable[[Callable[..., R]], Callable[..., R]]:
-    """Options that several commands spell alike, declared once as the parameters of
-    ``shared``: the command gets them (in ``shared``'s order, with its help) before its own
-    parameter ``before`` (default: first), and receives what ``shared`` returns as ``name``.
-    Typer reads the command's ``__signature__``, so ``--help`` lists them as if written out."""
-    first = list(inspect.signature(shared, eval_str=True).parameters.values())
-
-    def decorate(command: Callable[..., R]) -> Callable[..., R]:
-        own = inspect.signature(command, eval_str=True)
-        params = [p for p in own.parameters.values() if p.name != name]
-        at = next((i for i, p in enumerate(params) if p.name == before), 0)
-
-        @functools.wraps(command)
-        def run(**kwargs: Any) -> R:
-            values = {p.name: kwargs.pop(p.name) for p in first}
-            return command(**{name: shared(**values)}, **kwargs)
-
-        del run.__wrapped__  # Typer must see the signature below, not the command's
-        sig = own.replace(parameters=[*params[:at], *first, *params[at:]])
-        run.__signature__ = sig  # type: ignore[attr-defined]
-        run.__annotations__ = {p.name: p.annotation for p in sig.parameters.values()}
-        return run
-
-    return decorate

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from fleetwarden.adapters.typer_cli import with_options
 from fleetwarden.app.fleet import LoadedFleet, skipped_json
 from fleetwarden.cli.common import (
     FailOnOpt,
@@ -23,7 +24,6 @@ from fleetwarden.cli.common import (
     OutputFormat,
     WideOpt,
     exit_code,
-    with_options,
 )
 from fleetwarden.cli.sources import load_fleet
 from fleetwarden.core.findings import Severity

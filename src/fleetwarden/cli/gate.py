@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from fleetwarden.adapters.typer_cli import with_options
 from fleetwarden.cli.common import (
     FAIL_ON_METAVAR,
     FormatOpt,
@@ -20,7 +21,6 @@ from fleetwarden.cli.common import (
     WideOpt,
     err_console,
     failing,
-    with_options,
 )
 from fleetwarden.cli.sources import (
     AppOpt,

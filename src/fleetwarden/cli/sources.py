@@ -13,13 +13,13 @@ from typing import Annotated
 import typer
 
 from fleetwarden.adapters.fleet_inputs import LiveSources
+from fleetwarden.adapters.typer_cli import with_options
 from fleetwarden.app.fleet import LoadedFleet
 from fleetwarden.cli.common import (
     argocd_server_option,
     config_option,
     err_console,
     failing,
-    with_options,
 )
 from fleetwarden.ports.kube import CredentialError
 from fleetwarden.presenting.progress import cluster_progress
@@ -153,7 +153,7 @@ def live_sources(
     argocd_insecure: ArgoInsecureOpt = False,
     revision: RevisionOpt = None,
 ) -> LiveSources:
-    """The live options ``fleet`` and ``gate`` share (``cli.common.with_options``)."""
+    """The live options ``fleet`` and ``gate`` share (``adapters.typer_cli.with_options``)."""
     return LiveSources(
         kubeconfig=kubeconfig,
         contexts=tuple(context or ()),

@@ -18,13 +18,13 @@ from typing import Annotated
 import typer
 
 from fleetwarden.adapters.argocd.client import ARGOCD_TOKEN_ENV
+from fleetwarden.adapters.typer_cli import with_options
 from fleetwarden.adapters.upgrade_inputs import UpgradeInputs, read_upgrade_inputs
 from fleetwarden.cli.common import (
     FormatOpt,
     OutputFormat,
     argocd_server_option,
     failing,
-    with_options,
 )
 from fleetwarden.core.upgrades import RunPhase
 from fleetwarden.formats.errors import FormatError
