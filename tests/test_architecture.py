@@ -162,3 +162,19 @@ def test_no_module_is_longer_than_800_lines():
     for allowed in TOO_LONG_ALLOWED:
         too_long.pop(allowed, None)
     assert not too_long, f"modules over {MAX_MODULE_LINES} lines: {too_long}"
+
+
+ENTRY_LAYERS_MAX_LINES = 2500  # issue #12: use cases live in app/, plumbing in adapters/
+
+
+def test_the_entry_layers_stay_within_2500_lines():
+    """``cli/`` and ``entrypoints/`` parse, call one use case and render; a use case or a
+    piece of plumbing written there again shows up here (``benchmarks/entry_lines.py`` lists
+    the modules)."""
+    src = ROOT / "src" / "fleetwarden"
+    total = sum(
+        p.read_bytes().count(b"\n")
+        for layer in ("cli", "entrypoints")
+        for p in (src / layer).rglob("*.py")
+    )
+    assert 0 < total <= ENTRY_LAYERS_MAX_LINES, f"entry layers: {total} lines"
