@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.eventrules import coalesce_key, flag_unknown
+from fleetwarden.core.eventrules import coalesce_key, flag_unknown, known_flags
 from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
 from fleetwarden.core.subjects import NodePoolRef
 
@@ -109,3 +109,21 @@ def test_flagging_is_idempotent_and_never_loses_the_event(cluster, pool, flags, 
         cluster is not None and cluster not in known
     )
     assert len(set(once.flags)) == len(once.flags)
+
+
+@settings(max_examples=500)
+@given(
+    st.none() | names,
+    st.none() | names,
+    st.lists(st.sampled_from(list(EventFlag)), max_size=4).map(tuple),  # repeats too
+    known_sets,
+    st.sampled_from(["aws", "cloudevents"]),
+)
+def test_the_gateway_s_one_copy_equals_routing_then_flagging(cluster, pool, flags, known, route):
+    """``via(route, flags=known_flags(...))`` -- the gateway's single copy of each event --
+    is exactly ``flag_unknown(via(route))``, the two copies it replaced; key included."""
+    original = event(cluster, pool, *flags)
+    one = original.via(route, flags=known_flags(original, known))
+    two = flag_unknown(original.via(route), known)
+    assert one == two and one.key == two.key and one.route == route
+    assert one.replaced(flags=one.flags) == one

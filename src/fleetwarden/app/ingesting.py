@@ -162,7 +162,8 @@ class Ingest:
             return Answer(413, {"error": _too_many(len(parsed.events), self.batch_events)})
         # the route names the credential that admitted the events: their keys live in its
         # namespace, so no other route's sender can make them look like duplicates
-        events = [eventrules.flag_unknown(e.via(source), self.known_pools) for e in parsed.events]
+        known = self.known_pools
+        events = [e.via(source, flags=eventrules.known_flags(e, known)) for e in parsed.events]
         if events:
             try:
                 folded = await self.queue.put_many(events)

@@ -8,18 +8,25 @@ event asks for, so a burst of events on one pool becomes one inspection.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 
 from fleetwarden.core.events import ChangeEvent, EventFlag
 from fleetwarden.core.subjects import NodePoolRef
 
-__all__ = ["coalesce_key", "flag_unknown"]
+__all__ = ["coalesce_key", "flag_unknown", "known_flags"]
 
 _KNOWLEDGE_FLAGS = frozenset({EventFlag.UNKNOWN_CLUSTER, EventFlag.UNKNOWN_POOL})
 
 
 def flag_unknown(event: ChangeEvent, clusters: Mapping[str, Collection[str]]) -> ChangeEvent:
-    """The event, flagged against ``clusters`` (cluster name -> the pools desired state defines).
+    """The event, flagged against ``clusters`` (``known_flags``)."""
+    flags = known_flags(event, clusters)
+    return event if flags == event.flags else event.replaced(flags=flags)
+
+
+def known_flags(
+    event: ChangeEvent, clusters: Mapping[str, Collection[str]]
+) -> tuple[EventFlag, ...]:
+    """The event's flags against ``clusters`` (cluster name -> the pools desired state defines).
 
     * no cluster named: NO_CLUSTER (the payload said nothing fleetwarden can act on);
     * a cluster not in ``clusters``: UNKNOWN_CLUSTER (the pool is then unknown too; one flag
@@ -29,7 +36,8 @@ def flag_unknown(event: ChangeEvent, clusters: Mapping[str, Collection[str]]) ->
     Earlier UNKNOWN_* flags are recomputed, so flagging again against a newer known set (a
     replay after a cluster was added) gives the current answer. Names compare exactly.
     """
-    kept = tuple(f for f in event.flags if f not in _KNOWLEDGE_FLAGS)
+    flags = event.flags
+    kept = tuple(f for f in flags if f not in _KNOWLEDGE_FLAGS) if flags else flags
     extra: list[EventFlag] = []
     if event.cluster is None:
         extra.append(EventFlag.NO_CLUSTER)
@@ -37,8 +45,9 @@ def flag_unknown(event: ChangeEvent, clusters: Mapping[str, Collection[str]]) ->
         extra.append(EventFlag.UNKNOWN_CLUSTER)
     elif event.pool is not None and event.pool not in clusters[event.cluster]:
         extra.append(EventFlag.UNKNOWN_POOL)
-    flags = tuple(dict.fromkeys((*kept, *extra)))
-    return event if flags == event.flags else replace(event, flags=flags)
+    if not extra and len(kept) < 2:
+        return kept
+    return tuple(dict.fromkeys((*kept, *extra)))
 
 
 def coalesce_key(event: ChangeEvent) -> NodePoolRef | None:

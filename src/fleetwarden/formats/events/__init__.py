@@ -164,6 +164,8 @@ class Reader:
 
     def text(self, value: Any, field_: FieldPath, *, required: bool = False) -> str | None:
         """An optional string; ``""`` counts as absent. Other JSON types are refused."""
+        if type(value) is str and value:  # the common case first: ~12 reads per event
+            return value
         if value is None or value == "":
             if required:
                 self.fail(field_, "missing (expected a non-empty string)")
@@ -173,6 +175,8 @@ class Reader:
         return value
 
     def required_text(self, value: Any, field_: FieldPath) -> str:
+        if type(value) is str and value:
+            return value
         text = self.text(value, field_, required=True)
         assert text is not None  # narrowed by required=True
         return text
