@@ -84,6 +84,24 @@ async def test_the_same_key_is_stored_once_while_it_waits_and_the_copies_are_cou
     assert ids(first) == ["1", "2"]
 
 
+async def test_a_batch_larger_than_one_statement_is_stored_whole_in_order_folded_across_parts(
+    tmp_path: Path,
+):
+    """A put of more events than one INSERT takes (125 rows) is several statements in one
+    transaction: every event once, in the order sent, a copy folded whichever part its
+    first came in, and the copies counted."""
+    q = SqliteQueue(tmp_path / "q.db")
+    try:
+        sent = [event(i) for i in range(300)] + [event(3), event(200), event(299)]
+        assert await q.put_many(sent) == 3
+        assert await q.put_many([event(130), event(300)]) == 1
+        assert await q.depth() == 301
+        got = await q.get_batch(1000, timeout=1.0)
+        assert [d.event.id for d in got] == [str(i) for i in range(301)]
+    finally:
+        await q.close()
+
+
 async def test_same_id_from_another_source_is_another_event(queue: EventQueue):
     await queue.put_many([event(1, source="a"), event(1, source="b")])
     got = await take_and_ack(queue, 2)

@@ -50,9 +50,11 @@ class Supervised:
         )
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = tmp / "serve.log"
+        self.env: dict[str, str] = {}
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if k != "FLEETWARDEN_ONE_PROCESS"}
+        env.update(self.env)
         with self.log.open("ab") as err:
             self.proc = subprocess.Popen(
                 [EXE, "serve", "-c", str(self.config)],
@@ -225,17 +227,32 @@ def test_a_killed_worker_is_restarted_and_sigterm_drains_nothing_lost_nothing_tw
 
 
 def test_kill9_of_the_supervisor_leaves_no_orphan_and_a_new_serve_starts_at_once(tmp_path):
+    """...and the next supervisor of the queue removes the worker socket's directory the
+    killed one left in the temporary directory; a clean stop leaves none."""
     svc = Supervised(tmp_path)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    svc.env["TMPDIR"] = str(tmpdir)
+    keep = tmpdir / "fleetwarden-serve-not-ours"  # not named in the lock: never touched
+    keep.mkdir()
     svc.start()
     try:
         kids = svc.children()
         assert len(kids) == 2
         assert svc.proc is not None
+        (left,) = set(tmpdir.glob("fleetwarden-serve-*")) - {keep}
         os.kill(svc.proc.pid, signal.SIGKILL)
         svc.proc.wait(10)
         wait_for(lambda: not any(_alive(k) for k in kids), 5, "the children to exit")
+        assert left.is_dir(), "kill -9: nobody could remove it"
         svc.start()  # the queue's locks and the port are free again
         assert svc.health()["status"] == "ok"
+        assert not left.exists(), "the next supervisor removes what the killed one left"
+        (current,) = set(tmpdir.glob("fleetwarden-serve-*")) - {keep}
+        assert svc.proc is not None
+        svc.proc.terminate()
+        assert svc.proc.wait(30) == 0
+        assert not current.exists() and keep.is_dir()
     finally:
         svc.stop()
 

@@ -18,7 +18,9 @@ The supervisor (this module, started by ``wiring/supervisor.py``; the decisions 
 * starts both children by running the same command line again (``sys.orig_argv``) with
   ``FW_SERVE_PROCESS`` set; each child asks the kernel to SIGKILL it when the supervisor dies
   (``PR_SET_PDEATHSIG``), so a ``kill -9`` of the supervisor leaves no orphan, and runs in a
-  process group of its own, so a terminal's Ctrl-C reaches the supervisor only;
+  process group of its own, so a terminal's Ctrl-C reaches the supervisor only; the
+  worker socket's directory (``$TMPDIR/fleetwarden-serve-*``, 0700) is noted in the queue's
+  lock file, so the next supervisor of that queue removes one a ``kill -9`` left behind;
 * restarts a child that dies (``supervising.decide``), and gives up with exit 2 when a child
   fails on its configuration at start;
 * on SIGTERM/SIGINT stops the gateway first (it answers the requests it holds; no new 202),
@@ -241,7 +243,7 @@ def _start(child: _Child, res: _Resources) -> None:
         _ENV_PROCESS: child.name,
         _ENV_FDS: ",".join(str(fd) for fd in child.fds),
         _ENV_PARENT: str(os.getpid()),
-        _ENV_API: str(Path(res.api_dir) / "worker.sock"),
+        _ENV_API: str(Path(res.api_dir) / _API_SOCKET),
     }
     child.proc = subprocess.Popen(
         sys.orig_argv,
@@ -275,10 +277,11 @@ def _open_resources(host: str, port: int, queue_path: str) -> _Resources:
         lock.close()
         raise
     try:
-        api_dir = tempfile.mkdtemp(prefix="fleetwarden-serve-")  # 0700: only this user
+        api_dir = tempfile.mkdtemp(prefix=_API_DIR_PREFIX)  # 0700: only this user
         api = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        api.bind(str(Path(api_dir) / "worker.sock"))
+        api.bind(str(Path(api_dir) / _API_SOCKET))
         api.listen(1024)
+        _note_api_dir(lock, api_dir)
     except OSError as exc:
         listen.close()
         lock.close()
@@ -310,7 +313,49 @@ def _lock_queue(path: Path) -> IO[str]:
             f"the queue is open in another process (lock {lock_path}); one service owns an "
             "embedded queue: use the NATS queue for several replicas",
         ) from None
+    _remove_stale_api_dir(fh)
     return fh
+
+
+_API_DIR_PREFIX = "fleetwarden-serve-"
+_API_SOCKET = "worker.sock"
+
+
+def _note_api_dir(lock: IO[str], api_dir: str) -> None:
+    """Write the worker socket's directory into the queue's lock file, which this
+    supervisor holds: the next one to take the lock removes it if this one never could
+    (``kill -9``; a clean stop removes it itself)."""
+    lock.seek(0)
+    lock.truncate()
+    lock.write(api_dir + "\n")
+    lock.flush()
+
+
+def _remove_stale_api_dir(lock: IO[str]) -> None:
+    """The worker socket's directory a supervisor of this queue left behind (named in the
+    lock file it held; it holds it no longer, so it is gone), removed -- only when it is
+    what a supervisor makes: a directory of this user named ``fleetwarden-serve-*`` right
+    in the temporary directory, holding nothing but the socket."""
+    lock.seek(0)
+    noted = lock.read(4096).strip()
+    if not noted:
+        return
+    stale = Path(noted)
+    with contextlib.suppress(OSError, ValueError):  # ValueError: a NUL in the note
+        if (
+            stale.parent != Path(tempfile.gettempdir())
+            or not stale.name.startswith(_API_DIR_PREFIX)
+            or stale.is_symlink()
+            or not stale.is_dir()
+            or stale.stat().st_uid != os.getuid()
+        ):
+            return
+        entries = list(stale.iterdir())
+        if any(e.name != _API_SOCKET or not e.is_socket() for e in entries):
+            return
+        for entry in entries:
+            entry.unlink()
+        stale.rmdir()
 
 
 def _bind(host: str, port: int, *, patience: float = 5.0) -> socket.socket:
