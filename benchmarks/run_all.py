@@ -45,6 +45,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "entry_lines.py": ("--goal", "1000000"),  # the count only: the goal is a separate check
     "field_accounting.py": (),
     "fleet_api.py": ("--clusters", "20", "--workloads", "40", "--requests", "10"),
+    "gateway_cpu.py": ("--rounds", "1", "--batches", "50", "--singles", "500"),
     "heal_times_restore.py": ("--heals", "1000", "--runs", "2"),
     "jq_vs_scan.py": ("--nodes", "2000"),
     "policy_to_sync.py": ("--findings", "1000"),  # fewer pools would hit the blast-radius guard
