@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-token"
@@ -37,13 +38,40 @@ TOKEN = "bench-token"
 
 def _cloudevents_batch(n: int, size: int = 100) -> bytes:
     parts = [
-        '{"specversion":"1.0","id":"%d-%d-%d","source":"//bench/ci",'
-        '"type":"io.fleetwarden.bench.scaled","time":"2026-11-29T10:00:00Z","cluster":"c000",'
-        '"nodepool":"p000","actor":"ci","datacontenttype":"application/json",'
-        '"data":{"desired":3}}' % (n, i, random.randint(1, 10**9))
+        f'{{"specversion":"1.0","id":"{n}-{i}-{random.randint(1, 10**9)}",'
+        '"source":"//bench/ci","type":"io.fleetwarden.bench.scaled",'
+        '"time":"2026-11-29T10:00:00Z","cluster":"c000","nodepool":"p000","actor":"ci",'
+        '"datacontenttype":"application/json","data":{"desired":3}}'
         for i in range(size)
     ]
     return ("[" + ",".join(parts) + "]").encode()
+
+
+async def _post(app: Any, path: str, headers: list[tuple[bytes, bytes]], body: bytes) -> int:
+    """One POST through the ASGI app; its answer's status."""
+    sent = False
+    status = 0
+
+    async def receive() -> dict:
+        nonlocal sent
+        if sent:
+            await asyncio.sleep(3600)
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+        "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
+        "query_string": b"", "root_path": "", "headers": list(headers),
+        "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8080),
+    }  # fmt: skip
+    await app(scope, receive, send)
+    return status
 
 
 def _eventbridge(n: int) -> bytes:
@@ -100,40 +128,17 @@ async def _child(batches: int, singles: int) -> dict[str, float]:
                 (b"authorization", f"Bearer {TOKEN}".encode()),
             ]
 
-            async def post(body: bytes) -> int:
-                sent = False
-                status = 0
-
-                async def receive() -> dict:
-                    nonlocal sent
-                    if sent:
-                        await asyncio.sleep(3600)
-                    sent = True
-                    return {"type": "http.request", "body": body, "more_body": False}
-
-                async def send(message: dict) -> None:
-                    nonlocal status
-                    if message["type"] == "http.response.start":
-                        status = message["status"]
-
-                scope = {
-                    "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-                    "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
-                    "query_string": b"", "root_path": "", "headers": list(headers),
-                    "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8080),
-                }  # fmt: skip
-                await app(scope, receive, send)
-                return status
-
-            async def sender(part: list[bytes]) -> list[int]:
-                return [await post(b) for b in part]
+            async def sender(
+                app: Any, path: str, headers: list[tuple[bytes, bytes]], part: list[bytes]
+            ) -> list[int]:
+                return [await _post(app, path, headers, b) for b in part]
 
             for b in bodies[:senders]:  # warm-up: first imports, statement caches
-                assert await post(b) == 202
+                assert await _post(app, path, headers, b) == 202
             work = bodies[senders:]
             parts = [work[i::senders] for i in range(senders)]
             cpu0, wall0 = time.process_time(), time.perf_counter()
-            statuses = await asyncio.gather(*(sender(p) for p in parts))
+            statuses = await asyncio.gather(*(sender(app, path, headers, p) for p in parts))
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             assert all(s == 202 for part in statuses for s in part), "every answer a 202"
             events = count * per
@@ -179,10 +184,12 @@ def main() -> None:
     if "before" in runs:  # paired by round: drift of the machine hits both sides alike
         for key, name in (("batch100", "batch"), ("single", "single")):
             k = f"{key}_cpu_us_per_event"
-            ratios = sorted(a[k] / b[k] for a, b in zip(runs["after"], runs["before"]))
+            ratios = sorted(a[k] / b[k] for a, b in zip(runs["after"], runs["before"], strict=True))
             median = statistics.median(ratios)
             summary.append(f"{name} after/before per round: median {median:.2f}")
-    print(f"SUMMARY {when} | best of {args.rounds}, CPU per accepted event | " + " | ".join(summary))
+    print(
+        f"SUMMARY {when} | best of {args.rounds}, CPU per accepted event | " + " | ".join(summary)
+    )
 
 
 if __name__ == "__main__":
