@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 TOKEN = "bench-token"
 
 
@@ -75,32 +76,12 @@ async def _post(app: Any, path: str, headers: list[tuple[bytes, bytes]], body: b
 
 
 def _eventbridge(n: int) -> bytes:
-    return json.dumps(
-        {
-            "version": "0",
-            "id": f"{n}-{random.randint(1, 10**9)}",
-            "detail-type": "AWS API Call via CloudTrail",
-            "source": "aws.eks",
-            "account": "123456789012",
-            "time": "2026-11-29T10:00:00Z",
-            "region": "eu-west-1",
-            "resources": [],
-            "detail": {
-                "eventVersion": "1.08",
-                "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::123456789012:user/a"},
-                "eventTime": "2026-11-29T10:00:00Z",
-                "eventSource": "eks.amazonaws.com",
-                "eventName": "UpdateNodegroupConfig",
-                "awsRegion": "eu-west-1",
-                "requestParameters": {
-                    "name": "c000",
-                    "nodegroupName": "p000",
-                    "scalingConfig": {"desiredSize": 3},
-                },
-                "eventID": "e",
-            },
-        }
-    ).encode()
+    """The EventBridge CloudTrail event ``gateway_ingest.py``'s wrk script sends, its id
+    made unique as there."""
+    from benchmarks.gateway_ingest import WRK_SINGLE
+
+    template = WRK_SINGLE.split("[[", 1)[1].split("]]", 1)[0]
+    return template.replace('"ID"', f'"{n}-{random.randint(1, 10**9)}"').encode()
 
 
 async def _child(batches: int, singles: int) -> dict[str, float]:
