@@ -101,6 +101,12 @@ async def test_a_managed_change_refreshes_its_app_to_outofsync_and_a_bystander_n
             # on demand, hard: the spec's refresh=hard
             r.refresher.request("shop", RefreshMode.HARD, cause="asked by an operator")
             await wait_for(lambda: r.sim.refreshes[-1] == ("shop", "hard"), what="a hard refresh")
+            # its result, not only Argo CD's record of it: leaving the rig cancels the refresher,
+            # and a refresh cancelled between its audit note and its result counts once only
+            await wait_for(
+                lambda: any(x.mode is RefreshMode.HARD for x in r.refresher.results),
+                what="the hard refresh's result",
+            )
 
         # every request and answer was Argo CD's API as its OpenAPI document defines it
         assert not checker.failures

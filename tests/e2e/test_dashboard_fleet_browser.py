@@ -167,13 +167,21 @@ async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
             await asyncio.sleep(0.05)
         pending = svc.healer.pending()
         assert pending, "a label drift in approval mode waits for approval"
+        # the healer has decided every initial finding: no row appears under a click later
+        seen, still = len(svc.healer.decisions), 0
+        for _ in range(600):
+            await asyncio.sleep(0.05)
+            now = len(svc.healer.decisions)
+            seen, still = now, (still + 1 if now == seen else 0)
+            if still >= 20:
+                break
         browser, page, errors = await _browser_page(pw, base)
         try:
             await page.goto(base + "/ui/?view=decisions")
             waiting = page.locator('#decisions li.decision[data-status="pending-approval"]')
             await waiting.first.wait_for(timeout=15_000)
-            row = waiting.first
-            decision_id = await row.get_attribute("data-id")
+            decision_id = await waiting.first.get_attribute("data-id")
+            row = page.locator(f'#decisions li[data-id="{decision_id}"]')
             assert await row.locator(".badge").first.inner_text() == "pending-approval"
             target = await row.locator(".target").inner_text()
             assert target.startswith("restore label team=") and "node(s) of c0" in target
@@ -181,6 +189,7 @@ async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
             assert not await row.locator("details.reasons ul").is_visible()  # folded
             await row.locator("details.reasons summary").click()
             assert await row.locator("details.reasons li").count() >= 1
+            await row.evaluate("(li) => { li.dataset.drawn = 'before'; }")
 
             # without the admin token: refused, nothing approved
             await row.locator("button.approve").click()
@@ -192,6 +201,9 @@ async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
                 "() => document.querySelector('#decision-note').textContent.includes('401')"
             )
             assert decision_id in {d.id for d in svc.healer.pending()}
+            # the refusal reloaded the list: a new row, its reasons still unfolded
+            await page.locator(f'#decisions li[data-id="{decision_id}"]:not([data-drawn])').wait_for()
+            assert await row.locator("details.reasons ul").is_visible()
 
             await page.fill("#admin-token", TOKENS["admin"])
             await page.locator(f'#decisions li[data-id="{decision_id}"] button.approve').click()

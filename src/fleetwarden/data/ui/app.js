@@ -9,7 +9,7 @@ import { renderTimeline } from "./charts.js";
 import { renderDecisions } from "./decisions.js";
 
 const VIEWS = ["incidents", "fleet", "findings", "decisions", "timeline", "clusters", "apps"];
-const ctx = { adminToken: "", reload: () => schedule(0) };
+const ctx = { adminToken: "", unfolded: new Set(), reload: () => schedule(0) };
 let timer = null;
 let generation = 0;
 let last = null; // the view and data drawn last (filters redraw from it)

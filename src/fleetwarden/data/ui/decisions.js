@@ -54,6 +54,11 @@ export function renderDecisions(decisions, ctx) {
     head.lastChild.title = d.at || "";
     li.append(head);
     const reasons = el("details", null, "reasons");
+    reasons.open = ctx.unfolded.has(d.id); // a redraw keeps what the reader unfolded
+    reasons.addEventListener("toggle", () => {
+      if (reasons.open) ctx.unfolded.add(d.id);
+      else ctx.unfolded.delete(d.id);
+    });
     reasons.append(el("summary", `${(d.reasons || []).length} reason(s): ${(d.reasons || []).slice(-1)[0] || ""}`));
     const ul = el("ul");
     for (const r of d.reasons || []) ul.append(el("li", r));
@@ -74,7 +79,11 @@ export function renderDecisions(decisions, ctx) {
 }
 
 async function answer(verb, d, ctx, note, btn) {
-  const say = (text) => { ctx.note = text; note.textContent = text; };
+  // the answer may come after a redraw: it goes to the note on the page, not the one clicked
+  const say = (text) => {
+    ctx.note = text;
+    (document.getElementById("decision-note") || note).textContent = text;
+  };
   if (!ctx.adminToken) { say(`${verb === "approve" ? "approving" : "denying"} needs the admin token (field above)`); return; }
   btn.disabled = true;
   const { status, body } = await postAdmin(`/api/decisions/${encodeURIComponent(d.id)}/${verb}`, ctx.adminToken);
