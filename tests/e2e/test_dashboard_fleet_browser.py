@@ -202,7 +202,8 @@ async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
             )
             assert decision_id in {d.id for d in svc.healer.pending()}
             # the refusal reloaded the list: a new row, its reasons still unfolded
-            await page.locator(f'#decisions li[data-id="{decision_id}"]:not([data-drawn])').wait_for()
+            redrawn = f'#decisions li[data-id="{decision_id}"]:not([data-drawn])'
+            await page.locator(redrawn).wait_for()
             assert await row.locator("details.reasons ul").is_visible()
 
             await page.fill("#admin-token", TOKENS["admin"])
