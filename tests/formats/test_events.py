@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import jsonschema
@@ -709,6 +710,24 @@ def test_autoscaling_api_call_through_cloudtrail_is_a_scale_of_the_group_pool():
          "detail.Tags[0].Value"),
         (autoscaling("EC2 Instance Launch Successful", {"Tags": ["eks:cluster-name"]}),
          "detail.Tags[0]"),
+        (eks_call("CreateNodegroup", {"nodegroupName": "p"},
+                  response={"nodegroup": {"clusterName": 1}}),
+         "detail.responseElements.nodegroup.clusterName"),
+        (eks_call("CreateNodegroup", {"name": "c"}, response={"nodegroup": []}),
+         "detail.responseElements.nodegroup"),
+        (eks_call("UpdateNodegroupConfig", {"name": "c"}, response={"update": {"id": 4}}),
+         "detail.responseElements.update.id"),
+        (eks_call("UpdateNodegroupConfig", {"name": "c", "scalingConfig": [6]}),
+         "detail.requestParameters.scalingConfig"),
+        (eks_call("UpdateNodegroupVersion", {"name": "c", "version": 1.31}),
+         "detail.requestParameters.version"),
+        (eks_call("TagResource", {"resourceArn": False}), "detail.requestParameters.resourceArn"),
+        (eks_call("UpdateAutoScalingGroup", {"autoScalingGroupName": "g", "minSize": "1"},
+                  source="aws.autoscaling"), "detail.requestParameters.minSize"),
+        (sns_notification({**SCALE_CALL, "detail": {**SCALE_CALL["detail"], "requestParameters": {
+            "name": "c", "scalingConfig": {"maxSize": True}}}}),
+         "Message.detail.requestParameters.scalingConfig.maxSize"),
+        (sns_notification({**SCALE_CALL, "resources": ["a", None, 2]}), "Message.resources[2]"),
         ({"Type": "Notification"}, "Message"),
         ({"Type": 3}, "Type"),
         ({**CONFIRMATION, "SubscribeURL": None}, "SubscribeURL"),
@@ -1928,3 +1947,17 @@ def test_fuzzed_bodies_parse_or_raise_format_error_only(source):
                 json.dumps(event.to_json())
 
     check()
+
+
+@pytest.mark.parametrize("value", [{1: "a"}, {"a": 1, None: 2}, MappingProxyType({b"k": "v"})])
+def test_an_object_whose_keys_are_not_strings_is_refused_by_name(value):
+    """Decoded JSON always has string keys; a mapping built in code may not: it is refused."""
+    with pytest.raises(FormatError) as info:
+        Reader("test payload").mapping(value, ("detail", "labels"))
+    assert info.value.field == "detail.labels"
+    assert "object keys must be strings" in info.value.reason
+
+
+@pytest.mark.parametrize("value", [{}, {"a": "b"}, MappingProxyType({"k": 1})])
+def test_an_object_with_string_keys_is_given_back_as_it_is(value):
+    assert Reader("test payload").mapping(value, "x") is value

@@ -136,6 +136,9 @@ FieldPath = str | tuple[str, str | int]
 is refused, so the hot path (a batch of CloudEvents) does not format a path per field."""
 
 
+_STR = {str}
+
+
 class Reader:
     """Checked reads from one payload; every refusal is a ``FormatError`` naming the field."""
 
@@ -151,6 +154,8 @@ class Reader:
         self, value: Any, field_: FieldPath, *, required: bool = False
     ) -> Mapping[str, Any]:
         """An object; a missing (null) one is ``{}`` unless required."""
+        if type(value) is dict and {*map(type, value)} <= _STR:  # decoded JSON: the usual
+            return value
         if value is None:
             if required:
                 self.fail(field_, "missing (expected an object)")
@@ -181,21 +186,21 @@ class Reader:
         assert text is not None  # narrowed by required=True
         return text
 
-    def items(self, value: Any, field_: str) -> list[Any]:
+    def items(self, value: Any, field_: FieldPath) -> list[Any]:
         if value is None:
             return []
         if not isinstance(value, list | tuple):
             self.fail(field_, f"expected an array, got {kind_of(value)}")
         return list(value)
 
-    def integer(self, value: Any, field_: str) -> int | None:
+    def integer(self, value: Any, field_: FieldPath) -> int | None:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int):
             self.fail(field_, f"expected an integer, got {kind_of(value)}")
         return value
 
-    def boolean(self, value: Any, field_: str) -> bool | None:
+    def boolean(self, value: Any, field_: FieldPath) -> bool | None:
         if value is None:
             return None
         if not isinstance(value, bool):

@@ -187,20 +187,20 @@ def _eventbridge(
     ev: Mapping[str, Any], received_at: datetime, r: Reader, prefix: str
 ) -> ChangeEvent:
     ev = r.mapping(ev, prefix or "body")
-    detail_type = r.required_text(ev.get("detail-type"), at(prefix, "detail-type"))
-    source = r.required_text(ev.get("source"), at(prefix, "source"))
-    detail = r.mapping(ev.get("detail"), at(prefix, "detail"))
+    detail_type = r.required_text(ev.get("detail-type"), (prefix, "detail-type"))
+    source = r.required_text(ev.get("source"), (prefix, "source"))
+    detail = r.mapping(ev.get("detail"), (prefix, "detail"))
     resources = [
-        r.text(item, at(at(prefix, "resources"), i))
-        for i, item in enumerate(r.items(ev.get("resources"), at(prefix, "resources")))
+        r.text(item, (at(prefix, "resources"), i))
+        for i, item in enumerate(r.items(ev.get("resources"), (prefix, "resources")))
     ]
     base: dict[str, Any] = {
-        "id": r.required_text(ev.get("id"), at(prefix, "id")),
+        "id": r.required_text(ev.get("id"), (prefix, "id")),
         "source": source,
         "provider": EventSource.AWS,
-        "time": r.time(ev.get("time"), at(prefix, "time")),
-        "region": r.text(ev.get("region"), at(prefix, "region")),
-        "account": r.text(ev.get("account"), at(prefix, "account")),
+        "time": r.time(ev.get("time"), (prefix, "time")),
+        "region": r.text(ev.get("region"), (prefix, "region")),
+        "account": r.text(ev.get("account"), (prefix, "account")),
         "received_at": received_at,
     }
     where = at(prefix, "detail")
@@ -221,17 +221,17 @@ def _eventbridge(
 def _cloudtrail(
     detail: Mapping[str, Any], base: dict[str, Any], r: Reader, where: str
 ) -> ChangeEvent:
-    name = r.required_text(detail.get("eventName"), at(where, "eventName"))
-    params = r.mapping(detail.get("requestParameters"), at(where, "requestParameters"))
-    response = r.mapping(detail.get("responseElements"), at(where, "responseElements"))
+    name = r.required_text(detail.get("eventName"), (where, "eventName"))
+    params = r.mapping(detail.get("requestParameters"), (where, "requestParameters"))
+    response = r.mapping(detail.get("responseElements"), (where, "responseElements"))
     who = at(where, "userIdentity")
     notes: list[str] = []  # attribution fields ignored, and why
     identity = tolerate(notes, lambda: r.mapping(detail.get("userIdentity"), who)) or {}
     actor = tolerated_name(notes, r, identity, who, ("arn", "principalId", "invokedBy"))
-    error = r.text(detail.get("errorCode"), at(where, "errorCode"))
-    event_time = r.time(detail.get("eventTime"), at(where, "eventTime"))
-    region = r.text(detail.get("awsRegion"), at(where, "awsRegion"))
-    account = r.text(detail.get("recipientAccountId"), at(where, "recipientAccountId"))
+    error = r.text(detail.get("errorCode"), (where, "errorCode"))
+    event_time = r.time(detail.get("eventTime"), (where, "eventTime"))
+    region = r.text(detail.get("awsRegion"), (where, "awsRegion"))
+    account = r.text(detail.get("recipientAccountId"), (where, "recipientAccountId"))
     base = {
         **base,
         "time": event_time or base["time"],
@@ -246,7 +246,8 @@ def _cloudtrail(
     extra: dict[str, Any] = {}
     req = at(where, "requestParameters")
     if source == "aws.eks":
-        cluster, pool = _eks_target(params, response, r, where)
+        resp = at(where, "responseElements")
+        cluster, pool = _eks_target(params, response, r, req, resp)
         operation = _EKS_CALLS.get(name, Operation.OTHER)
         if name == "UpdateNodegroupConfig":
             changed = _changed_paths(params, r, req)
@@ -257,13 +258,13 @@ def _cloudtrail(
                 k for k in ("version", "releaseVersion", "launchTemplate") if k in params
             )
         extra = {
-            "scalingConfig": _scaling(params.get("scalingConfig"), r, at(req, "scalingConfig")),
-            "version": r.text(params.get("version"), at(req, "version")),
-            "releaseVersion": r.text(params.get("releaseVersion"), at(req, "releaseVersion")),
-            "updateId": _update_id(response, r, at(where, "responseElements")),
+            "scalingConfig": _scaling(params.get("scalingConfig"), r, req),
+            "version": r.text(params.get("version"), (req, "version")),
+            "releaseVersion": r.text(params.get("releaseVersion"), (req, "releaseVersion")),
+            "updateId": _update_id(response, r, resp),
         }
     elif source == "aws.autoscaling":
-        group = r.text(params.get("autoScalingGroupName"), at(req, "autoScalingGroupName"))
+        group = r.text(params.get("autoScalingGroupName"), (req, "autoScalingGroupName"))
         cluster, pool = _asg_target(group, params.get("tags"), r, at(req, "tags"))
         operation = _ASG_CALLS.get(name, Operation.OTHER)
         changed = tuple(
@@ -273,9 +274,9 @@ def _cloudtrail(
             operation = Operation.SCALE
         extra = {
             "autoScalingGroup": group,
-            "desiredCapacity": r.integer(params.get("desiredCapacity"), at(req, "desiredCapacity")),
-            "minSize": r.integer(params.get("minSize"), at(req, "minSize")),
-            "maxSize": r.integer(params.get("maxSize"), at(req, "maxSize")),
+            "desiredCapacity": r.integer(params.get("desiredCapacity"), (req, "desiredCapacity")),
+            "minSize": r.integer(params.get("minSize"), (req, "minSize")),
+            "maxSize": r.integer(params.get("maxSize"), (req, "maxSize")),
         }
     flags = [] if cluster else [EventFlag.NO_CLUSTER]
     if error:
@@ -294,7 +295,7 @@ def _cloudtrail(
             compact(
                 {
                     "eventName": name,
-                    "eventSource": r.text(detail.get("eventSource"), at(where, "eventSource")),
+                    "eventSource": r.text(detail.get("eventSource"), (where, "eventSource")),
                     "errorCode": error,
                     "errorMessage": safe_text(detail.get("errorMessage"), 200),
                     "userAgent": safe_text(detail.get("userAgent"), 120),
@@ -308,18 +309,16 @@ def _cloudtrail(
 
 
 def _eks_target(
-    params: Mapping[str, Any], response: Mapping[str, Any], r: Reader, where: str
+    params: Mapping[str, Any], response: Mapping[str, Any], r: Reader, req: str, resp: str
 ) -> tuple[str | None, str | None]:
-    req = at(where, "requestParameters")
-    cluster = r.text(params.get("name"), at(req, "name")) or r.text(
-        params.get("clusterName"), at(req, "clusterName")
+    cluster = r.text(params.get("name"), (req, "name")) or r.text(
+        params.get("clusterName"), (req, "clusterName")
     )
-    pool = r.text(params.get("nodegroupName"), at(req, "nodegroupName"))
-    resp = at(where, "responseElements")
-    nodegroup = r.mapping(response.get("nodegroup"), at(resp, "nodegroup"))
-    cluster = cluster or r.text(nodegroup.get("clusterName"), at(resp, "nodegroup.clusterName"))
-    pool = pool or r.text(nodegroup.get("nodegroupName"), at(resp, "nodegroup.nodegroupName"))
-    arn = r.text(params.get("resourceArn"), at(req, "resourceArn"))
+    pool = r.text(params.get("nodegroupName"), (req, "nodegroupName"))
+    nodegroup = r.mapping(response.get("nodegroup"), (resp, "nodegroup"))
+    cluster = cluster or r.text(nodegroup.get("clusterName"), (resp, "nodegroup.clusterName"))
+    pool = pool or r.text(nodegroup.get("nodegroupName"), (resp, "nodegroup.nodegroupName"))
+    arn = r.text(params.get("resourceArn"), (req, "resourceArn"))
     match = _EKS_ARN.match(arn or "")
     if match and not cluster:
         cluster = match["cluster"] or match["ng_cluster"]
@@ -334,32 +333,36 @@ def _changed_paths(params: Mapping[str, Any], r: Reader, where: str) -> tuple[st
         if key in _IDENTITY_PARAMS:
             continue
         if key in ("scalingConfig", "updateConfig", "nodeRepairConfig") and value is not None:
-            section = r.mapping(value, at(where, key))
+            section = r.mapping(value, (where, key))
             paths.extend(f"{key}.{sub}" for sub, v in section.items() if v is not None)
         else:
             paths.append(key)
     return tuple(sorted(paths))
 
 
-def _scaling(value: Any, r: Reader, where: str) -> dict[str, int]:
+def _scaling(value: Any, r: Reader, req: str) -> dict[str, int]:
+    """``requestParameters.scalingConfig``'s sizes (under ``req``, the parameters' path)."""
+    if value is None:
+        return {}
+    where = at(req, "scalingConfig")
     section = r.mapping(value, where)
     out: dict[str, int] = {}
     for key in ("minSize", "maxSize", "desiredSize"):
-        number = r.integer(section.get(key), at(where, key))
+        number = r.integer(section.get(key), (where, key))
         if number is not None:
             out[key] = number
     return out
 
 
 def _update_id(response: Mapping[str, Any], r: Reader, where: str) -> str | None:
-    update = r.mapping(response.get("update"), at(where, "update"))
-    return r.text(update.get("id"), at(where, "update.id"))
+    update = r.mapping(response.get("update"), (where, "update"))
+    return r.text(update.get("id"), (where, "update.id"))
 
 
 def _autoscaling(
     detail_type: str, detail: Mapping[str, Any], base: dict[str, Any], r: Reader, where: str
 ) -> ChangeEvent:
-    group = r.text(detail.get("AutoScalingGroupName"), at(where, "AutoScalingGroupName"))
+    group = r.text(detail.get("AutoScalingGroupName"), (where, "AutoScalingGroupName"))
     cluster, pool = _asg_target(group, detail.get("Tags"), r, at(where, "Tags"))
     operation, outcome = _ASG_EVENTS.get(detail_type, (Operation.OTHER, None))
     if "Instance Refresh" in detail_type:
@@ -379,13 +382,13 @@ def _autoscaling(
             {
                 "detailType": detail_type,
                 "autoScalingGroup": group,
-                "instanceId": r.text(detail.get("EC2InstanceId"), at(where, "EC2InstanceId")),
-                "statusCode": r.text(detail.get("StatusCode"), at(where, "StatusCode")),
+                "instanceId": r.text(detail.get("EC2InstanceId"), (where, "EC2InstanceId")),
+                "statusCode": r.text(detail.get("StatusCode"), (where, "StatusCode")),
                 "lifecycleTransition": r.text(
-                    detail.get("LifecycleTransition"), at(where, "LifecycleTransition")
+                    detail.get("LifecycleTransition"), (where, "LifecycleTransition")
                 ),
                 "lifecycleHook": r.text(
-                    detail.get("LifecycleHookName"), at(where, "LifecycleHookName")
+                    detail.get("LifecycleHookName"), (where, "LifecycleHookName")
                 ),
                 "description": safe_text(detail.get("Description"), 200),
                 "cause": safe_text(detail.get("Cause"), 200),
@@ -427,7 +430,7 @@ def _tags(value: Any, r: Reader, where: str) -> dict[str, str]:
         return r.strings(value, where)
     out: dict[str, str] = {}
     for i, item in enumerate(r.items(value, where)):
-        tag = r.mapping(item, at(where, i), required=True)
+        tag = r.mapping(item, (where, i), required=True)
         key = r.text(tag.get("Key", tag.get("key")), at(at(where, i), "Key"))
         val = tag.get("Value", tag.get("value"))
         if key:
