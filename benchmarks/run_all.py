@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 QUICK: dict[str, tuple[str, ...]] = {
     "cli_startup.py": ("--runs", "3"),
     "clock_reads.py": ("--reads", "20000", "--rounds", "3"),
+    "audit_append.py": ("--rounds", "1", "--events", "200"),
     "audit_inputs.py": ("--events", "5000", "--buffer", "5000", "--samples", "2000"),
     "audit_store.py": (
         "--backend",

@@ -14,7 +14,11 @@ One writer at a time
     re-appended event returns its stored record), seals the new drafts with
     ``core.audit.build_records`` (redaction included), inserts them with one executemany and
     moves the head.  SQLite runs in WAL mode with ``synchronous=FULL``: an append that
-    returned survives a power loss.
+    returned survives a power loss.  On an SQLite file an append runs whole on the store's
+    own thread, with the stdlib driver and one kept connection (``_appending_engine``): the
+    same statements in one hop, where aiosqlite made each of them a hop of its own (~6x
+    the CPU of a one-event append; ``benchmarks/audit_append.py``).  Reads and the guarded
+    writes keep the async engine; SQLite's lock orders the two.
 
 Exactly once
     The unique ``key`` of a record is the dedupe mark of the effect it records, and both are
@@ -50,6 +54,7 @@ import fcntl
 import hashlib
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
@@ -244,7 +249,7 @@ def _create_engine(url: URL, *, connect_timeout: float) -> AsyncEngine:
         if _sqlite_path(url) is None:
             options["poolclass"] = StaticPool  # one shared in-memory database
         engine = create_async_engine(url, **options)
-        _sqlite_transactions(engine)
+        _sqlite_transactions(engine.sync_engine)
         return engine
     return create_async_engine(
         url,
@@ -258,11 +263,28 @@ def _create_engine(url: URL, *, connect_timeout: float) -> AsyncEngine:
     )
 
 
-def _sqlite_transactions(engine: AsyncEngine) -> None:
+def _appending_engine(url: URL) -> sa.Engine | None:
+    """For an SQLite file, the engine appends use: the stdlib driver, driven from one thread
+    of the store's own (``SqlAuditStore._append``). Through aiosqlite each statement of an
+    append (begin, head, keys, insert, head, commit: ~19 calls) is a hop to its thread and
+    back, ~4 ms of CPU for a one-event append; here the whole transaction is one hop."""
+    if url.get_backend_name() != "sqlite" or _sqlite_path(url) is None:
+        return None
+    engine = sa.create_engine(
+        url.set(drivername="sqlite"),
+        connect_args={"timeout": _SQLITE_BUSY_TIMEOUT, "check_same_thread": False},
+        pool_size=1,
+        max_overflow=0,
+    )
+    _sqlite_transactions(engine)
+    return engine
+
+
+def _sqlite_transactions(engine: sa.Engine) -> None:
     """Let us say how an SQLite transaction begins: BEGIN IMMEDIATE takes the write lock at
     once, so the head read and the insert are one atomic step across processes."""
 
-    @event.listens_for(engine.sync_engine, "connect")
+    @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # the driver must not BEGIN on its own
         cursor = dbapi_connection.cursor()
@@ -270,7 +292,7 @@ def _sqlite_transactions(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
+    @event.listens_for(engine, "begin")
     def _begin(conn: sa.Connection) -> None:
         conn.exec_driver_sql(f"BEGIN {conn.get_execution_options().get('fw_begin', 'DEFERRED')}")
 
@@ -353,12 +375,17 @@ async def open_audit_store(
             )
     engine = _create_engine(target, connect_timeout=connect_timeout)
     store = SqlAuditStore(
-        engine, target, clock=clock, page_size=page_size, lock_timeout=lock_timeout
+        engine,
+        target,
+        clock=clock,
+        page_size=page_size,
+        lock_timeout=lock_timeout,
+        appending=_appending_engine(target),
     )
     try:
         await store._prepare(migrate=migrate)
     except BaseException:
-        await engine.dispose()
+        await store.close()
         raise
     return store
 
@@ -374,8 +401,15 @@ class SqlAuditStore:
         clock: Clock = SYSTEM_CLOCK,
         page_size: int = PAGE_SIZE,
         lock_timeout: float = _SQLITE_BUSY_TIMEOUT,
+        appending: sa.Engine | None = None,
     ) -> None:
         self._engine = engine
+        # an SQLite file: appends run whole on one thread of ours (``_appending_engine``)
+        self._appending = appending
+        self._appender = (
+            ThreadPoolExecutor(1, thread_name_prefix="fw-audit-append") if appending else None
+        )
+        self._append_conn: sa.Connection | None = None  # the appending thread's own
         self._lock_timeout_ms = max(1, round(lock_timeout * 1000))
         self._url = url
         self._postgres = url.get_backend_name() == "postgresql"
@@ -400,6 +434,15 @@ class SqlAuditStore:
 
     async def close(self) -> None:
         await self._engine.dispose()
+        if self._appender is not None and self._appending is not None:
+            appending, self._appending = self._appending, None
+
+            def dispose() -> None:
+                self._close_append_conn()
+                appending.dispose()
+
+            await asyncio.get_running_loop().run_in_executor(self._appender, dispose)
+            self._appender.shutdown(wait=False)
 
     # -- errors
 
@@ -450,10 +493,59 @@ class SqlAuditStore:
         if not drafts:
             return [], []
         with self._errors("appending audit records"):
+            if self._appending is not None and self._appender is not None:
+                now = self._clock.now()
+                async with self._write_lock:
+                    return await asyncio.get_running_loop().run_in_executor(
+                        self._appender, self._append_sqlite, drafts, deliver_to, now
+                    )
             async with self._write_lock, self._write() as conn:
                 at = await self._lock_head(conn)
                 result, fresh, _ = await self._insert(conn, at, drafts, deliver_to)
         return result, fresh
+
+    def _append_sqlite(
+        self, drafts: Sequence[AuditDraft], deliver_to: Sequence[str], now: datetime
+    ) -> tuple[list[AuditRecord], list[bool]]:
+        """``_lock_head`` + ``_insert`` in one SQLite transaction, on the appending thread:
+        the same statements, in the same order, as the async path."""
+        conn = self._append_conn
+        if conn is None:  # opened on this thread, kept until close: no pool round per append
+            assert self._appending is not None
+            conn = self._appending.connect().execution_options(fw_begin="IMMEDIATE")
+            self._append_conn = conn
+        try:
+            with conn.begin():
+                row = conn.execute(_HEAD).one()
+                at = (int(row.seq), str(row.hash))
+                keys = list(dict.fromkeys(d.key for d in drafts if d.key is not None))
+                stored: dict[str, AuditRecord] = {}
+                for i in range(0, len(keys), _PARAMS_PER_STATEMENT):
+                    chunk = keys[i : i + _PARAMS_PER_STATEMENT]
+                    for found in conn.execute(_BY_KEYS, {"keys": chunk}):
+                        rec = _record(found)
+                        if rec.key is not None:
+                            stored[rec.key] = rec
+                fresh, first = _new_drafts(drafts, stored)
+                new = audit.build_records(
+                    [drafts[i] for i in fresh], prev_hash=at[1], next_seq=at[0] + 1, now=now
+                )
+                if new:
+                    conn.execute(_INSERT, [_row(r) for r in new])
+                    conn.execute(_MOVE_HEAD, {"to_seq": new[-1].seq, "to_hash": new[-1].hash})
+                due = _outbox_rows(new, deliver_to)
+                if due:
+                    conn.execute(_DUE, due)
+        except BaseException:
+            self._close_append_conn()  # a broken connection is not used again
+            raise
+        return _results(drafts, fresh, new, stored, first)
+
+    def _close_append_conn(self) -> None:
+        conn, self._append_conn = self._append_conn, None
+        if conn is not None:
+            with contextlib.suppress(exc.SQLAlchemyError, OSError):
+                conn.close()
 
     async def _lock_head(self, conn: AsyncConnection) -> tuple[int, str]:
         """The chain head ``(seq, hash)``, locked for this transaction."""
@@ -476,15 +568,8 @@ class SqlAuditStore:
         """Store the drafts after the locked head ``at``; the records, which are new, and
         the new head."""
         keys = list(dict.fromkeys(d.key for d in drafts if d.key is not None))
-        fresh: list[int] = []  # indices of the drafts that become new records
-        first: dict[str, int] = {}  # key -> index of the first draft with it
         stored = await self._by_key(conn, keys)
-        for i, d in enumerate(drafts):
-            if d.key is None:
-                fresh.append(i)
-            elif d.key not in stored and d.key not in first:
-                first[d.key] = i
-                fresh.append(i)
+        fresh, first = _new_drafts(drafts, stored)
         new = await sealed([drafts[i] for i in fresh], at, self._clock.now())
         if new:
             await conn.execute(records.insert(), [_row(r) for r in new])
@@ -492,26 +577,11 @@ class SqlAuditStore:
                 head.update().where(head.c.id == 1).values(seq=new[-1].seq, hash=new[-1].hash)
             )
             at = (new[-1].seq, new[-1].hash)
-        due = [
-            {"sink": sink, "key": r.key, "seq": r.seq}
-            for r in new
-            if r.key is not None and r.kind is AuditKind.EVENT
-            for sink in deliver_to
-        ]
+        due = _outbox_rows(new, deliver_to)
         if due:
             await conn.execute(outbox.insert(), due)
-        out: list[AuditRecord | None] = [None] * len(drafts)
-        for i, r in zip(fresh, new, strict=True):
-            out[i] = r
-        result: list[AuditRecord] = []
-        for i, d in enumerate(drafts):
-            rec = out[i]
-            if rec is None:  # a key stored before, or earlier in this batch
-                assert d.key is not None
-                rec = stored.get(d.key) or out[first[d.key]]
-                assert rec is not None
-            result.append(rec)
-        return result, [rec is not None for rec in out], at
+        result, is_new = _results(drafts, fresh, new, stored, first)
+        return result, is_new, at
 
     # -- shared guard state (ports.guards)
 
@@ -752,6 +822,67 @@ class SqlAuditStore:
 
 
 _NAMES = tuple(c.name for c in _COLUMNS)
+
+
+# the appending thread's statements, built once (``SqlAuditStore._append_sqlite``)
+_HEAD = sa.select(head.c.seq, head.c.hash).where(head.c.id == 1)
+_BY_KEYS = sa.select(*_COLUMNS).where(records.c.key.in_(sa.bindparam("keys", expanding=True)))
+_INSERT = records.insert()
+_MOVE_HEAD = (
+    head.update()
+    .where(head.c.id == 1)
+    .values(seq=sa.bindparam("to_seq"), hash=sa.bindparam("to_hash"))
+)
+_DUE = outbox.insert()
+
+
+def _new_drafts(
+    drafts: Sequence[AuditDraft], stored: Mapping[str, AuditRecord]
+) -> tuple[list[int], dict[str, int]]:
+    """The indices of the drafts that become new records (no key, or a key neither stored
+    nor earlier in the batch), and each key's first draft."""
+    fresh: list[int] = []
+    first: dict[str, int] = {}
+    for i, d in enumerate(drafts):
+        if d.key is None:
+            fresh.append(i)
+        elif d.key not in stored and d.key not in first:
+            first[d.key] = i
+            fresh.append(i)
+    return fresh, first
+
+
+def _outbox_rows(new: Sequence[AuditRecord], deliver_to: Sequence[str]) -> list[dict[str, Any]]:
+    """What each sink is due: the new event records (``append_new``'s outbox)."""
+    return [
+        {"sink": sink, "key": r.key, "seq": r.seq}
+        for r in new
+        if r.key is not None and r.kind is AuditKind.EVENT
+        for sink in deliver_to
+    ]
+
+
+def _results(
+    drafts: Sequence[AuditDraft],
+    fresh: Sequence[int],
+    new: Sequence[AuditRecord],
+    stored: Mapping[str, AuditRecord],
+    first: Mapping[str, int],
+) -> tuple[list[AuditRecord], list[bool]]:
+    """Each draft's record (new, stored before, or an earlier one of the batch), and which
+    drafts made a new one."""
+    out: list[AuditRecord | None] = [None] * len(drafts)
+    for i, r in zip(fresh, new, strict=True):
+        out[i] = r
+    result: list[AuditRecord] = []
+    for i, d in enumerate(drafts):
+        rec = out[i]
+        if rec is None:  # a key stored before, or earlier in this batch
+            assert d.key is not None
+            rec = stored.get(d.key) or out[first[d.key]]
+            assert rec is not None
+        result.append(rec)
+    return result, [rec is not None for rec in out]
 
 
 def _row(r: AuditRecord) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 ``core.audit.build_records`` is CPU (redaction, canonical JSON, SHA-256: ~20 us a draft); a
 worker's batch of 512 in one call held every request of its process ~10 ms. ``sealed`` calls
 it a slice at a time, the loop turning in between, and gives the records one call would.
+(An SQLite file's appends seal on the store's appending thread instead: ``audit_sql``.)
 """
 
 from __future__ import annotations
