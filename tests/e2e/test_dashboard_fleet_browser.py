@@ -45,6 +45,25 @@ async def _browser_page(pw, base):
     return browser, page, errors
 
 
+async def _healer_settled(svc, quiet: float = 1.0, timeout: float = 30.0) -> None:
+    """Until the healer's decisions (their ids and states) stay the same for ``quiet`` s."""
+
+    def state():
+        return {d.id: d.guard for d in svc.healer.decisions.values()}, {
+            d.id for d in svc.healer.pending()
+        }
+
+    seen, since = state(), time.monotonic()
+    deadline = since + timeout
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        now = state()
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+
+
 def _emit(svc, cluster, pool, extra):
     """A finding appears on a pool, as the watcher or an inspection reports it."""
     now = datetime.now(UTC)
@@ -167,14 +186,7 @@ async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
             await asyncio.sleep(0.05)
         pending = svc.healer.pending()
         assert pending, "a label drift in approval mode waits for approval"
-        # the healer has decided every initial finding: no row appears under a click later
-        seen, still = len(svc.healer.decisions), 0
-        for _ in range(600):
-            await asyncio.sleep(0.05)
-            now = len(svc.healer.decisions)
-            seen, still = now, (still + 1 if now == seen else 0)
-            if still >= 20:
-                break
+        await _healer_settled(svc)  # every initial finding decided
         browser, page, errors = await _browser_page(pw, base)
         try:
             await page.goto(base + "/ui/?view=decisions")
@@ -196,7 +208,10 @@ async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
             note = page.locator("#decision-note")
             assert "needs the admin token" in await note.inner_text()
             await page.fill("#admin-token", "not-the-admin-token")
-            await row.locator("button.approve").click()
+            # From here the page redraws as the healer's records arrive, and a redraw can
+            # move a row under the mouse between Playwright's aim and its click: the buttons
+            # get their click event directly (their handlers are what is tested here).
+            await row.locator("button.approve").dispatch_event("click")
             await page.wait_for_function(
                 "() => document.querySelector('#decision-note').textContent.includes('401')"
             )
@@ -207,7 +222,8 @@ async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
             assert await row.locator("details.reasons ul").is_visible()
 
             await page.fill("#admin-token", TOKENS["admin"])
-            await page.locator(f'#decisions li[data-id="{decision_id}"] button.approve').click()
+            approve = page.locator(f'#decisions li[data-id="{decision_id}"] button.approve')
+            await approve.dispatch_event("click")
             await page.wait_for_function(
                 "(id) => document.querySelector('#decision-note').textContent.startsWith("
                 "`approved ${id}`)",
@@ -217,11 +233,14 @@ async def test_approve_and_deny_waiting_requests_with_the_admin_token(tmp_path):
             notes = await svc.healer.audit.query(ref=decision_id, kind=AuditKind.NOTE)
             assert [n.summary.split(":")[0] for n in notes] == ["approved"]
 
-            # deny: another request is refused, on record as a cancellation, nothing runs
-            other = page.locator('#decisions li.decision[data-status="pending-approval"]').first
-            await other.wait_for(timeout=15_000)
-            denied_id = await other.get_attribute("data-id")
-            await other.locator("button.deny").click()
+            # deny: another request is refused, on record as a cancellation, nothing runs.
+            # The approved restore re-diffs its pool, and the healer may replace the requests
+            # still waiting: one is taken from the healer once it is done, as the page shows it
+            await _healer_settled(svc)
+            denied_id = svc.healer.pending()[0].id
+            deny = page.locator(f'#decisions li[data-id="{denied_id}"] button.deny')
+            await deny.wait_for(timeout=15_000)
+            await deny.dispatch_event("click")
             await page.wait_for_function(
                 "(id) => document.querySelector('#decision-note').textContent"
                 ".startsWith(`denied ${id}: cancelled`)",

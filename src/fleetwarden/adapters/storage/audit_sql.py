@@ -70,7 +70,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from fleetwarden.adapters.storage import guarding
+from fleetwarden.adapters.storage import audit_rows, guarding
+from fleetwarden.adapters.storage.audit_rows import COLUMNS as _COLUMNS
+from fleetwarden.adapters.storage.audit_rows import head, outbox, records
 from fleetwarden.adapters.storage.sealing import sealed
 from fleetwarden.core import audit
 from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, VerifyResult
@@ -98,58 +100,10 @@ __all__ = [
 
 MIGRATIONS = Path(__file__).resolve().with_name("migrations")
 PAGE_SIZE = 10_000  # rows per read page: ~10 MB of rows, tens of ms of SQL per page
-_PARAMS_PER_STATEMENT = 500  # keys per IN (...) lookup, below SQLite's parameter limit
+_PARAMS_PER_STATEMENT = audit_rows.PARAMS_PER_STATEMENT
 _MIGRATION_LOCK = 0x6677_6175  # pg_advisory_xact_lock id ("fwau")
 _SQLITE_BUSY_TIMEOUT = 30.0  # seconds another writer may hold the SQLite write lock
 
-_metadata = sa.MetaData()
-# Mirrors migrations/versions (the migrations own the schema; this is for building queries).
-records = sa.Table(
-    "audit_records",
-    _metadata,
-    sa.Column("seq", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
-    sa.Column("id", sa.String(128), nullable=False),
-    sa.Column("kind", sa.String(16), nullable=False),
-    sa.Column("at", sa.String(32), nullable=False),
-    sa.Column("cluster", sa.String(255)),
-    sa.Column("pool", sa.String(255)),
-    sa.Column("actor", sa.Text()),
-    sa.Column("summary", sa.Text(), nullable=False),
-    sa.Column("refs", sa.Text(), nullable=False),
-    sa.Column("key", sa.String(255)),
-    sa.Column("payload", sa.Text(), nullable=False),
-    sa.Column("prev_hash", sa.String(64), nullable=False),
-    sa.Column("hash", sa.String(64), nullable=False),
-)
-outbox = sa.Table(
-    "event_outbox",
-    _metadata,
-    sa.Column("sink", sa.String(128), primary_key=True),
-    sa.Column("key", sa.String(255), primary_key=True),
-    sa.Column("seq", sa.BigInteger()),
-)
-head = sa.Table(
-    "audit_head",
-    _metadata,
-    sa.Column("id", sa.Integer(), primary_key=True),
-    sa.Column("seq", sa.BigInteger(), nullable=False),
-    sa.Column("hash", sa.String(64), nullable=False),
-)
-_COLUMNS = (
-    records.c.seq,
-    records.c.id,
-    records.c.kind,
-    records.c.at,
-    records.c.cluster,
-    records.c.pool,
-    records.c.actor,
-    records.c.summary,
-    records.c.refs,
-    records.c.key,
-    records.c.payload,
-    records.c.prev_hash,
-    records.c.hash,
-)
 _KEY_ARRAY = ARRAY(sa.String())
 # a guarded write's news: the policy's history, and the outcomes that say a heal ended ok
 _NEWS = [AuditKind.DECISION.value, AuditKind.NOTE.value, AuditKind.OUTCOME.value]
@@ -515,31 +469,10 @@ class SqlAuditStore:
             conn = self._appending.connect().execution_options(fw_begin="IMMEDIATE")
             self._append_conn = conn
         try:
-            with conn.begin():
-                row = conn.execute(_HEAD).one()
-                at = (int(row.seq), str(row.hash))
-                keys = list(dict.fromkeys(d.key for d in drafts if d.key is not None))
-                stored: dict[str, AuditRecord] = {}
-                for i in range(0, len(keys), _PARAMS_PER_STATEMENT):
-                    chunk = keys[i : i + _PARAMS_PER_STATEMENT]
-                    for found in conn.execute(_BY_KEYS, {"keys": chunk}):
-                        rec = _record(found)
-                        if rec.key is not None:
-                            stored[rec.key] = rec
-                fresh, first = _new_drafts(drafts, stored)
-                new = audit.build_records(
-                    [drafts[i] for i in fresh], prev_hash=at[1], next_seq=at[0] + 1, now=now
-                )
-                if new:
-                    conn.execute(_INSERT, [_row(r) for r in new])
-                    conn.execute(_MOVE_HEAD, {"to_seq": new[-1].seq, "to_hash": new[-1].hash})
-                due = _outbox_rows(new, deliver_to)
-                if due:
-                    conn.execute(_DUE, due)
+            return audit_rows.append_in_one_transaction(conn, drafts, deliver_to, now)
         except BaseException:
             self._close_append_conn()  # a broken connection is not used again
             raise
-        return _results(drafts, fresh, new, stored, first)
 
     def _close_append_conn(self) -> None:
         conn, self._append_conn = self._append_conn, None
@@ -569,18 +502,18 @@ class SqlAuditStore:
         the new head."""
         keys = list(dict.fromkeys(d.key for d in drafts if d.key is not None))
         stored = await self._by_key(conn, keys)
-        fresh, first = _new_drafts(drafts, stored)
+        fresh, first = audit_rows.new_drafts(drafts, stored)
         new = await sealed([drafts[i] for i in fresh], at, self._clock.now())
         if new:
-            await conn.execute(records.insert(), [_row(r) for r in new])
+            await conn.execute(records.insert(), [audit_rows.row_of(r) for r in new])
             await conn.execute(
                 head.update().where(head.c.id == 1).values(seq=new[-1].seq, hash=new[-1].hash)
             )
             at = (new[-1].seq, new[-1].hash)
-        due = _outbox_rows(new, deliver_to)
+        due = audit_rows.outbox_rows(new, deliver_to)
         if due:
             await conn.execute(outbox.insert(), due)
-        result, is_new = _results(drafts, fresh, new, stored, first)
+        result, is_new = audit_rows.results(drafts, fresh, new, stored, first)
         return result, is_new, at
 
     # -- shared guard state (ports.guards)
@@ -696,7 +629,7 @@ class SqlAuditStore:
         stmt = sa.select(*_COLUMNS).where(condition)
         for chunk in chunks:
             for row in await conn.execute(stmt, {"keys": list(chunk)}):
-                rec = _record(row)
+                rec = audit_rows.record_of(row)
                 if rec.key is not None:
                     found[rec.key] = rec
         return found
@@ -790,7 +723,7 @@ class SqlAuditStore:
 
     def _readable(self, row: Any) -> AuditRecord:
         try:
-            return _record(row)
+            return audit_rows.record_of(row)
         except (ValueError, TypeError, KeyError) as e:
             raise AuditStoreError(
                 f"audit record seq {row[0]} (id {row[1]}) in {self.url} cannot be read "
@@ -819,78 +752,6 @@ class SqlAuditStore:
                         pending.cancel()
                     break
         return verifier.finish()
-
-
-_NAMES = tuple(c.name for c in _COLUMNS)
-
-
-# the appending thread's statements, built once (``SqlAuditStore._append_sqlite``)
-_HEAD = sa.select(head.c.seq, head.c.hash).where(head.c.id == 1)
-_BY_KEYS = sa.select(*_COLUMNS).where(records.c.key.in_(sa.bindparam("keys", expanding=True)))
-_INSERT = records.insert()
-_MOVE_HEAD = (
-    head.update()
-    .where(head.c.id == 1)
-    .values(seq=sa.bindparam("to_seq"), hash=sa.bindparam("to_hash"))
-)
-_DUE = outbox.insert()
-
-
-def _new_drafts(
-    drafts: Sequence[AuditDraft], stored: Mapping[str, AuditRecord]
-) -> tuple[list[int], dict[str, int]]:
-    """The indices of the drafts that become new records (no key, or a key neither stored
-    nor earlier in the batch), and each key's first draft."""
-    fresh: list[int] = []
-    first: dict[str, int] = {}
-    for i, d in enumerate(drafts):
-        if d.key is None:
-            fresh.append(i)
-        elif d.key not in stored and d.key not in first:
-            first[d.key] = i
-            fresh.append(i)
-    return fresh, first
-
-
-def _outbox_rows(new: Sequence[AuditRecord], deliver_to: Sequence[str]) -> list[dict[str, Any]]:
-    """What each sink is due: the new event records (``append_new``'s outbox)."""
-    return [
-        {"sink": sink, "key": r.key, "seq": r.seq}
-        for r in new
-        if r.key is not None and r.kind is AuditKind.EVENT
-        for sink in deliver_to
-    ]
-
-
-def _results(
-    drafts: Sequence[AuditDraft],
-    fresh: Sequence[int],
-    new: Sequence[AuditRecord],
-    stored: Mapping[str, AuditRecord],
-    first: Mapping[str, int],
-) -> tuple[list[AuditRecord], list[bool]]:
-    """Each draft's record (new, stored before, or an earlier one of the batch), and which
-    drafts made a new one."""
-    out: list[AuditRecord | None] = [None] * len(drafts)
-    for i, r in zip(fresh, new, strict=True):
-        out[i] = r
-    result: list[AuditRecord] = []
-    for i, d in enumerate(drafts):
-        rec = out[i]
-        if rec is None:  # a key stored before, or earlier in this batch
-            assert d.key is not None
-            rec = stored.get(d.key) or out[first[d.key]]
-            assert rec is not None
-        result.append(rec)
-    return result, [rec is not None for rec in out]
-
-
-def _row(r: AuditRecord) -> dict[str, Any]:
-    return dict(zip(_NAMES, audit.record_row(r), strict=True))
-
-
-def _record(row: Any) -> AuditRecord:
-    return audit.record_from_row(tuple(row))
 
 
 def _like_escape(text: str) -> str:
