@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from fleetwarden.adapters.queue import sqlite as sqlite_queue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
 from fleetwarden.ports.queue import Delivery, EventQueue, QueueFull, QueueUnavailable
 from tests.adapters.conftest import QueueKit, event
@@ -85,12 +86,15 @@ async def test_the_same_key_is_stored_once_while_it_waits_and_the_copies_are_cou
 
 
 async def test_a_batch_larger_than_one_statement_is_stored_whole_in_order_folded_across_parts(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    """A put of more events than one INSERT takes (125 rows) is several statements in one
-    transaction: every event once, in the order sent, a copy folded whichever part its
-    first came in, and the copies counted."""
+    """A put of more events than one INSERT takes (125 rows under a limit of 500 host
+    parameters, as an old SQLite build has) is several statements in one transaction: every
+    event once, in the order sent, a copy folded whichever part its first came in, and the
+    copies counted."""
+    monkeypatch.setattr(sqlite_queue, "_PARAMS_PER_STATEMENT", 500)
     q = SqliteQueue(tmp_path / "q.db")
+    assert q._params_per_statement == 500
     try:
         sent = [event(i) for i in range(300)] + [event(3), event(200), event(299)]
         assert await q.put_many(sent) == 3
@@ -222,6 +226,64 @@ async def test_concurrent_single_puts_share_commits(tmp_path: Path):
         await asyncio.gather(*(q.put_many([event(i)]) for i in range(200)))
         assert await q.depth() == 200
         assert q.commits - before <= 20
+    finally:
+        await q.close()
+
+
+@pytest.mark.parametrize("params", [32_000, 8])
+async def test_puts_of_one_commit_share_statements_and_each_counts_its_own_folds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, params: int
+):
+    """Puts gathered into one commit are stored by shared statements (one row per statement
+    at 8 host parameters, too); each put is told how many of its own events were folded: a
+    key already waiting, or one an earlier put of the same commit (or the same put) holds."""
+    monkeypatch.setattr(sqlite_queue, "_PARAMS_PER_STATEMENT", params)
+    q = SqliteQueue(tmp_path / "q.db", batch_window=0.2)
+    try:
+        assert await q.put_many([event(0)]) == 0
+        before = q.commits
+        results = await asyncio.gather(
+            q.put_many([event(1), event(2)]),
+            q.put_many([event(2), event(3)]),
+            q.put_many([event(3), event(3), event(4), event(0)]),
+        )
+        assert q.commits == before + 1
+        assert results == [0, 1, 3]
+        assert await q.depth() == 5
+        got = await q.get_batch(100, timeout=1.0)
+        assert [d.event.id for d in got] == ["0", "1", "2", "3", "4"]
+    finally:
+        await q.close()
+
+
+async def test_a_lease_is_decoded_after_its_transaction_and_an_unreadable_row_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """While a transaction runs the file's write lock is held (the other process of a shared
+    file waits): the leased rows become events after the commit, not inside it. A row no
+    version can read would be leased forever: it is deleted, the others are delivered."""
+    q = SqliteQueue(tmp_path / "q.db")
+    try:
+        await q.put_many([event(1), event(2), event(3)])
+        await asyncio.to_thread(
+            q._conn.execute, "UPDATE events SET body = ? WHERE key = ?", (b"{", event(2).key)
+        )
+        decoded_in_transaction = []
+        loads = sqlite_queue.orjson.loads
+
+        def watched_loads(body: bytes) -> object:
+            decoded_in_transaction.append(q._conn.in_transaction)
+            return loads(body)
+
+        monkeypatch.setattr(sqlite_queue.orjson, "loads", watched_loads)
+        got = await q.get_batch(10, timeout=1.0)
+        assert [d.event.id for d in got] == ["1", "3"]
+        assert decoded_in_transaction == [False, False, False]
+        assert await q.depth() == 2
+        monkeypatch.undo()
+        await q.ack(got)
+        assert await q.get_batch(10, timeout=0.1) == []
+        assert await q.depth() == 0
     finally:
         await q.close()
 

@@ -6,6 +6,7 @@ whose acknowledgement is held open; the clock is real, the debounce short)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
@@ -65,3 +66,58 @@ async def test_an_event_arriving_during_the_trailing_acknowledgement_is_not_stra
             await asyncio.sleep(0.01)
     assert queue.acked == ["e1", "e2", "e3"]
     assert inspector.stats.inspections == 3
+
+
+class BatchQueue:
+    """Hands out ``batches`` one per ``get_batch``, then nothing; counts the calls."""
+
+    def __init__(self, batches: list[list[Delivery]]) -> None:
+        self.batches, self.calls, self.acked = batches, 0, []
+        self.second_lease = asyncio.Event()
+
+    async def get_batch(self, max_items: int, timeout: float) -> list[Delivery]:
+        self.calls += 1
+        if self.calls == 2:
+            self.second_lease.set()
+        if self.batches:
+            return self.batches.pop(0)
+        await asyncio.sleep(timeout)
+        return []
+
+    async def ack(self, deliveries: Sequence[Delivery]) -> None:
+        self.acked += [d.event.id for d in deliveries]
+
+
+async def test_the_next_batch_is_leased_while_one_is_being_recorded():
+    """A worker behind a busy gateway waits for the queue's write lock on each lease: the
+    next lease runs while the current batch is recorded, not after it. Here recording the
+    first batch cannot end until the second lease has been asked for."""
+    queue = BatchQueue([[delivery(1)], [delivery(2)]])
+    recorded: list[list[str]] = []
+
+    async def record(events: Sequence[ChangeEvent]) -> list[bool]:
+        await asyncio.wait_for(queue.second_lease.wait(), 5)
+        recorded.append([e.id for e in events])
+        return [True] * len(events)
+
+    spec = NodePoolSpec(name="general", cluster="prod")
+    inspector = Inspector(
+        queue,  # type: ignore[arg-type]
+        [spec],
+        NodeDiffer([spec], lambda _cluster: [], FindingTracker(), lambda _event: None),
+        Attribution(),
+        record=record,
+        debounce=0.0,
+    )
+    worker = asyncio.create_task(inspector.run())
+    try:
+        for _ in range(500):
+            if len(queue.acked) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert recorded == [["e1"], ["e2"]]
+        assert queue.acked == ["e1", "e2"]
+    finally:
+        worker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await worker

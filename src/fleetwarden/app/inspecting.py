@@ -10,6 +10,10 @@ the live watcher of the cluster where there is one, else the latest node dump
 (``app/serving.py``; ``NodeDiffer`` here for the nodes an ``ObservedSource`` gives), through the one
 "nodes -> diff -> track" step (``app/rediffing.diff_and_track``).
 
+The next batch is leased while one is being recorded and inspected (the lease runs on the
+queue's own thread): a worker behind a busy gateway waits for the queue's write lock once a
+batch, not twice.
+
 Duplicates are what the sinks say they already held (a redelivery after a crash, or an event
 sent again by its source): counted, acknowledged, not inspected again. Without ``record``
 (tests) a bounded in-memory set of keys decides.
@@ -176,16 +180,25 @@ class Inspector:
         self._acking: set[asyncio.Task[None]] = set()  # trailing inspections being acked
 
     async def run(self) -> None:
+        ahead: asyncio.Task[list[Delivery]] | None = None
         try:
             while True:
+                if ahead is None:
+                    ahead = asyncio.ensure_future(self.queue.get_batch(self.batch, timeout=0.5))
                 try:
-                    deliveries = await self.queue.get_batch(self.batch, timeout=0.5)
+                    deliveries = await ahead
                 except QueueUnavailable:
+                    ahead = None
                     await asyncio.sleep(1.0)
                     continue
+                ahead = None
                 if deliveries:
+                    # the next lease runs on the queue's thread while this batch is recorded
+                    ahead = asyncio.ensure_future(self.queue.get_batch(self.batch, timeout=0.5))
                     await self.handle(deliveries)
         finally:
+            if ahead is not None:
+                ahead.cancel()
             for task in [*self._timers.values(), *self._acking]:
                 task.cancel()
 

@@ -18,6 +18,9 @@ Group commit
     ``loop.call_soon_threadsafe``).  Each operation runs under its own savepoint, so a full
     queue refuses one ``put_many`` without failing its neighbours; an SQLite error retries
     the operations one per transaction, so one bad operation cannot fail the others.
+    Inside a transaction runs SQLite's own work only (the rows are bound before it, leased
+    rows decoded after it, puts share statements), since the write lock it holds is what
+    the other process of a shared file waits for.
 
 Dedupe
     ``events.key`` is unique (``INSERT OR IGNORE``): an event put again while it still waits
@@ -86,7 +89,7 @@ __all__ = ["MAX_OPS_PER_COMMIT", "SqliteQueue"]
 log = get_logger(__name__)
 
 MAX_OPS_PER_COMMIT = 512  # bounds one transaction's time (and the latency it adds)
-_PARAMS_PER_STATEMENT = 500  # below SQLite's host-parameter limit (999 on old builds)
+_PARAMS_PER_STATEMENT = 32_000  # at most; an SQLite built with a lower limit sets it (open)
 _SCHEMA_VERSION = 2  # 1 had the "processed" table (see Dedupe): upgraded on open
 
 _SCHEMA = """
@@ -106,9 +109,13 @@ CREATE INDEX IF NOT EXISTS events_by_visibility ON events (visible_at, seq);
 @functools.lru_cache(maxsize=64)
 def _insert_rows(n: int) -> str:
     """``INSERT OR IGNORE`` of ``n`` events (key, body, visible_at, stored_at): a key the
-    queue holds, or one earlier in the same statement, is folded into it."""
+    queue holds, or one earlier in the same statement, is folded into it; the keys stored
+    come back (``RETURNING``), so one statement can serve several puts."""
     rows = ",".join(["(?,?,?,?)"] * n)
-    return f"INSERT OR IGNORE INTO events (key, body, visible_at, stored_at) VALUES {rows}"
+    return (
+        f"INSERT OR IGNORE INTO events (key, body, visible_at, stored_at) VALUES {rows} "
+        "RETURNING key"
+    )
 
 
 _LEASE = (
@@ -357,6 +364,9 @@ class SqliteQueue:
                     (self._clock.time(),),
                 )
             depth = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+            # host parameters per statement: this build's limit (999 on old ones), or ours
+            limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+            self._params_per_statement = max(4, min(_PARAMS_PER_STATEMENT, limit))
         except sqlite3.Error as exc:
             conn.close()
             raise QueueUnavailable(f"cannot open sqlite queue {self.path}: {exc}") from exc
@@ -418,6 +428,9 @@ class SqliteQueue:
         else:
             self._depth += sum(op.depth_delta for op in ops if op.error is None)
             self.commits += 1
+        for op in ops:
+            if op.kind == "lease" and op.error is None:
+                self._deliveries(op)  # decoded after the commit: see _run_in_transaction
         wake = False
         for op in ops:
             wake = wake or (op.error is None and op.wakes_consumers)
@@ -427,10 +440,16 @@ class SqliteQueue:
             self._wake_other_process()
 
     def _run_in_transaction(self, ops: list[_Op]) -> None:
+        """One transaction for ``ops``. While it runs, the file's write lock is held -- the
+        other process of a shared file waits for it -- so what happens inside is SQLite's own
+        work: the rows are bound before it starts, leased rows decoded after it ends, and
+        puts in a row that cannot reach ``max_depth`` share their statements. (Each return
+        to Python inside would wait for this process's GIL, with the lock still held.)"""
         conn = self._conn
         now = self._clock.time()
         for op in ops:
             op.error, op.result, op.depth_delta, op.wakes_consumers = None, None, 0, False
+        params = {id(op): _bind(op.args[0], now) for op in ops if op.kind == "put"}
         try:
             conn.execute("BEGIN IMMEDIATE")
             if self._depth_stale():
@@ -438,16 +457,24 @@ class SqliteQueue:
                 self._depth = int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
                 self._counted_at = time.monotonic()
             depth = self._depth
-            for op in ops:
-                conn.execute("SAVEPOINT op")
-                try:
-                    self._apply(op, now, depth)
-                except QueueFull as exc:
-                    conn.execute("ROLLBACK TO op")
-                    op.error = exc
-                conn.execute("RELEASE op")
-                if op.error is None:
+            i = 0
+            while i < len(ops):
+                run = _puts_from(ops, i)
+                if run and depth + sum(len(op.args[0]) for op in run[:-1]) < self.max_depth:
+                    # none of them starts at the limit: no savepoints, shared statements
+                    depth += self._put_together(run, params)
+                    i += len(run)
+                    continue
+                op = ops[i]
+                i += 1
+                if op.kind != "put":
+                    self._apply(op, now)
                     depth += op.depth_delta
+                    continue
+                if depth >= self.max_depth:
+                    op.error = QueueFull(depth, self.max_depth)
+                    continue
+                depth += self._put_together([op], params)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -455,48 +482,42 @@ class SqliteQueue:
                     conn.execute("ROLLBACK")
             raise
 
-    def _apply(self, op: _Op, now: float, depth: int) -> None:
-        conn = self._conn
-        if op.kind == "put":
-            if depth >= self.max_depth:
-                raise QueueFull(depth, self.max_depth)
+    def _put_together(self, puts: list[_Op], params: dict[int, list[Any]]) -> int:
+        """Store the rows of ``puts`` (in their order) in as few statements as the host
+        parameter limit allows; each put learns how many of its rows were stored (a key
+        already waiting, or met earlier in these puts, is folded). Returns the rows stored."""
+        values = [v for op in puts for v in params[id(op)]]
+        stored: set[str] = set()
+        for chunk in _chunks(values, self._params_per_statement // 4 * 4):
+            found = self._conn.execute(_insert_rows(len(chunk) // 4), chunk).fetchall()
+            stored.update(key for (key,) in found)
+        credited: set[str] = set()
+        for op in puts:
             (rows,) = op.args
             added = 0
-            # one statement of many rows, not one per row: a third less CPU per event
-            for chunk in _chunks(rows, _PARAMS_PER_STATEMENT // 4):
-                values = [v for key, body in chunk for v in (key, body, now, now)]
-                cur = conn.execute(_insert_rows(len(chunk)), values)
-                added += max(cur.rowcount, 0)
+            for key, _body in rows:
+                if key in stored and key not in credited:
+                    credited.add(key)
+                    added += 1
             op.depth_delta = added
-            op.result = len(rows) - op.depth_delta  # folded into one already waiting
-            op.wakes_consumers = op.depth_delta > 0
-        elif op.kind == "lease":
+            op.result = len(rows) - added  # folded into one already waiting
+            op.wakes_consumers = added > 0
+        return len(stored)
+
+    def _apply(self, op: _Op, now: float) -> None:
+        conn = self._conn
+        if op.kind == "lease":
             (max_items,) = op.args
             found = conn.execute(_LEASE, (now + self.ack_wait, now, max(int(max_items), 0)))
-            deliveries = []
-            for seq, body, attempt in sorted(found.fetchall()):
-                try:
-                    event = ChangeEvent.from_json(orjson.loads(body))
-                except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                    # Unreadable (written by another version?): it would be leased forever.
-                    log.error(
-                        "dropping unreadable queued event",
-                        path=str(self.path),
-                        seq=seq,
-                        error=repr(exc),
-                    )
-                    conn.execute("DELETE FROM events WHERE seq = ?", (seq,))
-                    op.depth_delta -= 1
-                    continue
-                deliveries.append(Delivery(event=event, token=f"{seq}:{attempt}", attempt=attempt))
+            rows = found.fetchall()
             next_visible = None
-            if not deliveries:
+            if not rows:
                 next_visible = conn.execute("SELECT MIN(visible_at) FROM events").fetchone()[0]
-            op.result = (deliveries, next_visible)
+            op.result = (rows, next_visible)  # rows -> deliveries: _deliveries, after COMMIT
         elif op.kind == "ack":
             (seqs,) = op.args
             gone = 0
-            for chunk in _chunks(seqs, _PARAMS_PER_STATEMENT):
+            for chunk in _chunks(seqs, self._params_per_statement):
                 marks = ",".join("?" * len(chunk))
                 gone += conn.execute(f"DELETE FROM events WHERE seq IN ({marks})", chunk).rowcount
             op.depth_delta = -gone
@@ -512,6 +533,39 @@ class SqliteQueue:
             pass  # the transaction itself refreshed the count (_run_in_transaction)
         else:  # pragma: no cover - _submit callers are all above
             raise AssertionError(f"unknown queue operation {op.kind!r}")
+
+    def _deliveries(self, op: _Op) -> None:
+        """A committed lease's rows as deliveries, in queue order. A row that does not
+        decode (written by another version?) would be leased forever: it is deleted."""
+        rows, next_visible = op.result
+        deliveries = []
+        unreadable = []
+        for seq, body, attempt in sorted(rows):
+            try:
+                event = ChangeEvent.from_json(orjson.loads(body))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                log.error(
+                    "dropping unreadable queued event",
+                    path=str(self.path),
+                    seq=seq,
+                    error=repr(exc),
+                )
+                unreadable.append(seq)
+                continue
+            deliveries.append(Delivery(event=event, token=f"{seq}:{attempt}", attempt=attempt))
+        if unreadable:
+            drop = _Op("ack", (unreadable,), op.loop, op.future)  # resolved by nobody
+            try:
+                self._run_in_transaction([drop])
+            except sqlite3.Error as exc:  # leased still: it comes back, and is dropped then
+                log.error(
+                    "cannot drop unreadable queued events", path=str(self.path), error=str(exc)
+                )
+            else:
+                self._depth += drop.depth_delta
+            if not deliveries:
+                next_visible = self._clock.time()  # more rows may wait: lease again at once
+        op.result = (deliveries, next_visible)
 
     def _resolve(self, op: _Op) -> None:
         with contextlib.suppress(RuntimeError):  # the caller's loop is closed
@@ -535,6 +589,19 @@ def _resolve(fut: asyncio.Future[Any], result: Any, error: BaseException | None)
         fut.set_exception(error)
     else:
         fut.set_result(result)
+
+
+def _bind(rows: Sequence[tuple[str, bytes]], now: float) -> list[Any]:
+    """A put's rows as the INSERT's parameters: key, body, visible_at, stored_at."""
+    return [v for key, body in rows for v in (key, body, now, now)]
+
+
+def _puts_from(ops: list[_Op], i: int) -> list[_Op]:
+    """The puts that follow one another in ``ops`` from ``i`` on."""
+    j = i
+    while j < len(ops) and ops[j].kind == "put":
+        j += 1
+    return ops[i:j]
 
 
 def _seq_of(token: str) -> tuple[int, int]:
