@@ -10,7 +10,10 @@ connections) and CloudEvents batches of 100 (16 and 64 connections), against a f
 file, with the fleet of ``gateway_ingest.py`` (50 clusters x 50 pools, node dumps). Load,
 config and parsing are ``gateway_ingest.py``'s, so the figures compare with its table.
 
-Besides wrk's figures, the CPU time each process of the service used during the load (from
+Besides wrk's figures: the events still waiting in the queue when the load ends, and from
+them the rate the worker kept up with (accepted events less those waiting, per second of
+load; the service's queue limit is lifted, so the gateway's rate is not capped by the
+worker's); and the CPU time each process of the service used during the load (from
 ``/proc/PID/stat``), per 1,000 requests: a figure that other load on the machine changes much
 less than latencies, and the capacity of one free core for that process (1,000 / ms).
 """
@@ -18,8 +21,10 @@ less than latencies, and the capacity of one free core for that process (1,000 /
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -42,6 +47,12 @@ from benchmarks.gateway_ingest import (  # noqa: E402 - after the path is set
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def queued(path: Path) -> int:
+    """Events still waiting in the queue file (a reader beside the service's writers)."""
+    with contextlib.closing(sqlite3.connect(path, timeout=30)) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
 
 
 def service_processes(svc: Svc) -> dict[str, int]:
@@ -89,7 +100,14 @@ def main() -> None:
                 procs = service_processes(svc)
                 cpu0 = {n: cpu_seconds(p) for n, p in procs.items()}
                 r = wrk(binary, svc.base, script, args.seconds, conns)
+                waiting = queued(work / "queue.db")
                 requests = r["requests_per_s"] * args.seconds
+                per_request = 100 if label == "batch100" else 1
+                # what the worker kept up with: accepted events less those still waiting
+                r["events_waiting_at_end"] = waiting
+                r["worker_events_per_s"] = round(
+                    max(requests * per_request - waiting, 0) / args.seconds
+                )
                 r["cpu_ms_per_1000_requests"] = {
                     n: round((cpu_seconds(p) - cpu0[n]) * 1e6 / max(requests, 1), 1)
                     for n, p in procs.items()
