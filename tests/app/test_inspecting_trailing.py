@@ -121,3 +121,39 @@ async def test_the_next_batch_is_leased_while_one_is_being_recorded():
         worker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await worker
+
+
+async def test_a_batch_leased_ahead_goes_back_to_the_queue_when_the_worker_stops():
+    """The worker stops while it records a batch and holds the next one: that one is handed
+    back at once (nack), not left leased until its ack_wait runs out."""
+    queue = BatchQueue([[delivery(1)], [delivery(2)]])
+    nacked: list[str] = []
+
+    async def nack(deliveries: Sequence[Delivery], *, delay: float = 0.0) -> None:
+        nacked.extend(d.event.id for d in deliveries)
+
+    queue.nack = nack  # type: ignore[attr-defined]
+    recording = asyncio.Event()
+
+    async def record(events: Sequence[ChangeEvent]) -> list[bool]:
+        recording.set()
+        await asyncio.Event().wait()  # never ends: the worker is stopped meanwhile
+        return [True] * len(events)
+
+    spec = NodePoolSpec(name="general", cluster="prod")
+    inspector = Inspector(
+        queue,  # type: ignore[arg-type]
+        [spec],
+        NodeDiffer([spec], lambda _cluster: [], FindingTracker(), lambda _event: None),
+        Attribution(),
+        record=record,
+    )
+    worker = asyncio.create_task(inspector.run())
+    await asyncio.wait_for(recording.wait(), 5)
+    await asyncio.wait_for(queue.second_lease.wait(), 5)
+    await asyncio.sleep(0)  # the lease ahead completes
+    worker.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await worker
+    assert nacked == ["e2"]
+    assert queue.acked == []

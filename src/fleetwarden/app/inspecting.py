@@ -198,9 +198,21 @@ class Inspector:
                     await self.handle(deliveries)
         finally:
             if ahead is not None:
-                ahead.cancel()
+                await self._hand_back(ahead)
             for task in [*self._timers.values(), *self._acking]:
                 task.cancel()
+
+    async def _hand_back(self, ahead: asyncio.Task[list[Delivery]]) -> None:
+        """On the way out: a lease taken ahead and not worked on goes back to the queue at
+        once (a NATS consumer would otherwise wait out its ack_wait for it); one still being
+        taken is cancelled (the queue redelivers whatever it leased)."""
+        if not ahead.done():
+            ahead.cancel()
+            return
+        if ahead.cancelled() or ahead.exception() is not None or not ahead.result():
+            return
+        with contextlib.suppress(Exception):  # the queue may be closing: leases expire then
+            await self.queue.nack(ahead.result())
 
     async def handle(self, deliveries: Sequence[Delivery]) -> None:
         now_dt = self.clock.now()
