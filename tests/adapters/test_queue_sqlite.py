@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fleetwarden.adapters.queue import sqlite as sqlite_queue
 from fleetwarden.adapters.queue.sqlite import SqliteQueue
@@ -254,6 +256,61 @@ async def test_puts_of_one_commit_share_statements_and_each_counts_its_own_folds
         assert [d.event.id for d in got] == ["0", "1", "2", "3", "4"]
     finally:
         await q.close()
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    puts=st.lists(st.lists(st.integers(0, 12), max_size=6), min_size=1, max_size=8),
+    waiting=st.lists(st.integers(0, 12), max_size=4),
+    max_depth=st.integers(1, 20),
+    params=st.sampled_from([8, 40, 32_000]),
+)
+def test_puts_answer_as_if_stored_one_by_one_in_order(
+    tmp_path_factory: pytest.TempPathFactory,
+    puts: list[list[int]],
+    waiting: list[int],
+    max_depth: int,
+    params: int,
+):
+    """Whether a commit's puts share statements or not (near the limit they do not), each
+    put is answered as if the puts were stored one after another in the order sent: refused
+    (QueueFull) when the queue is at ``max_depth`` as it starts, else stored whole with its
+    copies -- of an event waiting, or met earlier -- counted as folded."""
+    path = tmp_path_factory.mktemp("q") / "q.db"
+
+    async def run() -> tuple[list[object], list[str]]:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(sqlite_queue, "_PARAMS_PER_STATEMENT", params)
+            q = SqliteQueue(path, max_depth=max_depth, batch_window=0.05)
+        try:
+            if waiting:
+                await q.put_many([event(i) for i in waiting])
+            got = await asyncio.gather(
+                *(q.put_many([event(i) for i in ids]) for ids in puts), return_exceptions=True
+            )
+            stored = await q.get_batch(1000, timeout=0.5)
+            return [type(r) if isinstance(r, BaseException) else r for r in got], [
+                d.event.id for d in stored
+            ]
+        finally:
+            await q.close()
+
+    answers, stored = asyncio.run(run())
+    held = list(dict.fromkeys(str(i) for i in waiting))
+    expected: list[object] = []
+    for ids in puts:
+        if not ids:
+            expected.append(0)
+        elif len(held) >= max_depth:
+            expected.append(QueueFull)
+        else:
+            new = [k for k in dict.fromkeys(str(i) for i in ids) if k not in held]
+            held += new
+            expected.append(len(ids) - len(new))
+    assert answers == expected
+    assert stored == held
 
 
 async def test_a_lease_is_decoded_after_its_transaction_and_an_unreadable_row_is_dropped(
