@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
+from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation, parse_time
 
 offsets = st.none() | st.integers(min_value=-14 * 60, max_value=14 * 60).map(
     lambda m: timezone(timedelta(minutes=m)) if m else UTC
@@ -79,3 +79,41 @@ def test_replacing_a_field_that_does_not_exist_is_a_type_error():
     )
     with pytest.raises(TypeError, match="nope"):
         e.replaced(nope=1)
+
+
+aware = st.builds(
+    lambda d, m: d.replace(tzinfo=timezone(timedelta(minutes=m)) if m else UTC),
+    st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2999, 1, 1)),
+    st.integers(min_value=-14 * 60, max_value=14 * 60),
+)
+
+
+@settings(max_examples=500)
+@given(aware, st.integers(min_value=0, max_value=9), st.booleans(), st.sampled_from("Zz"))
+def test_parse_time_reads_any_rfc3339_text_as_the_same_instant(d, digits, zulu, z):
+    """Whatever the offset and however many fractional digits (Azure sends 7, Kubernetes
+    up to 9): the instant written, to the microsecond. The offset's digits after a fraction
+    are the offset's, never more of the fraction (``.5+02:00`` was read as 10:00:00.502 UTC,
+    two hours off)."""
+    fraction = f"{d.microsecond:06d}{'987'}"[:digits]
+    offset = d.strftime("%z")
+    zone = z if zulu and d.utcoffset() == timedelta(0) else f"{offset[:3]}:{offset[3:]}"
+    text = d.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if digits else "") + zone
+    parsed = parse_time(text)
+    kept = int((fraction + "000000")[:6])
+    assert parsed == d.replace(microsecond=kept), text
+    assert parsed is not None and parsed.utcoffset() == d.utcoffset()
+
+
+@pytest.mark.parametrize(
+    ("text", "utc"),
+    [
+        ("2026-11-29T10:00:00.5+02:00", "2026-11-29T08:00:00.500000+00:00"),
+        ("2026-11-29T10:00:00.123+05:30", "2026-11-29T04:30:00.123000+00:00"),
+        ("2026-11-29T10:00:00.1234567Z", "2026-11-29T10:00:00.123456+00:00"),
+        ("2026-11-29T10:00:00-03:00", "2026-11-29T13:00:00+00:00"),
+    ],
+)
+def test_parse_time_keeps_the_offset_after_a_fraction(text, utc):
+    parsed = parse_time(text)
+    assert parsed is not None and parsed.astimezone(UTC).isoformat() == utc

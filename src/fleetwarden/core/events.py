@@ -230,11 +230,12 @@ def parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     text = value.strip().replace("Z", "+00:00").replace("z", "+00:00")
-    # Python 3.11 takes at most 6 fractional digits; Azure sends 7
+    # Python 3.11 takes at most 6 fractional digits; Azure sends 7. The fraction is the
+    # digits right after the point: an offset's digits that follow are no part of it
     if "." in text:
         head, _, rest = text.partition(".")
-        digits = "".join(c for c in rest if c in "0123456789")
-        tail = rest[len(digits) :]
+        count = len(rest) - len(rest.lstrip("0123456789"))
+        digits, tail = rest[:count], rest[count:]
         text = f"{head}.{digits[:6]}{tail}" if digits else f"{head}{tail}"
     try:
         parsed = datetime.fromisoformat(text)
