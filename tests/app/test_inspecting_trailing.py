@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from typing import Any
 
 from fleetwarden.app.inspecting import Inspector, NodeDiffer
 from fleetwarden.core.attribution import Attribution
@@ -36,6 +37,18 @@ class HeldQueue:
         raise AssertionError("not expected")
 
 
+def inspector_of(queue: object, **options: Any) -> Inspector:
+    """An inspector of the pool ``prod/general`` (no nodes known) taking from ``queue``."""
+    spec = NodePoolSpec(name="general", cluster="prod")
+    return Inspector(
+        queue,  # type: ignore[arg-type]
+        [spec],
+        NodeDiffer([spec], lambda _cluster: [], FindingTracker(), lambda _event: None),
+        Attribution(),
+        **options,
+    )
+
+
 def delivery(i: int) -> Delivery:
     event = ChangeEvent(
         id=f"e{i}", source="test", type="t", provider=EventSource.AWS, operation=Operation.SCALE,
@@ -46,14 +59,7 @@ def delivery(i: int) -> Delivery:
 
 async def test_an_event_arriving_during_the_trailing_acknowledgement_is_not_stranded():
     queue = HeldQueue()
-    spec = NodePoolSpec(name="general", cluster="prod")
-    inspector = Inspector(
-        queue,  # type: ignore[arg-type]
-        [spec],
-        NodeDiffer([spec], lambda _cluster: [], FindingTracker(), lambda _event: None),
-        Attribution(),
-        debounce=0.05,
-    )
+    inspector = inspector_of(queue, debounce=0.05)
     await inspector.handle([delivery(1)])  # leading edge: inspected and acked at once
     await inspector.handle([delivery(2)])  # within the debounce: a trailing inspection
     queue.hold.set()
@@ -72,7 +78,9 @@ class BatchQueue:
     """Hands out ``batches`` one per ``get_batch``, then nothing; counts the calls."""
 
     def __init__(self, batches: list[list[Delivery]]) -> None:
-        self.batches, self.calls, self.acked = batches, 0, []
+        self.batches, self.calls = batches, 0
+        self.acked: list[str] = []
+        self.nacked: list[str] = []
         self.second_lease = asyncio.Event()
 
     async def get_batch(self, max_items: int, timeout: float) -> list[Delivery]:
@@ -87,6 +95,9 @@ class BatchQueue:
     async def ack(self, deliveries: Sequence[Delivery]) -> None:
         self.acked += [d.event.id for d in deliveries]
 
+    async def nack(self, deliveries: Sequence[Delivery], *, delay: float = 0.0) -> None:
+        self.nacked += [d.event.id for d in deliveries]
+
 
 async def test_the_next_batch_is_leased_while_one_is_being_recorded():
     """A worker behind a busy gateway waits for the queue's write lock on each lease: the
@@ -100,15 +111,7 @@ async def test_the_next_batch_is_leased_while_one_is_being_recorded():
         recorded.append([e.id for e in events])
         return [True] * len(events)
 
-    spec = NodePoolSpec(name="general", cluster="prod")
-    inspector = Inspector(
-        queue,  # type: ignore[arg-type]
-        [spec],
-        NodeDiffer([spec], lambda _cluster: [], FindingTracker(), lambda _event: None),
-        Attribution(),
-        record=record,
-        debounce=0.0,
-    )
+    inspector = inspector_of(queue, record=record, debounce=0.0)
     worker = asyncio.create_task(inspector.run())
     try:
         for _ in range(500):
@@ -127,12 +130,6 @@ async def test_a_batch_leased_ahead_goes_back_to_the_queue_when_the_worker_stops
     """The worker stops while it records a batch and holds the next one: that one is handed
     back at once (nack), not left leased until its ack_wait runs out."""
     queue = BatchQueue([[delivery(1)], [delivery(2)]])
-    nacked: list[str] = []
-
-    async def nack(deliveries: Sequence[Delivery], *, delay: float = 0.0) -> None:
-        nacked.extend(d.event.id for d in deliveries)
-
-    queue.nack = nack  # type: ignore[attr-defined]
     recording = asyncio.Event()
 
     async def record(events: Sequence[ChangeEvent]) -> list[bool]:
@@ -140,14 +137,7 @@ async def test_a_batch_leased_ahead_goes_back_to_the_queue_when_the_worker_stops
         await asyncio.Event().wait()  # never ends: the worker is stopped meanwhile
         return [True] * len(events)
 
-    spec = NodePoolSpec(name="general", cluster="prod")
-    inspector = Inspector(
-        queue,  # type: ignore[arg-type]
-        [spec],
-        NodeDiffer([spec], lambda _cluster: [], FindingTracker(), lambda _event: None),
-        Attribution(),
-        record=record,
-    )
+    inspector = inspector_of(queue, record=record)
     worker = asyncio.create_task(inspector.run())
     await asyncio.wait_for(recording.wait(), 5)
     await asyncio.wait_for(queue.second_lease.wait(), 5)
@@ -155,5 +145,5 @@ async def test_a_batch_leased_ahead_goes_back_to_the_queue_when_the_worker_stops
     worker.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await worker
-    assert nacked == ["e2"]
+    assert queue.nacked == ["e2"]
     assert queue.acked == []
