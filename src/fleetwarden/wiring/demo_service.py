@@ -21,6 +21,7 @@ import json
 import os
 import random
 import secrets
+import signal
 import socket
 import sys
 import tempfile
@@ -315,6 +316,12 @@ def serve_demo(
     run_demo = run(
         port=port, interval=interval, seed=seed, mode=mode, on_ready=ready, build=build, real=True
     )
-    with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
-        runner.run(run_demo)
+    # SIGTERM (kill, timeout, a container's stop) stops it as Ctrl-C does: the clean-up then
+    # stops the kube-apiservers and etcds it started instead of leaving them running
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        with contextlib.suppress(KeyboardInterrupt), asyncio.Runner() as runner:
+            runner.run(run_demo)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     console.print("demo stopped: service, simulated cloud and temporary store removed")
