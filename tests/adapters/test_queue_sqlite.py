@@ -394,7 +394,7 @@ async def test_a_version_1_file_loses_its_processed_marks_and_keeps_its_events(t
     with sqlite3.connect(path) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert "processed" not in tables
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 async def test_reopening_keeps_unacked_events_and_counts_them(tmp_path: Path):
@@ -562,3 +562,132 @@ def test_the_consumer_of_a_shared_file_commits_without_its_own_fsync(tmp_path: P
     finally:
         asyncio.run(consumer.close())
         asyncio.run(producer.close())
+
+
+# ------------------------------------------------------------------ dedupe without an index
+
+_STEP = st.one_of(
+    st.tuples(st.just("put"), st.lists(st.integers(0, 9), min_size=1, max_size=6)),
+    st.tuples(st.just("ack"), st.integers(1, 6)),
+    st.tuples(st.just("nack"), st.integers(1, 3)),
+    st.tuples(st.just("reopen"), st.just(0)),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.lists(_STEP, min_size=1, max_size=14),
+    shared=st.booleans(),
+    slack=st.sampled_from([0, 3, 4096]),
+)
+def test_a_key_folds_exactly_while_its_event_waits_across_acks_nacks_and_reopens(
+    tmp_path_factory: pytest.TempPathFactory,
+    steps: list[tuple[str, object]],
+    shared: bool,
+    slack: int,
+):
+    """The file keeps no index on the key: the process that puts knows which keys wait. Over
+    any run of puts, acks (of what a lease returns), nacks, reopenings, in one process or as
+    a producer and a consumer of one file, and however often the key map is read anew, a put
+    folds exactly the copies of events still waiting -- an event acked is stored again when
+    sent again -- and the file holds each waiting event once."""
+    path = tmp_path_factory.mktemp("q") / "q.db"
+
+    def open_both() -> tuple[SqliteQueue, SqliteQueue]:
+        if not shared:
+            q = SqliteQueue(path, batch_window=0)
+            return q, q
+        return (
+            SqliteQueue(path, share="producer", depth_refresh=0, batch_window=0),
+            SqliteQueue(path, share="consumer", depth_refresh=0),
+        )
+
+    async def close(producer: SqliteQueue, consumer: SqliteQueue) -> None:
+        await producer.close()
+        if consumer is not producer:
+            await consumer.close()
+
+    async def run() -> None:
+        waiting: set[str] = set()
+        producer, consumer = open_both()
+        try:
+            for kind, arg in steps:
+                if kind == "put":
+                    ids_ = [str(i) for i in arg]  # type: ignore[attr-defined]
+                    new = set(ids_) - waiting
+                    assert await producer.put_many([event(i) for i in ids_]) == len(ids_) - len(new)
+                    waiting |= new
+                elif kind == "ack":
+                    got = await consumer.get_batch(int(arg), timeout=0)  # type: ignore[arg-type]
+                    assert {d.event.id for d in got} <= waiting
+                    await consumer.ack(got)
+                    waiting -= {d.event.id for d in got}
+                elif kind == "nack":
+                    got = await consumer.get_batch(int(arg), timeout=0)  # type: ignore[arg-type]
+                    await consumer.nack(got, delay=0)
+                else:
+                    await close(producer, consumer)
+                    producer, consumer = open_both()
+            rest = await consumer.get_batch(1000, timeout=0)
+            assert sorted(d.event.id for d in rest) == sorted(waiting)  # each once
+        finally:
+            await close(producer, consumer)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sqlite_queue, "_KEY_MAP_SLACK", slack)
+        asyncio.run(run())
+
+
+async def test_a_version_2_file_keeps_its_events_seqs_and_folds_and_drops_its_key_index(
+    tmp_path: Path,
+):
+    """What version 2 left (a unique index on key; events 1 and 2 waiting, 3 and 4 acked)
+    is read by this version: the events wait still, a copy of one waiting folds, an acked
+    seq is never given again, and the index is gone."""
+    path = tmp_path / "q.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            """
+            PRAGMA journal_mode=WAL;
+            CREATE TABLE events (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE,
+                body BLOB NOT NULL, visible_at REAL NOT NULL,
+                leased INTEGER NOT NULL DEFAULT 0, attempt INTEGER NOT NULL DEFAULT 0,
+                stored_at REAL NOT NULL);
+            CREATE INDEX events_by_visibility ON events (visible_at, seq);
+            PRAGMA user_version=2;
+            """
+        )
+        for i in range(1, 5):
+            e = event(i)
+            conn.execute(
+                "INSERT INTO events (key, body, visible_at, stored_at) VALUES (?, ?, 0, 0)",
+                (e.key, sqlite_queue.orjson.dumps(e.to_json())),
+            )
+        conn.execute("DELETE FROM events WHERE seq >= 3")
+    q = SqliteQueue(path)
+    try:
+        assert await q.depth() == 2
+        assert await q.put_many([event(1), event(5)]) == 1
+        got = await take(q, 3, timeout=2)
+        assert [d.event.id for d in got] == ["1", "2", "5"]
+        assert [d.token.split(":")[0] for d in got] == ["1", "2", "5"]
+    finally:
+        await q.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert indexes == {"events_by_visibility"}
+
+
+async def test_the_consumer_of_a_shared_file_refuses_to_put(tmp_path: Path):
+    """Only the producer puts (its key map is what folds copies): a put on the consumer's
+    side is refused, not stored behind the producer's back."""
+    consumer = SqliteQueue(tmp_path / "q.db", share="consumer")
+    try:
+        with pytest.raises(QueueUnavailable, match="consume only"):
+            await consumer.put_many([event(1)])
+    finally:
+        await consumer.close()

@@ -23,8 +23,15 @@ Group commit
     the other process of a shared file waits for.
 
 Dedupe
-    ``events.key`` is unique (``INSERT OR IGNORE``): an event put again while it still waits
-    is stored once, and ``put_many`` says how many it folded so.  Once acknowledged, an event
+    An event put again while it still waits is stored once, and ``put_many`` says how many
+    it folded so.  The keys are random (hashes), so a unique index on them would be written
+    all over at every commit once many events wait (at 100,000 waiting, ~4x the CPU of a put
+    and an ack, and most of the bytes written): the process that puts keeps instead a map of
+    the keys it stored to their rows (``seq``, never reused: AUTOINCREMENT), built from the
+    file on open, and a key found in it folds only while its row is still there -- checked by
+    ``seq`` inside the put's transaction, so a row the consumer acked (or an older lease
+    dropped) in the meantime is stored again.  Only one process puts into a file (the file
+    locks below), so no row can be stored without the map knowing it.  Once acknowledged, an event
     is gone from the file: the queue keeps no "already processed" marks (version 1 kept them
     for 24 h in a ``processed`` table, dropped on open).  Whether an event was processed is
     for the stores the workers write to decide -- each is idempotent by the event key -- so a
@@ -90,32 +97,34 @@ log = get_logger(__name__)
 
 MAX_OPS_PER_COMMIT = 512  # bounds one transaction's time (and the latency it adds)
 _PARAMS_PER_STATEMENT = 32_000  # at most; an SQLite built with a lower limit sets it (open)
-_SCHEMA_VERSION = 2  # 1 had the "processed" table (see Dedupe): upgraded on open
+# 1 had the "processed" table (see Dedupe), 2 a unique index on key: upgraded on open
+_SCHEMA_VERSION = 3
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
+_COLUMNS = """(
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
-    key        TEXT    NOT NULL UNIQUE,
+    key        TEXT    NOT NULL,            -- unique among the rows: see Dedupe
     body       BLOB    NOT NULL,
     visible_at REAL    NOT NULL,            -- epoch seconds: when it may be leased (again)
     leased     INTEGER NOT NULL DEFAULT 0,  -- 1 while a consumer holds it
     attempt    INTEGER NOT NULL DEFAULT 0,  -- deliveries so far
     stored_at  REAL    NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_visibility ON events (visible_at, seq);
-"""
+)"""
+_VISIBILITY_INDEX = "CREATE INDEX IF NOT EXISTS events_by_visibility ON events (visible_at, seq)"
+_SCHEMA = f"CREATE TABLE IF NOT EXISTS events {_COLUMNS};\n{_VISIBILITY_INDEX};\n"
+_KEY_MAP_SLACK = 4096  # the key map is rebuilt from the file when it outgrows 2 x depth + this
 
 
 @functools.lru_cache(maxsize=64)
 def _insert_rows(n: int) -> str:
-    """``INSERT OR IGNORE`` of ``n`` events (key, body, visible_at, stored_at): a key the
-    queue holds, or one earlier in the same statement, is folded into it; the keys stored
-    come back (``RETURNING``), so one statement can serve several puts."""
+    """``INSERT`` of ``n`` events (key, body, visible_at, stored_at), already folded (see
+    Dedupe); each row's ``seq`` comes back with its key (``RETURNING``, in no set order)."""
     rows = ",".join(["(?,?,?,?)"] * n)
-    return (
-        f"INSERT OR IGNORE INTO events (key, body, visible_at, stored_at) VALUES {rows} "
-        "RETURNING key"
-    )
+    return f"INSERT INTO events (key, body, visible_at, stored_at) VALUES {rows} RETURNING seq, key"
+
+
+@functools.lru_cache(maxsize=64)
+def _rows_alive(n: int) -> str:
+    return f"SELECT seq, key FROM events WHERE seq IN ({','.join('?' * n)})"
 
 
 _LEASE = (
@@ -182,6 +191,8 @@ class SqliteQueue:
         self._waiters_lock = threading.Lock()
         self._closed = False
         self.commits = 0  # transactions committed: fewer than operations is group commit
+        self._keys: dict[str, int] | None = None  # key -> seq of the rows put (see Dedupe)
+        self._stored: dict[str, int] = {}  # the same, for the transaction under way
         self._lock_fh = self._take_file_lock()
         try:
             self._conn, self._depth = self._open()
@@ -198,6 +209,8 @@ class SqliteQueue:
     async def put_many(self, events: Sequence[ChangeEvent]) -> int:
         if not events:
             return 0
+        if self.share == "consumer":
+            raise QueueUnavailable(f"sqlite queue {self.path} is open to consume only")
         if self._depth >= self.max_depth and not self._depth_stale():
             # fast refusal; the writer checks again
             raise QueueFull(self._depth, self.max_depth)
@@ -347,16 +360,8 @@ class SqliteQueue:
             conn.execute(f"PRAGMA synchronous={sync}")
             conn.executescript(_SCHEMA)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 1:  # its processed marks must not outlive it (see Dedupe)
-                conn.execute("DROP TABLE IF EXISTS processed")
-                version = 0
-            if version == 0:
-                conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
-            elif version != _SCHEMA_VERSION:
-                raise QueueUnavailable(
-                    f"{self.path} has queue schema {version}; this version reads "
-                    f"{_SCHEMA_VERSION}: drain it with the matching fleetwarden, or move it away"
-                )
+            if version != _SCHEMA_VERSION:
+                self._upgrade(conn)
             if self.share != "producer":
                 # Only this process can hold leases now (file lock): free those of a dead one.
                 conn.execute(
@@ -364,6 +369,8 @@ class SqliteQueue:
                     (self._clock.time(),),
                 )
             depth = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+            # the keys waiting, for the one process that puts (see Dedupe)
+            self._keys = None if self.share == "consumer" else _key_map(conn)
             # host parameters per statement: this build's limit (999 on old ones), or ours
             limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
             self._params_per_statement = max(4, min(_PARAMS_PER_STATEMENT, limit))
@@ -374,6 +381,43 @@ class SqliteQueue:
             conn.close()
             raise
         return conn, int(depth)
+
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """Bring a new file (version 0) or an older schema to ``_SCHEMA_VERSION``, in one
+        transaction (the other process of a shared file may be opening it too)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 1:  # its processed marks must not outlive it (see Dedupe)
+                conn.execute("DROP TABLE IF EXISTS processed")
+                version = 2
+            if version == 2:  # the unique index on key goes (see Dedupe); rows, seqs stay
+                last = conn.execute(
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'events'"
+                ).fetchone()
+                conn.execute(f"CREATE TABLE events_v3 {_COLUMNS}")
+                conn.execute("INSERT INTO events_v3 SELECT * FROM events")
+                conn.execute("DROP TABLE events")
+                conn.execute("ALTER TABLE events_v3 RENAME TO events")
+                conn.execute(_VISIBILITY_INDEX)
+                if last is not None:  # a seq acked before the upgrade is never used again
+                    conn.execute("DELETE FROM sqlite_sequence WHERE name = 'events'")
+                    conn.execute(
+                        "INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)", last
+                    )
+                version = 0
+            if version == 0:
+                conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+            elif version != _SCHEMA_VERSION:
+                raise QueueUnavailable(
+                    f"{self.path} has queue schema {version}; this version reads "
+                    f"{_SCHEMA_VERSION}: drain it with the matching fleetwarden, or move it away"
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     # ------------------------------------------------------------------ writer thread
 
@@ -477,32 +521,58 @@ class SqliteQueue:
                 depth += self._put_together([op], params)
             conn.execute("COMMIT")
         except BaseException:
+            self._stored.clear()  # rolled back: the key map learns nothing
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
             raise
+        if self._stored:
+            assert self._keys is not None  # only a process that puts stores rows
+            self._keys.update(self._stored)
+            self._stored.clear()
+            if len(self._keys) > 2 * depth + _KEY_MAP_SLACK:
+                # keys of rows acked since: read the map anew (rows stored are all committed)
+                self._keys = _key_map(conn)
 
-    def _put_together(self, puts: list[_Op], params: dict[int, list[Any]]) -> int:
+    def _put_together(self, puts: list[_Op], params: dict[int, list[tuple[Any, ...]]]) -> int:
         """Store the rows of ``puts`` (in their order) in as few statements as the host
         parameter limit allows; each put learns how many of its rows were stored (a key
-        already waiting, or met earlier in these puts, is folded). Returns the rows stored."""
-        values = [v for op in puts for v in params[id(op)]]
-        stored: set[str] = set()
-        for chunk in _chunks(values, self._params_per_statement // 4 * 4):
-            found = self._conn.execute(_insert_rows(len(chunk) // 4), chunk).fetchall()
-            stored.update(key for (key,) in found)
-        credited: set[str] = set()
+        still waiting, or met earlier in these puts, is folded: see Dedupe). Returns the
+        rows stored."""
+        keys, stored = self._keys, self._stored
+        if keys is None:  # pragma: no cover - put_many refuses on a consumer
+            raise QueueUnavailable(f"sqlite queue {self.path} is open to consume only")
+        # the rows the key map names for these keys: still there, or acked since?
+        named = [
+            seq
+            for op in puts
+            for row in params[id(op)]
+            if (seq := stored.get(row[0]) or keys.get(row[0])) is not None
+        ]
+        alive: set[tuple[int, str]] = set()
+        for chunk in _chunks(named, self._params_per_statement):
+            alive.update(self._conn.execute(_rows_alive(len(chunk)), chunk).fetchall())
+        taken: set[str] = set()
+        fresh: list[Any] = []
         for op in puts:
-            (rows,) = op.args
             added = 0
-            for key, _body in rows:
-                if key in stored and key not in credited:
-                    credited.add(key)
-                    added += 1
+            for row in params[id(op)]:
+                key = row[0]
+                if key in taken:
+                    continue  # met earlier in these puts
+                seq = stored.get(key) or keys.get(key)
+                if seq is not None and (seq, key) in alive:
+                    continue  # still waiting
+                taken.add(key)
+                fresh.extend(row)
+                added += 1
             op.depth_delta = added
-            op.result = len(rows) - added  # folded into one already waiting
+            op.result = len(op.args[0]) - added  # folded into one already waiting
             op.wakes_consumers = added > 0
-        return len(stored)
+        for chunk in _chunks(fresh, self._params_per_statement // 4 * 4):
+            for seq, key in self._conn.execute(_insert_rows(len(chunk) // 4), chunk):
+                stored[key] = seq
+        return len(taken)
 
     def _apply(self, op: _Op, now: float) -> None:
         conn = self._conn
@@ -591,9 +661,14 @@ def _resolve(fut: asyncio.Future[Any], result: Any, error: BaseException | None)
         fut.set_result(result)
 
 
-def _bind(rows: Sequence[tuple[str, bytes]], now: float) -> list[Any]:
+def _bind(rows: Sequence[tuple[str, bytes]], now: float) -> list[tuple[Any, ...]]:
     """A put's rows as the INSERT's parameters: key, body, visible_at, stored_at."""
-    return [v for key, body in rows for v in (key, body, now, now)]
+    return [(key, body, now, now) for key, body in rows]
+
+
+def _key_map(conn: sqlite3.Connection) -> dict[str, int]:
+    """The rows waiting in the file, by key (see Dedupe)."""
+    return dict(conn.execute("SELECT key, seq FROM events"))
 
 
 def _puts_from(ops: list[_Op], i: int) -> list[_Op]:
