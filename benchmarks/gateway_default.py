@@ -1,7 +1,7 @@
 """Figures for issue 12: the default ``serve`` (role: all, SQLite queue, workers, audit store
 and event log on) before and after, side by side in one run.
 
-    .venv/bin/python benchmarks/gateway_default.py --before ../before/src [--seconds 15]
+    .venv/bin/python benchmarks/gateway_default.py [--before ../before/src] [--seconds 15]
         [--rounds 2]
 
 Each round runs, for "before" (``PYTHONPATH=<--before>``: that checkout's code) and "after"
@@ -73,14 +73,17 @@ def service_processes(svc: Svc) -> dict[str, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", required=True, help="src directory of the code to compare with")
+    ap.add_argument(
+        "--before", help="src directory of the code to compare with (default: this checkout only)"
+    )
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     binary = ensure_wrk()
     work = Path(tempfile.mkdtemp(prefix="fw-gw12-"))
     write_fleet(work, clusters=50, pools=50, nodes_per_pool=2)
-    sides = {"before": args.before, "after": str(ROOT / "src")}
+    sides = {"before": args.before} if args.before else {}
+    sides["after"] = str(ROOT / "src")
     results: dict[str, list[dict]] = {}
     for rnd in range(args.rounds):
         order = list(sides) if rnd % 2 == 0 else list(sides)[::-1]
