@@ -5,6 +5,7 @@ boundaries anywhere."""
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -211,6 +212,34 @@ def test_a_dump_split_over_processes_reads_every_node_once(tmp_path, monkeypatch
     got = nodedumps.read_node_file(str(path), limit=2**30, workers=workers)
     assert got == _reference(raw)
     assert [n.name for n in got] == [f"node-{i}" for i in range(400)]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_dump_in_many_ranges_with_smaller_last_ones_reads_every_node_once(
+    tmp_path, monkeypatch, workers
+):
+    """Ranges far smaller than the dump (the last ``workers`` of them cut in quarters) are
+    taken by whichever process is free: every node once, in order."""
+    path, raw = _write_big(tmp_path, 400)
+    monkeypatch.setattr(nodedumps, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(nodedumps, "RANGE_BYTES", len(raw) // 9)
+    monkeypatch.setattr(nodestream, "CHUNK_BYTES", 4096)
+    got = nodedumps.read_node_file(str(path), limit=2**30, workers=workers)
+    assert got == _reference(raw)
+
+
+@given(size=st.integers(1, 2**34), workers=st.integers(1, 8))
+def test_the_ranges_cover_the_dump_in_order_and_the_last_ones_are_smaller(size, workers):
+    cuts = nodedumps._cuts(size, workers)
+    bounds = [0, *cuts, size]
+    lengths = [b - a for a, b in itertools.pairwise(bounds)]
+    assert cuts == sorted(cuts) and all(0 <= c <= size for c in cuts)
+    full = max(workers, -(-size // nodedumps.RANGE_BYTES))
+    assert len(lengths) >= full
+    if full > workers:  # the last ranges: a quarter of the others (give or take a byte)
+        tail = lengths[-workers * nodedumps._TAIL_PIECES :]
+        assert len(lengths) == full - workers + workers * nodedumps._TAIL_PIECES
+        assert max(tail) <= max(lengths[: -len(tail)]) // nodedumps._TAIL_PIECES + 1
 
 
 @pytest.mark.parametrize(

@@ -43,11 +43,13 @@ SPLIT_MIN_BYTES = 64 * 2**20
 
 RANGE_BYTES = 40 * 2**20
 """A split dump is cut into ranges of about this size (at least one per process), and each
-process takes the next range not yet taken until none is left: the processes end their
-reading within about one range of each other, whatever else one of them had to do (this
-process loads the desired state meanwhile) and however fast each one runs."""
+process takes the next range not yet taken until none is left -- the last ones a quarter of
+this size (``_cuts``) --: the processes end their reading within about a quarter range of each
+other, whatever else one of them had to do (this process loads the desired state meanwhile)
+and however fast each one runs."""
 
 _PROBE_BYTES = 2**20  # looked at around a split point for the next item's start
+_TAIL_PIECES = 4
 
 
 def read_node_file(path: str, *, limit: int, workers: int = 1) -> list[ObservedNode]:
@@ -134,15 +136,29 @@ def _plan(open_at: _Opener, size: int, workers: int) -> tuple[nodestream.Head, l
     if head.separator is None:
         return None
     starts = [head.items_at]
-    ranges = max(workers, -(-size // RANGE_BYTES))
-    for k in range(1, ranges):
-        offset = size * k // ranges
+    for offset in _cuts(size, workers):
         fh = open_at.file(offset)
         guess = nodestream.split_point(fh.read(_PROBE_BYTES), offset, head.separator)
         if guess is None or guess <= starts[-1]:
             return None
         starts.append(guess)
     return head, starts
+
+
+def _cuts(size: int, workers: int) -> list[int]:
+    """Where the ranges after the first begin: ``size`` cut into ranges of about
+    ``RANGE_BYTES`` (at least one per process), the last ``workers`` of them cut in
+    ``_TAIL_PIECES``: whoever is free takes the next range, so the processes end at most
+    about a small range apart."""
+    ranges = max(workers, -(-size // RANGE_BYTES))
+    cuts = [size * k // ranges for k in range(1, ranges)]
+    if ranges > workers:
+        tail = size * (ranges - workers) // ranges
+        cuts = cuts[: ranges - workers - 1] + [
+            tail + (size - tail) * k // (workers * _TAIL_PIECES)
+            for k in range(workers * _TAIL_PIECES)
+        ]
+    return cuts
 
 
 class _Ranges:

@@ -342,6 +342,8 @@ class ClusterSummary:
 def merge_clusters(*parts: ClusterSummary) -> ClusterSummary:
     """The summary of the parts' nodes one after the other (made for the same desired pools),
     groups in the order of their first node."""
+    if len(parts) == 1:
+        return parts[0]  # summaries are not changed once made: nothing to copy
     groups: dict[str | None, list[NodeSummary]] = {}
     for part in parts:
         for group, summary in part.groups.items():
