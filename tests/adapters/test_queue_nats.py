@@ -104,6 +104,54 @@ async def test_replicas_create_the_stream_once_and_bind_one_consumer(
     assert len(seen) == 30 and set(seen.values()) == {1}
 
 
+async def test_a_replica_that_loses_the_stream_create_race_binds_to_the_winner_s(
+    nats_server: NatsServer, opened: list[NatsQueue], monkeypatch: pytest.MonkeyPatch
+):
+    """The race as a real server answered it in CI: the stream was not there when this
+    replica looked, another replica created it, and this one's create was refused with
+    "subjects overlap with an existing stream" -- not an error: the stream is there."""
+    import nats.js.client
+    import nats.js.errors
+
+    names = nats_names()
+    winner = NatsQueue(nats_server.url, **names)
+    opened.append(winner)
+    await winner.put_many([event(1)])
+    real_info = nats.js.client.JetStreamContext.stream_info
+    looked: list[str] = []
+
+    async def not_yet(self: object, name: str, *args: object, **kw: object) -> object:
+        if not looked:  # the first look: before the winner's create
+            looked.append(name)
+            raise nats.js.errors.NotFoundError()
+        return await real_info(self, name, *args, **kw)  # type: ignore[arg-type]
+
+    async def overlap(self: object, *args: object, **kw: object) -> object:
+        raise nats.js.errors.BadRequestError(
+            code=400, err_code=10065, description="subjects overlap with an existing stream"
+        )
+
+    monkeypatch.setattr(nats.js.client.JetStreamContext, "stream_info", not_yet)
+    monkeypatch.setattr(nats.js.client.JetStreamContext, "add_stream", overlap)
+    loser = NatsQueue(nats_server.url, **names)
+    opened.append(loser)
+    got = await loser.get_batch(1, 5)
+    assert looked and [d.event.id for d in got] == ["1"]
+
+
+async def test_a_subject_another_stream_holds_is_refused_with_the_server_s_reason(
+    nats_server: NatsServer, opened: list[NatsQueue]
+):
+    names = nats_names()
+    other = NatsQueue(nats_server.url, **names)
+    opened.append(other)
+    await other.depth()
+    q = NatsQueue(nats_server.url, **{**names, "stream": names["stream"] + "b"})
+    opened.append(q)
+    with pytest.raises(QueueUnavailable, match="subjects overlap"):
+        await q.depth()
+
+
 async def test_broker_kill9_refuses_puts_then_the_same_queue_recovers_with_its_events(
     private_nats: NatsServer, opened: list[NatsQueue]
 ):

@@ -68,7 +68,6 @@ log = get_logger(__name__)
 
 # Transport failures of every kind the client raises; mapped to QueueUnavailable.
 _FAILURES = (nats.errors.Error, OSError, TimeoutError)
-_STREAM_NAME_IN_USE = 10058  # JetStream: "stream name already in use" (other config)
 
 
 class NatsQueue:
@@ -279,7 +278,7 @@ class NatsQueue:
             reason = (
                 f"no answer within {self.connect_timeout:g}s"
                 if isinstance(exc, TimeoutError)
-                else repr(exc)
+                else str(exc) or repr(exc)  # JetStream's refusals say why in their text
             )
             raise QueueUnavailable(
                 f"nats: cannot set up stream {self.stream} on {', '.join(self.servers)}: {reason}"
@@ -302,9 +301,14 @@ class NatsQueue:
             pass
         try:
             await js.add_stream(config)
-        except nats.js.errors.BadRequestError as exc:
-            if exc.err_code != _STREAM_NAME_IN_USE:  # a replica created it meanwhile: fine
-                raise
+        except nats.js.errors.BadRequestError as refused:
+            # A replica created it meanwhile: the loser hears "stream name already in use"
+            # or, as often, "subjects overlap with an existing stream" -- fine when the stream
+            # is there now. Otherwise the error stands (another stream holds the subject).
+            try:
+                await js.stream_info(self.stream)
+            except nats.js.errors.NotFoundError:
+                raise refused from None
 
     async def _ensure_consumer(self, js: JetStreamContext) -> None:
         try:
