@@ -34,6 +34,7 @@ the reason, and an attribute this reader does not know as unaccounted (``fleetwa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -44,18 +45,11 @@ from fleetwarden.core.pools import (
     Requirement,
     Taint,
     Unresolved,
-    normalise_effect,
 )
 from fleetwarden.formats import bootstrap, eks_auto_mode
+from fleetwarden.formats import eksctl_values as strict
 from fleetwarden.formats.accounting import Ledger, View
-from fleetwarden.formats.documents import (
-    Document,
-    PoolsRead,
-    expect_int,
-    expect_list,
-    expect_mapping,
-    expect_str,
-)
+from fleetwarden.formats.documents import Document, PoolsRead, expect_list, expect_mapping
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed, Release
 
@@ -138,6 +132,12 @@ def read_pools(docs: Sequence[Document], *, assume: Assumed | None = None) -> Po
         if doc.group != _GROUP or doc.kind != "ClusterConfig":
             continue
         out.claimed.add((doc.path, doc.index))
+        if doc.api_version != strict.API_VERSION:
+            raise FormatError(
+                doc.path,
+                f"eksctl serves only apiVersion {strict.API_VERSION}, not {doc.api_version!r}",
+                field=doc.where("apiVersion"),
+            )
         pools = _pools_of(doc, assume) + _auto_mode_pools(doc)
         out.pools.extend(pools)
         if not pools:
@@ -170,7 +170,7 @@ def _auto_mode_pools(doc: Document) -> list[NodePoolSpec]:
     stated = "nodePools" in auto and auto["nodePools"] is not None
     names = (
         [
-            str(expect_str(doc, n, f"autoModeConfig.nodePools[{i}]", allow_none=False))
+            str(strict.text(doc, n, f"autoModeConfig.nodePools[{i}]", allow_none=False))
             for i, n in enumerate(raw)
         ]
         if stated
@@ -180,8 +180,8 @@ def _auto_mode_pools(doc: Document) -> list[NodePoolSpec]:
     if problem:
         raise FormatError(doc.path, problem, field=doc.where("autoModeConfig.nodePools"))
     meta = expect_mapping(doc, doc.body.get("metadata"), "metadata")
-    cluster = expect_str(doc, meta.get("name"), "metadata.name")
-    version = expect_str(doc, meta.get("version"), "metadata.version")
+    cluster = _cluster_name(doc, meta)
+    version, version_unknown = strict.version(doc, meta.get("version"))
     pools = []
     for i, name in enumerate(names):
         ledger = Ledger()
@@ -197,6 +197,8 @@ def _auto_mode_pools(doc: Document) -> list[NodePoolSpec]:
                 view.ignored(("autoModeConfig", key), "IAM of Auto Mode nodes: not on a node")
         if version:
             view.compared("metadata.version", "kubernetesVersion", version)
+        elif version_unknown:
+            view.unresolved("metadata.version", version_unknown, "kubernetesVersion")
         else:
             ledger.unstated(
                 "kubernetesVersion",
@@ -226,16 +228,52 @@ _AUTO_MODE_POOLS_DEFAULT = (
 
 def _pools_of(doc: Document, assume: Assumed) -> list[NodePoolSpec]:
     meta = expect_mapping(doc, doc.body.get("metadata"), "metadata")
-    cluster = expect_str(doc, meta.get("name"), "metadata.name")
-    version = expect_str(doc, meta.get("version"), "metadata.version")
-    pools = []
+    version, version_unknown = strict.version(doc, meta.get("version"))
+    outpost = expect_mapping(doc, doc.body.get("outpost"), "outpost")
+    raw_name = strict.text(doc, meta.get("name"), "metadata.name")
+    cluster_facts = _Cluster(
+        _cluster_name(doc, meta),
+        raw_name if strict.placeholder(raw_name) else None,
+        version,
+        version_unknown,
+        bool(outpost.get("controlPlaneOutpostARN")),
+    )
+    pools: list[NodePoolSpec] = []
+    seen: dict[str, str] = {}
     for section, managed in (("nodeGroups", False), ("managedNodeGroups", True)):
         for i, raw in enumerate(expect_list(doc, doc.body.get(section), section)):
             where = f"{section}[{i}]"
             ng = expect_mapping(doc, raw, where)
             group = _Group(doc, ng, (section, i), where, managed=managed, assume=assume)
-            pools.append(group.spec(cluster=cluster, version=version))
+            spec = group.spec(cluster_facts)
+            if spec.name in seen:
+                raise FormatError(
+                    doc.path,
+                    f"nodegroup name {spec.name!r} is used twice ({seen[spec.name]} and "
+                    f"{where}): eksctl refuses the file",
+                    field=doc.where(f"{where}.name"),
+                )
+            seen[spec.name] = where
+            pools.append(spec)
     return pools
+
+
+@dataclass(frozen=True, slots=True)
+class _Cluster:
+    """What the cluster part of the file says that its node groups depend on."""
+
+    name: str | None  # None: not stated, or a variable (listed as unresolved)
+    name_variable: str | None  # metadata.name when it is a variable (``${CLUSTER}``)
+    version: str | None
+    version_unknown: str | None  # why the version is not known (auto, latest, a variable)
+    outposts: bool  # the control plane runs on AWS Outposts (so do the node groups)
+
+
+def _cluster_name(doc: Document, meta: Mapping[str, Any]) -> str | None:
+    """``metadata.name``; None when it is a variable (a template: the cluster is then the one
+    given on the command line, ``CLUSTER=PATH``)."""
+    name = strict.text(doc, meta.get("name"), "metadata.name")
+    return None if strict.placeholder(name) else name
 
 
 class _Group:
@@ -255,14 +293,21 @@ class _Group:
         self.ledger = Ledger()
         self.view: View = self.ledger.view(doc.path, base=base, lines=doc.line_of)
         self.unresolved: list[Unresolved] = []
+        self.ami_family: str | None = None  # amiFamily as eksctl spells it, when stated
+        self.outposts = False  # the control plane is on AWS Outposts
 
     # -- typed reads -------------------------------------------------------------------------
 
     def _str(self, key: str) -> str | None:
-        return expect_str(self.doc, self.ng.get(key), f"{self.where}.{key}")
+        return strict.text(self.doc, self.ng.get(key), f"{self.where}.{key}")
 
-    def _int(self, key: str) -> int | None:
-        return expect_int(self.doc, self.ng.get(key), f"{self.where}.{key}")
+    def _int(self, key: str, fact: str) -> int | None:
+        """A whole number; a variable (``${SIZE}``) is listed as unresolved (None)."""
+        value = self.ng.get(key)
+        if strict.placeholder(value):
+            self._unresolve(key, fact, value)
+            return None
+        return strict.count(self.doc, value, f"{self.where}.{key}")
 
     def _unresolve(self, attr: str, fact: str, expression: str) -> None:
         self.view.unresolved(attr, expression, fact)
@@ -270,14 +315,21 @@ class _Group:
 
     # -- the pool --------------------------------------------------------------------------
 
-    def spec(self, *, cluster: str | None, version: str | None) -> NodePoolSpec:
+    def spec(self, facts: _Cluster) -> NodePoolSpec:
         doc, ng, view = self.doc, self.ng, self.view
-        name = expect_str(doc, ng.get("name"), f"{self.where}.name", allow_none=False)
+        cluster, version = facts.name, facts.version
+        self.outposts = facts.outposts
+        name = strict.text(doc, ng.get("name"), f"{self.where}.name", allow_none=False)
         assert name is not None
         view.compared("name", "name", name)
         meta_view = self.ledger.view(doc.path, base=("metadata",), lines=doc.line_of)
+        if facts.name_variable:
+            meta_view.unresolved("name", facts.name_variable, "cluster")
         if version:
             meta_view.compared("version", "kubernetesVersion", version)
+        elif facts.version_unknown:
+            meta_view.unresolved("version", facts.version_unknown, "kubernetesVersion")
+            self.unresolved.append(Unresolved("kubernetesVersion", facts.version_unknown))
         else:
             self.ledger.unstated(
                 "kubernetesVersion",
@@ -287,9 +339,9 @@ class _Group:
             )
         types = self._instance_types()
         lo, hi, desired = self._sizes()
-        labels, taints, max_pods = self._labels_taints(cluster, name)
-        disk = self._disk()
         family, alternatives = self._os_family(version, types)
+        labels, taints, max_pods = self._labels_taints(facts, name)
+        disk = self._disk()
         requirements = self._zones()
         allocatable = {"pods": str(max_pods)} if max_pods is not None else {}
         view.close(ng, _IGNORED)
@@ -320,30 +372,42 @@ class _Group:
     def _instance_types(self) -> tuple[str, ...]:
         doc, ng, view, where = self.doc, self.ng, self.view, self.where
         types: list[str] = []
+        variables: list[str] = []  # ${VAR} types: unresolved
         single = self._str("instanceType")
         if single == "mixed":
             view.ignored("instanceType", "'mixed': the types are instancesDistribution's")
+        elif strict.placeholder(single):
+            variables.append(str(single))
+            self._unresolve("instanceType", "instanceTypes", str(single))
         elif single:
             types.append(single)
             view.compared("instanceType", "instanceTypes", single)
-        listed = expect_list(doc, ng.get("instanceTypes"), f"{where}.instanceTypes")
-        for j, t in enumerate(listed):
-            types.append(str(expect_str(doc, t, f"{where}.instanceTypes[{j}]", allow_none=False)))
-        if listed:
-            view.compared("instanceTypes", "instanceTypes", list(listed))
-        dist = expect_mapping(
-            doc, ng.get("instancesDistribution"), f"{where}.instancesDistribution"
-        )
-        dist_types = expect_list(
-            doc, dist.get("instanceTypes"), f"{where}.instancesDistribution.instanceTypes"
-        )
-        for j, t in enumerate(dist_types):
-            text = expect_str(
-                doc, t, f"{where}.instancesDistribution.instanceTypes[{j}]", allow_none=False
+        if "instanceTypes" in ng and not self.managed:
+            raise FormatError(
+                doc.path,
+                "instanceTypes is a field of managedNodeGroups: a nodeGroups entry takes "
+                "instanceType or instancesDistribution.instanceTypes (eksctl refuses it)",
+                field=doc.where(f"{where}.instanceTypes"),
             )
-            types.append(str(text))
-        if dist_types:
-            view.compared("instancesDistribution.instanceTypes", "instanceTypes", list(dist_types))
+        for attr in ("instanceTypes", "instancesDistribution.instanceTypes"):
+            holder = (
+                ng
+                if attr == "instanceTypes"
+                else expect_mapping(
+                    doc, ng.get("instancesDistribution"), f"{where}.instancesDistribution"
+                )
+            )
+            listed = expect_list(doc, holder.get("instanceTypes"), f"{where}.{attr}")
+            texts = [
+                str(strict.text(doc, t, f"{where}.{attr}[{j}]", allow_none=False))
+                for j, t in enumerate(listed)
+            ]
+            if any(strict.placeholder(t) for t in texts):
+                variables.extend(texts)
+                self._unresolve(attr, "instanceTypes", ", ".join(texts))
+            elif texts:
+                types.extend(texts)
+                view.compared(attr, "instanceTypes", texts)
         selector = expect_mapping(doc, ng.get("instanceSelector"), f"{where}.instanceSelector")
         if selector and types:
             view.ignored("instanceSelector", "the instance types are stated")
@@ -361,8 +425,10 @@ class _Group:
                 "instanceTypes" if not types else "diskSizeGiB",
                 f"launchTemplate {_compact(launch)}: {facts} come from it",
             )
+        if variables:
+            return ()  # a type is a variable: which types the group has is not known
         if not types and not selector and not launch:
-            if ng.get("outpostARN"):
+            if ng.get("outpostARN") or self.outposts:
                 self.ledger.unstated(
                     "instanceTypes",
                     "instanceType",
@@ -379,14 +445,20 @@ class _Group:
         return tuple(dict.fromkeys(types))
 
     def _sizes(self) -> tuple[int | None, int | None, int | None]:
-        """eksctl's defaulting of min / max / desired (see the module docstring)."""
+        """eksctl's defaulting of min / max / desired (see the module docstring), and its
+        checks of them. A size that is a variable (``${N}``) is unresolved: nothing is derived
+        from it, so the sizes that would depend on it stay unknown too."""
         view, ledger = self.view, self.ledger
-        desired, lo, hi = self._int("desiredCapacity"), self._int("minSize"), self._int("maxSize")
-        for key, fact, value in (
-            ("desiredCapacity", "desiredSize", desired),
-            ("minSize", "minSize", lo),
-            ("maxSize", "maxSize", hi),
-        ):
+        keys = {"desiredCapacity": "desiredSize", "minSize": "minSize", "maxSize": "maxSize"}
+        if any(strict.placeholder(self.ng.get(key)) for key in keys):
+            for key, fact in keys.items():
+                value = self._int(key, fact)
+                if value is not None:
+                    view.compared(key, fact, value)
+            return None, None, None
+        desired, lo, hi = (self._int(key, fact) for key, fact in keys.items())
+        stated = (desired, lo, hi)
+        for (key, fact), value in zip(keys.items(), stated, strict=True):
             if value is not None:
                 view.compared(key, fact, value)
         if lo is None:
@@ -411,6 +483,7 @@ class _Group:
             if self.managed and hi == 0:
                 hi, why = 1, "eksctl: DefaultMaxSize (managed groups need at least 1)"
             ledger.default("maxSize", "maxSize", hi, why)
+        strict.check_sizes(self.doc, self.where, stated, (lo, hi))
         if desired is None:
             desired = lo
             ledger.default(
@@ -419,50 +492,24 @@ class _Group:
         return lo, hi, desired
 
     def _labels_taints(
-        self, cluster: str | None, name: str
+        self, facts: _Cluster, name: str
     ) -> tuple[dict[str, str], list[Taint], int | None]:
-        doc, ng, view, where, ledger = self.doc, self.ng, self.view, self.where, self.ledger
+        doc, ng, view, where = self.doc, self.ng, self.view, self.where
         labels: dict[str, str] = {}
-        custom_ami = self.managed and str(ng.get("ami") or "").startswith("ami-")
-        if not custom_ami:  # with a custom AMI the user's bootstrap must pass them
-            if cluster:
-                labels["alpha.eksctl.io/cluster-name"] = cluster
-                ledger.default(
-                    "labels.alpha.eksctl.io/cluster-name",
-                    "labels.alpha.eksctl.io/cluster-name",
-                    cluster,
-                    "eksctl: ClusterNameLabel (metadata.name)",
-                )
-            labels["alpha.eksctl.io/nodegroup-name"] = name
-            ledger.default(
-                "labels.alpha.eksctl.io/nodegroup-name",
-                "labels.alpha.eksctl.io/nodegroup-name",
-                name,
-                "eksctl: NodeGroupNameLabel",
-            )
-        if self.managed and not ng.get("instanceMarketOptions"):
-            spot = ng.get("spot") is True
-            capacity = "SPOT" if spot else "ON_DEMAND"
-            labels[_CAPACITY_LABEL] = capacity
-            if "spot" in ng:
-                view.compared("spot", f"labels.{_CAPACITY_LABEL}", ng.get("spot"))
-            else:
-                ledger.default(
-                    f"labels.{_CAPACITY_LABEL}",
-                    f"labels.{_CAPACITY_LABEL}",
-                    capacity,
-                    "EKS: managed node groups are ON_DEMAND unless spot",
-                )
+        self._own_labels(facts, name, labels)
         for k, v in expect_mapping(doc, ng.get("labels"), f"{where}.labels").items():
-            text = str(expect_str(doc, v, f"{where}.labels.{k}", allow_none=False))
+            text = str(strict.text(doc, v, f"{where}.labels.{k}", allow_none=False))
+            if strict.placeholder(text):
+                self._unresolve(("labels", str(k)), f"labels.{k}", text)
+                continue
             labels[str(k)] = text
             view.compared(("labels", str(k)), f"labels.{k}", text)
-        taints = list(_taints(doc, ng.get("taints"), f"{where}.taints"))
+        taints = list(_taints(doc, ng.get("taints"), f"{where}.taints", managed=self.managed))
         for taint in taints:
             view.compared(
                 "taints", taint.field_name, f"{taint.key}={taint.value or ''}:{taint.effect}"
             )
-        max_pods = self._int("maxPodsPerNode")
+        max_pods = self._int("maxPodsPerNode", "allocatable.pods")
         if max_pods is not None:
             view.compared("maxPodsPerNode", "allocatable.pods", max_pods)
         boot_pods = self._boot(labels, taints)
@@ -483,6 +530,75 @@ class _Group:
                     view.ignored(("kubeletExtraConfig", str(key)), _KUBELET_IGNORED)
         return labels, taints, max_pods
 
+    def _own_labels(self, facts: _Cluster, name: str, labels: dict[str, str]) -> None:
+        """The labels eksctl and EKS put on the group's nodes themselves.
+
+        eksctl's two labels reach the nodes through the user data eksctl writes; a managed
+        group with a custom AMI (``ami: ami-...``) gets them only where eksctl still writes the
+        kubelet's labels: the AL2023 NodeConfig (``nodebootstrap/al2023.go``) and the Ubuntu
+        bootstrap (``NODE_LABELS``); on AmazonLinux2, Bottlerocket and Windows the user's
+        ``overrideBootstrapCommand`` passes them. EKS labels ``eks.amazonaws.com/capacityType``
+        only through the bootstrap it merges for its own AMI types: not with a custom AMI,
+        nor for Ubuntu, whose AMI eksctl looks up (to EKS a custom AMI)."""
+        ng, view, ledger = self.ng, self.view, self.ledger
+        family = self.ami_family
+        custom_ami = self.managed and str(ng.get("ami") or "").startswith("ami-")
+        writes_labels = not custom_ami or (
+            family is not None and (family == "AmazonLinux2023" or family.startswith("Ubuntu"))
+        )
+        own = {"alpha.eksctl.io/nodegroup-name": (name, "eksctl: NodeGroupNameLabel")}
+        if facts.name:
+            own["alpha.eksctl.io/cluster-name"] = (
+                facts.name,
+                "eksctl: ClusterNameLabel (metadata.name)",
+            )
+        elif facts.name_variable:
+            ledger.unstated(
+                "labels.alpha.eksctl.io/cluster-name",
+                "labels.alpha.eksctl.io/cluster-name",
+                f"the cluster name is a variable ({facts.name_variable}): not compared",
+            )
+        for key, (value, origin) in sorted(own.items()):
+            fact = f"labels.{key}"
+            if writes_labels:
+                labels[key] = value
+                why = origin if not custom_ami else f"{origin}, written by eksctl for {family}"
+                ledger.default(fact, fact, value, why)
+            else:
+                ledger.unstated(
+                    fact,
+                    fact,
+                    "not stated: with a custom AMI on "
+                    f"{family or 'this AMI family'} the node's labels are the ones "
+                    "overrideBootstrapCommand passes (compared where it does)",
+                )
+        spot = strict.flag(self.doc, ng.get("spot"), f"{self.where}.spot")
+        if not self.managed or ng.get("instanceMarketOptions"):
+            return
+        if custom_ami or not strict.native_family(family):
+            why = (
+                "with a custom AMI EKS sets no capacityType label (only the labels the "
+                "bootstrap command passes are on the node)"
+                if custom_ami
+                else f"{family}: eksctl looks up the AMI, so EKS sets no capacityType label"
+            )
+            if "spot" in ng:
+                view.ignored("spot", why + ": not compared")
+            else:
+                ledger.unstated(f"labels.{_CAPACITY_LABEL}", f"labels.{_CAPACITY_LABEL}", why)
+            return
+        capacity = "SPOT" if spot else "ON_DEMAND"
+        labels[_CAPACITY_LABEL] = capacity
+        if "spot" in ng:
+            view.compared("spot", f"labels.{_CAPACITY_LABEL}", spot)
+        else:
+            ledger.default(
+                f"labels.{_CAPACITY_LABEL}",
+                f"labels.{_CAPACITY_LABEL}",
+                capacity,
+                "EKS: managed node groups are ON_DEMAND unless spot",
+            )
+
     def _boot(self, labels: dict[str, str], taints: list[Taint]) -> int | None:
         """Labels, taints and max-pods in the bootstrap commands."""
         max_pods = None
@@ -492,7 +608,8 @@ class _Group:
                 continue
             texts = raw if isinstance(raw, list) else [raw]
             text = "\n".join(
-                str(expect_str(self.doc, t, f"{self.where}.{key}", allow_none=False)) for t in texts
+                str(strict.text(self.doc, t, f"{self.where}.{key}", allow_none=False))
+                for t in texts
             )
             facts = bootstrap.from_user_data(text)
             for label_key, value in facts.labels.items():
@@ -518,7 +635,10 @@ class _Group:
         return max_pods
 
     def _disk(self) -> int | None:
-        size = self._int("volumeSize")
+        if strict.placeholder(self.ng.get("volumeSize")):
+            self._int("volumeSize", "diskSizeGiB")  # listed as unresolved
+            return None
+        size = self._int("volumeSize", "diskSizeGiB")
         if size is not None:
             self.view.compared("volumeSize", "diskSizeGiB", size)
             return size
@@ -537,16 +657,24 @@ class _Group:
         self, version: str | None, types: Sequence[str]
     ) -> tuple[str | None, tuple[str, ...]]:
         setting = self._str("amiFamily")
+        if strict.placeholder(setting):
+            self._unresolve("amiFamily", "osImage", str(setting))
+            return None, ()
         if setting:
-            family = osfamilies.family_of_setting(setting)
-            if family is None:
-                self.view.ignored("amiFamily", f"unknown AMI family {setting!r}: not compared")
+            name = strict.family(self.doc, setting, f"{self.where}.amiFamily", version)
+            self.ami_family = name
+            family = osfamilies.family_of_setting(name)
+            if family is None:  # a family of eksctl's that names no OS release we know
+                self.view.ignored("amiFamily", f"AMI family {setting!r}: its OS is not known")
             else:
                 self.view.compared("amiFamily", "osImage", setting)
             return family, ()
         if self.managed and str(self.ng.get("ami") or "").startswith("ami-"):
             self.ledger.unstated(
-                "osImage", "amiFamily", "not stated with a custom AMI (eksctl refuses that)"
+                "osImage",
+                "amiFamily",
+                "not stated with a custom AMI (eksctl >= 0.130 refuses that; older releases "
+                "did not say which OS it is): not compared",
             )
             return None, ()
         families, why = _default_families(self.assume.eksctl, version, managed=self.managed)
@@ -559,7 +687,10 @@ class _Group:
         )
         if not zones:
             return ()
-        values = tuple(str(z) for z in zones)
+        values = tuple(
+            str(strict.text(self.doc, z, f"{self.where}.availabilityZones[{i}]", allow_none=False))
+            for i, z in enumerate(zones)
+        )
         self.view.compared("availabilityZones", f"requirements.{_ZONE_LABEL}", list(values))
         return (Requirement(_ZONE_LABEL, "In", values),)
 
@@ -603,26 +734,39 @@ def _compact(value: Mapping[str, Any]) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
 
 
-def _taints(doc: Document, raw: Any, where: str) -> tuple[Taint, ...]:
-    """eksctl accepts a list of {key, value, effect} or the legacy map key: "value:Effect"."""
+def _taints(doc: Document, raw: Any, where: str, *, managed: bool) -> tuple[Taint, ...]:
+    """A list of {key, value, effect}; unmanaged groups also take the legacy map
+    ``key: "value:Effect"`` (eksctl's ``NodeGroup.Taints`` is a ``taintsWrapper``; a managed
+    group's is a plain list)."""
     out = []
     if isinstance(raw, Mapping):
+        if managed:
+            raise FormatError(
+                doc.path,
+                "managedNodeGroups take taints as a list of {key, value, effect}, not a map "
+                "(eksctl refuses it)",
+                field=doc.where(where),
+            )
         for key, spec in raw.items():
-            text = str(expect_str(doc, spec, f"{where}.{key}", allow_none=False))
+            text = str(strict.text(doc, spec, f"{where}.{key}", allow_none=False))
             value, _, effect = text.rpartition(":")
             out.append(Taint(str(key), value or None, _effect(doc, effect, f"{where}.{key}")))
         return tuple(sorted(out))
     for i, item in enumerate(expect_list(doc, raw, where)):
         t = expect_mapping(doc, item, f"{where}[{i}]")
-        t_key = expect_str(doc, t.get("key"), f"{where}[{i}].key", allow_none=False)
-        t_value = expect_str(doc, t.get("value"), f"{where}[{i}].value")
-        t_effect = expect_str(doc, t.get("effect"), f"{where}[{i}].effect", allow_none=False)
+        t_key = strict.text(doc, t.get("key"), f"{where}[{i}].key", allow_none=False)
+        t_value = strict.text(doc, t.get("value"), f"{where}[{i}].value")
+        t_effect = strict.text(doc, t.get("effect"), f"{where}[{i}].effect", allow_none=False)
         out.append(Taint(str(t_key), t_value, _effect(doc, str(t_effect), f"{where}[{i}].effect")))
     return tuple(sorted(out))
 
 
 def _effect(doc: Document, text: str, where: str) -> str:
-    try:
-        return normalise_effect(text)
-    except ValueError as exc:
-        raise FormatError(doc.path, str(exc), field=doc.where(where)) from None
+    """A taint effect as Kubernetes spells it: eksctl refuses any other spelling."""
+    if text not in strict.EFFECTS:
+        raise FormatError(
+            doc.path,
+            f"invalid taint effect {text!r} (eksctl accepts {', '.join(strict.EFFECTS)})",
+            field=doc.where(where),
+        )
+    return text

@@ -1,0 +1,201 @@
+"""What eksctl itself refuses in a ``ClusterConfig``, refused here too, with the reason.
+
+eksctl reads its file strictly (``pkg/eks/api.go``: ``yaml.UnmarshalStrict`` into typed Go
+structs) and validates it before it creates anything (``pkg/apis/eksctl.io/v1alpha5``
+``validation.go``, ``defaults.go``; ``pkg/cfn/builder/nodegroup.go``; ``pkg/utils/taints``). A
+file eksctl would refuse never built a cluster, so it is not a desired state to compare: the
+readers here raise ``FormatError`` naming the field, the value and what eksctl accepts. Values
+that hold an envsubst variable (``${VAR}``: many published eksctl files are templates) are not
+refused; the reader lists them as unresolved.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fleetwarden.formats.documents import Document, describe_type
+from fleetwarden.formats.errors import FormatError
+
+__all__ = [
+    "API_VERSION",
+    "EFFECTS",
+    "check_sizes",
+    "count",
+    "family",
+    "flag",
+    "placeholder",
+    "text",
+    "version",
+]
+
+API_VERSION = "eksctl.io/v1alpha5"
+"""The one version of the ``eksctl.io`` API eksctl serves (``pkg/apis/eksctl.io``)."""
+
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+"""Taint effects eksctl accepts, spelt as Kubernetes spells them (``validateTaintEffect``)."""
+
+_INT64_MAX = 2**63 - 1
+
+# every AMI family some eksctl release accepts (SupportedAMIFamilies, matched ignoring case by
+# normalizeAMIFamily; Ubuntu1804 and the two semi-annual Windows releases in older releases)
+_FAMILIES = {
+    name.lower(): name
+    for name in (
+        "AmazonLinux2023",
+        "AmazonLinux2",
+        "Ubuntu2604",
+        "UbuntuPro2604",
+        "Ubuntu2404",
+        "UbuntuPro2404",
+        "Ubuntu2204",
+        "UbuntuPro2204",
+        "Ubuntu2004",
+        "UbuntuPro2004",
+        "Ubuntu1804",
+        "Bottlerocket",
+        "BottlerocketFips",
+        "WindowsServer2019CoreContainer",
+        "WindowsServer2019FullContainer",
+        "WindowsServer2022CoreContainer",
+        "WindowsServer2022FullContainer",
+        "WindowsServer2025CoreContainer",
+        "WindowsServer2025FullContainer",
+        "WindowsServer2004CoreContainer",
+        "WindowsServer20H2CoreContainer",
+    )
+}
+_NATIVE = ("amazonlinux2023", "amazonlinux2", "bottlerocket", "bottlerocketfips")
+_VERSION = re.compile(r"[0-9]+\.[0-9]+")
+_AL2_LAST_MINOR = (1, 32)  # AmazonLinux2EOLVersion 1.33: eksctl refuses AL2 from there on
+
+
+def placeholder(value: Any) -> bool:
+    """An envsubst variable (``${VAR}``) in a string value: a template, not a value."""
+    return isinstance(value, str) and "${" in value
+
+
+def text(doc: Document, value: Any, where: str, *, allow_none: bool = True) -> str | None:
+    """A string field: a number or a boolean there is refused, as eksctl refuses it (a YAML
+    ``1.30`` is the number 1.3, not the text)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, str):
+        return value
+    hint = ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        hint = ' (eksctl refuses a number here: quote the value, e.g. "1.30")'
+    raise FormatError(
+        doc.path, f"expected a string, got {describe_type(value)}{hint}", field=doc.where(where)
+    )
+
+
+def count(doc: Document, value: Any, where: str) -> int | None:
+    """A whole number field (sizes, volume size, max pods): a string is refused (eksctl's
+    Go integers take no quoted numbers), as are negative and out-of-range numbers."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FormatError(
+            doc.path,
+            f"expected a whole number, got {describe_type(value)} {value!r:.40}",
+            field=doc.where(where),
+        )
+    if value < 0:
+        raise FormatError(doc.path, f"must not be negative, got {value}", field=doc.where(where))
+    if value > _INT64_MAX:
+        raise FormatError(doc.path, f"out of range: {value}", field=doc.where(where))
+    return value
+
+
+def flag(doc: Document, value: Any, where: str) -> bool | None:
+    """A true/false field (``spot``): a quoted ``"true"`` is refused, as eksctl refuses it."""
+    if value is None or isinstance(value, bool):
+        return value
+    raise FormatError(
+        doc.path,
+        f"expected true or false, got {describe_type(value)} {value!r:.40}",
+        field=doc.where(where),
+    )
+
+
+def version(doc: Document, value: Any) -> tuple[str | None, str | None]:
+    """``metadata.version``: (the version, None), or (None, why it is not known) for a value
+    eksctl resolves itself (``auto``, ``latest``: per eksctl release) or a variable."""
+    raw = text(doc, value, "metadata.version")
+    if raw is None or raw == "":
+        return None, None
+    if placeholder(raw):
+        return None, raw
+    if raw in ("auto", "latest"):
+        which = "default" if raw == "auto" else "newest"
+        return None, f"{raw}: the {which} Kubernetes version of the eksctl release that applied it"
+    if not _VERSION.fullmatch(raw):
+        raise FormatError(
+            doc.path,
+            f"{raw!r} is not a Kubernetes version eksctl accepts (MAJOR.MINOR such as "
+            '"1.30", or auto / latest)',
+            field=doc.where("metadata.version"),
+        )
+    return raw, None
+
+
+def family(doc: Document, setting: str, where: str, kube_version: str | None) -> str:
+    """``amiFamily`` as eksctl names it; an unknown family, or AmazonLinux2 from Kubernetes
+    1.33 on, is refused as eksctl refuses it."""
+    name = _FAMILIES.get(setting.lower())
+    if name is None:
+        known = ", ".join(n for n in _FAMILIES.values() if "2004Core" not in n and "20H2" not in n)
+        raise FormatError(
+            doc.path,
+            f"AMI family {setting!r} is not one eksctl knows (one of: {known})",
+            field=doc.where(where),
+        )
+    if name == "AmazonLinux2" and kube_version:
+        major, minor = (int(p) for p in kube_version.split(".")[:2])
+        if (major, minor) > _AL2_LAST_MINOR:
+            raise FormatError(
+                doc.path,
+                f"AmazonLinux2 is not supported for Kubernetes {kube_version} (eksctl refuses "
+                "it from 1.33: EKS has no AmazonLinux2 AMIs there)",
+                field=doc.where(where),
+            )
+    return name
+
+
+def native_family(name: str | None) -> bool:
+    """Does EKS itself provide the AMI of this family (an AMI type of managed node groups)?
+    Others (Ubuntu) are AMIs eksctl looks up: to EKS a custom AMI."""
+    return name is None or name.lower() in _NATIVE or name.lower().startswith("windows")
+
+
+def check_sizes(
+    doc: Document,
+    where: str,
+    stated: tuple[int | None, int | None, int | None],
+    resolved: tuple[int, int],
+) -> None:
+    """eksctl's checks of a group's sizes (``nodegroup.go``, ``validation.go``): a stated
+    ``desiredCapacity`` within the stated ``minSize`` / ``maxSize``, and ``minSize`` (stated
+    or defaulted) at most ``maxSize``."""
+    desired, lo, hi = stated
+    low, high = resolved
+    if desired is not None and lo is not None and desired < lo:
+        raise FormatError(
+            doc.path,
+            f"desiredCapacity ({desired}) is below minSize ({lo}): eksctl refuses it",
+            field=doc.where(f"{where}.desiredCapacity"),
+        )
+    if desired is not None and hi is not None and desired > hi:
+        raise FormatError(
+            doc.path,
+            f"desiredCapacity ({desired}) is above maxSize ({hi}): eksctl refuses it",
+            field=doc.where(f"{where}.desiredCapacity"),
+        )
+    if hi is not None and high < low:
+        why = "" if lo is not None else ", eksctl's default without minSize or desiredCapacity"
+        raise FormatError(
+            doc.path,
+            f"minSize ({low}{why}) is above maxSize ({high}): eksctl refuses it",
+            field=doc.where(f"{where}.maxSize"),
+        )
