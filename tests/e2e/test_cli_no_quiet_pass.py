@@ -134,6 +134,14 @@ def test_explain_strict_fails_on_an_attribute_fleetwarden_does_not_know(tree):
     assert run("explain", "-d", str(tree / "desired")).returncode == 0
 
 
+def test_explain_strict_fails_when_a_file_in_the_tree_cannot_be_read(tree):
+    (tree / "desired" / "broken.yaml").write_text("apiVersion: eksctl.io/v1alpha5\nkind: [\n")
+    r = run("explain", "-d", str(tree / "desired"), "-o", "json", "--strict")
+    assert r.returncode == 1, r.stderr
+    assert [s["problem"] for s in json.loads(r.stdout)["skipped"]] == [True]
+    assert run("explain", "-d", str(tree / "desired"), "-o", "json").returncode == 0
+
+
 def test_watch_exits_2_when_no_desired_cluster_is_a_context(tree):
     """Before connecting to anything: a desired tree whose clusters are none of the contexts
     would watch for ever and compare nothing."""

@@ -34,6 +34,12 @@ class Explanation:
     def unaccounted(self) -> int:
         return self.counts.get(FieldStatus.UNACCOUNTED.value, 0)
 
+    @property
+    def unreadable(self) -> int:
+        """Files under the paths given that could not be read: none of their fields are
+        accounted for."""
+        return sum(1 for s in self.skipped if s.problem)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "pools": [

@@ -161,7 +161,11 @@ def explain(
     output: FormatOpt = OutputFormat.table,
     strict: Annotated[
         bool,
-        typer.Option("--strict", help="Exit 1 when an attribute is unknown to fleetwarden."),
+        typer.Option(
+            "--strict",
+            help="Exit 1 when an attribute is unknown to fleetwarden or a file under the "
+            "paths given could not be read.",
+        ),
     ] = False,
     allow_empty: AllowEmptyOpt = False,
     wide: WideOpt = False,
@@ -185,7 +189,7 @@ def explain(
         )
     show = partial(print_explanation, result=result, wide=wide)
     emit(output is OutputFormat.json, result.to_json, show, wide=wide)
-    raise typer.Exit(1 if strict and result.unaccounted else 0)
+    raise typer.Exit(1 if strict and (result.unaccounted or result.unreadable) else 0)
 
 
 def register(app: typer.Typer) -> None:
