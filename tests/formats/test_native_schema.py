@@ -108,3 +108,24 @@ def test_what_the_fast_path_accepts_jsonschema_accepts(doc):
     event(f"fast={fast} jsonschema={slow}")
     if fast:
         assert slow
+
+
+def test_the_committed_validator_is_the_schemas_and_is_the_one_used():
+    """scripts/gen-native-validator made formats/native_validator.py from today's schema (run
+    it again after editing the schema), and the fast path uses it: fastjsonschema is not
+    imported to compile the schema at run time."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    check = [sys.executable, str(root / "scripts" / "gen-native-validator"), "--check"]
+    assert subprocess.run(check, capture_output=True, text=True).returncode == 0
+    probe = (
+        "import sys; from fleetwarden.formats import native; "
+        f"assert native.accepted_fast({BASE!r}); "
+        "assert not native.accepted_fast({'kind': 'NodePools'}); "
+        "assert 'fastjsonschema' not in sys.modules, 'compiled at run time'"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
