@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from fleetwarden.core.pools import Requirement, Taint
 from fleetwarden.formats import eksctl, karpenter
-from fleetwarden.formats.documents import parse_yaml_documents
+from fleetwarden.formats.desired import read_desired
+from fleetwarden.formats.documents import SourceFile, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 from tests.conftest import realdata_files
 
@@ -325,3 +326,74 @@ def _mutate(value, data):
         i = data.draw(st.integers(0, len(value) - 1))
         return [*value[:i], _mutate(value[i], data), *value[i + 1 :]]
     return data.draw(_json)
+
+
+# -- node classes and names across the files of one tree ------------------------------------
+
+
+def _tree(files: dict[str, str]):
+    return read_desired([SourceFile(path, text.encode()) for path, text in files.items()])
+
+
+def _nodepool(name: str) -> str:
+    return (
+        f"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n"
+        "  template:\n    spec:\n"
+        "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}\n"
+        "      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]\n"
+    )
+
+
+def _ec2_class(alias: str) -> str:
+    return (
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: c}\n"
+        f"spec:\n  role: r\n  amiSelectorTerms: [{{alias: {alias}}}]\n"
+    )
+
+
+def test_a_node_class_ref_takes_the_class_in_the_pools_own_file():
+    got = _tree(
+        {
+            "a/pool.yaml": _nodepool("np-a") + "---\n" + _ec2_class("bottlerocket@latest"),
+            "b/pool.yaml": _nodepool("np-b") + "---\n" + _ec2_class("al2023@latest"),
+        }
+    )
+    families = {p.name: p.os_family for p in got.pools}
+    assert families == {"np-a": "bottlerocket", "np-b": "amazonlinux2023"}
+
+
+def test_a_node_class_defined_in_two_other_files_is_unresolved_naming_both():
+    got = _tree(
+        {
+            "pool.yaml": _nodepool("np"),
+            "x/class.yaml": _ec2_class("bottlerocket@latest"),
+            "y/class.yaml": _ec2_class("al2023@latest"),
+        }
+    )
+    (pool,) = got.pools
+    assert pool.os_family is None and pool.disk_size_gib is None
+    (why, *_) = [u.expression for u in pool.unresolved if u.field == "osImage"]
+    assert "ambiguous" in why and "x/class.yaml" in why and "y/class.yaml" in why
+
+
+def test_a_node_class_only_in_another_file_is_still_found():
+    got = _tree({"pool.yaml": _nodepool("np"), "class.yaml": _ec2_class("bottlerocket@latest")})
+    assert [p.os_family for p in got.pools] == ["bottlerocket"]
+
+
+@pytest.mark.parametrize("same_file", [True, False], ids=["one file", "two files"])
+def test_two_nodepools_with_one_name_are_an_error_naming_both_places(same_file):
+    docs = [_nodepool("np") + "---\n" + _ec2_class("al2023@latest"), _nodepool("np")]
+    files = {"a.yaml": "---\n".join(docs)} if same_file else {"a.yaml": docs[0], "b.yaml": docs[1]}
+    got = _tree(files)
+    problems = [s for s in got.skipped if s.problem]
+    assert len(problems) == 1, got.skipped
+    assert "defined twice" in problems[0].reason and "a.yaml:3" in problems[0].reason
+    assert len([p for p in got.pools if p.name == "np"]) <= 1
+
+
+def test_a_provisioner_and_a_nodepool_may_share_a_name():
+    provisioner = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: np}\n"
+    got = _tree({"a.yaml": _nodepool("np") + "---\n" + provisioner})
+    assert sorted(p.name for p in got.pools) == ["np", "np"]
+    assert not got.skipped

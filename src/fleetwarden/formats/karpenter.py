@@ -22,6 +22,11 @@ Defaults Karpenter applies (read in aws/karpenter-provider-aws and kubernetes-si
   for Custom. With mappings, the ``rootVolume: true`` one, else the family's ephemeral device.
   ``instanceStorePolicy: RAID0`` puts ephemeral storage on instance store: not compared.
 
+A ``nodeClassRef`` / ``providerRef`` names the node class in the pool's own file when that file
+defines it, else the only one of that name in the tree; several candidates leave the OS and disk
+unresolved (naming them), never a pick. Two NodePools (or Provisioners) of one name in a tree are
+an error naming both places.
+
 Every attribute of the pool and its node class is accounted for (``fleetwarden explain``).
 """
 
@@ -122,18 +127,25 @@ _CLASS_IGNORED: dict[str, str] = {
 
 
 def read_pools(docs: Sequence[Document]) -> PoolsRead:
+    """The pools of a tree. A NodePool (or Provisioner) defined twice is an error naming both
+    places: a cluster holds one object per name, so which one applies would be a guess."""
     out = PoolsRead()
-    classes: dict[tuple[str, str], Document] = {}
+    classes: dict[str, list[Document]] = {}  # name -> node classes of that name, any kind
     pool_docs: list[Document] = []
+    first: dict[tuple[str, str], Document] = {}
     for doc in docs:
         group = doc.group
         if (group, doc.kind) in _POOL_KINDS:
             out.claimed.add((doc.path, doc.index))
             pool_docs.append(doc)
+            if doc.name:
+                earlier = first.setdefault((doc.kind, doc.name), doc)
+                if earlier is not doc:
+                    raise _defined_twice(doc, earlier)
         elif group.startswith("karpenter.") and doc.kind in _CLASS_KINDS:
             out.claimed.add((doc.path, doc.index))
             if doc.name:
-                classes[(doc.kind, doc.name)] = doc
+                classes.setdefault(doc.name, []).append(doc)
         elif doc.kind == "CustomResourceDefinition" and group == "apiextensions.k8s.io":
             spec = doc.body.get("spec")
             if isinstance(spec, Mapping) and str(spec.get("group", "")).startswith("karpenter."):
@@ -152,7 +164,7 @@ def read_pools(docs: Sequence[Document]) -> PoolsRead:
 class _Pool:
     """One NodePool / Provisioner being read, with its node class."""
 
-    def __init__(self, doc: Document, classes: Mapping[tuple[str, str], Document]) -> None:
+    def __init__(self, doc: Document, classes: Mapping[str, Sequence[Document]]) -> None:
         self.doc, self.classes = doc, classes
         self.legacy = doc.kind == "Provisioner"
         self.ledger = Ledger()
@@ -281,16 +293,15 @@ class _Pool:
         ref_path = _p(spec_path, ref_key)
         ref = tmpl_spec.get(ref_key)
         if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
-            self.ledger.unstated("osImage", ref_key, "no node class referenced")
+            self.view.unstated("osImage", ref_path, "no node class referenced")
             return None, (), None
-        kind = "AWSNodeTemplate" if self.legacy else str(ref.get("kind", "EC2NodeClass"))
-        target = self.classes.get((kind, ref["name"]))
-        label = f"{kind}/{ref['name']}"
+        target, why = self._resolve(ref)
         if target is None:
-            why = f"{label} is not in the desired-state tree"
             self.view.unresolved(ref_path, why, "osImage")
             self.unresolved.extend([Unresolved("osImage", why), Unresolved("diskSizeGiB", why)])
             return None, (), None
+        kind = target.kind
+        label = f"{kind}/{ref['name']}"
         self.view.ignored(ref_path, f"the node class: read from {label}")
         view = self.ledger.view(target.path, lines=target.line_of, label=label)
         body = expect_mapping(target, target.body.get("spec"), "spec")
@@ -307,6 +318,29 @@ class _Pool:
                 self.doc = doc_before
         view.close(body, _CLASS_IGNORED, at="spec")
         return result
+
+    def _resolve(self, ref: Mapping[str, Any]) -> tuple[Document | None, str]:
+        """The node class ``ref`` names, else why it cannot be told. The class in the pool's own
+        file wins; one defined only elsewhere in the tree is taken when it is the only one of
+        that name."""
+        name = str(ref["name"])
+        if self.legacy:
+            kinds: set[str] = {"AWSNodeTemplate"}
+        elif isinstance(ref.get("kind"), str):
+            kinds = {ref["kind"]}
+        else:
+            kinds = {"EC2NodeClass"}
+        found = [c for c in self.classes.get(name, ()) if c.kind in kinds]
+        here = [c for c in found if c.path == self.doc.path]
+        chosen = here or found
+        if len(chosen) == 1:
+            return chosen[0], ""
+        wanted = next(iter(kinds)) if len(kinds) == 1 else "a node class"
+        if not chosen:
+            return None, f"{wanted} {name!r} is not in the desired-state tree"
+        places = ", ".join(f"{c.kind} in {c.path}" for c in chosen)
+        where = "this file" if here else "the tree (none in this file)"
+        return None, f"{wanted} {name!r} is ambiguous: {len(chosen)} in {where}: {places}"
 
     def _aws_class(
         self, view: View, spec: Mapping[str, Any], at: str, *, legacy: bool
@@ -483,6 +517,18 @@ class _Pool:
                 elif f"spec.{key}" not in _CLASS_IGNORED:
                     view.ignored(f"spec.{key}", f"AKS node class setting: {_NOT_ON_NODE}")
         return family, (), disk
+
+
+def _defined_twice(doc: Document, earlier: Document) -> FormatError:
+    line = earlier.line_of(("metadata", "name"))
+    there = f"{earlier.path}:{line}" if line is not None else earlier.path
+    return FormatError(
+        doc.path,
+        f"{doc.kind} {doc.name!r} is defined twice (also at {there}): a cluster holds one "
+        "per name; rename one, or give each cluster's files as their own tree (CLUSTER=PATH)",
+        field=doc.where("metadata.name"),
+        line=doc.line_of(("metadata", "name")),
+    )
 
 
 def _p(*parts: str | int) -> Path:
