@@ -397,3 +397,30 @@ def test_a_provisioner_and_a_nodepool_may_share_a_name():
     got = _tree({"a.yaml": _nodepool("np") + "---\n" + provisioner})
     assert sorted(p.name for p in got.pools) == ["np", "np"]
     assert not got.skipped
+
+
+def test_a_v1beta1_ref_without_kind_finds_the_aks_node_class():
+    pool = (
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: gp}\nspec:\n"
+        "  template:\n    spec:\n      nodeClassRef: {name: default}\n"
+        "---\napiVersion: karpenter.azure.com/v1beta1\nkind: AKSNodeClass\n"
+        "metadata: {name: default}\nspec: {imageFamily: AzureLinux}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("gp.yaml", pool)).pools
+    assert spec.os_family == "azurelinux"
+    assert not spec.unresolved
+
+
+def test_a_ref_without_kind_matching_two_kinds_is_unresolved():
+    text = (
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: gp}\nspec:\n"
+        "  template:\n    spec:\n      nodeClassRef: {name: default}\n"
+        "---\napiVersion: karpenter.azure.com/v1beta1\nkind: AKSNodeClass\n"
+        "metadata: {name: default}\nspec: {imageFamily: AzureLinux}\n"
+        "---\napiVersion: karpenter.k8s.aws/v1beta1\nkind: EC2NodeClass\n"
+        "metadata: {name: default}\nspec: {amiFamily: AL2}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("gp.yaml", text)).pools
+    assert spec.os_family is None
+    (why,) = {u.expression for u in spec.unresolved}
+    assert "AKSNodeClass" in why and "EC2NodeClass" in why

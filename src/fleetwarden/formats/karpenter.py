@@ -328,8 +328,8 @@ class _Pool:
             kinds: set[str] = {"AWSNodeTemplate"}
         elif isinstance(ref.get("kind"), str):
             kinds = {ref["kind"]}
-        else:
-            kinds = {"EC2NodeClass"}
+        else:  # v1beta1 allows a ref without kind: whichever node class has that name
+            kinds = _CLASS_KINDS - {"AWSNodeTemplate"}
         found = [c for c in self.classes.get(name, ()) if c.kind in kinds]
         here = [c for c in found if c.path == self.doc.path]
         chosen = here or found
