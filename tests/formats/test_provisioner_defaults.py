@@ -317,3 +317,33 @@ def test_karpenter_v1alpha5_webhook_defaults_are_desired_values():
         found = diff_cluster("prod", specs, observed(*drifted)).findings
         assert [f.field for f in found] == [field]
         assert "v1alpha5" in (found[0].provenance or "")
+
+
+def test_karpenter_v1alpha5_aliased_labels_count_as_stated_so_no_default_is_added():
+    """Karpenter normalises beta.kubernetes.io/* (and failure-domain.beta...) requirement keys to
+    the stable labels before its webhook looks for arch / instance constraints."""
+    text = KARPENTER_V1ALPHA5.replace(
+        "  providerRef: {name: default}\n",
+        "  providerRef: {name: default}\n  requirements:\n"
+        "  - {key: beta.kubernetes.io/instance-type, operator: In, values: [m6g.large]}\n"
+        "  - {key: beta.kubernetes.io/arch, operator: In, values: [arm64]}\n"
+        "  - {key: failure-domain.beta.kubernetes.io/zone, operator: In, values: [eu-west-1a]}\n",
+    )
+    (spec,) = _specs("p.yaml", text)
+    assert {(r.key, r.values) for r in spec.requirements} == {
+        ("node.kubernetes.io/instance-type", ("m6g.large",)),
+        ("kubernetes.io/arch", ("arm64",)),
+        ("topology.kubernetes.io/zone", ("eu-west-1a",)),
+        ("kubernetes.io/os", ("linux",)),
+        ("karpenter.sh/capacity-type", ("on-demand",)),
+    }
+    labels = {
+        "karpenter.sh/provisioner-name": "default",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64",
+        "topology.kubernetes.io/zone": "eu-west-1a",
+        "karpenter.sh/capacity-type": "on-demand",
+    }
+    nodes = [node("a", labels=labels, instance_type="m6g.large", disk_gib=20)]
+    nodes[0]["status"]["nodeInfo"]["osImage"] = "Amazon Linux 2"
+    assert diff_cluster("prod", [spec.with_cluster("prod")], observed(*nodes)).findings == []

@@ -12,8 +12,11 @@ Defaults Karpenter applies (read in aws/karpenter-provider-aws and kubernetes-si
   ``kubernetes.io/os In [linux]``, ``kubernetes.io/arch In [amd64]``,
   ``karpenter.sh/capacity-type In [on-demand]``, and without any instance-type / family /
   category / generation requirement ``instance-category In [c, m, r]`` and
-  ``instance-generation Gt 2``. v1beta1 and v1 NodePools have no requirement defaults (an unstated
-  key may take any value; spot is even preferred), so none is assumed there.
+  ``instance-generation Gt 2``. Requirement keys are normalised first, as Karpenter does
+  (``beta.kubernetes.io/arch`` is ``kubernetes.io/arch``, ``failure-domain.beta...`` the
+  ``topology.kubernetes.io`` labels), in every version. v1beta1 and v1 NodePools have no
+  requirement defaults (an unstated key may take any value; spot is even preferred), so none is
+  assumed there.
 - OS family: v1alpha5 ``AWSNodeTemplate`` without ``amiFamily`` is AL2; v1beta1 states it (the
   field is required); v1 takes ``amiFamily``, else the ``amiSelectorTerms`` alias
   (``al2023@latest``). ``Custom`` means the AMI's own OS: not compared.
@@ -80,6 +83,16 @@ _V1ALPHA5_INSTANCE_DEFAULTS = (
     Requirement("karpenter.k8s.aws/instance-category", "In", ("c", "m", "r")),
     Requirement("karpenter.k8s.aws/instance-generation", "Gt", ("2",)),
 )
+# Karpenter reads these deprecated aliases as the stable labels (NormalizedLabels in
+# karpenter-core / kubernetes-sigs/karpenter, applied to every requirement it builds), so a
+# requirement written with an alias constrains, and is compared on, the stable label
+_NORMALIZED_LABELS = {
+    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+    "beta.kubernetes.io/arch": "kubernetes.io/arch",
+    "beta.kubernetes.io/os": "kubernetes.io/os",
+    "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
+}
 _V1ALPHA5_WHY = "Karpenter AWS provider v0.19-v0.32: the v1alpha5 Provisioner defaulting webhook"
 # family -> (default ephemeral volume GiB, the device that holds ephemeral storage)
 _DISK_DEFAULTS: dict[str, tuple[int, str]] = {
@@ -243,12 +256,15 @@ class _Pool:
     ) -> tuple[Requirement, ...]:
         path = f"{spec_path}.requirements"
         found = _requirements(self.doc, tmpl_spec.get("requirements"), path)
-        for i, req in enumerate(found):
+        for i, (req, written) in enumerate(found):
             shown = f"{req.key} {req.operator} {list(req.values)}"
+            if written != req.key:
+                shown += f" (written as {written})"
             self.view.compared(_p(spec_path, "requirements", i), f"requirements.{req.key}", shown)
+        stated = tuple(req for req, _ in found)
         if not self.legacy:
-            return found
-        keys = {r.key for r in found}
+            return stated
+        keys = {r.key for r in stated}  # the stable labels: an alias counts as stated
         defaults = [r for r in _V1ALPHA5_DEFAULTS if r.key not in keys]
         if not keys & set(_INSTANCE_KEYS):
             defaults.extend(_V1ALPHA5_INSTANCE_DEFAULTS)
@@ -259,7 +275,7 @@ class _Pool:
                 f"{req.key} {req.operator} {list(req.values)}",
                 _V1ALPHA5_WHY,
             )
-        return (*found, *defaults)
+        return (*stated, *defaults)
 
     def _kubelet(self, raw: Any, path: str) -> None:
         kubelet = expect_mapping(self.doc, raw, path)
@@ -543,7 +559,8 @@ def _show_taint(taint: Taint) -> str:
     return f"{taint.key}={taint.value or ''}:{taint.effect}"
 
 
-def _requirements(doc: Document, raw: Any, where: str) -> tuple[Requirement, ...]:
+def _requirements(doc: Document, raw: Any, where: str) -> tuple[tuple[Requirement, str], ...]:
+    """The requirements (keys normalised as Karpenter does), each with its key as written."""
     out = []
     for i, item in enumerate(expect_list(doc, raw, where)):
         r = expect_mapping(doc, item, f"{where}[{i}]")
@@ -561,7 +578,10 @@ def _requirements(doc: Document, raw: Any, where: str) -> tuple[Requirement, ...
         bound = ascii_int(values[0], signed=True) if op in ("Gte", "Lte") and values else None
         if bound is not None:
             op, values = ("Gt", (str(bound - 1),)) if op == "Gte" else ("Lt", (str(bound + 1),))
-        out.append(Requirement(str(key), str(op), values))
+        written = str(key)
+        out.append(
+            (Requirement(_NORMALIZED_LABELS.get(written, written), str(op), values), written)
+        )
     return tuple(out)
 
 
