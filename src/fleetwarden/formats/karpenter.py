@@ -20,6 +20,9 @@ Defaults Karpenter applies (read in aws/karpenter-provider-aws and kubernetes-si
 - OS family: v1alpha5 ``AWSNodeTemplate`` without ``amiFamily`` is AL2; v1beta1 states it (the
   field is required); v1 takes ``amiFamily``, else the ``amiSelectorTerms`` alias
   (``al2023@latest``). ``Custom`` means the AMI's own OS: not compared.
+- AKSNodeClass (Azure provider CRD defaults): ``imageFamily`` Ubuntu (``Ubuntu2204`` up to
+  v1.6.2; ``Ubuntu`` since, 22.04 or 24.04 by Kubernetes version: any release is accepted),
+  ``osDiskSizeGB`` 128.
 - Disk: without ``blockDeviceMappings`` the family's default volume holds ephemeral storage —
   20 GiB (AL2, AL2023, Ubuntu; Bottlerocket's data volume ``/dev/xvdb``), 50 GiB (Windows); none
   for Custom. With mappings, the ``rootVolume: true`` one, else the family's ephemeral device.
@@ -102,6 +105,12 @@ _DISK_DEFAULTS: dict[str, tuple[int, str]] = {
     "bottlerocket": (20, "/dev/xvdb"),
     "windows": (50, "/dev/sda1"),
 }
+_AKS_IMAGE_DEFAULT = (
+    "Karpenter Azure provider: the AKSNodeClass CRD default imageFamily, Ubuntu2204 up to "
+    "v1.6.2, Ubuntu from v1.6.3 (22.04 below Kubernetes 1.34, 24.04 from 1.34): any Ubuntu "
+    "release accepted"
+)
+_AKS_DISK_DEFAULT = "Karpenter Azure provider: the AKSNodeClass CRD default osDiskSizeGB 128"
 _KUBELET = "kubelet configuration: not compared (allocatable is compared with the pool's median)"
 
 _POOL_IGNORED: dict[str, str] = {
@@ -508,19 +517,22 @@ class _Pool:
     def _aks_class(
         self, view: View, doc: Document, spec: Mapping[str, Any]
     ) -> tuple[str | None, tuple[str, ...], int | None]:
-        """AKS node auto-provisioning: ``imageFamily`` and ``osDiskSizeGB`` when stated."""
-        family = None
+        """AKS node auto-provisioning: ``imageFamily`` and ``osDiskSizeGB``, stated or the CRD's
+        defaults (Azure/karpenter-provider-azure, ``AKSNodeClassSpec``)."""
+        family: str | None
         setting = expect_str(doc, spec.get("imageFamily"), "spec.imageFamily")
         if setting:
             family = osfamilies.family_of_setting(setting)
             view.compared("spec.imageFamily", "osImage", setting)
         else:
-            view.unstated("osImage", "spec.imageFamily", "not stated (AKS picks the image)")
+            family = osfamilies.family_of_setting("Ubuntu")
+            view.default("osImage", "spec.imageFamily", "Ubuntu", _AKS_IMAGE_DEFAULT)
         disk = expect_int(doc, spec.get("osDiskSizeGB"), "spec.osDiskSizeGB")
         if disk is not None:
             view.compared("spec.osDiskSizeGB", "diskSizeGiB", disk)
         else:
-            view.unstated("diskSizeGiB", "spec.osDiskSizeGB", "not stated (AKS default)")
+            disk = 128
+            view.default("diskSizeGiB", "spec.osDiskSizeGB", disk, _AKS_DISK_DEFAULT)
         pods = expect_int(doc, spec.get("maxPods"), "spec.maxPods")
         if pods is not None:
             self.max_pods = pods
@@ -530,6 +542,8 @@ class _Pool:
                 if key == "kubelet":
                     for inner in expect_mapping(doc, spec[key], "spec.kubelet"):
                         view.ignored(f"spec.kubelet.{inner}", _KUBELET)
+                elif key == "tags":
+                    view.ignored("spec.tags", f"Azure resource tags: {_NOT_ON_NODE}")
                 elif f"spec.{key}" not in _CLASS_IGNORED:
                     view.ignored(f"spec.{key}", f"AKS node class setting: {_NOT_ON_NODE}")
         return family, (), disk
