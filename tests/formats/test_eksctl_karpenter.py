@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.pools import Requirement, Taint
+from fleetwarden.core.pools import FieldStatus, Requirement, Taint
 from fleetwarden.formats import eksctl, karpenter
 from fleetwarden.formats.desired import read_desired
 from fleetwarden.formats.documents import SourceFile, parse_yaml_documents
@@ -424,3 +424,17 @@ def test_a_ref_without_kind_matching_two_kinds_is_unresolved():
     assert spec.os_family is None
     (why,) = {u.expression for u in spec.unresolved}
     assert "AKSNodeClass" in why and "EC2NodeClass" in why
+
+
+def test_a_label_key_with_dots_is_accounted_by_its_own_path_and_line():
+    text = (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: web}\nspec:\n"
+        "  template:\n    metadata:\n      labels:\n"
+        "        plain: x\n        team.example.com/owner: web\n"
+        "    spec:\n      requirements: []\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("np.yaml", text)).pools
+    assert spec.labels == {"plain": "x", "team.example.com/owner": "web"}
+    assert not [a for a in spec.account if a.status is FieldStatus.UNACCOUNTED]
+    (owner,) = [a for a in spec.account if a.fact == "labels.team.example.com/owner"]
+    assert owner.origin == "np.yaml:9"

@@ -215,7 +215,8 @@ class _Pool:
         for k, v in expect_mapping(doc, tmpl_meta.get("labels"), f"{meta_path}.labels").items():
             text = str(expect_str(doc, v, f"{meta_path}.labels.{k}", allow_none=False))
             self.labels[str(k)] = text
-            view.compared(_p(meta_path, "labels", str(k)), f"labels.{k}", text)
+            # a label key holds dots (team.example.com/owner): one path step, never split
+            view.compared((*_p(meta_path), "labels", str(k)), f"labels.{k}", text)
         taints = _taints(doc, tmpl_spec.get("taints"), f"{spec_path}.taints")
         for taint in taints:
             view.compared(_p(spec_path, "taints"), taint.field_name, _show_taint(taint))
@@ -562,7 +563,8 @@ def _defined_twice(doc: Document, earlier: Document) -> FormatError:
 
 
 def _p(*parts: str | int) -> Path:
-    """A path tuple from dotted strings and list positions."""
+    """A path tuple from dotted strings and list positions (never a key from the data: keys
+    may hold dots)."""
     out: list[str | int] = []
     for part in parts:
         out.extend(part.split(".") if isinstance(part, str) else [part])
