@@ -438,3 +438,49 @@ def test_a_label_key_with_dots_is_accounted_by_its_own_path_and_line():
     assert not [a for a in spec.account if a.status is FieldStatus.UNACCOUNTED]
     (owner,) = [a for a in spec.account if a.fact == "labels.team.example.com/owner"]
     assert owner.origin == "np.yaml:9"
+
+
+def _account(spec):
+    return {(a.path, a.status.value) for a in spec.account}
+
+
+def test_kubelet_blocks_and_an_inline_provider_are_accounted_by_their_paths():
+    alpha5 = (
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\nspec:\n"
+        "  provider: {amiFamily: Bottlerocket, subnetSelector: {a: b}, tags: {t: v}}\n"
+        "  kubeletConfiguration: {maxPods: 30, systemReserved: {cpu: 100m}}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("p.yaml", alpha5)).pools
+    assert spec.allocatable == {"pods": "30"}
+    assert {
+        ("spec.kubeletConfiguration.maxPods", "compared"),
+        ("spec.kubeletConfiguration.systemReserved", "ignored"),
+        ("spec.provider.subnetSelector", "ignored"),
+        ("spec.provider.tags", "ignored"),
+    } <= _account(spec)
+    beta1 = (
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+        "  template:\n    spec:\n      kubelet: {maxPods: 50, systemReserved: {cpu: 100m}}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("p.yaml", beta1)).pools
+    assert spec.allocatable == {"pods": "50"}
+    assert {
+        ("spec.template.spec.kubelet.maxPods", "compared"),
+        ("spec.template.spec.kubelet.systemReserved", "ignored"),
+    } <= _account(spec)
+    assert not [a for a in spec.account if a.status is FieldStatus.UNACCOUNTED]
+
+
+def test_a_v1_nodepool_kubelet_is_not_a_v1_field_and_leaves_the_class_max_pods():
+    text = (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+        "  template:\n    spec:\n"
+        "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}\n"
+        "      kubelet: {maxPods: 50}\n"
+        "---\napiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: c}\n"
+        "spec:\n  amiSelectorTerms: [{alias: al2023@latest}]\n  kubelet: {maxPods: 42}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("p.yaml", text)).pools
+    assert spec.allocatable == {"pods": "42"}
+    assert ("spec.template.spec.kubelet", "unaccounted") in _account(spec)
+    assert ("EC2NodeClass/c: spec.kubelet.maxPods", "compared") in _account(spec)

@@ -54,7 +54,7 @@ from fleetwarden.core.pools import (
 )
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.formats import bootstrap
-from fleetwarden.formats.accounting import Ledger, Path, View
+from fleetwarden.formats.accounting import Ledger, Path, View, dotted
 from fleetwarden.formats.documents import (
     Document,
     PoolsRead,
@@ -147,6 +147,14 @@ _CLASS_IGNORED: dict[str, str] = {
     "spec.vnetSubnetID": f"subnet: {_NOT_ON_NODE}",
 }
 
+# the same settings written inline in a v1alpha5 Provisioner's ``provider:`` block
+_INLINE_PROVIDER_IGNORED: dict[str, str] = {
+    f"spec.provider.{key.removeprefix('spec.')}": why for key, why in _CLASS_IGNORED.items()
+} | {
+    "spec.provider.apiVersion": "the provider block's own type",
+    "spec.provider.kind": "the provider block's own type",
+}
+
 
 def read_pools(docs: Sequence[Document]) -> PoolsRead:
     """The pools of a tree. A NodePool (or Provisioner) defined twice is an error naming both
@@ -228,8 +236,14 @@ class _Pool:
                 "startup taints: removed once the node is ready, so never expected",
             )
         requirements = self._requirements(tmpl_spec, spec_path)
-        kubelet_key = "kubeletConfiguration" if self.legacy else "kubelet"
-        self._kubelet(tmpl_spec.get(kubelet_key), _p(spec_path, kubelet_key))
+        if self.legacy:
+            self._kubelet(
+                tmpl_spec.get("kubeletConfiguration"), _p(spec_path, "kubeletConfiguration")
+            )
+        elif doc.api_version != "karpenter.sh/v1":
+            self._kubelet(tmpl_spec.get("kubelet"), _p(spec_path, "kubelet"))
+        # v1 moved kubelet to the EC2NodeClass: a NodePool's is not a v1 field (the API server
+        # prunes it), so it is left to close() as unaccounted and never overrides the class's
         count = self._replicas(spec)
         family, alternatives, disk = self._node_class(tmpl_spec, spec_path, spec)
         view.close(doc.body.get("spec") or {}, _POOL_IGNORED, at="spec")
@@ -287,16 +301,17 @@ class _Pool:
             )
         return (*stated, *defaults)
 
-    def _kubelet(self, raw: Any, path: str) -> None:
-        kubelet = expect_mapping(self.doc, raw, path)
+    def _kubelet(self, raw: Any, path: Path) -> None:
+        where = dotted(path)
+        kubelet = expect_mapping(self.doc, raw, where)
         for key, value in kubelet.items():
             if key == "maxPods":
-                pods = expect_int(self.doc, value, f"{path}.maxPods")
+                pods = expect_int(self.doc, value, f"{where}.maxPods")
                 if pods is not None:
                     self.max_pods = pods
-                    self.view.compared(f"{path}.maxPods", "allocatable.pods", pods)
-            else:
-                self.view.ignored(f"{path}.{key}", _KUBELET)
+                    self.view.compared((*path, "maxPods"), "allocatable.pods", pods)
+                    continue
+            self.view.ignored((*path, str(key)), _KUBELET)
 
     def _replicas(self, spec: Mapping[str, Any]) -> int | None:
         """v1 static NodePools keep exactly ``spec.replicas`` nodes."""
@@ -314,7 +329,10 @@ class _Pool:
         """OS family (with alternatives) and ephemeral disk size from the node class."""
         if self.legacy and isinstance(spec.get("provider"), Mapping):
             # an inline v1alpha5 ``provider:`` block is an AWSNodeTemplate spec in place
-            return self._aws_class(self.view, spec["provider"], "spec.provider", legacy=True)
+            provider = spec["provider"]
+            result = self._aws_class(self.view, provider, "spec.provider", legacy=True)
+            self.view.close(provider, _INLINE_PROVIDER_IGNORED, at="spec.provider")
+            return result
         ref_key = "providerRef" if self.legacy else "nodeClassRef"
         ref_path = _p(spec_path, ref_key)
         ref = tmpl_spec.get(ref_key)
