@@ -280,6 +280,35 @@ def test_eksctl_wrong_types_name_the_field(text, field):
     assert field in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ("", "NodePool/p: spec"),
+        ("spec: {}\n", "NodePool/p: spec.template"),
+        ("spec:\n  template: {metadata: {labels: {a: b}}}\n", "NodePool/p: spec.template.spec"),
+    ],
+    ids=["no spec", "no template", "no template spec"],
+)
+def test_a_nodepool_without_its_required_spec_is_an_error(spec, field):
+    text = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\n" + spec
+    with pytest.raises(FormatError, match="missing") as err:
+        karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize("values", ["[abc]", "[]", "['1', '2']", "['-1']", "['1.5']"], ids=str)
+@pytest.mark.parametrize("operator", ["Gt", "Lt", "Gte", "Lte"])
+def test_a_bound_requirement_needs_one_non_negative_integer(operator, values):
+    text = (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+        "  template:\n    spec:\n      requirements:\n"
+        f"      - {{key: karpenter.k8s.aws/instance-cpu, operator: {operator}, values: {values}}}\n"
+    )
+    with pytest.raises(FormatError, match="single non-negative integer") as err:
+        karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+    assert err.value.field == "NodePool/p: spec.template.spec.requirements[0].values"
+
+
 def test_karpenter_unknown_operator_is_an_error():
     text = (
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"

@@ -210,6 +210,15 @@ class _Pool:
         if not name:
             raise FormatError(doc.path, "missing", field=doc.where("metadata.name"))
         view.compared("metadata.name", "name", name)
+        if not self.legacy:  # the NodePool CRD requires spec.template.spec
+            at: Any = doc.body
+            for field_ in ("spec", "spec.template", "spec.template.spec"):
+                step = field_.rpartition(".")[2]
+                if isinstance(at, Mapping) and at.get(step) is None:
+                    raise FormatError(
+                        doc.path, "missing (required by the NodePool CRD)", field=doc.where(field_)
+                    )
+                at = at.get(step) if isinstance(at, Mapping) else None
         spec = expect_mapping(doc, doc.body.get("spec"), "spec")
         if self.legacy:
             meta_path, spec_path = "spec", "spec"
@@ -608,10 +617,18 @@ def _requirements(doc: Document, raw: Any, where: str) -> tuple[tuple[Requiremen
             str(expect_str(doc, v, f"{where}[{i}].values[{j}]", allow_none=False))
             for j, v in enumerate(expect_list(doc, r.get("values"), f"{where}[{i}].values"))
         )
-        # Karpenter's Gte/Lte are Gt/Lt shifted by one
-        bound = ascii_int(values[0], signed=True) if op in ("Gte", "Lte") and values else None
-        if bound is not None:
-            op, values = ("Gt", (str(bound - 1),)) if op == "Gte" else ("Lt", (str(bound + 1),))
+        if op in ("Gt", "Lt", "Gte", "Lte"):
+            # Karpenter's validation: one value, a non-negative integer
+            bound = ascii_int(values[0]) if len(values) == 1 else None
+            if bound is None:
+                raise FormatError(
+                    doc.path,
+                    f"operator {op} takes a single non-negative integer value, got {list(values)}",
+                    field=doc.where(f"{where}[{i}].values"),
+                )
+            # Karpenter's Gte/Lte are Gt/Lt shifted by one
+            if op in ("Gte", "Lte"):
+                op, values = ("Gt", (str(bound - 1),)) if op == "Gte" else ("Lt", (str(bound + 1),))
         written = str(key)
         out.append(
             (Requirement(_NORMALIZED_LABELS.get(written, written), str(op), values), written)
