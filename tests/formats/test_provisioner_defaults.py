@@ -384,3 +384,10 @@ def test_karpenter_aks_node_class_crd_defaults_are_desired_values():
     drifted = [node("a", labels=labels, os_image="CBL-Mariner/Linux", disk_gib=64)]
     found = diff_cluster("prod", specs, observed(*drifted)).findings
     assert sorted(f.field for f in found) == ["diskSize", "osImage"]
+
+
+def test_karpenter_v1alpha5_ami_family_default_names_its_node_template():
+    (spec,) = _specs("p.yaml", KARPENTER_V1ALPHA5)
+    (family,) = [a for a in spec.account if a.fact == "osImage"]
+    assert family.path == "AWSNodeTemplate/default: spec.amiFamily"
+    assert family.is_default and spec.os_family == "amazonlinux2"

@@ -428,7 +428,7 @@ class _Pool:
             view.ignored(f"{at}.amiSelector", "AMIs chosen by id/name/tags: not compared")
         if family is None and setting is None and alias is None and legacy:
             family = "amazonlinux2"
-            self.ledger.default(
+            view.default(
                 "osImage",
                 f"{at}.amiFamily",
                 "AL2",
