@@ -8,9 +8,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fleetwarden.core.pools import Requirement, Taint
+from fleetwarden.core.pools import FieldStatus, Requirement, Taint
 from fleetwarden.formats import eksctl, karpenter
-from fleetwarden.formats.documents import parse_yaml_documents
+from fleetwarden.formats.desired import read_desired
+from fleetwarden.formats.documents import SourceFile, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 from tests.conftest import realdata_files
 
@@ -279,6 +280,35 @@ def test_eksctl_wrong_types_name_the_field(text, field):
     assert field in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ("", "NodePool/p: spec"),
+        ("spec: {}\n", "NodePool/p: spec.template"),
+        ("spec:\n  template: {metadata: {labels: {a: b}}}\n", "NodePool/p: spec.template.spec"),
+    ],
+    ids=["no spec", "no template", "no template spec"],
+)
+def test_a_nodepool_without_its_required_spec_is_an_error(spec, field):
+    text = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\n" + spec
+    with pytest.raises(FormatError, match="missing") as err:
+        karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize("values", ["[abc]", "[]", "['1', '2']", "['-1']", "['1.5']"], ids=str)
+@pytest.mark.parametrize("operator", ["Gt", "Lt", "Gte", "Lte"])
+def test_a_bound_requirement_needs_one_non_negative_integer(operator, values):
+    text = (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+        "  template:\n    spec:\n      requirements:\n"
+        f"      - {{key: karpenter.k8s.aws/instance-cpu, operator: {operator}, values: {values}}}\n"
+    )
+    with pytest.raises(FormatError, match="single non-negative integer") as err:
+        karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+    assert err.value.field == "NodePool/p: spec.template.spec.requirements[0].values"
+
+
 def test_karpenter_unknown_operator_is_an_error():
     text = (
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
@@ -325,3 +355,161 @@ def _mutate(value, data):
         i = data.draw(st.integers(0, len(value) - 1))
         return [*value[:i], _mutate(value[i], data), *value[i + 1 :]]
     return data.draw(_json)
+
+
+# -- node classes and names across the files of one tree ------------------------------------
+
+
+def _tree(files: dict[str, str]):
+    return read_desired([SourceFile(path, text.encode()) for path, text in files.items()])
+
+
+def _nodepool(name: str) -> str:
+    return (
+        f"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {{name: {name}}}\nspec:\n"
+        "  template:\n    spec:\n"
+        "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}\n"
+        "      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]\n"
+    )
+
+
+def _ec2_class(alias: str) -> str:
+    return (
+        "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: c}\n"
+        f"spec:\n  role: r\n  amiSelectorTerms: [{{alias: {alias}}}]\n"
+    )
+
+
+def test_a_node_class_ref_takes_the_class_in_the_pools_own_file():
+    got = _tree(
+        {
+            "a/pool.yaml": _nodepool("np-a") + "---\n" + _ec2_class("bottlerocket@latest"),
+            "b/pool.yaml": _nodepool("np-b") + "---\n" + _ec2_class("al2023@latest"),
+        }
+    )
+    families = {p.name: p.os_family for p in got.pools}
+    assert families == {"np-a": "bottlerocket", "np-b": "amazonlinux2023"}
+
+
+def test_a_node_class_defined_in_two_other_files_is_unresolved_naming_both():
+    got = _tree(
+        {
+            "pool.yaml": _nodepool("np"),
+            "x/class.yaml": _ec2_class("bottlerocket@latest"),
+            "y/class.yaml": _ec2_class("al2023@latest"),
+        }
+    )
+    (pool,) = got.pools
+    assert pool.os_family is None and pool.disk_size_gib is None
+    (why, *_) = [u.expression for u in pool.unresolved if u.field == "osImage"]
+    assert "ambiguous" in why and "x/class.yaml" in why and "y/class.yaml" in why
+
+
+def test_a_node_class_only_in_another_file_is_still_found():
+    got = _tree({"pool.yaml": _nodepool("np"), "class.yaml": _ec2_class("bottlerocket@latest")})
+    assert [p.os_family for p in got.pools] == ["bottlerocket"]
+
+
+@pytest.mark.parametrize("same_file", [True, False], ids=["one file", "two files"])
+def test_two_nodepools_with_one_name_are_an_error_naming_both_places(same_file):
+    docs = [_nodepool("np") + "---\n" + _ec2_class("al2023@latest"), _nodepool("np")]
+    files = {"a.yaml": "---\n".join(docs)} if same_file else {"a.yaml": docs[0], "b.yaml": docs[1]}
+    got = _tree(files)
+    problems = [s for s in got.skipped if s.problem]
+    assert len(problems) == 1, got.skipped
+    assert "defined twice" in problems[0].reason and "a.yaml:3" in problems[0].reason
+    assert len([p for p in got.pools if p.name == "np"]) <= 1
+
+
+def test_a_provisioner_and_a_nodepool_may_share_a_name():
+    provisioner = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: np}\n"
+    got = _tree({"a.yaml": _nodepool("np") + "---\n" + provisioner})
+    assert sorted(p.name for p in got.pools) == ["np", "np"]
+    assert not got.skipped
+
+
+def test_a_v1beta1_ref_without_kind_finds_the_aks_node_class():
+    pool = (
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: gp}\nspec:\n"
+        "  template:\n    spec:\n      nodeClassRef: {name: default}\n"
+        "---\napiVersion: karpenter.azure.com/v1beta1\nkind: AKSNodeClass\n"
+        "metadata: {name: default}\nspec: {imageFamily: AzureLinux}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("gp.yaml", pool)).pools
+    assert spec.os_family == "azurelinux"
+    assert not spec.unresolved
+
+
+def test_a_ref_without_kind_matching_two_kinds_is_unresolved():
+    text = (
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: gp}\nspec:\n"
+        "  template:\n    spec:\n      nodeClassRef: {name: default}\n"
+        "---\napiVersion: karpenter.azure.com/v1beta1\nkind: AKSNodeClass\n"
+        "metadata: {name: default}\nspec: {imageFamily: AzureLinux}\n"
+        "---\napiVersion: karpenter.k8s.aws/v1beta1\nkind: EC2NodeClass\n"
+        "metadata: {name: default}\nspec: {amiFamily: AL2}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("gp.yaml", text)).pools
+    assert spec.os_family is None
+    (why,) = {u.expression for u in spec.unresolved}
+    assert "AKSNodeClass" in why and "EC2NodeClass" in why
+
+
+def test_a_label_key_with_dots_is_accounted_by_its_own_path_and_line():
+    text = (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: web}\nspec:\n"
+        "  template:\n    metadata:\n      labels:\n"
+        "        plain: x\n        team.example.com/owner: web\n"
+        "    spec:\n      requirements: []\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("np.yaml", text)).pools
+    assert spec.labels == {"plain": "x", "team.example.com/owner": "web"}
+    assert not [a for a in spec.account if a.status is FieldStatus.UNACCOUNTED]
+    (owner,) = [a for a in spec.account if a.fact == "labels.team.example.com/owner"]
+    assert owner.origin == "np.yaml:9"
+
+
+def _account(spec):
+    return {(a.path, a.status.value) for a in spec.account}
+
+
+def test_kubelet_blocks_and_an_inline_provider_are_accounted_by_their_paths():
+    alpha5 = (
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\nspec:\n"
+        "  provider: {amiFamily: Bottlerocket, subnetSelector: {a: b}, tags: {t: v}}\n"
+        "  kubeletConfiguration: {maxPods: 30, systemReserved: {cpu: 100m}}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("p.yaml", alpha5)).pools
+    assert spec.allocatable == {"pods": "30"}
+    assert {
+        ("spec.kubeletConfiguration.maxPods", "compared"),
+        ("spec.kubeletConfiguration.systemReserved", "ignored"),
+        ("spec.provider.subnetSelector", "ignored"),
+        ("spec.provider.tags", "ignored"),
+    } <= _account(spec)
+    beta1 = (
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+        "  template:\n    spec:\n      kubelet: {maxPods: 50, systemReserved: {cpu: 100m}}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("p.yaml", beta1)).pools
+    assert spec.allocatable == {"pods": "50"}
+    assert {
+        ("spec.template.spec.kubelet.maxPods", "compared"),
+        ("spec.template.spec.kubelet.systemReserved", "ignored"),
+    } <= _account(spec)
+    assert not [a for a in spec.account if a.status is FieldStatus.UNACCOUNTED]
+
+
+def test_a_v1_nodepool_kubelet_is_not_a_v1_field_and_leaves_the_class_max_pods():
+    text = (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+        "  template:\n    spec:\n"
+        "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}\n"
+        "      kubelet: {maxPods: 50}\n"
+        "---\napiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: c}\n"
+        "spec:\n  amiSelectorTerms: [{alias: al2023@latest}]\n  kubelet: {maxPods: 42}\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("p.yaml", text)).pools
+    assert spec.allocatable == {"pods": "42"}
+    assert ("spec.template.spec.kubelet", "unaccounted") in _account(spec)
+    assert ("EC2NodeClass/c: spec.kubelet.maxPods", "compared") in _account(spec)

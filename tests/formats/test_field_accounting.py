@@ -16,7 +16,11 @@ FORMATS = ("eksctl", "karpenter", "capi", "terraform")
 
 
 def _pools(category: str) -> list[NodePoolSpec]:
-    loaded = files.load_desired([files.PathArg(None, REALDATA / category)])
+    root = REALDATA / category
+    # the Karpenter files are unrelated examples, most of them NodePools named `default`: one
+    # tree would refuse all but one of each name, so each file is read as its own tree
+    trees = sorted(root.glob("*.yaml")) if category == "karpenter" else [root]
+    loaded = files.load_desired([files.PathArg(None, tree) for tree in trees])
     return loaded.pools
 
 

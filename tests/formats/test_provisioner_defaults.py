@@ -317,3 +317,77 @@ def test_karpenter_v1alpha5_webhook_defaults_are_desired_values():
         found = diff_cluster("prod", specs, observed(*drifted)).findings
         assert [f.field for f in found] == [field]
         assert "v1alpha5" in (found[0].provenance or "")
+
+
+def test_karpenter_v1alpha5_aliased_labels_count_as_stated_so_no_default_is_added():
+    """Karpenter normalises beta.kubernetes.io/* (and failure-domain.beta...) requirement keys to
+    the stable labels before its webhook looks for arch / instance constraints."""
+    text = KARPENTER_V1ALPHA5.replace(
+        "  providerRef: {name: default}\n",
+        "  providerRef: {name: default}\n  requirements:\n"
+        "  - {key: beta.kubernetes.io/instance-type, operator: In, values: [m6g.large]}\n"
+        "  - {key: beta.kubernetes.io/arch, operator: In, values: [arm64]}\n"
+        "  - {key: failure-domain.beta.kubernetes.io/zone, operator: In, values: [eu-west-1a]}\n",
+    )
+    (spec,) = _specs("p.yaml", text)
+    assert {(r.key, r.values) for r in spec.requirements} == {
+        ("node.kubernetes.io/instance-type", ("m6g.large",)),
+        ("kubernetes.io/arch", ("arm64",)),
+        ("topology.kubernetes.io/zone", ("eu-west-1a",)),
+        ("kubernetes.io/os", ("linux",)),
+        ("karpenter.sh/capacity-type", ("on-demand",)),
+    }
+    labels = {
+        "karpenter.sh/provisioner-name": "default",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "arm64",
+        "topology.kubernetes.io/zone": "eu-west-1a",
+        "karpenter.sh/capacity-type": "on-demand",
+    }
+    nodes = [node("a", labels=labels, instance_type="m6g.large", disk_gib=20)]
+    nodes[0]["status"]["nodeInfo"]["osImage"] = "Amazon Linux 2"
+    assert diff_cluster("prod", [spec.with_cluster("prod")], observed(*nodes)).findings == []
+
+
+AKS_NODE_CLASS_BARE = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.azure.com, kind: AKSNodeClass, name: default}
+      requirements: [{key: kubernetes.io/os, operator: In, values: [linux]}]
+---
+apiVersion: karpenter.azure.com/v1beta1
+kind: AKSNodeClass
+metadata: {name: default}
+spec:
+  tags: {team: web}
+"""
+
+
+def test_karpenter_aks_node_class_crd_defaults_are_desired_values():
+    """An AKSNodeClass stating nothing gets the CRD's Ubuntu image family (any release: the
+    default moved from Ubuntu2204 to Ubuntu, 24.04 from Kubernetes 1.34) and a 128 GB OS disk."""
+    (spec,) = _specs("aks.yaml", AKS_NODE_CLASS_BARE)
+    assert (spec.os_family, spec.disk_size_gib) == ("ubuntu", 128)
+    assert "AKSNodeClass CRD" in spec.provenance["osImage"]
+    assert "AKSNodeClass CRD" in spec.provenance["diskSizeGiB"]
+    (tags,) = [a for a in spec.account if a.path.endswith("spec.tags")]
+    assert "Azure" in tags.detail and "AWS" not in tags.detail
+    specs = [spec.with_cluster("prod")]
+    labels = {"karpenter.sh/nodepool": "default", "kubernetes.io/os": "linux"}
+    for image in ("Ubuntu 22.04.5 LTS", "Ubuntu 24.04.2 LTS"):
+        nodes = [node("a", labels=labels, os_image=image, disk_gib=128)]
+        assert diff_cluster("prod", specs, observed(*nodes)).findings == []
+    drifted = [node("a", labels=labels, os_image="CBL-Mariner/Linux", disk_gib=64)]
+    found = diff_cluster("prod", specs, observed(*drifted)).findings
+    assert sorted(f.field for f in found) == ["diskSize", "osImage"]
+
+
+def test_karpenter_v1alpha5_ami_family_default_names_its_node_template():
+    (spec,) = _specs("p.yaml", KARPENTER_V1ALPHA5)
+    (family,) = [a for a in spec.account if a.fact == "osImage"]
+    assert family.path == "AWSNodeTemplate/default: spec.amiFamily"
+    assert family.is_default and spec.os_family == "amazonlinux2"

@@ -12,15 +12,26 @@ Defaults Karpenter applies (read in aws/karpenter-provider-aws and kubernetes-si
   ``kubernetes.io/os In [linux]``, ``kubernetes.io/arch In [amd64]``,
   ``karpenter.sh/capacity-type In [on-demand]``, and without any instance-type / family /
   category / generation requirement ``instance-category In [c, m, r]`` and
-  ``instance-generation Gt 2``. v1beta1 and v1 NodePools have no requirement defaults (an unstated
-  key may take any value; spot is even preferred), so none is assumed there.
+  ``instance-generation Gt 2``. Requirement keys are normalised first, as Karpenter does
+  (``beta.kubernetes.io/arch`` is ``kubernetes.io/arch``, ``failure-domain.beta...`` the
+  ``topology.kubernetes.io`` labels), in every version. v1beta1 and v1 NodePools have no
+  requirement defaults (an unstated key may take any value; spot is even preferred), so none is
+  assumed there.
 - OS family: v1alpha5 ``AWSNodeTemplate`` without ``amiFamily`` is AL2; v1beta1 states it (the
   field is required); v1 takes ``amiFamily``, else the ``amiSelectorTerms`` alias
   (``al2023@latest``). ``Custom`` means the AMI's own OS: not compared.
+- AKSNodeClass (Azure provider CRD defaults): ``imageFamily`` Ubuntu (``Ubuntu2204`` up to
+  v1.6.2; ``Ubuntu`` since, 22.04 or 24.04 by Kubernetes version: any release is accepted),
+  ``osDiskSizeGB`` 128.
 - Disk: without ``blockDeviceMappings`` the family's default volume holds ephemeral storage —
   20 GiB (AL2, AL2023, Ubuntu; Bottlerocket's data volume ``/dev/xvdb``), 50 GiB (Windows); none
   for Custom. With mappings, the ``rootVolume: true`` one, else the family's ephemeral device.
   ``instanceStorePolicy: RAID0`` puts ephemeral storage on instance store: not compared.
+
+A ``nodeClassRef`` / ``providerRef`` names the node class in the pool's own file when that file
+defines it, else the only one of that name in the tree; several candidates leave the OS and disk
+unresolved (naming them), never a pick. Two NodePools (or Provisioners) of one name in a tree are
+an error naming both places.
 
 Every attribute of the pool and its node class is accounted for (``fleetwarden explain``).
 """
@@ -43,7 +54,7 @@ from fleetwarden.core.pools import (
 )
 from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.formats import bootstrap
-from fleetwarden.formats.accounting import Ledger, Path, View
+from fleetwarden.formats.accounting import Ledger, Path, View, dotted
 from fleetwarden.formats.documents import (
     Document,
     PoolsRead,
@@ -75,6 +86,16 @@ _V1ALPHA5_INSTANCE_DEFAULTS = (
     Requirement("karpenter.k8s.aws/instance-category", "In", ("c", "m", "r")),
     Requirement("karpenter.k8s.aws/instance-generation", "Gt", ("2",)),
 )
+# Karpenter reads these deprecated aliases as the stable labels (NormalizedLabels in
+# karpenter-core / kubernetes-sigs/karpenter, applied to every requirement it builds), so a
+# requirement written with an alias constrains, and is compared on, the stable label
+_NORMALIZED_LABELS = {
+    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+    "beta.kubernetes.io/arch": "kubernetes.io/arch",
+    "beta.kubernetes.io/os": "kubernetes.io/os",
+    "beta.kubernetes.io/instance-type": "node.kubernetes.io/instance-type",
+}
 _V1ALPHA5_WHY = "Karpenter AWS provider v0.19-v0.32: the v1alpha5 Provisioner defaulting webhook"
 # family -> (default ephemeral volume GiB, the device that holds ephemeral storage)
 _DISK_DEFAULTS: dict[str, tuple[int, str]] = {
@@ -84,6 +105,12 @@ _DISK_DEFAULTS: dict[str, tuple[int, str]] = {
     "bottlerocket": (20, "/dev/xvdb"),
     "windows": (50, "/dev/sda1"),
 }
+_AKS_IMAGE_DEFAULT = (
+    "Karpenter Azure provider: the AKSNodeClass CRD default imageFamily, Ubuntu2204 up to "
+    "v1.6.2, Ubuntu from v1.6.3 (22.04 below Kubernetes 1.34, 24.04 from 1.34): any Ubuntu "
+    "release accepted"
+)
+_AKS_DISK_DEFAULT = "Karpenter Azure provider: the AKSNodeClass CRD default osDiskSizeGB 128"
 _KUBELET = "kubelet configuration: not compared (allocatable is compared with the pool's median)"
 
 _POOL_IGNORED: dict[str, str] = {
@@ -120,20 +147,35 @@ _CLASS_IGNORED: dict[str, str] = {
     "spec.vnetSubnetID": f"subnet: {_NOT_ON_NODE}",
 }
 
+# the same settings written inline in a v1alpha5 Provisioner's ``provider:`` block
+_INLINE_PROVIDER_IGNORED: dict[str, str] = {
+    f"spec.provider.{key.removeprefix('spec.')}": why for key, why in _CLASS_IGNORED.items()
+} | {
+    "spec.provider.apiVersion": "the provider block's own type",
+    "spec.provider.kind": "the provider block's own type",
+}
+
 
 def read_pools(docs: Sequence[Document]) -> PoolsRead:
+    """The pools of a tree. A NodePool (or Provisioner) defined twice is an error naming both
+    places: a cluster holds one object per name, so which one applies would be a guess."""
     out = PoolsRead()
-    classes: dict[tuple[str, str], Document] = {}
+    classes: dict[str, list[Document]] = {}  # name -> node classes of that name, any kind
     pool_docs: list[Document] = []
+    first: dict[tuple[str, str], Document] = {}
     for doc in docs:
         group = doc.group
         if (group, doc.kind) in _POOL_KINDS:
             out.claimed.add((doc.path, doc.index))
             pool_docs.append(doc)
+            if doc.name:
+                earlier = first.setdefault((doc.kind, doc.name), doc)
+                if earlier is not doc:
+                    raise _defined_twice(doc, earlier)
         elif group.startswith("karpenter.") and doc.kind in _CLASS_KINDS:
             out.claimed.add((doc.path, doc.index))
             if doc.name:
-                classes[(doc.kind, doc.name)] = doc
+                classes.setdefault(doc.name, []).append(doc)
         elif doc.kind == "CustomResourceDefinition" and group == "apiextensions.k8s.io":
             spec = doc.body.get("spec")
             if isinstance(spec, Mapping) and str(spec.get("group", "")).startswith("karpenter."):
@@ -152,7 +194,7 @@ def read_pools(docs: Sequence[Document]) -> PoolsRead:
 class _Pool:
     """One NodePool / Provisioner being read, with its node class."""
 
-    def __init__(self, doc: Document, classes: Mapping[tuple[str, str], Document]) -> None:
+    def __init__(self, doc: Document, classes: Mapping[str, Sequence[Document]]) -> None:
         self.doc, self.classes = doc, classes
         self.legacy = doc.kind == "Provisioner"
         self.ledger = Ledger()
@@ -168,6 +210,15 @@ class _Pool:
         if not name:
             raise FormatError(doc.path, "missing", field=doc.where("metadata.name"))
         view.compared("metadata.name", "name", name)
+        if not self.legacy:  # the NodePool CRD requires spec.template.spec
+            at: Any = doc.body
+            for field_ in ("spec", "spec.template", "spec.template.spec"):
+                step = field_.rpartition(".")[2]
+                if isinstance(at, Mapping) and at.get(step) is None:
+                    raise FormatError(
+                        doc.path, "missing (required by the NodePool CRD)", field=doc.where(field_)
+                    )
+                at = at.get(step) if isinstance(at, Mapping) else None
         spec = expect_mapping(doc, doc.body.get("spec"), "spec")
         if self.legacy:
             meta_path, spec_path = "spec", "spec"
@@ -181,7 +232,8 @@ class _Pool:
         for k, v in expect_mapping(doc, tmpl_meta.get("labels"), f"{meta_path}.labels").items():
             text = str(expect_str(doc, v, f"{meta_path}.labels.{k}", allow_none=False))
             self.labels[str(k)] = text
-            view.compared(_p(meta_path, "labels", str(k)), f"labels.{k}", text)
+            # a label key holds dots (team.example.com/owner): one path step, never split
+            view.compared((*_p(meta_path), "labels", str(k)), f"labels.{k}", text)
         taints = _taints(doc, tmpl_spec.get("taints"), f"{spec_path}.taints")
         for taint in taints:
             view.compared(_p(spec_path, "taints"), taint.field_name, _show_taint(taint))
@@ -193,8 +245,14 @@ class _Pool:
                 "startup taints: removed once the node is ready, so never expected",
             )
         requirements = self._requirements(tmpl_spec, spec_path)
-        kubelet_key = "kubeletConfiguration" if self.legacy else "kubelet"
-        self._kubelet(tmpl_spec.get(kubelet_key), _p(spec_path, kubelet_key))
+        if self.legacy:
+            self._kubelet(
+                tmpl_spec.get("kubeletConfiguration"), _p(spec_path, "kubeletConfiguration")
+            )
+        elif doc.api_version != "karpenter.sh/v1":
+            self._kubelet(tmpl_spec.get("kubelet"), _p(spec_path, "kubelet"))
+        # v1 moved kubelet to the EC2NodeClass: a NodePool's is not a v1 field (the API server
+        # prunes it), so it is left to close() as unaccounted and never overrides the class's
         count = self._replicas(spec)
         family, alternatives, disk = self._node_class(tmpl_spec, spec_path, spec)
         view.close(doc.body.get("spec") or {}, _POOL_IGNORED, at="spec")
@@ -231,12 +289,15 @@ class _Pool:
     ) -> tuple[Requirement, ...]:
         path = f"{spec_path}.requirements"
         found = _requirements(self.doc, tmpl_spec.get("requirements"), path)
-        for i, req in enumerate(found):
+        for i, (req, written) in enumerate(found):
             shown = f"{req.key} {req.operator} {list(req.values)}"
+            if written != req.key:
+                shown += f" (written as {written})"
             self.view.compared(_p(spec_path, "requirements", i), f"requirements.{req.key}", shown)
+        stated = tuple(req for req, _ in found)
         if not self.legacy:
-            return found
-        keys = {r.key for r in found}
+            return stated
+        keys = {r.key for r in stated}  # the stable labels: an alias counts as stated
         defaults = [r for r in _V1ALPHA5_DEFAULTS if r.key not in keys]
         if not keys & set(_INSTANCE_KEYS):
             defaults.extend(_V1ALPHA5_INSTANCE_DEFAULTS)
@@ -247,18 +308,19 @@ class _Pool:
                 f"{req.key} {req.operator} {list(req.values)}",
                 _V1ALPHA5_WHY,
             )
-        return (*found, *defaults)
+        return (*stated, *defaults)
 
-    def _kubelet(self, raw: Any, path: str) -> None:
-        kubelet = expect_mapping(self.doc, raw, path)
+    def _kubelet(self, raw: Any, path: Path) -> None:
+        where = dotted(path)
+        kubelet = expect_mapping(self.doc, raw, where)
         for key, value in kubelet.items():
             if key == "maxPods":
-                pods = expect_int(self.doc, value, f"{path}.maxPods")
+                pods = expect_int(self.doc, value, f"{where}.maxPods")
                 if pods is not None:
                     self.max_pods = pods
-                    self.view.compared(f"{path}.maxPods", "allocatable.pods", pods)
-            else:
-                self.view.ignored(f"{path}.{key}", _KUBELET)
+                    self.view.compared((*path, "maxPods"), "allocatable.pods", pods)
+                    continue
+            self.view.ignored((*path, str(key)), _KUBELET)
 
     def _replicas(self, spec: Mapping[str, Any]) -> int | None:
         """v1 static NodePools keep exactly ``spec.replicas`` nodes."""
@@ -276,21 +338,23 @@ class _Pool:
         """OS family (with alternatives) and ephemeral disk size from the node class."""
         if self.legacy and isinstance(spec.get("provider"), Mapping):
             # an inline v1alpha5 ``provider:`` block is an AWSNodeTemplate spec in place
-            return self._aws_class(self.view, spec["provider"], "spec.provider", legacy=True)
+            provider = spec["provider"]
+            result = self._aws_class(self.view, provider, "spec.provider", legacy=True)
+            self.view.close(provider, _INLINE_PROVIDER_IGNORED, at="spec.provider")
+            return result
         ref_key = "providerRef" if self.legacy else "nodeClassRef"
         ref_path = _p(spec_path, ref_key)
         ref = tmpl_spec.get(ref_key)
         if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
-            self.ledger.unstated("osImage", ref_key, "no node class referenced")
+            self.view.unstated("osImage", ref_path, "no node class referenced")
             return None, (), None
-        kind = "AWSNodeTemplate" if self.legacy else str(ref.get("kind", "EC2NodeClass"))
-        target = self.classes.get((kind, ref["name"]))
-        label = f"{kind}/{ref['name']}"
+        target, why = self._resolve(ref)
         if target is None:
-            why = f"{label} is not in the desired-state tree"
             self.view.unresolved(ref_path, why, "osImage")
             self.unresolved.extend([Unresolved("osImage", why), Unresolved("diskSizeGiB", why)])
             return None, (), None
+        kind = target.kind
+        label = f"{kind}/{ref['name']}"
         self.view.ignored(ref_path, f"the node class: read from {label}")
         view = self.ledger.view(target.path, lines=target.line_of, label=label)
         body = expect_mapping(target, target.body.get("spec"), "spec")
@@ -307,6 +371,29 @@ class _Pool:
                 self.doc = doc_before
         view.close(body, _CLASS_IGNORED, at="spec")
         return result
+
+    def _resolve(self, ref: Mapping[str, Any]) -> tuple[Document | None, str]:
+        """The node class ``ref`` names, else why it cannot be told. The class in the pool's own
+        file wins; one defined only elsewhere in the tree is taken when it is the only one of
+        that name."""
+        name = str(ref["name"])
+        if self.legacy:
+            kinds: set[str] = {"AWSNodeTemplate"}
+        elif isinstance(ref.get("kind"), str):
+            kinds = {ref["kind"]}
+        else:  # v1beta1 allows a ref without kind: whichever node class has that name
+            kinds = _CLASS_KINDS - {"AWSNodeTemplate"}
+        found = [c for c in self.classes.get(name, ()) if c.kind in kinds]
+        here = [c for c in found if c.path == self.doc.path]
+        chosen = here or found
+        if len(chosen) == 1:
+            return chosen[0], ""
+        wanted = next(iter(kinds)) if len(kinds) == 1 else "a node class"
+        if not chosen:
+            return None, f"{wanted} {name!r} is not in the desired-state tree"
+        places = ", ".join(f"{c.kind} in {c.path}" for c in chosen)
+        where = "this file" if here else "the tree (none in this file)"
+        return None, f"{wanted} {name!r} is ambiguous: {len(chosen)} in {where}: {places}"
 
     def _aws_class(
         self, view: View, spec: Mapping[str, Any], at: str, *, legacy: bool
@@ -341,7 +428,7 @@ class _Pool:
             view.ignored(f"{at}.amiSelector", "AMIs chosen by id/name/tags: not compared")
         if family is None and setting is None and alias is None and legacy:
             family = "amazonlinux2"
-            self.ledger.default(
+            view.default(
                 "osImage",
                 f"{at}.amiFamily",
                 "AL2",
@@ -458,19 +545,22 @@ class _Pool:
     def _aks_class(
         self, view: View, doc: Document, spec: Mapping[str, Any]
     ) -> tuple[str | None, tuple[str, ...], int | None]:
-        """AKS node auto-provisioning: ``imageFamily`` and ``osDiskSizeGB`` when stated."""
-        family = None
+        """AKS node auto-provisioning: ``imageFamily`` and ``osDiskSizeGB``, stated or the CRD's
+        defaults (Azure/karpenter-provider-azure, ``AKSNodeClassSpec``)."""
+        family: str | None
         setting = expect_str(doc, spec.get("imageFamily"), "spec.imageFamily")
         if setting:
             family = osfamilies.family_of_setting(setting)
             view.compared("spec.imageFamily", "osImage", setting)
         else:
-            view.unstated("osImage", "spec.imageFamily", "not stated (AKS picks the image)")
+            family = osfamilies.family_of_setting("Ubuntu")
+            view.default("osImage", "spec.imageFamily", "Ubuntu", _AKS_IMAGE_DEFAULT)
         disk = expect_int(doc, spec.get("osDiskSizeGB"), "spec.osDiskSizeGB")
         if disk is not None:
             view.compared("spec.osDiskSizeGB", "diskSizeGiB", disk)
         else:
-            view.unstated("diskSizeGiB", "spec.osDiskSizeGB", "not stated (AKS default)")
+            disk = 128
+            view.default("diskSizeGiB", "spec.osDiskSizeGB", disk, _AKS_DISK_DEFAULT)
         pods = expect_int(doc, spec.get("maxPods"), "spec.maxPods")
         if pods is not None:
             self.max_pods = pods
@@ -480,13 +570,28 @@ class _Pool:
                 if key == "kubelet":
                     for inner in expect_mapping(doc, spec[key], "spec.kubelet"):
                         view.ignored(f"spec.kubelet.{inner}", _KUBELET)
+                elif key == "tags":
+                    view.ignored("spec.tags", f"Azure resource tags: {_NOT_ON_NODE}")
                 elif f"spec.{key}" not in _CLASS_IGNORED:
                     view.ignored(f"spec.{key}", f"AKS node class setting: {_NOT_ON_NODE}")
         return family, (), disk
 
 
+def _defined_twice(doc: Document, earlier: Document) -> FormatError:
+    line = earlier.line_of(("metadata", "name"))
+    there = f"{earlier.path}:{line}" if line is not None else earlier.path
+    return FormatError(
+        doc.path,
+        f"{doc.kind} {doc.name!r} is defined twice (also at {there}): a cluster holds one "
+        "per name; rename one, or give each cluster's files as their own tree (CLUSTER=PATH)",
+        field=doc.where("metadata.name"),
+        line=doc.line_of(("metadata", "name")),
+    )
+
+
 def _p(*parts: str | int) -> Path:
-    """A path tuple from dotted strings and list positions."""
+    """A path tuple from dotted strings and list positions (never a key from the data: keys
+    may hold dots)."""
     out: list[str | int] = []
     for part in parts:
         out.extend(part.split(".") if isinstance(part, str) else [part])
@@ -497,7 +602,8 @@ def _show_taint(taint: Taint) -> str:
     return f"{taint.key}={taint.value or ''}:{taint.effect}"
 
 
-def _requirements(doc: Document, raw: Any, where: str) -> tuple[Requirement, ...]:
+def _requirements(doc: Document, raw: Any, where: str) -> tuple[tuple[Requirement, str], ...]:
+    """The requirements (keys normalised as Karpenter does), each with its key as written."""
     out = []
     for i, item in enumerate(expect_list(doc, raw, where)):
         r = expect_mapping(doc, item, f"{where}[{i}]")
@@ -511,11 +617,22 @@ def _requirements(doc: Document, raw: Any, where: str) -> tuple[Requirement, ...
             str(expect_str(doc, v, f"{where}[{i}].values[{j}]", allow_none=False))
             for j, v in enumerate(expect_list(doc, r.get("values"), f"{where}[{i}].values"))
         )
-        # Karpenter's Gte/Lte are Gt/Lt shifted by one
-        bound = ascii_int(values[0], signed=True) if op in ("Gte", "Lte") and values else None
-        if bound is not None:
-            op, values = ("Gt", (str(bound - 1),)) if op == "Gte" else ("Lt", (str(bound + 1),))
-        out.append(Requirement(str(key), str(op), values))
+        if op in ("Gt", "Lt", "Gte", "Lte"):
+            # Karpenter's validation: one value, a non-negative integer
+            bound = ascii_int(values[0]) if len(values) == 1 else None
+            if bound is None:
+                raise FormatError(
+                    doc.path,
+                    f"operator {op} takes a single non-negative integer value, got {list(values)}",
+                    field=doc.where(f"{where}[{i}].values"),
+                )
+            # Karpenter's Gte/Lte are Gt/Lt shifted by one
+            if op in ("Gte", "Lte"):
+                op, values = ("Gt", (str(bound - 1),)) if op == "Gte" else ("Lt", (str(bound + 1),))
+        written = str(key)
+        out.append(
+            (Requirement(_NORMALIZED_LABELS.get(written, written), str(op), values), written)
+        )
     return tuple(out)
 
 
