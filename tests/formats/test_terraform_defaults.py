@@ -1081,3 +1081,11 @@ def test_every_attribute_of_the_inline_modules_is_accounted_for():
             assert not [a.path for a in spec.account if a.status is FieldStatus.UNACCOUNTED], (
                 spec.name
             )
+
+
+@pytest.mark.parametrize("key", ["node_groups", "worker_groups", "worker_groups_launch_template"])
+def test_v17_groups_of_a_locally_sourced_module_are_read(key):
+    """The module's own v17 examples call it as ``../..``: its groups are pools."""
+    group = '{ a = { name = "a" } }' if key == "node_groups" else '[{ name = "a" }]'
+    text = f'module "eks" {{\n  source = "../.."\n  cluster_name = "prod"\n  {key} = {group}\n}}\n'
+    assert [s.name for s in _specs(text)] == ["a"]

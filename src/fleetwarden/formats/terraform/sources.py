@@ -12,7 +12,8 @@ __all__ = ["eks_module_kind", "is_gke_module"]
 def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
     """Which part of terraform-aws-eks a module block calls: the cluster module ("cluster") or
     a node-group sub-module ("managed", "self-managed"); None for any other module. The
-    module's own examples call it as ``../..``, so a local path counts when it has groups."""
+    module's own examples call it as ``../..``, so a local path counts when it has groups (any
+    major's: v17 ``node_groups``/``worker_groups*``, v18+ ``*_node_groups``)."""
     source = module.get("source")
     if not isinstance(source, str):
         return None
@@ -28,6 +29,9 @@ def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
     if "//" in source.split("://")[-1] and not local:  # another sub-module of the registry
         return None
     groups = (
+        "node_groups",  # v17
+        "worker_groups",
+        "worker_groups_launch_template",
         "eks_managed_node_groups",
         "self_managed_node_groups",
         "compute_config",  # EKS Auto Mode's built-in pools (v21; v20: cluster_compute_config)
