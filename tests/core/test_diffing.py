@@ -457,3 +457,18 @@ def test_os_family_alternatives_accept_either_family():
     assert diff_pool(spec, fine) == []
     (f,) = diff_pool(spec, observed(node("c", labels=labels, os_image="Ubuntu 22.04.4 LTS")))
     assert (f.field, f.expected) == ("osImage", ["amazonlinux2023", "amazonlinux2"])
+
+
+def test_the_longest_name_prefix_claims_a_node_group_and_an_exact_name_beats_any():
+    """Pools ``app`` and ``app-gpu`` with generated suffixes: ``app-gpu-2025...`` is app-gpu's,
+    whichever order the pools come in; a pool named exactly as the group wins over prefixes."""
+    from fleetwarden.core.diffing import PoolIndex
+
+    app = eks_spec(name="app", name_prefix="app-")
+    gpu = eks_spec(name="app-gpu", name_prefix="app-gpu-")
+    exact = eks_spec(name="app-gpu-1", name_prefix=None)
+    for specs in ([app, gpu], [gpu, app]):
+        index = PoolIndex(specs)
+        assert index.spec_for("app-gpu-20250601123456789000000002") is gpu
+        assert index.spec_for("app-20250601123456789000000001") is app
+    assert PoolIndex([app, gpu, exact]).spec_for("app-gpu-1") is exact

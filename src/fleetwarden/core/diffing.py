@@ -526,12 +526,15 @@ def group_nodes(
 class PoolIndex:
     """Which desired pool a node group (the value of its pool label) belongs to.
 
-    Exact names win; a pool with ``name_prefix`` claims groups named ``<prefix><suffix>``.
+    Exact names win; a pool with ``name_prefix`` claims groups named ``<prefix><suffix>``, the
+    longest prefix first (``app-gpu-`` claims ``app-gpu-2025...`` before ``app-`` can).
     """
 
     def __init__(self, specs: Sequence[NodePoolSpec]) -> None:
         self.specs = {s.name: s for s in specs}
-        self._prefixed = [s for s in specs if s.name_prefix]
+        self._prefixed = sorted(
+            (s for s in specs if s.name_prefix), key=lambda s: -len(s.name_prefix or "")
+        )
         self._cache: dict[str | None, NodePoolSpec | None] = {}
 
     def spec_for(self, group: str | None) -> NodePoolSpec | None:
