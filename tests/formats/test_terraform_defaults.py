@@ -654,6 +654,32 @@ def test_gke_module_regional_cluster_without_zones_leaves_counts_open():
     assert {"minSize", "maxSize"} <= spec.unresolved_fields
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "terraform-google-modules/kubernetes-engine/google//modules/beta-private-cluster-update-variant",
+        "terraform-google-modules/kubernetes-engine/google//modules/public-cluster-update-variant",
+        "git::https://github.com/terraform-google-modules/terraform-google-kubernetes-engine.git"
+        "//modules/private-cluster-update-variant?ref=v33.0.0",
+        "../../modules/beta-public-cluster-update-variant",
+    ],
+)
+def test_gke_update_variant_pools_are_matched_by_their_name_and_random_suffix(source):
+    """The update-variant modules name each pool ``<name>-<4 hex>``; its nodes carry that
+    name in ``cloud.google.com/gke-nodepool`` and the plain name in the ``node_pool`` label."""
+    text = GKE_MODULE.replace('"terraform-google-modules/kubernetes-engine/google"', f'"{source}"')
+    assert _spec(text, "pool-01").name_prefix == "pool-01-"
+    nodes = _gke_module_nodes()
+    for n in nodes:
+        labels = n["metadata"]["labels"]
+        labels["cloud.google.com/gke-nodepool"] += "-a1b2"
+    assert _findings(text, "prod", nodes) == []
+
+
+def test_gke_module_without_update_variant_names_pools_exactly():
+    assert _spec(GKE_MODULE, "pool-01").name_prefix is None
+
+
 # -- AKS ---------------------------------------------------------------------------------------
 
 AKS = """\
