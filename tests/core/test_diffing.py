@@ -472,3 +472,17 @@ def test_the_longest_name_prefix_claims_a_node_group_and_an_exact_name_beats_any
         assert index.spec_for("app-gpu-20250601123456789000000002") is gpu
         assert index.spec_for("app-20250601123456789000000001") is app
     assert PoolIndex([app, gpu, exact]).spec_for("app-gpu-1") is exact
+
+
+def test_a_pool_whose_name_is_unknown_claims_no_node_and_gives_no_count_finding(eks_items):
+    """Its name stands in for nothing real: the nodes are strays, not its members, and its
+    (unknowable) count is not compared."""
+    from fleetwarden.core.pools import Unresolved
+
+    unnamed = eks_spec(name="custom-1", unresolved=(Unresolved("name", "var.name"),))
+    assert unnamed.unknown_name == "var.name"
+    result = diff_cluster("duckboat", [unnamed], nodes_of(eks_items))
+    assert {(f.pool, f.field) for f in result.findings} == {("custom-1", "pool")}  # strays
+    assert result.pools == 0
+    prefixed = eks_spec(unresolved=(Unresolved("name", "a suffix"),), name_prefix="custom-")
+    assert prefixed.unknown_name is None  # matched by its prefix

@@ -1023,3 +1023,37 @@ def test_module_groups_with_odd_values_raise_nothing_but_format_error(
     read = _read_or_format_error("h/main.tf", template % (root, body))
     for pool in read.pools if read is not None else []:
         assert pool.account and missing_provenance(pool) == []
+
+
+def test_a_pool_name_that_is_an_expression_gives_no_name_and_no_prefix() -> None:
+    """``var.name`` (or terraform-aws-eks ``name = var.x`` with ``use_name_prefix``) leaves
+    the name unknown: never the block label or the map key as a name, nor as a prefix."""
+    read = _read(
+        m__main="""
+resource "aws_eks_node_group" "this" {
+  cluster_name    = "prod"
+  node_group_name = var.name
+}
+module "eks" {
+  source          = "terraform-aws-modules/eks/aws"
+  version         = "~> 20.0"
+  cluster_name    = "prod"
+  eks_managed_node_groups = {
+    app = { name = var.app_name }
+    web = {}
+  }
+}
+module "v17" {
+  source       = "terraform-aws-modules/eks/aws"
+  version      = "17.24.0"
+  cluster_name = "prod"
+  node_groups  = { old = { name_prefix = var.prefix } }
+}
+"""
+    )
+    this, app, web = (_pool(read, "main.tf", n) for n in ("this", "app", "web"))
+    assert this.unknown_name == "var.name"
+    assert (app.unknown_name, app.name_prefix) == ("var.app_name", None)
+    assert (web.unknown_name, web.name_prefix) == (None, "web-")
+    old = _pool(read, "main.tf", "old")  # not <cluster>-<key>: the prefix is stated, unknown
+    assert (old.unknown_name, old.name_prefix) == ("var.prefix", None)

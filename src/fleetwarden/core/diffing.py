@@ -34,6 +34,7 @@ __all__ = [
     "ClusterDiff",
     "ClusterSummariser",
     "PoolIndex",
+    "comparable",
     "diff_cluster",
     "diff_pool",
     "diff_strays",
@@ -523,6 +524,13 @@ def group_nodes(
     return groups
 
 
+def comparable(specs: Sequence[NodePoolSpec]) -> list[NodePoolSpec]:
+    """The pools that can be matched to nodes: not those whose name is unknown (an expression,
+    or generated): their nodes cannot be told apart, so comparing them would only invent
+    findings. ``fleet.assign_pools`` reports each one left out."""
+    return [s for s in specs if s.unknown_name is None]
+
+
 class PoolIndex:
     """Which desired pool a node group (the value of its pool label) belongs to.
 
@@ -531,6 +539,7 @@ class PoolIndex:
     """
 
     def __init__(self, specs: Sequence[NodePoolSpec]) -> None:
+        specs = comparable(specs)
         self.specs = {s.name: s for s in specs}
         self._prefixed = sorted(
             (s for s in specs if s.name_prefix), key=lambda s: -len(s.name_prefix or "")
@@ -607,7 +616,7 @@ class ClusterSummariser:
 
     def builder(self) -> SummaryBuilder:
         index = PoolIndex(self.specs)
-        compared = {spec.name: Compared.of(spec) for spec in self.specs}
+        compared = {spec.name: Compared.of(spec) for spec in index.specs.values()}
 
         def compared_of(group: str | None) -> Compared | None:
             spec = index.spec_for(group)
@@ -630,7 +639,8 @@ def diff_summary(
     options: DiffOptions = DiffOptions(),
 ) -> ClusterDiff:
     """``diff_cluster`` of the nodes ``summary`` was made of (``summarise_cluster`` with the
-    same specs and options)."""
+    same specs and options). Pools whose name is unknown are not compared (``comparable``)."""
+    specs = comparable(specs)
     index = PoolIndex(specs)
     members: dict[str, NodeSummary | None] = {spec.name: None for spec in specs}
     findings: list[Finding] = []

@@ -298,7 +298,8 @@ class _Group:
     def spec(self, key: str, cluster: str | None) -> NodePoolSpec:
         r, group = self.r, self.group
         name = r.name(group, "name", key)
-        if self.read("use_name_prefix", "flag")[1] is not False:  # the module's default
+        prefixed = self.read("use_name_prefix", "flag")[1] is not False  # the module's default
+        if prefixed and r.name_known:  # an unknown name gives no prefix to match by
             r.note("name", f'"{name}-" + a suffix Terraform generates (use_name_prefix)')
             r.name_prefix = f"{name}-"
         version = self.settle("kubernetesVersion", "cluster_version", self._version)

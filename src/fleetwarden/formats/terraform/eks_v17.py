@@ -225,12 +225,12 @@ def _node_group(
     else:
         prefix_obj = layers.find("name_prefix")
         prefix = r.text(prefix_obj, "name_prefix", "name") if prefix_obj else None
-        if prefix is None and cluster is not None:
+        if prefix_obj is None and cluster is not None:
             prefix = f"{cluster}-{key}"
         if prefix is not None:
             r.name_prefix = prefix
             r.note("name", f'"{prefix}" + a suffix Terraform generates (v17: no name)')
-        else:
+        elif prefix_obj is None:  # a stated prefix that is unknown is noted already
             r.note("name", "v17: <cluster>-<key> + a suffix, and the cluster is not known")
     version = _version(r, layers, module, base)
     lo = layers.count("min_capacity", "minSize", "asg_min_size")
