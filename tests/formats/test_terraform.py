@@ -744,6 +744,40 @@ def test_wrong_types_are_format_errors_naming_the_attribute(snippet: str, field:
 
 
 @pytest.mark.parametrize(
+    ("attr", "value", "allowed"),
+    [
+        ("capacity_type", "SPOTT", "ON_DEMAND, SPOT, CAPACITY_BLOCK"),
+        ("ami_type", "UBUNTU_x86_64", "AL2_x86_64, AL2_x86_64_GPU"),
+    ],
+)
+def test_an_enum_value_eks_rejects_is_a_format_error_naming_the_allowed_ones(
+    attr: str, value: str, allowed: str
+) -> None:
+    """Not ignored: EKS's API rejects the value, so the file is wrong. Checked in the resource,
+    and in terraform-aws-eks groups of v18+ and v17; an expression stays unresolved."""
+    node_group = (
+        f'resource "aws_eks_node_group" "x" {{\n  cluster_name = "c"\n  {attr} = "{value}"\n}}\n'
+    )
+    v20 = (
+        'module "eks" {\n  source = "terraform-aws-modules/eks/aws"\n  version = "~> 20.0"\n'
+        f'  cluster_name = "c"\n'
+        f'  eks_managed_node_groups = {{ g = {{ {attr} = "{value}" }} }}\n}}\n'
+    )
+    v17 = v20.replace("~> 20.0", "17.24.0").replace("eks_managed_node_groups", "node_groups")
+    for text, where in (
+        (node_group, f"aws_eks_node_group.x.{attr}"),
+        (v20, attr),
+        (v17, attr),
+    ):
+        with pytest.raises(FormatError, match=allowed) as err:
+            _read(m__main=text)
+        assert err.value.field is not None and err.value.field.endswith(where), err.value.field
+        assert value in str(err.value)
+    unresolved = _only(_read(m__main=node_group.replace(f'"{value}"', "var.x")))
+    assert attr not in {a.path for a in unresolved.account if a.status.value == "compared"}
+
+
+@pytest.mark.parametrize(
     ("text", "reason"),
     [
         ("\x00\x01\x02binary", "binary data"),

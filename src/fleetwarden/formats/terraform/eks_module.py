@@ -205,6 +205,8 @@ class _Group:
         if key not in self._cache:
             r, fact = self.r, _FACTS.get(top, top)
             value: Any = None
+            if obj.has(path) and path in (("ami_type",), ("capacity_type",)):
+                eks.check_accepted(r, obj, top)  # a value EKS rejects is an error
             if obj.has(path):
                 if how == "text":
                     value = r.text(obj, path, fact, note=False)

@@ -302,6 +302,7 @@ def _types(r: Reader, layers: _Layers, launch: Obj | None, attr: str) -> tuple[s
 def _families(r: Reader, layers: _Layers, version: str | None) -> tuple[str, ...]:
     obj = layers.find("ami_type")
     if obj is not None:
+        eks.check_accepted(r, obj, "ami_type")
         family = r.os_family(obj, "ami_type")
         return (family,) if family else ()
     families, why = eks.default_families(version)
@@ -315,6 +316,7 @@ def _capacity(r: Reader, layers: _Layers) -> dict[str, str]:
     if obj is None:
         r.default(fact, "capacity_type", "ON_DEMAND", "EKS: managed node groups are ON_DEMAND")
         return {eks.CAPACITY_LABEL: "ON_DEMAND"}
+    eks.check_accepted(r, obj, "capacity_type")
     stated = r.text(obj, "capacity_type", fact, note=False)
     if stated in ("ON_DEMAND", "SPOT"):
         r.compared(obj, "capacity_type", fact, stated)
