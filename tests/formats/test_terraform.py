@@ -778,6 +778,51 @@ def test_an_enum_value_eks_rejects_is_a_format_error_naming_the_allowed_ones(
 
 
 @pytest.mark.parametrize(
+    ("sizes", "field", "reason"),
+    [
+        ((1, 3, 5), "desired", "desired size 5 is above max size 3"),
+        ((2, 3, 1), "desired", "desired size 1 is below min size 2"),
+        ((4, 3, None), "min", "min size 4 is above max size 3"),
+    ],
+)
+def test_sizes_eks_rejects_are_format_errors(
+    sizes: tuple[int, int, int | None], field: str, reason: str
+) -> None:
+    """Literal min/max/desired out of order: EKS refuses the group, so the file is wrong, in
+    the resource and in terraform-aws-eks groups (v18+ and v17); expressions are not checked."""
+    lo, hi, desired = sizes
+    node_group = (
+        'resource "aws_eks_node_group" "x" {\n  cluster_name = "c"\n  scaling_config {\n'
+        f"    min_size = {lo}\n    max_size = {hi}\n"
+        + (f"    desired_size = {desired}\n" if desired is not None else "")
+        + "  }\n}\n"
+    )
+    group = f"min_size = {lo}, max_size = {hi}" + (
+        f", desired_size = {desired}" if desired is not None else ""
+    )
+    v20 = (
+        'module "eks" {\n  source = "terraform-aws-modules/eks/aws"\n  version = "~> 20.0"\n'
+        f'  cluster_name = "c"\n  eks_managed_node_groups = {{ g = {{ {group} }} }}\n}}\n'
+    )
+    v17 = (
+        v20.replace("~> 20.0", "17.24.0")
+        .replace("eks_managed_node_groups", "node_groups")
+        .replace("_size", "_capacity")
+    )
+    for text, where in (
+        (node_group, f"aws_eks_node_group.x.scaling_config[0].{field}_size"),
+        (v20, f"{field}_size"),
+        (v17, f"{field}_capacity"),
+    ):
+        with pytest.raises(FormatError, match=reason) as err:
+            _read(m__main=text)
+        assert err.value.field is not None and err.value.field.endswith(where), err.value.field
+    unknown = node_group.replace(f"min_size = {lo}", "min_size = var.min")
+    unknown = unknown.replace(f"max_size = {hi}", "max_size = var.max")
+    assert len(_read(m__main=unknown).pools) == 1
+
+
+@pytest.mark.parametrize(
     ("text", "reason"),
     [
         ("\x00\x01\x02binary", "binary data"),

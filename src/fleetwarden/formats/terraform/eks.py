@@ -29,6 +29,7 @@ from typing import Any
 from fleetwarden.core import osfamilies, versions
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats.terraform.hcl import source_text
+from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import META_IGNORED, Context, Obj, Reader
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "ami_default_disk",
     "api_default_disk",
     "check_accepted",
+    "check_sizes",
     "default_families",
     "family_of_ami_type",
     "node_group_pools",
@@ -104,6 +106,24 @@ def check_accepted(r: Reader, obj: Obj, attr: str) -> None:
     if isinstance(value, str) and value not in accepted:
         shown = source_text(value)[:60]
         raise r.error(obj, attr, f"{shown} is not a value EKS accepts: {', '.join(accepted)}")
+
+
+# a size stated as a literal: the object, the attribute's path in it, the value
+Stated = tuple[Obj, Path, int]
+
+
+def check_sizes(r: Reader, lo: Stated | None, hi: Stated | None, desired: Stated | None) -> None:
+    """Stated sizes EKS's API rejects (``desiredSize`` outside ``minSize..maxSize``, or
+    ``minSize`` above ``maxSize``) are a FormatError on the attribute at fault."""
+    if lo is not None and hi is not None and lo[2] > hi[2]:
+        raise r.error(lo[0], lo[1], f"min size {lo[2]} is above max size {hi[2]}: EKS rejects it")
+    if desired is None:
+        return
+    obj, attr, value = desired
+    if hi is not None and value > hi[2]:
+        raise r.error(obj, attr, f"desired size {value} is above max size {hi[2]}: EKS rejects it")
+    if lo is not None and value < lo[2]:
+        raise r.error(obj, attr, f"desired size {value} is below min size {lo[2]}: EKS rejects it")
 
 
 def family_of_ami_type(ami_type: str) -> str | None:
@@ -209,6 +229,13 @@ def node_group_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[
     lo = r.count(obj, (*scaling, "min_size"), "minSize")
     hi = r.count(obj, (*scaling, "max_size"), "maxSize")
     desired = r.count(obj, (*scaling, "desired_size"), "desiredSize")
+    check_sizes(
+        r,
+        *(
+            (obj, (*scaling, attr), value) if value is not None else None
+            for attr, value in (("min_size", lo), ("max_size", hi), ("desired_size", desired))
+        ),
+    )
     taints = r.taints(obj, "taint") or ()
     r.dynamic(obj, "taint", "taints")
     r.startup_taints.append(UPDATE_TAINT)

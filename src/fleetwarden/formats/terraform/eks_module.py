@@ -76,6 +76,8 @@ from fleetwarden.formats.terraform.sources import eks_module_kind
 
 __all__ = ["module_pools"]
 
+_SIZES = ("min_size", "max_size", "desired_size")
+
 # -- the module block ---------------------------------------------------------------------------
 
 
@@ -618,8 +620,13 @@ class _Group:
         lo = self.settle("minSize", "min_size", self._size("min_size", 0), merge=min)
         hi = self.settle("maxSize", "max_size", self._size("max_size", 1), merge=max)
         desired = self.settle("desiredSize", "desired_size", self._size("desired_size", 2))
+        eks.check_sizes(self.r, *(self._stated_size(a) for a in _SIZES))
         lo, hi = self._scheduled(lo, hi)
         return lo, hi, desired
+
+    def _stated_size(self, attr: str) -> eks.Stated | None:
+        obj, value = self.read(attr, "count")
+        return (obj, (attr,), value) if obj.has(attr) and value is not None else None
 
     def _size(self, attr: str, index: int) -> Callable[[int], _Out]:
         def decide(major: int) -> _Out:

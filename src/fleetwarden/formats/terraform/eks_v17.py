@@ -236,6 +236,19 @@ def _node_group(
     lo = layers.count("min_capacity", "minSize", "asg_min_size")
     hi = layers.count("max_capacity", "maxSize", "asg_max_size")
     desired = layers.count("desired_capacity", "desiredSize", "asg_desired_capacity")
+    eks.check_sizes(
+        r,
+        *(
+            (found, (attr,), value)
+            if value is not None and (found := layers.find(attr)) is not None
+            else None
+            for attr, value in (
+                ("min_capacity", lo),
+                ("max_capacity", hi),
+                ("desired_capacity", desired),
+            )
+        ),
+    )
     launch = layers.find("launch_template_id")
     if launch is not None:
         launch.view.unresolved(
