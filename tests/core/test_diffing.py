@@ -486,3 +486,18 @@ def test_a_pool_whose_name_is_unknown_claims_no_node_and_gives_no_count_finding(
     assert result.pools == 0
     prefixed = eks_spec(unresolved=(Unresolved("name", "a suffix"),), name_prefix="custom-")
     assert prefixed.unknown_name is None  # matched by its prefix
+
+
+def test_a_pool_meant_to_have_no_node_and_having_none_gives_no_finding():
+    """Expected 0, actual 0 says nothing; an empty pool that may scale (min 0) is still an
+    info finding, and a node in a pool meant to be empty is still drift."""
+    from tests.support.nodes import node, observed
+
+    fixed_zero = eks_spec(name="idle", min_size=None, max_size=None, desired_size=0)
+    assert diff_pool(fixed_zero, []) == []
+    scaled = eks_spec(name="idle", min_size=0, max_size=3)
+    assert [(f.field, f.severity) for f in diff_pool(scaled, [])] == [
+        ("nodeCount", Severity.INFO)
+    ]
+    one = observed(node("a", labels={"eks.amazonaws.com/nodegroup": "idle"}))
+    assert "nodeCount" in {f.field for f in diff_cluster("duckboat", [fixed_zero], one).findings}

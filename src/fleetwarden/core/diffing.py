@@ -168,6 +168,11 @@ def _diff_summary(
 
 def _diff_count(spec: NodePoolSpec, n: int, out: _Collector) -> None:
     expected = _count_expectation(spec)
+    exactly_none = spec.max_size == 0 or (
+        spec.min_size is None and spec.max_size is None and spec.desired_size == 0
+    )
+    if n == 0 and exactly_none:
+        return  # no node is what the pool asks for: nothing to report
     if n == 0:
         floor = spec.min_size if spec.min_size is not None else spec.desired_size
         if floor is None:
