@@ -499,7 +499,7 @@ GKE_DRIFTS = [
 
 def test_gke_nodes_as_gke_creates_them_match_the_defaults():
     found = _findings(GKE_RESOURCE, "prod", _gke_nodes())
-    assert found == [("empty", "nodeCount", 0)]  # the note that the empty pool has no nodes
+    assert found == []  # the empty pool is created with no node and has none: no finding
 
 
 @pytest.mark.parametrize(
@@ -548,7 +548,7 @@ def test_gke_taints_gke_adds_itself_are_tolerated():
             {"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}
         ]
     found = diff_cluster("prod", _specs(text), observed(*nodes)).findings
-    assert [f.pool for f in found] == ["empty"]
+    assert [f.pool for f in found] == []
 
 
 # -- GKE: the kubernetes-engine module ------------------------------------------------------------
