@@ -496,8 +496,19 @@ def test_a_pool_meant_to_have_no_node_and_having_none_gives_no_finding():
     fixed_zero = eks_spec(name="idle", min_size=None, max_size=None, desired_size=0)
     assert diff_pool(fixed_zero, []) == []
     scaled = eks_spec(name="idle", min_size=0, max_size=3)
-    assert [(f.field, f.severity) for f in diff_pool(scaled, [])] == [
-        ("nodeCount", Severity.INFO)
-    ]
+    assert [(f.field, f.severity) for f in diff_pool(scaled, [])] == [("nodeCount", Severity.INFO)]
     one = observed(node("a", labels={"eks.amazonaws.com/nodegroup": "idle"}))
     assert "nodeCount" in {f.field for f in diff_cluster("duckboat", [fixed_zero], one).findings}
+
+
+def test_a_prefixed_name_is_not_reported_as_an_unresolved_value():
+    """The scan's "N desired values unresolved" must not count a name matched by its prefix
+    (its field count says 0 unresolved): only names that stay unknown are listed."""
+    from fleetwarden.core.fleet import assemble_report
+    from fleetwarden.core.pools import Unresolved
+
+    suffix = Unresolved("name", '"app-" + a suffix Terraform generates (use_name_prefix)')
+    prefixed = eks_spec(name="app", name_prefix="app-", unresolved=(suffix,))
+    unknown = eks_spec(name="this", unresolved=(Unresolved("name", "var.name"),))
+    report = assemble_report([], specs=[prefixed, unknown], skipped=[])
+    assert [(u.pool, u.expression) for u in report.unresolved] == [("this", "var.name")]

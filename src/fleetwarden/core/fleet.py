@@ -246,10 +246,12 @@ def assemble_report(
         pools += result.pools
         nodes += result.nodes
     findings.sort(key=severity_order)
+    # a name completed by a generated suffix is matched by its prefix: checked, not unresolved
     unresolved = [
         UnresolvedFact(s.cluster, s.name, u.field, u.expression, s.source)
         for s in specs
         for u in s.unresolved
+        if not (u.field == "name" and s.name_prefix is not None)
     ]
     return FleetReport(
         findings=findings,
