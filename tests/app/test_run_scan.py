@@ -119,3 +119,40 @@ def test_explain_refuses_a_glob_that_matches_no_pool_naming_the_pools(tree):
         run_explain(files, desired, Settings(), pool="gpu-*")
     assert str(caught.value) == "no pool matches --pool gpu-* --cluster * (pools: general)"
     assert run_explain(files, desired, Settings(), pool="gpu-*", allow_empty=True).pools == ()
+
+
+UNNAMED = """\
+resource "aws_eks_node_group" "this" {
+  cluster_name    = "tiny"
+  node_group_name = var.name
+  scaling_config {
+    desired_size = 2
+    max_size     = 3
+    min_size     = 1
+  }
+}
+"""
+
+
+def test_a_pool_whose_name_is_unknown_is_skipped_with_why_never_given_a_name(tree):
+    """``node_group_name = var.name``: the pool cannot be matched to nodes. With a named pool
+    beside it, it is listed as skipped and gives no COUNT finding; alone, the scan compares
+    nothing, which is an error unless ``--allow-empty``."""
+    (tree / "tf").mkdir()
+    (tree / "tf" / "main.tf").write_text(UNNAMED)
+    request = ScanRequest([str(tree / "tf")], [str(tree / "nodes")], Settings())
+    with pytest.raises(NothingToCompare, match=r"names are not known \('this': var.name\)"):
+        run_scan(request, files, progress=Bar(), terminal=lambda: False)
+    both = _request(tree)
+    both = ScanRequest([str(tree / "pools.yaml"), str(tree / "tf")], both.nodes, Settings())
+    report = run_scan(both, files, progress=Bar(), terminal=lambda: False)
+    assert not [f for f in report.findings if f.pool == "this"]
+    assert [s.reason for s in report.skipped if s.path.endswith("main.tf")] == [
+        "pool defined as 'this': not compared, its name is not known (var.name), so its "
+        "nodes cannot be told apart"
+    ]
+    assert ("this", "name", "var.name") in {
+        (u.pool, u.field, u.expression) for u in report.unresolved
+    }
+    explained = run_explain(files, [str(tree / "tf")], Settings()).to_json()
+    assert "var.name" in explained["pools"][0]["notCompared"]

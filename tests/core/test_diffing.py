@@ -457,3 +457,58 @@ def test_os_family_alternatives_accept_either_family():
     assert diff_pool(spec, fine) == []
     (f,) = diff_pool(spec, observed(node("c", labels=labels, os_image="Ubuntu 22.04.4 LTS")))
     assert (f.field, f.expected) == ("osImage", ["amazonlinux2023", "amazonlinux2"])
+
+
+def test_the_longest_name_prefix_claims_a_node_group_and_an_exact_name_beats_any():
+    """Pools ``app`` and ``app-gpu`` with generated suffixes: ``app-gpu-2025...`` is app-gpu's,
+    whichever order the pools come in; a pool named exactly as the group wins over prefixes."""
+    from fleetwarden.core.diffing import PoolIndex
+
+    app = eks_spec(name="app", name_prefix="app-")
+    gpu = eks_spec(name="app-gpu", name_prefix="app-gpu-")
+    exact = eks_spec(name="app-gpu-1", name_prefix=None)
+    for specs in ([app, gpu], [gpu, app]):
+        index = PoolIndex(specs)
+        assert index.spec_for("app-gpu-20250601123456789000000002") is gpu
+        assert index.spec_for("app-20250601123456789000000001") is app
+    assert PoolIndex([app, gpu, exact]).spec_for("app-gpu-1") is exact
+
+
+def test_a_pool_whose_name_is_unknown_claims_no_node_and_gives_no_count_finding(eks_items):
+    """Its name stands in for nothing real: the nodes are strays, not its members, and its
+    (unknowable) count is not compared."""
+    from fleetwarden.core.pools import Unresolved
+
+    unnamed = eks_spec(name="custom-1", unresolved=(Unresolved("name", "var.name"),))
+    assert unnamed.unknown_name == "var.name"
+    result = diff_cluster("duckboat", [unnamed], nodes_of(eks_items))
+    assert {(f.pool, f.field) for f in result.findings} == {("custom-1", "pool")}  # strays
+    assert result.pools == 0
+    prefixed = eks_spec(unresolved=(Unresolved("name", "a suffix"),), name_prefix="custom-")
+    assert prefixed.unknown_name is None  # matched by its prefix
+
+
+def test_a_pool_meant_to_have_no_node_and_having_none_gives_no_finding():
+    """Expected 0, actual 0 says nothing; an empty pool that may scale (min 0) is still an
+    info finding, and a node in a pool meant to be empty is still drift."""
+    from tests.support.nodes import node, observed
+
+    fixed_zero = eks_spec(name="idle", min_size=None, max_size=None, desired_size=0)
+    assert diff_pool(fixed_zero, []) == []
+    scaled = eks_spec(name="idle", min_size=0, max_size=3)
+    assert [(f.field, f.severity) for f in diff_pool(scaled, [])] == [("nodeCount", Severity.INFO)]
+    one = observed(node("a", labels={"eks.amazonaws.com/nodegroup": "idle"}))
+    assert "nodeCount" in {f.field for f in diff_cluster("duckboat", [fixed_zero], one).findings}
+
+
+def test_a_prefixed_name_is_not_reported_as_an_unresolved_value():
+    """The scan's "N desired values unresolved" must not count a name matched by its prefix
+    (its field count says 0 unresolved): only names that stay unknown are listed."""
+    from fleetwarden.core.fleet import assemble_report
+    from fleetwarden.core.pools import Unresolved
+
+    suffix = Unresolved("name", '"app-" + a suffix Terraform generates (use_name_prefix)')
+    prefixed = eks_spec(name="app", name_prefix="app-", unresolved=(suffix,))
+    unknown = eks_spec(name="this", unresolved=(Unresolved("name", "var.name"),))
+    report = assemble_report([], specs=[prefixed, unknown], skipped=[])
+    assert [(u.pool, u.expression) for u in report.unresolved] == [("this", "var.name")]

@@ -744,6 +744,85 @@ def test_wrong_types_are_format_errors_naming_the_attribute(snippet: str, field:
 
 
 @pytest.mark.parametrize(
+    ("attr", "value", "allowed"),
+    [
+        ("capacity_type", "SPOTT", "ON_DEMAND, SPOT, CAPACITY_BLOCK"),
+        ("ami_type", "UBUNTU_x86_64", "AL2_x86_64, AL2_x86_64_GPU"),
+    ],
+)
+def test_an_enum_value_eks_rejects_is_a_format_error_naming_the_allowed_ones(
+    attr: str, value: str, allowed: str
+) -> None:
+    """Not ignored: EKS's API rejects the value, so the file is wrong. Checked in the resource,
+    and in terraform-aws-eks groups of v18+ and v17; an expression stays unresolved."""
+    node_group = (
+        f'resource "aws_eks_node_group" "x" {{\n  cluster_name = "c"\n  {attr} = "{value}"\n}}\n'
+    )
+    v20 = (
+        'module "eks" {\n  source = "terraform-aws-modules/eks/aws"\n  version = "~> 20.0"\n'
+        f'  cluster_name = "c"\n'
+        f'  eks_managed_node_groups = {{ g = {{ {attr} = "{value}" }} }}\n}}\n'
+    )
+    v17 = v20.replace("~> 20.0", "17.24.0").replace("eks_managed_node_groups", "node_groups")
+    for text, where in (
+        (node_group, f"aws_eks_node_group.x.{attr}"),
+        (v20, attr),
+        (v17, attr),
+    ):
+        with pytest.raises(FormatError, match=allowed) as err:
+            _read(m__main=text)
+        assert err.value.field is not None and err.value.field.endswith(where), err.value.field
+        assert value in str(err.value)
+    unresolved = _only(_read(m__main=node_group.replace(f'"{value}"', "var.x")))
+    assert attr not in {a.path for a in unresolved.account if a.status.value == "compared"}
+
+
+@pytest.mark.parametrize(
+    ("sizes", "field", "reason"),
+    [
+        ((1, 3, 5), "desired", "desired size 5 is above max size 3"),
+        ((2, 3, 1), "desired", "desired size 1 is below min size 2"),
+        ((4, 3, None), "min", "min size 4 is above max size 3"),
+    ],
+)
+def test_sizes_eks_rejects_are_format_errors(
+    sizes: tuple[int, int, int | None], field: str, reason: str
+) -> None:
+    """Literal min/max/desired out of order: EKS refuses the group, so the file is wrong, in
+    the resource and in terraform-aws-eks groups (v18+ and v17); expressions are not checked."""
+    lo, hi, desired = sizes
+    node_group = (
+        'resource "aws_eks_node_group" "x" {\n  cluster_name = "c"\n  scaling_config {\n'
+        f"    min_size = {lo}\n    max_size = {hi}\n"
+        + (f"    desired_size = {desired}\n" if desired is not None else "")
+        + "  }\n}\n"
+    )
+    group = f"min_size = {lo}, max_size = {hi}" + (
+        f", desired_size = {desired}" if desired is not None else ""
+    )
+    v20 = (
+        'module "eks" {\n  source = "terraform-aws-modules/eks/aws"\n  version = "~> 20.0"\n'
+        f'  cluster_name = "c"\n  eks_managed_node_groups = {{ g = {{ {group} }} }}\n}}\n'
+    )
+    v17 = (
+        v20.replace("~> 20.0", "17.24.0")
+        .replace("eks_managed_node_groups", "node_groups")
+        .replace("_size", "_capacity")
+    )
+    for text, where in (
+        (node_group, f"aws_eks_node_group.x.scaling_config[0].{field}_size"),
+        (v20, f"{field}_size"),
+        (v17, f"{field}_capacity"),
+    ):
+        with pytest.raises(FormatError, match=reason) as err:
+            _read(m__main=text)
+        assert err.value.field is not None and err.value.field.endswith(where), err.value.field
+    unknown = node_group.replace(f"min_size = {lo}", "min_size = var.min")
+    unknown = unknown.replace(f"max_size = {hi}", "max_size = var.max")
+    assert len(_read(m__main=unknown).pools) == 1
+
+
+@pytest.mark.parametrize(
     ("text", "reason"),
     [
         ("\x00\x01\x02binary", "binary data"),
@@ -1023,3 +1102,37 @@ def test_module_groups_with_odd_values_raise_nothing_but_format_error(
     read = _read_or_format_error("h/main.tf", template % (root, body))
     for pool in read.pools if read is not None else []:
         assert pool.account and missing_provenance(pool) == []
+
+
+def test_a_pool_name_that_is_an_expression_gives_no_name_and_no_prefix() -> None:
+    """``var.name`` (or terraform-aws-eks ``name = var.x`` with ``use_name_prefix``) leaves
+    the name unknown: never the block label or the map key as a name, nor as a prefix."""
+    read = _read(
+        m__main="""
+resource "aws_eks_node_group" "this" {
+  cluster_name    = "prod"
+  node_group_name = var.name
+}
+module "eks" {
+  source          = "terraform-aws-modules/eks/aws"
+  version         = "~> 20.0"
+  cluster_name    = "prod"
+  eks_managed_node_groups = {
+    app = { name = var.app_name }
+    web = {}
+  }
+}
+module "v17" {
+  source       = "terraform-aws-modules/eks/aws"
+  version      = "17.24.0"
+  cluster_name = "prod"
+  node_groups  = { old = { name_prefix = var.prefix } }
+}
+"""
+    )
+    this, app, web = (_pool(read, "main.tf", n) for n in ("this", "app", "web"))
+    assert this.unknown_name == "var.name"
+    assert (app.unknown_name, app.name_prefix) == ("var.app_name", None)
+    assert (web.unknown_name, web.name_prefix) == (None, "web-")
+    old = _pool(read, "main.tf", "old")  # not <cluster>-<key>: the prefix is stated, unknown
+    assert (old.unknown_name, old.name_prefix) == ("var.prefix", None)

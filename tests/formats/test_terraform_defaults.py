@@ -499,7 +499,7 @@ GKE_DRIFTS = [
 
 def test_gke_nodes_as_gke_creates_them_match_the_defaults():
     found = _findings(GKE_RESOURCE, "prod", _gke_nodes())
-    assert found == [("empty", "nodeCount", 0)]  # the note that the empty pool has no nodes
+    assert found == []  # the empty pool is created with no node and has none: no finding
 
 
 @pytest.mark.parametrize(
@@ -548,7 +548,7 @@ def test_gke_taints_gke_adds_itself_are_tolerated():
             {"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}
         ]
     found = diff_cluster("prod", _specs(text), observed(*nodes)).findings
-    assert [f.pool for f in found] == ["empty"]
+    assert [f.pool for f in found] == []
 
 
 # -- GKE: the kubernetes-engine module ------------------------------------------------------------
@@ -652,6 +652,32 @@ def test_gke_module_regional_cluster_without_zones_leaves_counts_open():
     spec = _spec(text, "pool-01")
     assert (spec.min_size, spec.max_size) == (None, None)
     assert {"minSize", "maxSize"} <= spec.unresolved_fields
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "terraform-google-modules/kubernetes-engine/google//modules/beta-private-cluster-update-variant",
+        "terraform-google-modules/kubernetes-engine/google//modules/public-cluster-update-variant",
+        "git::https://github.com/terraform-google-modules/terraform-google-kubernetes-engine.git"
+        "//modules/private-cluster-update-variant?ref=v33.0.0",
+        "../../modules/beta-public-cluster-update-variant",
+    ],
+)
+def test_gke_update_variant_pools_are_matched_by_their_name_and_random_suffix(source):
+    """The update-variant modules name each pool ``<name>-<4 hex>``; its nodes carry that
+    name in ``cloud.google.com/gke-nodepool`` and the plain name in the ``node_pool`` label."""
+    text = GKE_MODULE.replace('"terraform-google-modules/kubernetes-engine/google"', f'"{source}"')
+    assert _spec(text, "pool-01").name_prefix == "pool-01-"
+    nodes = _gke_module_nodes()
+    for n in nodes:
+        labels = n["metadata"]["labels"]
+        labels["cloud.google.com/gke-nodepool"] += "-a1b2"
+    assert _findings(text, "prod", nodes) == []
+
+
+def test_gke_module_without_update_variant_names_pools_exactly():
+    assert _spec(GKE_MODULE, "pool-01").name_prefix is None
 
 
 # -- AKS ---------------------------------------------------------------------------------------
@@ -1081,3 +1107,11 @@ def test_every_attribute_of_the_inline_modules_is_accounted_for():
             assert not [a.path for a in spec.account if a.status is FieldStatus.UNACCOUNTED], (
                 spec.name
             )
+
+
+@pytest.mark.parametrize("key", ["node_groups", "worker_groups", "worker_groups_launch_template"])
+def test_v17_groups_of_a_locally_sourced_module_are_read(key):
+    """The module's own v17 examples call it as ``../..``: its groups are pools."""
+    group = '{ a = { name = "a" } }' if key == "node_groups" else '[{ name = "a" }]'
+    text = f'module "eks" {{\n  source = "../.."\n  cluster_name = "prod"\n  {key} = {group}\n}}\n'
+    assert [s.name for s in _specs(text)] == ["a"]

@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from fleetwarden.app.scanning import ScanFiles, read_desired, require_pools
-from fleetwarden.core.fleet import NothingToCompare, field_counts
+from fleetwarden.core.fleet import NothingToCompare, field_counts, unnamed_reason
 from fleetwarden.core.pools import FieldStatus, NodePoolSpec
 from fleetwarden.core.skips import Skip
 from fleetwarden.formats.settings import Settings
@@ -50,6 +50,7 @@ class Explanation:
                     "format": p.source_format,
                     "fields": [a.to_json() for a in p.account],
                     "summary": field_counts([p]),
+                    **({"notCompared": unnamed_reason(p)} if p.unknown_name else {}),
                 }
                 for p in self.pools
             ],

@@ -34,6 +34,7 @@ __all__ = [
     "ClusterDiff",
     "ClusterSummariser",
     "PoolIndex",
+    "comparable",
     "diff_cluster",
     "diff_pool",
     "diff_strays",
@@ -167,6 +168,11 @@ def _diff_summary(
 
 def _diff_count(spec: NodePoolSpec, n: int, out: _Collector) -> None:
     expected = _count_expectation(spec)
+    exactly_none = spec.max_size == 0 or (
+        spec.min_size is None and spec.max_size is None and spec.desired_size == 0
+    )
+    if n == 0 and exactly_none:
+        return  # no node is what the pool asks for: nothing to report
     if n == 0:
         floor = spec.min_size if spec.min_size is not None else spec.desired_size
         if floor is None:
@@ -523,15 +529,26 @@ def group_nodes(
     return groups
 
 
+def comparable(specs: Sequence[NodePoolSpec]) -> list[NodePoolSpec]:
+    """The pools that can be matched to nodes: not those whose name is unknown (an expression,
+    or generated): their nodes cannot be told apart, so comparing them would only invent
+    findings. ``fleet.assign_pools`` reports each one left out."""
+    return [s for s in specs if s.unknown_name is None]
+
+
 class PoolIndex:
     """Which desired pool a node group (the value of its pool label) belongs to.
 
-    Exact names win; a pool with ``name_prefix`` claims groups named ``<prefix><suffix>``.
+    Exact names win; a pool with ``name_prefix`` claims groups named ``<prefix><suffix>``, the
+    longest prefix first (``app-gpu-`` claims ``app-gpu-2025...`` before ``app-`` can).
     """
 
     def __init__(self, specs: Sequence[NodePoolSpec]) -> None:
+        specs = comparable(specs)
         self.specs = {s.name: s for s in specs}
-        self._prefixed = [s for s in specs if s.name_prefix]
+        self._prefixed = sorted(
+            (s for s in specs if s.name_prefix), key=lambda s: -len(s.name_prefix or "")
+        )
         self._cache: dict[str | None, NodePoolSpec | None] = {}
 
     def spec_for(self, group: str | None) -> NodePoolSpec | None:
@@ -604,7 +621,7 @@ class ClusterSummariser:
 
     def builder(self) -> SummaryBuilder:
         index = PoolIndex(self.specs)
-        compared = {spec.name: Compared.of(spec) for spec in self.specs}
+        compared = {spec.name: Compared.of(spec) for spec in index.specs.values()}
 
         def compared_of(group: str | None) -> Compared | None:
             spec = index.spec_for(group)
@@ -627,7 +644,8 @@ def diff_summary(
     options: DiffOptions = DiffOptions(),
 ) -> ClusterDiff:
     """``diff_cluster`` of the nodes ``summary`` was made of (``summarise_cluster`` with the
-    same specs and options)."""
+    same specs and options). Pools whose name is unknown are not compared (``comparable``)."""
+    specs = comparable(specs)
     index = PoolIndex(specs)
     members: dict[str, NodeSummary | None] = {spec.name: None for spec in specs}
     findings: list[Finding] = []

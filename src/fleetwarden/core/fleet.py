@@ -28,6 +28,7 @@ __all__ = [
     "field_counts",
     "nearest",
     "severity_order",
+    "unnamed_reason",
 ]
 
 
@@ -61,6 +62,13 @@ def check_comparable(
             f"no pool in {where} names its cluster (pools: {pools}); give it as "
             "--desired CLUSTER=PATH"
         )
+    named = {s.cluster for s in specs if s.cluster is not None and s.unknown_name is None}
+    if not named:
+        unnamed = "; ".join(f"{s.name!r}: {s.unknown_name}" for s in specs if s.unknown_name)
+        raise NothingToCompare(
+            f"no pool in {where} can be matched to nodes: their names are not known "
+            f"({unnamed[:300]}); state the names their node groups really have"
+        )
     if observed and not named & set(observed):
         desired_list = ", ".join(sorted(named)[:8])
         observed_list = ", ".join(sorted(observed)[:8])
@@ -78,6 +86,8 @@ def coverage_findings(specs: Sequence[NodePoolSpec], observed: Collection[str]) 
     which must never pass quietly."""
     missing: dict[str, list[NodePoolSpec]] = defaultdict(list)
     for spec in specs:
+        if spec.unknown_name is not None:
+            continue  # not compared wherever its cluster is: assign_pools says so
         if spec.cluster is not None and spec.cluster not in observed:
             missing[spec.cluster].append(spec)
     out = []
@@ -172,12 +182,21 @@ def severity_order(f: Finding) -> tuple[int, str, str, str, str]:
     return (-f.severity.rank, f.cluster, f.pool or "", f.layer.value, f.field)
 
 
+def unnamed_reason(spec: NodePoolSpec) -> str:
+    """Why a pool whose name is unknown is not compared (``NodePoolSpec.unknown_name``)."""
+    return (
+        f"pool defined as {spec.name!r}: not compared, its name is not known "
+        f"({spec.unknown_name}), so its nodes cannot be told apart"
+    )
+
+
 def assign_pools(
     specs: Sequence[NodePoolSpec], clusters: Collection[str]
 ) -> tuple[dict[str, list[NodePoolSpec]], list[Skip]]:
     """Desired pools per observed cluster, and why the others cannot be compared.
 
-    Pools without a cluster are reported as skipped with the reason; pools of clusters nobody
+    Pools without a cluster, or whose name is unknown, are reported as skipped with the
+    reason; pools of clusters nobody
     observed are left to ``coverage_findings``. Nothing is silently dropped.
     """
     skips: list[Skip] = []
@@ -189,6 +208,9 @@ def assign_pools(
             skips.append(
                 Skip(where, f"pool {spec.name!r}: cluster unknown (give it as CLUSTER=PATH)")
             )
+            continue
+        if spec.unknown_name is not None:
+            skips.append(Skip(where, unnamed_reason(spec)))
             continue
         if spec.cluster not in clusters:
             continue  # a coverage finding (coverage_findings) says so
@@ -224,10 +246,12 @@ def assemble_report(
         pools += result.pools
         nodes += result.nodes
     findings.sort(key=severity_order)
+    # a name completed by a generated suffix is matched by its prefix: checked, not unresolved
     unresolved = [
         UnresolvedFact(s.cluster, s.name, u.field, u.expression, s.source)
         for s in specs
         for u in s.unresolved
+        if not (u.field == "name" and s.name_prefix is not None)
     ]
     return FleetReport(
         findings=findings,

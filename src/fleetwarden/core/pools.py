@@ -218,6 +218,16 @@ class NodePoolSpec:
         return None
 
     @property
+    def unknown_name(self) -> str | None:
+        """Why the name the pool's nodes carry is not known (the expression it comes from, or
+        that the provisioner generates it), with no prefix to match it by; None when known.
+        Such a pool cannot be matched to nodes, so it is never compared."""
+        if self.name_prefix is not None:
+            return None
+        found = [u.expression for u in self.unresolved if u.field == "name"]
+        return "; ".join(found) or None
+
+    @property
     def unresolved_fields(self) -> frozenset[str]:
         return frozenset(u.field for u in self.unresolved)
 

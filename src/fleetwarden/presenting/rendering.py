@@ -524,6 +524,8 @@ def print_explanation(console: Console, result: Explanation, *, wide: bool = Fal
             f"{pool.name} (cluster {pool.cluster or 'not named'}) — {pool.source} "
             f"[{pool.source_format}]"
         )
+        if pool.unknown_name is not None:
+            title += f" — not compared: its name is not known ({pool.unknown_name})"
         table = Grid(
             Col("status", 10),
             Col("attribute", 9),

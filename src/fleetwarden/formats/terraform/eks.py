@@ -29,6 +29,7 @@ from typing import Any
 from fleetwarden.core import osfamilies, versions
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats.terraform.hcl import source_text
+from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import META_IGNORED, Context, Obj, Reader
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
     "AmiDefault",
     "ami_default_disk",
     "api_default_disk",
+    "check_accepted",
+    "check_sizes",
     "default_families",
     "family_of_ami_type",
     "node_group_pools",
@@ -46,6 +49,31 @@ __all__ = [
 
 DEFAULT_INSTANCE_TYPE = "t3.medium"
 CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
+# the values EKS's API takes (Nodegroup amiType / capacityType): any other is rejected
+_ACCEPTED: dict[str, tuple[str, ...]] = {
+    "ami_type": (
+        "AL2_x86_64",
+        "AL2_x86_64_GPU",
+        "AL2_ARM_64",
+        "CUSTOM",
+        "BOTTLEROCKET_ARM_64",
+        "BOTTLEROCKET_x86_64",
+        "BOTTLEROCKET_ARM_64_FIPS",
+        "BOTTLEROCKET_x86_64_FIPS",
+        "BOTTLEROCKET_ARM_64_NVIDIA",
+        "BOTTLEROCKET_x86_64_NVIDIA",
+        "WINDOWS_CORE_2019_x86_64",
+        "WINDOWS_FULL_2019_x86_64",
+        "WINDOWS_CORE_2022_x86_64",
+        "WINDOWS_FULL_2022_x86_64",
+        "AL2023_x86_64_STANDARD",
+        "AL2023_ARM_64_STANDARD",
+        "AL2023_x86_64_NEURON",
+        "AL2023_x86_64_NVIDIA",
+        "AL2023_ARM_64_NVIDIA",
+    ),
+    "capacity_type": ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK"),
+}
 UPDATE_TAINT = Taint("eks.amazonaws.com/nodegroup", "unschedulable", "NoSchedule")
 _AL2, _AL2023, _BOTTLEROCKET, _WINDOWS = (
     "amazonlinux2",
@@ -68,6 +96,34 @@ _NODE_GROUP_IGNORED: dict[str, str] = {
     "release_version": "AMI release: not compared (the kubelet minor is, through version)",
     "region": f"AWS region: {_NOT_ON_NODE}",
 }
+
+
+def check_accepted(r: Reader, obj: Obj, attr: str) -> None:
+    """A literal ``ami_type`` / ``capacity_type`` EKS would reject is a FormatError naming the
+    values it takes; an expression is left to the caller (unresolved)."""
+    value = r.scope.resolved(obj.raw(attr))
+    accepted = _ACCEPTED[attr]
+    if isinstance(value, str) and value not in accepted:
+        shown = source_text(value)[:60]
+        raise r.error(obj, attr, f"{shown} is not a value EKS accepts: {', '.join(accepted)}")
+
+
+# a size stated as a literal: the object, the attribute's path in it, the value
+Stated = tuple[Obj, Path, int]
+
+
+def check_sizes(r: Reader, lo: Stated | None, hi: Stated | None, desired: Stated | None) -> None:
+    """Stated sizes EKS's API rejects (``desiredSize`` outside ``minSize..maxSize``, or
+    ``minSize`` above ``maxSize``) are a FormatError on the attribute at fault."""
+    if lo is not None and hi is not None and lo[2] > hi[2]:
+        raise r.error(lo[0], lo[1], f"min size {lo[2]} is above max size {hi[2]}: EKS rejects it")
+    if desired is None:
+        return
+    obj, attr, value = desired
+    if hi is not None and value > hi[2]:
+        raise r.error(obj, attr, f"desired size {value} is above max size {hi[2]}: EKS rejects it")
+    if lo is not None and value < lo[2]:
+        raise r.error(obj, attr, f"desired size {value} is below min size {lo[2]}: EKS rejects it")
 
 
 def family_of_ami_type(ami_type: str) -> str | None:
@@ -173,6 +229,13 @@ def node_group_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[
     lo = r.count(obj, (*scaling, "min_size"), "minSize")
     hi = r.count(obj, (*scaling, "max_size"), "maxSize")
     desired = r.count(obj, (*scaling, "desired_size"), "desiredSize")
+    check_sizes(
+        r,
+        *(
+            (obj, (*scaling, attr), value) if value is not None else None
+            for attr, value in (("min_size", lo), ("max_size", hi), ("desired_size", desired))
+        ),
+    )
     taints = r.taints(obj, "taint") or ()
     r.dynamic(obj, "taint", "taints")
     r.startup_taints.append(UPDATE_TAINT)
@@ -209,6 +272,7 @@ def _launch_template(r: Reader, obj: Obj) -> str | None:
 def _capacity(r: Reader, obj: Obj) -> dict[str, str]:
     """``capacity_type`` (ON_DEMAND by default) is the node label eks.amazonaws.com/capacityType."""
     fact = f"labels.{CAPACITY_LABEL}"
+    check_accepted(r, obj, "capacity_type")
     stated = r.text(obj, "capacity_type", fact, note=False)
     if stated is None and not obj.has("capacity_type"):
         r.default(fact, "capacity_type", "ON_DEMAND", "EKS: managed node groups are ON_DEMAND")
@@ -222,6 +286,7 @@ def _capacity(r: Reader, obj: Obj) -> dict[str, str]:
 
 
 def _families(r: Reader, obj: Obj, version: str | None, launch: str | None) -> tuple[str, ...]:
+    check_accepted(r, obj, "ami_type")
     ami_type = r.text(obj, "ami_type", "osImage", note=False)
     if ami_type is not None:
         family = family_of_ami_type(ami_type)

@@ -76,6 +76,8 @@ from fleetwarden.formats.terraform.sources import eks_module_kind
 
 __all__ = ["module_pools"]
 
+_SIZES = ("min_size", "max_size", "desired_size")
+
 # -- the module block ---------------------------------------------------------------------------
 
 
@@ -205,6 +207,8 @@ class _Group:
         if key not in self._cache:
             r, fact = self.r, _FACTS.get(top, top)
             value: Any = None
+            if obj.has(path) and path in (("ami_type",), ("capacity_type",)):
+                eks.check_accepted(r, obj, top)  # a value EKS rejects is an error
             if obj.has(path):
                 if how == "text":
                     value = r.text(obj, path, fact, note=False)
@@ -298,7 +302,8 @@ class _Group:
     def spec(self, key: str, cluster: str | None) -> NodePoolSpec:
         r, group = self.r, self.group
         name = r.name(group, "name", key)
-        if self.read("use_name_prefix", "flag")[1] is not False:  # the module's default
+        prefixed = self.read("use_name_prefix", "flag")[1] is not False  # the module's default
+        if prefixed and r.name_known:  # an unknown name gives no prefix to match by
             r.note("name", f'"{name}-" + a suffix Terraform generates (use_name_prefix)')
             r.name_prefix = f"{name}-"
         version = self.settle("kubernetesVersion", "cluster_version", self._version)
@@ -615,8 +620,13 @@ class _Group:
         lo = self.settle("minSize", "min_size", self._size("min_size", 0), merge=min)
         hi = self.settle("maxSize", "max_size", self._size("max_size", 1), merge=max)
         desired = self.settle("desiredSize", "desired_size", self._size("desired_size", 2))
+        eks.check_sizes(self.r, *(self._stated_size(a) for a in _SIZES))
         lo, hi = self._scheduled(lo, hi)
         return lo, hi, desired
+
+    def _stated_size(self, attr: str) -> eks.Stated | None:
+        obj, value = self.read(attr, "count")
+        return (obj, (attr,), value) if obj.has(attr) and value is not None else None
 
     def _size(self, attr: str, index: int) -> Callable[[int], _Out]:
         def decide(major: int) -> _Out:

@@ -225,17 +225,30 @@ def _node_group(
     else:
         prefix_obj = layers.find("name_prefix")
         prefix = r.text(prefix_obj, "name_prefix", "name") if prefix_obj else None
-        if prefix is None and cluster is not None:
+        if prefix_obj is None and cluster is not None:
             prefix = f"{cluster}-{key}"
         if prefix is not None:
             r.name_prefix = prefix
             r.note("name", f'"{prefix}" + a suffix Terraform generates (v17: no name)')
-        else:
+        elif prefix_obj is None:  # a stated prefix that is unknown is noted already
             r.note("name", "v17: <cluster>-<key> + a suffix, and the cluster is not known")
     version = _version(r, layers, module, base)
     lo = layers.count("min_capacity", "minSize", "asg_min_size")
     hi = layers.count("max_capacity", "maxSize", "asg_max_size")
     desired = layers.count("desired_capacity", "desiredSize", "asg_desired_capacity")
+    eks.check_sizes(
+        r,
+        *(
+            (found, (attr,), value)
+            if value is not None and (found := layers.find(attr)) is not None
+            else None
+            for attr, value in (
+                ("min_capacity", lo),
+                ("max_capacity", hi),
+                ("desired_capacity", desired),
+            )
+        ),
+    )
     launch = layers.find("launch_template_id")
     if launch is not None:
         launch.view.unresolved(
@@ -302,6 +315,7 @@ def _types(r: Reader, layers: _Layers, launch: Obj | None, attr: str) -> tuple[s
 def _families(r: Reader, layers: _Layers, version: str | None) -> tuple[str, ...]:
     obj = layers.find("ami_type")
     if obj is not None:
+        eks.check_accepted(r, obj, "ami_type")
         family = r.os_family(obj, "ami_type")
         return (family,) if family else ()
     families, why = eks.default_families(version)
@@ -315,6 +329,7 @@ def _capacity(r: Reader, layers: _Layers) -> dict[str, str]:
     if obj is None:
         r.default(fact, "capacity_type", "ON_DEMAND", "EKS: managed node groups are ON_DEMAND")
         return {eks.CAPACITY_LABEL: "ON_DEMAND"}
+    eks.check_accepted(r, obj, "capacity_type")
     stated = r.text(obj, "capacity_type", fact, note=False)
     if stated in ("ON_DEMAND", "SPOT"):
         r.compared(obj, "capacity_type", fact, stated)

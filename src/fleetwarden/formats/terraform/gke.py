@@ -48,6 +48,7 @@ from fleetwarden.formats.terraform.reading import (
     Reader,
     module_enabled,
 )
+from fleetwarden.formats.terraform.sources import is_gke_update_variant
 
 __all__ = ["cluster_pools", "module_pools", "node_pool_pools"]
 
@@ -358,6 +359,7 @@ def module_pools(
     if not module_enabled(where, module, ctx.scope, remarks):
         return []
     pools: list[NodePoolSpec] = []
+    suffixed = is_gke_update_variant(module)
     for section in ("node_pools", "windows_node_pools"):
         listed = ctx.scope.resolved(module.get(section, []))
         if not isinstance(listed, list):
@@ -371,7 +373,8 @@ def module_pools(
             root = r.obj(module, ("module", label), {}, label=where, close=False)
             obj = r.obj(pool, ("module", label, section, i), _MODULE_POOL_IGNORED)
             r.exists(root)
-            pools.append(_module_pool(r, root, obj, windows=section == "windows_node_pools"))
+            windows = section == "windows_node_pools"
+            pools.append(_module_pool(r, root, obj, windows=windows, suffixed=suffixed))
     return pools
 
 
@@ -381,8 +384,12 @@ def _module_major(module: Obj) -> int | None:
     return found[0] if found is not None else None
 
 
-def _module_pool(r: Reader, root: Obj, obj: Obj, *, windows: bool) -> NodePoolSpec:
+def _module_pool(r: Reader, root: Obj, obj: Obj, *, windows: bool, suffixed: bool) -> NodePoolSpec:
     name = r.name(obj, "name", "pool")
+    if suffixed and obj.has("name") and r.name_known:
+        # the update-variant modules name the pool by a random_id: "<name>-" + 2 bytes in hex
+        r.note("name", f'"{name}-" + 4 hex characters Terraform generates (update-variant module)')
+        r.name_prefix = f"{name}-"
     cluster = r.cluster(root, "name")
     major = _module_major(root)
     known = major is None or major >= 10

@@ -300,6 +300,11 @@ class Reader:
         self.note("name", f"{attr} not set: Terraform generates the name")
         return stand_in
 
+    @property
+    def name_known(self) -> bool:
+        """False once the pool's name was noted unknown (an expression, or generated)."""
+        return all(u.field != "name" for u in self.unresolved)
+
     def exists(self, obj: Obj) -> bool:
         """False when ``count`` is 0; a ``count`` or ``for_each`` that may repeat is noted."""
         if obj.has("for_each"):

@@ -1,22 +1,23 @@
 """Which module a ``module`` block calls: terraform-aws-eks (and its node-group sub-modules) or
-the terraform-google-modules kubernetes-engine module."""
+the terraform-google-modules kubernetes-engine module (and its update-variant sub-modules)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["eks_module_kind", "is_gke_module"]
+__all__ = ["eks_module_kind", "is_gke_module", "is_gke_update_variant"]
 
 
 def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
     """Which part of terraform-aws-eks a module block calls: the cluster module ("cluster") or
     a node-group sub-module ("managed", "self-managed"); None for any other module. The
-    module's own examples call it as ``../..``, so a local path counts when it has groups."""
+    module's own examples call it as ``../..``, so a local path counts when it has groups (any
+    major's: v17 ``node_groups``/``worker_groups*``, v18+ ``*_node_groups``)."""
     source = module.get("source")
     if not isinstance(source, str):
         return None
-    source = source.split("?", 1)[0].rstrip("/")  # git sources: drop ?ref=...
+    source = _path_of(source)
     local = source.startswith(("./", "../"))
     ours = local or "terraform-aws-modules/eks/aws" in source or "terraform-aws-eks" in source
     if not ours:
@@ -28,6 +29,9 @@ def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
     if "//" in source.split("://")[-1] and not local:  # another sub-module of the registry
         return None
     groups = (
+        "node_groups",  # v17
+        "worker_groups",
+        "worker_groups_launch_template",
         "eks_managed_node_groups",
         "self_managed_node_groups",
         "compute_config",  # EKS Auto Mode's built-in pools (v21; v20: cluster_compute_config)
@@ -38,9 +42,38 @@ def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
     return "cluster"
 
 
+# the kubernetes-engine sub-modules that name each pool ``<name>-<4 hex>`` (a random_id)
+_GKE_UPDATE_VARIANTS = (
+    "beta-private-cluster-update-variant",
+    "private-cluster-update-variant",
+    "beta-public-cluster-update-variant",
+    "public-cluster-update-variant",
+)
+
+
+def _path_of(source: str) -> str:
+    return source.split("?", 1)[0].rstrip("/")  # git sources: drop ?ref=...
+
+
 def is_gke_module(module: Mapping[Any, Any]) -> bool:
+    """The kubernetes-engine module: its registry or repository name, or (a local or git
+    copy) a path ending in one of its update-variant sub-modules."""
     source = module.get("source")
-    return isinstance(source, str) and (
+    if not isinstance(source, str):
+        return False
+    return (
         "terraform-google-modules/kubernetes-engine/google" in source
         or "terraform-google-kubernetes-engine" in source
+        or _path_of(source).rsplit("/", 1)[-1] in _GKE_UPDATE_VARIANTS
+    )
+
+
+def is_gke_update_variant(module: Mapping[Any, Any]) -> bool:
+    """A kubernetes-engine ``*-update-variant`` sub-module: each pool's real name is
+    ``<name>-`` and 4 hex characters Terraform generates."""
+    source = module.get("source")
+    return (
+        is_gke_module(module)
+        and isinstance(source, str)
+        and _path_of(source).endswith("-update-variant")
     )
