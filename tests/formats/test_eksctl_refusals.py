@@ -178,6 +178,12 @@ def test_a_templates_variables_are_unresolved_never_compared():
     assert FieldStatus.UNRESOLVED in _status(pool, "cluster").values()
 
 
+def test_a_group_named_by_a_variable_is_never_matched_to_nodes():
+    pool = _pool("nodeGroups: [{name: '${NG_NAME}'}]\n")
+    assert pool.unknown_name == "${NG_NAME}"
+    assert _status(pool, "name")["name|name"] == FieldStatus.UNRESOLVED
+
+
 def test_an_outposts_control_plane_leaves_the_instance_type_to_the_outpost():
     pool = _pool(
         "outpost: {controlPlaneOutpostARN: 'arn:aws:outposts:us-west-2:1:outpost/op-1'}\n"

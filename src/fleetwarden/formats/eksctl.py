@@ -321,7 +321,10 @@ class _Group:
         self.outposts = facts.outposts
         name = strict.text(doc, ng.get("name"), f"{self.where}.name", allow_none=False)
         assert name is not None
-        view.compared("name", "name", name)
+        if strict.placeholder(name):  # a template's group: its nodes cannot be told apart
+            self._unresolve("name", "name", name)
+        else:
+            view.compared("name", "name", name)
         meta_view = self.ledger.view(doc.path, base=("metadata",), lines=doc.line_of)
         if facts.name_variable:
             meta_view.unresolved("name", facts.name_variable, "cluster")
