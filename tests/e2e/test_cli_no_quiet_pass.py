@@ -142,6 +142,20 @@ def test_explain_strict_fails_when_a_file_in_the_tree_cannot_be_read(tree):
     assert run("explain", "-d", str(tree / "desired"), "-o", "json").returncode == 0
 
 
+def test_a_pool_that_cannot_be_compared_is_said_without_verbose(tree):
+    """A template's group named by a variable is not compared (its nodes cannot be told
+    apart): the table says so even without --verbose, the JSON names the pool."""
+    text = EKSCTL + "  - name: '${EXTRA_GROUP}'\n    instanceType: m5.large\n"
+    (tree / "desired" / "eksctl.yaml").write_text(text)
+    args = ("scan", "-d", str(tree / "desired"), "-n", str(tree / "duckboat.json"))
+    table = run(*args)
+    assert table.returncode == 0, table.stderr
+    said = [ln for ln in table.stdout.splitlines() if "not compared" in ln]
+    assert len(said) == 1 and "${EXTRA_GROUP}" in said[0], table.stdout
+    out = json.loads(run(*args, "-o", "json").stdout)
+    assert [s.get("pool") for s in out["skipped"] if s.get("pool")] == ["${EXTRA_GROUP}"]
+
+
 def test_watch_exits_2_when_no_desired_cluster_is_a_context(tree):
     """Before connecting to anything: a desired tree whose clusters are none of the contexts
     would watch for ever and compare nothing."""

@@ -206,11 +206,15 @@ def assign_pools(
         where = spec.source or "<desired>"
         if spec.cluster is None:
             skips.append(
-                Skip(where, f"pool {spec.name!r}: cluster unknown (give it as CLUSTER=PATH)")
+                Skip(
+                    where,
+                    f"pool {spec.name!r}: cluster unknown (give it as CLUSTER=PATH)",
+                    pool=spec.name,
+                )
             )
             continue
         if spec.unknown_name is not None:
-            skips.append(Skip(where, unnamed_reason(spec)))
+            skips.append(Skip(where, unnamed_reason(spec), pool=spec.name))
             continue
         if spec.cluster not in clusters:
             continue  # a coverage finding (coverage_findings) says so
@@ -220,6 +224,7 @@ def assign_pools(
                     where,
                     f"pool {spec.name!r} of cluster {spec.cluster!r} is "
                     "defined more than once; the first definition is used",
+                    pool=spec.name,
                 )
             )
             continue

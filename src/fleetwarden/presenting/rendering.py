@@ -472,10 +472,12 @@ def print_report(
             f"{report.pools} pools, {report.nodes} nodes",
         )
     )
-    for s in report.skipped:  # files that could not be read are never silent
+    for s in report.skipped:  # unread files and uncompared pools are never silent
         if s.problem:
             console.print(line((f"could not read {s.path}: {s.reason}", "yellow")), soft_wrap=True)
-    quiet = [s for s in report.skipped if not s.problem]
+        elif s.pool is not None:
+            console.print(line((f"not compared ({s.path}): {s.reason}", "yellow")), soft_wrap=True)
+    quiet = [s for s in report.skipped if not s.shown]
     if quiet:
         if verbose:
             for s in quiet:
