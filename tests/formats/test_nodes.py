@@ -85,6 +85,46 @@ def test_bad_dumps_give_a_precise_error(data, needle):
     assert needle in str(err.value)
 
 
+def _node(status: dict[str, object]) -> dict[str, object]:
+    return {"kind": "Node", "metadata": {"name": "n7"}, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("status", "field", "reason"),
+    [
+        ({"allocatable": {"cpu": "abc"}}, "status.allocatable.cpu", "quantity: 'abc'"),
+        ({"allocatable": {"memory": "12XB"}}, "status.allocatable.memory", "quantity: '12XB'"),
+        (
+            {"capacity": {"ephemeral-storage": "lots"}},
+            "status.capacity.ephemeral-storage",
+            "quantity: 'lots'",
+        ),
+        ({"capacity": {"pods": ""}}, "status.capacity.pods", "quantity: ''"),
+        ({"nodeInfo": {"osImage": 42}}, "status.nodeInfo.osImage", "got an integer"),
+        ({"nodeInfo": {"kubeletVersion": 123}}, "status.nodeInfo.kubeletVersion", "got an integer"),
+        ({"nodeInfo": {"kubeletVersion": ["v1.29"]}}, "status.nodeInfo.kubeletVersion", "list"),
+    ],
+)
+def test_a_node_value_no_api_server_serves_is_an_error_naming_node_and_field(status, field, reason):
+    """Resource amounts the diff compares must be quantities and nodeInfo values strings:
+    anything else was read as if absent and passed with no finding."""
+    for body, where in (
+        ({"kind": "List", "items": [_node(status)]}, "items[0]."),
+        (_node(status), ""),
+    ):
+        with pytest.raises(FormatError) as err:
+            parse_nodes("nodes.json", json.dumps(body).encode())
+        assert err.value.field == where + field
+        assert "node 'n7'" in err.value.reason and reason in err.value.reason
+
+
+def test_quantities_in_every_spelling_the_api_uses_are_accepted():
+    amounts = {"cpu": "1930m", "memory": "7910Mi", "pods": "110", "a": "1e3", "b": "1.5Gi"}
+    status = {"allocatable": amounts, "capacity": {**amounts, "ephemeral-storage": "20959212Ki"}}
+    (node,) = parse_nodes("nodes.json", json.dumps(_node(status)).encode())
+    assert node.allocatable == amounts
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_arbitrary_bytes_never_raise_anything_but_format_error(data):

@@ -17,6 +17,7 @@ from typing import Any
 from fleetwarden.core.describing import describe_type
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import Taint
+from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.formats import nodestream
 from fleetwarden.formats.documents import load_data
 from fleetwarden.formats.errors import FormatError
@@ -163,18 +164,44 @@ def node_from_object(
             )
         value = t.get("value")
         taints.append(Taint(t["key"], None if value is None else str(value), effect))
-    kubelet = info.get("kubeletVersion")
-    os_image = info.get("osImage")
     return ObservedNode(
         name=name,
         labels=labels,
         taints=tuple(taints),
-        kubelet_version=kubelet if isinstance(kubelet, str) else None,
-        os_image=os_image if isinstance(os_image, str) else None,
-        allocatable=_str_map(status.get("allocatable"), path, f"{where}status.allocatable"),
-        capacity=_str_map(status.get("capacity"), path, f"{where}status.capacity"),
+        kubelet_version=_info_str(info, "kubeletVersion", name, path, where),
+        os_image=_info_str(info, "osImage", name, path, where),
+        allocatable=_quantities(
+            status.get("allocatable"), name, path, f"{where}status.allocatable"
+        ),
+        capacity=_quantities(status.get("capacity"), name, path, f"{where}status.capacity"),
         unschedulable=bool(spec.get("unschedulable", False)),
     )
+
+
+def _info_str(info: Mapping[str, Any], key: str, node: str, path: str, where: str) -> str | None:
+    """A ``nodeInfo`` string, None when absent; any other type is not what the API serves."""
+    value = info.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise FormatError(
+        path,
+        f"node {node!r}: expected a string, got {describe_type(value)}",
+        field=f"{where}status.nodeInfo.{key}",
+    )
+
+
+def _quantities(value: Any, node: str, path: str, field: str) -> dict[str, str]:
+    """A resource map (``allocatable``, ``capacity``): every value a Kubernetes quantity, as
+    the API server guarantees; anything else would be compared as if absent."""
+    out = _str_map(value, path, field)
+    for key, text in out.items():
+        try:
+            parse_quantity(text)
+        except ValueError:
+            raise FormatError(
+                path, f"node {node!r}: not a Kubernetes quantity: {text!r}", field=f"{field}.{key}"
+            ) from None
+    return out
 
 
 def _mapping(value: Any, path: str, field: str) -> Mapping[str, Any]:

@@ -18,10 +18,11 @@ point is a guess too, proved when the first half decodes up to it exactly.
 
 This reader never decides a hard case. Anything it is not sure of -- not a ``List``/``NodeList``
 object, a chunk that does not decode, a value of an unexpected type (labels given as numbers, a
-taint without effect), non-ASCII text that is not UTF-8, a missing name -- raises
-``Unstreamable``, and the caller parses the document whole with ``nodes.parse_document``, which
-accepts every shape the full reader accepts and names every problem precisely (file, line or
-item and field). Malformed input is therefore never reported here.
+taint without effect, a resource amount that is not a quantity -- checked once per distinct
+map), non-ASCII text that is not UTF-8, a missing name -- raises ``Unstreamable``, and the
+caller parses the document whole with ``nodes.parse_document``, which accepts every shape the
+full reader accepts and names every problem precisely (file, line or item and field).
+Malformed input is therefore never reported here.
 
 Leniency kept on purpose: a number the full parser rejects as out of range (``1e999``) inside a
 field the diff does not read is skipped, as jq would.
@@ -41,6 +42,7 @@ import orjson
 
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import Taint
+from fleetwarden.core.quantities import parse_quantity
 
 __all__ = [
     "CHUNK_BYTES",
@@ -168,8 +170,10 @@ class _Shared:
         if found is None:
             try:
                 found = _STR_MAP.decode(key) or {}
-            except msgspec.DecodeError:
-                raise Unstreamable from None  # numbers, or not a map: the full reader decides
+                for text in found.values():
+                    parse_quantity(text)  # once per distinct map: the nodes of a pool share it
+            except (msgspec.DecodeError, ValueError):  # numbers, not a map, not quantities
+                raise Unstreamable from None  # the full reader decides
             self.maps[key] = found
         return found
 
