@@ -144,12 +144,24 @@ def test_truncated_real_dumps_fail_cleanly(realdata, data):
         assert exc.path == str(path)
 
 
-def test_kubectl_list_with_other_kinds_keeps_only_nodes():
+@pytest.mark.parametrize("kind", ["Pod", "node", 7])
+def test_an_item_of_another_kind_is_an_error_naming_it(kind):
+    """``kubectl get nodes,pods``: a Pod was skipped without a word, so a NodeList of Pods
+    read as an empty cluster with exit 0."""
+    body = {
+        "kind": "NodeList",
+        "items": [{"kind": "Node", "metadata": {"name": "n"}}, {"kind": kind, "metadata": {}}],
+    }
+    with pytest.raises(FormatError) as err:
+        parse_nodes("x.json", json.dumps(body).encode())
+    assert err.value.field == "items[1].kind"
+    assert "not a Node" in err.value.reason and "Nodes only" in err.value.reason
+
+
+def test_an_item_without_a_kind_is_a_node():
+    """Some tools store Node objects without their kind (insights-operator)."""
     body = {
         "kind": "List",
-        "items": [
-            {"kind": "Pod", "metadata": {"name": "p"}},
-            {"kind": "Node", "metadata": {"name": "n"}},
-        ],
+        "items": [{"metadata": {"name": "n"}}, {"kind": None, "metadata": {"name": "m"}}],
     }
-    assert [n.name for n in parse_nodes("x.json", json.dumps(body).encode())] == ["n"]
+    assert [n.name for n in parse_nodes("x.json", json.dumps(body).encode())] == ["n", "m"]

@@ -258,6 +258,10 @@ def test_the_ranges_cover_the_dump_in_order_and_the_last_ones_are_smaller(size, 
         (lambda raw: raw.replace(b'"NoSchedule"', b'"Sometimes"', 1), "effect"),
         (lambda raw: raw + b"{}", "invalid JSON"),
         (lambda raw: raw.replace(b'"List"', b'"PodList"'), "kind"),
+        (  # kubectl get nodes,pods: the last item a Pod
+            lambda raw: _replace_last(raw, b'"kind": "Node"', b'"kind": "Pod"'),
+            "items[399].kind: a 'Pod' item, not a Node",
+        ),
         (
             lambda raw: raw.replace(b'"1930m"', b'"lots"', 1),
             "items[0].status.allocatable.cpu: node 'node-0': not a Kubernetes quantity: 'lots'",

@@ -6,7 +6,8 @@ chunks, only the fields the diff needs decoded (a 100,000-node dump is ~900 MB, 
 image lists and conditions); it refuses whatever it is not sure of. Everything else -- YAML, a
 single Node, and whatever the stream refused, including every malformed input -- is parsed
 whole by ``parse_document``, which names the file and the line, item or field of a problem.
-A ``NodeList`` whose ``items`` is ``null`` (Go's empty slice) holds no nodes.
+A ``NodeList`` whose ``items`` is ``null`` (Go's empty slice) holds no nodes; an item of
+another kind (``kubectl get nodes,pods``) is an error, as the stream reader refuses it too.
 """
 
 from __future__ import annotations
@@ -129,11 +130,21 @@ def nodes_of_body(path: str, body: Any) -> list[ObservedNode]:
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise FormatError(path, "not an object", field=f"items[{i}]")
-        item_kind = item.get("kind", "Node")
-        if item_kind != "Node":
-            continue  # a mixed List (kubectl get nodes,pods): only Nodes matter here
+        item_kind = item.get("kind")
+        if item_kind is not None and item_kind != "Node":
+            raise FormatError(path, _not_a_node(item_kind), field=f"items[{i}].kind")
         nodes.append(node_from_object(item, path=path, where=f"items[{i}]."))
     return nodes
+
+
+def _not_a_node(kind: Any) -> str:
+    """Why an item of another kind is refused: skipped, it would vanish from the count (a
+    Pod in a NodeList left its pool "empty" with exit 0)."""
+    what = repr(kind) if isinstance(kind, str) else describe_type(kind)
+    return (
+        f"a {what} item, not a Node: a node dump holds Nodes only (kubectl get nodes -o json); "
+        "leave the other kinds out (kubectl get nodes,pods mixes them)"
+    )
 
 
 def node_from_object(

@@ -206,8 +206,8 @@ def _rows_of(items: list[Any], out: list[Any], shared: _Shared, keys: LabelKeys)
     map_of = shared.map_of
     taint_sets = shared.taints
     for item in items:
-        if item.kind != "Node":
-            continue  # a mixed List: only Nodes matter
+        if item.kind != "Node" and item.kind is not None:
+            raise Unstreamable  # another kind (kubectl get nodes,pods): the full reader says so
         meta, spec, status = item.metadata, item.spec, item.status
         if meta is None or not meta.name:
             raise Unstreamable
@@ -373,7 +373,7 @@ class Head:
 @dataclass(slots=True)
 class ItemsRead:
     """The node rows of a byte range of the items array (none when they were fed on as read;
-    ``items``: how many items, Nodes or not); ``keys`` are the top-level keys after the array
+    ``items``: how many items); ``keys`` are the top-level keys after the array
     when the range reached the end of the document."""
 
     rows: list[NodeRow]
