@@ -158,6 +158,15 @@ def test_an_item_of_another_kind_is_an_error_naming_it(kind):
     assert "not a Node" in err.value.reason and "Nodes only" in err.value.reason
 
 
+def test_a_node_name_twice_is_an_error_naming_the_node():
+    """Two dumps put together: the nodes were counted twice, with no word."""
+    items = [{"metadata": {"name": n}} for n in ("a", "b", "c", "b")]
+    with pytest.raises(FormatError) as err:
+        parse_nodes("x.json", json.dumps({"kind": "List", "items": items}).encode())
+    assert err.value.field == "items[3].metadata.name"
+    assert "node 'b' is listed twice (items[1] and items[3])" in err.value.reason
+
+
 def test_an_item_without_a_kind_is_a_node():
     """Some tools store Node objects without their kind (insights-operator)."""
     body = {

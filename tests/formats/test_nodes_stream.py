@@ -95,6 +95,12 @@ def dumps(draw: st.DrawFn) -> bytes:
     return json.dumps(body, indent=indent, ensure_ascii=ascii_only).encode()
 
 
+def distinct_names(items: list[dict[str, Any]]) -> None:
+    """Each node a name of its own (drawn names may repeat: a dump both readers refuse)."""
+    for i, item in enumerate(items):
+        item["metadata"]["name"] += f"#{i}"
+
+
 def _reference(raw: bytes) -> list[Any]:
     return nodes_fmt.nodes_of_body("x.json", json.loads(raw))
 
@@ -130,6 +136,7 @@ def test_streamed_nodes_are_exactly_the_json_loads_nodes(raw, chunk):
 )
 def test_a_plain_list_is_streamed_not_refused(items, indent):
     """The fast path really runs: a List of well-formed Nodes is never handed back."""
+    distinct_names(items)
     for item in items:
         item["kind"] = "Node"
     raw = json.dumps({"apiVersion": "v1", "items": items, "kind": "List"}, indent=indent)
@@ -141,6 +148,7 @@ def test_a_plain_list_is_streamed_not_refused(items, indent):
 def test_a_split_anywhere_gives_the_same_nodes_or_is_refused(items, data):
     """Byte-range splits (the two-process path): a guessed split point either proves right
     and the two ranges give exactly the nodes, or the first range refuses it."""
+    distinct_names(items)
     for item in items:
         item["kind"] = "Node"
     compact = data.draw(st.booleans())
@@ -258,6 +266,14 @@ def test_the_ranges_cover_the_dump_in_order_and_the_last_ones_are_smaller(size, 
         (lambda raw: raw.replace(b'"NoSchedule"', b'"Sometimes"', 1), "effect"),
         (lambda raw: raw + b"{}", "invalid JSON"),
         (lambda raw: raw.replace(b'"List"', b'"PodList"'), "kind"),
+        (  # two dumps put together: names again, in another range of a split read
+            lambda raw: _replace_last(raw, b'"node-399"', b'"node-3"'),
+            "items[399].metadata.name: node 'node-3' is listed twice (items[3] and items[399])",
+        ),
+        (  # twice in one chunk
+            lambda raw: raw.replace(b'"node-1"', b'"node-0"', 1),
+            "items[1].metadata.name: node 'node-0' is listed twice",
+        ),
         (  # kubectl get nodes,pods: the last item a Pod
             lambda raw: _replace_last(raw, b'"kind": "Node"', b'"kind": "Pod"'),
             "items[399].kind: a 'Pod' item, not a Node",

@@ -7,7 +7,8 @@ image lists and conditions); it refuses whatever it is not sure of. Everything e
 single Node, and whatever the stream refused, including every malformed input -- is parsed
 whole by ``parse_document``, which names the file and the line, item or field of a problem.
 A ``NodeList`` whose ``items`` is ``null`` (Go's empty slice) holds no nodes; an item of
-another kind (``kubectl get nodes,pods``) is an error, as the stream reader refuses it too.
+another kind (``kubectl get nodes,pods``) or a second Node of one name is an error, as the
+stream reader refuses both too.
 """
 
 from __future__ import annotations
@@ -127,13 +128,22 @@ def nodes_of_body(path: str, body: Any) -> list[ObservedNode]:
             field="kind" if kind not in LIST_KINDS else "items",
         )
     nodes = []
+    first: dict[str, int] = {}  # name -> the item it was first read from
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise FormatError(path, "not an object", field=f"items[{i}]")
         item_kind = item.get("kind")
         if item_kind is not None and item_kind != "Node":
             raise FormatError(path, _not_a_node(item_kind), field=f"items[{i}].kind")
-        nodes.append(node_from_object(item, path=path, where=f"items[{i}]."))
+        node = node_from_object(item, path=path, where=f"items[{i}].")
+        if first.setdefault(node.name, i) != i:
+            raise FormatError(
+                path,
+                f"node {node.name!r} is listed twice (items[{first[node.name]}] and items[{i}]):"
+                " a cluster holds one Node of a name -- were two dumps put together?",
+                field=f"items[{i}].metadata.name",
+            )
+        nodes.append(node)
     return nodes
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import starmap
 from typing import Any, Protocol
 
@@ -156,13 +156,15 @@ def _items_reading(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[list[Any
 
 
 class _Shared:
-    """What the nodes of a dump share: decoded resource maps and taint sets, by content."""
+    """What the nodes of a dump share: decoded resource maps and taint sets, by content; and
+    the names read so far (a name twice is refused)."""
 
-    __slots__ = ("maps", "taints")
+    __slots__ = ("maps", "names", "taints")
 
     def __init__(self) -> None:
         self.maps: dict[bytes, dict[str, str]] = {}
         self.taints: dict[tuple[_Taint, ...], tuple[Taint, ...]] = {}
+        self.names: set[str] = set()
 
     def map_of(self, raw: msgspec.Raw) -> dict[str, str]:
         key = bytes(raw)
@@ -205,12 +207,16 @@ def _rows_of(items: list[Any], out: list[Any], shared: _Shared, keys: LabelKeys)
         labels_of = msgspec.structs.astuple
     map_of = shared.map_of
     taint_sets = shared.taints
+    names = shared.names
+    add_name = names.add
+    named, made = len(names), len(out)
     for item in items:
         if item.kind != "Node" and item.kind is not None:
             raise Unstreamable  # another kind (kubectl get nodes,pods): the full reader says so
         meta, spec, status = item.metadata, item.spec, item.status
         if meta is None or not meta.name:
             raise Unstreamable
+        add_name(meta.name)
         taints: tuple[Taint, ...] = ()
         unschedulable = False
         if spec is not None:
@@ -241,6 +247,8 @@ def _rows_of(items: list[Any], out: list[Any], shared: _Shared, keys: LabelKeys)
                 unschedulable,
             )
         )
+    if len(names) - named != len(out) - made:
+        raise Unstreamable  # a name twice (a concatenated dump?): the full reader names it
 
 
 def _dict_or_empty(labels: dict[str, str]) -> dict[str, str]:
@@ -373,13 +381,15 @@ class Head:
 @dataclass(slots=True)
 class ItemsRead:
     """The node rows of a byte range of the items array (none when they were fed on as read;
-    ``items``: how many items); ``keys`` are the top-level keys after the array
-    when the range reached the end of the document."""
+    ``items``: how many items); ``keys`` are the top-level keys after the array when the
+    range reached the end of the document; ``names``: every node's name (each once: a name
+    twice in one range is refused, across ranges the caller checks)."""
 
     rows: list[NodeRow]
     end: int
     keys: dict[str, Any] | None = None
     items: int = 0
+    names: set[str] = field(default_factory=set)
 
     def nodes(self) -> list[ObservedNode]:
         return list(starmap(ObservedNode, self.rows))
@@ -481,7 +491,7 @@ def read_items(
             _object_keys(win, keys, until_items=False)
             if win.skip_ws() is not None:
                 raise Unstreamable  # something after the document
-            return ItemsRead(rows, win.base + win.pos, keys, items)
+            return ItemsRead(rows, win.base + win.pos, keys, items, shared.names)
         if not first:
             if c != 0x2C:
                 raise Unstreamable
@@ -492,7 +502,7 @@ def read_items(
         if stop is not None and at >= stop:
             if at != stop:
                 raise Unstreamable  # the split was not where an item starts
-            return ItemsRead(rows, at, None, items)
+            return ItemsRead(rows, at, None, items, shared.names)
         if c != 0x7B:
             raise Unstreamable  # not an object: the full reader names the item
         # items from pos to the last separator in the window (or to stop)
