@@ -167,6 +167,18 @@ def test_a_node_name_twice_is_an_error_naming_the_node():
     assert "node 'b' is listed twice (items[1] and items[3])" in err.value.reason
 
 
+def test_several_yaml_documents_say_a_dump_is_one_document():
+    """Node --- Node: the parser's "but found another document" did not say what to do."""
+    node = "kind: Node\nmetadata: {name: n%d}\n"
+    with pytest.raises(FormatError) as err:
+        parse_nodes("nodes.yaml", (node % 1 + "---\n" + node % 2).encode())
+    assert err.value.line == 3
+    assert "a second YAML document" in err.value.reason
+    assert "a List of Nodes or a single Node" in err.value.reason
+    # a document marker before the only document is one document
+    assert [n.name for n in parse_nodes("nodes.yaml", ("---\n" + node % 1).encode())] == ["n1"]
+
+
 def test_an_item_without_a_kind_is_a_node():
     """Some tools store Node objects without their kind (insights-operator)."""
     body = {

@@ -101,7 +101,12 @@ def parse_document(path: str, raw: bytes) -> list[ObservedNode]:
             "empty file, not a node dump (kubectl get nodes -o json writes a List even when "
             "there are no nodes)",
         )
-    body = load_data(path, raw, what="JSON or YAML node dump")
+    body = load_data(
+        path,
+        raw,
+        what="node dump",
+        one="a List of Nodes or a single Node, as kubectl get nodes -o yaml prints it",
+    )
     return nodes_of_body(path, body)
 
 
