@@ -43,7 +43,13 @@ from fleetwarden.formats import nodes as nodes_fmt
 from fleetwarden.formats import nodestream
 from fleetwarden.formats.errors import FormatError
 from tests.conftest import realdata_files
-from tests.formats.test_nodes_stream import TEXT, _write_big, node_objects
+from tests.formats.test_nodes_stream import (
+    TEXT,
+    _replace_last,
+    _write_big,
+    distinct_names,
+    node_objects,
+)
 from tests.support.plain_diff import plain_cluster_findings
 
 
@@ -122,8 +128,9 @@ def test_every_real_dump_gives_the_plain_path_s_findings(realdata, path, workers
 def odd_dumps(draw: st.DrawFn) -> bytes:
     """Lists of nodes as kubectl, jq or Go print them, with the odd cases added: nulls for
     objects, missing sections, long strings, nested arrays in skipped fields, pool labels."""
-    items: list[Any] = []
-    for node in draw(st.lists(node_objects(), max_size=7)):
+    items: list[Any] = draw(st.lists(node_objects(odd_amounts=False), max_size=7))
+    distinct_names(items)
+    for node in items:
         node["kind"] = "Node"
         node["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] = draw(st.sampled_from("ab"))
         for section in ("spec", "status"):
@@ -134,7 +141,6 @@ def odd_dumps(draw: st.DrawFn) -> bytes:
                 del node[section]
         node["metadata"]["annotations"]["long"] = draw(TEXT) * draw(st.integers(0, 3000))
         node["extra"] = [[[draw(TEXT)], {"x": [1, [2, "]}"]]}], []]
-        items.append(node)
     pairs = [("apiVersion", "v1"), ("kind", "List"), ("metadata", {}), ("items", items)]
     body = dict(draw(st.permutations(pairs)))
     indent = draw(st.sampled_from([None, 2, 4]))
@@ -254,3 +260,30 @@ def test_a_compared_label_that_is_not_a_string_is_read_as_the_plain_path_reads_i
             workers=workers,
         )  # fmt: skip
         assert diff_summary("c", [spec], summary, options=options).findings == want
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("twice", ["node-7", "cp-0"])
+def test_a_node_name_in_two_ranges_gets_the_plain_path_s_error(
+    tmp_path, small_steps, monkeypatch, workers, twice
+):
+    """Two dumps put together: a name seen again in another range (another process) is
+    refused, the whole reader names it -- a control-plane node too, which no summary keeps."""
+    path, raw = _write_big(tmp_path, 400)
+    monkeypatch.setattr(nodedumps, "RANGE_BYTES", len(raw) // 9)  # the last ranges > one item
+    cp = b'"labels": {"node-role.kubernetes.io/control-plane": "",'
+    raw = raw.replace(b'"node-0"', b'"cp-0"', 1).replace(b'"labels": {', cp, 1)
+    raw = _replace_last(raw, b'"node-399"', f'"{twice}"'.encode())
+    path.write_bytes(raw)
+    with pytest.raises(FormatError) as err:
+        _plain(path)
+    want = str(err.value)
+    assert f"node '{twice}' is listed twice" in want
+    specs = [NodePoolSpec(name="p0", cluster="c", kubernetes_version="1.30")]
+    options = DiffOptions(pool_labels=("pool",))
+    with pytest.raises(FormatError) as err:
+        nodedumps.summarise_node_file(
+            str(path), ClusterSummariser(tuple(specs), options), merge_clusters, limit=2**30,
+            workers=workers,
+        )  # fmt: skip
+    assert str(err.value) == want

@@ -184,6 +184,35 @@ def test_mixed_versions_are_reported_when_no_version_finding_covers_them(eks_ite
         assert found[0].actual == ["v1.21.2-13+d2965f0db10712", "v1.21.9-eks-1"]
 
 
+@pytest.mark.parametrize("reported", [None, "banana", ""])
+def test_a_node_whose_version_is_unknown_is_a_finding_when_the_pool_has_one(eks_items, reported):
+    """No kubelet version, or text that is not a version: the node cannot be shown to run the
+    pool's version, so it does not pass in silence (nor is it called a wrong version)."""
+
+    def report(n: dict[str, Any]) -> None:
+        if reported is None:
+            del n["status"]["nodeInfo"]["kubeletVersion"]
+        else:
+            n["status"]["nodeInfo"]["kubeletVersion"] = reported
+
+    items = _mutate(eks_items, 1, report)
+    found = diff_pool(eks_spec(), nodes_of(items))
+    assert [(f.layer, f.field, f.expected, f.actual, f.severity, f.nodes) for f in found] == [
+        (
+            Layer.L4,
+            "kubeletVersion.unknown",
+            "1.21",
+            reported,
+            Severity.HIGH,
+            ("duckboat-02",),
+        )
+    ]
+    assert "no kubelet version" in found[0].message
+    assert found[0].provenance == eks_spec().origin_of("kubeletVersion")
+    # without a version to compare with there is nothing to say
+    assert diff_pool(eks_spec(kubernetes_version=None), nodes_of(items)) == []
+
+
 def test_patch_level_counts_only_when_the_pool_names_one(eks_items):
     assert diff_pool(eks_spec(kubernetes_version="1.21"), nodes_of(eks_items)) == []
     found = diff_pool(eks_spec(kubernetes_version="1.21.5"), nodes_of(eks_items))

@@ -745,6 +745,67 @@ def test_wrong_types_raise_format_error_naming_file_and_field(
     assert tree[target].path in str(caught.value)
 
 
+MD_YAML = """\
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: MachineDeployment
+metadata: {name: md}
+spec:
+  clusterName: c1
+  replicas: 1
+  template:
+    metadata:
+      labels: {tier: %(label)s}
+    spec:
+      clusterName: c1
+      version: %(version)s
+      bootstrap: {configRef: {kind: KubeadmConfigTemplate, name: md}}
+      infrastructureRef: {kind: DockerMachineTemplate, name: md}
+"""
+
+
+@pytest.mark.parametrize(
+    ("label", "version", "line", "field", "number"),
+    [
+        ("web", "1.30", 12, "spec.template.spec.version", "1.3"),
+        ("web", "1.29", 12, "spec.template.spec.version", "1.29"),
+        ("1", '"1.30"', 9, "spec.template.metadata.labels.tier", "1"),
+    ],
+)
+def test_a_number_in_a_string_field_is_an_error_asking_for_quotes(
+    label: str, version: str, line: int, field: str, number: str
+) -> None:
+    """YAML reads an unquoted 1.30 as the number 1.3: read as text it was a false L4 drift.
+    The API server refuses a number in a string field, so the reader does too."""
+    text = MD_YAML % {"label": label, "version": version}
+    with pytest.raises(FormatError) as caught:
+        capi.read_pools(parse_yaml_documents("md.yaml", text))
+    assert caught.value.line == line
+    assert caught.value.field == f"MachineDeployment/md: {field}"
+    assert f"got the number {number}" in caught.value.reason
+    assert "in quotes" in caught.value.reason
+
+
+def test_a_quoted_version_is_read_as_written() -> None:
+    text = MD_YAML % {"label": "web", "version": '"1.30"'}
+    pool = _only(capi.read_pools(parse_yaml_documents("md.yaml", text)), "md")
+    assert pool.kubernetes_version == "1.30"
+
+
+def test_a_number_in_a_provider_object_s_string_field_is_an_error(realdata: Path) -> None:
+    tree = _split_capz_tree(realdata)
+    target = next(
+        i
+        for i, d in enumerate(tree)
+        if d.kind == "AzureMachineTemplate" and d.name.endswith("-md-0")
+    )
+    edit = _set(("spec", "template", "spec", "vmSize"), 5)
+    tree[target] = _moved(tree[target], tree[target].path, edit)
+    with pytest.raises(FormatError) as caught:
+        capi.read_pools(tree)
+    assert "spec.template.spec.vmSize" in str(caught.value)
+    assert "got the number 5" in caught.value.reason
+
+
 def test_a_topology_worker_without_a_name_is_an_error() -> None:
     cluster = {
         "apiVersion": "cluster.x-k8s.io/v1beta2",

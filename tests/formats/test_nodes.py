@@ -85,6 +85,46 @@ def test_bad_dumps_give_a_precise_error(data, needle):
     assert needle in str(err.value)
 
 
+def _node(status: dict[str, object]) -> dict[str, object]:
+    return {"kind": "Node", "metadata": {"name": "n7"}, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("status", "field", "reason"),
+    [
+        ({"allocatable": {"cpu": "abc"}}, "status.allocatable.cpu", "quantity: 'abc'"),
+        ({"allocatable": {"memory": "12XB"}}, "status.allocatable.memory", "quantity: '12XB'"),
+        (
+            {"capacity": {"ephemeral-storage": "lots"}},
+            "status.capacity.ephemeral-storage",
+            "quantity: 'lots'",
+        ),
+        ({"capacity": {"pods": ""}}, "status.capacity.pods", "quantity: ''"),
+        ({"nodeInfo": {"osImage": 42}}, "status.nodeInfo.osImage", "got an integer"),
+        ({"nodeInfo": {"kubeletVersion": 123}}, "status.nodeInfo.kubeletVersion", "got an integer"),
+        ({"nodeInfo": {"kubeletVersion": ["v1.29"]}}, "status.nodeInfo.kubeletVersion", "list"),
+    ],
+)
+def test_a_node_value_no_api_server_serves_is_an_error_naming_node_and_field(status, field, reason):
+    """Resource amounts the diff compares must be quantities and nodeInfo values strings:
+    anything else was read as if absent and passed with no finding."""
+    for body, where in (
+        ({"kind": "List", "items": [_node(status)]}, "items[0]."),
+        (_node(status), ""),
+    ):
+        with pytest.raises(FormatError) as err:
+            parse_nodes("nodes.json", json.dumps(body).encode())
+        assert err.value.field == where + field
+        assert "node 'n7'" in err.value.reason and reason in err.value.reason
+
+
+def test_quantities_in_every_spelling_the_api_uses_are_accepted():
+    amounts = {"cpu": "1930m", "memory": "7910Mi", "pods": "110", "a": "1e3", "b": "1.5Gi"}
+    status = {"allocatable": amounts, "capacity": {**amounts, "ephemeral-storage": "20959212Ki"}}
+    (node,) = parse_nodes("nodes.json", json.dumps(_node(status)).encode())
+    assert node.allocatable == amounts
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
 def test_arbitrary_bytes_never_raise_anything_but_format_error(data):
@@ -104,12 +144,45 @@ def test_truncated_real_dumps_fail_cleanly(realdata, data):
         assert exc.path == str(path)
 
 
-def test_kubectl_list_with_other_kinds_keeps_only_nodes():
+@pytest.mark.parametrize("kind", ["Pod", "node", 7])
+def test_an_item_of_another_kind_is_an_error_naming_it(kind):
+    """``kubectl get nodes,pods``: a Pod was skipped without a word, so a NodeList of Pods
+    read as an empty cluster with exit 0."""
+    body = {
+        "kind": "NodeList",
+        "items": [{"kind": "Node", "metadata": {"name": "n"}}, {"kind": kind, "metadata": {}}],
+    }
+    with pytest.raises(FormatError) as err:
+        parse_nodes("x.json", json.dumps(body).encode())
+    assert err.value.field == "items[1].kind"
+    assert "not a Node" in err.value.reason and "Nodes only" in err.value.reason
+
+
+def test_a_node_name_twice_is_an_error_naming_the_node():
+    """Two dumps put together: the nodes were counted twice, with no word."""
+    items = [{"metadata": {"name": n}} for n in ("a", "b", "c", "b")]
+    with pytest.raises(FormatError) as err:
+        parse_nodes("x.json", json.dumps({"kind": "List", "items": items}).encode())
+    assert err.value.field == "items[3].metadata.name"
+    assert "node 'b' is listed twice (items[1] and items[3])" in err.value.reason
+
+
+def test_several_yaml_documents_say_a_dump_is_one_document():
+    """Node --- Node: the parser's "but found another document" did not say what to do."""
+    node = "kind: Node\nmetadata: {name: n%d}\n"
+    with pytest.raises(FormatError) as err:
+        parse_nodes("nodes.yaml", (node % 1 + "---\n" + node % 2).encode())
+    assert err.value.line == 3
+    assert "a second YAML document" in err.value.reason
+    assert "a List of Nodes or a single Node" in err.value.reason
+    # a document marker before the only document is one document
+    assert [n.name for n in parse_nodes("nodes.yaml", ("---\n" + node % 1).encode())] == ["n1"]
+
+
+def test_an_item_without_a_kind_is_a_node():
+    """Some tools store Node objects without their kind (insights-operator)."""
     body = {
         "kind": "List",
-        "items": [
-            {"kind": "Pod", "metadata": {"name": "p"}},
-            {"kind": "Node", "metadata": {"name": "n"}},
-        ],
+        "items": [{"metadata": {"name": "n"}}, {"kind": None, "metadata": {"name": "m"}}],
     }
-    assert [n.name for n in parse_nodes("x.json", json.dumps(body).encode())] == ["n"]
+    assert [n.name for n in parse_nodes("x.json", json.dumps(body).encode())] == ["n", "m"]

@@ -26,10 +26,15 @@ TRICKY = st.sampled_from(
 )
 TEXT = st.lists(st.text(max_size=6) | TRICKY, max_size=4).map("".join)
 NAME = TEXT.filter(bool)
+# resource amounts: Kubernetes quantities in their usual spellings
+QUANTITY = st.sampled_from(["2", "1930m", "7Gi", "7910Mi", "29", "20959212Ki", "1e3", "0", "1.5"])
 
 
 @st.composite
-def node_objects(draw: st.DrawFn) -> dict[str, Any]:
+def node_objects(draw: st.DrawFn, *, odd_amounts: bool = True) -> dict[str, Any]:
+    """A Node as the API serves it; ``odd_amounts``: a resource amount may be any text (a
+    dump no API server wrote: both readers must refuse it alike)."""
+    amount = (QUANTITY | TEXT) if odd_amounts and draw(st.integers(0, 9)) == 0 else QUANTITY
     labels = draw(st.dictionaries(TEXT, TEXT, max_size=5))
     node: dict[str, Any] = {
         "apiVersion": "v1",
@@ -54,8 +59,8 @@ def node_objects(draw: st.DrawFn) -> dict[str, Any]:
             ),
         },
         "status": {
-            "allocatable": draw(st.dictionaries(TEXT, TEXT, max_size=3)),
-            "capacity": draw(st.dictionaries(TEXT, TEXT, max_size=3)),
+            "allocatable": draw(st.dictionaries(TEXT, amount, max_size=3)),
+            "capacity": draw(st.dictionaries(TEXT, amount, max_size=3)),
             "nodeInfo": {"kubeletVersion": draw(TEXT), "osImage": draw(TEXT)},
             "images": [{"names": [draw(TEXT)], "sizeBytes": 1}],
             "conditions": [{"type": "Ready", "message": draw(TEXT)}],
@@ -90,6 +95,12 @@ def dumps(draw: st.DrawFn) -> bytes:
     return json.dumps(body, indent=indent, ensure_ascii=ascii_only).encode()
 
 
+def distinct_names(items: list[dict[str, Any]]) -> None:
+    """Each node a name of its own (drawn names may repeat: a dump both readers refuse)."""
+    for i, item in enumerate(items):
+        item["metadata"]["name"] += f"#{i}"
+
+
 def _reference(raw: bytes) -> list[Any]:
     return nodes_fmt.nodes_of_body("x.json", json.loads(raw))
 
@@ -120,9 +131,12 @@ def test_streamed_nodes_are_exactly_the_json_loads_nodes(raw, chunk):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(node_objects(), min_size=1, max_size=6), st.sampled_from([1, 2, 4]))
+@given(
+    st.lists(node_objects(odd_amounts=False), min_size=1, max_size=6), st.sampled_from([1, 2, 4])
+)
 def test_a_plain_list_is_streamed_not_refused(items, indent):
     """The fast path really runs: a List of well-formed Nodes is never handed back."""
+    distinct_names(items)
     for item in items:
         item["kind"] = "Node"
     raw = json.dumps({"apiVersion": "v1", "items": items, "kind": "List"}, indent=indent)
@@ -130,10 +144,11 @@ def test_a_plain_list_is_streamed_not_refused(items, indent):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(node_objects(), min_size=2, max_size=6), st.data())
+@given(st.lists(node_objects(odd_amounts=False), min_size=2, max_size=6), st.data())
 def test_a_split_anywhere_gives_the_same_nodes_or_is_refused(items, data):
     """Byte-range splits (the two-process path): a guessed split point either proves right
     and the two ranges give exactly the nodes, or the first range refuses it."""
+    distinct_names(items)
     for item in items:
         item["kind"] = "Node"
     compact = data.draw(st.booleans())
@@ -251,6 +266,30 @@ def test_the_ranges_cover_the_dump_in_order_and_the_last_ones_are_smaller(size, 
         (lambda raw: raw.replace(b'"NoSchedule"', b'"Sometimes"', 1), "effect"),
         (lambda raw: raw + b"{}", "invalid JSON"),
         (lambda raw: raw.replace(b'"List"', b'"PodList"'), "kind"),
+        (  # two dumps put together: names again, in another range of a split read
+            lambda raw: _replace_last(raw, b'"node-399"', b'"node-3"'),
+            "items[399].metadata.name: node 'node-3' is listed twice (items[3] and items[399])",
+        ),
+        (  # twice in one chunk
+            lambda raw: raw.replace(b'"node-1"', b'"node-0"', 1),
+            "items[1].metadata.name: node 'node-0' is listed twice",
+        ),
+        (  # kubectl get nodes,pods: the last item a Pod
+            lambda raw: _replace_last(raw, b'"kind": "Node"', b'"kind": "Pod"'),
+            "items[399].kind: a 'Pod' item, not a Node",
+        ),
+        (
+            lambda raw: raw.replace(b'"1930m"', b'"lots"', 1),
+            "items[0].status.allocatable.cpu: node 'node-0': not a Kubernetes quantity: 'lots'",
+        ),
+        (  # the last node: in the last range of a split read, a map of its own
+            lambda raw: _replace_last(raw, b'"1930m"', b'"12XB"'),
+            "items[399].status.allocatable.cpu: node 'node-399': not a Kubernetes quantity",
+        ),
+        (
+            lambda raw: _replace_last(raw, b'"v1.30.4"', b"130"),
+            "items[399].status.nodeInfo.kubeletVersion: node 'node-399': expected a string",
+        ),
     ],
 )
 def test_a_bad_big_dump_gets_the_whole_reader_s_precise_error(tmp_path, damage, needle):
@@ -264,6 +303,11 @@ def test_a_bad_big_dump_gets_the_whole_reader_s_precise_error(tmp_path, damage, 
         assert err.value.path == str(path)
         assert needle in str(err.value)
         assert "\n" not in str(err.value)
+
+
+def _replace_last(raw: bytes, old: bytes, new: bytes) -> bytes:
+    at = raw.rindex(old)
+    return raw[:at] + new + raw[at + len(old) :]
 
 
 def test_numbers_as_label_values_are_read_as_the_whole_reader_reads_them(tmp_path):

@@ -48,8 +48,14 @@ def _plain_nodes(spec: NodePoolSpec, nodes: list[ObservedNode], out: Any, option
                 if k not in seen:
                     out.add(Layer.L2, f"taints.{k[0]}:{k[1]}", want, None, Severity.HIGH, name)
         v = spec.kubernetes_version
-        if v and node.kubelet_version and versions.matches(v, node.kubelet_version) is False:
-            out.add(Layer.L4, "kubeletVersion", v, node.kubelet_version, Severity.HIGH, name)
+        if v:
+            have = node.kubelet_version
+            ok = versions.matches(v, have) if have else None
+            if ok is False:
+                out.add(Layer.L4, "kubeletVersion", v, have, Severity.HIGH, name)
+            elif ok is None and versions.parse_version(v) is not None:
+                out.add(Layer.L4, "kubeletVersion.unknown", v, have, Severity.HIGH, name)
+                out.explain("kubeletVersion.unknown", diffing._VERSION_UNKNOWN_WHY)
         itype = node.instance_type
         if itype is not None:
             if types and itype not in types:

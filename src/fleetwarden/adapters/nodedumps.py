@@ -48,6 +48,10 @@ this size (``_cuts``) --: the processes end their reading within about a quarter
 other, whatever else one of them had to do (this process loads the desired state meanwhile)
 and however fast each one runs."""
 
+_Part = tuple[Any, dict[str, Any] | None, set[str]]
+"""A range read: its summary, the top-level keys after the array (the last range), its nodes'
+names."""
+
 _PROBE_BYTES = 2**20  # looked at around a split point for the next item's start
 _TAIL_PIECES = 4
 
@@ -212,7 +216,7 @@ class _Split:
     def collect(self) -> None:
         """Take in the workers' summaries as they come (a thread of this process: a worker
         never waits on its pipe while this process reads its own ranges)."""
-        self._got: dict[int, tuple[Any, dict[str, Any] | None]] = {}
+        self._got: dict[int, _Part] = {}
         self._failed: list[BaseException] = []
         self._collector = threading.Thread(target=self._receive, daemon=True)
         self._collector.start()
@@ -229,15 +233,15 @@ class _Split:
                         raise got
                     if got is None:  # this worker is done
                         break
-                    k, summary, keys = got
-                    self._got[k] = (summary, keys)
+                    k, summary, keys, names = got
+                    self._got[k] = (summary, keys, names)
         except BaseException as exc:  # handed to results(), which raises it
             self._failed.append(exc)
 
-    def results(self) -> dict[int, tuple[Any, dict[str, Any] | None]]:
-        """Every range the workers read: its summary and the top-level keys read after the
-        items array (for the last range); ``Unstreamable`` if one refused its range or a
-        worker ended without a word."""
+    def results(self) -> dict[int, _Part]:
+        """Every range the workers read: its summary, the top-level keys read after the
+        items array (for the last range) and its nodes' names; ``Unstreamable`` if one
+        refused its range or a worker ended without a word."""
         try:
             self._collector.join()
             if self._failed:
@@ -279,7 +283,7 @@ def _read_split(
     split.collect()
     separator = split.head.separator
     ending = path in _ENDING
-    parts: dict[int, tuple[Any, dict[str, Any] | None]] = {}
+    parts: dict[int, _Part] = {}
     kept: list[object] = []
     try:
         while (taken := split.ranges.take()) is not None:
@@ -288,7 +292,7 @@ def _read_split(
             got = nodestream.read_items(
                 open_at(start), start=start, separator=separator, stop=stop, sink=feeder
             )
-            parts[k] = (feeder.result(), got.keys)
+            parts[k] = (feeder.result(), got.keys, got.names)
             kept.append(feeder.chunks)
         parts.update(split.results())
     except nodestream.Unstreamable:
@@ -304,7 +308,14 @@ def _read_split(
         return None
     if not streamed_kind_ok(split.head.keys, parts[last][1] or {}):
         raise nodestream.Unstreamable
+    if not _disjoint([names for _summary, _keys, names in parts.values()]):
+        raise nodestream.Unstreamable  # a node name in two ranges: the full reader names it
     return (merge(*(parts[k][0] for k in range(last + 1))),)
+
+
+def _disjoint(sets: list[set[str]]) -> bool:
+    """No name in two of the sets (each range's names are distinct already)."""
+    return sum(map(len, sets)) == len(set().union(*sets))
 
 
 class _Feeder:
@@ -375,8 +386,9 @@ def _keep_till_exit(value: object) -> None:
     gc.freeze()
 
 
-_Waiting = list[tuple[int, "_Feeder", dict[str, Any] | None]]
-"""A worker's ranges read but not sent yet: number, rows, top-level keys after the array."""
+_Waiting = list[tuple[int, "_Feeder", dict[str, Any] | None, set[str]]]
+"""A worker's ranges read but not sent yet: number, rows, top-level keys after the array,
+names."""
 
 
 def _read_ranges(conn: Connection, path: str, separator: bytes, ranges: _Ranges) -> None:
@@ -398,7 +410,7 @@ def _read_ranges(conn: Connection, path: str, separator: bytes, ranges: _Ranges)
                 got = nodestream.read_items(
                     open_at(start), start=start, separator=separator, stop=stop, sink=feeder
                 )
-                waiting.append((k, feeder, got.keys))
+                waiting.append((k, feeder, got.keys, got.names))
                 if told:
                     _send_parts(conn, waiting)
             listener.join()
@@ -414,11 +426,10 @@ def _read_ranges(conn: Connection, path: str, separator: bytes, ranges: _Ranges)
     os._exit(0)
 
 
-def _send_parts(
-    conn: Connection, waiting: list[tuple[int, _Feeder, dict[str, Any] | None]]
-) -> None:
-    for k, feeder, keys in waiting:
-        conn.send((k, feeder.result(), keys))
+def _send_parts(conn: Connection, waiting: _Waiting) -> None:
+    for k, feeder, keys, names in waiting:
+        # one message: the names are sent once, the summary's refer to them
+        conn.send((k, feeder.result(), keys, names))
     waiting.clear()
 
 

@@ -44,6 +44,13 @@ __all__ = [
 ]
 
 _GIB = float(2**30)
+
+VERSION_UNKNOWN = "kubeletVersion.unknown"
+"""The field of a node whose kubelet version cannot be compared with its pool's."""
+_VERSION_UNKNOWN_WHY = (
+    "the node reports no kubelet version (status.nodeInfo.kubeletVersion), or one that is "
+    "not a version: whether it runs the pool's version is unknown"
+)
 _Key = tuple[Layer, str, object, object, Severity]
 
 
@@ -212,6 +219,8 @@ def _diff_nodes(
             check, summary.stand_in(facts, check.compared)
         ):
             add(layer, field_, expected, actual, severity, names)
+            if field_ == VERSION_UNKNOWN:
+                out.explain(field_, _VERSION_UNKNOWN_WHY)
 
 
 _Drift = tuple[Layer, str, object, object, Severity]
@@ -235,6 +244,7 @@ class _NodeCheck:
         "transient",
         "types",
         "version",
+        "version_parsed",
         "want_taints",
     )
 
@@ -252,6 +262,9 @@ class _NodeCheck:
         )
         self.requirements = spec.requirements
         self.version = spec.kubernetes_version
+        self.version_parsed = (
+            bool(self.version) and versions.parse_version(self.version) is not None
+        )
         self.families = (spec.os_family, *spec.os_family_alternatives) if spec.os_family else ()
         self.family_shown: JsonValue = (
             self.families[0] if len(self.families) == 1 else list(self.families)
@@ -302,10 +315,13 @@ def _node_drifts(check: _NodeCheck, node: ObservedNode) -> list[_Drift]:
                 add((Layer.L2, f"taints.{k[0]}:{k[1]}", want, None, Severity.HIGH))
     # L4: kubelet version
     version = check.version
-    if version and node.kubelet_version:
-        ok = versions.matches(version, node.kubelet_version)
+    if version:
+        have = node.kubelet_version
+        ok = versions.matches(version, have) if have else None
         if ok is False:
-            add((Layer.L4, "kubeletVersion", version, node.kubelet_version, Severity.HIGH))
+            add((Layer.L4, "kubeletVersion", version, have, Severity.HIGH))
+        elif ok is None and check.version_parsed:  # no version, or not one: cannot tell
+            add((Layer.L4, VERSION_UNKNOWN, version, have, Severity.HIGH))
     # SPEC: instance type
     itype = node.instance_type
     if itype is not None:

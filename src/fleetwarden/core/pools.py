@@ -152,6 +152,7 @@ _FACT_OF_FIELD = {
     "osImage": ("osImage",),
     "kubeletVersion": ("kubernetesVersion",),
     "kubeletVersion.mixed": ("kubernetesVersion",),
+    "kubeletVersion.unknown": ("kubernetesVersion",),
 }
 _COUNT_FACTS = ("minSize", "maxSize", "desiredSize")
 

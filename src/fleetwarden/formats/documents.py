@@ -220,11 +220,14 @@ def parse_yaml_documents(
     return docs
 
 
-def load_data(path: str, data: bytes | str, *, what: str = "JSON or YAML document") -> Any:
+def load_data(
+    path: str, data: bytes | str, *, what: str = "JSON or YAML document", one: str = ""
+) -> Any:
     """One JSON (orjson) or YAML document of a dump: ``kubectl get ... -o json|yaml``.
 
     Binary data, invalid JSON/YAML and non-UTF-8 text are a ``FormatError`` naming the file
-    (and the line where the parser says).
+    (and the line where the parser says); so is a second YAML document (``---``), with the
+    line where it starts and ``one``: what the one document should be.
     """
     raw = data.encode() if isinstance(data, str) else data
     if b"\x00" in raw[:8192]:
@@ -242,6 +245,16 @@ def load_data(path: str, data: bytes | str, *, what: str = "JSON or YAML documen
         raise FormatError(path, f"not UTF-8 text (byte {exc.start})") from None
     try:
         return yaml.load(text, Loader=_Loader)
+    except yaml.composer.ComposerError as exc:
+        if exc.context != "expected a single document in the stream" or exc.problem_mark is None:
+            raise FormatError(path, f"YAML error: {exc.problem or exc}") from None
+        line = exc.problem_mark.line + 1
+        raise FormatError(
+            path,
+            f"a second YAML document starts here: a {what} is one document"
+            + (f", {one}" if one else ""),
+            line=line,
+        ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         raise FormatError(

@@ -6,7 +6,9 @@ chunks, only the fields the diff needs decoded (a 100,000-node dump is ~900 MB, 
 image lists and conditions); it refuses whatever it is not sure of. Everything else -- YAML, a
 single Node, and whatever the stream refused, including every malformed input -- is parsed
 whole by ``parse_document``, which names the file and the line, item or field of a problem.
-A ``NodeList`` whose ``items`` is ``null`` (Go's empty slice) holds no nodes.
+A ``NodeList`` whose ``items`` is ``null`` (Go's empty slice) holds no nodes; an item of
+another kind (``kubectl get nodes,pods``) or a second Node of one name is an error, as the
+stream reader refuses both too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from fleetwarden.core.describing import describe_type
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import Taint
+from fleetwarden.core.quantities import parse_quantity
 from fleetwarden.formats import nodestream
 from fleetwarden.formats.documents import load_data
 from fleetwarden.formats.errors import FormatError
@@ -98,7 +101,12 @@ def parse_document(path: str, raw: bytes) -> list[ObservedNode]:
             "empty file, not a node dump (kubectl get nodes -o json writes a List even when "
             "there are no nodes)",
         )
-    body = load_data(path, raw, what="JSON or YAML node dump")
+    body = load_data(
+        path,
+        raw,
+        what="node dump",
+        one="a List of Nodes or a single Node, as kubectl get nodes -o yaml prints it",
+    )
     return nodes_of_body(path, body)
 
 
@@ -125,14 +133,33 @@ def nodes_of_body(path: str, body: Any) -> list[ObservedNode]:
             field="kind" if kind not in LIST_KINDS else "items",
         )
     nodes = []
+    first: dict[str, int] = {}  # name -> the item it was first read from
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise FormatError(path, "not an object", field=f"items[{i}]")
-        item_kind = item.get("kind", "Node")
-        if item_kind != "Node":
-            continue  # a mixed List (kubectl get nodes,pods): only Nodes matter here
-        nodes.append(node_from_object(item, path=path, where=f"items[{i}]."))
+        item_kind = item.get("kind")
+        if item_kind is not None and item_kind != "Node":
+            raise FormatError(path, _not_a_node(item_kind), field=f"items[{i}].kind")
+        node = node_from_object(item, path=path, where=f"items[{i}].")
+        if first.setdefault(node.name, i) != i:
+            raise FormatError(
+                path,
+                f"node {node.name!r} is listed twice (items[{first[node.name]}] and items[{i}]):"
+                " a cluster holds one Node of a name -- were two dumps put together?",
+                field=f"items[{i}].metadata.name",
+            )
+        nodes.append(node)
     return nodes
+
+
+def _not_a_node(kind: Any) -> str:
+    """Why an item of another kind is refused: skipped, it would vanish from the count (a
+    Pod in a NodeList left its pool "empty" with exit 0)."""
+    what = repr(kind) if isinstance(kind, str) else describe_type(kind)
+    return (
+        f"a {what} item, not a Node: a node dump holds Nodes only (kubectl get nodes -o json); "
+        "leave the other kinds out (kubectl get nodes,pods mixes them)"
+    )
 
 
 def node_from_object(
@@ -163,18 +190,44 @@ def node_from_object(
             )
         value = t.get("value")
         taints.append(Taint(t["key"], None if value is None else str(value), effect))
-    kubelet = info.get("kubeletVersion")
-    os_image = info.get("osImage")
     return ObservedNode(
         name=name,
         labels=labels,
         taints=tuple(taints),
-        kubelet_version=kubelet if isinstance(kubelet, str) else None,
-        os_image=os_image if isinstance(os_image, str) else None,
-        allocatable=_str_map(status.get("allocatable"), path, f"{where}status.allocatable"),
-        capacity=_str_map(status.get("capacity"), path, f"{where}status.capacity"),
+        kubelet_version=_info_str(info, "kubeletVersion", name, path, where),
+        os_image=_info_str(info, "osImage", name, path, where),
+        allocatable=_quantities(
+            status.get("allocatable"), name, path, f"{where}status.allocatable"
+        ),
+        capacity=_quantities(status.get("capacity"), name, path, f"{where}status.capacity"),
         unschedulable=bool(spec.get("unschedulable", False)),
     )
+
+
+def _info_str(info: Mapping[str, Any], key: str, node: str, path: str, where: str) -> str | None:
+    """A ``nodeInfo`` string, None when absent; any other type is not what the API serves."""
+    value = info.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise FormatError(
+        path,
+        f"node {node!r}: expected a string, got {describe_type(value)}",
+        field=f"{where}status.nodeInfo.{key}",
+    )
+
+
+def _quantities(value: Any, node: str, path: str, field: str) -> dict[str, str]:
+    """A resource map (``allocatable``, ``capacity``): every value a Kubernetes quantity, as
+    the API server guarantees; anything else would be compared as if absent."""
+    out = _str_map(value, path, field)
+    for key, text in out.items():
+        try:
+            parse_quantity(text)
+        except ValueError:
+            raise FormatError(
+                path, f"node {node!r}: not a Kubernetes quantity: {text!r}", field=f"{field}.{key}"
+            ) from None
+    return out
 
 
 def _mapping(value: Any, path: str, field: str) -> Mapping[str, Any]:

@@ -18,10 +18,11 @@ point is a guess too, proved when the first half decodes up to it exactly.
 
 This reader never decides a hard case. Anything it is not sure of -- not a ``List``/``NodeList``
 object, a chunk that does not decode, a value of an unexpected type (labels given as numbers, a
-taint without effect), non-ASCII text that is not UTF-8, a missing name -- raises
-``Unstreamable``, and the caller parses the document whole with ``nodes.parse_document``, which
-accepts every shape the full reader accepts and names every problem precisely (file, line or
-item and field). Malformed input is therefore never reported here.
+taint without effect, a resource amount that is not a quantity -- checked once per distinct
+map), non-ASCII text that is not UTF-8, a missing name -- raises ``Unstreamable``, and the
+caller parses the document whole with ``nodes.parse_document``, which accepts every shape the
+full reader accepts and names every problem precisely (file, line or item and field).
+Malformed input is therefore never reported here.
 
 Leniency kept on purpose: a number the full parser rejects as out of range (``1e999``) inside a
 field the diff does not read is skipped, as jq would.
@@ -32,7 +33,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import starmap
 from typing import Any, Protocol
 
@@ -41,6 +42,7 @@ import orjson
 
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import Taint
+from fleetwarden.core.quantities import parse_quantity
 
 __all__ = [
     "CHUNK_BYTES",
@@ -154,13 +156,15 @@ def _items_reading(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[list[Any
 
 
 class _Shared:
-    """What the nodes of a dump share: decoded resource maps and taint sets, by content."""
+    """What the nodes of a dump share: decoded resource maps and taint sets, by content; and
+    the names read so far (a name twice is refused)."""
 
-    __slots__ = ("maps", "taints")
+    __slots__ = ("maps", "names", "taints")
 
     def __init__(self) -> None:
         self.maps: dict[bytes, dict[str, str]] = {}
         self.taints: dict[tuple[_Taint, ...], tuple[Taint, ...]] = {}
+        self.names: set[str] = set()
 
     def map_of(self, raw: msgspec.Raw) -> dict[str, str]:
         key = bytes(raw)
@@ -168,8 +172,10 @@ class _Shared:
         if found is None:
             try:
                 found = _STR_MAP.decode(key) or {}
-            except msgspec.DecodeError:
-                raise Unstreamable from None  # numbers, or not a map: the full reader decides
+                for text in found.values():
+                    parse_quantity(text)  # once per distinct map: the nodes of a pool share it
+            except (msgspec.DecodeError, ValueError):  # numbers, not a map, not quantities
+                raise Unstreamable from None  # the full reader decides
             self.maps[key] = found
         return found
 
@@ -201,12 +207,16 @@ def _rows_of(items: list[Any], out: list[Any], shared: _Shared, keys: LabelKeys)
         labels_of = msgspec.structs.astuple
     map_of = shared.map_of
     taint_sets = shared.taints
+    names = shared.names
+    add_name = names.add
+    named, made = len(names), len(out)
     for item in items:
-        if item.kind != "Node":
-            continue  # a mixed List: only Nodes matter
+        if item.kind != "Node" and item.kind is not None:
+            raise Unstreamable  # another kind (kubectl get nodes,pods): the full reader says so
         meta, spec, status = item.metadata, item.spec, item.status
         if meta is None or not meta.name:
             raise Unstreamable
+        add_name(meta.name)
         taints: tuple[Taint, ...] = ()
         unschedulable = False
         if spec is not None:
@@ -237,6 +247,8 @@ def _rows_of(items: list[Any], out: list[Any], shared: _Shared, keys: LabelKeys)
                 unschedulable,
             )
         )
+    if len(names) - named != len(out) - made:
+        raise Unstreamable  # a name twice (a concatenated dump?): the full reader names it
 
 
 def _dict_or_empty(labels: dict[str, str]) -> dict[str, str]:
@@ -369,13 +381,15 @@ class Head:
 @dataclass(slots=True)
 class ItemsRead:
     """The node rows of a byte range of the items array (none when they were fed on as read;
-    ``items``: how many items, Nodes or not); ``keys`` are the top-level keys after the array
-    when the range reached the end of the document."""
+    ``items``: how many items); ``keys`` are the top-level keys after the array when the
+    range reached the end of the document; ``names``: every node's name (each once: a name
+    twice in one range is refused, across ranges the caller checks)."""
 
     rows: list[NodeRow]
     end: int
     keys: dict[str, Any] | None = None
     items: int = 0
+    names: set[str] = field(default_factory=set)
 
     def nodes(self) -> list[ObservedNode]:
         return list(starmap(ObservedNode, self.rows))
@@ -477,7 +491,7 @@ def read_items(
             _object_keys(win, keys, until_items=False)
             if win.skip_ws() is not None:
                 raise Unstreamable  # something after the document
-            return ItemsRead(rows, win.base + win.pos, keys, items)
+            return ItemsRead(rows, win.base + win.pos, keys, items, shared.names)
         if not first:
             if c != 0x2C:
                 raise Unstreamable
@@ -488,7 +502,7 @@ def read_items(
         if stop is not None and at >= stop:
             if at != stop:
                 raise Unstreamable  # the split was not where an item starts
-            return ItemsRead(rows, at, None, items)
+            return ItemsRead(rows, at, None, items, shared.names)
         if c != 0x7B:
             raise Unstreamable  # not an object: the full reader names the item
         # items from pos to the last separator in the window (or to stop)

@@ -9,7 +9,8 @@ pool's ``Ledger``, so every attribute is listed under the object that states it
 Paths are tuples from the document root (label keys hold dots and slashes). A ``${VAR}`` value
 (clusterctl / envsubst) is never guessed: the fact is left unset and the attribute is listed as
 unresolved with the raw text. So is a field a ClusterClass patch may rewrite. A value of the
-wrong type is a ``FormatError`` naming the file and the field.
+wrong type is a ``FormatError`` naming the file and the field -- a number in a string field
+too (``object_str``), as the API server refuses it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "Reader",
     "Source",
     "Tree",
+    "object_str",
     "placeholder",
     "required_name",
 ]
@@ -57,9 +59,26 @@ def placeholder(text: str) -> bool:
     return "${" in text
 
 
+def object_str(
+    doc: Document, value: Any, field_: str, *, allow_none: bool = True, line: int | None = None
+) -> str | None:
+    """``expect_str`` for a field of a Kubernetes object: a number is an error, not its text.
+    The API server rejects a number in a string field, and YAML reads an unquoted ``1.30`` as
+    the number 1.3 -- as text, a version the author never wrote."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise FormatError(
+            doc.path,
+            f"expected a string, got the number {value!r}: the API server rejects a number "
+            "here; put the value in quotes as written (unquoted, YAML reads 1.30 as 1.3)",
+            field=doc.where(field_),
+            line=line,
+        )
+    return expect_str(doc, value, field_, allow_none=allow_none)
+
+
 def required_name(doc: Document) -> str:
     meta = expect_mapping(doc, doc.body.get("metadata"), "metadata")
-    name = expect_str(doc, meta.get("name"), "metadata.name")
+    name = object_str(doc, meta.get("name"), "metadata.name")
     if not name:
         raise FormatError(doc.path, "a name is required", field=doc.where("metadata.name"))
     return name
@@ -185,7 +204,8 @@ class Source:
         return expect_list(self.doc, value, dotted(path))
 
     def string(self, value: Any, path: Path, *, allow_none: bool = True) -> str | None:
-        return expect_str(self.doc, value, dotted(path), allow_none=allow_none)
+        line = self.doc.line_of(path) if isinstance(value, int | float) else None
+        return object_str(self.doc, value, dotted(path), allow_none=allow_none, line=line)
 
     def error(self, path: Path, reason: str) -> FormatError:
         return FormatError(self.doc.path, reason, field=self.doc.where(dotted(path)))
