@@ -46,7 +46,12 @@ def _status(pool, attr: str) -> dict[str, FieldStatus]:
             "not a Kubernetes version",
         ),
         ("managedNodeGroups: [{name: a, spot: 'true'}]\n", _META, "[0].spot", "true or false"),
-        ("nodeGroups: [{name: a, volumeSize: '100'}]\n", _META, "[0].volumeSize", "whole number"),
+        (
+            "nodeGroups: [{name: a, volumeSize: '100'}]\n",
+            _META,
+            "[0].volumeSize",
+            "expected an integer",
+        ),
         ("nodeGroups: [{name: a, labels: {tier: 1}}]\n", _META, "labels.tier", "string"),
         (
             "nodeGroups: [{name: a, maxSize: 99999999999999999999999}]\n",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fleetwarden.formats.documents import Document, describe_type
+from fleetwarden.formats.documents import Document, describe_type, expect_int
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
@@ -93,19 +93,14 @@ def text(doc: Document, value: Any, where: str, *, allow_none: bool = True) -> s
 def count(doc: Document, value: Any, where: str) -> int | None:
     """A whole number field (sizes, volume size, max pods): a string is refused (eksctl's
     Go integers take no quoted numbers), as are negative and out-of-range numbers."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, str):  # expect_int takes "3": eksctl does not
         raise FormatError(
-            doc.path,
-            f"expected a whole number, got {describe_type(value)} {value!r:.40}",
-            field=doc.where(where),
+            doc.path, f"expected an integer, got a string {value!r:.40}", field=doc.where(where)
         )
-    if value < 0:
-        raise FormatError(doc.path, f"must not be negative, got {value}", field=doc.where(where))
-    if value > _INT64_MAX:
-        raise FormatError(doc.path, f"out of range: {value}", field=doc.where(where))
-    return value
+    number = expect_int(doc, value, where)
+    if number is not None and number > _INT64_MAX:
+        raise FormatError(doc.path, f"out of range: {number}", field=doc.where(where))
+    return number
 
 
 def flag(doc: Document, value: Any, where: str) -> bool | None:
