@@ -110,6 +110,29 @@ def small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nodedumps, "RANGE_BYTES", 3000)
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_small_steps_really_split_a_dump_whose_items_outsize_the_tail_ranges(
+    tmp_path, small_steps, monkeypatch, workers
+):
+    """The tests above run with ranges of a few KiB, smaller than one item of ``_write_big``
+    in the last, quarter-size ranges: two cuts then fall in one item. The plan drops the
+    second cut rather than the whole split, so the dump is still read by several processes
+    (and these tests test the split)."""
+    path, _raw = _write_big(tmp_path, 400)
+    split: list[bool] = []
+    read_split = nodedumps._read_split
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        got = read_split(*args, **kwargs)
+        split.append(got is not None)
+        return got
+
+    monkeypatch.setattr(nodedumps, "_read_split", spy)
+    got = nodedumps.read_node_file(str(path), limit=2**30, workers=workers)
+    assert split == [True]
+    assert [n.name for n in got] == [f"node-{i}" for i in range(400)]
+
+
 @pytest.mark.parametrize("path", realdata_files("nodes"), ids=lambda p: p.name)
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_every_real_dump_gives_the_plain_path_s_findings(realdata, path, workers, small_steps):

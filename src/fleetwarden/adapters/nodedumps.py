@@ -135,7 +135,10 @@ _CAN_FORK = "fork" in multiprocessing.get_all_start_methods()
 
 def _plan(open_at: _Opener, size: int, workers: int) -> tuple[nodestream.Head, list[int]] | None:
     """The dump's head and where each range starts (guessed item starts); None when it
-    cannot be split (one item, no separator seen, no item start near a cut)."""
+    cannot be split (one item, no separator seen). A cut with no item start after it near
+    enough (inside the last item, or an item over ``_PROBE_BYTES``), or whose next item start
+    is one already taken (two cuts inside one item: items longer than the tail's small
+    ranges), is dropped: the ranges around it are read as one."""
     head = nodestream.read_head(open_at(0))
     if head.separator is None:
         return None
@@ -143,10 +146,9 @@ def _plan(open_at: _Opener, size: int, workers: int) -> tuple[nodestream.Head, l
     for offset in _cuts(size, workers):
         fh = open_at.file(offset)
         guess = nodestream.split_point(fh.read(_PROBE_BYTES), offset, head.separator)
-        if guess is None or guess <= starts[-1]:
-            return None
-        starts.append(guess)
-    return head, starts
+        if guess is not None and guess > starts[-1]:
+            starts.append(guess)
+    return (head, starts) if len(starts) > 1 else None
 
 
 def _cuts(size: int, workers: int) -> list[int]:
