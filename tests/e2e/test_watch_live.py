@@ -51,6 +51,9 @@ def node_body(name: str, *, pool: str | None = POOL, **labels: str) -> dict[str,
         "kind": "Node",
         "metadata": {"name": name, "labels": all_labels},
         "spec": {"taints": [{"key": "dedicated", "value": "general", "effect": "NoSchedule"}]},
+        # what the kubelet reports when it registers its Node (a Node without it is an
+        # unknown version: a finding of its own)
+        "status": {"nodeInfo": {"kubeletVersion": "v1.36.0"}},
     }
 
 

@@ -4,6 +4,7 @@ the schema and run the script again."""
 
 # ruff: noqa
 # fmt: off
+__all__ = ["SCHEMA_SHA256", "JsonSchemaValueException", "validate"]
 SCHEMA_SHA256 = "5bc309c51bfe8bc0ff1b6b608cb8e91130aef21a143a60fb0007688a7a03ff7f"
 VERSION = "2.22.3"
 from decimal import Decimal
