@@ -1115,3 +1115,95 @@ def test_v17_groups_of_a_locally_sourced_module_are_read(key):
     group = '{ a = { name = "a" } }' if key == "node_groups" else '[{ name = "a" }]'
     text = f'module "eks" {{\n  source = "../.."\n  cluster_name = "prod"\n  {key} = {group}\n}}\n'
     assert [s.name for s in _specs(text)] == ["a"]
+
+
+# every key of terraform-aws-eks v17.24.0's workers_group_defaults (locals.tf), in its order
+V17_WORKER_KEYS = [
+    "name",
+    "tags",
+    "ami_id",
+    "ami_id_windows",
+    "asg_desired_capacity",
+    "asg_max_size",
+    "asg_min_size",
+    "asg_force_delete",
+    "asg_initial_lifecycle_hooks",
+    "default_cooldown",
+    "health_check_type",
+    "health_check_grace_period",
+    "instance_type",
+    "spot_price",
+    "placement_tenancy",
+    "root_volume_size",
+    "root_volume_type",
+    "root_volume_throughput",
+    "root_iops",
+    "key_name",
+    "cpu_credits",
+    "kubelet_extra_args",
+    "subnets",
+    "additional_userdata",
+    "ebs_optimized",
+    "enable_monitoring",
+    "enclave_support",
+    "public_ip",
+    "protect_from_scale_in",
+    "iam_instance_profile_name",
+    "iam_role_id",
+    "suspended_processes",
+    "target_group_arns",
+    "load_balancers",
+    "enabled_metrics",
+    "placement_group",
+    "service_linked_role_arn",
+    "termination_policies",
+    "platform",
+    "userdata_template_file",
+    "userdata_template_extra_args",
+    "additional_ebs_volumes",
+    "additional_instance_store_volumes",
+    "warm_pool",
+    "timeouts",
+    "bootstrap_extra_args",
+    "snapshot_id",
+    "root_encrypted",
+    "root_kms_key_id",
+    "root_block_device_name",
+    "root_block_device_name_windows",
+    "launch_template_id",
+    "launch_template_version",
+    "update_default_version",
+    "instance_refresh_enabled",
+    "instance_refresh_strategy",
+    "instance_refresh_min_healthy_percentage",
+    "instance_refresh_instance_warmup",
+    "instance_refresh_triggers",
+    "capacity_rebalance",
+    "max_instance_lifetime",
+    "metadata_http_endpoint",
+    "metadata_http_tokens",
+    "metadata_http_put_response_hop_limit",
+]
+V17_LT_KEYS = [
+    "instance_store_virtual_name",
+    "launch_template_placement_tenancy",
+    "launch_template_placement_group",
+    "interface_type",
+    "market_type",
+    "elastic_inference_accelerator",
+    "eni_delete",
+]
+
+
+def test_every_v17_worker_group_input_is_accounted_for():
+    """A real v17 file may set any input of workers_group_defaults: none is unknown."""
+    texts = {"instance_type": '"m5.large"', "asg_min_size": "1", "asg_max_size": "3"}
+    body = "\n".join(f"      {k} = {texts.get(k, 'var.x')}" for k in V17_WORKER_KEYS + V17_LT_KEYS)
+    text = (
+        'module "eks" {\n  source = "terraform-aws-modules/eks/aws"\n  version = "17.24.0"\n'
+        f'  cluster_name = "prod"\n  worker_groups_launch_template = [\n    {{\n{body}\n'
+        "    },\n  ]\n}\n"
+    )
+    (spec,) = _specs(text.replace("name = var.x", 'name = "w"'))
+    unknown = [a.path for a in spec.account if a.status is FieldStatus.UNACCOUNTED]
+    assert unknown == []

@@ -98,6 +98,8 @@ _IGNORED: dict[str, str] = {
     "instance_refresh_instance_warmup": f"rollout behaviour: {_NOT_ON_NODE}",
     "instance_refresh_triggers": f"rollout behaviour: {_NOT_ON_NODE}",
     "launch_template_version": "launch template version: read with launch_template_id",
+    "launch_template_id": "the launch template of managed node_groups (worker groups make "
+    "their own)",
     "set_instance_types_on_lt": "puts instance_types on the launch template: same types",
     "asg_recreate_on_change": f"Auto Scaling behaviour: {_NOT_ON_NODE}",
     "asg_force_delete": f"Auto Scaling behaviour: {_NOT_ON_NODE}",
@@ -107,6 +109,26 @@ _IGNORED: dict[str, str] = {
     "userdata_template_file": "custom user data template: read as opaque",
     "userdata_template_extra_args": "custom user data template arguments",
     "warm_pool": "warm pool instances are not Nodes",
+    # the rest of v17's workers_group_defaults (locals.tf)
+    "health_check_grace_period": f"Auto Scaling behaviour: {_NOT_ON_NODE}",
+    "load_balancers": f"load balancer attachment: {_NOT_ON_NODE}",
+    "service_linked_role_arn": f"IAM: {_NOT_ON_NODE}",
+    "timeouts": f"Terraform timeouts: {_NOT_ON_NODE}",
+    "root_volume_throughput": f"EBS throughput: {_NOT_ON_NODE}",
+    "root_block_device_name": f"device name of the root volume: {_NOT_ON_NODE}",
+    "root_block_device_name_windows": f"device name of the root volume: {_NOT_ON_NODE}",
+    "snapshot_id": f"snapshot the root volume starts from: {_NOT_ON_NODE}",
+    "instance_store_virtual_name": "instance store volumes: not the kubelet's ephemeral storage",
+    "additional_instance_store_volumes": (
+        "instance store volumes: not the kubelet's ephemeral storage"
+    ),
+    "enclave_support": f"Nitro enclaves: {_NOT_ON_NODE}",
+    "elastic_inference_accelerator": f"Elastic Inference accelerator: {_NOT_ON_NODE}",
+    "update_default_version": f"launch template default version: {_NOT_ON_NODE}",
+    "launch_template_placement_tenancy": f"EC2 placement: {_NOT_ON_NODE}",
+    "launch_template_placement_group": f"EC2 placement: {_NOT_ON_NODE}",
+    "interface_type": f"networking (EFA): {_NOT_ON_NODE}",
+    "market_type": "Spot/On-Demand mix: self-managed nodes carry no label",
 }
 _OPAQUE = ("pre_userdata", "additional_userdata")
 
@@ -376,6 +398,12 @@ def _worker(
     disk = None
     if custom is None:
         disk = layers.count("root_volume_size", "diskSizeGiB", "root_volume_size")
+    elif (sized := layers.find("root_volume_size")) is not None:
+        sized.view.ignored(
+            ("root_volume_size",),
+            "with a custom ami_id the size goes to root_block_device_name, which may not be "
+            "that AMI's root device: not compared",
+        )
     labels: dict[str, str] = {}
     taints: list[Taint] = []
     max_pods = None
