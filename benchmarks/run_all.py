@@ -52,6 +52,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "policy_to_sync.py": ("--findings", "1000"),  # fewer pools would hit the blast-radius guard
     "queue_ingest.py": ("--events", "2000", "--backend", "sqlite"),
     "queue_depth.py": ("--depths", "2000", "--rounds", "1", "--steps", "5"),
+    "scan_floor.py": ("--nodes", "2000", "--rounds", "2"),
     "scan_fleet.py": ("--clusters", "20", "--nodes-per-cluster", "50"),
     "workloads.py": ("--clusters", "20", "--workloads", "40"),
 }
