@@ -522,6 +522,20 @@ def test_the_gate_stays_strict_about_files_it_cannot_parse(gate_tree):
     assert r.exit_code == 2 and "broken.yaml" in r.stderr and "YAML syntax error" in r.stderr
 
 
+def test_the_gate_stays_strict_about_an_unrendered_helm_template(gate_tree):
+    """A chart template in the tree is a file the gate cannot read: the sync is not let
+    through past it (it was skipped, and the gate passed)."""
+    chart = gate_tree / "git" / "podinfo" / "chart" / "templates"
+    chart.mkdir(parents=True)
+    (chart / "deployment.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "spec:\n  template:\n    spec:\n      nodeSelector: {{ toYaml .Values.sel }}\n"
+    )
+    r = gate(gate_tree)
+    assert r.exit_code == 2, r.output
+    assert "deployment.yaml" in r.stderr and "unrendered Helm template" in r.stderr
+
+
 def test_unknown_app_exits_2_listing_the_apps_found(fleet):
     tagged = fleet / "git" / "other"
     tagged.mkdir()

@@ -68,6 +68,9 @@ def load_desired_state(
                 for p in files.iter_tree(arg.path, (*YAML_SUFFIXES, ".tf"))
             ]
             got = read_desired_workloads(sources, app_label=app_label)
+            if got.unparsed:  # the gate stays strict: no sync goes through past such a file
+                first = got.unparsed[0]
+                raise FormatError(first.path, first.reason)
         else:
             got = _read_workload_files(
                 arg.path, app_label=app_label, limit=limit, unreadable=out.unreadable
