@@ -37,6 +37,13 @@ def test_a_rendered_tree_loads(tmp_path):
     ("extra", "said"),
     [
         (
+            {
+                "kustomization.yaml": "resources: [deploy.yaml]\n"
+                "images: [{name: nginx, newTag: '1.27'}]\n"
+            },
+            "rewritten by",
+        ),
+        (
             {"t.yaml": "kind: Deployment\nmetadata:\n  name: {{ .Values.x }}\n  a: {{ .b }}\n"},
             "Helm",
         ),

@@ -20,6 +20,7 @@ from fleetwarden.formats.desired import SourceFile
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import (
     fleet_settings,
+    kustomize_rewrites,
     objects_from_documents,
     parse_argocd_manifests,
     parse_workload_dump,
@@ -319,3 +320,148 @@ def test_bad_fleet_settings_name_the_field(raw, field):
     with pytest.raises(FormatError) as exc:
         fleet_settings(raw, source="fw.yaml")
     assert exc.value.path == "fw.yaml" and exc.value.field == field
+
+
+# --------------------------------------------------------------------------- kustomize trees
+# A kustomization that changes what it lists (kustomize's api/types/kustomization.go fields)
+# makes the listed files something other than the desired state: read as written, a stale
+# cluster compares equal to the un-rewritten base (images: newTag) and passes in silence.
+
+_DEPLOY = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "guestbook-ui"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "guestbook-ui"}},
+        "template": {
+            "metadata": {"labels": {"app": "guestbook-ui"}},
+            "spec": {
+                "containers": [{"name": "ui", "image": "gcr.io/google-samples/gb-frontend:v5"}]
+            },
+        },
+    },
+}
+_REWRITES = {
+    "images": [{"name": "gcr.io/google-samples/gb-frontend", "newTag": "v6"}],
+    "namePrefix": "kustomize-",
+    "nameSuffix": "-eu",
+    "namespace": "shop",
+    "commonLabels": {"team": "a"},
+    "labels": [{"pairs": {"team": "a"}}],
+    "commonAnnotations": {"a": "b"},
+    "replicas": [{"name": "guestbook-ui", "count": 3}],
+    "patches": [{"patch": "- op: replace\n  path: /spec/replicas\n  value: 2"}],
+    "configMapGenerator": [{"name": "cfg", "literals": ["a=b"]}],
+    "components": ["../components/sidecar"],
+    "replacements": [{"path": "repl.yaml"}],
+    "helmCharts": [{"name": "x"}],
+}
+
+
+def _files(tree: dict[str, Any]) -> list[SourceFile]:
+    return [SourceFile(path, yaml.safe_dump(body).encode()) for path, body in tree.items()]
+
+
+def _kustomization(**fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", **fields}
+
+
+def test_a_rewritten_base_is_not_read_as_the_desired_state():
+    """The argocd-example-apps kustomize-guestbook shape with an image override: the base
+    Deployment is skipped as unreadable, naming the kustomization and what it changes."""
+    files = _files(
+        {
+            "app/kustomization.yaml": _kustomization(
+                resources=["guestbook-ui-deployment.yaml"], images=_REWRITES["images"]
+            ),
+            "app/guestbook-ui-deployment.yaml": _DEPLOY,
+        }
+    )
+    got = read_desired_workloads(files)
+    assert got.objects == []
+    assert [s.path for s in got.unparsed] == ["app/guestbook-ui-deployment.yaml"]
+    (skip,) = got.unparsed
+    assert skip.problem and "rewritten by app/kustomization.yaml (images)" in skip.reason
+    assert "kustomize build app" in skip.reason
+
+
+def test_a_kustomization_that_only_lists_resources_changes_nothing(realdata):
+    """podinfo's real kustomization lists its files and nothing else: they are read as is."""
+    k = realdata / "manifests" / "podinfo-kustomize-kustomization.yaml"
+    d = realdata / "manifests" / "podinfo-kustomize-deployment.yaml"
+    files = [
+        SourceFile("podinfo/kustomization.yaml", k.read_bytes()),
+        SourceFile("podinfo/deployment.yaml", d.read_bytes()),
+    ]
+    assert kustomize_rewrites(files) == {}
+    assert len(read_desired_workloads(files).objects) == 1
+
+
+def test_an_overlay_rewrites_every_file_under_the_base_it_lists_and_its_patches():
+    files = _files(
+        {
+            "base/kustomization.yaml": _kustomization(resources=["deploy.yaml"]),
+            "base/deploy.yaml": _DEPLOY,
+            "overlays/prd/kustomization.yaml": _kustomization(
+                resources=["../../base", "https://github.com/org/repo//x?ref=v1"],
+                patchesStrategicMerge=["replicas.yaml", "apiVersion: apps/v1\nkind: X\n"],
+                patches=[{"path": "p.yaml", "target": {"kind": "Deployment"}}],
+            ),
+            "overlays/prd/replicas.yaml": {**_DEPLOY, "spec": {"replicas": 5}},
+            "overlays/prd/p.yaml": [{"op": "add", "path": "/x", "value": 1}],
+            "other/deploy.yaml": {**_DEPLOY, "metadata": {"name": "other"}},
+        }
+    )
+    got = kustomize_rewrites(files)
+    assert sorted(got) == ["base/deploy.yaml", "overlays/prd/p.yaml", "overlays/prd/replicas.yaml"]
+    assert (
+        "a patch that overlays/prd/kustomization.yaml applies" in got["overlays/prd/p.yaml"].reason
+    )
+    read = read_desired_workloads(files)
+    assert [o.key.name for o in read.objects] == ["other"]
+
+
+def test_a_flux_kustomization_named_so_is_not_read_as_kustomize_config():
+    flux = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps"},
+        "spec": {"path": "./apps", "images": [{"name": "x", "newTag": "2"}]},
+    }
+    files = _files({"kustomization.yaml": flux, "deploy.yaml": _DEPLOY})
+    assert kustomize_rewrites(files) == {}
+
+
+_KEEPS = ("crds", "openapi", "sortOptions", "metadata")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rewrites=st.sets(st.sampled_from(sorted(_REWRITES)), max_size=4),
+    keeps=st.sets(st.sampled_from(_KEEPS), max_size=2),
+    listed=st.sets(st.sampled_from(["a.yaml", "b.yaml", "sub", "sub/c.yaml"]), min_size=1),
+    with_api_version=st.booleans(),
+)
+def test_listed_files_are_rewritten_exactly_when_the_kustomization_changes_them(
+    rewrites, keeps, listed, with_api_version
+):
+    """Property: every file a kustomization reaches (directly or below a listed directory) is
+    skipped when, and only when, it has a field that changes objects; nothing else is."""
+    body: dict[str, Any] = {"resources": sorted(listed)}
+    body.update({k: _REWRITES[k] for k in rewrites})
+    body.update({k: {} for k in keeps})
+    if with_api_version:
+        body = _kustomization(**body)
+    tree = {"k/kustomization.yaml": body}
+    for name in ("a.yaml", "b.yaml", "sub/c.yaml", "sub/d.yaml", "z.yaml"):
+        tree[f"k/{name}"] = {**_DEPLOY, "metadata": {"name": name.replace("/", "-")[:-5]}}
+    got = kustomize_rewrites(_files(tree))
+    reached = {
+        f"k/{n}"
+        for n in ("a.yaml", "b.yaml", "sub/c.yaml", "sub/d.yaml")
+        if n in listed or (n.startswith("sub/") and "sub" in listed)
+    }
+    assert set(got) == (reached if rewrites else set())
+    read = read_desired_workloads(_files(tree))
+    assert {o.source for o in read.objects}.isdisjoint(got)
+    assert {s.path for s in read.unparsed} == set(got)

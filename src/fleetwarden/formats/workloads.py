@@ -6,6 +6,9 @@ and Argo CD's rendered manifests: the response of ``GET /api/v1/applications/{na
 (``{"manifests": ["<json>", ...], "revision": ...}``), saved as a file or handed over by an
 Argo CD client through ``parse_argocd_manifests`` (the seam for the live source). A
 ``Kustomization`` or an unrendered Helm template is skipped with the reason: render it first.
+A file that a kustomization in the same tree rewrites (``images``, ``namePrefix``, patches...)
+or uses as a patch is not desired state as written: it is skipped as unreadable, with the
+kustomization that rewrites it (``kustomize_rewrites``), never compared as it stands.
 
 Observed: ``kubectl get deploy,sts,ds,cm,secret,hpa -A -o json`` (a ``List``) or ``-o yaml``.
 Objects are redacted here (``core.workloads.redact``): Secret values become digests before an
@@ -15,6 +18,7 @@ object leaves this module. Large JSON dumps go through simdjson's lazy parser, a
 
 from __future__ import annotations
 
+import posixpath
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +52,7 @@ __all__ = [
     "FleetSettings",
     "Want",
     "fleet_settings",
+    "kustomize_rewrites",
     "objects_from_documents",
     "parse_argocd_manifests",
     "parse_workload_dump",
@@ -127,13 +132,109 @@ def objects_from_documents(
     return out
 
 
+# kustomize's own names for its file (api/konfig/general.go, RecognizedKustomizationFileNames;
+# a bare "Kustomization" is never read: the tree holds .yaml/.yml/.json files only)
+KUSTOMIZATION_FILES = frozenset({"kustomization.yaml", "kustomization.yml"})
+# the fields of kustomize's Kustomization (api/types/kustomization.go) that leave the objects
+# it lists as they are written; every other field (images, namePrefix, nameSuffix, namespace,
+# commonLabels, labels, commonAnnotations, patches*, replicas, replacements, components,
+# configMapGenerator / secretGenerator, helmCharts, transformers, generators, buildMetadata,
+# vars ...) changes them on the way to the cluster
+_KUSTOMIZE_KEEPS = frozenset(
+    {"apiVersion", "kind", "metadata", "resources", "bases", "crds", "openapi", "sortOptions"}
+)
+_KUSTOMIZE_PATCHES = ("patches", "patchesJson6902")
+
+
+def _kustomization(doc: Document) -> bool:
+    api_version = doc.body.get("apiVersion")
+    return doc.body.get("kind") in (None, "Kustomization", "Component") and (
+        api_version is None
+        or (isinstance(api_version, str) and api_version.startswith("kustomize.config.k8s.io/"))
+    )
+
+
+def _kustomize_refs(body: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(resources, patch files) a kustomization names by relative path."""
+    resources: list[str] = []
+    for key in ("resources", "bases", "components"):
+        entries = body.get(key)
+        if isinstance(entries, list):
+            resources.extend(e for e in entries if isinstance(e, str))
+    patches: list[str] = []
+    entries = body.get("patchesStrategicMerge")
+    if isinstance(entries, list):  # a path, or an inline patch (YAML text: never a file)
+        patches.extend(e for e in entries if isinstance(e, str) and "\n" not in e)
+    for key in _KUSTOMIZE_PATCHES:
+        entries = body.get(key)
+        if isinstance(entries, list):
+            patches.extend(
+                e["path"]
+                for e in entries
+                if isinstance(e, Mapping) and isinstance(e.get("path"), str)
+            )
+    return resources, patches
+
+
+def kustomize_rewrites(files: Sequence[SourceFile]) -> dict[str, Skip]:
+    """The files of a tree that are not desired state as written, each with why: those a
+    kustomization of the tree lists while it changes them (a resource or base, a file under a
+    listed directory), and the patches it applies. A kustomization that only lists its
+    resources changes nothing. A kustomization that does not parse is left to the reader (it
+    is skipped there with its error). Paths are resolved as kustomize does: relative to the
+    kustomization's directory; remote resources match no file."""
+    # a listed directory's own kustomization is kustomize's input, reported as such
+    paths = [f.path for f in files if posixpath.basename(f.path) not in KUSTOMIZATION_FILES]
+    out: dict[str, Skip] = {}
+
+    def mark(base: str, entry: str, reason: str) -> None:
+        target = posixpath.normpath(posixpath.join(base, entry))
+        for path in paths:
+            if path == target or path.startswith(target.rstrip("/") + "/"):
+                out.setdefault(path, Skip(path, reason, problem=True))
+
+    for f in files:
+        if posixpath.basename(f.path) not in KUSTOMIZATION_FILES:
+            continue
+        try:
+            docs = parse_yaml_documents(f.path, decode_text(f))
+        except FormatError:
+            continue
+        base = posixpath.dirname(f.path)
+        render = f"give `kustomize build {base or '.'}` output"
+        for doc in docs:
+            if not _kustomization(doc):
+                continue
+            resources, patches = _kustomize_refs(doc.body)
+            for entry in patches:
+                mark(base, entry, f"a patch that {f.path} applies, not a manifest: {render}")
+            changes = sorted(str(k) for k in doc.body if k not in _KUSTOMIZE_KEEPS)
+            if not changes:
+                continue
+            shown = ", ".join(changes[:4]) + (", ..." if len(changes) > 4 else "")
+            for entry in resources:
+                mark(base, entry, f"rewritten by {f.path} ({shown}): {render}")
+    return out
+
+
 def read_desired_workloads(
-    files: Sequence[SourceFile], *, app_label: str | None = None
+    files: Sequence[SourceFile],
+    *,
+    app_label: str | None = None,
+    rewritten: Mapping[str, Skip] | None = None,
 ) -> DesiredWorkloads:
     """The workload objects of a desired-state tree (any other object is ignored; files that
-    hold none are listed in ``skipped`` with what they hold)."""
+    hold none are listed in ``skipped`` with what they hold). A file a kustomization of the
+    tree rewrites is skipped as unparsed (``kustomize_rewrites`` of ``files``, or
+    ``rewritten`` when the caller hands the tree over file by file)."""
     out = DesiredWorkloads(files=len(files))
+    if rewritten is None:
+        rewritten = kustomize_rewrites(files)
     for f in files:
+        if f.path in rewritten:
+            out.skipped.append(rewritten[f.path])
+            out.unparsed.append(rewritten[f.path])
+            continue
         if not f.path.endswith(YAML_SUFFIXES):
             out.skipped.append(Skip(f.path, "not a YAML or JSON file"))
             continue
