@@ -1222,6 +1222,83 @@ def test_gke_master_upgrade_and_available_notices_concern_the_cluster():
     assert (event.operation, event.cluster) == (Operation.OTHER, "cluster-1")
 
 
+# UpgradeInfoEvent (google/container/v1/cluster_service.proto): state, startTime, eventType
+# END_OF_SUPPORT | COS_MILESTONE_VERSION_UPDATE | UPGRADE_LIFECYCLE | DISRUPTION_EVENT
+def _upgrade_info(**payload: Any) -> dict[str, str]:
+    body = {
+        "resourceType": "NODE_POOL",
+        "currentVersion": "1.28.7-gke.1026000",
+        "resource": "projects/my-project/locations/us-central1-c/clusters/cluster-1/"
+        "nodePools/default-pool",
+        **payload,
+    }
+    return {
+        **UPGRADE_NOTICE,
+        "type_url": "type.googleapis.com/google.container.v1beta1.UpgradeInfoEvent",
+        "payload": json.dumps(body),
+    }
+
+
+def test_gke_end_of_support_notice_is_not_an_upgrade():
+    """An END_OF_SUPPORT UpgradeInfoEvent announces a date: it was read as an UPGRADE of the
+    pool (and would be taken for the provider changing it)."""
+    attrs = _upgrade_info(
+        eventType="END_OF_SUPPORT",
+        standardSupportEndTime="2024-08-01T00:00:00Z",
+        description="Version 1.28 reaches end of standard support on 2024-08-01",
+    )
+    event = one("gcp", push(b"Version 1.28 reaches end of support.", attributes=attrs))
+    assert (event.operation, event.cluster, event.pool) == (
+        Operation.OTHER,
+        "cluster-1",
+        "default-pool",
+    )
+    assert event.changed == ()
+    assert event.detail["eventType"] == "END_OF_SUPPORT"
+    assert event.detail["description"].startswith("Version 1.28 reaches end")
+
+
+def test_gke_upgrade_lifecycle_info_is_an_upgrade_with_its_outcome_and_start():
+    attrs = _upgrade_info(
+        eventType="UPGRADE_LIFECYCLE",
+        state="SUCCEEDED",
+        startTime="2024-05-07T20:09:35Z",
+        targetVersion="1.29.1-gke.1589017",
+    )
+    event = one("gcp", push(b"Node pool upgrade succeeded.", attributes=attrs))
+    assert (event.operation, event.pool, event.outcome) == (
+        Operation.UPGRADE,
+        "default-pool",
+        "success",
+    )
+    assert event.time == datetime(2024, 5, 7, 20, 9, 35, tzinfo=UTC)
+
+
+@settings(max_examples=100)
+@given(
+    event_type=st.sampled_from(
+        [
+            None,
+            "UPGRADE_LIFECYCLE",
+            "END_OF_SUPPORT",
+            "COS_MILESTONE_VERSION_UPDATE",
+            "DISRUPTION_EVENT",
+            "EVENT_TYPE_UNSPECIFIED",
+        ]
+    ),
+    state=st.sampled_from([None, "SCHEDULED", "STARTED", "SUCCEEDED", "FAILED", "CANCELED"]),
+)
+def test_only_the_upgrade_lifecycle_is_read_as_an_upgrade(event_type, state):
+    """Property: an UpgradeInfoEvent is an UPGRADE exactly when it is about the upgrade
+    lifecycle (or says no type, as before the field) and not merely scheduled."""
+    payload = {k: v for k, v in (("eventType", event_type), ("state", state)) if v}
+    event = one("gcp", push(b"x", attributes=_upgrade_info(**payload)))
+    lifecycle = event_type in (None, "UPGRADE_LIFECYCLE", "EVENT_TYPE_UNSPECIFIED")
+    upgrade = lifecycle and state != "SCHEDULED"
+    assert (event.operation is Operation.UPGRADE) == upgrade
+    assert event.changed == (("version",) if upgrade else ())
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
