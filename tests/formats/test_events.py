@@ -525,6 +525,57 @@ def test_other_eks_calls_are_kept_as_other_or_without_cluster():
     assert unnamed.flags == (EventFlag.NO_CLUSTER,)
 
 
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-events-structure.html (resources:
+# the ARNs of the resources involved); AWS Health's EKS events name the cluster there
+def _health(resources: list[str]) -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": "7bf73129-1428-4cd3-a780-95db273d1602",
+        "detail-type": "AWS Health Event",
+        "source": "aws.health",
+        "account": "123456789012",
+        "time": "2023-01-26T01:43:21Z",
+        "region": "us-west-2",
+        "resources": resources,
+        "detail": {
+            "service": "EKS",
+            "eventTypeCode": "AWS_EKS_PLANNED_LIFECYCLE_EVENT",
+            "eventTypeCategory": "plannedChange",
+        },
+    }
+
+
+def test_an_eventbridge_event_naming_an_eks_cluster_by_arn_is_about_that_cluster():
+    """It was flagged no-cluster though its resources name the cluster."""
+    event = one("aws", _health(["arn:aws:eks:us-west-2:123456789012:cluster/prod-eu-1"]))
+    assert (event.operation, event.cluster, event.pool, event.flags) == (
+        Operation.OTHER,
+        "prod-eu-1",
+        None,
+        (),
+    )
+    assert event.detail["eventTypeCode"] == "AWS_EKS_PLANNED_LIFECYCLE_EVENT"
+    ng = "arn:aws:eks:us-west-2:123456789012:nodegroup/prod-eu-1/gpu/8ec7d2a1-1111-2222-3333-4444"
+    event = one("aws", _health(["arn:aws:ec2:us-west-2:123456789012:instance/i-1", ng]))
+    assert (event.cluster, event.pool) == ("prod-eu-1", "gpu")
+    assert one("aws", _health(["arn:aws:ec2:us-west-2:1:instance/i-1"])).flags == (
+        EventFlag.NO_CLUSTER,
+    )
+
+
+_NAME = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,30}", fullmatch=True)
+
+
+@settings(max_examples=100)
+@given(cluster=_NAME, pool=st.none() | _NAME, partition=st.sampled_from(["aws", "aws-cn"]))
+def test_any_eks_arn_in_resources_names_its_cluster_and_pool(cluster, pool, partition):
+    arn = f"arn:{partition}:eks:eu-west-1:111122223333:cluster/{cluster}"
+    if pool is not None:
+        arn = f"arn:{partition}:eks:eu-west-1:111122223333:nodegroup/{cluster}/{pool}/abc-1"
+    event = one("aws", _health([arn]))
+    assert (event.cluster, event.pool, event.flags) == (cluster, pool, ())
+
+
 def test_eventbridge_via_sns_is_the_same_event_as_direct_delivery():
     direct = one("aws", SCALE_CALL)
     via_sns = one("aws", sns_notification(SCALE_CALL), {"x-amz-sns-message-type": "Notification"})

@@ -30,7 +30,10 @@ Mapping:
   ``eks:nodegroup-name``, ``alpha.eksctl.io/*``, ``kubernetes.io/cluster/<name>`` or
   ``k8s.io/cluster-autoscaler/<name>``. An event
   that names no cluster is kept with the NO_CLUSTER flag.
-* Any other EventBridge event parses to an OTHER event flagged NO_CLUSTER.
+* Any other EventBridge event (AWS Health's ``AWS_EKS_*`` events, EC2 state changes...) parses
+  to an OTHER event on the EKS cluster (and node group) its ``resources`` name by ARN (``arn:
+  aws:eks:<region>:<account>:cluster/<name>``, ``nodegroup/<cluster>/<name>/<id>``: the
+  resource ARNs the event structure documents), else flagged NO_CLUSTER.
 
 Refused: a Lambda ``Records`` envelope (SNS/SQS to Lambda), which is not an HTTP delivery.
 
@@ -208,14 +211,31 @@ def _eventbridge(
         return _cloudtrail(detail, base, r, where)
     if source == "aws.autoscaling":
         return _autoscaling(detail_type, detail, base, r, where)
+    cluster, pool = _eks_resource(resources)
     return ChangeEvent(
         type=f"{source}.{detail_type.replace(' ', '')}",
         operation=Operation.OTHER,
         subject=next((res for res in resources if res), None),
-        flags=(EventFlag.NO_CLUSTER,),
-        detail={"detailType": detail_type},
+        cluster=cluster,
+        pool=pool,
+        flags=() if cluster else (EventFlag.NO_CLUSTER,),
+        detail=compact(
+            {
+                "detailType": detail_type,
+                "eventTypeCode": safe_text(detail.get("eventTypeCode"), 120),
+            }
+        ),
         **base,
     )
+
+
+def _eks_resource(resources: list[str | None]) -> tuple[str | None, str | None]:
+    """The EKS cluster (and node group) the first EKS ARN among ``resources`` names."""
+    for arn in resources:
+        match = _EKS_ARN.match(arn or "")
+        if match:
+            return match["cluster"] or match["ng_cluster"], match["pool"]
+    return None, None
 
 
 def _cloudtrail(
