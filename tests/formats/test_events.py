@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
@@ -598,6 +598,75 @@ def test_sns_notification_must_carry_an_eventbridge_event():
     inner["detail"]["eventName"] = 42
     error = refused("aws", sns_notification(inner))
     assert error.field == "Message.detail.eventName"
+
+
+# An Auto Scaling group's own SNS notifications (not EventBridge): the Message holds the same
+# fields as the EventBridge event's detail, plus Service and Event; lifecycle hooks send a
+# LifecycleTransition. https://docs.aws.amazon.com/autoscaling/ec2/userguide/
+# ec2-auto-scaling-sns-notifications.html, .../prepare-for-lifecycle-notifications.html
+ASG_NOTIFICATIONS = {
+    "autoscaling:EC2_INSTANCE_LAUNCH": "aws-autoscaling-event-launch-successful.json",
+    "autoscaling:EC2_INSTANCE_LAUNCH_ERROR": "aws-autoscaling-event-launch-unsuccessful.json",
+    "autoscaling:EC2_INSTANCE_TERMINATE": "aws-autoscaling-event-terminate-successful.json",
+    "autoscaling:EC2_INSTANCE_LAUNCHING": "aws-autoscaling-event-lifecycle-action.json",
+    "autoscaling:EC2_INSTANCE_TERMINATING": "aws-autoscaling-event-terminate-action.json",
+}
+
+
+def _asg_message(name: str, group: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the EventBridge sample, the group's own notification of the same event)."""
+    bridge = load(ASG_NOTIFICATIONS[name])
+    if group is not None:
+        bridge["detail"]["AutoScalingGroupName"] = group
+    message = {
+        **bridge["detail"],
+        "Service": "AWS Auto Scaling",
+        "AccountId": "123456789012",
+        "AutoScalingGroupARN": "arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:"
+        "042cba90:autoScalingGroupName/" + bridge["detail"]["AutoScalingGroupName"],
+        "Time": "2016-09-30T20:00:00.000Z",
+    }
+    if "LifecycleTransition" not in message:
+        message["Event"] = name
+    return bridge, message
+
+
+@pytest.mark.parametrize("name", sorted(ASG_NOTIFICATIONS))
+def test_an_auto_scaling_groups_own_notification_is_its_eventbridge_event(name):
+    """Refused with a 400 before: SNS retried, then dropped a real scaling event."""
+    bridge, message = _asg_message(name, group="eks-general-20c0e6c4-fdc6-e1b6-2a7d-0e3c1e3a0f21")
+    via_sns = one("aws", {**sns_notification(bridge), "Message": json.dumps(message)})
+    direct = one("aws", bridge)
+    for attr in ("type", "operation", "pool", "outcome", "flags", "subject", "source"):
+        assert getattr(via_sns, attr) == getattr(direct, attr), attr
+    assert via_sns.pool == "general"
+    assert via_sns.id == "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324"  # SNS keeps it on a retry
+    assert (via_sns.region, via_sns.account) == ("us-west-2", "123456789012")
+
+
+def test_an_auto_scaling_test_notification_stores_nothing():
+    test = {
+        "AccountId": "123456789012",
+        "RequestId": "4e6156f4-a9e2-11e3-b7d2-3f7a4bd1e0b5",
+        "AutoScalingGroupARN": "arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:x",
+        "AutoScalingGroupName": "my-asg",
+        "Service": "AWS Auto Scaling",
+        "Event": "autoscaling:TEST_NOTIFICATION",
+        "Time": "2016-09-30T19:00:36.414Z",
+    }
+    parsed = parse("aws", {**sns_notification({}), "Message": json.dumps(test)}, None)
+    assert parsed.events == [] and parsed.reply is None
+
+
+@settings(max_examples=60)
+@given(event=st.text(min_size=1, max_size=40).filter(lambda t: t not in ASG_NOTIFICATIONS))
+def test_an_unknown_auto_scaling_notification_is_refused_naming_it(event):
+    assume(event != "autoscaling:TEST_NOTIFICATION" and event not in ("", "null"))
+    message = {"Service": "AWS Auto Scaling", "Event": event, "AutoScalingGroupName": "g"}
+    error = refused("aws", {**sns_notification({}), "Message": json.dumps(message)})
+    assert (
+        error.field == "Message.Event" and "unknown EC2 Auto Scaling notification" in error.reason
+    )
 
 
 # https://docs.aws.amazon.com/sns/latest/dg/http-subscription-confirmation-json.html
