@@ -592,6 +592,36 @@ def test_a_rewritten_file_beside_rendered_ones_is_listed_as_not_read(gate_tree):
     assert bad.get("problem") is True and "rewritten by" in bad["reason"]
 
 
+def test_fleet_never_passes_a_base_an_argocd_application_renders_with_overrides(gate_tree):
+    """An Application in the tree overrides podinfo's image (kustomize.images): the files of
+    its path are not the desired state as written, so no silent pass against them."""
+    app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "podinfo", "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "default"},
+            "source": {
+                "repoURL": "https://example.com/repo.git",
+                "path": "podinfo",
+                "kustomize": {"images": ["ghcr.io/stefanprodan/podinfo:6.9.9"]},
+            },
+        },
+    }
+    (gate_tree / "git" / "app.yaml").write_text(yaml.safe_dump(app))
+    (doc,) = load_docs(gate_tree / "git" / "podinfo" / "deployment.yaml")
+    live = liveify(doc, namespace="default")
+    (gate_tree / "prod.json").write_text(json.dumps(kubectl_list([live])))
+    r = invoke(
+        "fleet", "diff", "--app", "podinfo",
+        "-d", str(gate_tree / "git"), "-w", str(gate_tree / "prod.json"),
+    )  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert "Argo CD Application argocd/podinfo" in r.stderr and "kustomize.images" in r.stderr
+    assert gate(gate_tree).exit_code == 2
+
+
 def test_unknown_app_exits_2_listing_the_apps_found(fleet):
     tagged = fleet / "git" / "other"
     tagged.mkdir()

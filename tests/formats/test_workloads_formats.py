@@ -20,6 +20,7 @@ from fleetwarden.formats.desired import SourceFile
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import (
     fleet_settings,
+    gitops_rewrites,
     kustomize_rewrites,
     objects_from_documents,
     parse_argocd_manifests,
@@ -465,3 +466,105 @@ def test_listed_files_are_rewritten_exactly_when_the_kustomization_changes_them(
     read = read_desired_workloads(_files(tree))
     assert {o.source for o in read.objects}.isdisjoint(got)
     assert {s.path for s in read.unparsed} == set(got)
+
+
+# --------------------------------------------------------------------------- GitOps renders
+# An Argo CD Application (argo-cd types.go ApplicationSource: kustomize, helm, plugin,
+# directory.jsonnet) or a Flux Kustomization (images, patches, postBuild...) that renders its
+# path with changes: the files under that path are not the desired state as written.
+
+
+def _application(**source: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "guestbook", "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "default"},
+            "source": {"repoURL": "https://github.com/argoproj/argocd-example-apps.git", **source},
+        },
+    }
+
+
+def test_an_application_with_a_kustomize_image_override_renders_its_path():
+    """The argocd-example-apps guestbook with an Application overriding its image: the base
+    was compared as written and a stale cluster passed."""
+    tree = {
+        "repo/apps/guestbook.yaml": _application(
+            path="guestbook", kustomize={"images": ["gcr.io/heptio-images/ks-guestbook-demo:0.3"]}
+        ),
+        "repo/guestbook/guestbook-ui-deployment.yaml": _DEPLOY,
+        "repo/other/deploy.yaml": {**_DEPLOY, "metadata": {"name": "other"}},
+    }
+    got = read_desired_workloads(_files(tree))
+    assert [o.key.name for o in got.objects] == ["other"]
+    (skip,) = got.unparsed
+    assert skip.path == "repo/guestbook/guestbook-ui-deployment.yaml" and skip.problem
+    assert "Argo CD Application argocd/guestbook" in skip.reason
+    assert "kustomize.images" in skip.reason and "--argocd-app guestbook" in skip.reason
+
+
+def test_multiple_sources_helm_values_and_flux_postbuild_render_their_paths():
+    app = _application(path="x")
+    app["spec"]["sources"] = [
+        {"repoURL": "https://charts", "chart": "podinfo", "helm": {"valuesObject": {"a": 1}}},
+        {"repoURL": "https://git", "path": "charts/web", "helm": {"valueFiles": ["v.yaml"]}},
+    ]
+    flux = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": "flux-system"},
+        "spec": {"path": "./apps/production", "postBuild": {"substitute": {"cluster": "eu"}}},
+    }
+    tree = {
+        "t/app.yaml": app,
+        "t/flux.yaml": flux,
+        "t/x/d.yaml": _DEPLOY,
+        "t/charts/web/d.yaml": _DEPLOY,
+        "t/apps/production/d.yaml": _DEPLOY,
+        "t/apps/staging/d.yaml": _DEPLOY,
+    }
+    got = gitops_rewrites(_files(tree))
+    assert sorted(got) == ["t/apps/production/d.yaml", "t/charts/web/d.yaml"]
+    assert "Flux Kustomization flux-system/apps" in got["t/apps/production/d.yaml"].reason
+    assert "flux build kustomization apps" in got["t/apps/production/d.yaml"].reason
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    tool=st.sampled_from(["kustomize", "helm", "plugin", "directory"]),
+    settings_=st.dictionaries(
+        st.sampled_from(
+            [
+                "images",
+                "namePrefix",
+                "valuesObject",
+                "parameters",
+                "name",
+                "jsonnet",
+                "recurse",
+                "include",
+            ]
+        ),
+        st.sampled_from([None, "", [], {}, False, "x", ["a:1"], {"k": "v"}, True]),
+        max_size=3,
+    ),
+    repo_path=st.sampled_from(["guestbook", "./guestbook", "guestbook/", ".", ""]),
+)
+def test_an_application_marks_its_path_exactly_when_its_source_changes_it(
+    tool, settings_, repo_path
+):
+    """Property: files under the source's path are skipped iff the source sets a tool field
+    to something (directory: only jsonnet renders), and the repository root marks nothing."""
+    tree = {
+        "r/app.yaml": _application(path=repo_path, **{tool: settings_}),
+        "r/guestbook/d.yaml": _DEPLOY,
+        "r/elsewhere/d.yaml": _DEPLOY,
+    }
+    got = gitops_rewrites(_files(tree))
+    set_keys = {k for k, v in settings_.items() if v not in (None, "", [], {}, False)}
+    if tool == "directory":
+        set_keys &= {"jsonnet"}
+    expected = {"r/guestbook/d.yaml"} if set_keys and repo_path.strip("./") else set()
+    assert set(got) == expected

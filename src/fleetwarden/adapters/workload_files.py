@@ -22,7 +22,7 @@ from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, read_desired
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import (
     DesiredWorkloads,
-    kustomize_rewrites,
+    desired_rewrites,
     parse_workload_dump,
     read_desired_workloads,
 )
@@ -38,7 +38,7 @@ def _read_workload_files(
     read first, so that a kustomization's rewrites of the files it lists are known."""
     out = DesiredWorkloads()
     tree = list(files.read_tree(root, YAML_SUFFIXES, limit=limit, skipped=unreadable))
-    rewritten = kustomize_rewrites([SourceFile(str(f.path), data) for f, data in tree])
+    rewritten = desired_rewrites([SourceFile(str(f.path), data) for f, data in tree])
     for f, data in tree:
         try:
             got = read_desired_workloads(
