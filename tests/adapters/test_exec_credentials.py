@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import check_unattended, load_kubeconfig
@@ -273,6 +275,33 @@ def test_redaction_keeps_words_and_paths_but_not_tokens():
     assert "eyJzdWIi" not in shown and "/usr/local/bin/gke-gcloud-auth-plugin" in shown
     assert "ip-10-0-1-23.internal" in shown
     assert redact("pw hunter2-password!", ("hunter2-password",)) == "pw <redacted>!"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "secret"),
+    [
+        # a short JWT: its payload and signature segments were under the 32-character run
+        (
+            "Authorization: Bearer eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9."
+            "eyJzdWIiOiJ4In0.c2lnbmF0dXJl",
+            "c2lnbmF0dXJl",
+        ),
+        ("request failed: Authorization: Bearer abcdef.0123456789abcdef", "0123456789abcdef"),
+        ("login failed for user=ci password=hunter2-short", "hunter2-short"),
+        ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE is not authorized", "AKIAIOSFODNN7EXAMPLE"),
+    ],
+)
+def test_a_plugins_stderr_never_shows_a_short_credential(stderr, secret):
+    shown = redact(stderr)
+    assert secret not in shown and "<redacted>" in shown and "[" not in shown
+
+
+@settings(max_examples=100)
+@given(token=st.from_regex(r"[A-Za-z0-9_-]{6,31}", fullmatch=True))
+def test_a_bearer_credential_of_any_length_is_redacted(token):
+    """Property: whatever follows ``Bearer`` in a plugin's stderr is not quoted back."""
+    assume(token.lower() not in ("bearer", "basic", "digest", "negotiate", "token"))
+    assert token not in redact(f"Error: Authorization: Bearer {token} rejected")
 
 
 # --- KubeClient over an exec plugin (httpx's transport seam: no server needed) -------------

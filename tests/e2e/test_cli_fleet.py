@@ -522,6 +522,106 @@ def test_the_gate_stays_strict_about_files_it_cannot_parse(gate_tree):
     assert r.exit_code == 2 and "broken.yaml" in r.stderr and "YAML syntax error" in r.stderr
 
 
+def test_the_gate_stays_strict_about_an_unrendered_helm_template(gate_tree):
+    """A chart template in the tree is a file the gate cannot read: the sync is not let
+    through past it (it was skipped, and the gate passed)."""
+    chart = gate_tree / "git" / "podinfo" / "chart" / "templates"
+    chart.mkdir(parents=True)
+    (chart / "deployment.yaml").write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n"
+        "spec:\n  template:\n    spec:\n      nodeSelector: {{ toYaml .Values.sel }}\n"
+    )
+    r = gate(gate_tree)
+    assert r.exit_code == 2, r.output
+    assert "deployment.yaml" in r.stderr and "unrendered Helm template" in r.stderr
+
+
+def _kustomized(tree: Path) -> None:
+    """podinfo's directory as a kustomize base with an image override on top."""
+    (tree / "git" / "podinfo" / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": ["deployment.yaml", "podinfo-kustomize-hpa.yaml"],
+                "images": [{"name": "ghcr.io/stefanprodan/podinfo", "newTag": "6.9.9"}],
+            }
+        )
+    )
+
+
+def test_the_gate_refuses_files_a_kustomization_rewrites(gate_tree):
+    _kustomized(gate_tree)
+    r = gate(gate_tree)
+    assert r.exit_code == 2, r.output
+    assert "rewritten by" in r.stderr and "kustomization.yaml (images)" in r.stderr
+    assert "kustomize build" in r.stderr
+
+
+def test_fleet_never_passes_a_stale_cluster_against_a_rewritten_base(gate_tree):
+    """The cluster runs the base's image while the kustomization asks for 6.9.9: reading the
+    base as written said "0 findings" (exit 0). Now nothing of the app is comparable: exit 2
+    naming the kustomization and what to give instead."""
+    _kustomized(gate_tree)
+    (doc,) = load_docs(gate_tree / "git" / "podinfo" / "deployment.yaml")
+    live = liveify(doc, namespace="default")
+    live["metadata"].setdefault("labels", {})["app.kubernetes.io/instance"] = "podinfo"
+    (gate_tree / "prod.json").write_text(json.dumps(kubectl_list([live])))
+    for command in ("versions", "diff"):
+        r = invoke(
+            "fleet", command, "--app", "podinfo",
+            "-d", str(gate_tree / "git" / "podinfo"), "-w", str(gate_tree / "prod.json"),
+        )  # fmt: skip
+        assert r.exit_code == 2, r.output
+        assert "rewritten by" in r.stderr and "(images)" in r.stderr
+
+
+def test_a_rewritten_file_beside_rendered_ones_is_listed_as_not_read(gate_tree):
+    _kustomized(gate_tree)
+    rendered = gate_tree / "git" / "rendered.yaml"
+    (doc,) = load_docs(gate_tree / "git" / "podinfo" / "deployment.yaml")
+    rendered.write_text(yaml.safe_dump(doc))
+    live = liveify(doc, namespace="default")
+    (gate_tree / "prod.json").write_text(json.dumps(kubectl_list([live])))
+    r = invoke(
+        "fleet", "diff", "--app", "podinfo", "-o", "json",
+        "-d", str(gate_tree / "git"), "-w", str(gate_tree / "prod.json"),
+    )  # fmt: skip
+    skipped = {s["path"]: s for s in json.loads(r.stdout)["skipped"]}
+    bad = skipped[str(gate_tree / "git" / "podinfo" / "deployment.yaml")]
+    assert bad.get("problem") is True and "rewritten by" in bad["reason"]
+
+
+def test_fleet_never_passes_a_base_an_argocd_application_renders_with_overrides(gate_tree):
+    """An Application in the tree overrides podinfo's image (kustomize.images): the files of
+    its path are not the desired state as written, so no silent pass against them."""
+    app = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "podinfo", "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "default"},
+            "source": {
+                "repoURL": "https://example.com/repo.git",
+                "path": "podinfo",
+                "kustomize": {"images": ["ghcr.io/stefanprodan/podinfo:6.9.9"]},
+            },
+        },
+    }
+    (gate_tree / "git" / "app.yaml").write_text(yaml.safe_dump(app))
+    (doc,) = load_docs(gate_tree / "git" / "podinfo" / "deployment.yaml")
+    live = liveify(doc, namespace="default")
+    (gate_tree / "prod.json").write_text(json.dumps(kubectl_list([live])))
+    r = invoke(
+        "fleet", "diff", "--app", "podinfo",
+        "-d", str(gate_tree / "git"), "-w", str(gate_tree / "prod.json"),
+    )  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert "Argo CD Application argocd/podinfo" in r.stderr and "kustomize.images" in r.stderr
+    assert gate(gate_tree).exit_code == 2
+
+
 def test_unknown_app_exits_2_listing_the_apps_found(fleet):
     tagged = fleet / "git" / "other"
     tagged.mkdir()

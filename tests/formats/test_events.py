@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core.events import ChangeEvent, EventFlag, EventSource, Operation
@@ -525,6 +525,57 @@ def test_other_eks_calls_are_kept_as_other_or_without_cluster():
     assert unnamed.flags == (EventFlag.NO_CLUSTER,)
 
 
+# https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-events-structure.html (resources:
+# the ARNs of the resources involved); AWS Health's EKS events name the cluster there
+def _health(resources: list[str]) -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": "7bf73129-1428-4cd3-a780-95db273d1602",
+        "detail-type": "AWS Health Event",
+        "source": "aws.health",
+        "account": "123456789012",
+        "time": "2023-01-26T01:43:21Z",
+        "region": "us-west-2",
+        "resources": resources,
+        "detail": {
+            "service": "EKS",
+            "eventTypeCode": "AWS_EKS_PLANNED_LIFECYCLE_EVENT",
+            "eventTypeCategory": "plannedChange",
+        },
+    }
+
+
+def test_an_eventbridge_event_naming_an_eks_cluster_by_arn_is_about_that_cluster():
+    """It was flagged no-cluster though its resources name the cluster."""
+    event = one("aws", _health(["arn:aws:eks:us-west-2:123456789012:cluster/prod-eu-1"]))
+    assert (event.operation, event.cluster, event.pool, event.flags) == (
+        Operation.OTHER,
+        "prod-eu-1",
+        None,
+        (),
+    )
+    assert event.detail["eventTypeCode"] == "AWS_EKS_PLANNED_LIFECYCLE_EVENT"
+    ng = "arn:aws:eks:us-west-2:123456789012:nodegroup/prod-eu-1/gpu/8ec7d2a1-1111-2222-3333-4444"
+    event = one("aws", _health(["arn:aws:ec2:us-west-2:123456789012:instance/i-1", ng]))
+    assert (event.cluster, event.pool) == ("prod-eu-1", "gpu")
+    assert one("aws", _health(["arn:aws:ec2:us-west-2:1:instance/i-1"])).flags == (
+        EventFlag.NO_CLUSTER,
+    )
+
+
+_NAME = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,30}", fullmatch=True)
+
+
+@settings(max_examples=100)
+@given(cluster=_NAME, pool=st.none() | _NAME, partition=st.sampled_from(["aws", "aws-cn"]))
+def test_any_eks_arn_in_resources_names_its_cluster_and_pool(cluster, pool, partition):
+    arn = f"arn:{partition}:eks:eu-west-1:111122223333:cluster/{cluster}"
+    if pool is not None:
+        arn = f"arn:{partition}:eks:eu-west-1:111122223333:nodegroup/{cluster}/{pool}/abc-1"
+    event = one("aws", _health([arn]))
+    assert (event.cluster, event.pool, event.flags) == (cluster, pool, ())
+
+
 def test_eventbridge_via_sns_is_the_same_event_as_direct_delivery():
     direct = one("aws", SCALE_CALL)
     via_sns = one("aws", sns_notification(SCALE_CALL), {"x-amz-sns-message-type": "Notification"})
@@ -547,6 +598,75 @@ def test_sns_notification_must_carry_an_eventbridge_event():
     inner["detail"]["eventName"] = 42
     error = refused("aws", sns_notification(inner))
     assert error.field == "Message.detail.eventName"
+
+
+# An Auto Scaling group's own SNS notifications (not EventBridge): the Message holds the same
+# fields as the EventBridge event's detail, plus Service and Event; lifecycle hooks send a
+# LifecycleTransition. https://docs.aws.amazon.com/autoscaling/ec2/userguide/
+# ec2-auto-scaling-sns-notifications.html, .../prepare-for-lifecycle-notifications.html
+ASG_NOTIFICATIONS = {
+    "autoscaling:EC2_INSTANCE_LAUNCH": "aws-autoscaling-event-launch-successful.json",
+    "autoscaling:EC2_INSTANCE_LAUNCH_ERROR": "aws-autoscaling-event-launch-unsuccessful.json",
+    "autoscaling:EC2_INSTANCE_TERMINATE": "aws-autoscaling-event-terminate-successful.json",
+    "autoscaling:EC2_INSTANCE_LAUNCHING": "aws-autoscaling-event-lifecycle-action.json",
+    "autoscaling:EC2_INSTANCE_TERMINATING": "aws-autoscaling-event-terminate-action.json",
+}
+
+
+def _asg_message(name: str, group: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the EventBridge sample, the group's own notification of the same event)."""
+    bridge = load(ASG_NOTIFICATIONS[name])
+    if group is not None:
+        bridge["detail"]["AutoScalingGroupName"] = group
+    message = {
+        **bridge["detail"],
+        "Service": "AWS Auto Scaling",
+        "AccountId": "123456789012",
+        "AutoScalingGroupARN": "arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:"
+        "042cba90:autoScalingGroupName/" + bridge["detail"]["AutoScalingGroupName"],
+        "Time": "2016-09-30T20:00:00.000Z",
+    }
+    if "LifecycleTransition" not in message:
+        message["Event"] = name
+    return bridge, message
+
+
+@pytest.mark.parametrize("name", sorted(ASG_NOTIFICATIONS))
+def test_an_auto_scaling_groups_own_notification_is_its_eventbridge_event(name):
+    """Refused with a 400 before: SNS retried, then dropped a real scaling event."""
+    bridge, message = _asg_message(name, group="eks-general-20c0e6c4-fdc6-e1b6-2a7d-0e3c1e3a0f21")
+    via_sns = one("aws", {**sns_notification(bridge), "Message": json.dumps(message)})
+    direct = one("aws", bridge)
+    for attr in ("type", "operation", "pool", "outcome", "flags", "subject", "source"):
+        assert getattr(via_sns, attr) == getattr(direct, attr), attr
+    assert via_sns.pool == "general"
+    assert via_sns.id == "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324"  # SNS keeps it on a retry
+    assert (via_sns.region, via_sns.account) == ("us-west-2", "123456789012")
+
+
+def test_an_auto_scaling_test_notification_stores_nothing():
+    test = {
+        "AccountId": "123456789012",
+        "RequestId": "4e6156f4-a9e2-11e3-b7d2-3f7a4bd1e0b5",
+        "AutoScalingGroupARN": "arn:aws:autoscaling:us-west-2:123456789012:autoScalingGroup:x",
+        "AutoScalingGroupName": "my-asg",
+        "Service": "AWS Auto Scaling",
+        "Event": "autoscaling:TEST_NOTIFICATION",
+        "Time": "2016-09-30T19:00:36.414Z",
+    }
+    parsed = parse("aws", {**sns_notification({}), "Message": json.dumps(test)}, None)
+    assert parsed.events == [] and parsed.reply is None
+
+
+@settings(max_examples=60)
+@given(event=st.text(min_size=1, max_size=40).filter(lambda t: t not in ASG_NOTIFICATIONS))
+def test_an_unknown_auto_scaling_notification_is_refused_naming_it(event):
+    assume(event != "autoscaling:TEST_NOTIFICATION" and event not in ("", "null"))
+    message = {"Service": "AWS Auto Scaling", "Event": event, "AutoScalingGroupName": "g"}
+    error = refused("aws", {**sns_notification({}), "Message": json.dumps(message)})
+    assert (
+        error.field == "Message.Event" and "unknown EC2 Auto Scaling notification" in error.reason
+    )
 
 
 # https://docs.aws.amazon.com/sns/latest/dg/http-subscription-confirmation-json.html
@@ -1220,6 +1340,83 @@ def test_gke_master_upgrade_and_available_notices_concern_the_cluster():
     }
     event = one("gcp", push(b"New version available", attributes=available))
     assert (event.operation, event.cluster) == (Operation.OTHER, "cluster-1")
+
+
+# UpgradeInfoEvent (google/container/v1/cluster_service.proto): state, startTime, eventType
+# END_OF_SUPPORT | COS_MILESTONE_VERSION_UPDATE | UPGRADE_LIFECYCLE | DISRUPTION_EVENT
+def _upgrade_info(**payload: Any) -> dict[str, str]:
+    body = {
+        "resourceType": "NODE_POOL",
+        "currentVersion": "1.28.7-gke.1026000",
+        "resource": "projects/my-project/locations/us-central1-c/clusters/cluster-1/"
+        "nodePools/default-pool",
+        **payload,
+    }
+    return {
+        **UPGRADE_NOTICE,
+        "type_url": "type.googleapis.com/google.container.v1beta1.UpgradeInfoEvent",
+        "payload": json.dumps(body),
+    }
+
+
+def test_gke_end_of_support_notice_is_not_an_upgrade():
+    """An END_OF_SUPPORT UpgradeInfoEvent announces a date: it was read as an UPGRADE of the
+    pool (and would be taken for the provider changing it)."""
+    attrs = _upgrade_info(
+        eventType="END_OF_SUPPORT",
+        standardSupportEndTime="2024-08-01T00:00:00Z",
+        description="Version 1.28 reaches end of standard support on 2024-08-01",
+    )
+    event = one("gcp", push(b"Version 1.28 reaches end of support.", attributes=attrs))
+    assert (event.operation, event.cluster, event.pool) == (
+        Operation.OTHER,
+        "cluster-1",
+        "default-pool",
+    )
+    assert event.changed == ()
+    assert event.detail["eventType"] == "END_OF_SUPPORT"
+    assert event.detail["description"].startswith("Version 1.28 reaches end")
+
+
+def test_gke_upgrade_lifecycle_info_is_an_upgrade_with_its_outcome_and_start():
+    attrs = _upgrade_info(
+        eventType="UPGRADE_LIFECYCLE",
+        state="SUCCEEDED",
+        startTime="2024-05-07T20:09:35Z",
+        targetVersion="1.29.1-gke.1589017",
+    )
+    event = one("gcp", push(b"Node pool upgrade succeeded.", attributes=attrs))
+    assert (event.operation, event.pool, event.outcome) == (
+        Operation.UPGRADE,
+        "default-pool",
+        "success",
+    )
+    assert event.time == datetime(2024, 5, 7, 20, 9, 35, tzinfo=UTC)
+
+
+@settings(max_examples=100)
+@given(
+    event_type=st.sampled_from(
+        [
+            None,
+            "UPGRADE_LIFECYCLE",
+            "END_OF_SUPPORT",
+            "COS_MILESTONE_VERSION_UPDATE",
+            "DISRUPTION_EVENT",
+            "EVENT_TYPE_UNSPECIFIED",
+        ]
+    ),
+    state=st.sampled_from([None, "SCHEDULED", "STARTED", "SUCCEEDED", "FAILED", "CANCELED"]),
+)
+def test_only_the_upgrade_lifecycle_is_read_as_an_upgrade(event_type, state):
+    """Property: an UpgradeInfoEvent is an UPGRADE exactly when it is about the upgrade
+    lifecycle (or says no type, as before the field) and not merely scheduled."""
+    payload = {k: v for k, v in (("eventType", event_type), ("state", state)) if v}
+    event = one("gcp", push(b"x", attributes=_upgrade_info(**payload)))
+    lifecycle = event_type in (None, "UPGRADE_LIFECYCLE", "EVENT_TYPE_UNSPECIFIED")
+    upgrade = lifecycle and state != "SCHEDULED"
+    assert (event.operation is Operation.UPGRADE) == upgrade
+    assert event.changed == (("version",) if upgrade else ())
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,8 @@ from fleetwarden.formats.desired import SourceFile
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import (
     fleet_settings,
+    gitops_rewrites,
+    kustomize_rewrites,
     objects_from_documents,
     parse_argocd_manifests,
     parse_workload_dump,
@@ -319,3 +321,250 @@ def test_bad_fleet_settings_name_the_field(raw, field):
     with pytest.raises(FormatError) as exc:
         fleet_settings(raw, source="fw.yaml")
     assert exc.value.path == "fw.yaml" and exc.value.field == field
+
+
+# --------------------------------------------------------------------------- kustomize trees
+# A kustomization that changes what it lists (kustomize's api/types/kustomization.go fields)
+# makes the listed files something other than the desired state: read as written, a stale
+# cluster compares equal to the un-rewritten base (images: newTag) and passes in silence.
+
+_DEPLOY = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "guestbook-ui"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "guestbook-ui"}},
+        "template": {
+            "metadata": {"labels": {"app": "guestbook-ui"}},
+            "spec": {
+                "containers": [{"name": "ui", "image": "gcr.io/google-samples/gb-frontend:v5"}]
+            },
+        },
+    },
+}
+_REWRITES = {
+    "images": [{"name": "gcr.io/google-samples/gb-frontend", "newTag": "v6"}],
+    "namePrefix": "kustomize-",
+    "nameSuffix": "-eu",
+    "namespace": "shop",
+    "commonLabels": {"team": "a"},
+    "labels": [{"pairs": {"team": "a"}}],
+    "commonAnnotations": {"a": "b"},
+    "replicas": [{"name": "guestbook-ui", "count": 3}],
+    "patches": [{"patch": "- op: replace\n  path: /spec/replicas\n  value: 2"}],
+    "configMapGenerator": [{"name": "cfg", "literals": ["a=b"]}],
+    "components": ["../components/sidecar"],
+    "replacements": [{"path": "repl.yaml"}],
+    "helmCharts": [{"name": "x"}],
+}
+
+
+def _files(tree: dict[str, Any]) -> list[SourceFile]:
+    return [SourceFile(path, yaml.safe_dump(body).encode()) for path, body in tree.items()]
+
+
+def _kustomization(**fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", **fields}
+
+
+def test_a_rewritten_base_is_not_read_as_the_desired_state():
+    """The argocd-example-apps kustomize-guestbook shape with an image override: the base
+    Deployment is skipped as unreadable, naming the kustomization and what it changes."""
+    files = _files(
+        {
+            "app/kustomization.yaml": _kustomization(
+                resources=["guestbook-ui-deployment.yaml"], images=_REWRITES["images"]
+            ),
+            "app/guestbook-ui-deployment.yaml": _DEPLOY,
+        }
+    )
+    got = read_desired_workloads(files)
+    assert got.objects == []
+    assert [s.path for s in got.unparsed] == ["app/guestbook-ui-deployment.yaml"]
+    (skip,) = got.unparsed
+    assert skip.problem and "rewritten by app/kustomization.yaml (images)" in skip.reason
+    assert "kustomize build app" in skip.reason
+
+
+def test_a_kustomization_that_only_lists_resources_changes_nothing(realdata):
+    """podinfo's real kustomization lists its files and nothing else: they are read as is."""
+    k = realdata / "manifests" / "podinfo-kustomize-kustomization.yaml"
+    d = realdata / "manifests" / "podinfo-kustomize-deployment.yaml"
+    files = [
+        SourceFile("podinfo/kustomization.yaml", k.read_bytes()),
+        SourceFile("podinfo/deployment.yaml", d.read_bytes()),
+    ]
+    assert kustomize_rewrites(files) == {}
+    assert len(read_desired_workloads(files).objects) == 1
+
+
+def test_an_overlay_rewrites_every_file_under_the_base_it_lists_and_its_patches():
+    files = _files(
+        {
+            "base/kustomization.yaml": _kustomization(resources=["deploy.yaml"]),
+            "base/deploy.yaml": _DEPLOY,
+            "overlays/prd/kustomization.yaml": _kustomization(
+                resources=["../../base", "https://github.com/org/repo//x?ref=v1"],
+                patchesStrategicMerge=["replicas.yaml", "apiVersion: apps/v1\nkind: X\n"],
+                patches=[{"path": "p.yaml", "target": {"kind": "Deployment"}}],
+            ),
+            "overlays/prd/replicas.yaml": {**_DEPLOY, "spec": {"replicas": 5}},
+            "overlays/prd/p.yaml": [{"op": "add", "path": "/x", "value": 1}],
+            "other/deploy.yaml": {**_DEPLOY, "metadata": {"name": "other"}},
+        }
+    )
+    got = kustomize_rewrites(files)
+    assert sorted(got) == ["base/deploy.yaml", "overlays/prd/p.yaml", "overlays/prd/replicas.yaml"]
+    assert (
+        "a patch that overlays/prd/kustomization.yaml applies" in got["overlays/prd/p.yaml"].reason
+    )
+    read = read_desired_workloads(files)
+    assert [o.key.name for o in read.objects] == ["other"]
+
+
+def test_a_flux_kustomization_named_so_is_not_read_as_kustomize_config():
+    flux = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps"},
+        "spec": {"path": "./apps", "images": [{"name": "x", "newTag": "2"}]},
+    }
+    files = _files({"kustomization.yaml": flux, "deploy.yaml": _DEPLOY})
+    assert kustomize_rewrites(files) == {}
+
+
+_KEEPS = ("crds", "openapi", "sortOptions", "metadata")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rewrites=st.sets(st.sampled_from(sorted(_REWRITES)), max_size=4),
+    keeps=st.sets(st.sampled_from(_KEEPS), max_size=2),
+    listed=st.sets(st.sampled_from(["a.yaml", "b.yaml", "sub", "sub/c.yaml"]), min_size=1),
+    with_api_version=st.booleans(),
+)
+def test_listed_files_are_rewritten_exactly_when_the_kustomization_changes_them(
+    rewrites, keeps, listed, with_api_version
+):
+    """Property: every file a kustomization reaches (directly or below a listed directory) is
+    skipped when, and only when, it has a field that changes objects; nothing else is."""
+    body: dict[str, Any] = {"resources": sorted(listed)}
+    body.update({k: _REWRITES[k] for k in rewrites})
+    body.update({k: {} for k in keeps})
+    if with_api_version:
+        body = _kustomization(**body)
+    tree = {"k/kustomization.yaml": body}
+    for name in ("a.yaml", "b.yaml", "sub/c.yaml", "sub/d.yaml", "z.yaml"):
+        tree[f"k/{name}"] = {**_DEPLOY, "metadata": {"name": name.replace("/", "-")[:-5]}}
+    got = kustomize_rewrites(_files(tree))
+    reached = {
+        f"k/{n}"
+        for n in ("a.yaml", "b.yaml", "sub/c.yaml", "sub/d.yaml")
+        if n in listed or (n.startswith("sub/") and "sub" in listed)
+    }
+    assert set(got) == (reached if rewrites else set())
+    read = read_desired_workloads(_files(tree))
+    assert {o.source for o in read.objects}.isdisjoint(got)
+    assert {s.path for s in read.unparsed} == set(got)
+
+
+# --------------------------------------------------------------------------- GitOps renders
+# An Argo CD Application (argo-cd types.go ApplicationSource: kustomize, helm, plugin,
+# directory.jsonnet) or a Flux Kustomization (images, patches, postBuild...) that renders its
+# path with changes: the files under that path are not the desired state as written.
+
+
+def _application(**source: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "guestbook", "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "default"},
+            "source": {"repoURL": "https://github.com/argoproj/argocd-example-apps.git", **source},
+        },
+    }
+
+
+def test_an_application_with_a_kustomize_image_override_renders_its_path():
+    """The argocd-example-apps guestbook with an Application overriding its image: the base
+    was compared as written and a stale cluster passed."""
+    tree = {
+        "repo/apps/guestbook.yaml": _application(
+            path="guestbook", kustomize={"images": ["gcr.io/heptio-images/ks-guestbook-demo:0.3"]}
+        ),
+        "repo/guestbook/guestbook-ui-deployment.yaml": _DEPLOY,
+        "repo/other/deploy.yaml": {**_DEPLOY, "metadata": {"name": "other"}},
+    }
+    got = read_desired_workloads(_files(tree))
+    assert [o.key.name for o in got.objects] == ["other"]
+    (skip,) = got.unparsed
+    assert skip.path == "repo/guestbook/guestbook-ui-deployment.yaml" and skip.problem
+    assert "Argo CD Application argocd/guestbook" in skip.reason
+    assert "kustomize.images" in skip.reason and "--argocd-app guestbook" in skip.reason
+
+
+def test_multiple_sources_helm_values_and_flux_postbuild_render_their_paths():
+    app = _application(path="x")
+    app["spec"]["sources"] = [
+        {"repoURL": "https://charts", "chart": "podinfo", "helm": {"valuesObject": {"a": 1}}},
+        {"repoURL": "https://git", "path": "charts/web", "helm": {"valueFiles": ["v.yaml"]}},
+    ]
+    flux = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "apps", "namespace": "flux-system"},
+        "spec": {"path": "./apps/production", "postBuild": {"substitute": {"cluster": "eu"}}},
+    }
+    tree = {
+        "t/app.yaml": app,
+        "t/flux.yaml": flux,
+        "t/x/d.yaml": _DEPLOY,
+        "t/charts/web/d.yaml": _DEPLOY,
+        "t/apps/production/d.yaml": _DEPLOY,
+        "t/apps/staging/d.yaml": _DEPLOY,
+    }
+    got = gitops_rewrites(_files(tree))
+    assert sorted(got) == ["t/apps/production/d.yaml", "t/charts/web/d.yaml"]
+    assert "Flux Kustomization flux-system/apps" in got["t/apps/production/d.yaml"].reason
+    assert "flux build kustomization apps" in got["t/apps/production/d.yaml"].reason
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    tool=st.sampled_from(["kustomize", "helm", "plugin", "directory"]),
+    settings_=st.dictionaries(
+        st.sampled_from(
+            [
+                "images",
+                "namePrefix",
+                "valuesObject",
+                "parameters",
+                "name",
+                "jsonnet",
+                "recurse",
+                "include",
+            ]
+        ),
+        st.sampled_from([None, "", [], {}, False, "x", ["a:1"], {"k": "v"}, True]),
+        max_size=3,
+    ),
+    repo_path=st.sampled_from(["guestbook", "./guestbook", "guestbook/", ".", ""]),
+)
+def test_an_application_marks_its_path_exactly_when_its_source_changes_it(
+    tool, settings_, repo_path
+):
+    """Property: files under the source's path are skipped iff the source sets a tool field
+    to something (directory: only jsonnet renders), and the repository root marks nothing."""
+    tree = {
+        "r/app.yaml": _application(path=repo_path, **{tool: settings_}),
+        "r/guestbook/d.yaml": _DEPLOY,
+        "r/elsewhere/d.yaml": _DEPLOY,
+    }
+    got = gitops_rewrites(_files(tree))
+    set_keys = {k for k, v in settings_.items() if v not in (None, "", [], {}, False)}
+    if tool == "directory":
+        set_keys &= {"jsonnet"}
+    expected = {"r/guestbook/d.yaml"} if set_keys and repo_path.strip("./") else set()
+    assert set(got) == expected

@@ -22,6 +22,7 @@ from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, read_desired
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.workloads import (
     DesiredWorkloads,
+    desired_rewrites,
     parse_workload_dump,
     read_desired_workloads,
 )
@@ -33,11 +34,16 @@ def _read_workload_files(
     root: Path, *, app_label: str | None, limit: int, unreadable: list[Skip]
 ) -> DesiredWorkloads:
     """``read_desired_workloads`` file by file: a file found in the directory that cannot be
-    read or parsed goes to ``unreadable``; ``root`` named as a file must parse."""
+    read or parsed goes to ``unreadable``; ``root`` named as a file must parse. The tree is
+    read first, so that a kustomization's rewrites of the files it lists are known."""
     out = DesiredWorkloads()
-    for f, data in files.read_tree(root, YAML_SUFFIXES, limit=limit, skipped=unreadable):
+    tree = list(files.read_tree(root, YAML_SUFFIXES, limit=limit, skipped=unreadable))
+    rewritten = desired_rewrites([SourceFile(str(f.path), data) for f, data in tree])
+    for f, data in tree:
         try:
-            got = read_desired_workloads([SourceFile(str(f.path), data)], app_label=app_label)
+            got = read_desired_workloads(
+                [SourceFile(str(f.path), data)], app_label=app_label, rewritten=rewritten
+            )
         except FormatError as exc:
             if f.named:
                 raise
@@ -68,6 +74,9 @@ def load_desired_state(
                 for p in files.iter_tree(arg.path, (*YAML_SUFFIXES, ".tf"))
             ]
             got = read_desired_workloads(sources, app_label=app_label)
+            if got.unparsed:  # the gate stays strict: no sync goes through past such a file
+                first = got.unparsed[0]
+                raise FormatError(first.path, first.reason)
         else:
             got = _read_workload_files(
                 arg.path, app_label=app_label, limit=limit, unreadable=out.unreadable

@@ -85,6 +85,9 @@ def app_from_files(
             for p in files.iter_tree(arg.path, YAML_SUFFIXES)
         ]
         got = read_desired_workloads(sources, app_label=app_label)
+        if got.unparsed:  # compared without it, the app would drift in silence
+            first = got.unparsed[0]
+            raise FormatError(first.path, first.reason)
         objects.setdefault(arg.cluster, []).extend(got.objects)
         skipped.extend(got.skipped)
     return AppDesired(app, objects, sources=tuple(a.label for a in args)), skipped

@@ -51,9 +51,15 @@ def missing_app(app: str, desired: DesiredState) -> str | None:
     if any(o.app in (None, app) for objs in desired.objects.values() for o in objs):
         return None
     found = ", ".join(sorted(desired.apps())) or "none"
+    why = ""
+    if desired.unreadable:  # the app may be in them: say so, not only that it is missing
+        first = desired.unreadable[0]
+        more = len(desired.unreadable) - 1
+        why = f"; {len(desired.unreadable)} files not read, first {first.path}: {first.reason}"
+        why += f" (and {more} more)" if more else ""
     return (
         f"--app {app}: the desired state holds no workload, ConfigMap, Secret or HPA of "
-        f"this application (applications found: {found})"
+        f"this application (applications found: {found}){why}"
     )
 
 

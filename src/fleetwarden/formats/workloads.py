@@ -6,6 +6,11 @@ and Argo CD's rendered manifests: the response of ``GET /api/v1/applications/{na
 (``{"manifests": ["<json>", ...], "revision": ...}``), saved as a file or handed over by an
 Argo CD client through ``parse_argocd_manifests`` (the seam for the live source). A
 ``Kustomization`` or an unrendered Helm template is skipped with the reason: render it first.
+A file that a kustomization in the same tree rewrites (``images``, ``namePrefix``, patches...)
+or uses as a patch is not desired state as written: it is skipped as unreadable, with the
+kustomization that rewrites it (``kustomize_rewrites``), never compared as it stands; so is a file
+under the path an Argo CD Application or a Flux Kustomization of the tree renders with changes
+(``gitops_rewrites``: kustomize images, Helm values, Flux images, postBuild...).
 
 Observed: ``kubectl get deploy,sts,ds,cm,secret,hpa -A -o json`` (a ``List``) or ``-o yaml``.
 Objects are redacted here (``core.workloads.redact``): Secret values become digests before an
@@ -15,6 +20,7 @@ object leaves this module. Large JSON dumps go through simdjson's lazy parser, a
 
 from __future__ import annotations
 
+import posixpath
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +53,10 @@ __all__ = [
     "DesiredWorkloads",
     "FleetSettings",
     "Want",
+    "desired_rewrites",
     "fleet_settings",
+    "gitops_rewrites",
+    "kustomize_rewrites",
     "objects_from_documents",
     "parse_argocd_manifests",
     "parse_workload_dump",
@@ -127,13 +136,200 @@ def objects_from_documents(
     return out
 
 
+# kustomize's own names for its file (api/konfig/general.go, RecognizedKustomizationFileNames;
+# a bare "Kustomization" is never read: the tree holds .yaml/.yml/.json files only)
+KUSTOMIZATION_FILES = frozenset({"kustomization.yaml", "kustomization.yml"})
+# the fields of kustomize's Kustomization (api/types/kustomization.go) that leave the objects
+# it lists as they are written; every other field (images, namePrefix, nameSuffix, namespace,
+# commonLabels, labels, commonAnnotations, patches*, replicas, replacements, components,
+# configMapGenerator / secretGenerator, helmCharts, transformers, generators, buildMetadata,
+# vars ...) changes them on the way to the cluster
+_KUSTOMIZE_KEEPS = frozenset(
+    {"apiVersion", "kind", "metadata", "resources", "bases", "crds", "openapi", "sortOptions"}
+)
+_KUSTOMIZE_PATCHES = ("patches", "patchesJson6902")
+
+
+def _kustomization(doc: Document) -> bool:
+    api_version = doc.body.get("apiVersion")
+    return doc.body.get("kind") in (None, "Kustomization", "Component") and (
+        api_version is None
+        or (isinstance(api_version, str) and api_version.startswith("kustomize.config.k8s.io/"))
+    )
+
+
+def _kustomize_refs(body: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(resources, patch files) a kustomization names by relative path."""
+    resources: list[str] = []
+    for key in ("resources", "bases", "components"):
+        entries = body.get(key)
+        if isinstance(entries, list):
+            resources.extend(e for e in entries if isinstance(e, str))
+    patches: list[str] = []
+    entries = body.get("patchesStrategicMerge")
+    if isinstance(entries, list):  # a path, or an inline patch (YAML text: never a file)
+        patches.extend(e for e in entries if isinstance(e, str) and "\n" not in e)
+    for key in _KUSTOMIZE_PATCHES:
+        entries = body.get(key)
+        if isinstance(entries, list):
+            patches.extend(
+                e["path"]
+                for e in entries
+                if isinstance(e, Mapping) and isinstance(e.get("path"), str)
+            )
+    return resources, patches
+
+
+def kustomize_rewrites(files: Sequence[SourceFile]) -> dict[str, Skip]:
+    """The files of a tree that are not desired state as written, each with why: those a
+    kustomization of the tree lists while it changes them (a resource or base, a file under a
+    listed directory), and the patches it applies. A kustomization that only lists its
+    resources changes nothing. A kustomization that does not parse is left to the reader (it
+    is skipped there with its error). Paths are resolved as kustomize does: relative to the
+    kustomization's directory; remote resources match no file."""
+    # a listed directory's own kustomization is kustomize's input, reported as such
+    paths = [f.path for f in files if posixpath.basename(f.path) not in KUSTOMIZATION_FILES]
+    out: dict[str, Skip] = {}
+
+    def mark(base: str, entry: str, reason: str) -> None:
+        target = posixpath.normpath(posixpath.join(base, entry))
+        for path in paths:
+            if path == target or path.startswith(target.rstrip("/") + "/"):
+                out.setdefault(path, Skip(path, reason, problem=True))
+
+    for f in files:
+        if posixpath.basename(f.path) not in KUSTOMIZATION_FILES:
+            continue
+        try:
+            docs = parse_yaml_documents(f.path, decode_text(f))
+        except FormatError:
+            continue
+        base = posixpath.dirname(f.path)
+        render = f"give `kustomize build {base or '.'}` output"
+        for doc in docs:
+            if not _kustomization(doc):
+                continue
+            resources, patches = _kustomize_refs(doc.body)
+            for entry in patches:
+                mark(base, entry, f"a patch that {f.path} applies, not a manifest: {render}")
+            changes = sorted(str(k) for k in doc.body if k not in _KUSTOMIZE_KEEPS)
+            if not changes:
+                continue
+            shown = ", ".join(changes[:4]) + (", ..." if len(changes) > 4 else "")
+            for entry in resources:
+                mark(base, entry, f"rewritten by {f.path} ({shown}): {render}")
+    return out
+
+
+# what an Argo CD Application's source may change on the way to the cluster (the
+# ApplicationSource of argoproj/argo-cd pkg/apis/application/v1alpha1/types.go), and what a
+# Flux Kustomization may (kustomize.toolkit.fluxcd.io/v1 KustomizationSpec)
+_ARGO_TOOLS = ("kustomize", "helm", "plugin", "directory")
+_FLUX_CHANGES = frozenset(
+    {
+        "images",
+        "patches",
+        "patchesStrategicMerge",
+        "patchesJson6902",
+        "namePrefix",
+        "nameSuffix",
+        "targetNamespace",
+        "commonMetadata",
+        "postBuild",
+        "components",
+    }
+)
+
+
+def _argo_changes(source: Mapping[str, Any]) -> list[str]:
+    out = []
+    for tool in _ARGO_TOOLS:
+        settings = source.get(tool)
+        if not isinstance(settings, Mapping) or not settings:
+            continue
+        keys = [str(k) for k in settings if settings[k] not in (None, "", [], {}, False)]
+        if tool == "directory":  # recurse/include/exclude choose files; jsonnet renders them
+            keys = [k for k in keys if k == "jsonnet"]
+        out.extend(f"{tool}.{k}" for k in sorted(keys))
+    return out
+
+
+def _gitops_renders(doc: Document) -> list[tuple[str, str, list[str], str]]:
+    """(repository path, who renders it, what they change, what to give instead) for an
+    Argo CD Application or a Flux Kustomization that changes what its path holds."""
+    body, kind = doc.body, doc.kind
+    meta = body.get("metadata") if isinstance(body.get("metadata"), Mapping) else {}
+    name = str(meta.get("name") or "?")
+    who = f"{meta.get('namespace')}/{name}" if meta.get("namespace") else name
+    spec = body.get("spec") if isinstance(body.get("spec"), Mapping) else {}
+    out: list[tuple[str, str, list[str], str]] = []
+    if kind == "Application" and doc.api_version.startswith("argoproj.io/"):
+        sources = [spec.get("source"), *(spec.get("sources") or [])]
+        for source in sources:
+            if isinstance(source, Mapping) and isinstance(source.get("path"), str):
+                changes = _argo_changes(source)
+                if changes:
+                    give = f"what Argo CD renders for it (--argocd-app {name})"
+                    out.append((source["path"], f"Argo CD Application {who}", changes, give))
+    elif kind == "Kustomization" and doc.api_version.startswith("kustomize.toolkit.fluxcd.io/"):
+        changes = sorted(str(k) for k in spec if k in _FLUX_CHANGES and spec[k])
+        if changes and isinstance(spec.get("path"), str):
+            give = f"`flux build kustomization {name} --path DIR` output"
+            out.append((spec["path"], f"Flux Kustomization {who}", changes, give))
+    return out
+
+
+def gitops_rewrites(files: Sequence[SourceFile]) -> dict[str, Skip]:
+    """The files of a tree that an Argo CD Application or a Flux Kustomization of the same
+    tree renders with changes (kustomize images, Helm values, a plugin, Flux's images,
+    patches, postBuild substitutions...): not desired state as written. Their path is
+    relative to a repository root the tree does not name, so a file matches when its
+    directory ends with that path; the repository root itself (``.``) matches nothing."""
+    paths = [f.path for f in files]
+    out: dict[str, Skip] = {}
+    for f in files:
+        if b"argoproj.io" not in f.data and b"kustomize.toolkit.fluxcd.io" not in f.data:
+            continue
+        try:
+            docs = parse_yaml_documents(f.path, decode_text(f))
+        except FormatError:
+            continue
+        for doc in docs:
+            for repo_path, who, changes, give in _gitops_renders(doc):
+                target = posixpath.normpath(repo_path).strip("/")
+                if target in ("", "."):
+                    continue
+                shown = ", ".join(changes[:4]) + (", ..." if len(changes) > 4 else "")
+                reason = f"rendered by {who} ({f.path}) with {shown}: give {give}"
+                for path in paths:
+                    if f"/{target}/" in f"/{posixpath.dirname(path)}/":
+                        out.setdefault(path, Skip(path, reason, problem=True))
+    return out
+
+
+def desired_rewrites(files: Sequence[SourceFile]) -> dict[str, Skip]:
+    """``kustomize_rewrites`` and ``gitops_rewrites`` of one tree."""
+    return {**gitops_rewrites(files), **kustomize_rewrites(files)}
+
+
 def read_desired_workloads(
-    files: Sequence[SourceFile], *, app_label: str | None = None
+    files: Sequence[SourceFile],
+    *,
+    app_label: str | None = None,
+    rewritten: Mapping[str, Skip] | None = None,
 ) -> DesiredWorkloads:
     """The workload objects of a desired-state tree (any other object is ignored; files that
-    hold none are listed in ``skipped`` with what they hold)."""
+    hold none are listed in ``skipped`` with what they hold). A file a kustomization of the
+    tree rewrites is skipped as unparsed (``desired_rewrites`` of ``files``, or
+    ``rewritten`` when the caller hands the tree over file by file)."""
     out = DesiredWorkloads(files=len(files))
+    if rewritten is None:
+        rewritten = desired_rewrites(files)
     for f in files:
+        if f.path in rewritten:
+            out.skipped.append(rewritten[f.path])
+            out.unparsed.append(rewritten[f.path])
+            continue
         if not f.path.endswith(YAML_SUFFIXES):
             out.skipped.append(Skip(f.path, "not a YAML or JSON file"))
             continue

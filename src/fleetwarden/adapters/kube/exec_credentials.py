@@ -35,6 +35,8 @@ import subprocess
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
+from fleetwarden.core.audit.redaction import REDACTED as AUDIT_REDACTED
+from fleetwarden.core.audit.redaction import scrub_text
 from fleetwarden.core.clusters import ClusterEndpoint, InteractiveMode, PluginCredential
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.exec_credentials import exec_info, parse_exec_credential
@@ -58,10 +60,14 @@ REDACTED = "<redacted>"
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` without the given secrets and without anything that looks like a token."""
+    """``text`` without the given secrets and without anything that looks like a token: long
+    token-alphabet runs, and what the audit store's free-text scrub masks (a credential after
+    ``Bearer``/``Basic``/``token``, ``password=``-style pairs, JWTs of any length, AWS keys,
+    private keys) -- a short token after ``Authorization: Bearer`` is still a token."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)
+    text = scrub_text(text).replace(AUDIT_REDACTED, REDACTED)
     return _TOKENISH.sub(REDACTED, text)
 
 

@@ -6,7 +6,14 @@ Accepted bodies:
   ``detail``, ``time``, ``region``, ``account``, ``resources``);
 * an SNS HTTP(S) message: ``Notification`` whose ``Message`` is an EventBridge event as JSON
   text (the EventBridge -> SNS -> HTTPS path; with raw message delivery the body is the event
-  itself), ``SubscriptionConfirmation`` (answered with ``Reply(kind="sns-subscribe")`` whose
+  itself) or an EC2 Auto Scaling group notification (an Auto Scaling group's own notification
+  configuration or lifecycle hook, ``Service: "AWS Auto Scaling"``: ``Event``
+  ``autoscaling:EC2_INSTANCE_LAUNCH[_ERROR]`` / ``..._TERMINATE[_ERROR]`` or a
+  ``LifecycleTransition``, read as the EventBridge event of the same name, its id the SNS
+  ``MessageId``; ``autoscaling:TEST_NOTIFICATION`` is acknowledged, nothing stored; see
+  https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-sns-notifications.html
+  and .../prepare-for-lifecycle-notifications.html), ``SubscriptionConfirmation`` (answered
+  with ``Reply(kind="sns-subscribe")`` whose
   ``url`` is checked to be ``https://sns.<region>.amazonaws.com/?Action=ConfirmSubscription...``
   in the topic's region; the gateway decides whether to GET it) and
   ``UnsubscribeConfirmation`` (acknowledged, nothing stored).
@@ -30,7 +37,10 @@ Mapping:
   ``eks:nodegroup-name``, ``alpha.eksctl.io/*``, ``kubernetes.io/cluster/<name>`` or
   ``k8s.io/cluster-autoscaler/<name>``. An event
   that names no cluster is kept with the NO_CLUSTER flag.
-* Any other EventBridge event parses to an OTHER event flagged NO_CLUSTER.
+* Any other EventBridge event (AWS Health's ``AWS_EKS_*`` events, EC2 state changes...) parses
+  to an OTHER event on the EKS cluster (and node group) its ``resources`` name by ARN (``arn:
+  aws:eks:<region>:<account>:cluster/<name>``, ``nodegroup/<cluster>/<name>/<id>``: the
+  resource ARNs the event structure documents), else flagged NO_CLUSTER.
 
 Refused: a Lambda ``Records`` envelope (SNS/SQS to Lambda), which is not an HTTP delivery.
 
@@ -94,6 +104,17 @@ _ASG_EVENTS: dict[str, tuple[Operation, str | None]] = {
     "EC2 Instance-launch Lifecycle Action": (Operation.SCALE, None),
     "EC2 Instance-terminate Lifecycle Action": (Operation.SCALE, None),
 }
+# an Auto Scaling group's SNS notifications -> the EventBridge detail-type of the same event
+_ASG_SERVICE = "AWS Auto Scaling"
+_ASG_NOTIFICATIONS: dict[str, str] = {
+    "autoscaling:EC2_INSTANCE_LAUNCH": "EC2 Instance Launch Successful",
+    "autoscaling:EC2_INSTANCE_LAUNCH_ERROR": "EC2 Instance Launch Unsuccessful",
+    "autoscaling:EC2_INSTANCE_TERMINATE": "EC2 Instance Terminate Successful",
+    "autoscaling:EC2_INSTANCE_TERMINATE_ERROR": "EC2 Instance Terminate Unsuccessful",
+    "autoscaling:EC2_INSTANCE_LAUNCHING": "EC2 Instance-launch Lifecycle Action",
+    "autoscaling:EC2_INSTANCE_TERMINATING": "EC2 Instance-terminate Lifecycle Action",
+}
+_ARN_REGION = re.compile(r"^arn:aws[\w-]*:[a-z0-9-]+:(?P<region>[a-z0-9-]+):")
 # request fields that name the target or make the call idempotent: not changes
 _IDENTITY_PARAMS = frozenset({"name", "clusterName", "nodegroupName", "clientRequestToken"})
 _SCALING = frozenset({"desiredCapacity", "minSize", "maxSize"})
@@ -157,9 +178,45 @@ def _sns(
         )
     message = r.required_text(body.get("Message"), "Message")
     inner = r.json_text(message, "Message")
+    if isinstance(inner, Mapping) and inner.get("Service") == _ASG_SERVICE:
+        return _asg_notification(body, inner, received_at, r)
     if not isinstance(inner, Mapping) or "detail-type" not in inner:
-        r.fail("Message", "expected the JSON text of an EventBridge event (with detail-type)")
+        r.fail(
+            "Message",
+            "expected the JSON text of an EventBridge event (with detail-type) or of an EC2 "
+            "Auto Scaling notification (Service: AWS Auto Scaling)",
+        )
     return Parsed([_eventbridge(inner, received_at, r, "Message")])
+
+
+def _asg_notification(
+    body: Mapping[str, Any], message: Mapping[str, Any], received_at: datetime, r: Reader
+) -> Parsed:
+    """An Auto Scaling group's own SNS notification, as the EventBridge event it matches."""
+    event = r.text(message.get("Event"), "Message.Event")
+    transition = r.text(message.get("LifecycleTransition"), "Message.LifecycleTransition")
+    if event == "autoscaling:TEST_NOTIFICATION":
+        return Parsed([])  # sent once when the notification is configured: nothing happened
+    detail_type = _ASG_NOTIFICATIONS.get(event or transition or "")
+    if detail_type is None:
+        r.fail(
+            "Message.Event",
+            f"unknown EC2 Auto Scaling notification {event or transition!r} (expected one of "
+            f"{', '.join(sorted(_ASG_NOTIFICATIONS))})",
+        )
+    group_arn = r.text(message.get("AutoScalingGroupARN"), "Message.AutoScalingGroupARN")
+    region = _ARN_REGION.match(group_arn or r.text(body.get("TopicArn"), "TopicArn") or "")
+    base: dict[str, Any] = {
+        "id": r.required_text(body.get("MessageId"), "MessageId"),
+        "source": "aws.autoscaling",
+        "provider": EventSource.AWS,
+        "time": r.time(message.get("Time"), "Message.Time")
+        or r.time(body.get("Timestamp"), "Timestamp"),
+        "region": region["region"] if region else None,
+        "account": r.text(message.get("AccountId"), "Message.AccountId"),
+        "received_at": received_at,
+    }
+    return Parsed([_autoscaling(detail_type, message, base, r, "Message")])
 
 
 def _check_subscribe_url(url: str, topic: str | None, r: Reader) -> None:
@@ -208,14 +265,31 @@ def _eventbridge(
         return _cloudtrail(detail, base, r, where)
     if source == "aws.autoscaling":
         return _autoscaling(detail_type, detail, base, r, where)
+    cluster, pool = _eks_resource(resources)
     return ChangeEvent(
         type=f"{source}.{detail_type.replace(' ', '')}",
         operation=Operation.OTHER,
         subject=next((res for res in resources if res), None),
-        flags=(EventFlag.NO_CLUSTER,),
-        detail={"detailType": detail_type},
+        cluster=cluster,
+        pool=pool,
+        flags=() if cluster else (EventFlag.NO_CLUSTER,),
+        detail=compact(
+            {
+                "detailType": detail_type,
+                "eventTypeCode": safe_text(detail.get("eventTypeCode"), 120),
+            }
+        ),
         **base,
     )
+
+
+def _eks_resource(resources: list[str | None]) -> tuple[str | None, str | None]:
+    """The EKS cluster (and node group) the first EKS ARN among ``resources`` names."""
+    for arn in resources:
+        match = _EKS_ARN.match(arn or "")
+        if match:
+            return match["cluster"] or match["ng_cluster"], match["pool"]
+    return None, None
 
 
 def _cloudtrail(

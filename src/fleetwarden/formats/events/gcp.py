@@ -20,9 +20,13 @@ too). What the message carries decides the mapping:
 * a GKE cluster notification: attributes ``type_url``
   (``type.googleapis.com/google.container.v1beta1.UpgradeEvent``...), ``cluster_name``,
   ``cluster_location``, ``project_id`` and ``payload`` (the event as JSON text; ``data`` is a
-  human sentence). ``UpgradeEvent``/``UpgradeInfoEvent`` are UPGRADEs of the ``resource``
-  (a node pool when it names one); ``UpgradeAvailableEvent``, ``SecurityBulletinEvent`` and
-  others are OTHER events on the cluster.
+  human sentence). ``UpgradeEvent`` is an UPGRADE of the ``resource`` (a node pool when it
+  names one); so is an ``UpgradeInfoEvent`` about the upgrade lifecycle (``eventType``
+  ``UPGRADE_LIFECYCLE``, or none as before that field), unless its ``state`` is only
+  ``SCHEDULED``; its other event types (``END_OF_SUPPORT``, ``COS_MILESTONE_VERSION_UPDATE``,
+  ``DISRUPTION_EVENT``) announce and change nothing: OTHER events, their ``eventType`` kept.
+  ``UpgradeAvailableEvent``, ``SecurityBulletinEvent`` and others are OTHER events on the
+  cluster.
 * anything else is kept as an OTHER event flagged NO_CLUSTER (Pub/Sub would otherwise redeliver
   a refused message until it dead-letters); its data is not stored.
 
@@ -349,14 +353,15 @@ def _cluster_notification(
     if match:
         cluster = cluster or match["cluster"]
         pool = match["pool"]
-    operation = (
-        Operation.UPGRADE if short in ("UpgradeEvent", "UpgradeInfoEvent") else Operation.OTHER
-    )
+    event_type = r.text(payload.get("eventType"), at(where, "eventType"))
+    operation = Operation.UPGRADE if _is_upgrade(short, event_type, state) else Operation.OTHER
     outcome = {"SUCCEEDED": "success", "FAILED": "failure", "CANCELED": "failure"}.get(state or "")
     flags = [] if cluster else [EventFlag.NO_CLUSTER]
     if outcome == "failure":
         flags.append(EventFlag.FAILED)
-    started = r.time(payload.get("operationStartTime"), at(where, "operationStartTime"))
+    started = r.time(payload.get("operationStartTime"), at(where, "operationStartTime")) or r.time(
+        payload.get("startTime"), at(where, "startTime")
+    )
     text = (
         raw.decode("utf-8", "replace") if raw and not isinstance(maybe_json(raw), Mapping) else None
     )
@@ -381,9 +386,24 @@ def _cluster_notification(
                 "typeUrl": kind,
                 "resourceType": resource_type,
                 "state": state,
+                "eventType": event_type,
+                "description": safe_text(payload.get("description"), 300),
                 "currentVersion": safe_text(payload.get("currentVersion"), 60),
                 "targetVersion": safe_text(payload.get("targetVersion"), 60),
                 "message": safe_text(text, 300),
             }
         ),
     )
+
+
+# UpgradeInfoEvent.EventType (google/container/v1/cluster_service.proto): only the upgrade
+# lifecycle is an upgrade; the notification predates the field, so none means that too
+_UPGRADE_INFO_UPGRADES = frozenset({"", "EVENT_TYPE_UNSPECIFIED", "UPGRADE_LIFECYCLE"})
+
+
+def _is_upgrade(short: str, event_type: str | None, state: str | None) -> bool:
+    if short == "UpgradeEvent":
+        return True
+    if short != "UpgradeInfoEvent":
+        return False
+    return (event_type or "") in _UPGRADE_INFO_UPGRADES and state != "SCHEDULED"
