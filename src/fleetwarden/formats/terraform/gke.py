@@ -7,11 +7,14 @@ Defaults, as desired values with their provenance:
 - resources (provider docs, GKE): ``machine_type`` e2-medium; ``disk_size_gb`` 100; an unset
   ``image_type`` gives Container-Optimized OS; a pool with neither ``node_count`` nor
   ``initial_node_count`` is created empty (``InitialNodeCount`` 0);
-- the module (v10-v44, ``cluster.tf``): ``machine_type`` e2-medium, ``disk_size_gb`` 100,
-  ``image_type`` COS_CONTAINERD (COS up to v18: the same family), ``autoscaling`` true with
-  ``min_count`` 1 / ``max_count`` 100 per zone, else ``node_count`` 1 per zone; the node labels it
-  always adds, ``cluster_name`` (the module's ``name``) and ``node_pool`` (the pool's), unless
-  ``node_pools_labels.default_values`` turns them off; labels and taints of ``node_pools_labels`` /
+- the module (v10-v44, ``cluster.tf``): without ``node_pools``, its default list, one pool
+  named ``default-node-pool`` (``variables.tf``, v5-v44; the root module and the sub-modules that
+  take the list: private, beta and safer clusters and their update variants); ``machine_type``
+  e2-medium, ``disk_size_gb`` 100, ``image_type`` COS_CONTAINERD (COS up to v18: the same
+  family), ``autoscaling`` true with ``min_count`` 1 / ``max_count`` 100 per zone, else
+  ``node_count`` 1 per zone; the node labels it always adds, ``cluster_name`` (the module's
+  ``name``) and ``node_pool`` (the pool's), unless ``node_pools_labels.default_values`` turns them
+  off; labels and taints of ``node_pools_labels`` /
   ``node_pools_taints`` for ``all`` and the pool.
 
 Counts are per zone (``total_*`` are totals): they are multiplied by the number of zones when the
@@ -48,7 +51,7 @@ from fleetwarden.formats.terraform.reading import (
     Reader,
     module_enabled,
 )
-from fleetwarden.formats.terraform.sources import is_gke_update_variant
+from fleetwarden.formats.terraform.sources import gke_module_kind, is_gke_update_variant
 
 __all__ = ["cluster_pools", "module_pools", "node_pool_pools"]
 
@@ -59,6 +62,7 @@ _MACHINE = "e2-medium"
 _DISK_GB = 100
 _SPOT_LABEL = "cloud.google.com/gke-spot"
 _PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
+_DEFAULT_MODULE_POOL = "default-node-pool"  # kubernetes-engine variables.tf, node_pools (v5-v44)
 
 # taints GKE puts on nodes by itself: tolerated, never reported
 _WINDOWS_TAINT = Taint("node.kubernetes.io/os", "windows", "NoSchedule")
@@ -361,7 +365,12 @@ def module_pools(
     pools: list[NodePoolSpec] = []
     suffixed = is_gke_update_variant(module)
     for section in ("node_pools", "windows_node_pools"):
-        listed = ctx.scope.resolved(module.get(section, []))
+        implicit = section == "node_pools" and section not in module
+        if implicit and gke_module_kind(module) == "pools":
+            # the module's own default: one pool of its defaults, named default-node-pool
+            listed: Any = [{}]
+        else:
+            listed = ctx.scope.resolved(module.get(section, []))
         if not isinstance(listed, list):
             remarks.append(f"{where}.{section}: {source_text(listed)} cannot be read")
             continue
@@ -374,7 +383,9 @@ def module_pools(
             obj = r.obj(pool, ("module", label, section, i), _MODULE_POOL_IGNORED)
             r.exists(root)
             windows = section == "windows_node_pools"
-            pools.append(_module_pool(r, root, obj, windows=windows, suffixed=suffixed))
+            pools.append(
+                _module_pool(r, root, obj, windows=windows, suffixed=suffixed, implicit=implicit)
+            )
     return pools
 
 
@@ -384,18 +395,26 @@ def _module_major(module: Obj) -> int | None:
     return found[0] if found is not None else None
 
 
-def _module_pool(r: Reader, root: Obj, obj: Obj, *, windows: bool, suffixed: bool) -> NodePoolSpec:
-    name = r.name(obj, "name", "pool")
-    if suffixed and obj.has("name") and r.name_known:
-        # the update-variant modules name the pool by a random_id: "<name>-" + 2 bytes in hex
-        r.note("name", f'"{name}-" + 4 hex characters Terraform generates (update-variant module)')
-        r.name_prefix = f"{name}-"
-    cluster = r.cluster(root, "name")
+def _module_pool(
+    r: Reader, root: Obj, obj: Obj, *, windows: bool, suffixed: bool, implicit: bool = False
+) -> NodePoolSpec:
+    """One map of ``node_pools`` (``implicit``: the module's default list, not stated)."""
     major = _module_major(root)
     known = major is None or major >= 10
     origin = "terraform-google-modules/kubernetes-engine " + (
         f"v{major}" if major is not None else "(version not pinned: the newest)"
     )
+    if implicit:
+        name = _DEFAULT_MODULE_POOL
+        why = f"{origin}: node_pools not set: its default, one pool named {name}"
+        r.default("name", "node_pools", name, why)
+    else:
+        name = r.name(obj, "name", "pool")
+    if suffixed and (implicit or obj.has("name")) and r.name_known:
+        # the update-variant modules name the pool by a random_id: "<name>-" + 2 bytes in hex
+        r.note("name", f'"{name}-" + 4 hex characters Terraform generates (update-variant module)')
+        r.name_prefix = f"{name}-"
+    cluster = r.cluster(root, "name")
     autoscaling = r.flag(obj, "autoscaling", "count")
     if autoscaling is None and not obj.has("autoscaling"):
         autoscaling = True

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["eks_module_kind", "is_gke_module", "is_gke_update_variant"]
+__all__ = ["eks_module_kind", "gke_module_kind", "is_gke_module", "is_gke_update_variant"]
 
 
 def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
@@ -66,6 +66,44 @@ def is_gke_module(module: Mapping[Any, Any]) -> bool:
         or "terraform-google-kubernetes-engine" in source
         or _path_of(source).rsplit("/", 1)[-1] in _GKE_UPDATE_VARIANTS
     )
+
+
+# the kubernetes-engine module and the sub-modules that take its ``node_pools`` list (v5-v44
+# variables.tf: ``default = [{ name = "default-node-pool" }]``)
+_GKE_POOL_LIST_MODULES = (
+    "",  # the root module
+    "private-cluster",
+    "beta-private-cluster",
+    "beta-public-cluster",
+    "safer-cluster",
+    "safer-cluster-update-variant",
+    *_GKE_UPDATE_VARIANTS,
+)
+
+
+def _gke_sub_module(source: str) -> str | None:
+    """The sub-module a kubernetes-engine source names ("" for the root module); None when
+    the path cannot say (a local copy that is not one of its sub-modules)."""
+    path = _path_of(source)
+    remote = "terraform-google-modules/kubernetes-engine/google" in source or (
+        "terraform-google-kubernetes-engine" in source
+    )
+    if remote:
+        _, sep, sub = path.split("://")[-1].partition("//")
+        return sub.removeprefix("modules/").strip("/") if sep else ""
+    last = path.rsplit("/", 1)[-1]
+    return last if last in _GKE_UPDATE_VARIANTS else None
+
+
+def gke_module_kind(module: Mapping[Any, Any]) -> str | None:
+    """Which part of the kubernetes-engine module a block calls: one that takes a
+    ``node_pools`` list ("pools": the root module, the private / beta / safer clusters and
+    their update variants), another sub-module ("other": autopilot, gke-standard-cluster,
+    gke-node-pool, auth, workload-identity ...), or None for any other module."""
+    source = module.get("source")
+    if not isinstance(source, str) or not is_gke_module(module):
+        return None
+    return "pools" if _gke_sub_module(source) in _GKE_POOL_LIST_MODULES else "other"
 
 
 def is_gke_update_variant(module: Mapping[Any, Any]) -> bool:
