@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from fleetwarden.core.diffing import diff_cluster
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.desired import SourceFile, read_desired
+from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.terraform.sources import gke_module_kind
 from tests.support.nodes import node, observed
 
@@ -139,3 +140,104 @@ def test_gke_module_kind_is_pools_exactly_for_the_node_pools_list_modules(sub, f
 @given(st.text(max_size=60))
 def test_gke_module_kind_of_any_source_is_a_kind_or_none(source):
     assert gke_module_kind({"source": source}) in ("pools", "other", None)
+
+
+# -- AKS: a dynamic default_node_pool ------------------------------------------------------------
+
+AKS_DYNAMIC = """\
+resource "azurerm_kubernetes_cluster" "aks" {
+  name       = "prod"
+  dns_prefix = "prod"
+  dynamic "default_node_pool" {
+    for_each = %s
+    content {
+      name       = "system"
+      vm_size    = "Standard_D2s_v5"
+      node_count = 2
+    }
+  }
+}
+
+resource "azurerm_kubernetes_cluster_node_pool" "user" {
+  name                  = "user"
+  kubernetes_cluster_id = azurerm_kubernetes_cluster.aks.id
+  vm_size               = "Standard_D4s_v5"
+  node_count            = 1
+}
+"""
+
+
+def test_aks_dynamic_default_node_pool_is_read_with_its_existence_unresolved():
+    """The Azure/aks module's own shape: ``for_each`` on a variable decides whether the
+    block exists; the pool is read from ``content``, never dropped beside another pool."""
+    specs = {s.name: s for s in _specs(AKS_DYNAMIC % 'var.autoscale ? [] : ["manual"]')}
+    assert sorted(specs) == ["system", "user"]
+    system = specs["system"]
+    assert (system.cluster, system.instance_types, system.desired_size) == (
+        "prod",
+        ("Standard_D2s_v5",),
+        2,
+    )
+    assert "count" in system.unresolved_fields
+
+
+@pytest.mark.parametrize(("each", "names"), [("[]", ["user"]), ('["one"]', ["system", "user"])])
+def test_aks_dynamic_default_node_pool_with_a_literal_for_each(each, names):
+    specs = _specs(AKS_DYNAMIC % each)
+    assert sorted(s.name for s in specs) == names
+    assert all("count" not in s.unresolved_fields for s in specs)
+
+
+def test_aks_dynamic_default_node_pool_drift_is_found():
+    nodes = [
+        node(
+            f"aks-system-1234-vmss00000{i}",
+            labels={"kubernetes.azure.com/agentpool": "system"},
+            instance_type="Standard_D2s_v5",
+            os_image="Ubuntu 22.04.5 LTS",
+            disk_gib=128,
+        )
+        for i in range(3)
+    ]
+    found = _findings(AKS_DYNAMIC % '["one"]', "prod", nodes)
+    assert ("system", "nodeCount", 2, 3) in found
+
+
+def test_aks_azurerm_1x_agent_pool_profile_is_named_not_silently_skipped():
+    text = (
+        'resource "azurerm_kubernetes_cluster" "aks" {\n  name = "prod"\n'
+        '  agent_pool_profile {\n    name = "default"\n    count = 2\n  }\n}\n'
+    )
+    read = read_desired([SourceFile("infra/main.tf", text.encode())])
+    assert read.pools == []
+    assert "agent_pool_profile is azurerm 1.x" in str(read.skipped)
+
+
+_HCL_VALUES = st.sampled_from(
+    [
+        "[]",
+        '["a"]',
+        '["a", "b"]',
+        "{}",
+        "{ a = 1 }",
+        "1",
+        '"x"',
+        "true",
+        "null",
+        "var.x",
+        "local.y",
+        "[var.x]",
+        "{ for k in var.m : k => k }",
+        '"${var.x}"',
+        "[[]]",
+    ]
+)
+
+
+@given(each=_HCL_VALUES, count=_HCL_VALUES)
+def test_aks_dynamic_default_node_pool_with_odd_values_raises_only_format_errors(each, count):
+    text = AKS_DYNAMIC.replace("node_count = 2", f"node_count = {count}") % each
+    try:
+        _specs(text)
+    except FormatError as exc:
+        assert "infra/main.tf" in str(exc)

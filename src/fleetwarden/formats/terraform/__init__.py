@@ -13,8 +13,8 @@ What is read (each pool becomes one ``NodePoolSpec``; the modules of this packag
 - ``resource "google_container_node_pool"``, the ``node_pool`` blocks (or else the implicit
   ``default-pool``) of ``resource "google_container_cluster"``, and the
   terraform-google-modules kubernetes-engine module (``gke``);
-- ``resource "azurerm_kubernetes_cluster_node_pool"`` and the ``default_node_pool`` block of
-  ``resource "azurerm_kubernetes_cluster"`` (``aks``).
+- ``resource "azurerm_kubernetes_cluster_node_pool"`` and the ``default_node_pool`` block (or
+  ``dynamic "default_node_pool"``) of ``resource "azurerm_kubernetes_cluster"`` (``aks``).
 
 Defaults the provisioner applies (the module's, the provider's, the cloud API's) are desired
 values, each with its provenance (``default: terraform-aws-eks v21 (version "~> 21.0"): ...``);
@@ -107,7 +107,7 @@ def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec]
         elif kind == "azurerm_kubernetes_cluster_node_pool":
             pools.extend(aks.node_pool_pools(ctx, label, block))
         elif kind == "azurerm_kubernetes_cluster":
-            pools.extend(aks.default_pool_pools(ctx, label, block))
+            pools.extend(aks.default_pool_pools(ctx, label, block, remarks))
         elif kind == "google_container_node_pool":
             pools.extend(gke.node_pool_pools(ctx, label, block))
         elif kind == "google_container_cluster":

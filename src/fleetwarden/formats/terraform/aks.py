@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
+from fleetwarden.formats.terraform.hcl import blocks, source_text
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import META_IGNORED, Context, Obj, Reader
 
@@ -92,6 +93,11 @@ _POOL_IGNORED: dict[str, str] = {
     },
 }
 
+_DYNAMIC_READ = {
+    "content": "read: the default node pool",
+    "iterator": "the name of the iteration variable",
+}
+
 
 def node_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
     """One ``azurerm_kubernetes_cluster_node_pool``."""
@@ -104,23 +110,64 @@ def node_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[N
     return [_pool(r, obj, label, cluster, None, default_pool=False)]
 
 
-def default_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
-    """The ``default_node_pool`` of one ``azurerm_kubernetes_cluster``."""
+def default_pool_pools(
+    ctx: Context, label: str, body: Mapping[Any, Any], remarks: list[str]
+) -> list[NodePoolSpec]:
+    """The ``default_node_pool`` of one ``azurerm_kubernetes_cluster``: the block, or the
+    ``content`` of a ``dynamic "default_node_pool"`` (whether its ``for_each`` yields it is
+    unresolved unless it is a literal list)."""
     kind = "azurerm_kubernetes_cluster"
     base: Path = ("resource", kind, label)
+    found: list[tuple[Any, Path, str, tuple[Path, Any] | None]] = []
     block = body.get("default_node_pool")
-    if not isinstance(block, list) or not block or not isinstance(block[0], dict):
-        return []
-    r = Reader(ctx, f"{kind}.{label}.default_node_pool")
-    root = r.obj(body, base, {}, close=False, label=f"{kind}.{label}")
-    if not r.exists(root):
-        return []
-    pool = r.obj(block[0], (*base, "default_node_pool", 0), _POOL_IGNORED)
+    if isinstance(block, list) and block and isinstance(block[0], dict):
+        found.append((block[0], (*base, "default_node_pool", 0), "default_node_pool", None))
+    for i, (name, dyn) in enumerate(blocks(body, "dynamic", 1)):
+        content = dyn.get("content") if name == "default_node_pool" else None
+        if isinstance(content, list) and content and isinstance(content[0], dict):
+            at: Path = (*base, "dynamic", i, name)
+            where = f'dynamic "default_node_pool"[{i}]'
+            found.append((content[0], (*at, "content", 0), where, (at, dyn)))
+    if not found and "agent_pool_profile" in body:
+        remarks.append(
+            f"{kind}.{label}: agent_pool_profile is azurerm 1.x (default_node_pool since 2.0): "
+            "not read, its pool is not compared"
+        )
+    pools: list[NodePoolSpec] = []
+    for content, at, where, dynamic in found:
+        r = Reader(ctx, f"{kind}.{label}.{where}")
+        root = r.obj(body, base, {}, close=False, label=f"{kind}.{label}")
+        if not r.exists(root) or (dynamic and not _yields(r, *dynamic)):
+            continue
+        pool = r.obj(content, at, _POOL_IGNORED)
+        pools.append(_default_pool(r, root, pool))
+    return pools
+
+
+def _yields(r: Reader, at: Path, dyn: Mapping[Any, Any]) -> bool:
+    """False when a ``dynamic`` block's ``for_each`` is an empty literal; an expression (or a
+    list of more than one) leaves the pool's existence unresolved."""
+    obj = r.obj(dyn, at, _DYNAMIC_READ, label='dynamic "default_node_pool"')
+    each = r.known(obj, "for_each", "count")
+    if each is None:
+        if not obj.has("for_each"):
+            raise r.error(obj, "for_each", "a dynamic block needs for_each")
+        return True  # noted as unresolved by ``known``
+    size = len(each) if isinstance(each, list | dict) else None
+    if size is None:
+        raise r.error(obj, "for_each", f"expected a list or a map, got {source_text(each):.40}")
+    r.compared(obj, "for_each", "count", size)
+    if size > 1:  # azurerm allows one default_node_pool: Terraform refuses this
+        raise r.error(obj, "for_each", f"at most one default_node_pool, got {size}")
+    return size == 1
+
+
+def _default_pool(r: Reader, root: Obj, pool: Obj) -> NodePoolSpec:
     cluster = r.text(root, "name", "cluster")
     version = None
     if root.has("kubernetes_version"):
         version = r.text(root, "kubernetes_version", "kubernetesVersion", note=False)
-    return [_pool(r, pool, "default", cluster, (root, version), default_pool=True)]
+    return _pool(r, pool, "default", cluster, (root, version), default_pool=True)
 
 
 def _pool(
