@@ -241,3 +241,60 @@ def test_aks_dynamic_default_node_pool_with_odd_values_raises_only_format_errors
         _specs(text)
     except FormatError as exc:
         assert "infra/main.tf" in str(exc)
+
+
+# -- GKE: a dynamic node_pool of google_container_cluster ----------------------------------------
+
+GKE_DYNAMIC = """\
+resource "google_container_cluster" "c" {
+  name     = "prod"
+  location = "europe-west1-b"
+  dynamic "node_pool" {
+    for_each = %s
+    content {
+      name       = %s
+      node_count = 2
+      node_config {
+        machine_type = "n2-standard-4"
+      }
+    }
+  }
+}
+"""
+
+
+def test_gke_dynamic_node_pool_is_read_with_its_name_and_count_unresolved():
+    (spec,) = _specs(GKE_DYNAMIC % ("var.pools", "node_pool.value.name"))
+    assert {"count", "name"} <= spec.unresolved_fields
+    assert (spec.instance_types, spec.desired_size) == (("n2-standard-4",), 2)
+
+
+def test_gke_dynamic_node_pool_with_a_literal_name_is_compared():
+    text = GKE_DYNAMIC % ('["one"]', '"general"')
+    (spec,) = _specs(text)
+    assert spec.name == "general" and "count" not in spec.unresolved_fields
+    nodes = [
+        node(
+            f"gke-prod-general-{i}",
+            labels={"cloud.google.com/gke-nodepool": "general"},
+            instance_type="e2-medium",
+            os_image=COS,
+            disk_gib=100,
+        )
+        for i in range(2)
+    ]
+    assert [f[:3] for f in _findings(text, "prod", nodes)] == [
+        ("general", "instanceType", "n2-standard-4")
+    ]
+
+
+def test_gke_dynamic_node_pool_with_an_empty_for_each_makes_no_pool_and_no_default_pool():
+    assert _specs(GKE_DYNAMIC % ("[]", '"general"')) == []
+
+
+@given(each=_HCL_VALUES, name=_HCL_VALUES)
+def test_gke_dynamic_node_pool_with_odd_values_raises_only_format_errors(each, name):
+    try:
+        _specs(GKE_DYNAMIC % (each, name))
+    except FormatError as exc:
+        assert "infra/main.tf" in str(exc)

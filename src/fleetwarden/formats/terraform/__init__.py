@@ -10,9 +10,10 @@ What is read (each pool becomes one ``NodePoolSpec``; the modules of this packag
   ``self_managed_node_groups`` with their ``*_defaults``, its two node-group sub-modules, and
   v17 ``node_groups`` / ``worker_groups*`` (``eks_module``, ``eks_v17``; the major version per
   ``eks_majors``);
-- ``resource "google_container_node_pool"``, the ``node_pool`` blocks (or else the implicit
-  ``default-pool``) of ``resource "google_container_cluster"``, and the
-  terraform-google-modules kubernetes-engine module (``gke``);
+- ``resource "google_container_node_pool"``, the ``node_pool`` blocks of
+  ``resource "google_container_cluster"`` (``dynamic`` ones too: one pool read from the
+  ``content``, its count unresolved unless ``for_each`` is a literal) or else its implicit
+  ``default-pool``, and the terraform-google-modules kubernetes-engine module (``gke``);
 - ``resource "azurerm_kubernetes_cluster_node_pool"`` and the ``default_node_pool`` block (or
   ``dynamic "default_node_pool"``) of ``resource "azurerm_kubernetes_cluster"`` (``aks``).
 
@@ -36,8 +37,9 @@ directory (``os.path.dirname`` of the path; no file is opened). A local, resourc
 defined more than once in a directory is ambiguous and treated as unknown, never guessed.
 
 Limits: no ``.tf.json`` or tfvars; ``dynamic`` blocks are not expanded (their facts are listed as
-unresolved); launch templates are not followed; shell user data is read but what it sets is not
-asserted (taints there make the taints unresolved).
+unresolved; a dynamic node pool block is read once, from its ``content``); launch templates are
+not followed; shell user data is read but what it sets is not asserted (taints there make the
+taints unresolved).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
-from fleetwarden.formats.terraform.hcl import blocks, source_text
+from fleetwarden.formats.terraform.hcl import blocks
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import META_IGNORED, Context, Obj, Reader
 
@@ -93,11 +93,6 @@ _POOL_IGNORED: dict[str, str] = {
     },
 }
 
-_DYNAMIC_READ = {
-    "content": "read: the default node pool",
-    "iterator": "the name of the iteration variable",
-}
-
 
 def node_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
     """One ``azurerm_kubernetes_cluster_node_pool``."""
@@ -137,29 +132,11 @@ def default_pool_pools(
     for content, at, where, dynamic in found:
         r = Reader(ctx, f"{kind}.{label}.{where}")
         root = r.obj(body, base, {}, close=False, label=f"{kind}.{label}")
-        if not r.exists(root) or (dynamic and not _yields(r, *dynamic)):
+        if not r.exists(root) or (dynamic and not r.yields(*dynamic, "default_node_pool", most=1)):
             continue
         pool = r.obj(content, at, _POOL_IGNORED)
         pools.append(_default_pool(r, root, pool))
     return pools
-
-
-def _yields(r: Reader, at: Path, dyn: Mapping[Any, Any]) -> bool:
-    """False when a ``dynamic`` block's ``for_each`` is an empty literal; an expression (or a
-    list of more than one) leaves the pool's existence unresolved."""
-    obj = r.obj(dyn, at, _DYNAMIC_READ, label='dynamic "default_node_pool"')
-    each = r.known(obj, "for_each", "count")
-    if each is None:
-        if not obj.has("for_each"):
-            raise r.error(obj, "for_each", "a dynamic block needs for_each")
-        return True  # noted as unresolved by ``known``
-    size = len(each) if isinstance(each, list | dict) else None
-    if size is None:
-        raise r.error(obj, "for_each", f"expected a list or a map, got {source_text(each):.40}")
-    r.compared(obj, "for_each", "count", size)
-    if size > 1:  # azurerm allows one default_node_pool: Terraform refuses this
-        raise r.error(obj, "for_each", f"at most one default_node_pool, got {size}")
-    return size == 1
 
 
 def _default_pool(r: Reader, root: Obj, pool: Obj) -> NodePoolSpec:

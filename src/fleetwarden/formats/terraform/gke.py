@@ -84,8 +84,9 @@ def node_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[N
 
 
 def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
-    """The cluster's ``node_pool`` blocks; without any, GKE's own ``default-pool`` unless the
-    cluster removes it."""
+    """The cluster's ``node_pool`` blocks (a ``dynamic "node_pool"``: its ``content``, how
+    many unresolved unless ``for_each`` is a literal); without any, GKE's own ``default-pool``
+    unless the cluster removes it."""
     where = f"google_container_cluster.{label}"
     base: Path = ("resource", "google_container_cluster", label)
     if ctx.scope.resolved(body.get("enable_autopilot")) is True:
@@ -103,7 +104,20 @@ def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[Nod
             cluster = r.text(root, "name", "cluster")
             zones = _resource_zones(r, obj, body, root=root)
             pools.append(_pool(r, obj, f"node_pool-{i}", cluster, zones))
-    dynamic = any(lbl == "node_pool" for lbl, _content in blocks(body, "dynamic", 1))
+    dynamic = False
+    for i, (lbl, dyn) in enumerate(blocks(body, "dynamic", 1)):
+        content = dyn.get("content") if lbl == "node_pool" else None
+        if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+            continue
+        dynamic = True  # a dynamic node_pool: no default-pool either way
+        r = Reader(ctx, f'{where}.dynamic "node_pool"[{i}]')
+        root = r.obj(body, base, {}, close=False, label=where)
+        at: Path = (*base, "dynamic", i, "node_pool")
+        if r.yields(at, dyn, "node_pool", most=None):
+            obj = r.obj(content[0], (*at, "content", 0), _POOL_IGNORED)
+            cluster = r.text(root, "name", "cluster")
+            zones = _resource_zones(r, obj, body, root=root)
+            pools.append(_pool(r, obj, f"dynamic-node_pool-{i}", cluster, zones))
     removed = ctx.scope.resolved(body.get("remove_default_node_pool"))
     if pools or dynamic or removed is True:
         return pools
