@@ -298,3 +298,148 @@ def test_gke_dynamic_node_pool_with_odd_values_raises_only_format_errors(each, n
         _specs(GKE_DYNAMIC % (each, name))
     except FormatError as exc:
         assert "infra/main.tf" in str(exc)
+
+
+# -- AKS: the Azure/aks/azurerm module ------------------------------------------------------------
+
+AKS_MODULE = """\
+module "aks" {
+  source              = "Azure/aks/azurerm"
+  version             = "%s"
+  prefix              = "prod"
+  resource_group_name = var.resource_group_name
+  agents_labels       = { team = "core" }
+  agents_type         = "VirtualMachineScaleSets"
+  agents_tags         = { env = "prod" }
+  node_pools = {
+    batch = {
+      name           = "batch"
+      vm_size        = "Standard_D4s_v5"
+      node_count     = 1
+      node_labels    = { role = "batch" }
+      vnet_subnet    = { id = var.subnet_id }
+    }
+  }
+}
+"""
+
+
+def _aks_nodes(batch: str = "batch1a2b") -> list[dict[str, Any]]:
+    """As the module creates them: nodepool, 2 Standard_D2s_v3 nodes with a 50 GB OS disk;
+    batch (v7+: with 4 generated characters), 1 Standard_D4s_v5 of 128 GB."""
+    ubuntu = "Ubuntu 22.04.5 LTS"
+    out = [
+        node(
+            f"aks-nodepool-1234-vmss00000{i}",
+            labels={"kubernetes.azure.com/agentpool": "nodepool", "team": "core"},
+            instance_type="Standard_D2s_v3",
+            os_image=ubuntu,
+            disk_gib=50,
+        )
+        for i in range(2)
+    ]
+    out.append(
+        node(
+            f"aks-{batch}-5678-vmss000000",
+            labels={"kubernetes.azure.com/agentpool": batch, "role": "batch"},
+            instance_type="Standard_D4s_v5",
+            os_image=ubuntu,
+            disk_gib=128,
+        )
+    )
+    return out
+
+
+def test_aks_module_pools_with_the_module_defaults():
+    specs = {s.name: s for s in _specs(AKS_MODULE % "~> 11.0")}
+    assert sorted(specs) == ["batch", "nodepool"]
+    default = specs["nodepool"]
+    assert (default.cluster, default.instance_types, default.desired_size) == (
+        "prod-aks",
+        ("Standard_D2s_v3",),
+        2,
+    )
+    assert default.disk_size_gib == 50
+    assert default.provenance["desiredSize"].startswith("default: Azure/aks/azurerm")
+    assert specs["batch"].name_prefix == "batch"
+
+
+def test_aks_module_nodes_as_the_module_creates_them_match():
+    assert _findings(AKS_MODULE % "~> 11.0", "prod-aks", _aks_nodes()) == []
+
+
+def test_aks_module_drift_from_a_module_default_is_found():
+    nodes = _aks_nodes()
+    nodes[0]["metadata"]["labels"]["node.kubernetes.io/instance-type"] = "Standard_D8s_v5"
+    found = _findings(AKS_MODULE % "~> 11.0", "prod-aks", nodes)
+    assert found == [("nodepool", "instanceType", "Standard_D2s_v3", "Standard_D8s_v5")]
+
+
+def test_aks_module_v6_names_node_pools_exactly():
+    assert _findings(AKS_MODULE % "~> 6.8", "prod-aks", _aks_nodes(batch="batch")) == []
+    (batch,) = [s for s in _specs(AKS_MODULE % "~> 6.8") if s.name == "batch"]
+    assert batch.name_prefix is None
+
+
+def test_aks_module_create_before_destroy_false_keeps_the_name():
+    text = (AKS_MODULE % "~> 11.0").replace(
+        'name           = "batch"', 'name = "batch"\n      create_before_destroy = false'
+    )
+    (batch,) = [s for s in _specs(text) if s.name == "batch"]
+    assert batch.name_prefix is None
+
+
+def test_aks_module_autoscaling_reads_min_and_max():
+    text = (AKS_MODULE % "~> 9.0").replace(
+        "  agents_tags",
+        "  enable_auto_scaling = true\n  agents_min_count = 1\n"
+        "  agents_max_count = 5\n  agents_count = 3\n  agents_tags",
+    )
+    (default,) = [s for s in _specs(text) if s.name == "nodepool"]
+    assert (default.min_size, default.max_size, default.desired_size) == (1, 5, None)
+
+
+def test_aks_module_node_pools_that_cannot_be_read_are_listed_not_dropped():
+    text = (AKS_MODULE % "~> 11.0").split("  node_pools = {")[0] + "  node_pools = local.pools\n}\n"
+    specs = {s.name: s for s in _specs(text)}
+    assert sorted(specs) == ["node_pools", "nodepool"]
+    unknown = specs["node_pools"]  # not compared, and a scan lists it as skipped
+    assert [(u.field, u.expression) for u in unknown.unresolved] == [("name", "local.pools")]
+
+
+def test_aks_module_called_by_a_local_path_with_agents_inputs_is_read():
+    text = (AKS_MODULE % "~> 11.0").replace('"Azure/aks/azurerm"', '"../.."')
+    assert sorted(s.name for s in _specs(text)) == ["batch", "nodepool"]
+
+
+def test_aks_module_every_input_of_its_pools_is_accounted_for():
+    for spec in _specs(AKS_MODULE % "~> 11.0"):
+        assert all(a.status.value != "unaccounted" for a in spec.account), spec.name
+
+
+@given(
+    key=st.sampled_from(
+        [
+            "agents_count",
+            "agents_size",
+            "agents_labels",
+            "agents_pool_name",
+            "os_disk_size_gb",
+            "enable_auto_scaling",
+            "agents_taints",
+            "cluster_name",
+            "prefix",
+            "node_pools",
+            "only_critical_addons_enabled",
+            "os_sku",
+            "version",
+        ]
+    ),
+    value=_HCL_VALUES,
+)
+def test_aks_module_with_odd_values_raises_only_format_errors(key, value):
+    text = (AKS_MODULE % "~> 11.0").replace("  agents_tags", f"  {key} = {value}\n  agents_tags")
+    try:
+        _specs(text)
+    except FormatError as exc:
+        assert "infra/main.tf" in str(exc)

@@ -15,7 +15,8 @@ What is read (each pool becomes one ``NodePoolSpec``; the modules of this packag
   ``content``, its count unresolved unless ``for_each`` is a literal) or else its implicit
   ``default-pool``, and the terraform-google-modules kubernetes-engine module (``gke``);
 - ``resource "azurerm_kubernetes_cluster_node_pool"`` and the ``default_node_pool`` block (or
-  ``dynamic "default_node_pool"``) of ``resource "azurerm_kubernetes_cluster"`` (``aks``).
+  ``dynamic "default_node_pool"``) of ``resource "azurerm_kubernetes_cluster"`` (``aks``), and
+  the Azure/aks/azurerm module's default pool (``agents_*``) and ``node_pools`` (``aks_module``).
 
 Defaults the provisioner applies (the module's, the provider's, the cloud API's) are desired
 values, each with its provenance (``default: terraform-aws-eks v21 (version "~> 21.0"): ...``);
@@ -54,12 +55,12 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
-from fleetwarden.formats.terraform import aks, eks, eks_auto, eks_module, gke
+from fleetwarden.formats.terraform import aks, aks_module, eks, eks_auto, eks_module, gke
 from fleetwarden.formats.terraform.hcl import blocks, body_of
 from fleetwarden.formats.terraform.lines import line_index
 from fleetwarden.formats.terraform.reading import Context
 from fleetwarden.formats.terraform.scope import scope_of
-from fleetwarden.formats.terraform.sources import eks_module_kind, is_gke_module
+from fleetwarden.formats.terraform.sources import eks_module_kind, is_aks_module, is_gke_module
 
 __all__ = ["TfFile", "read_pools"]
 
@@ -121,6 +122,8 @@ def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec]
                 pools.extend(eks_auto.module_pools(ctx, label, block, remarks))
         elif is_gke_module(block):
             pools.extend(gke.module_pools(ctx, label, block, remarks))
+        elif is_aks_module(block):
+            pools.extend(aks_module.module_pools(ctx, label, block, remarks))
     return pools, remarks
 
 

@@ -1,12 +1,18 @@
-"""Which module a ``module`` block calls: terraform-aws-eks (and its node-group sub-modules) or
-the terraform-google-modules kubernetes-engine module (and its update-variant sub-modules)."""
+"""Which module a ``module`` block calls: terraform-aws-eks (and its node-group sub-modules), the
+terraform-google-modules kubernetes-engine module (and its sub-modules), or Azure/aks/azurerm."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["eks_module_kind", "gke_module_kind", "is_gke_module", "is_gke_update_variant"]
+__all__ = [
+    "eks_module_kind",
+    "gke_module_kind",
+    "is_aks_module",
+    "is_gke_module",
+    "is_gke_update_variant",
+]
 
 
 def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
@@ -114,4 +120,20 @@ def is_gke_update_variant(module: Mapping[Any, Any]) -> bool:
         is_gke_module(module)
         and isinstance(source, str)
         and _path_of(source).endswith("-update-variant")
+    )
+
+
+def is_aks_module(module: Mapping[Any, Any]) -> bool:
+    """The Azure/aks/azurerm module (registry, or its repository terraform-azurerm-aks), not one
+    of its sub-modules. Its own examples call it as ``../..``: a local path counts when the block
+    has its ``agents_*`` inputs."""
+    source = module.get("source")
+    if not isinstance(source, str):
+        return False
+    path = _path_of(source)
+    if path.startswith(("./", "../")):
+        return any(isinstance(k, str) and k.startswith("agents_") for k in module)
+    registry = path.lower().removeprefix("registry.terraform.io/")
+    return registry.lower() == "azure/aks/azurerm" or (
+        "terraform-azurerm-aks" in path and "//" not in path.split("://")[-1]
     )
