@@ -62,6 +62,8 @@ _MACHINE = "e2-medium"
 _DISK_GB = 100
 _SPOT_LABEL = "cloud.google.com/gke-spot"
 _PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
+# sub-modules (v38+) that make node pools this reader does not read: said, not silent
+_NOT_READ = re.compile(r"//modules/(gke-node-pool|gke-standard-cluster)/?(\?|$)")
 _DEFAULT_MODULE_POOL = "default-node-pool"  # kubernetes-engine variables.tf, node_pools (v5-v44)
 
 # taints GKE puts on nodes by itself: tolerated, never reported
@@ -375,6 +377,9 @@ def module_pools(
     lists, with the per-pool maps (``node_pools_labels`` ...) keyed by pool name or ``all``."""
     where = f"module.{label}"
     if not module_enabled(where, module, ctx.scope, remarks):
+        return []
+    if gke_module_kind(module) == "other" and _NOT_READ.search(str(module.get("source"))):
+        remarks.append(f"{where}: the {source_text(module.get('source'))} sub-module is not read")
         return []
     pools: list[NodePoolSpec] = []
     suffixed = is_gke_update_variant(module)
