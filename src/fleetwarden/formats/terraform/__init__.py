@@ -10,11 +10,13 @@ What is read (each pool becomes one ``NodePoolSpec``; the modules of this packag
   ``self_managed_node_groups`` with their ``*_defaults``, its two node-group sub-modules, and
   v17 ``node_groups`` / ``worker_groups*`` (``eks_module``, ``eks_v17``; the major version per
   ``eks_majors``);
-- ``resource "google_container_node_pool"``, the ``node_pool`` blocks (or else the implicit
-  ``default-pool``) of ``resource "google_container_cluster"``, and the
-  terraform-google-modules kubernetes-engine module (``gke``);
-- ``resource "azurerm_kubernetes_cluster_node_pool"`` and the ``default_node_pool`` block of
-  ``resource "azurerm_kubernetes_cluster"`` (``aks``).
+- ``resource "google_container_node_pool"``, the ``node_pool`` blocks of
+  ``resource "google_container_cluster"`` (``dynamic`` ones too: one pool read from the
+  ``content``, its count unresolved unless ``for_each`` is a literal) or else its implicit
+  ``default-pool``, and the terraform-google-modules kubernetes-engine module (``gke``);
+- ``resource "azurerm_kubernetes_cluster_node_pool"`` and the ``default_node_pool`` block (or
+  ``dynamic "default_node_pool"``) of ``resource "azurerm_kubernetes_cluster"`` (``aks``), and
+  the Azure/aks/azurerm module's default pool (``agents_*``) and ``node_pools`` (``aks_module``).
 
 Defaults the provisioner applies (the module's, the provider's, the cloud API's) are desired
 values, each with its provenance (``default: terraform-aws-eks v21 (version "~> 21.0"): ...``);
@@ -36,8 +38,9 @@ directory (``os.path.dirname`` of the path; no file is opened). A local, resourc
 defined more than once in a directory is ambiguous and treated as unknown, never guessed.
 
 Limits: no ``.tf.json`` or tfvars; ``dynamic`` blocks are not expanded (their facts are listed as
-unresolved); launch templates are not followed; shell user data is read but what it sets is not
-asserted (taints there make the taints unresolved).
+unresolved; a dynamic node pool block is read once, from its ``content``); launch templates are
+not followed; shell user data is read but what it sets is not asserted (taints there make the
+taints unresolved).
 """
 
 from __future__ import annotations
@@ -52,12 +55,12 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
-from fleetwarden.formats.terraform import aks, eks, eks_auto, eks_module, gke
+from fleetwarden.formats.terraform import aks, aks_module, eks, eks_auto, eks_module, gke
 from fleetwarden.formats.terraform.hcl import blocks, body_of
 from fleetwarden.formats.terraform.lines import line_index
 from fleetwarden.formats.terraform.reading import Context
 from fleetwarden.formats.terraform.scope import scope_of
-from fleetwarden.formats.terraform.sources import eks_module_kind, is_gke_module
+from fleetwarden.formats.terraform.sources import eks_module_kind, is_aks_module, is_gke_module
 
 __all__ = ["TfFile", "read_pools"]
 
@@ -107,7 +110,7 @@ def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec]
         elif kind == "azurerm_kubernetes_cluster_node_pool":
             pools.extend(aks.node_pool_pools(ctx, label, block))
         elif kind == "azurerm_kubernetes_cluster":
-            pools.extend(aks.default_pool_pools(ctx, label, block))
+            pools.extend(aks.default_pool_pools(ctx, label, block, remarks))
         elif kind == "google_container_node_pool":
             pools.extend(gke.node_pool_pools(ctx, label, block))
         elif kind == "google_container_cluster":
@@ -119,6 +122,8 @@ def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec]
                 pools.extend(eks_auto.module_pools(ctx, label, block, remarks))
         elif is_gke_module(block):
             pools.extend(gke.module_pools(ctx, label, block, remarks))
+        elif is_aks_module(block):
+            pools.extend(aks_module.module_pools(ctx, label, block, remarks))
     return pools, remarks
 
 

@@ -25,17 +25,27 @@ from collections.abc import Mapping
 from typing import Any
 
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
+from fleetwarden.formats.terraform.hcl import blocks
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import META_IGNORED, Context, Obj, Reader
 
-__all__ = ["default_pool_pools", "node_pool_pools", "vcpus_of"]
+__all__ = [
+    "CRITICAL_TAINT",
+    "POOL_IGNORED",
+    "default_pool_pools",
+    "disk_of",
+    "node_pool_pools",
+    "os_of",
+    "pool_of",
+    "vcpus_of",
+]
 
 _SPOT_KEY = "kubernetes.azure.com/scalesetpriority"
 _SPOT_TAINT = Taint(_SPOT_KEY, "spot", "NoSchedule")
-_CRITICAL_TAINT = Taint("CriticalAddonsOnly", "true", "NoSchedule")
+CRITICAL_TAINT = Taint("CriticalAddonsOnly", "true", "NoSchedule")
 _NOT_ON_NODE = "not visible on a Node"
 _AKS = "AKS"
-_POOL_IGNORED: dict[str, str] = {
+POOL_IGNORED: dict[str, str] = {
     **META_IGNORED,
     **{
         key: why
@@ -97,33 +107,56 @@ def node_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[N
     """One ``azurerm_kubernetes_cluster_node_pool``."""
     kind = "azurerm_kubernetes_cluster_node_pool"
     r = Reader(ctx, f"{kind}.{label}")
-    obj = r.obj(body, ("resource", kind, label), _POOL_IGNORED)
+    obj = r.obj(body, ("resource", kind, label), POOL_IGNORED)
     if not r.exists(obj):
         return []
     cluster = r.cluster(obj, "kubernetes_cluster_id")
-    return [_pool(r, obj, label, cluster, None, default_pool=False)]
+    return [pool_of(r, obj, label, cluster, None, default_pool=False)]
 
 
-def default_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
-    """The ``default_node_pool`` of one ``azurerm_kubernetes_cluster``."""
+def default_pool_pools(
+    ctx: Context, label: str, body: Mapping[Any, Any], remarks: list[str]
+) -> list[NodePoolSpec]:
+    """The ``default_node_pool`` of one ``azurerm_kubernetes_cluster``: the block, or the
+    ``content`` of a ``dynamic "default_node_pool"`` (whether its ``for_each`` yields it is
+    unresolved unless it is a literal list)."""
     kind = "azurerm_kubernetes_cluster"
     base: Path = ("resource", kind, label)
+    found: list[tuple[Any, Path, str, tuple[Path, Any] | None]] = []
     block = body.get("default_node_pool")
-    if not isinstance(block, list) or not block or not isinstance(block[0], dict):
-        return []
-    r = Reader(ctx, f"{kind}.{label}.default_node_pool")
-    root = r.obj(body, base, {}, close=False, label=f"{kind}.{label}")
-    if not r.exists(root):
-        return []
-    pool = r.obj(block[0], (*base, "default_node_pool", 0), _POOL_IGNORED)
+    if isinstance(block, list) and block and isinstance(block[0], dict):
+        found.append((block[0], (*base, "default_node_pool", 0), "default_node_pool", None))
+    for i, (name, dyn) in enumerate(blocks(body, "dynamic", 1)):
+        content = dyn.get("content") if name == "default_node_pool" else None
+        if isinstance(content, list) and content and isinstance(content[0], dict):
+            at: Path = (*base, "dynamic", i, name)
+            where = f'dynamic "default_node_pool"[{i}]'
+            found.append((content[0], (*at, "content", 0), where, (at, dyn)))
+    if not found and "agent_pool_profile" in body:
+        remarks.append(
+            f"{kind}.{label}: agent_pool_profile is azurerm 1.x (default_node_pool since 2.0): "
+            "not read, its pool is not compared"
+        )
+    pools: list[NodePoolSpec] = []
+    for content, at, where, dynamic in found:
+        r = Reader(ctx, f"{kind}.{label}.{where}")
+        root = r.obj(body, base, {}, close=False, label=f"{kind}.{label}")
+        if not r.exists(root) or (dynamic and not r.yields(*dynamic, "default_node_pool", most=1)):
+            continue
+        pool = r.obj(content, at, POOL_IGNORED)
+        pools.append(_default_pool(r, root, pool))
+    return pools
+
+
+def _default_pool(r: Reader, root: Obj, pool: Obj) -> NodePoolSpec:
     cluster = r.text(root, "name", "cluster")
     version = None
     if root.has("kubernetes_version"):
         version = r.text(root, "kubernetes_version", "kubernetesVersion", note=False)
-    return [_pool(r, pool, "default", cluster, (root, version), default_pool=True)]
+    return pool_of(r, pool, "default", cluster, (root, version), default_pool=True)
 
 
-def _pool(
+def pool_of(
     r: Reader,
     obj: Obj,
     stand_in: str,
@@ -142,17 +175,17 @@ def _pool(
     labels, taints = _spot(r, obj)
     if obj.has("only_critical_addons_enabled"):
         critical = r.flag(
-            obj, "only_critical_addons_enabled", _CRITICAL_TAINT.field_name, note=False
+            obj, "only_critical_addons_enabled", CRITICAL_TAINT.field_name, note=False
         )
         if critical is True:  # AKS adds this taint itself
-            taints.append(_CRITICAL_TAINT)
-            r.compared(obj, "only_critical_addons_enabled", _CRITICAL_TAINT.field_name, True)
+            taints.append(CRITICAL_TAINT)
+            r.compared(obj, "only_critical_addons_enabled", CRITICAL_TAINT.field_name, True)
         elif critical is False:
             obj.view.ignored(("only_critical_addons_enabled",), "false: no taint")
     labels.update(r.labels(obj, "node_labels") or {})
     taints.extend(r.taints(obj, "node_taints") or ())
-    family = _os(r, obj)
-    disk = _disk(r, obj, vm_size)
+    family = os_of(r, obj)
+    disk = disk_of(r, obj, vm_size)
     disk_type = r.scope.resolved(obj.raw("os_disk_type"))
     pods = r.count(obj, "max_pods", "allocatable.pods")
     version = r.text(obj, "orchestrator_version", "kubernetesVersion")
@@ -234,7 +267,7 @@ def _spot(r: Reader, obj: Obj) -> tuple[dict[str, str], list[Taint]]:
     return {_SPOT_KEY: "spot"}, [_SPOT_TAINT]
 
 
-def _os(r: Reader, obj: Obj) -> str | None:
+def os_of(r: Reader, obj: Obj) -> str | None:
     os_type = r.text(obj, "os_type", "osImage", note=False)
     if obj.has("os_sku"):
         if obj.has("os_type"):
@@ -285,7 +318,7 @@ def vcpus_of(vm_size: str) -> int | None:
     return None
 
 
-def _disk(r: Reader, obj: Obj, vm_size: str | None) -> int | None:
+def disk_of(r: Reader, obj: Obj, vm_size: str | None) -> int | None:
     size = r.count(obj, "os_disk_size_gb", "diskSizeGiB")
     if size is not None or obj.has("os_disk_size_gb"):
         if size == 0:  # 0: "the default size for the VM size"

@@ -7,11 +7,14 @@ Defaults, as desired values with their provenance:
 - resources (provider docs, GKE): ``machine_type`` e2-medium; ``disk_size_gb`` 100; an unset
   ``image_type`` gives Container-Optimized OS; a pool with neither ``node_count`` nor
   ``initial_node_count`` is created empty (``InitialNodeCount`` 0);
-- the module (v10-v44, ``cluster.tf``): ``machine_type`` e2-medium, ``disk_size_gb`` 100,
-  ``image_type`` COS_CONTAINERD (COS up to v18: the same family), ``autoscaling`` true with
-  ``min_count`` 1 / ``max_count`` 100 per zone, else ``node_count`` 1 per zone; the node labels it
-  always adds, ``cluster_name`` (the module's ``name``) and ``node_pool`` (the pool's), unless
-  ``node_pools_labels.default_values`` turns them off; labels and taints of ``node_pools_labels`` /
+- the module (v10-v44, ``cluster.tf``): without ``node_pools``, its default list, one pool
+  named ``default-node-pool`` (``variables.tf``, v5-v44; the root module and the sub-modules that
+  take the list: private, beta and safer clusters and their update variants); ``machine_type``
+  e2-medium, ``disk_size_gb`` 100, ``image_type`` COS_CONTAINERD (COS up to v18: the same
+  family), ``autoscaling`` true with ``min_count`` 1 / ``max_count`` 100 per zone, else
+  ``node_count`` 1 per zone; the node labels it always adds, ``cluster_name`` (the module's
+  ``name``) and ``node_pool`` (the pool's), unless ``node_pools_labels.default_values`` turns them
+  off; labels and taints of ``node_pools_labels`` /
   ``node_pools_taints`` for ``all`` and the pool.
 
 Counts are per zone (``total_*`` are totals): they are multiplied by the number of zones when the
@@ -48,7 +51,7 @@ from fleetwarden.formats.terraform.reading import (
     Reader,
     module_enabled,
 )
-from fleetwarden.formats.terraform.sources import is_gke_update_variant
+from fleetwarden.formats.terraform.sources import gke_module_kind, is_gke_update_variant
 
 __all__ = ["cluster_pools", "module_pools", "node_pool_pools"]
 
@@ -59,6 +62,9 @@ _MACHINE = "e2-medium"
 _DISK_GB = 100
 _SPOT_LABEL = "cloud.google.com/gke-spot"
 _PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
+# sub-modules (v38+) that make node pools this reader does not read: said, not silent
+_NOT_READ = re.compile(r"//modules/(gke-node-pool|gke-standard-cluster)/?(\?|$)")
+_DEFAULT_MODULE_POOL = "default-node-pool"  # kubernetes-engine variables.tf, node_pools (v5-v44)
 
 # taints GKE puts on nodes by itself: tolerated, never reported
 _WINDOWS_TAINT = Taint("node.kubernetes.io/os", "windows", "NoSchedule")
@@ -80,8 +86,9 @@ def node_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[N
 
 
 def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
-    """The cluster's ``node_pool`` blocks; without any, GKE's own ``default-pool`` unless the
-    cluster removes it."""
+    """The cluster's ``node_pool`` blocks (a ``dynamic "node_pool"``: its ``content``, how
+    many unresolved unless ``for_each`` is a literal); without any, GKE's own ``default-pool``
+    unless the cluster removes it."""
     where = f"google_container_cluster.{label}"
     base: Path = ("resource", "google_container_cluster", label)
     if ctx.scope.resolved(body.get("enable_autopilot")) is True:
@@ -99,7 +106,20 @@ def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[Nod
             cluster = r.text(root, "name", "cluster")
             zones = _resource_zones(r, obj, body, root=root)
             pools.append(_pool(r, obj, f"node_pool-{i}", cluster, zones))
-    dynamic = any(lbl == "node_pool" for lbl, _content in blocks(body, "dynamic", 1))
+    dynamic = False
+    for i, (lbl, dyn) in enumerate(blocks(body, "dynamic", 1)):
+        content = dyn.get("content") if lbl == "node_pool" else None
+        if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+            continue
+        dynamic = True  # a dynamic node_pool: no default-pool either way
+        r = Reader(ctx, f'{where}.dynamic "node_pool"[{i}]')
+        root = r.obj(body, base, {}, close=False, label=where)
+        at: Path = (*base, "dynamic", i, "node_pool")
+        if r.yields(at, dyn, "node_pool", most=None):
+            obj = r.obj(content[0], (*at, "content", 0), _POOL_IGNORED)
+            cluster = r.text(root, "name", "cluster")
+            zones = _resource_zones(r, obj, body, root=root)
+            pools.append(_pool(r, obj, f"dynamic-node_pool-{i}", cluster, zones))
     removed = ctx.scope.resolved(body.get("remove_default_node_pool"))
     if pools or dynamic or removed is True:
         return pools
@@ -358,10 +378,18 @@ def module_pools(
     where = f"module.{label}"
     if not module_enabled(where, module, ctx.scope, remarks):
         return []
+    if gke_module_kind(module) == "other" and _NOT_READ.search(str(module.get("source"))):
+        remarks.append(f"{where}: the {source_text(module.get('source'))} sub-module is not read")
+        return []
     pools: list[NodePoolSpec] = []
     suffixed = is_gke_update_variant(module)
     for section in ("node_pools", "windows_node_pools"):
-        listed = ctx.scope.resolved(module.get(section, []))
+        implicit = section == "node_pools" and section not in module
+        if implicit and gke_module_kind(module) == "pools":
+            # the module's own default: one pool of its defaults, named default-node-pool
+            listed: Any = [{}]
+        else:
+            listed = ctx.scope.resolved(module.get(section, []))
         if not isinstance(listed, list):
             remarks.append(f"{where}.{section}: {source_text(listed)} cannot be read")
             continue
@@ -374,7 +402,9 @@ def module_pools(
             obj = r.obj(pool, ("module", label, section, i), _MODULE_POOL_IGNORED)
             r.exists(root)
             windows = section == "windows_node_pools"
-            pools.append(_module_pool(r, root, obj, windows=windows, suffixed=suffixed))
+            pools.append(
+                _module_pool(r, root, obj, windows=windows, suffixed=suffixed, implicit=implicit)
+            )
     return pools
 
 
@@ -384,18 +414,26 @@ def _module_major(module: Obj) -> int | None:
     return found[0] if found is not None else None
 
 
-def _module_pool(r: Reader, root: Obj, obj: Obj, *, windows: bool, suffixed: bool) -> NodePoolSpec:
-    name = r.name(obj, "name", "pool")
-    if suffixed and obj.has("name") and r.name_known:
-        # the update-variant modules name the pool by a random_id: "<name>-" + 2 bytes in hex
-        r.note("name", f'"{name}-" + 4 hex characters Terraform generates (update-variant module)')
-        r.name_prefix = f"{name}-"
-    cluster = r.cluster(root, "name")
+def _module_pool(
+    r: Reader, root: Obj, obj: Obj, *, windows: bool, suffixed: bool, implicit: bool = False
+) -> NodePoolSpec:
+    """One map of ``node_pools`` (``implicit``: the module's default list, not stated)."""
     major = _module_major(root)
     known = major is None or major >= 10
     origin = "terraform-google-modules/kubernetes-engine " + (
         f"v{major}" if major is not None else "(version not pinned: the newest)"
     )
+    if implicit:
+        name = _DEFAULT_MODULE_POOL
+        why = f"{origin}: node_pools not set: its default, one pool named {name}"
+        r.default("name", "node_pools", name, why)
+    else:
+        name = r.name(obj, "name", "pool")
+    if suffixed and (implicit or obj.has("name")) and r.name_known:
+        # the update-variant modules name the pool by a random_id: "<name>-" + 2 bytes in hex
+        r.note("name", f'"{name}-" + 4 hex characters Terraform generates (update-variant module)')
+        r.name_prefix = f"{name}-"
+    cluster = r.cluster(root, "name")
     autoscaling = r.flag(obj, "autoscaling", "count")
     if autoscaling is None and not obj.has("autoscaling"):
         autoscaling = True

@@ -332,6 +332,29 @@ class Reader:
                     (*at, "dynamic", i, label), f'dynamic "{label}": not a node fact read here'
                 )
 
+    def yields(self, at: Path, dyn: Mapping[Any, Any], block: str, *, most: int | None) -> bool:
+        """Whether a ``dynamic "<block>"`` (at ``at``) whose content is read as a pool makes
+        it: False for an empty literal ``for_each``; an expression leaves the count unresolved,
+        a literal of more than one notes it (an error above ``most``, as Terraform refuses)."""
+        reasons = {"content": f"read: the {block} block", "iterator": "the iteration variable"}
+        obj = self.obj(dyn, at, reasons, label=f'dynamic "{block}"')
+        if not obj.has("for_each"):
+            raise self.error(obj, "for_each", "a dynamic block needs for_each")
+        each = self.known(obj, "for_each", "count")
+        if each is None:
+            return True  # noted as unresolved by ``known``
+        if not isinstance(each, list | dict):
+            raise self.error(
+                obj, "for_each", f"expected a list or a map, got {source_text(each):.40}"
+            )
+        size = len(each)
+        if most is not None and size > most:
+            raise self.error(obj, "for_each", f"at most {most} {block} block, got {size}")
+        self.compared(obj, "for_each", "count", size)
+        if size > 1:
+            self.note("count", f'dynamic "{block}": for_each gives {size}')
+        return size > 0
+
     # -- the spec ------------------------------------------------------------------------------
 
     def spec(self, provider: Provisioner, **facts: Any) -> NodePoolSpec:

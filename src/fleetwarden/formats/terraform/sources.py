@@ -1,12 +1,18 @@
-"""Which module a ``module`` block calls: terraform-aws-eks (and its node-group sub-modules) or
-the terraform-google-modules kubernetes-engine module (and its update-variant sub-modules)."""
+"""Which module a ``module`` block calls: terraform-aws-eks (and its node-group sub-modules), the
+terraform-google-modules kubernetes-engine module (and its sub-modules), or Azure/aks/azurerm."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["eks_module_kind", "is_gke_module", "is_gke_update_variant"]
+__all__ = [
+    "eks_module_kind",
+    "gke_module_kind",
+    "is_aks_module",
+    "is_gke_module",
+    "is_gke_update_variant",
+]
 
 
 def eks_module_kind(module: Mapping[Any, Any]) -> str | None:
@@ -68,6 +74,44 @@ def is_gke_module(module: Mapping[Any, Any]) -> bool:
     )
 
 
+# the kubernetes-engine module and the sub-modules that take its ``node_pools`` list (v5-v44
+# variables.tf: ``default = [{ name = "default-node-pool" }]``)
+_GKE_POOL_LIST_MODULES = (
+    "",  # the root module
+    "private-cluster",
+    "beta-private-cluster",
+    "beta-public-cluster",
+    "safer-cluster",
+    "safer-cluster-update-variant",
+    *_GKE_UPDATE_VARIANTS,
+)
+
+
+def _gke_sub_module(source: str) -> str | None:
+    """The sub-module a kubernetes-engine source names ("" for the root module); None when
+    the path cannot say (a local copy that is not one of its sub-modules)."""
+    path = _path_of(source)
+    remote = "terraform-google-modules/kubernetes-engine/google" in source or (
+        "terraform-google-kubernetes-engine" in source
+    )
+    if remote:
+        _, sep, sub = path.split("://")[-1].partition("//")
+        return sub.removeprefix("modules/").strip("/") if sep else ""
+    last = path.rsplit("/", 1)[-1]
+    return last if last in _GKE_UPDATE_VARIANTS else None
+
+
+def gke_module_kind(module: Mapping[Any, Any]) -> str | None:
+    """Which part of the kubernetes-engine module a block calls: one that takes a
+    ``node_pools`` list ("pools": the root module, the private / beta / safer clusters and
+    their update variants), another sub-module ("other": autopilot, gke-standard-cluster,
+    gke-node-pool, auth, workload-identity ...), or None for any other module."""
+    source = module.get("source")
+    if not isinstance(source, str) or not is_gke_module(module):
+        return None
+    return "pools" if _gke_sub_module(source) in _GKE_POOL_LIST_MODULES else "other"
+
+
 def is_gke_update_variant(module: Mapping[Any, Any]) -> bool:
     """A kubernetes-engine ``*-update-variant`` sub-module: each pool's real name is
     ``<name>-`` and 4 hex characters Terraform generates."""
@@ -76,4 +120,20 @@ def is_gke_update_variant(module: Mapping[Any, Any]) -> bool:
         is_gke_module(module)
         and isinstance(source, str)
         and _path_of(source).endswith("-update-variant")
+    )
+
+
+def is_aks_module(module: Mapping[Any, Any]) -> bool:
+    """The Azure/aks/azurerm module (registry, or its repository terraform-azurerm-aks), not one
+    of its sub-modules. Its own examples call it as ``../..``: a local path counts when the block
+    has its ``agents_*`` inputs."""
+    source = module.get("source")
+    if not isinstance(source, str):
+        return False
+    path = _path_of(source)
+    if path.startswith(("./", "../")):
+        return any(isinstance(k, str) and k.startswith("agents_") for k in module)
+    registry = path.lower().removeprefix("registry.terraform.io/")
+    return registry.lower() == "azure/aks/azurerm" or (
+        "terraform-azurerm-aks" in path and "//" not in path.split("://")[-1]
     )
