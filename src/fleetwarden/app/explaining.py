@@ -36,9 +36,10 @@ class Explanation:
 
     @property
     def unreadable(self) -> int:
-        """Files under the paths given that could not be read: none of their fields are
-        accounted for."""
-        return sum(1 for s in self.skipped if s.problem)
+        """Files under the paths given that could not be read, and pool definitions a file
+        holds beside the pools read that could not be: none of their fields are accounted
+        for."""
+        return sum(1 for s in self.skipped if s.problem or s.pool is not None)
 
     def to_json(self) -> dict[str, Any]:
         return {

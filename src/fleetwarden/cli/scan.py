@@ -163,8 +163,8 @@ def explain(
         bool,
         typer.Option(
             "--strict",
-            help="Exit 1 when an attribute is unknown to fleetwarden or a file under the "
-            "paths given could not be read.",
+            help="Exit 1 when an attribute is unknown to fleetwarden, a file under the "
+            "paths given could not be read, or a pool a file defines could not be.",
         ),
     ] = False,
     allow_empty: AllowEmptyOpt = False,

@@ -102,6 +102,9 @@ def read_desired(
     found = _read_all(docs_by_path, tf_files, assume, direct, out)
     for spec in found.pools:
         out.pools.append(spec.with_cluster(cluster) if cluster else spec)
+    for path, remarks in found.unread.items():  # pools defined beside the ones read
+        for remark in remarks:
+            out.skipped.append(Skip(path, remark, pool=remark.partition(": ")[0]))
     with_pools = {p.source for p in found.pools}
     for path, parsed in docs_by_path.items():
         if path in with_pools:

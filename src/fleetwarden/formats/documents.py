@@ -173,12 +173,16 @@ class PoolsRead:
     pools: list[NodePoolSpec] = field(default_factory=list)
     claimed: set[tuple[str, int]] = field(default_factory=set)
     notes: dict[str, str] = field(default_factory=dict)  # path -> why it held no pool
+    # path -> definitions of pools it holds beside those read, each "where: why not read"
+    unread: dict[str, list[str]] = field(default_factory=dict)
 
     def extend(self, other: PoolsRead) -> None:
         self.pools.extend(other.pools)
         self.claimed |= other.claimed
         for path, note in other.notes.items():
             self.notes.setdefault(path, note)
+        for path, remarks in other.unread.items():
+            self.unread.setdefault(path, []).extend(remarks)
 
 
 def parse_yaml_documents(

@@ -560,3 +560,5 @@ def print_explanation(console: Console, result: Explanation, *, wide: bool = Fal
     for s in result.skipped:
         if s.problem:
             console.print(line((f"could not read {s.path}: {s.reason}", "yellow")), soft_wrap=True)
+        elif s.pool is not None:
+            console.print(line((f"not read ({s.path}): {s.reason}", "yellow")), soft_wrap=True)

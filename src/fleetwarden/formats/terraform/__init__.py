@@ -58,7 +58,7 @@ from fleetwarden.formats.provisioners import Assumed
 from fleetwarden.formats.terraform import aks, aks_module, eks, eks_auto, eks_module, gke
 from fleetwarden.formats.terraform.hcl import blocks, body_of
 from fleetwarden.formats.terraform.lines import line_index
-from fleetwarden.formats.terraform.reading import Context
+from fleetwarden.formats.terraform.reading import Aside, Context
 from fleetwarden.formats.terraform.scope import scope_of
 from fleetwarden.formats.terraform.sources import eks_module_kind, is_aks_module, is_gke_module
 
@@ -95,6 +95,8 @@ def read_pools(files: Sequence[TfFile], *, assume: Assumed | None = None) -> Poo
             out.pools.extend(pools)
             if not pools:
                 out.notes[file.path] = _note_of(body, remarks)
+            elif unread := [r for r in remarks if not isinstance(r, Aside)]:
+                out.unread[file.path] = unread
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats import eks_auto_mode
 from fleetwarden.formats.terraform.hcl import first_unknown, source_text
-from fleetwarden.formats.terraform.reading import FORMAT, Context, Reader, module_enabled
+from fleetwarden.formats.terraform.reading import FORMAT, Aside, Context, Reader, module_enabled
 
 __all__ = ["cluster_pools", "module_pools"]
 
@@ -102,7 +102,8 @@ def _pools(
     if not enabled:
         return []
     if not obj.has((*at, "node_pools")):
-        remarks.append(f"{where}.{attr}: Auto Mode without node_pools creates no built-in pool")
+        why = "Auto Mode without node_pools creates no built-in pool"
+        remarks.append(Aside(f"{where}.{attr}: {why}"))
         return []
     names = probe.texts(obj, (*at, "node_pools"), "name", note=False)
     if names is None:

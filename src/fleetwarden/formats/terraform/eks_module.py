@@ -71,7 +71,7 @@ from fleetwarden.formats.terraform.eks_module_outcomes import (
 )
 from fleetwarden.formats.terraform.hcl import Expr, first_unknown, source_text
 from fleetwarden.formats.terraform.lines import Path
-from fleetwarden.formats.terraform.reading import Context, Obj, Reader, module_enabled
+from fleetwarden.formats.terraform.reading import Aside, Context, Obj, Reader, module_enabled
 from fleetwarden.formats.terraform.sources import eks_module_kind
 
 __all__ = ["module_pools"]
@@ -124,7 +124,7 @@ def module_pools(
                 continue
             merged_create = body.get("create", defaults.get("create", True))
             if merged_create is False:
-                remarks.append(f"{where}.{section}.{key}: create = false")
+                remarks.append(Aside(f"{where}.{section}.{key}: create = false"))
                 continue
             r = Reader(ctx, f"{where}.{section}.{key}")
             group = r.obj(body, (*base, section, str(key)), _reasons(body, _table(managed)))

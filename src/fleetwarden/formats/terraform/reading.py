@@ -32,7 +32,7 @@ from fleetwarden.formats.terraform.hcl import Expr, blocks, first_unknown, sourc
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.scope import Scope
 
-__all__ = ["FORMAT", "META_IGNORED", "Context", "Obj", "Reader", "module_enabled"]
+__all__ = ["FORMAT", "META_IGNORED", "Aside", "Context", "Obj", "Reader", "module_enabled"]
 
 FORMAT = "terraform"
 _CLUSTER_IN_ID = re.compile(r"^.*/(clusters|managedClusters)/", re.I)
@@ -406,11 +406,19 @@ class Reader:
             raise self.error(obj, (*attr, "effect"), str(exc)) from None
 
 
+class Aside(str):
+    """A remark on a file that leaves no desired pool uncompared (a definition switched off
+    on purpose, ``create = false``, ``count = 0``; Auto Mode without pools). Any other remark
+    names pools that exist but are not read: said always, even beside the file's other pools."""
+
+    __slots__ = ()
+
+
 def module_enabled(where: str, module: Mapping[Any, Any], scope: Scope, remarks: list[str]) -> bool:
     """False for ``create = false``, ``count = 0`` (both common ways to switch a module off)."""
     value = scope.resolved(module.get("create", True))
     count = scope.resolved(module.get("count", 1))
     if value is False or count == 0:
-        remarks.append(f"{where}: {'create = false' if value is False else 'count = 0'}")
+        remarks.append(Aside(f"{where}: {'create = false' if value is False else 'count = 0'}"))
         return False
     return True
