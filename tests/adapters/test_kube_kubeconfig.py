@@ -3,7 +3,8 @@
 Pins that ``tls-server-name`` is the name the server's certificate is checked against (and the
 SNI sent), directly and through a proxy tunnel; that ``proxy-url`` carries every request; that
 impersonation, ``disable-compression`` and basic auth with a username alone go out as client-go
-sends them.
+sends them; that a ``tokenFile`` is re-read as it rotates; and that ``$KUBECONFIG`` lists are
+merged with relative paths resolved against the file that names them.
 """
 
 from __future__ import annotations
@@ -20,14 +21,17 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from fleetwarden.adapters.kube.client import KubeClient, impersonation_headers
+from fleetwarden.adapters.kube.config import kubeconfig_paths, load_kubeconfig
 from fleetwarden.core.clusters import ClusterEndpoint, Credentials, Impersonation
-from fleetwarden.ports.kube import Transient
+from fleetwarden.formats.errors import FormatError
+from fleetwarden.ports.kube import Transient, Unauthorized
 
 VERSION = {"major": "1", "minor": "30", "gitVersion": "v1.30.2"}
 
@@ -274,3 +278,84 @@ async def test_a_username_without_password_is_still_basic_auth():
     async with KubeClient(endpoint, transport=_recording(seen)) as kube:
         await kube.version()
     assert seen[0].headers["Authorization"] == f"Basic {base64.b64encode(b'admin:').decode()}"
+
+
+# --- loading files: tokenFile rotation, $KUBECONFIG --------------------------------------------
+
+
+def _kubeconfig(path: Path, user: dict[str, Any], *, name: str = "prod") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [{"name": name, "cluster": {"server": "https://prod:6443"}}],
+                "users": [{"name": name, "user": user}],
+                "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+            }
+        )
+    )
+    return path
+
+
+async def test_a_token_file_is_reread_as_it_rotates(tmp_path, monkeypatch):
+    """tokenFile (relative to the kubeconfig) is a rotating token, as client-go's cached file
+    token source reads it: after the file changes, a 401 makes the client read it again."""
+    kc = _kubeconfig(tmp_path / "conf" / "kubeconfig", {"tokenFile": "secrets/token"})
+    (tmp_path / "conf" / "secrets").mkdir()
+    token = tmp_path / "conf" / "secrets" / "token"
+    token.write_text("old-token\n")
+    monkeypatch.chdir(tmp_path)  # relative to the kubeconfig, not to the working directory
+    (ep,) = load_kubeconfig(kc)
+    assert ep.credentials.token == "old-token"
+    assert ep.credentials.token_file == str(token)
+    seen: list[str] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers["Authorization"])
+        ok = request.headers["Authorization"] == "Bearer new-token"
+        return httpx.Response(200 if ok else 401, json=VERSION if ok else {"message": "no"})
+
+    async with KubeClient(ep, transport=httpx.MockTransport(handle)) as kube:
+        with pytest.raises(Unauthorized):
+            await kube.version()
+        token.write_text("new-token\n")
+        assert await kube.version() == "v1.30.2"
+    assert seen[-1] == "Bearer new-token"
+
+
+def test_an_empty_token_file_is_an_error_not_an_anonymous_connection(tmp_path):
+    kc = _kubeconfig(tmp_path / "kubeconfig", {"tokenFile": "token"})
+    (tmp_path / "token").write_text("\n")
+    with pytest.raises(FormatError) as err:
+        load_kubeconfig(kc)
+    assert "tokenFile" in err.value.reason and "empty" in err.value.reason
+
+
+def test_kubeconfig_env_lists_files_in_order_once():
+    env = {"KUBECONFIG": ":a.yaml::b.yaml:a.yaml"}
+    assert kubeconfig_paths(env) == [Path("a.yaml"), Path("b.yaml")]
+    assert kubeconfig_paths({}) == [Path.home() / ".kube" / "config"]
+
+
+def test_merged_files_resolve_paths_against_the_file_naming_them(tmp_path):
+    first = _kubeconfig(tmp_path / "one" / "config", {"token": "first"}, name="a")
+    second = tmp_path / "two" / "config"
+    second.parent.mkdir()
+    (second.parent / "ca.crt").write_bytes(b"CA-OF-TWO")
+    (second.parent / "token").write_text("token-of-two")
+    second.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [
+                    {"name": "a", "cluster": {"server": "https://shadowed:6443"}},
+                    {"name": "b", "cluster": {"server": "https://b:6443",
+                                              "certificate-authority": "ca.crt"}},
+                ],
+                "users": [{"name": "b", "user": {"tokenFile": "token"}}],
+                "contexts": [{"name": "b", "context": {"cluster": "b", "user": "b"}}],
+            }
+        )
+    )  # fmt: skip
+    a, b = load_kubeconfig([first, second])
+    assert (a.name, a.server, a.credentials.token) == ("a", "https://prod:6443", "first")
+    assert (b.ca_pem, b.credentials.token) == (b"CA-OF-TWO", "token-of-two")
