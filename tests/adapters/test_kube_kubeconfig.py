@@ -359,3 +359,31 @@ def test_merged_files_resolve_paths_against_the_file_naming_them(tmp_path):
     a, b = load_kubeconfig([first, second])
     assert (a.name, a.server, a.credentials.token) == ("a", "https://prod:6443", "first")
     assert (b.ca_pem, b.credentials.token) == (b"CA-OF-TWO", "token-of-two")
+
+
+def test_deprecations_live_reads_every_file_kubeconfig_env_lists(tmp_path, monkeypatch):
+    """Without --kubeconfig, the clusters are kubectl's: every file of $KUBECONFIG, merged
+    (before, only the first file was read and the other files' clusters silently left out)."""
+    from fleetwarden.adapters.live_apis import read_live_clusters
+
+    first = _kubeconfig(tmp_path / "a" / "config", {"token": "a"}, name="prod-a")
+    second = _kubeconfig(tmp_path / "b" / "config", {"token": "b"}, name="prod-b")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    live = read_live_clusters(None, (), (), None)
+    assert sorted(live.endpoints) == ["prod-a", "prod-b"]
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing'}")
+    with pytest.raises(FormatError) as err:
+        read_live_clusters(None, (), (), None)
+    assert "missing" in str(err.value) and "cannot read kubeconfig" in err.value.reason
+
+
+def test_upgrade_reads_the_context_from_any_file_kubeconfig_env_lists(tmp_path, monkeypatch):
+    from fleetwarden.adapters.upgrade_inputs import read_upgrade_inputs
+
+    first = _kubeconfig(tmp_path / "a" / "config", {"token": "a"}, name="prod-a")
+    second = _kubeconfig(tmp_path / "b" / "config", {"token": "b"}, name="prod-b")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
+    inputs = read_upgrade_inputs("prod-b/general", "1.31")
+    assert inputs.kubeconfig == (first, second)
+    (ep,) = load_kubeconfig(inputs.kubeconfig, contexts=[inputs.context])
+    assert (ep.name, ep.credentials.token) == ("prod-b", "b")
