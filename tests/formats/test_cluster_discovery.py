@@ -961,6 +961,25 @@ def test_bad_cluster_secrets_name_the_secret_and_field(mutate, field):
     assert TOKEN not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("config", "field", "needle"),
+    [
+        ({"proxyUrl": "ftp://proxy"}, "data.config.proxyUrl", "unsupported scheme"),
+        ({"proxyUrl": 3128}, "data.config.proxyUrl", "expected a string"),
+        ({"disableCompression": "yes"}, "data.config.disableCompression", "true or false"),
+    ],
+)
+def test_argocd_proxy_and_compression_settings_are_honoured_or_refused(config, field, needle):
+    """Argo CD's RawRestConfig sets them on the rest config: never silently dropped."""
+    with pytest.raises(FormatError) as err:
+        endpoint_from_secret(cluster_secret(config={"bearerToken": TOKEN, **config}))
+    assert err.value.field == field and needle in err.value.reason
+    ep = endpoint_from_secret(
+        cluster_secret(config={"bearerToken": TOKEN, "proxyUrl": "socks5://127.0.0.1:1080"})
+    )
+    assert ep.proxy_url == "socks5://127.0.0.1:1080" and not ep.disable_compression
+
+
 def test_fingerprint_follows_the_connection_not_the_labels():
     base = endpoint_from_secret(cluster_secret())
     relabelled = endpoint_from_secret(cluster_secret(labels={"env": "staging", "tier": "1"}))
@@ -1035,8 +1054,8 @@ CONFIG_KEYS = {
     "tlsClientConfig": ("read", None),
     "awsAuthConfig": ("read", None),  # -> credentials.exec
     "execProviderConfig": ("read", None),
-    "proxyUrl": ("ignored", None),  # fleetwarden connects directly
-    "disableCompression": ("ignored", None),
+    "proxyUrl": ("read", None),  # -> proxy_url
+    "disableCompression": ("read", None),  # -> disable_compression
 }
 TLS_KEYS = {
     "caData": "ca_pem",
@@ -1062,7 +1081,9 @@ def test_every_key_of_the_real_argocd_cluster_schema_is_accounted_for(realdata):
     }
     config = {"bearerToken": TOKEN, "username": "admin", "password": PASSWORD}
     config |= {"tlsClientConfig": tls_values, "proxyUrl": "http://proxy:3128"}
+    config |= {"disableCompression": True}
     ep = endpoint_from_secret(cluster_secret(config=config))
+    assert (ep.proxy_url, ep.disable_compression) == ("http://proxy:3128", True)
     for key, attr in TLS_KEYS.items():
         want = tls_values[key]
         got = getattr(ep.credentials if "client" in attr else ep, attr)
@@ -1098,6 +1119,8 @@ _config = st.fixed_dictionaries(
         "tlsClientConfig": _tls | _json,
         "awsAuthConfig": _json,
         "execProviderConfig": _json,
+        "proxyUrl": st.sampled_from(["http://p:3128", "gopher://p"]) | _json,
+        "disableCompression": _json,
     },
 )
 _config_text = _config.map(json.dumps) | st.text(max_size=30)
@@ -1157,7 +1180,8 @@ def test_any_secret_like_mapping_gives_a_usable_endpoint_or_a_format_error(obj):
     creds = ep.credentials
     for value in (creds.token, creds.username, creds.password, ep.tls_server_name):
         assert value is None or isinstance(value, str)
-    assert isinstance(ep.insecure, bool)
+    assert isinstance(ep.insecure, bool) and isinstance(ep.disable_compression, bool)
+    assert ep.proxy_url is None or ep.proxy_url.startswith(("http://", "https://", "socks5://"))
     assert re.fullmatch(r"[0-9a-f]{12}", ep.fingerprint)  # usable by FleetWatcher.update
     token = creds.token
     if token and len(token) >= 8:

@@ -58,7 +58,13 @@ from fleetwarden.core.describing import describe_type
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.exec_credentials import EXEC_EXTENSION, check_api_version
 
-__all__ = ["ContextRef", "FileRefs", "parse_kubeconfig", "parse_kubeconfigs"]
+__all__ = [
+    "ContextRef",
+    "FileRefs",
+    "check_proxy_url",
+    "parse_kubeconfig",
+    "parse_kubeconfigs",
+]
 
 # the fields of kubeconfig v1 (client-go tools/clientcmd/api/v1/types.go)
 _CLUSTER_FIELDS = (
@@ -334,7 +340,7 @@ def _endpoint(
             "allowed); remove one",
             field=f"{where}.insecure-skip-tls-verify",
         )
-    proxy = _proxy_url(cfile, cluster.get("proxy-url"), f"{where}.proxy-url")
+    proxy = check_proxy_url(cfile, cluster.get("proxy-url"), f"{where}.proxy-url")
     no_compression = _boolean(
         cfile, cluster.get("disable-compression"), f"{where}.disable-compression"
     )
@@ -421,9 +427,10 @@ def _endpoint(
     return ContextRef(endpoint, files, cluster_file=cfile, user_file=ufile)
 
 
-def _proxy_url(path: str, value: Any, field_: str) -> str | None:
-    """``proxy-url`` as clientcmd's parseProxyURL takes it (http, https or socks5). The URL
-    may carry a password: no message quotes it."""
+def check_proxy_url(path: str, value: Any, field_: str) -> str | None:
+    """A proxy URL as clientcmd's parseProxyURL takes it (http, https or socks5), or None;
+    ``FormatError`` naming ``field_`` otherwise. The URL may carry a password: no message
+    quotes it."""
     text = _string(path, value, field_)
     if text is None:
         return None
