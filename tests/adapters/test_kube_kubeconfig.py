@@ -387,3 +387,28 @@ def test_upgrade_reads_the_context_from_any_file_kubeconfig_env_lists(tmp_path, 
     assert inputs.kubeconfig == (first, second)
     (ep,) = load_kubeconfig(inputs.kubeconfig, contexts=[inputs.context])
     assert (ep.name, ep.credentials.token) == ("prod-b", "b")
+
+
+def test_a_socks5_proxy_without_socksio_is_refused_at_load_not_at_the_first_request(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("socksio") is not None:
+        pytest.skip("socksio is installed: socks5 proxies work")
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {"server": "https://h", "proxy-url": "socks5://p:1080"},
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "prod", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
+    with pytest.raises(FormatError) as err:
+        load_kubeconfig(kc)
+    assert "socks5" in err.value.reason and "socksio" in err.value.reason
