@@ -412,3 +412,27 @@ def test_a_socks5_proxy_without_socksio_is_refused_at_load_not_at_the_first_requ
     with pytest.raises(FormatError) as err:
         load_kubeconfig(kc)
     assert "socks5" in err.value.reason and "socksio" in err.value.reason
+
+
+@pytest.mark.parametrize("where", ["watch", "request"])
+async def test_a_request_refused_by_the_http_client_never_quotes_the_token(where):
+    """h11 refuses a header value with a newline and quotes it: for the Authorization header
+    that is the token (from an Argo CD Secret or a plugin). The error says why, not what."""
+    secret = "s3cr3t-token-value"
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.CancelledError, asyncio.IncompleteReadError):
+            await _read_head(reader)
+            await _answer(writer, VERSION)
+
+    async with serving(handle) as port:
+        endpoint = ClusterEndpoint(
+            "t", f"http://127.0.0.1:{port}", credentials=Credentials(token=f"{secret}\n")
+        )
+        async with KubeClient(endpoint) as kube:
+            with pytest.raises(Transient) as err:
+                if where == "watch":
+                    _ = [e async for e in kube.watch("/api/v1/nodes", resource_version="1")]
+                else:
+                    await kube.version()
+    assert secret not in str(err.value) and "could not be sent" in str(err.value)

@@ -619,6 +619,7 @@ def test_a_proxy_password_is_never_shown():
         ({}, {"as": "alice", "as-user-extra": ["k"]}, "users.prod-admin.as-user-extra",
          "mapping of lists"),
         ({}, {"token": 12345}, "users.prod-admin.token", "expected a string"),
+        ({}, {"token": "eyJhbGci\n"}, "users.prod-admin.token", "control or non-ASCII"),
         ({}, {"token": None, "username": ["admin"]}, "users.prod-admin.username",
          "expected a string"),
         ({}, {"impersonate": "alice"}, "users.prod-admin.impersonate",

@@ -357,6 +357,15 @@ def _endpoint(
     if user.get("exec") is not None:
         plugin = _exec(ufile, name, user["exec"], cluster, f"{user_field}.exec", cfile, where)
     token = _string(ufile, user.get("token"), f"{user_field}.token")
+    if token is not None and not _HEADER_TEXT.fullmatch(token):
+        # it goes out in the Authorization header, where the HTTP client would refuse it with
+        # a transport error that says nothing of the kubeconfig (the value is never quoted)
+        raise FormatError(
+            ufile,
+            "the token holds a control or non-ASCII character (a stray newline from a block "
+            "scalar?); give it on one line",
+            field=f"{user_field}.token",
+        )
     token_file = _string(ufile, user.get("tokenFile"), f"{user_field}.tokenFile")
     username = _string(ufile, user.get("username"), f"{user_field}.username")
     password = _string(ufile, user.get("password"), f"{user_field}.password")

@@ -356,7 +356,7 @@ class KubeClient:
             raise Transient(self.cluster, f"{method} {path}: timed out") from None
         except httpx.TransportError as exc:
             raise Transient(
-                self.cluster, f"{method} {path}: {type(exc).__name__}: {exc or 'connection failed'}"
+                self.cluster, f"{method} {path}: {_transport_reason(exc, 'connection failed')}"
             ) from None
         self._raise_for(resp, method, path)
         if not resp.content:
@@ -461,7 +461,7 @@ class KubeClient:
             raise Transient(self.cluster, f"WATCH {path}: read timed out") from None
         except httpx.TransportError as exc:
             raise Transient(
-                self.cluster, f"WATCH {path}: {type(exc).__name__}: {exc or 'connection lost'}"
+                self.cluster, f"WATCH {path}: {_transport_reason(exc, 'connection lost')}"
             ) from None
 
     def _event(self, path: str, line: str, used: PluginCredential | None) -> WatchEvent:
@@ -535,6 +535,18 @@ class KubeClient:
     async def version(self, *, timeout: float = 5.0) -> str:
         data = await self.request("GET", "/version", timeout=timeout)
         return str(data.get("gitVersion", "")) if isinstance(data, Mapping) else ""
+
+
+def _transport_reason(exc: httpx.TransportError, default: str) -> str:
+    """Why a request did not get through. A request the client refused to send is said
+    without the client's text: h11 quotes the offending header value, which may be the
+    ``Authorization`` header (a token with a stray newline)."""
+    if isinstance(exc, httpx.LocalProtocolError):
+        return (
+            "LocalProtocolError: the request could not be sent (a header value, such as the "
+            "credential, holds a character HTTP does not allow)"
+        )
+    return f"{type(exc).__name__}: {exc or default}"
 
 
 def impersonation_headers(who: Impersonation) -> list[tuple[str, str]]:
