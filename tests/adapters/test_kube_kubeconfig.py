@@ -27,11 +27,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from fleetwarden.adapters.kube.client import KubeClient, impersonation_headers
+from fleetwarden.adapters.kube.client import KubeClient, impersonation_headers, ssl_context
 from fleetwarden.adapters.kube.config import kubeconfig_paths, load_kubeconfig
 from fleetwarden.core.clusters import ClusterEndpoint, Credentials, Impersonation
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.ports.kube import Transient, Unauthorized
+from fleetwarden.ports.kube import ApiError, Transient, Unauthorized
 
 VERSION = {"major": "1", "minor": "30", "gitVersion": "v1.30.2"}
 
@@ -436,3 +436,26 @@ async def test_a_request_refused_by_the_http_client_never_quotes_the_token(where
                 else:
                     await kube.version()
     assert secret not in str(err.value) and "could not be sent" in str(err.value)
+
+
+def test_a_kubeconfig_ca_is_the_only_ca_trusted_as_in_client_go(tmp_path):
+    """client-go's RootCAs hold the kubeconfig's CA alone: a certificate a system CA signed
+    for the same name must not pass. With and without tls-server-name."""
+    ca, _, _ = make_certs(tmp_path, "kubernetes.default")
+    for name in (None, "kubernetes.default"):
+        ctx = ssl_context(ClusterEndpoint("t", "https://h", ca_pem=ca, tls_server_name=name))
+        assert len(ctx.get_ca_certs()) == 1
+        assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+
+
+def test_an_encrypted_client_key_is_an_error_not_a_passphrase_prompt(tmp_path):
+    _, cert_file, _ = make_certs(tmp_path, "client")
+    key = ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"passphrase"),
+    )
+    creds = Credentials(client_cert_pem=cert_file.read_bytes(), client_key_pem=key)
+    with pytest.raises(ApiError) as err:
+        KubeClient(ClusterEndpoint("t", "https://h", credentials=creds))
+    assert "encrypted" in str(err.value)

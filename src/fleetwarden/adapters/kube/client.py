@@ -82,14 +82,19 @@ class _ServerNameContext(ssl.SSLContext):
         return super().wrap_bio(incoming, outgoing, server_side, self.server_name, session)
 
 
-def _context(server_name: str | None) -> ssl.SSLContext:
-    """What ``ssl.create_default_context()`` makes (verification and hostname check on), as a
-    ``_ServerNameContext`` when a server name replaces the URL's host."""
+def _context(server_name: str | None, ca_pem: bytes | None = None) -> ssl.SSLContext:
+    """Verification and hostname check on (``ssl.create_default_context``), trusting ``ca_pem``
+    alone when given (client-go's RootCAs: the kubeconfig's CA, not the system's), else the
+    system's CAs; a ``_ServerNameContext`` when a server name replaces the URL's host."""
+    cadata = ca_pem.decode("ascii", "replace") if ca_pem else None
     if server_name is None:
-        return ssl.create_default_context()
+        return ssl.create_default_context(cadata=cadata)
     ctx = _ServerNameContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.server_name = server_name
-    ctx.load_default_certs()
+    if cadata is not None:
+        ctx.load_verify_locations(cadata=cadata)
+    else:
+        ctx.load_default_certs()
     return ctx
 
 
@@ -103,11 +108,8 @@ def ssl_context(
         ctx = _context(endpoint.tls_server_name)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    elif endpoint.ca_pem:
-        ctx = _context(endpoint.tls_server_name)
-        ctx.load_verify_locations(cadata=endpoint.ca_pem.decode("ascii", "replace"))
     else:
-        ctx = _context(endpoint.tls_server_name)
+        ctx = _context(endpoint.tls_server_name, endpoint.ca_pem)
     creds = endpoint.credentials
     if client_cert is None and creds.client_cert_pem and creds.client_key_pem:
         client_cert = (creds.client_cert_pem, creds.client_key_pem)
@@ -119,8 +121,14 @@ def ssl_context(
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
-            ctx.load_cert_chain(cert, key)
+            ctx.load_cert_chain(cert, key, password=_no_passphrase)
     return ctx
+
+
+def _no_passphrase() -> str:
+    """An encrypted client key: OpenSSL would otherwise prompt on the terminal (and a service
+    would wait); client-go cannot read one either (Go's tls.X509KeyPair)."""
+    raise ValueError("the client key is encrypted (a passphrase-protected PEM): decrypt it")
 
 
 class TokenFileAuth(httpx.Auth):
