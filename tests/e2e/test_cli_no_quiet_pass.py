@@ -156,6 +156,35 @@ def test_a_pool_that_cannot_be_compared_is_said_without_verbose(tree):
     assert [s.get("pool") for s in out["skipped"] if s.get("pool")] == ["${EXTRA_GROUP}"]
 
 
+@pytest.mark.parametrize(
+    ("user", "context", "needles"),
+    [
+        ("{token: t}", "{cluster: c, user: duckboat-admn}",
+         ["contexts.duckboat.user", "'duckboat-admn' was not found", "'duckboat'"]),
+        ("{token: t, as-groups: [sre]}", "{cluster: c, user: u}",
+         ["users.u.as", "without as"]),
+        ("{token: t, tokn: x}", "{cluster: c, user: u}",
+         ["users.u.tokn", "did you mean 'token'"]),
+    ],
+)  # fmt: skip
+def test_watch_exits_2_naming_the_kubeconfig_entry_it_will_not_guess(tree, user, context, needles):
+    """A context whose user does not exist would have run as anonymous: exit 2, before
+    connecting, one line naming the kubeconfig file, the entry and the field."""
+    kubeconfig = tree / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+        f"users: [{{name: u, user: {user}}}]\n"
+        f"contexts: [{{name: duckboat, context: {context}}}]\n"
+    )
+    r = run("watch", "-k", str(kubeconfig), "-d", str(tree / "desired"), "--duration", "1")
+    assert r.returncode == 2
+    line = _one_line_error(r.stderr)
+    assert str(kubeconfig) in line
+    for needle in needles:
+        assert needle in line
+
+
 def test_watch_exits_2_when_no_desired_cluster_is_a_context(tree):
     """Before connecting to anything: a desired tree whose clusters are none of the contexts
     would watch for ever and compare nothing."""

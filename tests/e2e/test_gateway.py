@@ -301,6 +301,45 @@ async def test_broken_attribution_is_accepted_on_every_route_identity_still_refu
     assert r.status_code == 400 and "involvedObject.name" in r.json()["error"]
 
 
+AKS_TOPIC = (
+    "/subscriptions/7f2c1d3e-0a1b-4c2d-8e9f-0a1b2c3d4e5f/resourceGroups/rg/providers/"
+    "Microsoft.ContainerService/managedClusters/prod-eu-1"
+)
+
+
+def _aks_event(event_id: str, data: dict) -> list[dict]:
+    # https://learn.microsoft.com/en-us/azure/event-grid/event-schema-aks
+    return [
+        {
+            "topic": AKS_TOPIC,
+            "subject": "prod-eu-1",
+            "eventType": "Microsoft.ContainerService.NewKubernetesVersionAvailable",
+            "id": event_id,
+            "data": data,
+            "dataVersion": "1",
+            "metadataVersion": "1",
+            "eventTime": "2021-07-01T04:52:57.0000000Z",
+        }
+    ]
+
+
+async def test_aks_version_event_is_stored_with_its_versions_and_a_wrong_type_is_a_400(gw):
+    versions = {
+        "latestSupportedKubernetesVersion": "1.20.7",
+        "latestStableKubernetesVersion": "1.19.11",
+        "lowestMinorKubernetesVersion": "1.18.19",
+        "latestPreviewKubernetesVersion": "1.21.1",
+    }
+    r = await gw.post("azure", _aks_event("aks-v-1", versions))
+    assert r.status_code == 202, r.text
+    (stored,) = (await gw.client.get("/api/events?limit=5")).json()
+    assert {k: stored["detail"][k] for k in versions} == versions
+    r = await gw.post(
+        "azure", _aks_event("aks-v-2", {**versions, "lowestMinorKubernetesVersion": 1.18})
+    )
+    assert r.status_code == 400 and "data.lowestMinorKubernetesVersion" in r.json()["error"]
+
+
 async def test_metrics_count_received_accepted_rejected(gw):
     await gw.post("aws", EKS_EVENT)
     await gw.post("aws", EKS_EVENT, auth=None)

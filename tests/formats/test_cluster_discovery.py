@@ -25,6 +25,7 @@ from fleetwarden.core.clusters import (
     ClusterEndpoint,
     Credentials,
     DiscoverySource,
+    Impersonation,
     InteractiveMode,
 )
 from fleetwarden.formats.argocd_clusters import (
@@ -33,7 +34,7 @@ from fleetwarden.formats.argocd_clusters import (
     is_cluster_secret,
 )
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.kubeconfig import FileRefs, parse_kubeconfig
+from fleetwarden.formats.kubeconfig import FileRefs, parse_kubeconfig, parse_kubeconfigs
 
 TOKEN = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImZ3LXRlc3QifQ.c2VjcmV0LXBheWxvYWQ.c2lnbmF0dXJl"
 CA = b"-----BEGIN CERTIFICATE-----\nMIIBfakeCA\n-----END CERTIFICATE-----\n"
@@ -437,6 +438,313 @@ def test_any_kubeconfig_entry_gives_a_usable_endpoint_or_a_format_error(
         assert isinstance(read.provide_cluster_info, bool)
 
 
+# --- kubeconfig: what kubectl refuses, and nothing ignored ------------------------------------
+
+
+def test_a_context_naming_a_user_that_does_not_exist_is_an_error_not_anonymous():
+    """kubectl would connect without credentials; clientcmd's validation says "user X was not
+    found for context Y". The message names the file, the context and the missing user."""
+    text = KUBECONFIG.replace(
+        "{cluster: prod-cluster, user: prod-admin,", "{cluster: prod-cluster, user: prod-admn,"
+    )
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", text, contexts=["prod"])
+    assert err.value.path == "kc.yaml" and err.value.field == "contexts.prod.user"
+    assert "user 'prod-admn' was not found for context 'prod'" in err.value.reason
+    assert "prod-admin" in err.value.reason  # the users it has
+    # the other contexts are still usable
+    assert parse_kubeconfig("kc.yaml", text, contexts=["staging"])[0].endpoint.name == "staging"
+
+
+def test_a_context_without_a_user_connects_without_credentials_as_kubectl_does():
+    """A `kubectl proxy` context names no user: that is a choice, not a typo."""
+    body = yaml.safe_load(KUBECONFIG)
+    del body["contexts"][0]["context"]["user"]
+    ep = parse_kubeconfig("kc.yaml", yaml.safe_dump(body), contexts=["prod"])[0].endpoint
+    assert repr(ep.credentials) == "Credentials(anonymous)"
+
+
+@pytest.mark.parametrize("cluster", [None, ""])
+def test_a_context_without_a_cluster_is_an_error(cluster):
+    body = yaml.safe_load(KUBECONFIG)
+    body["contexts"][0]["context"]["cluster"] = cluster
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", yaml.safe_dump(body), contexts=["prod"])
+    assert err.value.field == "contexts.prod.cluster" and "names no cluster" in err.value.reason
+
+
+@pytest.mark.parametrize(("key", "index"), [("clusters", 0), ("users", 0), ("contexts", 0)])
+def test_a_name_listed_twice_is_an_error_as_in_clientcmd(key, index):
+    """clientcmd fails to convert a file with a duplicate name (api/v1/conversion.go): which
+    entry would win is not a guess fleetwarden makes."""
+    body = yaml.safe_load(KUBECONFIG)
+    body[key].append(dict(body[key][index]))
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", yaml.safe_dump(body), contexts=["staging"])
+    name = body[key][index]["name"]
+    assert f"{name!r} is listed twice" in err.value.reason
+    assert err.value.field == f"{key}[{len(body[key]) - 1}]"
+
+
+def test_several_files_merge_as_kubeconfig_env_first_file_wins():
+    """$KUBECONFIG=a:b — the first file that names an entry wins, entry and all; an entry only
+    the second file has is used; an error names the file holding the entry."""
+    first = yaml.safe_dump(
+        {
+            "clusters": [{"name": "shared", "cluster": {"server": "https://first:6443"}}],
+            "users": [{"name": "me", "user": {"token": "first-token"}}],
+            "contexts": [{"name": "a", "context": {"cluster": "shared", "user": "me"}}],
+        }
+    )
+    second = yaml.safe_dump(
+        {
+            "clusters": [
+                {"name": "shared", "cluster": {"server": "https://second:6443"}},
+                {"name": "only-b", "cluster": {"server": "https://b:6443", "bogus": 1}},
+            ],
+            "users": [{"name": "me", "user": {"username": "second", "password": "p"}}],
+            "contexts": [
+                {"name": "a", "context": {"cluster": "only-b", "user": "me"}},
+                {"name": "b", "context": {"cluster": "shared", "user": "me"}},
+                {"name": "c", "context": {"cluster": "only-b", "user": "me"}},
+            ],
+        }
+    )
+    a, b = parse_kubeconfigs([("one.yaml", first), ("two.yaml", second)], contexts=["a", "b"])
+    assert (a.endpoint.server, a.endpoint.credentials.token) == (
+        "https://first:6443",
+        "first-token",
+    )
+    assert (b.endpoint.server, b.endpoint.credentials.username) == ("https://first:6443", None)
+    assert (b.cluster_file, b.user_file) == ("one.yaml", "one.yaml")
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfigs([("one.yaml", first), ("two.yaml", second)], contexts=["c"])
+    assert err.value.path == "two.yaml" and err.value.field == "clusters.only-b.bogus"
+
+
+HONOURED = {
+    "clusters": {
+        "prod-cluster": {
+            "server": "https://prod.example.com:6443",
+            "certificate-authority-data": b64(CA),
+            "tls-server-name": "kubernetes.default",
+            "proxy-url": "http://proxy.corp.example:3128",
+            "disable-compression": True,
+        }
+    },
+    "users": {
+        "prod-admin": {
+            "token": TOKEN,
+            "as": "alice@example.com",
+            "as-uid": "7d1f",
+            "as-groups": ["sre", "system:authenticated"],
+            "as-user-extra": {"scopes.example.com/team": ["payments", "ledger"]},
+        }
+    },
+}
+
+
+def test_proxy_compression_and_impersonation_are_carried_to_the_client():
+    ep = parse_kubeconfig("kc.yaml", kubeconfig(**HONOURED), contexts=["prod"])[0].endpoint
+    assert ep.proxy_url == "http://proxy.corp.example:3128"
+    assert ep.disable_compression is True and ep.tls_server_name == "kubernetes.default"
+    assert ep.credentials.impersonate == Impersonation(
+        "alice@example.com",
+        "7d1f",
+        ("sre", "system:authenticated"),
+        (("scopes.example.com/team", ("payments", "ledger")),),
+    )
+    plain = parse_kubeconfig("kc.yaml", KUBECONFIG, contexts=["prod"])[0].endpoint
+    assert plain.fingerprint != ep.fingerprint
+
+
+def test_a_proxy_password_is_never_shown():
+    secret = "pr0xy-s3cret-pass"
+    changes = {
+        "clusters": {
+            "prod-cluster": {"server": "https://x", "proxy-url": f"http://u:{secret}@proxy:3128"}
+        }
+    }
+    ep = parse_kubeconfig("kc.yaml", kubeconfig(**changes), contexts=["prod"])[0].endpoint
+    assert secret not in repr(ep) and secret not in str(ep)
+    bad = {
+        "clusters": {
+            "prod-cluster": {"server": "https://x", "proxy-url": f"ftp://u:{secret}@proxy"}
+        }
+    }
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", kubeconfig(**bad), contexts=["prod"])
+    assert secret not in str(err.value) and "'ftp'" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("cluster", "user", "field", "needle"),
+    [
+        ({"certificate-authority": "/ca.crt"}, {}, "clusters.prod-cluster.certificate-authority",
+         "both certificate-authority and certificate-authority-data"),
+        ({"insecure-skip-tls-verify": True}, {}, "clusters.prod-cluster.insecure-skip-tls-verify",
+         "with a certificate authority"),
+        ({"proxy-url": "ftp://proxy:21"}, {}, "clusters.prod-cluster.proxy-url",
+         "unsupported scheme"),
+        ({"proxy-url": "http://"}, {}, "clusters.prod-cluster.proxy-url", "names no host"),
+        ({"proxy-url": 3128}, {}, "clusters.prod-cluster.proxy-url", "expected a string"),
+        ({"disable-compression": "true"}, {}, "clusters.prod-cluster.disable-compression",
+         "true or false"),
+        ({"certificate-authority-dta": b64(CA)}, {},
+         "clusters.prod-cluster.certificate-authority-dta",
+         "did you mean 'certificate-authority-data'"),
+        ({}, {"client-certificate-data": b64(CERT)}, "users.prod-admin.client-certificate-data",
+         "without its key"),
+        ({}, {"client-key": "/k.pem"}, "users.prod-admin.client-key", "without its certificate"),
+        ({}, {"client-certificate": "/c.pem", "client-certificate-data": b64(CERT),
+              "client-key-data": b64(KEY)},
+         "users.prod-admin.client-certificate",
+         "both client-certificate and client-certificate-data"),
+        ({}, {"client-certificate-data": b64(CERT), "client-key": "/k",
+              "client-key-data": b64(KEY)},
+         "users.prod-admin.client-key", "both client-key and client-key-data"),
+        ({}, {"username": "admin", "password": "pw"}, "users.prod-admin.token",
+         "more than one authentication method"),
+        ({}, {"token": None, "tokenFile": "/t", "username": "admin"}, "users.prod-admin.tokenFile",
+         "more than one authentication method"),
+        ({}, {"token": None, "password": "pw"}, "users.prod-admin.password", "without a username"),
+        ({}, {"as-groups": ["sre"]}, "users.prod-admin.as", "without as"),
+        ({}, {"as-uid": "7d1f"}, "users.prod-admin.as", "without as"),
+        ({}, {"as": "alice", "as-groups": "sre"}, "users.prod-admin.as-groups", "list of strings"),
+        ({}, {"as": "alice", "as-groups": [7]}, "users.prod-admin.as-groups[0]",
+         "expected a string"),
+        ({}, {"as": "al\nice"}, "users.prod-admin.as", "printable ASCII"),
+        ({}, {"as": "alice", "as-user-extra": {"k": "v"}}, "users.prod-admin.as-user-extra.k",
+         "list of strings"),
+        ({}, {"as": "alice", "as-user-extra": ["k"]}, "users.prod-admin.as-user-extra",
+         "mapping of lists"),
+        ({}, {"token": 12345}, "users.prod-admin.token", "expected a string"),
+        ({}, {"token": "eyJhbGci\n"}, "users.prod-admin.token", "control or non-ASCII"),
+        ({}, {"token": None, "username": ["admin"]}, "users.prod-admin.username",
+         "expected a string"),
+        ({}, {"impersonate": "alice"}, "users.prod-admin.impersonate",
+         "not a kubeconfig user field"),
+        ({}, {"exec": {**EKS_EXEC, "pluginPolicy": "Allow"}}, "users.prod-admin.exec.pluginPolicy",
+         "not a kubeconfig exec field"),
+    ],
+)  # fmt: skip
+def test_what_kubectl_refuses_or_fleetwarden_would_ignore_is_an_error_naming_the_field(
+    cluster, user, field, needle
+):
+    body = yaml.safe_load(KUBECONFIG)
+    body["clusters"][0]["cluster"].update(cluster)
+    body["users"][0]["user"].update(user)
+    body["users"][0]["user"] = {k: v for k, v in body["users"][0]["user"].items() if v is not None}
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", yaml.safe_dump(body), contexts=["prod"])
+    assert err.value.path == "kc.yaml"
+    assert err.value.field == field, err.value
+    assert needle in err.value.reason
+
+
+@pytest.mark.parametrize(
+    ("context", "field", "needle"),
+    [
+        ({"namespace": "Payments_EU"}, "contexts.prod.namespace", "not a DNS label"),
+        ({"namespace": 7}, "contexts.prod.namespace", "expected a string"),
+        ({"user": ["prod-admin"]}, "contexts.prod.user", "expected a string"),
+        ({"users": "prod-admin"}, "contexts.prod.users", "did you mean 'user'"),
+    ],
+)
+def test_bad_context_fields_are_refused(context, field, needle):
+    body = yaml.safe_load(KUBECONFIG)
+    body["contexts"][0]["context"].update(context)
+    with pytest.raises(FormatError) as err:
+        parse_kubeconfig("kc.yaml", yaml.safe_dump(body), contexts=["prod"])
+    assert err.value.field == field and needle in err.value.reason
+
+
+def test_a_username_alone_is_basic_auth_as_in_client_go():
+    creds = parse_kubeconfig(
+        "kc.yaml", kubeconfig(users={"basic-user": {"username": "admin"}}), contexts=["prod-basic"]
+    )[0].endpoint.credentials
+    assert (creds.username, creds.password, repr(creds)) == ("admin", None, "Credentials(basic)")
+
+
+_USER_VALUES = {
+    "token": st.just(TOKEN),
+    "tokenFile": st.just("token.txt"),
+    "username": st.just("admin"),
+    "password": st.just(PASSWORD),
+    "client-certificate-data": st.just(b64(CERT)),
+    "client-key-data": st.just(b64(KEY)),
+    "client-certificate": st.just("c.pem"),
+    "client-key": st.just("k.pem"),
+    "as": st.just("alice"),
+    "as-uid": st.just("7d1f"),
+    "as-groups": st.lists(st.sampled_from(["sre", "dev"]), max_size=2),
+    "as-user-extra": st.dictionaries(
+        st.sampled_from(["team", "a/b"]), st.lists(st.just("x"), max_size=2), max_size=2
+    ),
+}
+_CLUSTER_VALUES = {
+    "certificate-authority-data": st.just(b64(CA)),
+    "certificate-authority": st.just("ca.crt"),
+    "insecure-skip-tls-verify": st.booleans(),
+    "tls-server-name": st.just("kubernetes.default"),
+    "proxy-url": st.sampled_from(["http://proxy:3128", "socks5://127.0.0.1:1080", "gopher://x"]),
+    "disable-compression": st.booleans(),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    user=st.fixed_dictionaries({}, optional=_USER_VALUES),
+    cluster=st.fixed_dictionaries({}, optional=_CLUSTER_VALUES),
+    stray=st.none()
+    | st.sampled_from(["Server", "certificate-authority-dta", "as-group", "tokenfile"]),
+)
+def test_every_kubeconfig_field_given_is_honoured_or_refused_never_dropped(user, cluster, stray):
+    """The property behind item 2: whatever combination of fields a context uses, either the
+    endpoint carries each of them, or parsing fails naming one of them."""
+    if stray is not None:
+        (cluster if stray == "Server" or "authority" in stray else user)[stray] = "x"
+    body = {
+        "clusters": [{"name": "c", "cluster": {"server": "https://h:6443", **cluster}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+    }
+    try:
+        (ref,) = parse_kubeconfig("kc.yaml", yaml.safe_dump(body))
+    except FormatError as exc:
+        assert exc.field and exc.field.split(".")[0] in ("clusters", "users"), exc
+        return
+    assert stray is None
+    ep, creds, files = ref.endpoint, ref.endpoint.credentials, ref.files
+    assert creds.token == user.get("token")
+    assert files.token == user.get("tokenFile")
+    assert creds.username == user.get("username") and creds.password == user.get("password")
+    assert (creds.client_cert_pem is not None) == ("client-certificate-data" in user)
+    assert (creds.client_key_pem is not None) == ("client-key-data" in user)
+    assert (files.client_cert, files.client_key) == (
+        user.get("client-certificate"),
+        user.get("client-key"),
+    )
+    if "as" in user:
+        assert creds.impersonate is not None and creds.impersonate.user == user["as"]
+        assert creds.impersonate.groups == tuple(user.get("as-groups", ()))
+        assert dict(creds.impersonate.extra) == {
+            k: tuple(v) for k, v in user.get("as-user-extra", {}).items()
+        }
+        assert creds.impersonate.uid == user.get("as-uid")
+    else:
+        assert creds.impersonate is None
+        assert (
+            not user.get("as-uid") and not user.get("as-groups") and not user.get("as-user-extra")
+        )
+    assert ep.ca_pem == (CA if "certificate-authority-data" in cluster else None)
+    assert files.ca == cluster.get("certificate-authority")
+    assert ep.insecure == cluster.get("insecure-skip-tls-verify", False)
+    assert ep.tls_server_name == cluster.get("tls-server-name")
+    assert ep.proxy_url == cluster.get("proxy-url")
+    assert ep.disable_compression == cluster.get("disable-compression", False)
+
+
 # --- Argo CD cluster Secrets --------------------------------------------------------------
 
 
@@ -654,6 +962,25 @@ def test_bad_cluster_secrets_name_the_secret_and_field(mutate, field):
     assert TOKEN not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("config", "field", "needle"),
+    [
+        ({"proxyUrl": "ftp://proxy"}, "data.config.proxyUrl", "unsupported scheme"),
+        ({"proxyUrl": 3128}, "data.config.proxyUrl", "expected a string"),
+        ({"disableCompression": "yes"}, "data.config.disableCompression", "true or false"),
+    ],
+)
+def test_argocd_proxy_and_compression_settings_are_honoured_or_refused(config, field, needle):
+    """Argo CD's RawRestConfig sets them on the rest config: never silently dropped."""
+    with pytest.raises(FormatError) as err:
+        endpoint_from_secret(cluster_secret(config={"bearerToken": TOKEN, **config}))
+    assert err.value.field == field and needle in err.value.reason
+    ep = endpoint_from_secret(
+        cluster_secret(config={"bearerToken": TOKEN, "proxyUrl": "socks5://127.0.0.1:1080"})
+    )
+    assert ep.proxy_url == "socks5://127.0.0.1:1080" and not ep.disable_compression
+
+
 def test_fingerprint_follows_the_connection_not_the_labels():
     base = endpoint_from_secret(cluster_secret())
     relabelled = endpoint_from_secret(cluster_secret(labels={"env": "staging", "tier": "1"}))
@@ -728,8 +1055,8 @@ CONFIG_KEYS = {
     "tlsClientConfig": ("read", None),
     "awsAuthConfig": ("read", None),  # -> credentials.exec
     "execProviderConfig": ("read", None),
-    "proxyUrl": ("ignored", None),  # fleetwarden connects directly
-    "disableCompression": ("ignored", None),
+    "proxyUrl": ("read", None),  # -> proxy_url
+    "disableCompression": ("read", None),  # -> disable_compression
 }
 TLS_KEYS = {
     "caData": "ca_pem",
@@ -755,7 +1082,9 @@ def test_every_key_of_the_real_argocd_cluster_schema_is_accounted_for(realdata):
     }
     config = {"bearerToken": TOKEN, "username": "admin", "password": PASSWORD}
     config |= {"tlsClientConfig": tls_values, "proxyUrl": "http://proxy:3128"}
+    config |= {"disableCompression": True}
     ep = endpoint_from_secret(cluster_secret(config=config))
+    assert (ep.proxy_url, ep.disable_compression) == ("http://proxy:3128", True)
     for key, attr in TLS_KEYS.items():
         want = tls_values[key]
         got = getattr(ep.credentials if "client" in attr else ep, attr)
@@ -791,6 +1120,8 @@ _config = st.fixed_dictionaries(
         "tlsClientConfig": _tls | _json,
         "awsAuthConfig": _json,
         "execProviderConfig": _json,
+        "proxyUrl": st.sampled_from(["http://p:3128", "gopher://p"]) | _json,
+        "disableCompression": _json,
     },
 )
 _config_text = _config.map(json.dumps) | st.text(max_size=30)
@@ -850,7 +1181,8 @@ def test_any_secret_like_mapping_gives_a_usable_endpoint_or_a_format_error(obj):
     creds = ep.credentials
     for value in (creds.token, creds.username, creds.password, ep.tls_server_name):
         assert value is None or isinstance(value, str)
-    assert isinstance(ep.insecure, bool)
+    assert isinstance(ep.insecure, bool) and isinstance(ep.disable_compression, bool)
+    assert ep.proxy_url is None or ep.proxy_url.startswith(("http://", "https://", "socks5://"))
     assert re.fullmatch(r"[0-9a-f]{12}", ep.fingerprint)  # usable by FleetWatcher.update
     token = creds.token
     if token and len(token) >= 8:

@@ -1038,6 +1038,96 @@ def test_aks_node_pool_rolling_events_are_upgrades_of_the_named_pool():
     assert event.flags == (EventFlag.FAILED,)
 
 
+AKS_CLUSTER = POOL_URI.rsplit("/agentPools/", 1)[0]
+# data of each AKS event, as https://learn.microsoft.com/en-us/azure/event-grid/event-schema-aks
+# shows it (the TypeSpec: Azure/azure-rest-api-specs, specification/eventgrid/data-plane/
+# EventGridSystemEvents/Microsoft.ContainerService/ContainerService.tsp)
+AKS_DATA = {
+    "NewKubernetesVersionAvailable": {
+        "latestSupportedKubernetesVersion": "1.20.7",
+        "latestStableKubernetesVersion": "1.19.11",
+        "lowestMinorKubernetesVersion": "1.18.19",
+        "latestPreviewKubernetesVersion": "1.21.1",
+    },
+    "ClusterSupportEnded": {"kubernetesVersion": "1.23.15"},
+    "ClusterSupportEnding": {"kubernetesVersion": "1.24.10"},
+    "NodePoolRollingStarted": {"nodePoolName": "nodepool1"},
+    "NodePoolRollingSucceeded": {"nodePoolName": "nodepool1"},
+    "NodePoolRollingFailed": {"nodePoolName": "nodepool1"},
+}
+
+
+def aks_event(name: str, data: Any) -> dict[str, Any]:
+    return {
+        "topic": AKS_CLUSTER,
+        "subject": "aks-prod",
+        "eventType": f"Microsoft.ContainerService.{name}",
+        "id": "1234567890abcdef1234567890abcdef12345678",
+        "data": data,
+        "dataVersion": "1",
+        "metadataVersion": "1",
+        "eventTime": "2021-07-01T04:52:57.0000000Z",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(AKS_DATA))
+@pytest.mark.parametrize("schema", ["eventgrid", "cloudevents"])
+def test_aks_event_data_the_schema_defines_is_kept_in_the_detail(name, schema):
+    """The versions of NewKubernetesVersionAvailable / ClusterSupport*, the pool of
+    NodePoolRolling*: kept in the stored detail, on both delivery schemas."""
+    body = aks_event(name, {**AKS_DATA[name], "notInTheSchema": "dropped"})
+    event = one("azure", [body] if schema == "eventgrid" else as_cloudevent(body))
+    assert event.cluster == "aks-prod"
+    for key, value in AKS_DATA[name].items():
+        assert event.detail[key] == value
+    assert "notInTheSchema" not in event.detail
+    assert json.loads(json.dumps(event.to_json()))["detail"] == event.detail
+
+
+def test_aks_preview_version_is_optional():
+    data = {
+        k: v for k, v in AKS_DATA["NewKubernetesVersionAvailable"].items() if "Preview" not in k
+    }
+    event = one("azure", [aks_event("NewKubernetesVersionAvailable", data)])
+    assert "latestPreviewKubernetesVersion" not in event.detail
+    assert event.detail["latestStableKubernetesVersion"] == "1.19.11"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(AKS_DATA)),
+    bad=st.one_of(
+        st.integers(), st.floats(allow_nan=False), st.booleans(),
+        st.lists(st.text(max_size=3), min_size=1, max_size=2),
+        st.dictionaries(st.text(max_size=3), st.text(max_size=3), min_size=1, max_size=2),
+    ),
+    data=st.data(),
+)  # fmt: skip
+def test_aks_event_data_of_the_wrong_type_is_refused_naming_the_field(name, bad, data):
+    key = data.draw(st.sampled_from(sorted(AKS_DATA[name])))
+    body = aks_event(name, {**AKS_DATA[name], key: bad})
+    for delivered in ([body], as_cloudevent(body)):
+        error = refused("azure", delivered)
+        assert error.field is not None and error.field.endswith(f"data.{key}")
+        assert "expected a string" in error.reason
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    name=st.sampled_from(sorted(AKS_DATA)),
+    values=st.dictionaries(
+        st.sampled_from(sorted({k for d in AKS_DATA.values() for k in d})),
+        st.none() | st.text(max_size=30),
+    ),
+)
+def test_any_aks_event_with_string_data_keeps_exactly_the_schema_fields(name, values):
+    event = one("azure", [aks_event(name, values)])
+    kept = {k for k in event.detail if k in {f for d in AKS_DATA.values() for f in d}}
+    assert kept <= set(AKS_DATA[name])
+    for key in kept:
+        assert isinstance(event.detail[key], str) and event.detail[key] == values[key][:80]
+
+
 # https://learn.microsoft.com/en-us/azure/event-grid/webhook-event-delivery
 VALIDATION = [
     {

@@ -196,6 +196,20 @@ def test_exec_info_with_cluster_info_carries_server_ca_and_the_exec_extension():
     assert dev["insecure-skip-tls-verify"] is True and "certificate-authority-data" not in dev
 
 
+def test_exec_info_passes_the_proxy_and_compression_settings_as_client_go_does():
+    """rest.ConfigToExecCluster (client-go rest/exec.go) gives the plugin proxy-url and
+    disable-compression with the rest of the cluster."""
+    plugin = ExecConfig("kubelogin", V1, provide_cluster_info=True)
+    proxied = ClusterEndpoint(
+        "dev", "https://dev:6443", proxy_url="http://proxy.corp:3128", disable_compression=True
+    )
+    cluster = json.loads(exec_info(plugin, proxied, interactive=False))["spec"]["cluster"]
+    assert cluster["proxy-url"] == "http://proxy.corp:3128"
+    assert cluster["disable-compression"] is True
+    plain = json.loads(exec_info(plugin, ENDPOINT, interactive=False))["spec"]["cluster"]
+    assert "proxy-url" not in plain and "disable-compression" not in plain
+
+
 # --- hypothesis: anything a plugin may print ----------------------------------------------
 
 _json = st.recursive(

@@ -79,6 +79,66 @@ def test_kustomizations_are_skipped_with_what_to_do(realdata):
     assert [s.reason for s in got.skipped] == ["a Kustomization: give `kustomize build` output"] * 2
 
 
+@pytest.mark.parametrize(
+    ("name", "command"),
+    [
+        ("flux-example-kustomization-apps.yaml", "`flux build kustomization apps --path DIR`"),
+        (
+            "flux-mt-tenant-gitrepository-kustomization.yaml",
+            "`flux build kustomization dev-team --path DIR`",
+        ),
+        ("flux-kustomization-sample.yaml", "`flux build kustomization NAME --path DIR`"),
+    ],
+)
+def test_a_flux_kustomization_is_named_as_flux_with_flux_build(realdata, name, command):
+    """A Flux Kustomization (kustomize.toolkit.fluxcd.io) is not kustomize's: the skip says it
+    is a Flux object and asks for `flux build kustomization` output."""
+    got = read_desired_workloads([source(realdata / "flux" / name)])
+    (skip,) = got.skipped
+    assert "Flux Kustomization" in skip.reason and command in skip.reason
+    assert "kustomize build" not in skip.reason
+
+
+def test_a_flux_kustomization_hint_names_the_object_and_its_path(realdata):
+    got = read_desired_workloads(
+        [source(realdata / "flux" / "flux-example-kustomization-apps.yaml")]
+    )
+    assert got.skipped[0].reason == (
+        "a Flux Kustomization (kustomize.toolkit.fluxcd.io) apps, which tells Flux what to "
+        "apply: give `flux build kustomization apps --path DIR` output (DIR: a local checkout "
+        "of spec.path ./production)"
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    version=st.sampled_from(["v1", "v1beta2", "v1beta1"]),
+    meta=st.none()
+    | st.dictionaries(
+        st.sampled_from(["name", "namespace"]), st.none() | st.text(max_size=8) | st.integers()
+    ),
+    spec=st.none()
+    | st.dictionaries(
+        st.sampled_from(["path", "prune", "interval"]),
+        st.none() | st.text(max_size=8) | st.booleans(),
+    ),
+)
+def test_any_flux_kustomization_file_is_skipped_as_flux(version, meta, spec):
+    body: dict[str, Any] = {
+        "apiVersion": f"kustomize.toolkit.fluxcd.io/{version}",
+        "kind": "Kustomization",
+    }
+    if meta is not None:
+        body["metadata"] = meta
+    if spec is not None:
+        body["spec"] = spec
+    got = read_desired_workloads(
+        [SourceFile("clusters/prod/apps.yaml", yaml.safe_dump(body).encode())]
+    )
+    (skip,) = got.skipped
+    assert "flux build kustomization" in skip.reason and "kustomize build" not in skip.reason
+
+
 def test_a_file_of_services_says_what_it_holds(realdata):
     got = read_desired_workloads(
         [source(realdata / "manifests" / "podinfo-kustomize-service.yaml")]

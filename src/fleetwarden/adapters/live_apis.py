@@ -12,7 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleetwarden.adapters.audit_logs import audit_log_paths, read_audit_logs
-from fleetwarden.adapters.kube.config import http_client_factory, load_kubeconfig
+from fleetwarden.adapters.kube.config import (
+    http_client_factory,
+    kubeconfig_paths,
+    load_kubeconfig,
+)
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.formats.audit_log import AuditLogs
 from fleetwarden.formats.settings import load_settings
@@ -54,14 +58,13 @@ def read_live_clusters(
     audit_logs: Sequence[str],
     config: Path | None,
 ) -> LiveClusters:
-    """The clusters to ask (every context of the kubeconfig, or those named; the default
-    kubeconfig is ``$KUBECONFIG``'s first file, else ``~/.kube/config``)."""
-    if kubeconfig is None:
-        env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-        kubeconfig = Path(env) if env else Path.home() / ".kube" / "config"
+    """The clusters to ask (every context of the kubeconfig, or those named; without
+    ``kubeconfig``, kubectl's: every file ``$KUBECONFIG`` lists, merged, else
+    ``~/.kube/config``)."""
+    paths = [kubeconfig] if kubeconfig is not None else kubeconfig_paths()
     settings = load_settings(config)
-    endpoints = {e.name: e for e in load_kubeconfig(kubeconfig, contexts=contexts)}
+    endpoints = {e.name: e for e in load_kubeconfig(paths, contexts=contexts)}
     if not endpoints:
-        raise ValueError(f"{kubeconfig}: no context to read")
+        raise ValueError(f"{os.pathsep.join(map(str, paths))}: no context to read")
     logs = audit_log_paths(audit_logs, settings.audit_logs, list(endpoints))
     return LiveClusters(endpoints, logs)

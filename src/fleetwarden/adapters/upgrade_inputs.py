@@ -4,7 +4,6 @@ checked. Every refusal is a ``FormatError`` (a file) or a ``ValueError`` naming 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -13,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from fleetwarden.adapters import files
+from fleetwarden.adapters.kube.config import kubeconfig_paths
 from fleetwarden.core import workloads as wl
 from fleetwarden.core.ownership import (
     ArgoApp,
@@ -39,7 +39,7 @@ class UpgradeInputs:
     cluster: str
     pool: str
     to: str
-    kubeconfig: Path
+    kubeconfig: tuple[Path, ...]  # --kubeconfig, else every file $KUBECONFIG lists, merged
     context: str
     specs: list[NodePoolSpec] = field(default_factory=list)
     apps: list[AppObjects] = field(default_factory=list)
@@ -69,11 +69,11 @@ def read_upgrade_inputs(
     cluster, sep, pool = target.partition("/")
     if not sep or not cluster or not pool or "/" in pool:
         raise ValueError(f"{target!r}: expected CLUSTER/POOL (e.g. prod-eu-1/general)")
-    if kubeconfig is None:
-        env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-        kubeconfig = Path(env) if env else Path.home() / ".kube" / "config"
+    # kubectl's files: --kubeconfig, else $KUBECONFIG's list merged (first file wins), else
+    # ~/.kube/config
+    paths = (kubeconfig,) if kubeconfig is not None else tuple(kubeconfig_paths())
     inputs = UpgradeInputs(
-        cluster, pool, to, kubeconfig, context or cluster, surge=surge, unavailable=unavailable,
+        cluster, pool, to, paths, context or cluster, surge=surge, unavailable=unavailable,
         budget=timedelta(minutes=budget),
     )  # fmt: skip
     if desired:

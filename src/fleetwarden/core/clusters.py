@@ -19,6 +19,7 @@ __all__ = [
     "Credentials",
     "DiscoverySource",
     "ExecConfig",
+    "Impersonation",
     "InteractiveMode",
     "PluginCredential",
 ]
@@ -84,6 +85,25 @@ class ExecConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class Impersonation:
+    """Whom the client acts as (kubeconfig ``as``, ``as-uid``, ``as-groups``,
+    ``as-user-extra``): sent as ``Impersonate-*`` headers on every request, as client-go does."""
+
+    user: str
+    uid: str | None = None
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.user, self.uid or "", *self.groups, repr(self.extra)):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()[:12]
+
+
+@dataclass(frozen=True, slots=True)
 class PluginCredential:
     """What an exec plugin returned (``ExecCredential.status``). ``repr`` shows no secret.
 
@@ -117,12 +137,14 @@ class Credentials:
     token_file: str | None = None
     # a credential plugin, used when no static credential is set (as client-go does)
     exec: ExecConfig | None = None
+    # whom to act as, whatever authenticates
+    impersonate: Impersonation | None = None
 
     @property
     def uses_exec(self) -> bool:
         """True when the plugin, not a static credential, authenticates (client-go's rule:
-        a token, basic auth or a client certificate wins over ``exec``)."""
-        static = self.token or self.password or (self.client_cert_pem and self.client_key_pem)
+        a token, basic auth (a username) or a client certificate wins over ``exec``)."""
+        static = self.token or self.username or (self.client_cert_pem and self.client_key_pem)
         return self.exec is not None and not static
 
     def __repr__(self) -> str:
@@ -131,8 +153,9 @@ class Credentials:
             for k, v in (
                 ("token", self.token),
                 ("client-cert", self.client_cert_pem),
-                ("basic", self.password),
+                ("basic", self.username),
                 ("exec", self.exec),
+                ("impersonating", self.impersonate),
             )
             if v
         ]
@@ -144,10 +167,18 @@ class Credentials:
     def fingerprint(self) -> str:
         """A short digest that changes when any secret changes (safe to log)."""
         h = hashlib.sha256()
-        for part in (self.token, self.client_cert_pem, self.client_key_pem, self.password):
+        for part in (
+            self.token,
+            self.client_cert_pem,
+            self.client_key_pem,
+            self.username,
+            self.password,
+            self.token_file,
+        ):
             h.update(part.encode() if isinstance(part, str) else (part or b""))
             h.update(b"\0")
         h.update(self.exec.fingerprint.encode() if self.exec else b"")
+        h.update(self.impersonate.fingerprint.encode() if self.impersonate else b"")
         return h.hexdigest()[:12]
 
 
@@ -158,17 +189,27 @@ class ClusterEndpoint:
     credentials: Credentials = field(default_factory=Credentials)
     ca_pem: bytes | None = field(default=None, repr=False)
     insecure: bool = False
+    # the name the server's certificate is checked against (and sent as SNI) instead of the
+    # server URL's host (kubeconfig ``tls-server-name``)
     tls_server_name: str | None = None
     namespaces: tuple[str, ...] = ()
     source: DiscoverySource = DiscoverySource.KUBECONFIG
     labels: tuple[tuple[str, str], ...] = ()
+    # every request goes through this proxy (http, https or socks5; kubeconfig ``proxy-url``);
+    # it may carry a password: never shown
+    proxy_url: str | None = field(default=None, repr=False)
+    # ask for uncompressed responses (kubeconfig ``disable-compression``)
+    disable_compression: bool = False
 
     @property
     def fingerprint(self) -> str:
-        """Changes whenever the connection would change (server, CA or credentials)."""
+        """Changes whenever the connection would change (server, CA, TLS name, proxy,
+        compression or credentials)."""
         h = hashlib.sha256(self.server.encode())
         h.update(self.ca_pem or b"")
         h.update(str(self.insecure).encode())
         h.update((self.tls_server_name or "").encode())
+        h.update((self.proxy_url or "").encode())
+        h.update(str(self.disable_compression).encode())
         h.update(self.credentials.fingerprint.encode())
         return h.hexdigest()[:12]

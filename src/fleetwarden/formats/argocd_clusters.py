@@ -3,7 +3,10 @@
 A cluster Secret carries the label ``argocd.argoproj.io/secret-type: cluster`` and, base64 in
 ``data`` (or plain in ``stringData``): ``name``, ``server``, ``config`` (JSON: ``bearerToken``,
 ``username``/``password``, ``tlsClientConfig`` with ``insecure``, ``caData``, ``certData``,
-``keyData``, ``serverName``) and ``namespaces`` (comma separated).
+``keyData``, ``serverName``, ``proxyUrl``, ``disableCompression``) and ``namespaces`` (comma
+separated). ``proxyUrl`` and ``disableCompression`` are honoured as Argo CD's
+``Cluster.RawRestConfig`` sets them on client-go's rest config (``Proxy``,
+``DisableCompression``).
 
 Credential plugins in ``config`` become an ``ExecConfig``, as Argo CD's
 ``Cluster.RawRestConfig`` (pkg/apis/application/v1alpha1/types.go) builds them:
@@ -41,6 +44,7 @@ from fleetwarden.core.clusters import (
 from fleetwarden.core.describing import describe_type
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.exec_credentials import check_api_version
+from fleetwarden.formats.kubeconfig import check_proxy_url
 
 __all__ = ["SECRET_TYPE_LABEL", "endpoint_from_secret", "is_cluster_secret"]
 
@@ -117,6 +121,10 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
     token = _text(secret, config.get("bearerToken"), "data.config.bearerToken")
     username = _text(secret, config.get("username"), "data.config.username")
     password = _text(secret, config.get("password"), "data.config.password")
+    proxy = check_proxy_url(secret, config.get("proxyUrl"), "data.config.proxyUrl")
+    no_compression = config.get("disableCompression", False)
+    if not isinstance(no_compression, bool):
+        raise FormatError(secret, "expected true or false", field="data.config.disableCompression")
     labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
     namespaces = tuple(n.strip() for n in fields.get("namespaces", "").split(",") if n.strip())
     return ClusterEndpoint(
@@ -138,6 +146,8 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
         namespaces=namespaces,
         source=DiscoverySource.ARGOCD_SECRET,
         labels=tuple(sorted((str(k), str(v)) for k, v in labels.items())),
+        proxy_url=proxy,
+        disable_compression=no_compression,
     )
 
 

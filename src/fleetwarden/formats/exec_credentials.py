@@ -170,6 +170,11 @@ def exec_info(config: ExecConfig, endpoint: ClusterEndpoint, *, interactive: boo
             cluster["insecure-skip-tls-verify"] = True
         if endpoint.ca_pem:
             cluster["certificate-authority-data"] = base64.b64encode(endpoint.ca_pem).decode()
+        # as client-go's rest.ConfigToExecCluster passes them on (rest/exec.go)
+        if endpoint.proxy_url:
+            cluster["proxy-url"] = endpoint.proxy_url
+        if endpoint.disable_compression:
+            cluster["disable-compression"] = True
         if config.cluster_config is not None:
             cluster["config"] = json.loads(config.cluster_config)
         spec["cluster"] = cluster

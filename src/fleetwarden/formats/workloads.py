@@ -5,7 +5,8 @@ trees, ``kustomize build`` output, ``helm template`` output (``# Source:`` comme
 and Argo CD's rendered manifests: the response of ``GET /api/v1/applications/{name}/manifests``
 (``{"manifests": ["<json>", ...], "revision": ...}``), saved as a file or handed over by an
 Argo CD client through ``parse_argocd_manifests`` (the seam for the live source). A
-``Kustomization`` or an unrendered Helm template is skipped with the reason: render it first.
+``Kustomization`` or an unrendered Helm template is skipped with the reason: render it first
+(a Flux ``Kustomization`` with ``flux build kustomization``, not ``kustomize build``).
 A file that a kustomization in the same tree rewrites (``images``, ``namePrefix``, patches...)
 or uses as a patch is not desired state as written: it is skipped as unreadable, with the
 kustomization that rewrites it (``kustomize_rewrites``), never compared as it stands; so is a file
@@ -155,6 +156,39 @@ def _kustomization(doc: Document) -> bool:
     return doc.body.get("kind") in (None, "Kustomization", "Component") and (
         api_version is None
         or (isinstance(api_version, str) and api_version.startswith("kustomize.config.k8s.io/"))
+    )
+
+
+def _flux_kustomization(doc: Document) -> bool:
+    return doc.kind == "Kustomization" and doc.api_version.startswith(
+        "kustomize.toolkit.fluxcd.io/"
+    )
+
+
+def _flux_render_hint(docs: Sequence[Document]) -> str:
+    """Why a file of Flux Kustomizations is not desired state, and what renders it: Flux's
+    own ``flux build kustomization NAME --path DIR`` (DIR: a local checkout of the object's
+    ``spec.path`` in its source), not ``kustomize build``."""
+    names: list[str] = []
+    paths: list[str] = []
+    for doc in docs:
+        meta = doc.body.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        names.append(name if isinstance(name, str) and name else "NAME")
+        spec = doc.body.get("spec")
+        path = spec.get("path") if isinstance(spec, Mapping) else None
+        paths.append(f"spec.path {path}" if isinstance(path, str) and path else "its source")
+    shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+    if len(docs) == 1:
+        return (
+            f"a Flux Kustomization (kustomize.toolkit.fluxcd.io) {shown}, which tells Flux "
+            f"what to apply: give `flux build kustomization {names[0]} --path DIR` output "
+            f"(DIR: a local checkout of {paths[0]})"
+        )
+    return (
+        f"{len(docs)} Flux Kustomizations (kustomize.toolkit.fluxcd.io) {shown}, which tell "
+        "Flux what to apply: give `flux build kustomization NAME --path DIR` output for each "
+        "(DIR: a local checkout of its spec.path)"
     )
 
 
@@ -355,7 +389,10 @@ def read_desired_workloads(
             out.objects.extend(found)
             continue
         kinds = Counter(d.kind or "(no kind)" for d in expanded)
-        if "Kustomization" in kinds or "Component" in kinds:
+        flux = [d for d in expanded if _flux_kustomization(d)]
+        if flux:
+            reason = _flux_render_hint(flux)
+        elif any(_kustomization(d) for d in expanded):
             reason = "a Kustomization: give `kustomize build` output"
         else:
             what = ", ".join(sorted(kinds)) if kinds else "empty"

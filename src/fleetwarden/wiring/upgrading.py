@@ -4,6 +4,7 @@ the audit store -- each opened for the call and closed after it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from fleetwarden.adapters.argocd.client import client_from_env
@@ -56,7 +57,8 @@ async def run(
         # cluster holding the template: --flux ...@CONTEXT) is a context of the kubeconfig
         name = inputs.context if cluster == inputs.cluster else cluster
         if name not in by_name:
-            raise LookupError(f"no context {name!r} in {inputs.kubeconfig} for the Flux object")
+            where = os.pathsep.join(map(str, inputs.kubeconfig))
+            raise LookupError(f"no context {name!r} in {where} for the Flux object")
         if name not in clients:
             clients[name] = KubeClient(by_name[name])
         return FluxClient(clients[name])

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from fleetwarden.adapters.kube.exec_credentials import ExecCredentialSource
-from fleetwarden.core.clusters import ClusterEndpoint, PluginCredential
+from fleetwarden.core.clusters import ClusterEndpoint, Impersonation, PluginCredential
 from fleetwarden.ports.kube import (
     ApiError,
     Conflict,
@@ -37,25 +37,79 @@ from fleetwarden.ports.kube import (
     WatchEvent,
 )
 
-__all__ = ["JSON_MERGE", "STRATEGIC_MERGE", "KubeClient", "TokenFileAuth", "ssl_context"]
+__all__ = [
+    "JSON_MERGE",
+    "STRATEGIC_MERGE",
+    "KubeClient",
+    "TokenFileAuth",
+    "impersonation_headers",
+    "ssl_context",
+]
 
 JSON_MERGE = "application/merge-patch+json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 
+class _ServerNameContext(ssl.SSLContext):
+    """A TLS context that sends ``server_name`` as SNI and checks the server's certificate
+    against it, whatever host the URL (or a proxy tunnel) names: Go's ``tls.Config.ServerName``,
+    which client-go sets from kubeconfig ``tls-server-name``."""
+
+    server_name: str
+
+    def wrap_socket(  # type: ignore[override]
+        self,
+        sock: Any,
+        server_side: bool = False,
+        do_handshake_on_connect: bool = True,
+        suppress_ragged_eofs: bool = True,
+        server_hostname: str | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLSocket:
+        return super().wrap_socket(
+            sock, server_side, do_handshake_on_connect, suppress_ragged_eofs,
+            self.server_name, session,
+        )  # fmt: skip
+
+    def wrap_bio(  # type: ignore[override]
+        self,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLObject:
+        return super().wrap_bio(incoming, outgoing, server_side, self.server_name, session)
+
+
+def _context(server_name: str | None, ca_pem: bytes | None = None) -> ssl.SSLContext:
+    """Verification and hostname check on (``ssl.create_default_context``), trusting ``ca_pem``
+    alone when given (client-go's RootCAs: the kubeconfig's CA, not the system's), else the
+    system's CAs; a ``_ServerNameContext`` when a server name replaces the URL's host."""
+    cadata = ca_pem.decode("ascii", "replace") if ca_pem else None
+    if server_name is None:
+        return ssl.create_default_context(cadata=cadata)
+    ctx = _ServerNameContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.server_name = server_name
+    if cadata is not None:
+        ctx.load_verify_locations(cadata=cadata)
+    else:
+        ctx.load_default_certs()
+    return ctx
+
+
 def ssl_context(
     endpoint: ClusterEndpoint, *, client_cert: tuple[bytes, bytes] | None = None
 ) -> ssl.SSLContext:
-    """TLS per the endpoint: its CA (no verification if insecure) and its client certificate,
-    or ``client_cert`` (PEM certificate and key, from an exec plugin) instead."""
+    """TLS per the endpoint: its CA (no verification if insecure), the name its certificate is
+    checked against (``tls_server_name``, else the URL's host) and its client certificate, or
+    ``client_cert`` (PEM certificate and key, from an exec plugin) instead."""
     if endpoint.insecure:  # no CA to load: nothing is verified
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx = _context(endpoint.tls_server_name)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    elif endpoint.ca_pem:
-        ctx = ssl.create_default_context(cadata=endpoint.ca_pem.decode("ascii", "replace"))
     else:
-        ctx = ssl.create_default_context()
+        ctx = _context(endpoint.tls_server_name, endpoint.ca_pem)
     creds = endpoint.credentials
     if client_cert is None and creds.client_cert_pem and creds.client_key_pem:
         client_cert = (creds.client_cert_pem, creds.client_key_pem)
@@ -67,8 +121,14 @@ def ssl_context(
                 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
-            ctx.load_cert_chain(cert, key)
+            ctx.load_cert_chain(cert, key, password=_no_passphrase)
     return ctx
+
+
+def _no_passphrase() -> str:
+    """An encrypted client key: OpenSSL would otherwise prompt on the terminal (and a service
+    would wait); client-go cannot read one either (Go's tls.X509KeyPair)."""
+    raise ValueError("the client key is encrypted (a passphrase-protected PEM): decrypt it")
 
 
 class TokenFileAuth(httpx.Auth):
@@ -119,8 +179,13 @@ class KubeClient:
         run. ``exec_timeout`` bounds one plugin run (default 60 s, 300 s interactive)."""
         self.endpoint = endpoint
         self.cluster = endpoint.name
-        self._headers = {"Accept": "application/json", "User-Agent": "fleetwarden/0.1"}
         creds = endpoint.credentials
+        headers = [("Accept", "application/json"), ("User-Agent", "fleetwarden/0.1")]
+        if endpoint.disable_compression:  # kubeconfig disable-compression: ask for none
+            headers.append(("Accept-Encoding", "identity"))
+        if creds.impersonate is not None:
+            headers.extend(impersonation_headers(creds.impersonate))
+        self._headers = httpx.Headers(headers)
         self._auth: httpx.Auth | None = None
         self._exec: ExecCredentialSource | None = None
         if creds.uses_exec:
@@ -134,8 +199,8 @@ class KubeClient:
             self._auth = TokenFileAuth(creds.token_file, creds.token)
         elif creds.token:
             self._headers["Authorization"] = f"Bearer {creds.token}"
-        elif creds.username and creds.password:
-            self._auth = httpx.BasicAuth(creds.username, creds.password)
+        elif creds.username:  # client-go sends basic auth for a username, even without password
+            self._auth = httpx.BasicAuth(creds.username, creds.password or "")
         self._timeout = httpx.Timeout(timeout, connect=min(timeout, 5.0))
         self._transport = transport
         # the client certificate the current httpx client presents (exec plugins only), and
@@ -147,6 +212,10 @@ class KubeClient:
             self._http = self._new_http(None)
         except (ssl.SSLError, ValueError, OSError) as exc:
             raise ApiError(self.cluster, f"bad TLS configuration: {exc}") from None
+        except ImportError:  # httpx needs socksio for a socks5 proxy-url
+            raise ApiError(
+                self.cluster, "a socks5 proxy needs the socksio package (httpx[socks])"
+            ) from None
 
     def _new_http(self, client_cert: tuple[bytes, bytes] | None) -> httpx.AsyncClient:
         return httpx.AsyncClient(
@@ -156,6 +225,8 @@ class KubeClient:
             verify=ssl_context(self.endpoint, client_cert=client_cert),
             timeout=self._timeout,
             transport=self._transport,
+            # kubeconfig proxy-url; the environment's proxies are not used (trust_env)
+            proxy=self.endpoint.proxy_url,
             trust_env=False,
             # every watch holds a connection for its whole life (nodes, six workload kinds,
             # per namespace when so configured): no pool cap, or watches would queue
@@ -293,7 +364,7 @@ class KubeClient:
             raise Transient(self.cluster, f"{method} {path}: timed out") from None
         except httpx.TransportError as exc:
             raise Transient(
-                self.cluster, f"{method} {path}: {type(exc).__name__}: {exc or 'connection failed'}"
+                self.cluster, f"{method} {path}: {_transport_reason(exc, 'connection failed')}"
             ) from None
         self._raise_for(resp, method, path)
         if not resp.content:
@@ -398,7 +469,7 @@ class KubeClient:
             raise Transient(self.cluster, f"WATCH {path}: read timed out") from None
         except httpx.TransportError as exc:
             raise Transient(
-                self.cluster, f"WATCH {path}: {type(exc).__name__}: {exc or 'connection lost'}"
+                self.cluster, f"WATCH {path}: {_transport_reason(exc, 'connection lost')}"
             ) from None
 
     def _event(self, path: str, line: str, used: PluginCredential | None) -> WatchEvent:
@@ -472,6 +543,42 @@ class KubeClient:
     async def version(self, *, timeout: float = 5.0) -> str:
         data = await self.request("GET", "/version", timeout=timeout)
         return str(data.get("gitVersion", "")) if isinstance(data, Mapping) else ""
+
+
+def _transport_reason(exc: httpx.TransportError, default: str) -> str:
+    """Why a request did not get through. A request the client refused to send is said
+    without the client's text: h11 quotes the offending header value, which may be the
+    ``Authorization`` header (a token with a stray newline)."""
+    if isinstance(exc, httpx.LocalProtocolError):
+        return (
+            "LocalProtocolError: the request could not be sent (a header value, such as the "
+            "credential, holds a character HTTP does not allow)"
+        )
+    return f"{type(exc).__name__}: {exc or default}"
+
+
+def impersonation_headers(who: Impersonation) -> list[tuple[str, str]]:
+    """The ``Impersonate-*`` headers client-go sends for a kubeconfig user's ``as`` fields
+    (transport/round_trippers.go: one ``Impersonate-Group`` per group, one
+    ``Impersonate-Extra-<key>`` per value, the key %-escaped as headerKeyEscape does)."""
+    out = [("Impersonate-User", who.user)]
+    if who.uid:
+        out.append(("Impersonate-Uid", who.uid))
+    out.extend(("Impersonate-Group", group) for group in who.groups)
+    for key, values in who.extra:
+        out.extend((f"Impersonate-Extra-{_header_key_escape(key)}", v) for v in values)
+    return out
+
+
+# the bytes of an HTTP token (RFC 7230 tchar) that stay as they are in a header name; '%'
+# is escaped too, so the API server's url.PathUnescape reads the key back
+_TOKEN_BYTES = frozenset(
+    b"!#$&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+
+
+def _header_key_escape(key: str) -> str:
+    return "".join(chr(b) if b in _TOKEN_BYTES else f"%{b:02X}" for b in key.encode("utf-8"))
 
 
 def _status_message(resp: httpx.Response) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +20,7 @@ from fleetwarden.core.clusters import (
     InteractiveMode,
 )
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.kubeconfig import parse_kubeconfig
+from fleetwarden.formats.kubeconfig import parse_kubeconfigs
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -28,49 +29,109 @@ __all__ = [
     "check_unattended",
     "http_client_factory",
     "in_cluster_endpoint",
+    "kubeconfig_paths",
     "load_kubeconfig",
     "service_client_factory",
 ]
 
 
 def _read(base: Path, ref: str, what: str, kubeconfig: Path) -> bytes:
-    path = Path(ref).expanduser()
-    if not path.is_absolute():
-        path = base / path
+    path = _resolved(base, ref)
     try:
         return path.read_bytes()
     except OSError as exc:
         raise FormatError(str(kubeconfig), f"cannot read {what} {path}: {exc.strerror}") from None
 
 
-def load_kubeconfig(path: Path, *, contexts: Sequence[str] = ()) -> list[ClusterEndpoint]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(str(path), f"cannot read kubeconfig: {exc}") from None
+def _resolved(base: Path, ref: str) -> Path:
+    """A file a kubeconfig names, relative to the kubeconfig's directory (clientcmd's
+    ResolveLocalPaths); absolute, so a rotating token file is found from any directory."""
+    path = Path(ref).expanduser()
+    return path if path.is_absolute() else (base / path).absolute()
+
+
+def kubeconfig_paths(env: Mapping[str, str] | None = None) -> list[Path]:
+    """The files kubectl reads when no ``--kubeconfig`` is given: every file ``$KUBECONFIG``
+    lists (in order, each once, empty entries skipped), else ``~/.kube/config``."""
+    env = os.environ if env is None else env
+    listed = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if not listed:
+        return [Path.home() / ".kube" / "config"]
+    return [Path(p) for p in dict.fromkeys(listed)]
+
+
+def load_kubeconfig(
+    path: Path | Sequence[Path], *, contexts: Sequence[str] = ()
+) -> list[ClusterEndpoint]:
+    """The endpoints of one kubeconfig, or of several merged as kubectl merges
+    ``$KUBECONFIG`` (the first file to name a cluster, user or context wins). Files it refers
+    to are read here (relative to the file that names them); so is a ``tokenFile``, which the
+    client then re-reads as it rotates."""
+    paths = [path] if isinstance(path, Path) else list(path)
+    texts = []
+    for one in paths:
+        try:
+            texts.append((str(one), one.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise FormatError(str(one), f"cannot read kubeconfig: {exc}") from None
     out = []
-    for ref in parse_kubeconfig(str(path), text, contexts=contexts):
-        ep, files, base = ref.endpoint, ref.files, path.parent
+    for ref in parse_kubeconfigs(texts, contexts=contexts):
+        ep, files = ref.endpoint, ref.files
+        cluster_file, user_file = Path(ref.cluster_file), Path(ref.user_file)
         creds = ep.credentials
-        if files.ca and not ep.ca_pem:
+        if files.ca:
             ep = dataclasses.replace(
-                ep, ca_pem=_read(base, files.ca, "certificate-authority", path)
+                ep,
+                ca_pem=_read(cluster_file.parent, files.ca, "certificate-authority", cluster_file),
             )
-        if files.token and not creds.token:
-            token = _read(base, files.token, "tokenFile", path).decode().strip()
-            creds = dataclasses.replace(creds, token=token)
-        if files.client_cert and not creds.client_cert_pem:
+        if files.token:
+            creds = _with_token_file(creds, user_file, files.token, ep.name)
+        if files.client_cert:
             creds = dataclasses.replace(
-                creds, client_cert_pem=_read(base, files.client_cert, "client-certificate", path)
+                creds,
+                client_cert_pem=_read(
+                    user_file.parent, files.client_cert, "client-certificate", user_file
+                ),
             )
-        if files.client_key and not creds.client_key_pem:
+        if files.client_key:
             creds = dataclasses.replace(
-                creds, client_key_pem=_read(base, files.client_key, "client-key", path)
+                creds,
+                client_key_pem=_read(user_file.parent, files.client_key, "client-key", user_file),
             )
         if creds.exec is not None:
-            creds = dataclasses.replace(creds, exec=_anchored(creds.exec, path))
+            creds = dataclasses.replace(creds, exec=_anchored(creds.exec, user_file))
+        if ep.proxy_url and ep.proxy_url.startswith("socks5:") and not _socks_available():
+            raise FormatError(
+                str(cluster_file),
+                f"context {ep.name!r}: a socks5 proxy-url needs the socksio package "
+                "(pip install 'httpx[socks]'); use an http(s) proxy or install it",
+            )
         out.append(dataclasses.replace(ep, credentials=creds))
     return out
+
+
+def _with_token_file(creds: Credentials, kubeconfig: Path, ref: str, context: str) -> Credentials:
+    """``tokenFile``: read now and re-read as it rotates (client-go's cached file token
+    source: a readable file wins over ``token``, which is the fallback; an empty file with no
+    ``token`` is an error, not an anonymous connection)."""
+    path = _resolved(kubeconfig.parent, ref)
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        if creds.token:  # client-go keeps the token when the file cannot be read
+            return dataclasses.replace(creds, token_file=str(path))
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise FormatError(str(kubeconfig), f"cannot read tokenFile {path}: {reason}") from None
+    if not token and not creds.token:
+        raise FormatError(
+            str(kubeconfig),
+            f"context {context!r}: tokenFile {path} is empty (client-go: read empty token)",
+        )
+    return dataclasses.replace(creds, token=token or creds.token, token_file=str(path))
+
+
+def _socks_available() -> bool:
+    return importlib.util.find_spec("socksio") is not None
 
 
 def _anchored(plugin: ExecConfig, kubeconfig: Path) -> ExecConfig:

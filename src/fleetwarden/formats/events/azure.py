@@ -20,6 +20,12 @@ Mapping:
   and ``*Cancel`` flag FAILED. Event Grid does not carry the request body, so no changed fields.
 * ``Microsoft.ContainerService.NodePoolRolling{Started,Succeeded,Failed}``: UPGRADE of
   ``data.nodePoolName`` on the cluster named by the topic (or subject).
+* Every AKS event (``Microsoft.ContainerService.*``) keeps the data fields its published
+  schema defines in ``detail``, and refuses one of the wrong type naming it:
+  ``NewKubernetesVersionAvailable`` the ``latestSupported``/``latestStable``/``lowestMinor``/
+  ``latestPreview`` ``KubernetesVersion`` strings, ``ClusterSupportEnding``/``Ended`` the
+  cluster's ``kubernetesVersion``, ``NodePoolRolling*`` the ``nodePoolName``. Fields the schema
+  does not define are not kept (``detail`` is an allow-list).
 * The actor comes from ``data.claims`` (an object, or the JSON text of one, as older SDK test
   payloads show): the ``upn`` claim, then the ``name`` claim, ``unique_name``, ``email``, then
   ``appid`` (a service principal, reported as ``appid:<guid>``); ``data.caller`` as fallback.
@@ -31,7 +37,10 @@ Mapping:
 
 References: https://learn.microsoft.com/en-us/azure/event-grid/webhook-event-delivery,
 https://learn.microsoft.com/en-us/azure/event-grid/event-schema-resource-groups,
-https://learn.microsoft.com/en-us/javascript/api/@azure/eventgrid/resourcewritesuccesseventdata.
+https://learn.microsoft.com/en-us/javascript/api/@azure/eventgrid/resourcewritesuccesseventdata,
+https://learn.microsoft.com/en-us/azure/event-grid/event-schema-aks (AKS data: the TypeSpec in
+Azure/azure-rest-api-specs ``specification/eventgrid/data-plane/EventGridSystemEvents/
+Microsoft.ContainerService/ContainerService.tsp``).
 """
 
 from __future__ import annotations
@@ -75,6 +84,22 @@ _CLAIM_ORDER = (
     "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress",
 )
 _ROLLING = "Microsoft.ContainerService.NodePoolRolling"
+_AKS_EVENT = "Microsoft.ContainerService."
+# data fields of each AKS event, as ContainerService.tsp defines them (all strings)
+_VERSIONS = (
+    "latestSupportedKubernetesVersion",
+    "latestStableKubernetesVersion",
+    "lowestMinorKubernetesVersion",
+    "latestPreviewKubernetesVersion",
+)
+_AKS_DATA: dict[str, tuple[str, ...]] = {
+    "NewKubernetesVersionAvailable": _VERSIONS,
+    "ClusterSupportEnding": ("kubernetesVersion",),
+    "ClusterSupportEnded": ("kubernetesVersion",),
+    "NodePoolRollingStarted": ("nodePoolName",),
+    "NodePoolRollingSucceeded": ("nodePoolName",),
+    "NodePoolRollingFailed": ("nodePoolName",),
+}
 
 
 def parse(body: Any, headers: Mapping[str, str], received_at: datetime) -> Parsed:
@@ -184,8 +209,15 @@ def change_from_event(
         operation = Operation.UPGRADE
         phase = event_type.removeprefix(_ROLLING)
         outcome = {"Succeeded": "success", "Failed": "failure"}.get(phase)
-    elif event_type.startswith("Microsoft.ContainerService."):
+    elif event_type.startswith(_AKS_EVENT):
         cluster = _aks_target(topic or "")[0] or _aks_target(subject or "")[0] or cluster
+    aks: dict[str, str | None] = {}
+    schema = (
+        _AKS_DATA.get(event_type[len(_AKS_EVENT) :]) if event_type.startswith(_AKS_EVENT) else None
+    )
+    for name in schema or ():
+        value = r.text(fields.get(name), at(prefix, name))
+        aks[name] = safe_text(value, 80)
     flags = [] if cluster else [EventFlag.NO_CLUSTER]
     if outcome == "failure":
         flags.append(EventFlag.FAILED)
@@ -213,6 +245,7 @@ def change_from_event(
                     "status": safe_text(status, 40),
                     "resourceUri": safe_text(resource_uri, 400),
                     "correlationId": safe_text(fields.get("correlationId"), 80),
+                    **aks,
                 }
             ),
             notes,
