@@ -14,6 +14,7 @@ import base64
 import contextlib
 import datetime
 import json
+import os
 import ssl
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -337,6 +338,19 @@ def test_kubeconfig_env_lists_files_in_order_once():
     assert kubeconfig_paths({}) == [Path.home() / ".kube" / "config"]
 
 
+def test_a_missing_file_listed_in_kubeconfig_is_passed_over_as_kubectl_does(tmp_path: Path):
+    real = tmp_path / "real.yaml"
+    real.write_text("apiVersion: v1\nkind: Config\n")
+    gone = tmp_path / "gone.yaml"
+    env = {"KUBECONFIG": os.pathsep.join([str(gone), str(real)])}
+    assert kubeconfig_paths(env) == [real]
+    # none exists: each is kept, so reading them names the missing file
+    env = {"KUBECONFIG": str(gone)}
+    assert kubeconfig_paths(env) == [gone]
+    with pytest.raises(FormatError, match=r"gone\.yaml"):
+        load_kubeconfig(kubeconfig_paths(env))
+
+
 def test_merged_files_resolve_paths_against_the_file_naming_them(tmp_path):
     first = _kubeconfig(tmp_path / "one" / "config", {"token": "first"}, name="a")
     second = tmp_path / "two" / "config"
@@ -371,7 +385,9 @@ def test_deprecations_live_reads_every_file_kubeconfig_env_lists(tmp_path, monke
     monkeypatch.setenv("KUBECONFIG", f"{first}:{second}")
     live = read_live_clusters(None, (), (), None)
     assert sorted(live.endpoints) == ["prod-a", "prod-b"]
-    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing'}")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'missing'}")  # passed over
+    assert sorted(read_live_clusters(None, (), (), None).endpoints) == ["prod-a"]
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))  # nothing to read: said
     with pytest.raises(FormatError) as err:
         read_live_clusters(None, (), (), None)
     assert "missing" in str(err.value) and "cannot read kubeconfig" in err.value.reason

@@ -52,12 +52,14 @@ def _resolved(base: Path, ref: str) -> Path:
 
 def kubeconfig_paths(env: Mapping[str, str] | None = None) -> list[Path]:
     """The files kubectl reads when no ``--kubeconfig`` is given: every file ``$KUBECONFIG``
-    lists (in order, each once, empty entries skipped), else ``~/.kube/config``."""
+    lists (in order, each once, empty entries skipped), else ``~/.kube/config``. As in
+    clientcmd's loader, a listed file that does not exist is passed over -- unless none
+    exists: then they are all returned, and reading them says which are missing."""
     env = os.environ if env is None else env
-    listed = [p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p]
+    listed = [Path(p) for p in dict.fromkeys(env.get("KUBECONFIG", "").split(os.pathsep)) if p]
     if not listed:
         return [Path.home() / ".kube" / "config"]
-    return [Path(p) for p in dict.fromkeys(listed)]
+    return [p for p in listed if p.exists()] or listed
 
 
 def load_kubeconfig(
