@@ -438,3 +438,17 @@ def test_moving_pool_states_are_identified_without_their_actual_value(layer, fie
     b = finding_id("c1", "general", layer, field, "1.30", ["v1.30.2"])
     assert a == b
     assert finding_id("c1", "general", layer, field, "1.31", None) != a
+
+
+@settings(max_examples=200, deadline=None)
+@given(seq=st.lists(probes, min_size=1, max_size=20))
+def test_the_last_error_is_the_last_probe_s_when_it_had_no_answer(seq):
+    """What ``watch`` says of a cluster it never compared: why the last probe failed."""
+    tracker = HealthTracker("c")
+    for probe in seq:
+        tracker.observe(probe, now=T0)
+    last = seq[-1]
+    if last.ready is None:
+        assert tracker.last_error == (last.error or "no answer")
+    else:
+        assert tracker.last_error is None

@@ -199,3 +199,39 @@ def test_watch_exits_2_when_no_desired_cluster_is_a_context(tree):
     assert r.returncode == 2
     line = _one_line_error(r.stderr)
     assert "duckboat" in line and "duckboat-prod" in line and "did you mean" in line
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_watch_that_never_listed_a_cluster_s_nodes_exits_2_and_says_so(tree):
+    """An API server that never answers: the pools were never compared, so "0 findings" at
+    the end of a --duration run would read as "no drift". Each such cluster gets a
+    ``cluster.not_compared`` event, the table's title says it, and a watch that compared
+    nothing exits 2 naming the cluster and the last error."""
+    kubeconfig = tree / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{_closed_port()}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: duckboat, context: {cluster: c, user: u}}]\n"
+    )
+    args = ("watch", "-k", str(kubeconfig), "-d", str(tree / "desired"), "--duration", "2")
+    r = run(*args, "-o", "json")
+    assert r.returncode == 2, r.stdout + r.stderr
+    line = _one_line_error(r.stderr)
+    assert "no cluster's nodes could be listed" in line and "duckboat" in line
+    assert "ConnectError" in line
+    events = [json.loads(x) for x in r.stdout.splitlines()]
+    last = events[-1]
+    assert last["type"] == "cluster.not_compared" and last["cluster"] == "duckboat"
+    assert "ConnectError" in last["lastError"]
+    table = run(*args)
+    assert table.returncode == 2
+    assert "not compared yet: duckboat" in table.stdout
+    assert "cluster.not_compared" in table.stdout

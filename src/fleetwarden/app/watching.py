@@ -552,6 +552,23 @@ class FleetWatcher:
                 out.extend(running.watcher.capacity.findings())
         return out
 
+    def not_compared(self) -> list[LifecycleEvent]:
+        """For a watch that ends: one ``cluster.not_compared`` per cluster watched here whose
+        nodes were never listed (it did not answer, or not yet) -- its pools were never
+        compared, and "0 findings" must not read as "no drift" for it."""
+        out = []
+        for name, running in self.running.items():
+            watcher = running.watcher
+            if watcher.synced.is_set():
+                continue
+            health = watcher.health
+            reason = "its nodes were never listed: its pools were not compared"
+            details: dict[str, Any] = {"health": health.state.value, "reason": reason}
+            if health.last_error:
+                details["lastError"] = health.last_error
+            out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, name, self.clock.now(), details))
+        return out
+
     def fight_blocking(self, finding: Finding) -> FightDecision | None:
         """The healer's question: does a fight in the finding's cluster forbid healing it?"""
         watcher = self.watcher(finding.cluster)

@@ -36,6 +36,7 @@ class LifecycleType(StrEnum):
     UPGRADE_IN_PROGRESS = "upgrade.in_progress"  # a pool's expected drift while it upgrades
     CACHE_FULL = "cluster.cache_full"
     WATCH_REFUSED = "cluster.watch_refused"  # RBAC or a missing API: that resource is unseen
+    NOT_COMPARED = "cluster.not_compared"  # a watch ended before the cluster's nodes were listed
     CHURN = "churn"  # nodes added/removed/replaced by the provider or an autoscaler (core.churn)
 
 
@@ -74,9 +75,11 @@ class HealthTracker:
     failures: int = 0
     gone_after: int | None = None  # failed probes in a row that declare the cluster gone
     gone: bool = False
+    last_error: str | None = None  # why the last probe had no answer (None after an answer)
 
     def observe(self, probe: ProbeResult, *, now: datetime) -> list[LifecycleEvent]:
         events: list[LifecycleEvent] = []
+        self.last_error = probe.error or "no answer" if probe.ready is None else None
         if probe.ready is None:
             self.failures += 1
             new = (

@@ -35,6 +35,9 @@ class JsonLines:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self.fleet is not None:  # clusters whose pools were never compared, said last
+            for event in self.fleet.not_compared():
+                self.emit(event)
         self.stream.flush()
 
     def emit(self, event: Event) -> None:
@@ -61,6 +64,9 @@ class LiveView:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self.fleet is not None:  # clusters whose pools were never compared, said last
+            for event in self.fleet.not_compared():
+                self.emit(event)
         self.live.__exit__(None, None, None)
 
     def emit(self, event: Event) -> None:
@@ -69,9 +75,15 @@ class LiveView:
         self.log.append(literal(event_text(data, finding)))
         found = self.fleet.tracker.current() if self.fleet else []
         current = sorted(self.select(found) if self.select else found, key=severity_order)
+        title = f"{len(current)} findings"
+        if self.fleet is not None:
+            waiting = [r.watcher for r in self.fleet.running.values()]
+            unseen = [w.cluster for w in waiting if not w.synced.is_set()]
+            if unseen:
+                title += f" (not compared yet: {', '.join(sorted(unseen))}, nodes never listed)"
         self.live.update(
             Group(
-                findings_table(current, title=f"{len(current)} findings", wide=self.wide),
+                findings_table(current, title=title, wide=self.wide),
                 Text("recent events:", style="bold"),
                 *self.log,
             ),

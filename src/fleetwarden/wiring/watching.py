@@ -23,6 +23,7 @@ from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
+from fleetwarden.core.lifecycle import LifecycleEvent
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
@@ -102,7 +103,12 @@ def _watch(
 
     runs = _Runs(store, explicit=True) if store else _Runs(default_store(), explicit=False)
     args = (inputs.desired.pools, endpoints, argocd, watch_settings, sink, duration, up, followed)
-    asyncio.run(_run(*args, runs=runs))
+    watched, unseen = asyncio.run(_run(*args, runs=runs))
+    if watched and len(unseen) == watched:  # a watch that compared nothing is no pass
+        said = "; ".join(
+            f"{e.cluster} ({e.details.get('lastError') or e.details['health']})" for e in unseen
+        )
+        raise ValueError(f"no cluster's nodes could be listed during the watch: {said}")
 
 
 @dataclass
@@ -197,7 +203,9 @@ async def _run(
     followed: _Followed | None = None,
     *,
     runs: _Runs | None = None,
-) -> None:
+) -> tuple[int, list[LifecycleEvent]]:
+    """Watch until ``duration``; then how many clusters were watched, and the
+    ``cluster.not_compared`` events of those whose nodes were never listed."""
     desired_apps, workload_settings = None, None
     if followed is not None:
         workload_settings, desired_apps = await followed.load()
@@ -251,3 +259,4 @@ async def _run(
         if audit is not None:
             await audit.close()
         await clients.aclose()
+    return len(fleet.running), fleet.not_compared()
