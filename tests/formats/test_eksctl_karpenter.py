@@ -296,6 +296,78 @@ def test_a_nodepool_without_its_required_spec_is_an_error(spec, field):
     assert err.value.field == field
 
 
+_PROVISIONER = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\n"
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "reason"),
+    [
+        ("", "Provisioner/p: spec", "requires spec.provider or spec.providerRef"),
+        ("spec: null\n", "Provisioner/p: spec", "requires spec.provider or spec.providerRef"),
+        ("spec: {}\n", "Provisioner/p: spec", "requires spec.provider or spec.providerRef"),
+        (
+            "spec:\n  labels: {team: web}\n",
+            "Provisioner/p: spec.providerRef",
+            "requires spec.provider or spec.providerRef",
+        ),
+        (
+            "spec:\n  provider: {amiFamily: AL2}\n  providerRef: {name: default}\n",
+            "Provisioner/p: spec.providerRef",
+            "takes exactly one",
+        ),
+    ],
+    ids=["no spec", "null spec", "empty spec", "no provider", "both"],
+)
+def test_a_provisioner_without_exactly_one_provider_is_an_error(spec, field, reason):
+    """Karpenter's v1alpha5 webhook refuses a Provisioner with neither (or both) of
+    spec.provider and spec.providerRef: such a file never made nodes, so it is no silent pass."""
+    with pytest.raises(FormatError, match=reason) as err:
+        karpenter.read_pools(parse_yaml_documents("prov.yaml", _PROVISIONER + spec))
+    assert err.value.path == "prov.yaml"
+    assert err.value.field == field
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_real_provisioner_reads_only_with_exactly_one_provider(realdata, data):
+    """Any part of a real v1alpha5 Provisioner's spec: a pool when it keeps exactly one of
+    provider / providerRef, else an error naming the file and the Provisioner — never a pool."""
+    from fleetwarden.formats.documents import Document
+
+    files = [p for p in realdata_files("karpenter", ".yaml") if "v1alpha5" in p.name]
+    path = data.draw(st.sampled_from(files))
+    docs = parse_yaml_documents(str(path), path.read_text())
+    (doc,) = [d for d in docs if d.kind == "Provisioner"]
+    spec = dict(doc.body["spec"])
+    spec.pop("providerRef")
+    kept = data.draw(st.sets(st.sampled_from(sorted(spec))))
+    spec = {k: spec[k] for k in kept}
+    provider = data.draw(st.sampled_from(["none", "provider", "providerRef", "both"]))
+    if provider in ("provider", "both"):
+        spec["provider"] = {"subnetSelector": {"karpenter.sh/discovery": "x"}}
+    if provider in ("providerRef", "both"):
+        spec["providerRef"] = {"name": "default"}
+    body = {k: v for k, v in doc.body.items() if k != "spec"}
+    if spec or data.draw(st.booleans()):  # an empty spec is written {}, null or not at all
+        body["spec"] = spec or data.draw(st.sampled_from([{}, None]))
+    mutated = [Document(doc.path, doc.index, body), *[d for d in docs if d is not doc]]
+    if provider in ("provider", "providerRef"):
+        assert [p.name for p in karpenter.read_pools(mutated).pools] == [doc.name]
+        return
+    with pytest.raises(FormatError) as err:
+        karpenter.read_pools(mutated)
+    assert err.value.path == str(path)
+    assert str(err.value.field).startswith(f"Provisioner/{doc.name}: spec")
+
+
+@pytest.mark.parametrize("provider", ["AL2", "[a, b]", "3"], ids=str)
+def test_a_provisioner_provider_that_is_not_a_mapping_is_an_error(provider):
+    text = _PROVISIONER + f"spec:\n  provider: {provider}\n"
+    with pytest.raises(FormatError, match="expected a mapping") as err:
+        karpenter.read_pools(parse_yaml_documents("prov.yaml", text))
+    assert err.value.field == "Provisioner/p: spec.provider"
+
+
 @pytest.mark.parametrize("values", ["[abc]", "[]", "['1', '2']", "['-1']", "['1.5']"], ids=str)
 @pytest.mark.parametrize("operator", ["Gt", "Lt", "Gte", "Lte"])
 def test_a_bound_requirement_needs_one_non_negative_integer(operator, values):
@@ -422,7 +494,10 @@ def test_two_nodepools_with_one_name_are_an_error_naming_both_places(same_file):
 
 
 def test_a_provisioner_and_a_nodepool_may_share_a_name():
-    provisioner = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: np}\n"
+    provisioner = (
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: np}\n"
+        "spec: {providerRef: {name: default}}\n"
+    )
     got = _tree({"a.yaml": _nodepool("np") + "---\n" + provisioner})
     assert sorted(p.name for p in got.pools) == ["np", "np"]
     assert not got.skipped

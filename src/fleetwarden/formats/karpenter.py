@@ -31,7 +31,10 @@ Defaults Karpenter applies (read in aws/karpenter-provider-aws and kubernetes-si
 A ``nodeClassRef`` / ``providerRef`` names the node class in the pool's own file when that file
 defines it, else the only one of that name in the tree; several candidates leave the OS and disk
 unresolved (naming them), never a pick. Two NodePools (or Provisioners) of one name in a tree are
-an error naming both places.
+an error naming both places. A NodePool without the ``spec.template.spec`` its CRD requires, and a
+Provisioner without exactly one of ``spec.provider`` / ``spec.providerRef`` (what Karpenter's
+v1alpha5 validation webhook demands; a missing or null ``spec`` has neither), are errors naming
+the file and the object: Karpenter never made nodes from them.
 
 Every attribute of the pool and its node class is accounted for (``fleetwarden explain``).
 """
@@ -221,6 +224,8 @@ class _Pool:
                 at = at.get(step) if isinstance(at, Mapping) else None
         spec = expect_mapping(doc, doc.body.get("spec"), "spec")
         if self.legacy:
+            _check_provider(doc, spec)
+        if self.legacy:
             meta_path, spec_path = "spec", "spec"
             tmpl_meta: Mapping[str, Any] = spec
             tmpl_spec: Mapping[str, Any] = spec
@@ -336,9 +341,9 @@ class _Pool:
         self, tmpl_spec: Mapping[str, Any], spec_path: str, spec: Mapping[str, Any]
     ) -> tuple[str | None, tuple[str, ...], int | None]:
         """OS family (with alternatives) and ephemeral disk size from the node class."""
-        if self.legacy and isinstance(spec.get("provider"), Mapping):
+        if self.legacy and spec.get("provider") is not None:
             # an inline v1alpha5 ``provider:`` block is an AWSNodeTemplate spec in place
-            provider = spec["provider"]
+            provider = expect_mapping(self.doc, spec["provider"], "spec.provider")
             result = self._aws_class(self.view, provider, "spec.provider", legacy=True)
             self.view.close(provider, _INLINE_PROVIDER_IGNORED, at="spec.provider")
             return result
@@ -575,6 +580,34 @@ class _Pool:
                 elif f"spec.{key}" not in _CLASS_IGNORED:
                     view.ignored(f"spec.{key}", f"AKS node class setting: {_NOT_ON_NODE}")
         return family, (), disk
+
+
+def _check_provider(doc: Document, spec: Mapping[str, Any]) -> None:
+    """A v1alpha5 Provisioner states exactly one of ``spec.provider`` and ``spec.providerRef``.
+
+    The Provisioner CRD marks no field required, but Karpenter's admission webhook refuses a
+    Provisioner with neither or both (``validateProvider`` in karpenter-core
+    ``pkg/apis/v1alpha5/provisioner_validation.go``), so such an object never made nodes: a
+    Provisioner without ``spec`` (or ``spec: null``) is as invalid as a NodePool without it."""
+    has_provider = spec.get("provider") is not None
+    has_ref = spec.get("providerRef") is not None
+    if has_provider and has_ref:
+        raise FormatError(
+            doc.path,
+            "both spec.provider and spec.providerRef: Karpenter's v1alpha5 Provisioner "
+            "validation takes exactly one",
+            field=doc.where("spec.providerRef"),
+            line=doc.line_of(("spec", "providerRef")),
+        )
+    if not (has_provider or has_ref):
+        field_ = "spec" if not spec else "spec.providerRef"
+        raise FormatError(
+            doc.path,
+            "missing (Karpenter's v1alpha5 Provisioner validation requires spec.provider or "
+            "spec.providerRef)",
+            field=doc.where(field_),
+            line=doc.line_of(("spec",)) if spec else None,
+        )
 
 
 def _defined_twice(doc: Document, earlier: Document) -> FormatError:
