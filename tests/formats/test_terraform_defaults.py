@@ -1045,6 +1045,22 @@ def test_the_module_launch_template_voids_disk_size_and_mappings_size_the_root()
     assert _spec(_managed(mapped), "g").disk_size_gib == 60  # Bottlerocket's data volume
 
 
+@pytest.mark.parametrize("major", ["~> 20.0", "~> 21.0"])
+@pytest.mark.parametrize("ami_type", ["AL2_x86_64", "CUSTOM"])
+def test_an_ami_type_beside_a_custom_ami_that_names_no_os_is_accounted_for(major, ami_type):
+    """terraform-aws-eks v20's examples/eks_managed_node_group ``custom_ami`` group: with
+    ``ami_id`` the module sends EKS no ami_type; AL2's (or CUSTOM) only picks the user data
+    format, which boots other OSes too. The attribute is ignored with that reason, not left
+    unaccounted (nor noted as "not stated")."""
+    group = f'      ami_id   = data.aws_ami.eks_default.image_id\n      ami_type = "{ami_type}"\n'
+    spec = _spec(_managed(group, major), "g")
+    statuses = {(a.status, a.fact) for a in spec.account if a.path == "ami_type"}
+    assert (FieldStatus.UNACCOUNTED, None) not in statuses
+    entry = next(a for a in spec.account if a.path == "ami_type" and a.fact is None)
+    assert entry.status is FieldStatus.IGNORED and "user data format" in entry.detail
+    assert spec.os_family is None
+
+
 def test_self_managed_groups_never_expect_labels_taints_or_instance_types_keys():
     text = EKS_V21.replace(
         "    workers = {\n",

@@ -410,6 +410,11 @@ class _Group:
                 family = eks.family_of_ami_type(ami_type)
                 if family is not None and family != "amazonlinux2":  # AL2's bootstrap.sh
                     return _Out((family,), uses=((obj, ("ami_type",)),), drops=tuple(drops))
+                why = (
+                    f"with ami_id EKS gets no ami_type: {ami_type} picks the user data format, "
+                    "which boots AMIs of other OSes too"
+                )
+                drops.append(((obj, ("ami_type",)), why))
             if major == 21 and not typed:
                 why = "a custom AMI booted with AL2023's nodeadm user data (ami_type default)"
                 return _Out(("amazonlinux2023",), why, (custom,), default=True, drops=tuple(drops))
