@@ -38,12 +38,14 @@ take effect): taints there make the taints unresolved. Self-managed instance typ
 
 When the major is not known, each fact is worked out for every candidate major: a value they
 agree on is asserted; sets (instance types, OS families) and count ranges are widened to accept
-all of them; anything else is not compared, and the provenance says why.
+all of them; anything else is not compared, and the provenance says why. Either way each
+attribute gets one note per fact, with one reason (``disk_size`` with no effect is not also
+"not stated", nor both unresolved and dropped): ``_Group.settle``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from typing import Any
 
 from fleetwarden.core.integers import ascii_int
@@ -244,21 +246,22 @@ class _Group:
     ) -> Any:
         """The fact's value over the candidate majors, noted in the account: a value they
         agree on as it is; else ``merge`` of theirs (a wider range, a union) as a default;
-        else none, saying what each major would give."""
+        else none, saying what each major would give.
+
+        Each attribute is noted once for the fact, with one reason: an attribute the fact is
+        read from (a use) is never also noted as dropped (its note says what each major does
+        with it), and ``attr`` gets a "not stated" note only when neither the group nor its
+        defaults state it — a stated one is accounted for by its own note."""
         outs = {m: decide(m) for m in self.majors.majors}
         values = [o.value for o in outs.values()]
         r = self.r
         agree = all(v == values[0] for v in values)
-        self._drops(outs)
-        if agree and values[0] is None:
-            for out in outs.values():
-                for obj, path in out.uses:
-                    obj.view.unresolved(path, out.origin, fact)
-            r.unstated(fact, attr, self._origins(outs))
-            return None
-        if agree or (merge is not None and None not in values):
+        uses = list(dict.fromkeys(u for o in outs.values() for u in o.uses))
+        dropped = self._drops(outs, skip=set(uses))
+        merged = not agree and merge is not None and None not in values
+        if (agree and values[0] is not None) or merged:
             value = values[0] if agree or merge is None else merge(values)
-            for obj, path in dict.fromkeys(u for o in outs.values() for u in o.uses):
+            for obj, path in uses:
                 r.compared(obj, path, fact, show(value))
             if not agree or any(o.default for o in outs.values()):
                 origin = self._origins(outs)
@@ -266,21 +269,60 @@ class _Group:
                     origin += " (the major is not pinned: any of these is accepted)"
                 r.default(fact, attr, show(value), origin)
             return value
-        for obj, path in dict.fromkeys(u for o in outs.values() for u in o.uses):
-            r.unresolve(obj, path, fact, _MAJOR)
-        r.unstated(fact, attr, f"depends on the module major: {self._origins(outs)}")
+        why = self._origins(outs)
+        if not agree:
+            why = f"depends on the module major: {why}"
+        for obj, path in uses:
+            if agree:  # no value in any major: not a guess to list among unresolved values
+                obj.view.unresolved(path, why, fact)
+            else:
+                r.unresolve(obj, path, fact, why)
+        stated = self.stated(attr)
+        if stated is None:
+            empty = self._written_empty(attr)
+            if empty is None:
+                r.unstated(fact, attr, why)
+            else:  # ``attr = null`` / ``""``: its own note says why nothing is compared
+                empty[0].view.ignored(empty[1], f"empty: states nothing; {fact}: {why}")
+        elif stated in dropped and not uses:
+            # the attribute has no effect and nothing else gives the fact: one note says both
+            obj, path = stated
+            reason = f"{dropped[stated]}; {fact} not compared: {why}"
+            if dropped[stated] == _MAJOR:
+                obj.view.unresolved(path, reason, None)
+            else:
+                obj.view.ignored(path, reason)
+        elif stated not in uses and stated not in dropped and not stated[0].view.noted(stated[1]):
+            r.unstated(fact, attr, why)
+        # else the attribute's own note (a use, a drop, its unresolved value) is the reason
         return None
 
-    def _drops(self, outs: Mapping[int, _Out]) -> None:
+    def _written_empty(self, attr: str) -> Use | None:
+        """The attribute as the group (or its defaults) writes it empty, if it does."""
+        for obj in (self.group, self.defaults):
+            if obj is not None and obj.body.get(attr, 0) in (None, "", [], {}):
+                return obj, (attr,)
+        return None
+
+    def _drops(self, outs: Mapping[int, _Out], *, skip: Set[Use] = frozenset()) -> dict[Use, str]:
+        """Note the attributes the majors drop (no effect), except those in ``skip`` (noted
+        as the fact's uses) and those noted already (an unresolved value, a fact read from
+        them): one note per attribute. Returns each noted one with its note (``_MAJOR`` when
+        the majors do not agree on it)."""
         seen: dict[Use, list[str]] = {}
         for out in outs.values():
             for use, why in out.drops:
-                seen.setdefault(use, []).append(why)
+                if use not in skip and not use[0].view.noted(use[1]):
+                    seen.setdefault(use, []).append(why)
+        noted: dict[Use, str] = {}
         for (obj, path), whys in seen.items():
             if len(whys) == len(outs) and len(set(whys)) == 1:
                 obj.view.ignored(path, whys[0])
+                noted[(obj, path)] = whys[0]
             else:
                 obj.view.unresolved(path, _MAJOR, None)
+                noted[(obj, path)] = _MAJOR
+        return noted
 
     def _origins(self, outs: Mapping[int, _Out]) -> str:
         """Each major's origin, majors with the same one grouped."""
@@ -555,7 +597,10 @@ class _Group:
         if self.managed:
             custom, switches = self._custom_template(major)
             if custom is None:
-                return _Out(None, "the user's launch template: its disk (not followed)", switches)
+                if size_use is not None:  # the module sends disk_size only without a template
+                    drops = ((size_use, "no effect: the user's launch template sizes the disk"),)
+                why = "the user's launch template: its disk (not followed)"
+                return _Out(None, why, switches, drops=drops)
             if not custom:
                 if size_use is not None:
                     size = self.read("disk_size", "count", major)[1]
@@ -569,7 +614,8 @@ class _Group:
                 drops = ((size_use, why),)
         elif size_use is not None:
             drops = ((size_use, "self-managed groups have no disk_size"),)
-        mapped = self._mappings(major, families)
+        mapped, unsized = self._mappings(major, families)
+        drops = (*drops, *unsized)
         if mapped is not None:
             return _Out(mapped.value, mapped.origin, mapped.uses, drops=drops)
         if (custom_ami := self.stated("ami_id", major)) is not None:
@@ -582,24 +628,28 @@ class _Group:
         why = f"no block_device_mappings on the module's launch template: {found.why}"
         return _Out(found.size, why, default=True, drops=drops)
 
-    def _mappings(self, major: int, families: tuple[str, ...]) -> _Out | None:
+    def _mappings(
+        self, major: int, families: tuple[str, ...]
+    ) -> tuple[_Out | None, tuple[tuple[Use, str], ...]]:
         """The size of the volume holding ephemeral storage, from ``block_device_mappings``;
-        None when they do not size it (the AMI's own size then applies)."""
+        None when they do not size it (the AMI's own size then applies: the mappings are then
+        dropped, with why, when they size another device)."""
         if (use := self.stated("block_device_mappings", major)) is None:
-            return None
+            return None, ()
         value = self.read("block_device_mappings", "raw", major)[1]
         if value is None:
-            return _Out(None, "block_device_mappings are not resolved")
+            return _Out(None, "block_device_mappings are not resolved"), ()
         entries = list(value.values()) if isinstance(value, dict) else value
         if not isinstance(entries, list) or not entries:
-            return None
+            return None, ()
         device = eks.root_device(families)
         if device is None:
             why = "which device holds ephemeral storage is not known for this OS"
-            return _Out(None, why, (use,))
+            return _Out(None, why, (use,)), ()
         for entry in entries:
             if not isinstance(entry, dict) or isinstance(entry.get("device_name"), Expr):
-                return _Out(None, "a device name in block_device_mappings is not resolved", (use,))
+                why = "a device name in block_device_mappings is not resolved"
+                return _Out(None, why, (use,)), ()
             if entry.get("device_name") != device:
                 continue
             ebs = entry.get("ebs")
@@ -609,11 +659,10 @@ class _Group:
             if isinstance(size, int) and not isinstance(size, bool):
                 kind = ebs.get("volume_type") if isinstance(ebs, dict) else None
                 self.disk_type = kind if isinstance(kind, str) else None
-                return _Out(size, uses=(use,))
+                return _Out(size, uses=(use,)), ()
             if size is not None:
-                return _Out(None, f"the {device} volume_size is not resolved", (use,))
-        use[0].view.ignored(use[1], f"sizes no {device}: the AMI's size applies")
-        return None
+                return _Out(None, f"the {device} volume_size is not resolved", (use,)), ()
+        return None, ((use, f"sizes no {device}: the AMI's size applies"),)
 
     def _sizes(self) -> tuple[int | None, int | None, int | None]:
         """min / max / desired (desired only initial); ``schedules`` widen min..max."""
@@ -761,8 +810,8 @@ class _Group:
         r = self.r
         boots = {m: self._boot_of(m) for m in self.majors.majors}
         first = next(iter(boots.values()))
-        self._drops({m: _Out(drops=tuple(b.drops)) for m, b in boots.items()})
         uses = list(dict.fromkeys(u for b in boots.values() for u in b.uses))
+        self._drops({m: _Out(drops=tuple(b.drops)) for m, b in boots.items()}, skip=set(uses))
         max_pods = None
         if all(b.key() == first.key() for b in boots.values()):
             facts = first.facts
