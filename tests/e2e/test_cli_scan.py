@@ -309,7 +309,11 @@ def test_unresolved_values_are_in_the_table_output_not_only_in_json(tmp_path, re
     assert "+1 more (--verbose or --format json lists them)" in short
     full = run(*args, "--verbose").stdout
     for u in unresolved:
-        assert f"{u['pool']} {u['field']} = {u['expression']} ({u['source']})" in full
+        attr = u["attribute"]
+        where = u["source"] if attr in (None, u["field"]) else f"{u['source']}: {attr}"
+        assert f"{u['pool']} {u['field']} = {u['expression']} ({where})" in full
+    fields = json.loads(run(*args, "--format", "json").stdout)["summary"]["fields"]
+    assert fields["unresolved"] == len(unresolved)  # the two counts count the same entries
 
 
 def _auto_node(name: str, pool: str, *, capacity: str = "on-demand", taints=()) -> dict:

@@ -355,8 +355,9 @@ class _Pool:
             return None, (), None
         target, why = self._resolve(ref)
         if target is None:
-            self.view.unresolved(ref_path, why, "osImage")
-            self.unresolved.extend([Unresolved("osImage", why), Unresolved("diskSizeGiB", why)])
+            for fact in ("osImage", "diskSizeGiB"):  # both come from the node class
+                self.view.unresolved(ref_path, why, fact)
+                self.unresolved.append(Unresolved(fact, why))
             return None, (), None
         kind = target.kind
         label = f"{kind}/{ref['name']}"
