@@ -293,6 +293,12 @@ def test_help_explains_the_commands():
         assert needle in r.stdout
 
 
+def _shown(u: dict) -> str:
+    """``pool field``, with the attribute it was read from when that is another name."""
+    attr = u["attribute"]
+    return f"{u['pool']} {u['field']}" + ("" if attr in (None, u["field"]) else f" ({attr})")
+
+
 def test_unresolved_values_are_in_the_table_output_not_only_in_json(tmp_path, realdata):
     """A GKE module fed by variables: the table says which desired values were not checked
     (the first few, then how many more) and --verbose lists every one with its file."""
@@ -303,15 +309,12 @@ def test_unresolved_values_are_in_the_table_output_not_only_in_json(tmp_path, re
     unresolved = json.loads(run(*args, "--format", "json").stdout)["unresolved"]
     assert len(unresolved) == 4
     short = run(*args).stdout
-    first = unresolved[0]
     assert "4 desired values unresolved (not checked): " in short
-    assert f"{first['pool']} {first['field']} = {first['expression']}" in short
+    assert f"{_shown(unresolved[0])} = {unresolved[0]['expression']}" in short
     assert "+1 more (--verbose or --format json lists them)" in short
     full = run(*args, "--verbose").stdout
     for u in unresolved:
-        attr = u["attribute"]
-        where = u["source"] if attr in (None, u["field"]) else f"{u['source']}: {attr}"
-        assert f"{u['pool']} {u['field']} = {u['expression']} ({where})" in full
+        assert f"{_shown(u)} = {u['expression']} ({u['source']})" in full
     fields = json.loads(run(*args, "--format", "json").stdout)["summary"]["fields"]
     assert fields["unresolved"] == len(unresolved)  # the two counts count the same entries
 

@@ -427,13 +427,11 @@ def print_skipped(console: Console, skipped: Sequence[Skip], *, what: str = "fil
 
 
 def unresolved_text(u: UnresolvedFact, *, source: bool = False) -> str:
-    """One unresolved desired value: ``cluster/pool field = expression`` (and, with
-    ``source``, its file and the attribute it was read from)."""
-    text = f"{u.cluster or '(no cluster)'}/{u.pool} {u.field} = {u.expression}"
-    if not source:
-        return text
-    where = u.source if u.attribute in (None, u.field) else f"{u.source}: {u.attribute}"
-    return f"{text} ({where})"
+    """One unresolved desired value: ``cluster/pool field = expression``, the field followed by
+    the attribute it was read from when that is another name (and, with ``source``, the file)."""
+    field = u.field if u.attribute in (None, u.field) else f"{u.field} ({u.attribute})"
+    text = f"{u.cluster or '(no cluster)'}/{u.pool} {field} = {u.expression}"
+    return f"{text} ({u.source})" if source else text
 
 
 def unresolved_summary(unresolved: Sequence[UnresolvedFact], *, shown: int = 3) -> str:
