@@ -1064,6 +1064,36 @@ def test_an_ami_type_beside_a_custom_ami_that_names_no_os_is_accounted_for(major
     assert spec.os_family is None
 
 
+def test_a_custom_ami_of_a_stated_os_family_is_read_with_it():
+    """v20 tests/eks-managed-node-group ``complete-eks-mng``: ``ami_id`` with an AL2023
+    ``ami_type`` (from the defaults) — the AMI is of that family: ami_id is accounted for with
+    the OS image, not left unaccounted."""
+    group = "      ami_id = data.aws_ami.eks_default.image_id\n"
+    text = _managed(group).replace(
+        "  eks_managed_node_groups = {",
+        '  eks_managed_node_group_defaults = { ami_type = "AL2023_x86_64_STANDARD" }\n'
+        "  eks_managed_node_groups = {",
+    )
+    spec = _spec(text, "g")
+    (entry,) = [a for a in spec.account if a.path == "ami_id" and a.fact == "osImage"]
+    assert entry.status is FieldStatus.COMPARED and spec.os_family == "amazonlinux2023"
+
+
+@pytest.mark.parametrize("kind", ["eks_managed", "self_managed"])
+def test_v18_vpc_id_and_default_tags_inputs_are_ignored_with_why(kind):
+    """v18 examples/complete ``separate-*-mng``: node_groups.tf v18.31.2 passes ``vpc_id``
+    (the group's security group) and ``use_default_tags`` (self-managed) per group."""
+    text = (
+        'module "eks" {\n  source = "terraform-aws-modules/eks/aws"\n  version = "~> 18.31"\n'
+        '  cluster_name = "prod"\n'
+        f"  {kind}_node_groups = {{\n    g = {{\n      vpc_id = module.vpc.vpc_id\n"
+        "      use_default_tags = true\n    }\n  }\n}\n"
+    )
+    spec = _spec(text, "g")
+    statuses = {a.path: a.status for a in spec.account if a.path in ("vpc_id", "use_default_tags")}
+    assert statuses == {"vpc_id": FieldStatus.IGNORED, "use_default_tags": FieldStatus.IGNORED}
+
+
 # v18 node groups shaped as examples/eks_managed_node_group/main.tf of terraform-aws-eks v18.31.2
 # (and v18.0.0 for the eks_managed_node_group_defaults one): module block, defaults, groups
 EKS_V18 = """\

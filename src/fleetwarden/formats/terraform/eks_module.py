@@ -451,7 +451,8 @@ class _Group:
             elif typed and ami_type is not None:
                 family = eks.family_of_ami_type(ami_type)
                 if family is not None and family != "amazonlinux2":  # AL2's bootstrap.sh
-                    return _Out((family,), uses=((obj, ("ami_type",)),), drops=tuple(drops))
+                    uses = ((obj, ("ami_type",)), custom)  # the AMI, of ami_type's OS
+                    return _Out((family,), uses=uses, drops=tuple(drops))
                 why = (
                     f"with ami_id EKS gets no ami_type: {ami_type} picks the user data format, "
                     "which boots AMIs of other OSes too"
