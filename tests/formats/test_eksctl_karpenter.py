@@ -360,6 +360,70 @@ def test_a_real_provisioner_reads_only_with_exactly_one_provider(realdata, data)
     assert str(err.value.field).startswith(f"Provisioner/{doc.name}: spec")
 
 
+_V1_FAMILIES = (
+    *("AL2", "AL2023", "Bottlerocket", "Custom"),
+    *("Windows2019", "Windows2022", "Windows2025"),
+)
+
+
+def _v1_class_tree(family: str | None, terms: str | None, version: str = "v1") -> str:
+    """aws/karpenter-provider-aws examples/v1 shape: a NodePool and its EC2NodeClass."""
+    spec = "  role: KarpenterNodeRole\n  subnetSelectorTerms: [{tags: {a: b}}]\n"
+    spec += "  securityGroupSelectorTerms: [{tags: {a: b}}]\n"
+    spec += f"  amiFamily: {family}\n" if family is not None else ""
+    spec += f"  amiSelectorTerms: {terms}\n" if terms is not None else ""
+    return (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
+        "  template:\n    spec:\n      requirements: []\n"
+        "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}\n"
+        f"---\napiVersion: karpenter.k8s.aws/{version}\nkind: EC2NodeClass\n"
+        f"metadata: {{name: c}}\nspec:\n{spec}"
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    family=st.none() | st.sampled_from([*_V1_FAMILIES, "Ubuntu", "al2023", "Foo"]),
+    alias=st.none() | st.sampled_from(["al2@latest", "al2023@latest", "bottlerocket@latest",
+                                       "windows2022@latest", "windows2025@latest"]),
+    ids=st.booleans(),
+)  # fmt: skip
+def test_a_v1_ec2_node_class_is_read_only_as_its_crd_admits_it(family, alias, ids):
+    """The v1 EC2NodeClass CRD (x-kubernetes-validations): amiSelectorTerms required; amiFamily
+    one of its enum, required without an alias, and beside an alias its own family or Custom.
+    What it refuses is an error naming the class (Karpenter never made nodes of it); what it
+    admits gives the pool with its OS accounted for."""
+    terms = [f"{{alias: {alias}}}"] if alias else []
+    terms += ["{id: ami-0123}"] if ids else []
+    text = _v1_class_tree(family, f"[{', '.join(terms)}]" if terms else None)
+    admitted = (
+        bool(terms)
+        and (family is None or family in _V1_FAMILIES)
+        and (family is not None or alias is not None)
+        and (family in (None, "Custom") or alias is None or alias.split("@")[0] == family.lower())
+    )
+    if not admitted:
+        with pytest.raises(FormatError) as err:
+            karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+        assert str(err.value.field).startswith("EC2NodeClass/c: spec.amiSelectorTerms") or (
+            str(err.value.field) == "EC2NodeClass/c: spec.amiFamily"
+        )
+        return
+    (spec,) = karpenter.read_pools(parse_yaml_documents("k.yaml", text)).pools
+    notes = {a.fact for a in spec.account if "ami" in a.path} | {u.field for u in spec.unresolved}
+    assert spec.os_family is not None or family == "Custom" or "osImage" in notes or ids
+
+
+def test_a_v1beta1_ec2_node_class_needs_its_ami_family():
+    text = _v1_class_tree(None, "[{id: ami-0123}]", version="v1beta1")
+    with pytest.raises(FormatError, match="required by the v1beta1") as err:
+        karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+    assert err.value.field == "EC2NodeClass/c: spec.amiFamily"
+    ubuntu = _v1_class_tree("Ubuntu", None, version="v1beta1")  # Ubuntu is a v1beta1 family
+    (spec,) = karpenter.read_pools(parse_yaml_documents("k.yaml", ubuntu)).pools
+    assert spec.os_family == "ubuntu"
+
+
 @pytest.mark.parametrize("provider", ["AL2", "[a, b]", "3"], ids=str)
 def test_a_provisioner_provider_that_is_not_a_mapping_is_an_error(provider):
     text = _PROVISIONER + f"spec:\n  provider: {provider}\n"

@@ -34,7 +34,9 @@ unresolved (naming them), never a pick. Two NodePools (or Provisioners) of one n
 an error naming both places. A NodePool without the ``spec.template.spec`` its CRD requires, and a
 Provisioner without exactly one of ``spec.provider`` / ``spec.providerRef`` (what Karpenter's
 v1alpha5 validation webhook demands; a missing or null ``spec`` has neither), are errors naming
-the file and the object: Karpenter never made nodes from them.
+the file and the object: Karpenter never made nodes from them. So is an EC2NodeClass ``amiFamily``
+its CRD refuses (v1: not in its enum, missing without an alias, another family than its alias's;
+v1beta1: missing), and a v1 class without ``amiSelectorTerms``.
 
 Every attribute of the pool and its node class is accounted for (``fleetwarden explain``).
 """
@@ -416,6 +418,8 @@ class _Pool:
             ),
             None,
         )
+        if not legacy:
+            _check_ami_family(doc, setting, alias, at)
         custom = setting is not None and setting.lower() == "custom"
         if setting and not custom:
             family = osfamilies.family_of_setting(setting)
@@ -609,6 +613,58 @@ def _check_provider(doc: Document, spec: Mapping[str, Any]) -> None:
             field=doc.where(field_),
             line=doc.line_of(("spec",)) if spec else None,
         )
+
+
+# EC2NodeClass amiFamily per API version, as its CRD validates it: v1 (realdata's
+# pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml: the enum, "must specify amiFamily if
+# amiSelectorTerms does not contain an alias", "if set, amiFamily must be '<alias family>' or
+# 'Custom' when using an <alias family> alias"); v1beta1 (EC2NodeClassSpec.AMIFamily: required,
+# with Ubuntu and without Windows2025)
+_AMI_FAMILIES = {
+    "karpenter.k8s.aws/v1": (
+        "AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"
+    ),
+    "karpenter.k8s.aws/v1beta1": (
+        "AL2", "AL2023", "Bottlerocket", "Ubuntu", "Custom", "Windows2019", "Windows2022"
+    ),
+}  # fmt: skip
+
+
+def _check_ami_family(doc: Document, setting: str | None, alias: str | None, at: str) -> None:
+    """Refuse an EC2NodeClass amiFamily its CRD refuses: Karpenter never made nodes of it."""
+    allowed = _AMI_FAMILIES.get(doc.api_version) if doc.kind == "EC2NodeClass" else None
+    if allowed is None:
+        return
+    field_ = doc.where(f"{at}.amiFamily")
+    line = doc.line_of((at, "amiFamily"))
+    v1 = doc.api_version == "karpenter.k8s.aws/v1"
+    spec = doc.body.get("spec")
+    if v1 and isinstance(spec, Mapping) and not spec.get("amiSelectorTerms"):
+        raise FormatError(
+            doc.path,
+            "missing (required by the v1 EC2NodeClass CRD)",
+            field=doc.where(f"{at}.amiSelectorTerms"),
+        )
+    if setting is None:
+        if alias is None and v1:
+            why = "missing: the EC2NodeClass CRD requires it when amiSelectorTerms has no alias"
+            raise FormatError(doc.path, why, field=field_)
+        if doc.api_version == "karpenter.k8s.aws/v1beta1":
+            raise FormatError(
+                doc.path, "missing (required by the v1beta1 EC2NodeClass CRD)", field=field_
+            )
+        return
+    if setting not in allowed:
+        why = f"{setting!r} is not an amiFamily of {doc.api_version} (one of {', '.join(allowed)})"
+        raise FormatError(doc.path, why, field=field_, line=line)
+    if alias is not None and setting != "Custom":
+        family = alias.partition("@")[0].lower()
+        if family != setting.lower():
+            why = (
+                f"amiFamily {setting!r} with the alias {alias!r}: the EC2NodeClass CRD takes only "
+                f"its own family or 'Custom' beside an alias"
+            )
+            raise FormatError(doc.path, why, field=field_, line=line)
 
 
 def _defined_twice(doc: Document, earlier: Document) -> FormatError:
