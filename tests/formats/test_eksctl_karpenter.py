@@ -414,6 +414,21 @@ def test_a_v1_ec2_node_class_is_read_only_as_its_crd_admits_it(family, alias, id
     assert spec.os_family is not None or family == "Custom" or "osImage" in notes or ids
 
 
+def test_a_nodepool_without_a_node_class_says_why_os_and_disk_are_not_compared():
+    """Both the OS and the ephemeral disk come from the node class: with none referenced,
+    each is listed as not compared, with the reason (the disk was silently left out)."""
+    text = (
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
+        "  template:\n    spec:\n      requirements: []\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("k.yaml", text)).pools
+    facts = {a.fact: a.detail for a in spec.account if a.path == "spec.template.spec.nodeClassRef"}
+    assert facts == {
+        "osImage": "no node class referenced",
+        "diskSizeGiB": "no node class referenced",
+    }
+
+
 def test_a_v1beta1_ec2_node_class_needs_its_ami_family():
     text = _v1_class_tree(None, "[{id: ami-0123}]", version="v1beta1")
     with pytest.raises(FormatError, match="required by the v1beta1") as err:

@@ -353,7 +353,8 @@ class _Pool:
         ref_path = _p(spec_path, ref_key)
         ref = tmpl_spec.get(ref_key)
         if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
-            self.view.unstated("osImage", ref_path, "no node class referenced")
+            for fact in ("osImage", "diskSizeGiB"):  # both come from the node class
+                self.view.unstated(fact, ref_path, "no node class referenced")
             return None, (), None
         target, why = self._resolve(ref)
         if target is None:
