@@ -107,3 +107,23 @@ def test_the_counts_agree_whatever_the_readers_noted(entries, notes, prefix) -> 
     assert report.fields["unresolved"] == len(report.unresolved)
     if prefix is not None:
         assert all(not (u.field == "name" and u.attribute is None) for u in report.unresolved)
+
+
+def test_a_cluster_given_on_the_command_line_is_not_an_unresolved_value() -> None:
+    """``-d prod=main.tf`` where the module's cluster_name is ``local.name`` (as in every
+    terraform-aws-eks example): the cluster is known, so it is neither counted nor listed as a
+    value not checked; read without ``prod=`` it stays unresolved."""
+    text = (
+        'locals { name = "ex-${basename(path.cwd)}" }\n'
+        'module "eks" {\n  source  = "terraform-aws-modules/eks/aws"\n  version = "~> 18.31"\n'
+        "  cluster_name = local.name\n  eks_managed_node_groups = { g = {} }\n}\n"
+    )
+    files = [SourceFile("infra/main.tf", text.encode())]
+    (alone,) = read_desired(files).pools
+    assert "cluster" in {u.field for u in assemble_report([], specs=[alone], skipped=[]).unresolved}
+    (given,) = read_desired(files, cluster="prod").pools
+    report = assemble_report([], specs=[given], skipped=[])
+    assert "cluster" not in {u.field for u in report.unresolved}
+    (entry,) = [a for a in given.account if a.path == "module.eks: cluster_name"]
+    assert entry.status is FieldStatus.IGNORED and "prod" in entry.detail
+    assert _table_counts([given])[0] == _table_counts([given])[1]

@@ -259,7 +259,17 @@ class NodePoolSpec:
         return frozenset(u.field for u in self.unresolved)
 
     def with_cluster(self, cluster: str) -> NodePoolSpec:
-        return replace(self, cluster=cluster)
+        """The pool as part of ``cluster`` (``CLUSTER=PATH``): what its source said of its
+        cluster — an unresolved name, say — is then no longer a value left unchecked."""
+        why = f"the cluster is given: {cluster} (CLUSTER=PATH)"
+        account = tuple(
+            replace(a, status=FieldStatus.IGNORED, detail=why, fact=None)
+            if a.status is FieldStatus.UNRESOLVED and a.fact == "cluster"
+            else a
+            for a in self.account
+        )
+        unresolved = tuple(u for u in self.unresolved if u.field != "cluster")
+        return replace(self, cluster=cluster, account=account, unresolved=unresolved)
 
     @property
     def key(self) -> tuple[str | None, str]:
