@@ -307,11 +307,15 @@ def test_unresolved_values_are_in_the_table_output_not_only_in_json(tmp_path, re
     (tmp_path / "nodes.json").write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
     args = ("scan", "-d", f"c1={tmp_path / 'main.tf'}", "-n", f"c1={tmp_path / 'nodes.json'}")
     unresolved = json.loads(run(*args, "--format", "json").stdout)["unresolved"]
-    assert len(unresolved) == 4
+    assert len(unresolved) == 3  # the cluster is given (c1=): its variable is not among them
     short = run(*args).stdout
-    assert "4 desired values unresolved (not checked): " in short
+    assert "3 desired values unresolved (not checked): " in short
     assert f"{_shown(unresolved[0])} = {unresolved[0]['expression']}" in short
-    assert "+1 more (--verbose or --format json lists them)" in short
+    assert "more (--verbose" not in short  # all three shown
+    (tmp_path / "second.tf").write_text(src.read_text().replace('"pool-01"', '"pool-02"'))
+    both = run("scan", "-d", f"c1={tmp_path}", "-n", f"c1={tmp_path / 'nodes.json'}").stdout
+    assert "6 desired values unresolved (not checked): " in both
+    assert "+3 more (--verbose or --format json lists them)" in both
     full = run(*args, "--verbose").stdout
     for u in unresolved:
         assert f"{_shown(u)} = {u['expression']} ({u['source']})" in full

@@ -52,7 +52,7 @@ from fleetwarden.core.integers import ascii_int
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.terraform import eks, eks_v17
-from fleetwarden.formats.terraform.eks_majors import Majors, majors_of, span
+from fleetwarden.formats.terraform.eks_majors import Majors, majors_of, same_checkout, span
 from fleetwarden.formats.terraform.eks_module_ignored import (
     _MAJOR,
     _OPAQUE,
@@ -69,7 +69,9 @@ from fleetwarden.formats.terraform.eks_module_outcomes import (
     _known,
     _Out,
     _shown,
+    _sized_by_mappings,
     _union,
+    _written_empty,
 )
 from fleetwarden.formats.terraform.hcl import Expr, first_unknown, source_text
 from fleetwarden.formats.terraform.lines import Path
@@ -93,7 +95,7 @@ def module_pools(
         return []
     majors = majors_of(module, kind, ctx.assume)
     if kind != "cluster" and not majors.pinned:
-        majors = _same_checkout(ctx, module, majors)
+        majors = same_checkout(ctx.scope, module, majors, ctx.assume)
     base: Path = ("module", label)
     if kind != "cluster":  # a node-group sub-module is itself one group
         r = Reader(ctx, where)
@@ -149,24 +151,6 @@ def module_pools(
             built = _Group(r, group, fallback, root, majors, managed=managed, via_root=True)
             pools.append(built.spec(str(key), cluster))
     return pools
-
-
-def _same_checkout(ctx: Context, module: Mapping[Any, Any], majors: Majors) -> Majors:
-    """A sub-module called by a local path (``../../modules/eks-managed-node-group``) comes
-    from the same checkout as a cluster module of this directory called by its root
-    (``../..``): that block's major, when it pins one the sub-module could be."""
-    source = module.get("source")
-    if not isinstance(source, str) or not source.startswith(("./", "../")):
-        return majors
-    root = source.split("/modules/", 1)[0]
-    for name in ctx.scope.modules:
-        other = ctx.scope.module(name)  # defined once in the directory, else ambiguous
-        if other is None or other.get("source") != root or eks_module_kind(other) != "cluster":
-            continue
-        found = majors_of(other, "cluster", ctx.assume)
-        if found.pinned and set(found.majors) <= set(majors.majors):
-            return Majors(found.majors, f"the checkout of module.{name}: {found.why}")
-    return majors
 
 
 class _Group:
@@ -279,7 +263,7 @@ class _Group:
                 r.unresolve(obj, path, fact, why)
         stated = self.stated(attr)
         if stated is None:
-            empty = self._written_empty(attr)
+            empty = _written_empty((self.group, self.defaults), attr)
             if empty is None:
                 r.unstated(fact, attr, why)
             else:  # ``attr = null`` / ``""``: its own note says why nothing is compared
@@ -295,13 +279,6 @@ class _Group:
         elif stated not in uses and stated not in dropped and not stated[0].view.noted(stated[1]):
             r.unstated(fact, attr, why)
         # else the attribute's own note (a use, a drop, its unresolved value) is the reason
-        return None
-
-    def _written_empty(self, attr: str) -> Use | None:
-        """The attribute as the group (or its defaults) writes it empty, if it does."""
-        for obj in (self.group, self.defaults):
-            if obj is not None and obj.body.get(attr, 0) in (None, "", [], {}):
-                return obj, (attr,)
         return None
 
     def _drops(self, outs: Mapping[int, _Out], *, skip: Set[Use] = frozenset()) -> dict[Use, str]:
@@ -632,38 +609,15 @@ class _Group:
     def _mappings(
         self, major: int, families: tuple[str, ...]
     ) -> tuple[_Out | None, tuple[tuple[Use, str], ...]]:
-        """The size of the volume holding ephemeral storage, from ``block_device_mappings``;
-        None when they do not size it (the AMI's own size then applies: the mappings are then
-        dropped, with why, when they size another device)."""
+        """``block_device_mappings`` as ``_sized_by_mappings`` reads them (the disk type
+        kept for the spec)."""
         if (use := self.stated("block_device_mappings", major)) is None:
             return None, ()
         value = self.read("block_device_mappings", "raw", major)[1]
-        if value is None:
-            return _Out(None, "block_device_mappings are not resolved"), ()
-        entries = list(value.values()) if isinstance(value, dict) else value
-        if not isinstance(entries, list) or not entries:
-            return None, ()
-        device = eks.root_device(families)
-        if device is None:
-            why = "which device holds ephemeral storage is not known for this OS"
-            return _Out(None, why, (use,)), ()
-        for entry in entries:
-            if not isinstance(entry, dict) or isinstance(entry.get("device_name"), Expr):
-                why = "a device name in block_device_mappings is not resolved"
-                return _Out(None, why, (use,)), ()
-            if entry.get("device_name") != device:
-                continue
-            ebs = entry.get("ebs")
-            size = ebs.get("volume_size") if isinstance(ebs, dict) else None
-            if isinstance(size, str) and (number := ascii_int(size.strip())) is not None:
-                size = number
-            if isinstance(size, int) and not isinstance(size, bool):
-                kind = ebs.get("volume_type") if isinstance(ebs, dict) else None
-                self.disk_type = kind if isinstance(kind, str) else None
-                return _Out(size, uses=(use,)), ()
-            if size is not None:
-                return _Out(None, f"the {device} volume_size is not resolved", (use,)), ()
-        return None, ((use, f"sizes no {device}: the AMI's size applies"),)
+        out, drops, kind = _sized_by_mappings(use, value, families)
+        if kind is not None or (out is not None and out.value is not None):
+            self.disk_type = kind
+        return out, drops
 
     def _sizes(self) -> tuple[int | None, int | None, int | None]:
         """min / max / desired (desired only initial); ``schedules`` widen min..max."""
