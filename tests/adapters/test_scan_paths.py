@@ -310,3 +310,24 @@ def test_a_node_name_in_two_ranges_gets_the_plain_path_s_error(
             workers=workers,
         )  # fmt: skip
     assert str(err.value) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sets(st.sampled_from(["n0", "n1", "n2", "n3", "n4", "n5"]), max_size=4), max_size=4)
+)
+def test_one_cluster_s_dumps_are_refused_exactly_when_they_share_a_node(names):
+    """``refuse_shared_nodes``: an error naming the node and both files iff a name is in two
+    dumps of one cluster; disjoint dumps pass."""
+    from fleetwarden.adapters.files import refuse_shared_nodes
+
+    paths = [f"d{i}.json" for i in range(len(names))]
+    shared = {n for i, a in enumerate(names) for b in names[i + 1 :] for n in a & b}
+    if not shared:
+        refuse_shared_nodes(paths, names)
+        return
+    with pytest.raises(FormatError) as err:
+        refuse_shared_nodes(paths, names)
+    (node,) = [n for n in shared if f"node {n!r}" in str(err.value)]
+    holders = [p for p, found in zip(paths, names, strict=True) if node in found]
+    assert err.value.path == holders[1] and holders[0] in err.value.reason

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.e2e.test_cli_scan import EKSCTL, EKSCTL_LABELS, run
 
@@ -235,3 +236,56 @@ def test_a_watch_that_never_listed_a_cluster_s_nodes_exits_2_and_says_so(tree):
     assert table.returncode == 2
     assert "not compared yet: duckboat" in table.stdout
     assert "cluster.not_compared" in table.stdout
+
+
+def _split_dump(tree: Path, first: list[int], second: list[int], *, yaml_second: bool = False):
+    """The real dump's items as two dumps of one cluster (by position, overlapping or not)."""
+    nodes = json.loads((tree / "duckboat.json").read_text())
+    a, b = tree / "a.json", tree / ("b.yaml" if yaml_second else "b.json")
+    a.write_text(json.dumps({**nodes, "items": [nodes["items"][i] for i in first]}))
+    part = {**nodes, "items": [nodes["items"][i] for i in second]}
+    # kubectl -o yaml: read whole (formats.nodes.parse_document), not streamed
+    b.write_text(yaml.safe_dump(part) if yaml_second else json.dumps(part))
+    return a, b
+
+
+@pytest.mark.parametrize("yaml_second", [False, True], ids=["json", "yaml"])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_node_in_two_dumps_of_one_cluster_exits_2_naming_both_files(tree, yaml_second, jobs):
+    """``--nodes c=a.json --nodes c=b.json`` with a node in both: counted twice it would hide a
+    missing node (or invent a count finding), so it is refused, naming the node and both
+    files — as one dump refuses a name twice."""
+    a, b = _split_dump(tree, [0], [0, 1], yaml_second=yaml_second)
+    desired = str(tree / "desired")
+    r = run("scan", "-d", desired, "-n", f"duckboat={a}", "-n", f"duckboat={b}", "-j", jobs)
+    assert r.returncode == 2, r.stdout
+    line = _one_line_error(r.stderr)
+    assert str(a) in line and str(b) in line and "'duckboat-01'" in line
+
+
+def test_a_control_plane_node_in_two_dumps_is_refused_too(tree):
+    """No summary keeps control-plane nodes, but the dumps still overlap: refused."""
+    nodes = json.loads((tree / "duckboat.json").read_text())
+    nodes["items"][0]["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] = ""
+    (tree / "duckboat.json").write_text(json.dumps(nodes))
+    a, b = _split_dump(tree, [0, 1], [0])
+    r = run("scan", "-d", str(tree / "desired"), "-n", f"duckboat={a}", "-n", f"duckboat={b}")
+    assert r.returncode == 2 and "'duckboat-01' is also in" in _one_line_error(r.stderr)
+
+
+def test_one_dump_given_twice_for_a_cluster_exits_2(tree):
+    dump = str(tree / "duckboat.json")
+    r = run("scan", "-d", str(tree / "desired"), "-n", dump, "-n", f"duckboat={dump}")
+    assert r.returncode == 2
+    assert "the same dump is given twice" in _one_line_error(r.stderr)
+
+
+def test_disjoint_dumps_of_one_cluster_are_one_cluster_of_all_their_nodes(tree):
+    a, b = _split_dump(tree, [0], [1])
+    r = run(
+        "scan", "-d", str(tree / "desired"), "-n", f"duckboat={a}", "-n", f"duckboat={b}",
+        "-o", "json",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)["summary"]
+    assert (summary["clusters"], summary["nodes"], summary["findings"]) == (1, 2, 0)

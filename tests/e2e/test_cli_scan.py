@@ -293,6 +293,12 @@ def test_help_explains_the_commands():
         assert needle in r.stdout
 
 
+def _shown(u: dict) -> str:
+    """``pool field``, with the attribute it was read from when that is another name."""
+    attr = u["attribute"]
+    return f"{u['pool']} {u['field']}" + ("" if attr in (None, u["field"]) else f" ({attr})")
+
+
 def test_unresolved_values_are_in_the_table_output_not_only_in_json(tmp_path, realdata):
     """A GKE module fed by variables: the table says which desired values were not checked
     (the first few, then how many more) and --verbose lists every one with its file."""
@@ -301,15 +307,20 @@ def test_unresolved_values_are_in_the_table_output_not_only_in_json(tmp_path, re
     (tmp_path / "nodes.json").write_text('{"apiVersion": "v1", "kind": "List", "items": []}')
     args = ("scan", "-d", f"c1={tmp_path / 'main.tf'}", "-n", f"c1={tmp_path / 'nodes.json'}")
     unresolved = json.loads(run(*args, "--format", "json").stdout)["unresolved"]
-    assert len(unresolved) == 4
+    assert len(unresolved) == 3  # the cluster is given (c1=): its variable is not among them
     short = run(*args).stdout
-    first = unresolved[0]
-    assert "4 desired values unresolved (not checked): " in short
-    assert f"{first['pool']} {first['field']} = {first['expression']}" in short
-    assert "+1 more (--verbose or --format json lists them)" in short
+    assert "3 desired values unresolved (not checked): " in short
+    assert f"{_shown(unresolved[0])} = {unresolved[0]['expression']}" in short
+    assert "more (--verbose" not in short  # all three shown
+    (tmp_path / "second.tf").write_text(src.read_text().replace('"pool-01"', '"pool-02"'))
+    both = run("scan", "-d", f"c1={tmp_path}", "-n", f"c1={tmp_path / 'nodes.json'}").stdout
+    assert "6 desired values unresolved (not checked): " in both
+    assert "+3 more (--verbose or --format json lists them)" in both
     full = run(*args, "--verbose").stdout
     for u in unresolved:
-        assert f"{u['pool']} {u['field']} = {u['expression']} ({u['source']})" in full
+        assert f"{_shown(u)} = {u['expression']} ({u['source']})" in full
+    fields = json.loads(run(*args, "--format", "json").stdout)["summary"]["fields"]
+    assert fields["unresolved"] == len(unresolved)  # the two counts count the same entries
 
 
 def _auto_node(name: str, pool: str, *, capacity: str = "on-demand", taints=()) -> dict:

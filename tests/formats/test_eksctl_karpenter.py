@@ -296,6 +296,157 @@ def test_a_nodepool_without_its_required_spec_is_an_error(spec, field):
     assert err.value.field == field
 
 
+_PROVISIONER = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\n"
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "reason"),
+    [
+        ("", "Provisioner/p: spec", "requires spec.provider or spec.providerRef"),
+        ("spec: null\n", "Provisioner/p: spec", "requires spec.provider or spec.providerRef"),
+        ("spec: {}\n", "Provisioner/p: spec", "requires spec.provider or spec.providerRef"),
+        (
+            "spec:\n  labels: {team: web}\n",
+            "Provisioner/p: spec.providerRef",
+            "requires spec.provider or spec.providerRef",
+        ),
+        (
+            "spec:\n  provider: {amiFamily: AL2}\n  providerRef: {name: default}\n",
+            "Provisioner/p: spec.providerRef",
+            "takes exactly one",
+        ),
+    ],
+    ids=["no spec", "null spec", "empty spec", "no provider", "both"],
+)
+def test_a_provisioner_without_exactly_one_provider_is_an_error(spec, field, reason):
+    """Karpenter's v1alpha5 webhook refuses a Provisioner with neither (or both) of
+    spec.provider and spec.providerRef: such a file never made nodes, so it is no silent pass."""
+    with pytest.raises(FormatError, match=reason) as err:
+        karpenter.read_pools(parse_yaml_documents("prov.yaml", _PROVISIONER + spec))
+    assert err.value.path == "prov.yaml"
+    assert err.value.field == field
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_real_provisioner_reads_only_with_exactly_one_provider(realdata, data):
+    """Any part of a real v1alpha5 Provisioner's spec: a pool when it keeps exactly one of
+    provider / providerRef, else an error naming the file and the Provisioner — never a pool."""
+    from fleetwarden.formats.documents import Document
+
+    files = [p for p in realdata_files("karpenter", ".yaml") if "v1alpha5" in p.name]
+    path = data.draw(st.sampled_from(files))
+    docs = parse_yaml_documents(str(path), path.read_text())
+    (doc,) = [d for d in docs if d.kind == "Provisioner"]
+    spec = dict(doc.body["spec"])
+    spec.pop("providerRef")
+    kept = data.draw(st.sets(st.sampled_from(sorted(spec))))
+    spec = {k: spec[k] for k in kept}
+    provider = data.draw(st.sampled_from(["none", "provider", "providerRef", "both"]))
+    if provider in ("provider", "both"):
+        spec["provider"] = {"subnetSelector": {"karpenter.sh/discovery": "x"}}
+    if provider in ("providerRef", "both"):
+        spec["providerRef"] = {"name": "default"}
+    body = {k: v for k, v in doc.body.items() if k != "spec"}
+    if spec or data.draw(st.booleans()):  # an empty spec is written {}, null or not at all
+        body["spec"] = spec or data.draw(st.sampled_from([{}, None]))
+    mutated = [Document(doc.path, doc.index, body), *[d for d in docs if d is not doc]]
+    if provider in ("provider", "providerRef"):
+        assert [p.name for p in karpenter.read_pools(mutated).pools] == [doc.name]
+        return
+    with pytest.raises(FormatError) as err:
+        karpenter.read_pools(mutated)
+    assert err.value.path == str(path)
+    assert str(err.value.field).startswith(f"Provisioner/{doc.name}: spec")
+
+
+_V1_FAMILIES = (
+    *("AL2", "AL2023", "Bottlerocket", "Custom"),
+    *("Windows2019", "Windows2022", "Windows2025"),
+)
+
+
+def _v1_class_tree(family: str | None, terms: str | None, version: str = "v1") -> str:
+    """aws/karpenter-provider-aws examples/v1 shape: a NodePool and its EC2NodeClass."""
+    spec = "  role: KarpenterNodeRole\n  subnetSelectorTerms: [{tags: {a: b}}]\n"
+    spec += "  securityGroupSelectorTerms: [{tags: {a: b}}]\n"
+    spec += f"  amiFamily: {family}\n" if family is not None else ""
+    spec += f"  amiSelectorTerms: {terms}\n" if terms is not None else ""
+    return (
+        "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
+        "  template:\n    spec:\n      requirements: []\n"
+        "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}\n"
+        f"---\napiVersion: karpenter.k8s.aws/{version}\nkind: EC2NodeClass\n"
+        f"metadata: {{name: c}}\nspec:\n{spec}"
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    family=st.none() | st.sampled_from([*_V1_FAMILIES, "Ubuntu", "al2023", "Foo"]),
+    alias=st.none() | st.sampled_from(["al2@latest", "al2023@latest", "bottlerocket@latest",
+                                       "windows2022@latest", "windows2025@latest"]),
+    ids=st.booleans(),
+)  # fmt: skip
+def test_a_v1_ec2_node_class_is_read_only_as_its_crd_admits_it(family, alias, ids):
+    """The v1 EC2NodeClass CRD (x-kubernetes-validations): amiSelectorTerms required; amiFamily
+    one of its enum, required without an alias, and beside an alias its own family or Custom.
+    What it refuses is an error naming the class (Karpenter never made nodes of it); what it
+    admits gives the pool with its OS accounted for."""
+    terms = [f"{{alias: {alias}}}"] if alias else []
+    terms += ["{id: ami-0123}"] if ids else []
+    text = _v1_class_tree(family, f"[{', '.join(terms)}]" if terms else None)
+    admitted = (
+        bool(terms)
+        and (family is None or family in _V1_FAMILIES)
+        and (family is not None or alias is not None)
+        and (family in (None, "Custom") or alias is None or alias.split("@")[0] == family.lower())
+    )
+    if not admitted:
+        with pytest.raises(FormatError) as err:
+            karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+        assert str(err.value.field).startswith("EC2NodeClass/c: spec.amiSelectorTerms") or (
+            str(err.value.field) == "EC2NodeClass/c: spec.amiFamily"
+        )
+        return
+    (spec,) = karpenter.read_pools(parse_yaml_documents("k.yaml", text)).pools
+    notes = {a.fact for a in spec.account if "ami" in a.path} | {u.field for u in spec.unresolved}
+    assert spec.os_family is not None or family == "Custom" or "osImage" in notes or ids
+
+
+def test_a_nodepool_without_a_node_class_says_why_os_and_disk_are_not_compared():
+    """Both the OS and the ephemeral disk come from the node class: with none referenced,
+    each is listed as not compared, with the reason (the disk was silently left out)."""
+    text = (
+        "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
+        "  template:\n    spec:\n      requirements: []\n"
+    )
+    (spec,) = karpenter.read_pools(parse_yaml_documents("k.yaml", text)).pools
+    facts = {a.fact: a.detail for a in spec.account if a.path == "spec.template.spec.nodeClassRef"}
+    assert facts == {
+        "osImage": "no node class referenced",
+        "diskSizeGiB": "no node class referenced",
+    }
+
+
+def test_a_v1beta1_ec2_node_class_needs_its_ami_family():
+    text = _v1_class_tree(None, "[{id: ami-0123}]", version="v1beta1")
+    with pytest.raises(FormatError, match="required by the v1beta1") as err:
+        karpenter.read_pools(parse_yaml_documents("k.yaml", text))
+    assert err.value.field == "EC2NodeClass/c: spec.amiFamily"
+    ubuntu = _v1_class_tree("Ubuntu", None, version="v1beta1")  # Ubuntu is a v1beta1 family
+    (spec,) = karpenter.read_pools(parse_yaml_documents("k.yaml", ubuntu)).pools
+    assert spec.os_family == "ubuntu"
+
+
+@pytest.mark.parametrize("provider", ["AL2", "[a, b]", "3"], ids=str)
+def test_a_provisioner_provider_that_is_not_a_mapping_is_an_error(provider):
+    text = _PROVISIONER + f"spec:\n  provider: {provider}\n"
+    with pytest.raises(FormatError, match="expected a mapping") as err:
+        karpenter.read_pools(parse_yaml_documents("prov.yaml", text))
+    assert err.value.field == "Provisioner/p: spec.provider"
+
+
 @pytest.mark.parametrize("values", ["[abc]", "[]", "['1', '2']", "['-1']", "['1.5']"], ids=str)
 @pytest.mark.parametrize("operator", ["Gt", "Lt", "Gte", "Lte"])
 def test_a_bound_requirement_needs_one_non_negative_integer(operator, values):
@@ -422,7 +573,10 @@ def test_two_nodepools_with_one_name_are_an_error_naming_both_places(same_file):
 
 
 def test_a_provisioner_and_a_nodepool_may_share_a_name():
-    provisioner = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: np}\n"
+    provisioner = (
+        "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: np}\n"
+        "spec: {providerRef: {name: default}}\n"
+    )
     got = _tree({"a.yaml": _nodepool("np") + "---\n" + provisioner})
     assert sorted(p.name for p in got.pools) == ["np", "np"]
     assert not got.skipped

@@ -9,9 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetwarden.core.diffing import diff_cluster
-from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.pools import FieldStatus, NodePoolSpec
 from fleetwarden.formats.desired import SourceFile, read_desired
 from fleetwarden.formats.provisioners import Assumed
 from tests.support.nodes import node, observed
@@ -201,6 +203,122 @@ def test_eksctl_ami_family_default_follows_the_release(release, version, familie
     text = EKSCTL_BARE.replace('"1.31"', f'"{version}"')
     spec = _specs("eks.yaml", text, Assumed(eksctl=release))[0]  # the unmanaged group
     assert (spec.os_family, *spec.os_family_alternatives) == families
+
+
+def _gpu_group(version: str, types: str, *, managed: bool = True) -> str:
+    """eksctl's examples/23-kubeflow-spot-instance.yaml shape: a GPU group, no amiFamily."""
+    section = "managedNodeGroups" if managed else "nodeGroups"
+    return (
+        "apiVersion: eksctl.io/v1alpha5\nkind: ClusterConfig\n"
+        f"metadata: {{name: prod, region: us-west-2, version: '{version}'}}\n"
+        f"{section}:\n  - name: 1-gpu-g5-xlarge\n{types}"
+        "    minSize: 0\n    maxSize: 10\n    desiredCapacity: 0\n"
+    )
+
+
+_GPU_TYPES = [
+    "    instanceType: g5.xlarge\n",
+    "    instanceType: p3.2xlarge\n",
+    "    instanceType: inf1.xlarge\n",
+    "    instanceType: g5g.xlarge\n",
+    "    instanceTypes: [g4dn.xlarge, g5.xlarge]\n",
+]
+
+
+@pytest.mark.parametrize("types", _GPU_TYPES, ids=lambda t: t.split(":")[1].strip())
+@pytest.mark.parametrize("version", ["1.30", "1.32"])
+def test_eksctl_gpu_managed_group_without_ami_family_leaves_the_os_unresolved(version, types):
+    """eksctl's default for a managed group of GPU types on Kubernetes 1.30-1.32 changed with
+    its release (refused, AmazonLinux2, AmazonLinux2023: SetManagedNodeGroupDefaults in
+    pkg/apis/eksctl.io/v1alpha5/defaults.go, v0.179.0-v0.208.0), and the file does not say
+    which eksctl applied it: amiFamily / osImage are unresolved with that reason, never an
+    assumed family (no osImage finding whatever the nodes run)."""
+    (spec,) = _specs("eks.yaml", _gpu_group(version, types))
+    assert spec.os_family is None and spec.os_family_alternatives == ()
+    (note,) = [u for u in spec.unresolved if u.field == "osImage"]
+    assert "0.183-0.191" in note.expression and "scan.provisioners.eksctl" in note.expression
+    (entry,) = [a for a in spec.account if a.path == "amiFamily"]
+    assert entry.status is FieldStatus.UNRESOLVED and entry.fact == "osImage"
+    nodes = [
+        node(
+            f"gpu-{i}",
+            labels={
+                "alpha.eksctl.io/cluster-name": "prod",
+                "alpha.eksctl.io/nodegroup-name": "1-gpu-g5-xlarge",
+                "eks.amazonaws.com/nodegroup": "1-gpu-g5-xlarge",
+                "eks.amazonaws.com/capacityType": "ON_DEMAND",
+            },
+            instance_type=types.split(":")[1].strip(" []\n").split(",")[0],
+            os_image=image,
+        )
+        for i, image in enumerate(["Amazon Linux 2", "Amazon Linux 2023.6.20250203"])
+    ]
+    found = diff_cluster("prod", [spec], observed(*nodes)).findings
+    assert "osImage" not in {f.field for f in found}
+
+
+@pytest.mark.parametrize(
+    ("release", "version", "types", "families"),
+    [
+        ((0, 182, 0), "1.29", _GPU_TYPES[0], ("amazonlinux2",)),
+        ((0, 182, 0), "1.30", _GPU_TYPES[0], ()),  # AL2023, which 0.182 refuses for GPUs
+        ((0, 190, 0), "1.30", _GPU_TYPES[0], ("amazonlinux2",)),
+        ((0, 190, 0), "1.31", _GPU_TYPES[2], ("amazonlinux2",)),  # Neuron: IsGPUInstanceType
+        ((0, 200, 0), "1.31", _GPU_TYPES[0], ("amazonlinux2023",)),
+        ((0, 200, 0), "1.31", _GPU_TYPES[3], ("amazonlinux2",)),  # g5g: ARM GPU rule to 0.207
+        ((0, 208, 0), "1.31", _GPU_TYPES[3], ("amazonlinux2023",)),
+        ((0, 219, 0), "1.29", _GPU_TYPES[0], ("amazonlinux2023",)),
+        (None, "1.29", _GPU_TYPES[0], ("amazonlinux2023", "amazonlinux2")),  # no GPU rule <1.30
+        (None, "1.33", _GPU_TYPES[0], ("amazonlinux2023",)),
+    ],
+)
+def test_eksctl_gpu_managed_group_default_per_release(release, version, types, families):
+    """With the release assumed (scan.provisioners.eksctl), the family eksctl's
+    SetManagedNodeGroupDefaults gives GPU types in that release; below 1.30 and from 1.33 the
+    release's general default (no GPU rule there)."""
+    (spec,) = _specs("eks.yaml", _gpu_group(version, types), Assumed(eksctl=release))
+    got = (spec.os_family, *spec.os_family_alternatives) if spec.os_family else ()
+    assert got == families
+    assert ("osImage" in spec.unresolved_fields) == (families == ())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    instance=st.sampled_from(
+        [
+            "m5.large",
+            "t3.medium",
+            "g4dn.xlarge",
+            "p4d.24xlarge",
+            "g5g.2xlarge",
+            "trn1.2xlarge",
+            "c7g.large",
+            "g6.xlarge",
+        ]
+    ),
+    minor=st.integers(24, 35),
+    release=st.none() | st.tuples(st.just(0), st.integers(170, 230), st.just(0)),
+)
+def test_eksctl_managed_os_is_a_family_or_unresolved_never_both(instance, minor, release):
+    """Any managed group without amiFamily: an OS family to compare, or osImage unresolved
+    with its reason — the latter exactly for GPU types on 1.30-1.32 where the release decides
+    and is not known (or is one that refuses them)."""
+    types = f"    instanceType: {instance}\n"
+    (spec,) = _specs("eks.yaml", _gpu_group(f"1.{minor}", types), Assumed(eksctl=release))
+    unresolved = "osImage" in spec.unresolved_fields
+    assert unresolved == (spec.os_family is None)
+    gpu = instance.startswith(("g4", "g5", "g6", "p4", "trn"))
+    refusing = release is not None and (0, 179, 0) <= release < (0, 183, 0)
+    if unresolved:
+        assert gpu and 30 <= minor < 33 and (release is None or refusing)
+    elif gpu and 30 <= minor < 33 and release is None:
+        raise AssertionError("a GPU default assumed without the release")
+
+
+def test_eksctl_gpu_unmanaged_group_takes_the_general_default():
+    """Unmanaged groups had no GPU rule (SetNodeGroupDefaults: DefaultNodeImageFamily)."""
+    (spec,) = _specs("eks.yaml", _gpu_group("1.31", _GPU_TYPES[1], managed=False))
+    assert (spec.os_family, *spec.os_family_alternatives) == ("amazonlinux2023", "amazonlinux2")
 
 
 def test_eksctl_managed_group_with_a_launch_template_takes_no_type_or_disk_default():

@@ -13,10 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fleetwarden.core.diffing import diff_cluster
 from fleetwarden.core.pools import FieldStatus, NodePoolSpec, Taint
 from fleetwarden.formats.desired import SourceFile, read_desired
+from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
 from fleetwarden.formats.terraform.aks import vcpus_of
 from fleetwarden.formats.terraform.eks_majors import constraint_majors, majors_of
@@ -1043,6 +1046,221 @@ def test_the_module_launch_template_voids_disk_size_and_mappings_size_the_root()
       }
 """
     assert _spec(_managed(mapped), "g").disk_size_gib == 60  # Bottlerocket's data volume
+
+
+@pytest.mark.parametrize("major", ["~> 20.0", "~> 21.0"])
+@pytest.mark.parametrize("ami_type", ["AL2_x86_64", "CUSTOM"])
+def test_an_ami_type_beside_a_custom_ami_that_names_no_os_is_accounted_for(major, ami_type):
+    """terraform-aws-eks v20's examples/eks_managed_node_group ``custom_ami`` group: with
+    ``ami_id`` the module sends EKS no ami_type; AL2's (or CUSTOM) only picks the user data
+    format, which boots other OSes too. The attribute is ignored with that reason, not left
+    unaccounted (nor noted as "not stated")."""
+    group = f'      ami_id   = data.aws_ami.eks_default.image_id\n      ami_type = "{ami_type}"\n'
+    spec = _spec(_managed(group, major), "g")
+    statuses = {(a.status, a.fact) for a in spec.account if a.path == "ami_type"}
+    assert (FieldStatus.UNACCOUNTED, None) not in statuses
+    entry = next(a for a in spec.account if a.path == "ami_type" and a.fact is None)
+    assert entry.status is FieldStatus.IGNORED and "user data format" in entry.detail
+    assert spec.os_family is None
+
+
+def test_a_custom_ami_of_a_stated_os_family_is_read_with_it():
+    """v20 tests/eks-managed-node-group ``complete-eks-mng``: ``ami_id`` with an AL2023
+    ``ami_type`` (from the defaults) — the AMI is of that family: ami_id is accounted for with
+    the OS image, not left unaccounted."""
+    group = "      ami_id = data.aws_ami.eks_default.image_id\n"
+    text = _managed(group).replace(
+        "  eks_managed_node_groups = {",
+        '  eks_managed_node_group_defaults = { ami_type = "AL2023_x86_64_STANDARD" }\n'
+        "  eks_managed_node_groups = {",
+    )
+    spec = _spec(text, "g")
+    (entry,) = [a for a in spec.account if a.path == "ami_id" and a.fact == "osImage"]
+    assert entry.status is FieldStatus.COMPARED and spec.os_family == "amazonlinux2023"
+
+
+@pytest.mark.parametrize("kind", ["eks_managed", "self_managed"])
+def test_v18_vpc_id_and_default_tags_inputs_are_ignored_with_why(kind):
+    """v18 examples/complete ``separate-*-mng``: node_groups.tf v18.31.2 passes ``vpc_id``
+    (the group's security group) and ``use_default_tags`` (self-managed) per group."""
+    text = (
+        'module "eks" {\n  source = "terraform-aws-modules/eks/aws"\n  version = "~> 18.31"\n'
+        '  cluster_name = "prod"\n'
+        f"  {kind}_node_groups = {{\n    g = {{\n      vpc_id = module.vpc.vpc_id\n"
+        "      use_default_tags = true\n    }\n  }\n}\n"
+    )
+    spec = _spec(text, "g")
+    statuses = {a.path: a.status for a in spec.account if a.path in ("vpc_id", "use_default_tags")}
+    assert statuses == {"vpc_id": FieldStatus.IGNORED, "use_default_tags": FieldStatus.IGNORED}
+
+
+# v18 node groups shaped as examples/eks_managed_node_group/main.tf of terraform-aws-eks v18.31.2
+# (and v18.0.0 for the eks_managed_node_group_defaults one): module block, defaults, groups
+EKS_V18 = """\
+module "eks" {
+  source  = "terraform-aws-modules/eks/aws"
+  version = "%s"
+
+  cluster_name    = "ex-eks"
+  cluster_version = "1.24"
+
+  eks_managed_node_group_defaults = {
+    ami_type       = "AL2_x86_64"
+    instance_types = ["m6i.large", "m5.large", "m5n.large", "m5zn.large"]
+%s
+  }
+
+  eks_managed_node_groups = {
+    default_node_group = {
+      create_launch_template = false
+      launch_template_name   = ""
+
+      disk_size = 50
+    }
+    bottlerocket_default = {
+      create_launch_template = false
+      launch_template_name   = ""
+
+      ami_type = "BOTTLEROCKET_x86_64"
+      platform = "bottlerocket"
+    }
+    bottlerocket_custom = {
+      ami_id   = data.aws_ami.eks_default_bottlerocket.image_id
+      platform = "bottlerocket"
+    }
+    custom_ami = {
+      ami_type = "AL2_ARM_64"
+      ami_id   = data.aws_ami.eks_default_arm.image_id
+      instance_types = ["t4g.medium"]
+    }
+    containerd = {
+      name = "containerd"
+    }
+    complete-eks-mng = {
+      name            = "complete-eks-mng"
+      use_name_prefix = true
+      ami_id                     = data.aws_ami.eks_default.image_id
+      enable_bootstrap_user_data = true
+      block_device_mappings = {
+        xvda = {
+          device_name = "/dev/xvda"
+          ebs = {
+            volume_size = 75
+            volume_type = "gp3"
+          }
+        }
+      }
+    }
+  }
+}
+"""
+_V18_GROUPS = (
+    "default_node_group",
+    "bottlerocket_default",
+    "bottlerocket_custom",
+    "custom_ami",
+    "containerd",
+    "complete-eks-mng",
+)
+
+
+def _disk_notes(spec: NodePoolSpec, path: str = "disk_size") -> list[str]:
+    return [f"{a.status.value} {a.fact} {a.detail}" for a in spec.account if a.path == path]
+
+
+@pytest.mark.parametrize("version", ["~> 18.31", "~> 18.0"])
+@pytest.mark.parametrize("defaults", ["", "    disk_size      = 50"], ids=["-", "defaults"])
+@pytest.mark.parametrize("group", _V18_GROUPS)
+def test_v18_disk_size_is_accounted_for_once_with_one_reason(version, defaults, group):
+    """terraform-aws-eks v18 (modules/eks-managed-node-group/main.tf: ``disk_size =
+    local.use_custom_launch_template ? null : var.disk_size``): a group that does not state
+    disk_size has exactly one ``disk_size`` note (the default compared, or why no size is
+    compared), never an unresolved note plus ignored notes repeating the same reason."""
+    spec = _spec(EKS_V18 % (version, defaults), group)
+    own = _disk_notes(spec)
+    of_defaults = _disk_notes(spec, "eks_managed_node_group_defaults: disk_size")
+    assert len(of_defaults) == (1 if defaults else 0), of_defaults
+    if group == "default_node_group":  # states its own: that note, and the defaults' replaced
+        assert len(own) == 1 and own[0].startswith("compared diskSizeGiB"), own
+        return
+    # not stated by the group: the size compared (a default), else one reason why not —
+    # the defaults' disk_size note when try() reads it, else the group's own
+    assert len(own) <= 1 and len(own + of_defaults) >= 1, own + of_defaults
+    if own and own[0].startswith("compared"):
+        assert "diskSizeGiB" in own[0]
+    else:
+        assert len(own + of_defaults) == 1, own + of_defaults
+
+
+def test_v18_unpinned_disk_size_is_one_unresolved_note_naming_each_major():
+    """``source = "../.."`` (an example in its own checkout): v18 sends disk_size 50 with
+    EKS's launch template, v19-v20 use the module's template (the AMI's 20 GiB): one
+    unresolved note on disk_size that says both, not three notes."""
+    text = (EKS_V18 % ("~> 18.31", "")).replace(
+        'source  = "terraform-aws-modules/eks/aws"\n  version = "~> 18.31"', 'source = "../.."'
+    )
+    spec = _spec(text, "default_node_group")
+    (note,) = [a for a in spec.account if a.path == "disk_size"]
+    assert note.status is FieldStatus.UNRESOLVED and note.fact == "diskSizeGiB"
+    assert "v18: 50 stated at" in note.detail and "v19-v20:" in note.detail
+    assert spec.disk_size_gib is None and "diskSizeGiB" in spec.unresolved_fields
+
+
+_V18_SHAPED_INPUTS = {  # attribute -> values as the v18-v20 examples write them
+    "disk_size": ["50", "var.disk_size", "null"],
+    "create_launch_template": ["false", "true"],
+    "launch_template_name": ['""', '"lt"'],
+    "launch_template_id": ["aws_launch_template.external.id"],
+    "use_custom_launch_template": ["false", "true"],
+    "ami_type": ['"AL2_x86_64"', '"BOTTLEROCKET_x86_64"', '"WINDOWS_CORE_2019_x86_64"'],
+    "ami_id": ["data.aws_ami.eks_default.image_id"],
+    "platform": ['"bottlerocket"', '"windows"', '"linux"'],
+    "block_device_mappings": [
+        '{ xvda = { device_name = "/dev/xvda", ebs = { volume_size = 75 } } }',
+        '{ xvdb = { device_name = "/dev/xvdb", ebs = { volume_size = 30 } } }',
+    ],
+    "instance_types": ['["m6i.large"]', "var.types"],
+    "cluster_version": ['"1.24"', "module.eks.cluster_version"],
+}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pin=st.sampled_from(['version = "~> 18.31"', 'version = "~> 19.0"', 'version = "~> 20.0"', ""]),
+    group=st.dictionaries(
+        st.sampled_from(sorted(_V18_SHAPED_INPUTS)), st.integers(0, 2), max_size=6
+    ),
+    defaults=st.dictionaries(
+        st.sampled_from(sorted(_V18_SHAPED_INPUTS)), st.integers(0, 2), max_size=3
+    ),
+    kind=st.sampled_from(["eks_managed", "self_managed"]),
+)
+def test_each_attribute_has_one_note_per_fact_over_any_v18_v20_group(pin, group, defaults, kind):
+    """A terraform-aws-eks group (pinned or not) notes each of its attributes once per fact,
+    with one reason: never a fact note and a bare note on one attribute, nor a fact's note
+    twice on one attribute (an unresolved value plus "not resolved", say)."""
+
+    def body(chosen: dict[str, int]) -> str:
+        values = _V18_SHAPED_INPUTS
+        return "\n".join(f"      {k} = {values[k][i % len(values[k])]}" for k, i in chosen.items())
+
+    text = (
+        f'module "eks" {{\n  source = "terraform-aws-modules/eks/aws"\n  {pin}\n'
+        f'  cluster_name = "prod"\n'
+        f"  {kind}_node_group_defaults = {{\n{body(defaults)}\n  }}\n"
+        f"  {kind}_node_groups = {{\n    g = {{\n{body(group)}\n    }}\n  }}\n}}\n"
+    )
+    try:
+        (spec,) = _specs(text)
+    except FormatError:
+        return  # a combination the module refuses (an AMI type EKS rejects, say)
+    by_path: dict[str, list[str | None]] = {}
+    for a in spec.account:
+        if not a.is_default and a.status is not FieldStatus.COMPARED:
+            by_path.setdefault(a.path, []).append(a.fact)
+    for path, facts in by_path.items():
+        assert len(facts) == len(set(facts)), (path, facts)
+        assert None not in facts or len(facts) == 1, (path, facts)
 
 
 def test_self_managed_groups_never_expect_labels_taints_or_instance_types_keys():

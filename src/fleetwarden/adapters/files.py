@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -44,6 +44,7 @@ __all__ = [
     "read_manifest",
     "read_node_files",
     "read_tree",
+    "refuse_shared_nodes",
     "skip_of",
     "start_reading",
     "summarise_node_files",
@@ -251,10 +252,33 @@ def read_node_files(
     ``workers`` processes. Module-level: picklable for workers."""
     from fleetwarden.adapters import nodedumps  # msgspec and the stream reader: scans only
 
-    nodes: list[ObservedNode] = []
-    for path in paths:
-        nodes.extend(nodedumps.read_node_file(path, limit=limit, workers=workers))
-    return nodes
+    parts = [nodedumps.read_node_file(path, limit=limit, workers=workers) for path in paths]
+    refuse_shared_nodes(paths, [[n.name for n in part] for part in parts])
+    return [node for part in parts for node in part]
+
+
+def refuse_shared_nodes(paths: Sequence[str], names: Sequence[Iterable[str]]) -> None:
+    """A ``FormatError`` naming both files and the node when a node name is in two of one
+    cluster's dumps (``names[i]``: the nodes of ``paths[i]``). Each dump already refuses a
+    name twice in itself; across dumps the node would be counted twice (two snapshots of one
+    cluster, or one file given twice), so no count, median or finding could be trusted."""
+    if len(paths) < 2:
+        return
+    seen: dict[str, int] = {}
+    for i, (path, found) in enumerate(zip(paths, names, strict=True)):
+        for name in found:
+            first = seen.setdefault(name, i)
+            if first == i:
+                continue
+            if os.path.realpath(paths[first]) == os.path.realpath(path):
+                why = f"the same dump is given twice for one cluster (node {name!r} and the rest)"
+            else:
+                why = f"node {name!r} is also in {paths[first]}"
+            raise FormatError(
+                path,
+                f"{why}: one cluster's node dumps must not list a node twice; give each "
+                "snapshot as its own cluster (CLUSTER=PATH) or drop one",
+            )
 
 
 S = TypeVar("S")
@@ -271,15 +295,21 @@ def summarise_node_files(
 ) -> S:
     """``summarise`` of all nodes of the given dumps (one cluster's), each streamed, a big one
     spread over ``workers`` processes that each summarise the part they read; the parts
-    merged in order (``nodedumps.summarise_node_file``). Module-level: picklable for workers."""
+    merged in order (``nodedumps.summarise_node_file``), once no node is in two of the dumps
+    (``refuse_shared_nodes``). Module-level: picklable for workers."""
     from fleetwarden.adapters import nodedumps  # msgspec and the stream reader: scans only
 
+    several = len(paths) > 1  # one dump refuses a name twice itself
+    names: list[set[str]] = [set() for _ in paths]
     parts = [
-        nodedumps.summarise_node_file(path, summarise, merge, limit=limit, workers=workers)
-        for path in paths
+        nodedumps.summarise_node_file(
+            path, summarise, merge, limit=limit, workers=workers, names=seen if several else None
+        )
+        for path, seen in zip(paths, names, strict=True)
     ]
     if not parts:
         return summarise([])
+    refuse_shared_nodes(paths, names)
     return merge(*parts)
 
 

@@ -72,11 +72,13 @@ def summarise_node_file(
     *,
     limit: int,
     workers: int = 1,
+    names: set[str] | None = None,
 ) -> S:
     """``summarise`` of every Node in one dump file, read by up to ``workers`` processes
     (each summarises what it read; ``merge(a, b, ...)`` must be the summary of ``a``'s nodes
-    followed by ``b``'s and so on, and ``summarise`` picklable). Raises ``FormatError``
-    naming the file (and where)."""
+    followed by ``b``'s and so on, and ``summarise`` picklable). ``names``, when given, gets
+    every node's name (control-plane ones too, which no summary keeps). Raises
+    ``FormatError`` naming the file (and where)."""
     file = Path(path)
     size = _checked_size(file, limit)
     try:
@@ -90,10 +92,14 @@ def summarise_node_file(
                 if workers > 1 and size >= SPLIT_MIN_BYTES:
                     split = _read_split(path, open_at, size, workers, summarise, merge)
                     if split is not None:
+                        if names is not None:
+                            names.update(split[1])
                         return split[0]
                 feeder = _Feeder([summarise], keep=path in _ENDING)
-                stream_rows(open_at, sink=feeder)
+                got = stream_rows(open_at, sink=feeder)
                 out = feeder.result()
+                if names is not None:
+                    names.update(got.names)
                 if path in _ENDING:
                     _keep_till_exit(feeder.chunks)
                 return out
@@ -101,7 +107,10 @@ def summarise_node_file(
             pass  # the whole-document reader decides, and names any problem
         except OSError as exc:
             raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
-    return summarise(parse_document(path, _read_whole(file, limit)))
+    nodes = parse_document(path, _read_whole(file, limit))
+    if names is not None:
+        names.update(n.name for n in nodes)
+    return summarise(nodes)
 
 
 def start_split(path: str, *, limit: int, workers: int, ending: bool = False) -> None:
@@ -267,12 +276,12 @@ def _read_split(
     workers: int,
     summarise: Callable[[list[ObservedNode]], S],
     merge: Callable[..., S],
-) -> tuple[S] | None:
+) -> tuple[S, set[str]] | None:
     """The items array in byte ranges read by ``workers`` processes, this one included (the
     others started by ``start_split``, else now), each range summarised where it was read,
-    the summaries merged in range order. None when the dump cannot be split (one item, no
-    separator seen), a split point was not an item's start or a range was refused: the
-    caller then reads it in one stream, which decides."""
+    the summaries merged in range order, with every node's name. None when the dump cannot
+    be split (one item, no separator seen), a split point was not an item's start or a range
+    was refused: the caller then reads it in one stream, which decides."""
     split = _STARTED.pop((path, workers), None)
     if split is None:
         if not _CAN_FORK:
@@ -310,9 +319,10 @@ def _read_split(
         return None
     if not streamed_kind_ok(split.head.keys, parts[last][1] or {}):
         raise nodestream.Unstreamable
-    if not _disjoint([names for _summary, _keys, names in parts.values()]):
+    sets = [names for _summary, _keys, names in parts.values()]
+    if not _disjoint(sets):
         raise nodestream.Unstreamable  # a node name in two ranges: the full reader names it
-    return (merge(*(parts[k][0] for k in range(last + 1))),)
+    return merge(*(parts[k][0] for k in range(last + 1))), set().union(*sets)
 
 
 def _disjoint(sets: list[set[str]]) -> bool:

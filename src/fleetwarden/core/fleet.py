@@ -11,7 +11,7 @@ from typing import Any
 from fleetwarden.core.diffing import ClusterDiff, diff_cluster
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.core.pools import FieldStatus, NodePoolSpec
+from fleetwarden.core.pools import NO_ATTRIBUTE, FieldStatus, NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.skips import Skip
 from fleetwarden.core.subjects import NodePoolRef
@@ -29,6 +29,7 @@ __all__ = [
     "nearest",
     "severity_order",
     "unnamed_reason",
+    "unresolved_values",
 ]
 
 
@@ -113,11 +114,15 @@ def coverage_findings(specs: Sequence[NodePoolSpec], observed: Collection[str]) 
 
 @dataclass(frozen=True, slots=True)
 class UnresolvedFact:
+    """One desired value not checked: an unresolved entry of a pool's account (``field`` the
+    fact it leaves open, else the attribute; ``attribute`` None for a note on no attribute)."""
+
     cluster: str | None
     pool: str
     field: str
     expression: str
     source: str
+    attribute: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,7 +131,25 @@ class UnresolvedFact:
             "field": self.field,
             "expression": self.expression,
             "source": self.source,
+            "attribute": self.attribute,
         }
+
+
+def unresolved_values(spec: NodePoolSpec) -> list[UnresolvedFact]:
+    """The desired values of a pool that are not checked: exactly the unresolved entries of
+    its account, which ``field_counts`` counts (a note on no attribute is one of them)."""
+    return [
+        UnresolvedFact(
+            spec.cluster,
+            spec.name,
+            a.fact or a.path,
+            a.detail,
+            spec.source,
+            None if a.path == NO_ATTRIBUTE else a.path,
+        )
+        for a in spec.account
+        if a.status is FieldStatus.UNRESOLVED
+    ]
 
 
 @dataclass(slots=True)
@@ -251,13 +274,9 @@ def assemble_report(
         pools += result.pools
         nodes += result.nodes
     findings.sort(key=severity_order)
-    # a name completed by a generated suffix is matched by its prefix: checked, not unresolved
-    unresolved = [
-        UnresolvedFact(s.cluster, s.name, u.field, u.expression, s.source)
-        for s in specs
-        for u in s.unresolved
-        if not (u.field == "name" and s.name_prefix is not None)
-    ]
+    # the account's unresolved entries, as field_counts counts them (a name completed by a
+    # generated suffix is matched by its prefix: checked, so in neither)
+    unresolved = [u for s in specs for u in unresolved_values(s)]
     return FleetReport(
         findings=findings,
         clusters=clusters,

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 __all__ = [
     "EFFECTS",
+    "NO_ATTRIBUTE",
     "FieldAccount",
     "FieldStatus",
     "NodePoolSpec",
@@ -145,6 +146,22 @@ class FieldAccount:
         return out
 
 
+NO_ATTRIBUTE = "(no attribute)"  # the path of an account entry that is a note, not an attribute
+
+
+def _unattributed(spec: NodePoolSpec) -> tuple[FieldAccount, ...]:
+    """The unresolved notes of ``spec`` that no unresolved account entry carries (same fact,
+    same expression), as entries; a name matched by its prefix is checked, not unresolved."""
+    carried = {(a.fact, a.detail) for a in spec.account if a.status is FieldStatus.UNRESOLVED}
+    out: dict[tuple[str, str], FieldAccount] = {}
+    for u in spec.unresolved:
+        key = (u.field, u.expression)
+        if key in carried or key in out or (u.field == "name" and spec.name_prefix is not None):
+            continue
+        out[key] = FieldAccount(NO_ATTRIBUTE, FieldStatus.UNRESOLVED, u.expression, fact=u.field)
+    return tuple(out.values())
+
+
 # finding field -> the fact of the spec its expected value comes from
 _FACT_OF_FIELD = {
     "instanceType": ("instanceTypes", "requirements.node.kubernetes.io/instance-type"),
@@ -198,6 +215,15 @@ class NodePoolSpec:
     # every attribute of the source object: compared, unresolved, ignored or unaccounted
     account: tuple[FieldAccount, ...] = ()
 
+    def __post_init__(self) -> None:
+        # An unresolved fact a reader noted on no attribute of its own (a per-zone count with
+        # no zones stated, a node class not in the tree) is an account entry too: the account
+        # is then the one list every count of unresolved values reads (``fleet.field_counts``
+        # and ``FleetReport.unresolved``), and ``explain`` shows it.
+        extra = _unattributed(self)
+        if extra:
+            object.__setattr__(self, "account", (*self.account, *extra))
+
     def origin_of(self, finding_field: str) -> str | None:
         """Where the expected value of a finding on ``finding_field`` was read."""
         prov = self.provenance
@@ -233,7 +259,17 @@ class NodePoolSpec:
         return frozenset(u.field for u in self.unresolved)
 
     def with_cluster(self, cluster: str) -> NodePoolSpec:
-        return replace(self, cluster=cluster)
+        """The pool as part of ``cluster`` (``CLUSTER=PATH``): what its source said of its
+        cluster — an unresolved name, say — is then no longer a value left unchecked."""
+        why = f"the cluster is given: {cluster} (CLUSTER=PATH)"
+        account = tuple(
+            replace(a, status=FieldStatus.IGNORED, detail=why, fact=None)
+            if a.status is FieldStatus.UNRESOLVED and a.fact == "cluster"
+            else a
+            for a in self.account
+        )
+        unresolved = tuple(u for u in self.unresolved if u.field != "cluster")
+        return replace(self, cluster=cluster, account=account, unresolved=unresolved)
 
     @property
     def key(self) -> tuple[str | None, str]:

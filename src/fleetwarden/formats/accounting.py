@@ -190,6 +190,11 @@ class View:
     def unstated(self, fact: str, attr: Attr, reason: str) -> None:
         self.ledger.unstated(fact, self._show(_path(attr)), reason)
 
+    def noted(self, attr: Attr) -> bool:
+        """Whether a note covers ``attr`` already (it, or an ancestor of it)."""
+        path = _path(attr)
+        return any(path[: len(p)] == p for p in self._noted)
+
     def _note(self, path: Path, entry: FieldAccount) -> None:
         self._noted.append(path)
         # one attribute may feed several facts (a taint list, a replicas count)

@@ -18,7 +18,10 @@ provenance (read in eksctl's own source, ``pkg/apis/eksctl.io/v1alpha5``, up to 
 - AMI family ``DefaultNodeImageFamily``: AmazonLinux2023 since eksctl 0.219; before that AL2,
   with AL2023 for managed groups on Kubernetes >= 1.30 (0.179+) and unmanaged ones on >= 1.33
   (0.209+). The file does not say which release applied it, so without ``scan.provisioners.
-  eksctl`` both families are accepted below Kubernetes 1.33 (EKS has no AL2 AMIs from 1.33);
+  eksctl`` both families are accepted below Kubernetes 1.33 (EKS has no AL2 AMIs from 1.33).
+  A managed group of GPU instance types on Kubernetes 1.30-1.32 got AL2023 and was refused
+  (0.179-0.182), AL2 (0.183-0.191; ARM GPUs to 0.207) or AL2023: without the release its
+  ``amiFamily`` (the OS image) is unresolved, with that reason, not assumed;
 - labels eksctl sets on every node: ``alpha.eksctl.io/cluster-name`` and
   ``alpha.eksctl.io/nodegroup-name``; EKS adds ``eks.amazonaws.com/capacityType``
   (``SPOT`` with ``spot: true``, else ``ON_DEMAND``) on managed nodes.
@@ -38,7 +41,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from fleetwarden.core import osfamilies, versions
+from fleetwarden.core import osfamilies
 from fleetwarden.core.pools import (
     NodePoolSpec,
     Provisioner,
@@ -47,11 +50,12 @@ from fleetwarden.core.pools import (
     Unresolved,
 )
 from fleetwarden.formats import bootstrap, eks_auto_mode
+from fleetwarden.formats import eksctl_families as families_of
 from fleetwarden.formats import eksctl_values as strict
 from fleetwarden.formats.accounting import Ledger, View
 from fleetwarden.formats.documents import Document, PoolsRead, expect_list, expect_mapping
 from fleetwarden.formats.errors import FormatError
-from fleetwarden.formats.provisioners import Assumed, Release
+from fleetwarden.formats.provisioners import Assumed
 
 __all__ = ["DEFAULT_INSTANCE_TYPE", "DEFAULT_NODE_COUNT", "DEFAULT_VOLUME_GIB", "read_pools"]
 
@@ -680,7 +684,13 @@ class _Group:
                 "did not say which OS it is): not compared",
             )
             return None, ()
-        families, why = _default_families(self.assume.eksctl, version, managed=self.managed)
+        gpu = families_of.gpu_kind(types) if self.managed else None
+        families, why = families_of.default_families(
+            self.assume.eksctl, version, managed=self.managed, gpu=gpu
+        )
+        if not families:  # the default depends on what the file does not say: not assumed
+            self._unresolve("amiFamily", "osImage", why)
+            return None, ()
         self.ledger.default("osImage", "amiFamily", " or ".join(families), why)
         return families[0], families[1:]
 
@@ -696,37 +706,6 @@ class _Group:
         )
         self.view.compared("availabilityZones", f"requirements.{_ZONE_LABEL}", list(values))
         return (Requirement(_ZONE_LABEL, "In", values),)
-
-
-def _default_families(
-    release: Release | None, version: str | None, *, managed: bool
-) -> tuple[tuple[str, ...], str]:
-    """The AMI family eksctl defaults to, per release (eksctl's DefaultNodeImageFamily)."""
-    al2, al2023 = "amazonlinux2", "amazonlinux2023"
-    parsed = versions.parse_version(version) if version else None
-    minor = parsed[:2] if parsed is not None else None
-    if release is None:
-        if minor is not None and minor >= (1, 33):
-            return (al2023,), "eksctl: AmazonLinux2023 (EKS has no AmazonLinux2 AMIs from 1.33)"
-        return (al2023, al2), (
-            "eksctl: AmazonLinux2023 since 0.219, AmazonLinux2 before (the eksctl release is "
-            "not stated: set scan.provisioners.eksctl to pick one)"
-        )
-    shown = ".".join(map(str, release))
-    if release >= (0, 219, 0):
-        return (al2023,), f"eksctl {shown}: DefaultNodeImageFamily AmazonLinux2023"
-    threshold = (1, 30) if managed else (1, 33)
-    first = (0, 179, 0) if managed else (0, 209, 0)
-    if release >= first and minor is not None and minor >= threshold:
-        return (
-            al2023,
-        ), f"eksctl {shown}: AmazonLinux2023 on Kubernetes >= {threshold[0]}.{threshold[1]}"
-    if release >= first and minor is None:
-        return (
-            al2023,
-            al2,
-        ), f"eksctl {shown}: AmazonLinux2023 or AmazonLinux2 by Kubernetes version"
-    return (al2,), f"eksctl {shown}: DefaultNodeImageFamily AmazonLinux2"
 
 
 def _is_bottlerocket(ng: Mapping[str, Any]) -> bool:

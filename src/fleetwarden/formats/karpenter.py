@@ -31,7 +31,12 @@ Defaults Karpenter applies (read in aws/karpenter-provider-aws and kubernetes-si
 A ``nodeClassRef`` / ``providerRef`` names the node class in the pool's own file when that file
 defines it, else the only one of that name in the tree; several candidates leave the OS and disk
 unresolved (naming them), never a pick. Two NodePools (or Provisioners) of one name in a tree are
-an error naming both places.
+an error naming both places. A NodePool without the ``spec.template.spec`` its CRD requires, and a
+Provisioner without exactly one of ``spec.provider`` / ``spec.providerRef`` (what Karpenter's
+v1alpha5 validation webhook demands; a missing or null ``spec`` has neither), are errors naming
+the file and the object: Karpenter never made nodes from them. So is an EC2NodeClass ``amiFamily``
+its CRD refuses (v1: not in its enum, missing without an alias, another family than its alias's;
+v1beta1: missing), and a v1 class without ``amiSelectorTerms``.
 
 Every attribute of the pool and its node class is accounted for (``fleetwarden explain``).
 """
@@ -221,6 +226,8 @@ class _Pool:
                 at = at.get(step) if isinstance(at, Mapping) else None
         spec = expect_mapping(doc, doc.body.get("spec"), "spec")
         if self.legacy:
+            _check_provider(doc, spec)
+        if self.legacy:
             meta_path, spec_path = "spec", "spec"
             tmpl_meta: Mapping[str, Any] = spec
             tmpl_spec: Mapping[str, Any] = spec
@@ -336,9 +343,9 @@ class _Pool:
         self, tmpl_spec: Mapping[str, Any], spec_path: str, spec: Mapping[str, Any]
     ) -> tuple[str | None, tuple[str, ...], int | None]:
         """OS family (with alternatives) and ephemeral disk size from the node class."""
-        if self.legacy and isinstance(spec.get("provider"), Mapping):
+        if self.legacy and spec.get("provider") is not None:
             # an inline v1alpha5 ``provider:`` block is an AWSNodeTemplate spec in place
-            provider = spec["provider"]
+            provider = expect_mapping(self.doc, spec["provider"], "spec.provider")
             result = self._aws_class(self.view, provider, "spec.provider", legacy=True)
             self.view.close(provider, _INLINE_PROVIDER_IGNORED, at="spec.provider")
             return result
@@ -346,12 +353,14 @@ class _Pool:
         ref_path = _p(spec_path, ref_key)
         ref = tmpl_spec.get(ref_key)
         if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str):
-            self.view.unstated("osImage", ref_path, "no node class referenced")
+            for fact in ("osImage", "diskSizeGiB"):  # both come from the node class
+                self.view.unstated(fact, ref_path, "no node class referenced")
             return None, (), None
         target, why = self._resolve(ref)
         if target is None:
-            self.view.unresolved(ref_path, why, "osImage")
-            self.unresolved.extend([Unresolved("osImage", why), Unresolved("diskSizeGiB", why)])
+            for fact in ("osImage", "diskSizeGiB"):  # both come from the node class
+                self.view.unresolved(ref_path, why, fact)
+                self.unresolved.append(Unresolved(fact, why))
             return None, (), None
         kind = target.kind
         label = f"{kind}/{ref['name']}"
@@ -410,6 +419,8 @@ class _Pool:
             ),
             None,
         )
+        if not legacy:
+            _check_ami_family(doc, setting, alias, at)
         custom = setting is not None and setting.lower() == "custom"
         if setting and not custom:
             family = osfamilies.family_of_setting(setting)
@@ -575,6 +586,86 @@ class _Pool:
                 elif f"spec.{key}" not in _CLASS_IGNORED:
                     view.ignored(f"spec.{key}", f"AKS node class setting: {_NOT_ON_NODE}")
         return family, (), disk
+
+
+def _check_provider(doc: Document, spec: Mapping[str, Any]) -> None:
+    """A v1alpha5 Provisioner states exactly one of ``spec.provider`` and ``spec.providerRef``.
+
+    The Provisioner CRD marks no field required, but Karpenter's admission webhook refuses a
+    Provisioner with neither or both (``validateProvider`` in karpenter-core
+    ``pkg/apis/v1alpha5/provisioner_validation.go``), so such an object never made nodes: a
+    Provisioner without ``spec`` (or ``spec: null``) is as invalid as a NodePool without it."""
+    has_provider = spec.get("provider") is not None
+    has_ref = spec.get("providerRef") is not None
+    if has_provider and has_ref:
+        raise FormatError(
+            doc.path,
+            "both spec.provider and spec.providerRef: Karpenter's v1alpha5 Provisioner "
+            "validation takes exactly one",
+            field=doc.where("spec.providerRef"),
+            line=doc.line_of(("spec", "providerRef")),
+        )
+    if not (has_provider or has_ref):
+        field_ = "spec" if not spec else "spec.providerRef"
+        raise FormatError(
+            doc.path,
+            "missing (Karpenter's v1alpha5 Provisioner validation requires spec.provider or "
+            "spec.providerRef)",
+            field=doc.where(field_),
+            line=doc.line_of(("spec",)) if spec else None,
+        )
+
+
+# EC2NodeClass amiFamily per API version, as its CRD validates it: v1 (realdata's
+# pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml: the enum, "must specify amiFamily if
+# amiSelectorTerms does not contain an alias", "if set, amiFamily must be '<alias family>' or
+# 'Custom' when using an <alias family> alias"); v1beta1 (EC2NodeClassSpec.AMIFamily: required,
+# with Ubuntu and without Windows2025)
+_AMI_FAMILIES = {
+    "karpenter.k8s.aws/v1": (
+        "AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"
+    ),
+    "karpenter.k8s.aws/v1beta1": (
+        "AL2", "AL2023", "Bottlerocket", "Ubuntu", "Custom", "Windows2019", "Windows2022"
+    ),
+}  # fmt: skip
+
+
+def _check_ami_family(doc: Document, setting: str | None, alias: str | None, at: str) -> None:
+    """Refuse an EC2NodeClass amiFamily its CRD refuses: Karpenter never made nodes of it."""
+    allowed = _AMI_FAMILIES.get(doc.api_version) if doc.kind == "EC2NodeClass" else None
+    if allowed is None:
+        return
+    field_ = doc.where(f"{at}.amiFamily")
+    line = doc.line_of((at, "amiFamily"))
+    v1 = doc.api_version == "karpenter.k8s.aws/v1"
+    spec = doc.body.get("spec")
+    if v1 and isinstance(spec, Mapping) and not spec.get("amiSelectorTerms"):
+        raise FormatError(
+            doc.path,
+            "missing (required by the v1 EC2NodeClass CRD)",
+            field=doc.where(f"{at}.amiSelectorTerms"),
+        )
+    if setting is None:
+        if alias is None and v1:
+            why = "missing: the EC2NodeClass CRD requires it when amiSelectorTerms has no alias"
+            raise FormatError(doc.path, why, field=field_)
+        if doc.api_version == "karpenter.k8s.aws/v1beta1":
+            raise FormatError(
+                doc.path, "missing (required by the v1beta1 EC2NodeClass CRD)", field=field_
+            )
+        return
+    if setting not in allowed:
+        why = f"{setting!r} is not an amiFamily of {doc.api_version} (one of {', '.join(allowed)})"
+        raise FormatError(doc.path, why, field=field_, line=line)
+    if alias is not None and setting != "Custom":
+        family = alias.partition("@")[0].lower()
+        if family != setting.lower():
+            why = (
+                f"amiFamily {setting!r} with the alias {alias!r}: the EC2NodeClass CRD takes only "
+                f"its own family or 'Custom' beside an alias"
+            )
+            raise FormatError(doc.path, why, field=field_, line=line)
 
 
 def _defined_twice(doc: Document, earlier: Document) -> FormatError:

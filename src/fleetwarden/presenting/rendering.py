@@ -427,8 +427,10 @@ def print_skipped(console: Console, skipped: Sequence[Skip], *, what: str = "fil
 
 
 def unresolved_text(u: UnresolvedFact, *, source: bool = False) -> str:
-    """One unresolved desired value: ``cluster/pool field = expression`` (and its file)."""
-    text = f"{u.cluster or '(no cluster)'}/{u.pool} {u.field} = {u.expression}"
+    """One unresolved desired value: ``cluster/pool field = expression``, the field followed by
+    the attribute it was read from when that is another name (and, with ``source``, the file)."""
+    field = u.field if u.attribute in (None, u.field) else f"{u.field} ({u.attribute})"
+    text = f"{u.cluster or '(no cluster)'}/{u.pool} {field} = {u.expression}"
     return f"{text} ({u.source})" if source else text
 
 

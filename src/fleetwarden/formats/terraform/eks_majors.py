@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetwarden.formats.provisioners import Assumed
+from fleetwarden.formats.terraform.scope import Scope
+from fleetwarden.formats.terraform.sources import eks_module_kind
 
-__all__ = ["SUPPORTED", "Majors", "constraint_majors", "majors_of", "span"]
+__all__ = ["SUPPORTED", "Majors", "constraint_majors", "majors_of", "same_checkout", "span"]
 
 SUPPORTED = (17, 18, 19, 20, 21)
 _V17_KEYS = (
@@ -173,3 +175,23 @@ def majors_of(module: Mapping[Any, Any], kind: str, assume: Assumed) -> Majors:
     if assumed is not None and assumed in signature:
         return Majors((assumed,), f"assumed: scan.provisioners; {because}")
     return Majors(tuple(sorted(signature)), because)
+
+
+def same_checkout(
+    scope: Scope, module: Mapping[Any, Any], majors: Majors, assume: Assumed
+) -> Majors:
+    """A sub-module called by a local path (``../../modules/eks-managed-node-group``) comes
+    from the same checkout as a cluster module of this directory called by its root
+    (``../..``): that block's major, when it pins one the sub-module could be."""
+    source = module.get("source")
+    if not isinstance(source, str) or not source.startswith(("./", "../")):
+        return majors
+    root = source.split("/modules/", 1)[0]
+    for name in scope.modules:
+        other = scope.module(name)  # defined once in the directory, else ambiguous
+        if other is None or other.get("source") != root or eks_module_kind(other) != "cluster":
+            continue
+        found = majors_of(other, "cluster", assume)
+        if found.pinned and set(found.majors) <= set(majors.majors):
+            return Majors(found.majors, f"the checkout of module.{name}: {found.why}")
+    return majors

@@ -38,19 +38,21 @@ take effect): taints there make the taints unresolved. Self-managed instance typ
 
 When the major is not known, each fact is worked out for every candidate major: a value they
 agree on is asserted; sets (instance types, OS families) and count ranges are widened to accept
-all of them; anything else is not compared, and the provenance says why.
+all of them; anything else is not compared, and the provenance says why. Either way each
+attribute gets one note per fact, with one reason (``disk_size`` with no effect is not also
+"not stated", nor both unresolved and dropped): ``_Group.settle``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from typing import Any
 
 from fleetwarden.core.integers import ascii_int
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.terraform import eks, eks_v17
-from fleetwarden.formats.terraform.eks_majors import Majors, majors_of, span
+from fleetwarden.formats.terraform.eks_majors import Majors, majors_of, same_checkout, span
 from fleetwarden.formats.terraform.eks_module_ignored import (
     _MAJOR,
     _OPAQUE,
@@ -67,7 +69,9 @@ from fleetwarden.formats.terraform.eks_module_outcomes import (
     _known,
     _Out,
     _shown,
+    _sized_by_mappings,
     _union,
+    _written_empty,
 )
 from fleetwarden.formats.terraform.hcl import Expr, first_unknown, source_text
 from fleetwarden.formats.terraform.lines import Path
@@ -91,7 +95,7 @@ def module_pools(
         return []
     majors = majors_of(module, kind, ctx.assume)
     if kind != "cluster" and not majors.pinned:
-        majors = _same_checkout(ctx, module, majors)
+        majors = same_checkout(ctx.scope, module, majors, ctx.assume)
     base: Path = ("module", label)
     if kind != "cluster":  # a node-group sub-module is itself one group
         r = Reader(ctx, where)
@@ -147,24 +151,6 @@ def module_pools(
             built = _Group(r, group, fallback, root, majors, managed=managed, via_root=True)
             pools.append(built.spec(str(key), cluster))
     return pools
-
-
-def _same_checkout(ctx: Context, module: Mapping[Any, Any], majors: Majors) -> Majors:
-    """A sub-module called by a local path (``../../modules/eks-managed-node-group``) comes
-    from the same checkout as a cluster module of this directory called by its root
-    (``../..``): that block's major, when it pins one the sub-module could be."""
-    source = module.get("source")
-    if not isinstance(source, str) or not source.startswith(("./", "../")):
-        return majors
-    root = source.split("/modules/", 1)[0]
-    for name in ctx.scope.modules:
-        other = ctx.scope.module(name)  # defined once in the directory, else ambiguous
-        if other is None or other.get("source") != root or eks_module_kind(other) != "cluster":
-            continue
-        found = majors_of(other, "cluster", ctx.assume)
-        if found.pinned and set(found.majors) <= set(majors.majors):
-            return Majors(found.majors, f"the checkout of module.{name}: {found.why}")
-    return majors
 
 
 class _Group:
@@ -244,21 +230,22 @@ class _Group:
     ) -> Any:
         """The fact's value over the candidate majors, noted in the account: a value they
         agree on as it is; else ``merge`` of theirs (a wider range, a union) as a default;
-        else none, saying what each major would give."""
+        else none, saying what each major would give.
+
+        Each attribute is noted once for the fact, with one reason: an attribute the fact is
+        read from (a use) is never also noted as dropped (its note says what each major does
+        with it), and ``attr`` gets a "not stated" note only when neither the group nor its
+        defaults state it — a stated one is accounted for by its own note."""
         outs = {m: decide(m) for m in self.majors.majors}
         values = [o.value for o in outs.values()]
         r = self.r
         agree = all(v == values[0] for v in values)
-        self._drops(outs)
-        if agree and values[0] is None:
-            for out in outs.values():
-                for obj, path in out.uses:
-                    obj.view.unresolved(path, out.origin, fact)
-            r.unstated(fact, attr, self._origins(outs))
-            return None
-        if agree or (merge is not None and None not in values):
+        uses = list(dict.fromkeys(u for o in outs.values() for u in o.uses))
+        dropped = self._drops(outs, skip=set(uses))
+        merged = not agree and merge is not None and None not in values
+        if (agree and values[0] is not None) or merged:
             value = values[0] if agree or merge is None else merge(values)
-            for obj, path in dict.fromkeys(u for o in outs.values() for u in o.uses):
+            for obj, path in uses:
                 r.compared(obj, path, fact, show(value))
             if not agree or any(o.default for o in outs.values()):
                 origin = self._origins(outs)
@@ -266,21 +253,53 @@ class _Group:
                     origin += " (the major is not pinned: any of these is accepted)"
                 r.default(fact, attr, show(value), origin)
             return value
-        for obj, path in dict.fromkeys(u for o in outs.values() for u in o.uses):
-            r.unresolve(obj, path, fact, _MAJOR)
-        r.unstated(fact, attr, f"depends on the module major: {self._origins(outs)}")
+        why = self._origins(outs)
+        if not agree:
+            why = f"depends on the module major: {why}"
+        for obj, path in uses:
+            if agree:  # no value in any major: not a guess to list among unresolved values
+                obj.view.unresolved(path, why, fact)
+            else:
+                r.unresolve(obj, path, fact, why)
+        stated = self.stated(attr)
+        if stated is None:
+            empty = _written_empty((self.group, self.defaults), attr)
+            if empty is None:
+                r.unstated(fact, attr, why)
+            else:  # ``attr = null`` / ``""``: its own note says why nothing is compared
+                empty[0].view.ignored(empty[1], f"empty: states nothing; {fact}: {why}")
+        elif stated in dropped and not uses:
+            # the attribute has no effect and nothing else gives the fact: one note says both
+            obj, path = stated
+            reason = f"{dropped[stated]}; {fact} not compared: {why}"
+            if dropped[stated] == _MAJOR:
+                obj.view.unresolved(path, reason, None)
+            else:
+                obj.view.ignored(path, reason)
+        elif stated not in uses and stated not in dropped and not stated[0].view.noted(stated[1]):
+            r.unstated(fact, attr, why)
+        # else the attribute's own note (a use, a drop, its unresolved value) is the reason
         return None
 
-    def _drops(self, outs: Mapping[int, _Out]) -> None:
+    def _drops(self, outs: Mapping[int, _Out], *, skip: Set[Use] = frozenset()) -> dict[Use, str]:
+        """Note the attributes the majors drop (no effect), except those in ``skip`` (noted
+        as the fact's uses) and those noted already (an unresolved value, a fact read from
+        them): one note per attribute. Returns each noted one with its note (``_MAJOR`` when
+        the majors do not agree on it)."""
         seen: dict[Use, list[str]] = {}
         for out in outs.values():
             for use, why in out.drops:
-                seen.setdefault(use, []).append(why)
+                if use not in skip and not use[0].view.noted(use[1]):
+                    seen.setdefault(use, []).append(why)
+        noted: dict[Use, str] = {}
         for (obj, path), whys in seen.items():
             if len(whys) == len(outs) and len(set(whys)) == 1:
                 obj.view.ignored(path, whys[0])
+                noted[(obj, path)] = whys[0]
             else:
                 obj.view.unresolved(path, _MAJOR, None)
+                noted[(obj, path)] = _MAJOR
+        return noted
 
     def _origins(self, outs: Mapping[int, _Out]) -> str:
         """Each major's origin, majors with the same one grouped."""
@@ -409,7 +428,13 @@ class _Group:
             elif typed and ami_type is not None:
                 family = eks.family_of_ami_type(ami_type)
                 if family is not None and family != "amazonlinux2":  # AL2's bootstrap.sh
-                    return _Out((family,), uses=((obj, ("ami_type",)),), drops=tuple(drops))
+                    uses = ((obj, ("ami_type",)), custom)  # the AMI, of ami_type's OS
+                    return _Out((family,), uses=uses, drops=tuple(drops))
+                why = (
+                    f"with ami_id EKS gets no ami_type: {ami_type} picks the user data format, "
+                    "which boots AMIs of other OSes too"
+                )
+                drops.append(((obj, ("ami_type",)), why))
             if major == 21 and not typed:
                 why = "a custom AMI booted with AL2023's nodeadm user data (ami_type default)"
                 return _Out(("amazonlinux2023",), why, (custom,), default=True, drops=tuple(drops))
@@ -550,7 +575,10 @@ class _Group:
         if self.managed:
             custom, switches = self._custom_template(major)
             if custom is None:
-                return _Out(None, "the user's launch template: its disk (not followed)", switches)
+                if size_use is not None:  # the module sends disk_size only without a template
+                    drops = ((size_use, "no effect: the user's launch template sizes the disk"),)
+                why = "the user's launch template: its disk (not followed)"
+                return _Out(None, why, switches, drops=drops)
             if not custom:
                 if size_use is not None:
                     size = self.read("disk_size", "count", major)[1]
@@ -564,7 +592,8 @@ class _Group:
                 drops = ((size_use, why),)
         elif size_use is not None:
             drops = ((size_use, "self-managed groups have no disk_size"),)
-        mapped = self._mappings(major, families)
+        mapped, unsized = self._mappings(major, families)
+        drops = (*drops, *unsized)
         if mapped is not None:
             return _Out(mapped.value, mapped.origin, mapped.uses, drops=drops)
         if (custom_ami := self.stated("ami_id", major)) is not None:
@@ -577,38 +606,18 @@ class _Group:
         why = f"no block_device_mappings on the module's launch template: {found.why}"
         return _Out(found.size, why, default=True, drops=drops)
 
-    def _mappings(self, major: int, families: tuple[str, ...]) -> _Out | None:
-        """The size of the volume holding ephemeral storage, from ``block_device_mappings``;
-        None when they do not size it (the AMI's own size then applies)."""
+    def _mappings(
+        self, major: int, families: tuple[str, ...]
+    ) -> tuple[_Out | None, tuple[tuple[Use, str], ...]]:
+        """``block_device_mappings`` as ``_sized_by_mappings`` reads them (the disk type
+        kept for the spec)."""
         if (use := self.stated("block_device_mappings", major)) is None:
-            return None
+            return None, ()
         value = self.read("block_device_mappings", "raw", major)[1]
-        if value is None:
-            return _Out(None, "block_device_mappings are not resolved")
-        entries = list(value.values()) if isinstance(value, dict) else value
-        if not isinstance(entries, list) or not entries:
-            return None
-        device = eks.root_device(families)
-        if device is None:
-            why = "which device holds ephemeral storage is not known for this OS"
-            return _Out(None, why, (use,))
-        for entry in entries:
-            if not isinstance(entry, dict) or isinstance(entry.get("device_name"), Expr):
-                return _Out(None, "a device name in block_device_mappings is not resolved", (use,))
-            if entry.get("device_name") != device:
-                continue
-            ebs = entry.get("ebs")
-            size = ebs.get("volume_size") if isinstance(ebs, dict) else None
-            if isinstance(size, str) and (number := ascii_int(size.strip())) is not None:
-                size = number
-            if isinstance(size, int) and not isinstance(size, bool):
-                kind = ebs.get("volume_type") if isinstance(ebs, dict) else None
-                self.disk_type = kind if isinstance(kind, str) else None
-                return _Out(size, uses=(use,))
-            if size is not None:
-                return _Out(None, f"the {device} volume_size is not resolved", (use,))
-        use[0].view.ignored(use[1], f"sizes no {device}: the AMI's size applies")
-        return None
+        out, drops, kind = _sized_by_mappings(use, value, families)
+        if kind is not None or (out is not None and out.value is not None):
+            self.disk_type = kind
+        return out, drops
 
     def _sizes(self) -> tuple[int | None, int | None, int | None]:
         """min / max / desired (desired only initial); ``schedules`` widen min..max."""
@@ -756,8 +765,8 @@ class _Group:
         r = self.r
         boots = {m: self._boot_of(m) for m in self.majors.majors}
         first = next(iter(boots.values()))
-        self._drops({m: _Out(drops=tuple(b.drops)) for m, b in boots.items()})
         uses = list(dict.fromkeys(u for b in boots.values() for u in b.uses))
+        self._drops({m: _Out(drops=tuple(b.drops)) for m, b in boots.items()}, skip=set(uses))
         max_pods = None
         if all(b.key() == first.key() for b in boots.values()):
             facts = first.facts

@@ -39,6 +39,10 @@ _COMMON_IGNORED: dict[str, str] = {
     "cluster_service_ipv4_cidr": _CONN,
     "cluster_ip_family": _CONN,
     "additional_cluster_dns_ips": _CONN,
+    # v18 node-group inputs (node_groups.tf of v18.31.2: the groups' security group's VPC, and
+    # the provider's default tags copied to the Auto Scaling group)
+    "vpc_id": _NET,
+    "use_default_tags": _TAGS,
     "cluster_primary_security_group_id": _NET,
     "vpc_security_group_ids": _NET,
     "attach_cluster_primary_security_group": _NET,

@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetwarden.core.integers import ascii_int
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.terraform import eks
+from fleetwarden.formats.terraform.hcl import Expr
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import Obj
 
@@ -105,3 +107,45 @@ def _shown(value: Any) -> str:
     if isinstance(value, tuple | list):
         return " or ".join(map(str, value))
     return str(value)
+
+
+def _sized_by_mappings(
+    use: Use, value: Any, families: tuple[str, ...]
+) -> tuple[_Out | None, tuple[tuple[Use, str], ...], str | None]:
+    """The size of the volume holding ephemeral storage from stated ``block_device_mappings``
+    (``value``: resolved as far as it goes, None when not resolved), with the volume's type;
+    no outcome when they do not size it (the AMI's own size then applies: the mappings are
+    dropped, with why, when they size another device)."""
+    if value is None:
+        return _Out(None, "block_device_mappings are not resolved"), (), None
+    entries = list(value.values()) if isinstance(value, dict) else value
+    if not isinstance(entries, list) or not entries:
+        return None, (), None
+    device = eks.root_device(families)
+    if device is None:
+        why = "which device holds ephemeral storage is not known for this OS"
+        return _Out(None, why, (use,)), (), None
+    for entry in entries:
+        if not isinstance(entry, dict) or isinstance(entry.get("device_name"), Expr):
+            why = "a device name in block_device_mappings is not resolved"
+            return _Out(None, why, (use,)), (), None
+        if entry.get("device_name") != device:
+            continue
+        ebs = entry.get("ebs")
+        size = ebs.get("volume_size") if isinstance(ebs, dict) else None
+        if isinstance(size, str) and (number := ascii_int(size.strip())) is not None:
+            size = number
+        if isinstance(size, int) and not isinstance(size, bool):
+            kind = ebs.get("volume_type") if isinstance(ebs, dict) else None
+            return _Out(size, uses=(use,)), (), kind if isinstance(kind, str) else None
+        if size is not None:
+            return _Out(None, f"the {device} volume_size is not resolved", (use,)), (), None
+    return None, ((use, f"sizes no {device}: the AMI's size applies"),), None
+
+
+def _written_empty(objs: tuple[Obj | None, ...], attr: str) -> Use | None:
+    """The attribute as the first of ``objs`` that writes it empty (null, "", [], {}) does."""
+    for obj in objs:
+        if obj is not None and obj.body.get(attr, 0) in (None, "", [], {}):
+            return obj, (attr,)
+    return None
