@@ -10,7 +10,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core import sharding
@@ -43,13 +43,16 @@ def test_all_is_exported():
 
 @settings(max_examples=200)
 @given(st.lists(names, min_size=3, max_size=3, unique=True))
+@example(["0", "9iv9", "pa5f1x4ponnpln235wc39avd4jnfm7"])  # 54: beyond 4 sigma, within 6
 def test_100_clusters_over_3_members_are_balanced_within_a_bound(members):
-    """Expected 33.3 each, standard deviation 4.7: every member gets 15..52 (about 4 sigma)."""
+    """Expected 33.3 each, standard deviation 4.7: every member gets 5..61 (6 sigma). A 4-sigma
+    bound (15..52) is crossed by about one member set in 5,000, and hypothesis found one, so
+    the test failed on some runs though the hashing was right; 6 sigma is about 1 in 10^8."""
     counts = {m: 0 for m in members}
     for owner in assign(CLUSTERS, members).values():
         counts[owner] += 1
     assert sum(counts.values()) == 100
-    assert all(15 <= n <= 52 for n in counts.values()), counts
+    assert all(5 <= n <= 61 for n in counts.values()), counts
 
 
 def test_the_pod_names_of_a_statefulset_split_100_clusters_evenly_enough():
