@@ -236,6 +236,15 @@ def _cluster(src: Source, tree: Tree) -> Document | None:
         src.pool.cluster = name
         src.compared(path, "cluster", name)
     if src.get(other) is not None:
+        again = src.string(src.get(other), other)
+        if raw is not None and again is not None and again != raw and not placeholder(raw + again):
+            # CAPI's webhooks refuse it (core/webhooks/admission/machinedeployment.go, ...)
+            raise src.error(
+                other,
+                f"names cluster {again!r}, spec.clusterName {raw!r}: CAPI refuses a "
+                f"{src.doc.kind} whose two cluster names differ (which cluster its nodes join "
+                "is not known)",
+            )
         src.ignored(other, "the cluster name again (CAPI requires both to be equal)")
     if raw is None:
         return None
