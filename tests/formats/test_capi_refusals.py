@@ -58,3 +58,63 @@ def test_two_different_cluster_names_are_an_error(kind: str) -> None:
 def test_equal_or_unresolved_cluster_names_are_read(cluster: str, inner: str) -> None:
     (pool,) = _pools(_owner("MachineDeployment", cluster=cluster, inner=inner)).values()
     assert pool.cluster == (None if "${" in cluster else cluster)
+
+
+_EKS_POOL = """\
+    apiVersion: cluster.x-k8s.io/v1beta1
+    kind: MachinePool
+    metadata: {name: ng, namespace: fleet}
+    spec:
+      clusterName: c1
+      replicas: 2
+      template:
+        spec:
+          clusterName: c1
+          version: v1.31.4
+          bootstrap: {dataSecretName: ""}
+          infrastructureRef: {kind: AWSManagedMachinePool, name: ng}
+    ---
+    apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+    kind: AWSManagedMachinePool
+    metadata: {name: ng, namespace: fleet}
+    spec:
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "says"),
+    [
+        (
+            "  instanceType: m5.large\n  awsLaunchTemplate: {instanceType: m5.xlarge}",
+            "spec.instanceType",
+            "beside awsLaunchTemplate",
+        ),
+        (
+            "  diskSize: 80\n  awsLaunchTemplate: {rootVolume: {size: 100}}",
+            "spec.diskSize",
+            "beside awsLaunchTemplate",
+        ),
+        ("  scaling: {minSize: 5, maxSize: 2}", "spec.scaling.maxSize", "below minSize 5"),
+    ],
+)
+def test_an_eks_node_group_capa_refuses_is_an_error(spec: str, field: str, says: str) -> None:
+    """exp/webhooks/awsmanagedmachinepool_webhook.go: validateLaunchTemplate ("InstanceType
+    cannot be specified when LaunchTemplate is specified", DiskSize likewise) and
+    validateScaling (maxSize "must be greater than field spec.scaling.minSize")."""
+    error = _refused(dedent(_EKS_POOL) + spec)
+    assert error.field == f"AWSManagedMachinePool/ng: {field}"
+    assert says in error.reason
+
+
+def test_a_custom_ami_type_takes_the_os_of_the_launch_template_s_lookup() -> None:
+    """amiType CUSTOM with a launch template: CAPA puts the AMI it looks up (here the
+    EKS-optimised AL2023 one) in the launch template; that is the nodes' OS, not dropped."""
+    (pool,) = _pools(
+        dedent(_EKS_POOL) + "  amiType: CUSTOM\n"
+        "  awsLaunchTemplate: {instanceType: c6i.xlarge, ami: {eksLookupType: AmazonLinux2023},"
+        " enclaveOptions: {enabled: true}}"
+    ).values()
+    assert pool.os_family == "amazonlinux2023"
+    assert pool.instance_types == ("c6i.xlarge",)
+    unknown = [a.path for a in pool.account if a.status.value == "unaccounted"]
+    assert unknown == []

@@ -25,7 +25,10 @@ Defaults, read in CAPA's source (v1.5.0 to v2.11.1):
   ON_DEMAND``; EKS itself picks ``t3.medium`` when no instance type is given (x86_64 AMI types)
   and a 20 GiB disk (50 GiB for Windows) when neither ``diskSize`` nor a launch template is;
   ``eksNodegroupName`` defaults to ``<namespace>_<name>`` (dots as ``_``; a hash when 64
-  characters or more, not reproduced here).
+  characters or more, not reproduced here). ``amiType: CUSTOM`` with a launch template boots
+  the AMI CAPA looks up for the launch template (the EKS-optimised one by
+  ``ami.eksLookupType``). CAPA's webhook refuses an ``instanceType`` or ``diskSize`` beside a
+  launch template and a ``scaling.maxSize`` below ``minSize``: errors here too.
 """
 
 from __future__ import annotations
@@ -144,6 +147,7 @@ _LAUNCH: dict[str, str] = {
 }
 _LAUNCH["name"] = f"launch template name: {_NOT_ON_NODE}"
 _LAUNCH["versionNumber"] = f"launch template version: {_NOT_ON_NODE}"
+_LAUNCH["enclaveOptions"] = f"Nitro Enclaves: {_NOT_ON_NODE}"
 _LAUNCH["spotMarketOptions"] = (
     "spot instances of a MachinePool: CAPI labels only Machine-backed nodes interruptible"
 )
@@ -510,6 +514,8 @@ def _managed_pool(src: Source, base: Path, ctx: Context) -> None:
         src.ignored((*base, "eksNodegroupName"), "a ClusterClass template's name is generated")
     launch: Path = (*base, "awsLaunchTemplate")
     has_launch = bool(src.at(launch))
+    if has_launch:
+        _launch_template_conflicts(src, base)
     ami_type = _ami_type(src, base, launch, ctx)
     typed = _instance_type(src, (*base, "instanceType"))
     if has_launch:
@@ -536,12 +542,32 @@ def _managed_pool(src: Source, base: Path, ctx: Context) -> None:
         src.ignored((*scaling, "minSize"), "not sent to EKS without scaling.maxSize (CAPA)")
     else:
         _bounds(src, (*scaling, "minSize"), (*scaling, "maxSize"))
+        _ordered_bounds(src, (*scaling, "minSize"), (*scaling, "maxSize"))
     _managed_disk(src, base, launch, has_launch, ami_type)
     src.labels((*base, "labels"))
     _taints(src, (*base, "taints"))
     _capacity_type(src, base)
     _zones(src, (*base, "availabilityZones"))
     src.close(("spec",), _managed_table(base))
+
+
+def _launch_template_conflicts(src: Source, base: Path) -> None:
+    """CAPA's AWSManagedMachinePool webhook (exp/webhooks/awsmanagedmachinepool_webhook.go,
+    validateLaunchTemplate) refuses an instance type or a disk size beside a launch template."""
+    for key in ("instanceType", "diskSize"):
+        if src.get((*base, key)) is not None:
+            raise src.error(
+                (*base, key),
+                f"{key} cannot be set beside awsLaunchTemplate: CAPA refuses the object (set "
+                "it in the launch template)",
+            )
+
+
+def _ordered_bounds(src: Source, low: Path, high: Path) -> None:
+    """CAPA's webhook (validateScaling) refuses a maxSize below minSize."""
+    lo, hi = src.get(low), src.get(high)
+    if isinstance(lo, int) and isinstance(hi, int) and hi < lo:
+        raise src.error(high, f"maxSize {hi} is below minSize {lo}: CAPA refuses the object")
 
 
 def _managed_table(base: Path) -> dict[str, str]:
@@ -591,6 +617,12 @@ def _ami_type(src: Source, base: Path, launch: Path, ctx: Context) -> str | None
         value = "AL2_x86_64"
         families = ("amazonlinux2",)
         why: str | None = "CAPA AWSManagedMachinePool CRD default amiType AL2_x86_64"
+    elif value == "CUSTOM" and src.at(launch):
+        # the launch template's AMI, which CAPA looks up (DiscoverLaunchTemplateAMI: the
+        # EKS-optimised one for ami.eksLookupType when no image lookup field is set)
+        src.ignored(path, "CUSTOM: the launch template's AMI decides the OS (read there)")
+        _set_os(src, _ami_os(src, launch, ctx, _LAUNCH_SINCE, eks=True))
+        return value
     else:
         family = osfamilies.family_of_setting(value)
         if family is None:
