@@ -118,3 +118,32 @@ def test_a_custom_ami_type_takes_the_os_of_the_launch_template_s_lookup() -> Non
     assert pool.instance_types == ("c6i.xlarge",)
     unknown = [a.path for a in pool.account if a.status.value == "unaccounted"]
     assert unknown == []
+
+
+@pytest.mark.parametrize("control_plane", ["{}", "{localAPIEndpoint: {bindPort: 6443}}"])
+def test_a_worker_bootstrap_with_control_plane_join_settings_is_an_error(
+    control_plane: str,
+) -> None:
+    """bootstrap/kubeadm kubeadmconfig_controller.go: "Machine is a Worker, but
+    JoinConfiguration.ControlPlane is set in the KubeadmConfig object" -- no node joins."""
+    tree = dedent(_owner("MachineDeployment")).replace(
+        "bootstrap: {dataSecretName: boot}",
+        "bootstrap: {configRef: {kind: KubeadmConfigTemplate, name: pool}}",
+    ) + dedent(
+        f"""\
+        ---
+        apiVersion: bootstrap.cluster.x-k8s.io/v1beta1
+        kind: KubeadmConfigTemplate
+        metadata: {{name: pool}}
+        spec:
+          template:
+            spec:
+              joinConfiguration:
+                controlPlane: {control_plane}
+        """
+    )
+    error = _refused(tree)
+    assert error.field == (
+        "KubeadmConfigTemplate/pool: spec.template.spec.joinConfiguration.controlPlane"
+    )
+    assert "no node joins" in error.reason

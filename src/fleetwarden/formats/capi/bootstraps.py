@@ -175,7 +175,6 @@ _KUBEADM: dict[str, str] = {
     "joinConfiguration.kind": "kubeadm API kind of the join configuration",
     "joinConfiguration.caCertPath": f"how kubeadm joins: {_NOT_ON_NODE}",
     "joinConfiguration.discovery": f"how kubeadm joins: {_NOT_ON_NODE}",
-    "joinConfiguration.controlPlane": "control-plane join settings: not used by workers",
     "joinConfiguration.skipPhases": f"kubeadm join phases: {_NOT_ON_NODE}",
     "joinConfiguration.patches": "kubeadm component patches: not compared",
     "joinConfiguration.timeouts": f"kubeadm timeouts: {_NOT_ON_NODE}",
@@ -237,6 +236,14 @@ def _kubeadm(src: Source, _base_path: Path, ctx: Context) -> None:
     base, table = _base(src, {**_KUBEADM, **_FILES})
     pool = src.pool
     registration: Path = (*base, "joinConfiguration", "nodeRegistration")
+    if src.get((*base, "joinConfiguration", "controlPlane")) is not None:
+        # bootstrap/kubeadm/.../kubeadmconfig_controller.go joinWorker: "Machine is a Worker,
+        # but JoinConfiguration.ControlPlane is set in the KubeadmConfig object"
+        raise src.error(
+            (*base, "joinConfiguration", "controlPlane"),
+            "set for the machines of a worker pool: CAPI refuses to bootstrap them (no node "
+            "joins); control-plane join settings belong in a KubeadmControlPlane",
+        )
     pool.startup_taints.append(UNINITIALIZED)
     src.default(
         (*registration, "taints"),
