@@ -1,4 +1,5 @@
-"""Desired node pools from Cluster API objects (core CAPI, CAPA, CAPZ; CAPD/Dev state nothing).
+"""Desired node pools from Cluster API objects (core CAPI, CAPA, CAPZ, CAPG; CAPD/Dev state
+nothing).
 
 One pool per ``MachineDeployment``, per ``MachinePool`` and per worker of a ClusterClass
 topology (``Cluster.spec.topology.workers``). Facts come from the pool object and from the
@@ -11,6 +12,7 @@ in the tree (the referrer's own file first):
 - ``aws``: CAPA's AWSMachineTemplate, AWSMachinePool, AWSManagedMachinePool (EKS), ROSA;
 - ``azure``: CAPZ's AzureMachineTemplate, AzureMachinePool, AzureManagedMachinePool and
   AzureASOManagedMachinePool (AKS);
+- ``gcp``: CAPG's GCPMachineTemplate, GCPMachinePool and GCPManagedMachinePool(Template) (GKE);
 - ``bootstraps``: KubeadmConfig(Template), CAPA's EKSConfig(Template) and NodeadmConfig(Template).
 
 Every default a provisioner applies is a desired value with its provenance (``default: CAPA
@@ -23,7 +25,8 @@ placeholders and ClusterClass patches are never guessed) or ignored with a reaso
 
 Names, and grouping nodes into pools. A pool is named by ``metadata.name``; AKS-backed pools by
 their agent-pool name (nodes carry ``kubernetes.azure.com/agentpool``), EKS managed node groups
-by ``eksNodegroupName`` or the name CAPA generates from the namespace and name. CAPI puts
+by ``eksNodegroupName`` or the name CAPA generates from the namespace and name, GKE node pools by
+``nodePoolName`` or the object's name (nodes carry ``cloud.google.com/gke-nodepool``). CAPI puts
 ``cluster.x-k8s.io/deployment-name`` / ``pool-name`` on Machines, *not* on Nodes, so grouping
 CAPI nodes by those labels needs a synced label added by the user (a ``node.cluster.x-k8s.io/...``
 label in the template) or a grouping label configured. A topology worker is named by its

@@ -43,7 +43,6 @@ from fleetwarden.formats.provisioners import Release
 
 __all__ = ["READERS"]
 
-_ZONE = "topology.kubernetes.io/zone"
 _INTERRUPTIBLE = "cluster.x-k8s.io/interruptible"
 _CAPACITY = "eks.amazonaws.com/capacityType"
 _LOOKUP = ("imageLookupFormat", "imageLookupOrg", "imageLookupBaseOS")
@@ -417,23 +416,6 @@ _AMI_SIZE = (
 )
 
 
-def _zones(src: Source, path: Path) -> None:
-    zones = src.items(src.get(path), path)
-    if not zones:
-        return
-    values = []
-    for i, zone in enumerate(zones):
-        text = src.string(zone, (*path, i), allow_none=False) or ""
-        if text:
-            values.append(text)
-    why = src.patch_of(path)
-    if why is not None or any("${" in z for z in values):
-        src.unresolved(path, f"requirements.{_ZONE}", why or ", ".join(values))
-        return
-    src.pool.requirements[_ZONE] = tuple(values)
-    src.compared(path, f"requirements.{_ZONE}", values)
-
-
 def _taints(src: Source, path: Path) -> None:
     for taint, _, where in src.taint_objects(path):
         src.pool.taints.append(taint)
@@ -501,7 +483,7 @@ def _machine_pool(src: Source, base: Path, ctx: Context) -> None:
         _instance_type(src, (*launch, "instanceType"))
     _root_volume(src, launch, unstated=_AMI_SIZE)
     _set_os(src, _ami_os(src, launch, ctx, _LAUNCH_SINCE, eks=_eks(src, ctx)))
-    _zones(src, (*base, "availabilityZones"))
+    src.zones((*base, "availabilityZones"))
     src.close(("spec",), {**_ASG, **_under("awsLaunchTemplate", _LAUNCH)})
 
 
@@ -547,7 +529,7 @@ def _managed_pool(src: Source, base: Path, ctx: Context) -> None:
     src.labels((*base, "labels"))
     _taints(src, (*base, "taints"))
     _capacity_type(src, base)
-    _zones(src, (*base, "availabilityZones"))
+    src.zones((*base, "availabilityZones"))
     src.close(("spec",), _managed_table(base))
 
 

@@ -474,6 +474,12 @@ def _fact_of_flag(expression: str) -> str:
     return "labels"
 
 
+def _gke_config(src: Source, _base_path: Path, ctx: Context) -> None:
+    """CAPG's GKEConfig(Template): a placeholder (its spec has no field) for the CAPI
+    contract; GKE bootstraps the nodes itself."""
+    src.close(("spec",), {"template.metadata": _TEMPLATE_METADATA})
+
+
 READERS: dict[str, Reader] = {
     "KubeadmConfigTemplate": _kubeadm,
     "KubeadmConfig": _kubeadm,
@@ -481,4 +487,6 @@ READERS: dict[str, Reader] = {
     "EKSConfig": _eks_config,
     "NodeadmConfigTemplate": _nodeadm,
     "NodeadmConfig": _nodeadm,
+    "GKEConfigTemplate": _gke_config,
+    "GKEConfig": _gke_config,
 }

@@ -35,7 +35,7 @@ from fnmatch import fnmatchcase
 
 from fleetwarden.core.pools import NodePoolSpec, Taint
 from fleetwarden.formats.accounting import Path, dotted
-from fleetwarden.formats.capi import aws, azure, bootstraps
+from fleetwarden.formats.capi import aws, azure, bootstraps, gcp
 from fleetwarden.formats.capi.objects import (
     Context,
     Patched,
@@ -163,7 +163,7 @@ _WORKER: dict[str, str] = {
     },
 }
 
-_INFRA: dict[str, tuple[Reader, Path]] = {**aws.READERS, **azure.READERS}
+_INFRA: dict[str, tuple[Reader, Path]] = {**aws.READERS, **azure.READERS, **gcp.READERS}
 
 
 def _docker(src: Source, base: Path, ctx: Context) -> None:

@@ -52,6 +52,7 @@ __all__ = [
 
 # (path prefix, why) of fields a ClusterClass patch may rewrite
 Patched = tuple[tuple[Path, str], ...]
+_ZONE = "topology.kubernetes.io/zone"
 
 
 def placeholder(text: str) -> bool:
@@ -352,6 +353,24 @@ class Source:
                 raise self.error(path, f"taint {text!r} has no key")
             out.append(Taint(key, value or None, self.effect(effect_text, path)))
         return out
+
+    def zones(self, path: Path) -> None:
+        """A list of zones the pool's nodes are placed in: every node's
+        ``topology.kubernetes.io/zone`` is one of them."""
+        zones = self.items(self.get(path), path)
+        if not zones:
+            return
+        values = []
+        for i, zone in enumerate(zones):
+            text = self.string(zone, (*path, i), allow_none=False) or ""
+            if text:
+                values.append(text)
+        why = self.patch_of(path)
+        if why is not None or any(placeholder(z) for z in values):
+            self.unresolved(path, f"requirements.{_ZONE}", why or ", ".join(values))
+            return
+        self.pool.requirements[_ZONE] = tuple(values)
+        self.compared(path, f"requirements.{_ZONE}", values)
 
     def ref(self, path: Path) -> tuple[str, str, str | None] | None:
         """(kind, name, namespace) of an object reference (v1beta1 ``apiVersion`` or v1beta2
