@@ -7,9 +7,12 @@ from __future__ import annotations
 from textwrap import dedent
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats import capi
+from fleetwarden.formats.capi.machines import semantic_version
 from fleetwarden.formats.documents import parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 
@@ -147,3 +150,41 @@ def test_a_worker_bootstrap_with_control_plane_join_settings_is_an_error(
         "KubeadmConfigTemplate/pool: spec.template.spec.joinConfiguration.controlPlane"
     )
     assert "no node joins" in error.reason
+
+
+_numbers = st.integers(min_value=0, max_value=10**6).map(str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_numbers, _numbers, _numbers, st.sampled_from(["", "-rc.1", "-alpha.0", "+build.01"]))
+def test_versions_capi_accepts_are_read_with_a_v(major, minor, patch, tail):
+    """blang/semver Parse after CAPI's defaulting prepends "v"."""
+    bare = f"{major}.{minor}.{patch}{tail}"
+    assert semantic_version(bare) == semantic_version(f"v{bare}") == f"v{bare}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(_numbers, _numbers, _numbers, st.integers(0, 4))
+def test_versions_capi_refuses_are_refused(major, minor, patch, how):
+    text = [
+        f"v{major}.{minor}",  # no patch
+        f"v0{major}.{minor}.{patch}",  # a leading zero
+        f"v{major}.{minor}.{patch}-rc.01",  # a numeric pre-release with a leading zero
+        f"vv{major}.{minor}.{patch}",
+        f" v{major}.{minor}.{patch}",
+    ][how]
+    assert semantic_version(text) is None
+
+
+@pytest.mark.parametrize("version", ["latest", "v1.30", "1.31.04", "stable-1.31"])
+def test_a_version_capi_refuses_is_an_error_not_a_silent_comparison(version: str) -> None:
+    """core/webhooks/admission (MachineDeployment, MachinePool, Cluster topology): "must be a
+    valid semantic version". ``latest`` used to be compared, and matched no node silently."""
+    tree = dedent(_owner("MachineDeployment")).replace(
+        "clusterName: c1\n      bootstrap",
+        f"clusterName: c1\n      version: '{version}'\n      bootstrap",
+    )
+    assert f"version: '{version}'" in tree
+    error = _refused(tree)
+    assert error.field == "MachineDeployment/pool: spec.template.spec.version"
+    assert "semantic version" in error.reason

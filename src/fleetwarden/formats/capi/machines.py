@@ -29,6 +29,7 @@ Cluster, an AWSCluster) are noted only where a fact is read from them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -49,7 +50,7 @@ from fleetwarden.formats.capi.objects import (
 from fleetwarden.formats.documents import Document
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["machine_deployment", "machine_pool", "topology"]
+__all__ = ["machine_deployment", "machine_pool", "semantic_version", "topology"]
 
 AUTOSCALER_MIN = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
 AUTOSCALER_MAX = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
@@ -254,10 +255,32 @@ def _cluster(src: Source, tree: Tree) -> Document | None:
     return cluster
 
 
+# blang/semver v4 Parse, which CAPI's webhooks apply after prepending a missing "v"
+_NUMBER = r"(?:0|[1-9][0-9]*)"
+_PRE = rf"(?:{_NUMBER}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+_SEMVER = re.compile(
+    rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}(?:-{_PRE}(?:\.{_PRE})*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z"
+)
+
+
+def semantic_version(text: str) -> str | None:
+    """``vMAJOR.MINOR.PATCH[-pre][+build]`` as CAPI stores a version it accepts (a missing
+    "v" prepended, as its defaulting webhooks do); None for a version it refuses."""
+    bare = text[1:] if text.startswith("v") else text
+    return f"v{bare}" if _SEMVER.match(bare) else None
+
+
 def _version(src: Source, path: Path) -> None:
     version = src.text(path, "kubernetesVersion")
     if version is not None:
-        src.pool.kubernetes_version = version
+        stored = semantic_version(version)
+        if stored is None:
+            # core/webhooks/admission: "must be a valid semantic version"
+            raise src.error(
+                path,
+                f"{version!r} is not a semantic version (vMAJOR.MINOR.PATCH): CAPI refuses it",
+            )
+        src.pool.kubernetes_version = stored
         src.compared(path, "kubernetesVersion", version)
     elif src.get(path) is None:
         src.unstated(path, "kubernetesVersion", "not stated: not compared")
