@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats import capi
 from fleetwarden.formats.capi.machines import semantic_version
+from fleetwarden.formats.capi.objects import go_int32
 from fleetwarden.formats.documents import parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 
@@ -188,3 +189,67 @@ def test_a_version_capi_refuses_is_an_error_not_a_silent_comparison(version: str
     error = _refused(tree)
     assert error.field == "MachineDeployment/pool: spec.template.spec.version"
     assert "semantic version" in error.reason
+
+
+def _go_parse_int_32(text: str) -> int | None:
+    """An independent model of Go's strconv.ParseInt(text, 10, 32) over Python's int()."""
+    if not text.isascii() or text != text.strip() or "_" in text:
+        return None
+    try:
+        number = int(text, 10)
+    except ValueError:
+        return None
+    return number if -(2**31) <= number <= 2**31 - 1 else None
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet="+-0123456789 _.\t٣²", max_size=12),
+        st.integers(min_value=-(2**33), max_value=2**33).map(str),
+    )
+)
+def test_annotation_counts_are_parsed_as_go_parses_them(text: str) -> None:
+    assert go_int32(text) == _go_parse_int_32(text)
+
+
+_ANNOTATED = """\
+    apiVersion: cluster.x-k8s.io/v1beta1
+    kind: MachineDeployment
+    metadata:
+      name: pool
+      annotations:
+        cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size: %(low)s
+        cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size: "5"
+    spec:
+      clusterName: c1
+      template:
+        spec:
+          clusterName: c1
+          bootstrap: {dataSecretName: boot}
+          infrastructureRef: {kind: DockerMachineTemplate, name: pool}
+    """
+
+
+def test_a_signed_autoscaler_annotation_is_read_as_capi_reads_it() -> None:
+    """CAPI's webhook (strconv.ParseInt) reads "+2" as 2; fleetwarden refused the file."""
+    (pool,) = _pools(_ANNOTATED % {"low": '"+2"'}).values()
+    assert (pool.min_size, pool.max_size) == (2, 5)
+
+
+@pytest.mark.parametrize("low", ['" 2"', '"2.0"', '"-1"', '"2147483648"', '"2_0"'])
+def test_an_autoscaler_annotation_capi_cannot_read_is_an_error(low: str) -> None:
+    """calculateMachineDeploymentReplicas: "could not parse the value of the ... annotation"
+    (a space used to be stripped and the file accepted); a negative size is refused too."""
+    error = _refused(_ANNOTATED % {"low": low})
+    assert error.field == (
+        "MachineDeployment/pool: "
+        "metadata.annotations.cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
+    )
+
+
+def test_a_quoted_number_in_an_integer_field_is_an_error() -> None:
+    """The API server refuses ``replicas: "3"`` (an integer field); it was read as 3."""
+    error = _refused(_owner("MachineDeployment").replace("replicas: 1", 'replicas: "3"'))
+    assert error.field == "MachineDeployment/pool: spec.replicas"
+    assert "got the string '3'" in error.reason

@@ -301,7 +301,7 @@ def _replicas(
         for owner, notes in annotation_sources:
             if owner.at(notes).get(key) is None:
                 continue
-            value = owner.count((*notes, key), fact)
+            value = owner.count((*notes, key), fact, annotation=True)
             found[fact] = value
             if value is not None:
                 owner.compared((*notes, key), fact, value)

@@ -15,6 +15,7 @@ too (``object_str``), as the API server refuses it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -45,6 +46,7 @@ __all__ = [
     "Reader",
     "Source",
     "Tree",
+    "go_int32",
     "object_str",
     "placeholder",
     "required_name",
@@ -75,6 +77,18 @@ def object_str(
             line=line,
         )
     return expect_str(doc, value, field_, allow_none=allow_none)
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def go_int32(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 10, 32)``: an optional sign and ASCII digits, nothing
+    else (no spaces, no ``_``), within int32; None where Go returns an error."""
+    if not _GO_INT.match(text):
+        return None
+    number = int(text)
+    return number if -(2**31) <= number < 2**31 else None
 
 
 def required_name(doc: Document) -> str:
@@ -239,22 +253,35 @@ class Source:
             return None
         return text
 
-    def count(self, path: Path, fact: str) -> int | None:
-        """A non-negative integer at ``path`` (``"3"`` too: annotations are strings)."""
+    def count(self, path: Path, fact: str, *, annotation: bool = False) -> int | None:
+        """A non-negative integer at ``path``; with ``annotation``, the text of one as CAPI
+        and the cluster-autoscaler parse it (``"3"``, ``"+3"``: Go's strconv.ParseInt, base
+        10, 32 bits). A string in an integer field is an error: the API server refuses it."""
         why = self.patch_of(path)
         if why is not None:
             self.unresolved(path, fact, why)
             return None
         value = self.get(path)
         if isinstance(value, str):
-            stripped = value.strip()
-            if placeholder(stripped):
-                self.unresolved(path, fact, stripped)
+            if placeholder(value):
+                self.unresolved(path, fact, value.strip())
                 return None
-            # expect_int's isdigit() also accepts digits int() rejects ("²")
-            if not (stripped.isascii() and stripped.isdigit()):
-                raise self.error(path, f"expected an integer, got a string {value!r:.40}")
-            return int(stripped)
+            if not annotation:
+                raise self.error(
+                    path,
+                    f"expected an integer, got the string {value!r:.40}: the API server "
+                    "refuses a string here (write the number without quotes)",
+                )
+            number = go_int32(value)
+            if number is None:
+                raise self.error(
+                    path,
+                    f"{value!r:.40} is not a base-10 integer CAPI can read (strconv.ParseInt: "
+                    "digits with an optional sign, no spaces, at most 2147483647)",
+                )
+            if number < 0:
+                raise self.error(path, f"must not be negative, got {value!r:.40}")
+            return number
         return expect_int(self.doc, value, dotted(path))
 
     def compared(self, path: Path, fact: str, value: Any = None) -> str:
