@@ -1,10 +1,10 @@
 """Desired node pools from Cluster API objects (core CAPI, CAPA, CAPZ, CAPG; CAPD/Dev state
 nothing).
 
-One pool per ``MachineDeployment``, per ``MachinePool`` and per worker of a ClusterClass
-topology (``Cluster.spec.topology.workers``). Facts come from the pool object and from the
-infrastructure and bootstrap objects it references, matched by kind + name + namespace anywhere
-in the tree (the referrer's own file first):
+One pool per ``MachineDeployment``, per ``MachinePool``, per ``MachineSet`` no MachineDeployment
+owns and per worker of a ClusterClass topology (``Cluster.spec.topology.workers``). Facts come
+from the pool object and from the infrastructure and bootstrap objects it references, matched by
+kind + name + namespace anywhere in the tree (the referrer's own file first):
 
 - ``machines``: MachineDeployment / MachinePool / topology workers and ClusterClasses: replicas
   (1 when unset; the cluster-autoscaler's min..max when both of its annotations are set),
@@ -73,6 +73,8 @@ def read_pools(docs: Sequence[Document]) -> PoolsRead:
                 specs = [machines.machine_deployment(doc, tree)]
             elif doc.kind == "MachinePool":
                 specs = [machines.machine_pool(doc, tree)]
+            elif doc.kind == "MachineSet":
+                specs = [s for s in (machines.machine_set(doc, tree),) if s is not None]
             elif doc.kind == "Cluster":
                 specs = machines.topology(doc, tree)
         if specs:

@@ -447,7 +447,7 @@ def _machine(src: Source, base: Path, ctx: Context) -> None:
     _set_os(src, _ami_os(src, base, ctx, _MACHINE_SINCE, eks=_eks(src, ctx)))
     spot: Path = (*base, "spotMarketOptions")
     if "spotMarketOptions" in src.at(base):
-        if ctx.owner == "MachineDeployment":
+        if ctx.owner in ("MachineDeployment", "MachineSet"):
             src.pool.labels[_INTERRUPTIBLE] = ""
             src.compared(spot, f"labels.{_INTERRUPTIBLE}", f"spot: {_INTERRUPTIBLE}=''")
         else:

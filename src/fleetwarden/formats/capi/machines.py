@@ -47,10 +47,10 @@ from fleetwarden.formats.capi.objects import (
     placeholder,
     required_name,
 )
-from fleetwarden.formats.documents import Document
+from fleetwarden.formats.documents import Document, expect_list, expect_mapping
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["machine_deployment", "machine_pool", "semantic_version", "topology"]
+__all__ = ["machine_deployment", "machine_pool", "machine_set", "semantic_version", "topology"]
 
 AUTOSCALER_MIN = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
 AUTOSCALER_MAX = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
@@ -164,6 +164,17 @@ _WORKER: dict[str, str] = {
     },
 }
 
+_MS: dict[str, str] = {
+    **_OBJECT,
+    "spec.selector": _MD["spec.selector"],
+    "spec.minReadySeconds": _LIFECYCLE,
+    "spec.deletePolicy": _ROLLOUT,
+    "spec.deletion": _ROLLOUT,
+    "spec.machineNaming": _MD["spec.machineNaming"],
+    "spec.template.metadata.annotations": _MD["spec.template.metadata.annotations"],
+    **{f"spec.template.spec.{key}": why for key, why in _MACHINE_SPEC.items()},
+}
+
 _INFRA: dict[str, tuple[Reader, Path]] = {**aws.READERS, **azure.READERS, **gcp.READERS}
 
 
@@ -211,6 +222,26 @@ def machine_pool(doc: Document, tree: Tree) -> NodePoolSpec:
     _machine_taints(src, (*template, "taints"))
     _follow(src, template, tree, "MachinePool", cluster)
     src.close((), _MP)
+    return src.pool.spec()
+
+
+def machine_set(doc: Document, tree: Tree) -> NodePoolSpec | None:
+    """A MachineSet of its own: a pool like a MachineDeployment (CAPI's MachineSet webhook
+    defaults its replicas the same way), without rollouts. One a MachineDeployment owns is
+    that MachineDeployment's (None)."""
+    meta = expect_mapping(doc, doc.body.get("metadata"), "metadata")
+    owners = expect_list(doc, meta.get("ownerReferences"), "metadata.ownerReferences")
+    if any(isinstance(o, Mapping) and o.get("kind") == "MachineDeployment" for o in owners):
+        return None
+    src = _pool_source(doc)
+    template: Path = ("spec", "template", "spec")
+    cluster = _cluster(src, tree)
+    _version(src, (*template, "version"))
+    _replicas(src, ("spec", "replicas"), [(src, ("metadata", "annotations"))], doc)
+    src.labels(("spec", "template", "metadata", "labels"), keep=_synced)
+    _machine_taints(src, (*template, "taints"))
+    _follow(src, template, tree, "MachineSet", cluster)
+    src.close((), _MS)
     return src.pool.spec()
 
 
@@ -349,6 +380,8 @@ def _autoscaler_start(doc: Document) -> str:
         if v1beta2:
             return "CAPI (>= 1.11 for v1beta2) starts it at the min size"
         return "CAPI >= 1.8 starts it at the min size, older releases at 1"
+    if doc.kind == "MachineSet" and not v1beta2:
+        return "CAPI >= 1.7 starts it at the min size, older releases at 1"
     if v1beta2:
         return "CAPI (>= 1.11 for v1beta2) starts it at the min size"
     return "CAPI >= 1.4 starts it at the min size, older releases at 1"
