@@ -253,3 +253,47 @@ def test_a_quoted_number_in_an_integer_field_is_an_error() -> None:
     error = _refused(_owner("MachineDeployment").replace("replicas: 1", 'replicas: "3"'))
     assert error.field == "MachineDeployment/pool: spec.replicas"
     assert "got the string '3'" in error.reason
+
+
+_AWS_MD = """\
+    apiVersion: cluster.x-k8s.io/v1beta1
+    kind: MachineDeployment
+    metadata: {name: md}
+    spec:
+      clusterName: c1
+      replicas: 1
+      template:
+        spec:
+          clusterName: c1
+          bootstrap: {dataSecretName: boot}
+          infrastructureRef: {kind: AWSMachineTemplate, name: md}
+    ---
+    apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+    kind: AWSMachineTemplate
+    metadata: {name: md}
+    spec:
+      template:
+        spec:
+          instanceType: m5.large
+          %s
+    """
+
+
+@pytest.mark.parametrize(
+    ("volume", "says"),
+    [("rootVolume: {size: 4}", "below 8 GiB"), ("rootVolume: {type: gp3}", "without a size")],
+)
+def test_a_root_volume_capa_s_crd_refuses_is_an_error(volume: str, says: str) -> None:
+    """api/v1beta2/types.go Volume: ``size`` is required, ``Minimum=8``."""
+    error = _refused(_AWS_MD % volume)
+    assert error.field == "AWSMachineTemplate/md: spec.template.spec.rootVolume.size"
+    assert says in error.reason
+
+
+def test_a_v1beta1_failure_domain_in_an_aws_machine_template_is_accounted_for() -> None:
+    """CAPA's own e2e templates put failureDomain (v1beta1 only) in a v1beta2 template: it
+    was listed as unknown to fleetwarden (explain --strict exit 1)."""
+    (pool,) = _pools(_AWS_MD % "failureDomain: us-west-2a").values()
+    entry = next(a for a in pool.account if a.path.endswith("spec.failureDomain"))
+    assert entry.status.value == "ignored"
+    assert "v1beta1" in entry.detail

@@ -100,6 +100,8 @@ _MACHINE: dict[str, str] = {
     "additionalSecurityGroups": f"security groups: {_NOT_ON_NODE}",
     "securityGroupOverrides": f"security groups: {_NOT_ON_NODE}",
     "subnet": f"subnet: {_NOT_ON_NODE} (zones are not compared for AWSMachines)",
+    "failureDomain": "availability zone (a v1beta1 field, dropped by the API server from "
+    "v1beta2): zones are not compared for AWSMachines",
     "sshKeyName": f"SSH key: {_NOT_ON_NODE}",
     "nonRootVolumes": "extra EBS volumes: not the kubelet's ephemeral storage",
     "networkInterfaces": f"network interfaces: {_NOT_ON_NODE}",
@@ -400,10 +402,16 @@ def _root_volume(src: Source, base: Path, *, unstated: str) -> None:
     if not src.at(volume):
         src.unstated(volume, "diskSizeGiB", unstated)
         return
-    size = src.count((*volume, "size"), "diskSizeGiB")
+    size_path: Path = (*volume, "size")
+    if src.get(size_path) is None and src.patch_of(size_path) is None:
+        # api/v1beta2/types.go Volume: `json:"size"`, required by the CRD
+        raise src.error(size_path, "required: CAPA's CRD refuses a rootVolume without a size")
+    size = src.count(size_path, "diskSizeGiB")
+    if size is not None and size < 8:
+        raise src.error(size_path, f"{size} GiB: CAPA's CRD refuses a root volume below 8 GiB")
     if size:
         src.pool.disk_size_gib = size
-        src.compared((*volume, "size"), "diskSizeGiB", size)
+        src.compared(size_path, "diskSizeGiB", size)
     kind = src.text((*volume, "type"), "diskType")
     if kind:
         src.pool.disk_type = kind
