@@ -64,6 +64,7 @@ _POOL_LABEL = (
     "MachinePool template label: reaches Nodes only through MachinePool Machines, which only "
     "some providers create (not compared)"
 )
+_REPLACED = "the topology worker's label of the same key replaces it (CAPI merges them)"
 _LIFECYCLE = "Machine lifecycle setting: not visible on a Node"
 _ROLLOUT = "rollout / remediation behaviour: not visible on a Node"
 _BOOKKEEPING = "object bookkeeping: not a desired fact"
@@ -578,7 +579,13 @@ def _worker(
             )
     else:
         cc, entry_path, holder = entry
-        cc.labels((*holder, "metadata", "labels"), keep=keep)
+        # CAPI merges the worker's labels over its class's (desired_state.go: util.MergeMap,
+        # the first map wins): a key the worker sets is the worker's value
+        own = {str(k) for k in src.at((*where, "metadata", "labels"))}
+        cc.labels(
+            (*holder, "metadata", "labels"),
+            keep=lambda key: _REPLACED if key in own else keep(key),
+        )
         if worker_taints is None:
             _machine_taints(cc, (*entry_path, "taints"))
         elif cc.get((*entry_path, "taints")) is not None:
