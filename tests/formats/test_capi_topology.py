@@ -57,3 +57,54 @@ def test_a_worker_label_wins_over_its_class_label_of_the_same_key():
     )
     assert replaced.status is FieldStatus.IGNORED
     assert "replaces it" in replaced.detail
+
+
+AKS = """\
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: Cluster
+metadata: {name: c1}
+spec:
+  topology:
+    class: aks
+    version: v1.31.4
+    workers:
+      machinePools:
+      - {class: system, name: mp-0, replicas: 2}
+      - {class: user, name: mp-1, replicas: 1}
+---
+apiVersion: cluster.x-k8s.io/v1beta1
+kind: ClusterClass
+metadata: {name: aks}
+spec:
+  workers:
+    machinePools:
+    - class: system
+      template:
+        bootstrap: {ref: {kind: KubeadmConfigTemplate, name: boot}}
+        infrastructure: {ref: {kind: AzureManagedMachinePoolTemplate, name: pool0}}
+    - class: user
+      template:
+        bootstrap: {ref: {kind: KubeadmConfigTemplate, name: boot}}
+        infrastructure: {ref: {kind: AzureManagedMachinePoolTemplate, name: userpool}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: AzureManagedMachinePoolTemplate
+metadata: {name: pool0}
+spec: {template: {spec: {mode: System, name: sys0, sku: Standard_D2s_v3}}}
+---
+apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
+kind: AzureManagedMachinePoolTemplate
+metadata: {name: userpool}
+spec: {template: {spec: {mode: User, sku: Standard_D4s_v3}}}
+"""
+
+
+def test_an_aks_pool_of_a_topology_is_named_as_its_template_names_it():
+    """Every cluster's clone of an AzureManagedMachinePoolTemplate copies spec.name, which
+    CAPZ's template webhook defaults to the template's name: nodes carry
+    kubernetes.azure.com/agentpool=<it>. The pool was left unnamed, so never compared."""
+    pools = {p.name: p for p in capi.read_pools(parse_yaml_documents("t.yaml", AKS)).pools}
+    assert set(pools) == {"sys0", "userpool"}
+    assert all(u.field != "name" for p in pools.values() for u in p.unresolved)
+    assert pools["sys0"].instance_types == ("Standard_D2s_v3",)
+    assert pools["userpool"].provenance["name"].startswith("default: CAPZ")

@@ -31,7 +31,9 @@ by ``eksNodegroupName`` or the name CAPA generates from the namespace and name, 
 CAPI nodes by those labels needs a synced label added by the user (a ``node.cluster.x-k8s.io/...``
 label in the template) or a grouping label configured. A topology worker is named by its
 topology name (``md-0``); the MachineDeployment CAPI generates for it is
-``<cluster>-md-0-<random>``, so the name is recorded as unresolved.
+``<cluster>-md-0-<random>``, so the name is recorded as unresolved -- unless the provider's
+template names the pool its nodes carry: every cluster's clone copies an AKS template's
+``spec.name`` (which CAPZ defaults to the template's name) and a GKE template's ``nodePoolName``.
 """
 
 from __future__ import annotations
