@@ -148,7 +148,12 @@ TABLE: list[tuple[tuple[str, ...], str, dict[str, Any], set[Unresolved]]] = [
     (
         ("capa-cluster-template-rosa-machinepool.yaml",),
         "${CLUSTER_NAME}-pool-0",
-        {"instance_types": ("m5.xlarge",), "desired_size": 3, "kubernetes_version": None},
+        {
+            "instance_types": ("m5.xlarge",),
+            "desired_size": 3,
+            "kubernetes_version": None,
+            "disk_size_gib": 300,  # ROSA's default volume (CAPA's API reference)
+        },
         {Unresolved("cluster", "${CLUSTER_NAME}")},
     ),
     (  # AKS: pools are named by their agent pool (the kubernetes.azure.com/agentpool label)

@@ -29,6 +29,7 @@ Defaults, read in CAPA's source (v1.5.0 to v2.11.1):
   the AMI CAPA looks up for the launch template (the EKS-optimised one by
   ``ami.eksLookupType``). CAPA's webhook refuses an ``instanceType`` or ``diskSize`` beside a
   launch template and a ``scaling.maxSize`` below ``minSize``: errors here too.
+- ``ROSAMachinePool``: ``volumeSize`` unset is 300 GiB (CAPA's API reference for the field).
 """
 
 from __future__ import annotations
@@ -689,8 +690,13 @@ def _rosa_pool(src: Source, base: Path, ctx: Context) -> None:
         if size:
             src.pool.disk_size_gib = size
             src.compared(path, "diskSizeGiB", size)
-    else:
-        src.unstated(path, "diskSizeGiB", "not stated: ROSA's default size (not compared)")
+    elif src.default(
+        path,
+        "diskSizeGiB",
+        300,
+        "ROSA: 300 GiB when volumeSize is unset (CAPA's ROSAMachinePool API reference)",
+    ):
+        src.pool.disk_size_gib = 300
     src.labels((*base, "labels"))
     _taints(src, (*base, "taints"))
     image: Path = (*base, "imageType")
