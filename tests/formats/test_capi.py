@@ -148,7 +148,12 @@ TABLE: list[tuple[tuple[str, ...], str, dict[str, Any], set[Unresolved]]] = [
     (
         ("capa-cluster-template-rosa-machinepool.yaml",),
         "${CLUSTER_NAME}-pool-0",
-        {"instance_types": ("m5.xlarge",), "desired_size": 3, "kubernetes_version": None},
+        {
+            "instance_types": ("m5.xlarge",),
+            "desired_size": 3,
+            "kubernetes_version": None,
+            "disk_size_gib": 300,  # ROSA's default volume (CAPA's API reference)
+        },
         {Unresolved("cluster", "${CLUSTER_NAME}")},
     ),
     (  # AKS: pools are named by their agent pool (the kubernetes.azure.com/agentpool label)
@@ -768,7 +773,7 @@ spec:
     [
         ("web", "1.30", 12, "spec.template.spec.version", "1.3"),
         ("web", "1.29", 12, "spec.template.spec.version", "1.29"),
-        ("1", '"1.30"', 9, "spec.template.metadata.labels.tier", "1"),
+        ("1", '"1.30.2"', 9, "spec.template.metadata.labels.tier", "1"),
     ],
 )
 def test_a_number_in_a_string_field_is_an_error_asking_for_quotes(
@@ -785,10 +790,11 @@ def test_a_number_in_a_string_field_is_an_error_asking_for_quotes(
     assert "in quotes" in caught.value.reason
 
 
-def test_a_quoted_version_is_read_as_written() -> None:
-    text = MD_YAML % {"label": "web", "version": '"1.30"'}
+def test_a_quoted_version_is_read_as_capi_stores_it() -> None:
+    """Quoted, ``1.30.2`` is text; CAPI's defaulting webhook prepends the missing "v"."""
+    text = MD_YAML % {"label": "web", "version": '"1.30.2"'}
     pool = _only(capi.read_pools(parse_yaml_documents("md.yaml", text)), "md")
-    assert pool.kubernetes_version == "1.30"
+    assert pool.kubernetes_version == "v1.30.2"
 
 
 def test_a_number_in_a_provider_object_s_string_field_is_an_error(realdata: Path) -> None:

@@ -13,6 +13,7 @@ from fleetwarden.formats import capi
 from fleetwarden.formats.capi.azure import family_of_image_names
 from fleetwarden.formats.capi.bootstraps import kubelet_may_set
 from fleetwarden.formats.documents import parse_yaml_documents
+from fleetwarden.formats.errors import FormatError
 
 
 def _pools(text: str) -> dict[str, NodePoolSpec]:
@@ -515,16 +516,26 @@ def test_capi_template_labels_outside_the_synced_domains_are_ignored_with_the_re
     assert team.detail.startswith("Machine template label not synced to Nodes (CAPI syncs only")
 
 
-def test_kubelet_labels_it_may_not_set_are_never_expected():
+def test_kubelet_labels_it_may_set_are_expected_and_one_it_may_not_is_an_error():
+    """The kubelet refuses to start with a kubernetes.io label it may not set: no node of the
+    pool joins, so the file is wrong (exit 2), not a pool with that label left out."""
     boot = BOOT.replace(
         "spec: {template: {spec: {}}}",
         "spec: {template: {spec: {joinConfiguration: {nodeRegistration: {kubeletExtraArgs: "
-        "{node-labels: 'node-role.kubernetes.io/worker=,node.kubernetes.io/tier=a,team=x', "
-        "max-pods: '58'}}}}}}",
+        "{node-labels: 'node.kubernetes.io/tier=a,team=x', max-pods: '58'}}}}}}",
     )
     spec = _pools(_tree(_md("DockerMachineTemplate"), boot))["md"]
     assert dict(spec.labels) == {"node.kubernetes.io/tier": "a", "team": "x"}
     assert dict(spec.allocatable) == {"pods": "58"}
+    refused = boot.replace("node-labels: '", "node-labels: 'node-role.kubernetes.io/worker=,")
+    with pytest.raises(FormatError) as caught:
+        _pools(_tree(_md("DockerMachineTemplate"), refused))
+    assert caught.value.path == "tree.yaml"
+    assert caught.value.field is not None
+    assert caught.value.field.startswith("KubeadmConfigTemplate/md: ")
+    assert caught.value.field.endswith("kubeletExtraArgs.node-labels")
+    assert "node-role.kubernetes.io/worker" in caught.value.reason
+    assert "refuses to start" in caught.value.reason
     assert kubelet_may_set("kubernetes.io/hostname") and kubelet_may_set("example.com/a")
     assert not kubelet_may_set("node-role.kubernetes.io/worker")
     assert not kubelet_may_set("foo.k8s.io/x") and kubelet_may_set("cluster.x-k8s.io/x")

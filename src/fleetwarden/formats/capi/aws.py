@@ -25,7 +25,11 @@ Defaults, read in CAPA's source (v1.5.0 to v2.11.1):
   ON_DEMAND``; EKS itself picks ``t3.medium`` when no instance type is given (x86_64 AMI types)
   and a 20 GiB disk (50 GiB for Windows) when neither ``diskSize`` nor a launch template is;
   ``eksNodegroupName`` defaults to ``<namespace>_<name>`` (dots as ``_``; a hash when 64
-  characters or more, not reproduced here).
+  characters or more, not reproduced here). ``amiType: CUSTOM`` with a launch template boots
+  the AMI CAPA looks up for the launch template (the EKS-optimised one by
+  ``ami.eksLookupType``). CAPA's webhook refuses an ``instanceType`` or ``diskSize`` beside a
+  launch template and a ``scaling.maxSize`` below ``minSize``: errors here too.
+- ``ROSAMachinePool``: ``volumeSize`` unset is 300 GiB (CAPA's API reference for the field).
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ from fleetwarden.formats.provisioners import Release
 
 __all__ = ["READERS"]
 
-_ZONE = "topology.kubernetes.io/zone"
 _INTERRUPTIBLE = "cluster.x-k8s.io/interruptible"
 _CAPACITY = "eks.amazonaws.com/capacityType"
 _LOOKUP = ("imageLookupFormat", "imageLookupOrg", "imageLookupBaseOS")
@@ -98,6 +101,8 @@ _MACHINE: dict[str, str] = {
     "additionalSecurityGroups": f"security groups: {_NOT_ON_NODE}",
     "securityGroupOverrides": f"security groups: {_NOT_ON_NODE}",
     "subnet": f"subnet: {_NOT_ON_NODE} (zones are not compared for AWSMachines)",
+    "failureDomain": "availability zone (a v1beta1 field, dropped by the API server from "
+    "v1beta2): zones are not compared for AWSMachines",
     "sshKeyName": f"SSH key: {_NOT_ON_NODE}",
     "nonRootVolumes": "extra EBS volumes: not the kubelet's ephemeral storage",
     "networkInterfaces": f"network interfaces: {_NOT_ON_NODE}",
@@ -144,6 +149,7 @@ _LAUNCH: dict[str, str] = {
 }
 _LAUNCH["name"] = f"launch template name: {_NOT_ON_NODE}"
 _LAUNCH["versionNumber"] = f"launch template version: {_NOT_ON_NODE}"
+_LAUNCH["enclaveOptions"] = f"Nitro Enclaves: {_NOT_ON_NODE}"
 _LAUNCH["spotMarketOptions"] = (
     "spot instances of a MachinePool: CAPI labels only Machine-backed nodes interruptible"
 )
@@ -397,10 +403,16 @@ def _root_volume(src: Source, base: Path, *, unstated: str) -> None:
     if not src.at(volume):
         src.unstated(volume, "diskSizeGiB", unstated)
         return
-    size = src.count((*volume, "size"), "diskSizeGiB")
+    size_path: Path = (*volume, "size")
+    if src.get(size_path) is None and src.patch_of(size_path) is None:
+        # api/v1beta2/types.go Volume: `json:"size"`, required by the CRD
+        raise src.error(size_path, "required: CAPA's CRD refuses a rootVolume without a size")
+    size = src.count(size_path, "diskSizeGiB")
+    if size is not None and size < 8:
+        raise src.error(size_path, f"{size} GiB: CAPA's CRD refuses a root volume below 8 GiB")
     if size:
         src.pool.disk_size_gib = size
-        src.compared((*volume, "size"), "diskSizeGiB", size)
+        src.compared(size_path, "diskSizeGiB", size)
     kind = src.text((*volume, "type"), "diskType")
     if kind:
         src.pool.disk_type = kind
@@ -411,23 +423,6 @@ _AMI_SIZE = (
     "rootVolume not stated: the root disk is the AMI's snapshot size (CAPA sends no block "
     "device), which the file does not say"
 )
-
-
-def _zones(src: Source, path: Path) -> None:
-    zones = src.items(src.get(path), path)
-    if not zones:
-        return
-    values = []
-    for i, zone in enumerate(zones):
-        text = src.string(zone, (*path, i), allow_none=False) or ""
-        if text:
-            values.append(text)
-    why = src.patch_of(path)
-    if why is not None or any("${" in z for z in values):
-        src.unresolved(path, f"requirements.{_ZONE}", why or ", ".join(values))
-        return
-    src.pool.requirements[_ZONE] = tuple(values)
-    src.compared(path, f"requirements.{_ZONE}", values)
 
 
 def _taints(src: Source, path: Path) -> None:
@@ -461,7 +456,7 @@ def _machine(src: Source, base: Path, ctx: Context) -> None:
     _set_os(src, _ami_os(src, base, ctx, _MACHINE_SINCE, eks=_eks(src, ctx)))
     spot: Path = (*base, "spotMarketOptions")
     if "spotMarketOptions" in src.at(base):
-        if ctx.owner == "MachineDeployment":
+        if ctx.owner in ("MachineDeployment", "MachineSet"):
             src.pool.labels[_INTERRUPTIBLE] = ""
             src.compared(spot, f"labels.{_INTERRUPTIBLE}", f"spot: {_INTERRUPTIBLE}=''")
         else:
@@ -497,7 +492,7 @@ def _machine_pool(src: Source, base: Path, ctx: Context) -> None:
         _instance_type(src, (*launch, "instanceType"))
     _root_volume(src, launch, unstated=_AMI_SIZE)
     _set_os(src, _ami_os(src, launch, ctx, _LAUNCH_SINCE, eks=_eks(src, ctx)))
-    _zones(src, (*base, "availabilityZones"))
+    src.zones((*base, "availabilityZones"))
     src.close(("spec",), {**_ASG, **_under("awsLaunchTemplate", _LAUNCH)})
 
 
@@ -510,6 +505,8 @@ def _managed_pool(src: Source, base: Path, ctx: Context) -> None:
         src.ignored((*base, "eksNodegroupName"), "a ClusterClass template's name is generated")
     launch: Path = (*base, "awsLaunchTemplate")
     has_launch = bool(src.at(launch))
+    if has_launch:
+        _launch_template_conflicts(src, base)
     ami_type = _ami_type(src, base, launch, ctx)
     typed = _instance_type(src, (*base, "instanceType"))
     if has_launch:
@@ -536,12 +533,32 @@ def _managed_pool(src: Source, base: Path, ctx: Context) -> None:
         src.ignored((*scaling, "minSize"), "not sent to EKS without scaling.maxSize (CAPA)")
     else:
         _bounds(src, (*scaling, "minSize"), (*scaling, "maxSize"))
+        _ordered_bounds(src, (*scaling, "minSize"), (*scaling, "maxSize"))
     _managed_disk(src, base, launch, has_launch, ami_type)
     src.labels((*base, "labels"))
     _taints(src, (*base, "taints"))
     _capacity_type(src, base)
-    _zones(src, (*base, "availabilityZones"))
+    src.zones((*base, "availabilityZones"))
     src.close(("spec",), _managed_table(base))
+
+
+def _launch_template_conflicts(src: Source, base: Path) -> None:
+    """CAPA's AWSManagedMachinePool webhook (exp/webhooks/awsmanagedmachinepool_webhook.go,
+    validateLaunchTemplate) refuses an instance type or a disk size beside a launch template."""
+    for key in ("instanceType", "diskSize"):
+        if src.get((*base, key)) is not None:
+            raise src.error(
+                (*base, key),
+                f"{key} cannot be set beside awsLaunchTemplate: CAPA refuses the object (set "
+                "it in the launch template)",
+            )
+
+
+def _ordered_bounds(src: Source, low: Path, high: Path) -> None:
+    """CAPA's webhook (validateScaling) refuses a maxSize below minSize."""
+    lo, hi = src.get(low), src.get(high)
+    if isinstance(lo, int) and isinstance(hi, int) and hi < lo:
+        raise src.error(high, f"maxSize {hi} is below minSize {lo}: CAPA refuses the object")
 
 
 def _managed_table(base: Path) -> dict[str, str]:
@@ -591,6 +608,12 @@ def _ami_type(src: Source, base: Path, launch: Path, ctx: Context) -> str | None
         value = "AL2_x86_64"
         families = ("amazonlinux2",)
         why: str | None = "CAPA AWSManagedMachinePool CRD default amiType AL2_x86_64"
+    elif value == "CUSTOM" and src.at(launch):
+        # the launch template's AMI, which CAPA looks up (DiscoverLaunchTemplateAMI: the
+        # EKS-optimised one for ami.eksLookupType when no image lookup field is set)
+        src.ignored(path, "CUSTOM: the launch template's AMI decides the OS (read there)")
+        _set_os(src, _ami_os(src, launch, ctx, _LAUNCH_SINCE, eks=True))
+        return value
     else:
         family = osfamilies.family_of_setting(value)
         if family is None:
@@ -667,8 +690,13 @@ def _rosa_pool(src: Source, base: Path, ctx: Context) -> None:
         if size:
             src.pool.disk_size_gib = size
             src.compared(path, "diskSizeGiB", size)
-    else:
-        src.unstated(path, "diskSizeGiB", "not stated: ROSA's default size (not compared)")
+    elif src.default(
+        path,
+        "diskSizeGiB",
+        300,
+        "ROSA: 300 GiB when volumeSize is unset (CAPA's ROSAMachinePool API reference)",
+    ):
+        src.pool.disk_size_gib = 300
     src.labels((*base, "labels"))
     _taints(src, (*base, "taints"))
     image: Path = (*base, "imageType")

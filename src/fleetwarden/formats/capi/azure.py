@@ -337,15 +337,23 @@ def _machine_pool(src: Source, base: Path, ctx: Context) -> None:
 def _aks_pool(src: Source, base: Path, ctx: Context) -> None:
     """AzureManagedMachinePool(Template): an AKS agent pool (named ``spec.name``, else the
     object's name; nodes carry ``kubernetes.azure.com/agentpool=<it>``)."""
+    # CAPZ's webhooks default spec.name to the object's name -- for a ClusterClass template,
+    # the template's (azuremanagedmachinepooltemplate_webhook.go), which every cluster's clone
+    # copies: the agent pool's name is known in a topology too
     name_path: Path = (*base, "name")
-    if ctx.topology:
-        if src.get(name_path) is not None:
-            src.ignored(name_path, "a ClusterClass template's pool name is generated")
-    else:
-        name = src.string(src.get(name_path), name_path)
-        src.pool.rename(name or required_name(src.doc))
+    if src.get(name_path) is not None:
+        name = src.text(name_path, "name")
         if name:
+            src.pool.rename(name)
             src.compared(name_path, "name", name)
+    else:
+        own = required_name(src.doc)
+        src.pool.rename(own)
+        why = f"CAPZ: spec.name defaults to the {src.doc.kind}'s name"
+        if placeholder(own):
+            src.view.unresolved(name_path, f"{own} ({why})", "name")
+        else:
+            src.default(name_path, "name", own, why)
     _instance_type(src, (*base, "sku"))
     scaling: Path = (*base, "scaling")
     _bounds(src, (*scaling, "minSize"), (*scaling, "maxSize"))

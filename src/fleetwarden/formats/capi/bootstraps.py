@@ -11,22 +11,35 @@
 - Shell commands and file contents (``preKubeadmCommands``, ``files[*].content`` ...) are
   searched for kubelet flags with ``formats.bootstrap``.
 
-Labels the kubelet may not set itself (the ``kubernetes.io`` / ``k8s.io`` namespaces except
-``kubelet.kubernetes.io``, ``node.kubernetes.io`` and the well-known keys; k8s
-``IsKubeletLabel``) never reach a Node: the kubelet refuses to start with them. They are listed
-as ignored, never expected. ``node-role.kubernetes.io/*`` must come from the Machine template.
+``kubeletExtraArgs`` flags are read as the kubelet reads them (``kubelet_labels``,
+``kubelet_taints``): a flag the kubelet refuses -- a label it may not set itself (the
+``kubernetes.io`` / ``k8s.io`` namespaces except ``kubelet.kubernetes.io``,
+``node.kubernetes.io`` and the well-known keys; k8s ``IsKubeletLabel``), a malformed label or
+taint, an effect not spelt exactly -- stops it, so no node of the pool joins: a ``FormatError``.
+``node-role.kubernetes.io/*`` must come from the Machine template. In shell commands and files,
+found by searching text, such a label is listed as ignored with the reason.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
-from fleetwarden.core.pools import Taint
+from fleetwarden.core.pools import EFFECTS, Taint
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.accounting import Path
 from fleetwarden.formats.capi.objects import Context, Reader, Source, placeholder
 
-__all__ = ["READERS", "UNINITIALIZED", "kubelet_may_set"]
+__all__ = [
+    "READERS",
+    "UNINITIALIZED",
+    "kubelet_labels",
+    "kubelet_may_set",
+    "kubelet_taint",
+    "kubelet_taints",
+    "label_value",
+    "qualified_name",
+]
 
 # Set by kubeadm bootstrap on every joining node, removed by CAPI once labels are synced.
 UNINITIALIZED = Taint("node.cluster.x-k8s.io/uninitialized", None, "NoSchedule")
@@ -68,6 +81,90 @@ _REFUSED = (
     "the kubelet may not set labels in the kubernetes.io / k8s.io namespaces (it refuses to "
     "start): never on a Node (node-role.kubernetes.io/* comes from the Machine template)"
 )
+
+# What the kubelet accepts in --node-labels and --register-with-taints, read in Kubernetes'
+# source: component-base cli/flag/map_string_string.go (MapStringString.Set: split on ",",
+# skip empty items, key and value TrimSpace'd), pkg/util/taints/taints.go (taintsVar.Set /
+# parseTaint: nothing trimmed, exactly one ":" before an exact effect, at most one "="),
+# cmd/kubelet/app/options/options.go (ValidateKubeletFlags) and apimachinery
+# pkg/util/validation (IsQualifiedName, IsValidLabelValue). A flag the kubelet refuses stops
+# it: no node of the pool ever joins, so the file is wrong, not a pool to compare.
+_GO_SPACE = (  # unicode.IsSpace: what strings.TrimSpace removes
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
+
+
+def qualified_name(key: str) -> bool:
+    """A label / taint key the API server accepts: ``[dns-subdomain/]name``."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return False
+    if len(parts) == 2 and not (len(parts[0]) <= 253 and _SUBDOMAIN.match(parts[0])):
+        return False
+    return len(parts[-1]) <= 63 and _NAME.match(parts[-1]) is not None
+
+
+def label_value(value: str) -> bool:
+    """A label / taint value the API server accepts (empty, or up to 63 name characters)."""
+    return value == "" or (len(value) <= 63 and _NAME.match(value) is not None)
+
+
+def kubelet_labels(text: str) -> list[tuple[str, str]]:
+    """``--node-labels`` as the kubelet reads it: (key, value) pairs in order; ValueError,
+    saying why, for a value the kubelet refuses to start with."""
+    out: list[tuple[str, str]] = []
+    for item in text.split(","):
+        if not item:
+            continue
+        raw_key, sep, raw_value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{item!r} is not key=value (the kubelet refuses the flag)")
+        key, value = raw_key.strip(_GO_SPACE), raw_value.strip(_GO_SPACE)
+        if not kubelet_may_set(key):
+            raise ValueError(f"{key}: {_REFUSED}")
+        if not qualified_name(key):
+            raise ValueError(f"{key!r} is not a label key (the kubelet refuses to start)")
+        if not label_value(value):
+            raise ValueError(f"{value!r} is not a label value (the kubelet refuses to start)")
+        out.append((key, value))
+    return out
+
+
+def kubelet_taints(text: str) -> list[Taint]:
+    """``--register-with-taints`` as the kubelet reads it; ValueError, saying why, for a
+    value the kubelet refuses (or registers a Node with that the API server refuses)."""
+    return [kubelet_taint(item) for item in text.split(",")] if text else []
+
+
+def kubelet_taint(item: str) -> Taint:
+    """One comma-separated item of ``--register-with-taints`` (see ``kubelet_taints``)."""
+    parts = item.split(":")
+    if len(parts) == 1:
+        raise ValueError(
+            f"{item!r} has no effect: the API server refuses the Node the kubelet registers"
+        )
+    if len(parts) > 2:
+        raise ValueError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
+    body, effect = parts
+    if effect not in EFFECTS:
+        raise ValueError(
+            f"{item!r}: the effect must be one of {', '.join(EFFECTS)}, spelt exactly "
+            "(the kubelet refuses it)"
+        )
+    pieces = body.split("=")
+    if len(pieces) > 2:
+        raise ValueError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
+    key, value = pieces[0], pieces[1] if len(pieces) == 2 else ""
+    if not qualified_name(key):
+        raise ValueError(f"{item!r}: {key!r} is not a taint key (the kubelet refuses it)")
+    if not label_value(value):
+        raise ValueError(f"{item!r}: {value!r} is not a taint value (the kubelet refuses it)")
+    return Taint(key, value or None, effect)
+
+
 _NOT_ON_NODE = "not visible on a Node"
 
 _KUBEADM: dict[str, str] = {
@@ -78,7 +175,6 @@ _KUBEADM: dict[str, str] = {
     "joinConfiguration.kind": "kubeadm API kind of the join configuration",
     "joinConfiguration.caCertPath": f"how kubeadm joins: {_NOT_ON_NODE}",
     "joinConfiguration.discovery": f"how kubeadm joins: {_NOT_ON_NODE}",
-    "joinConfiguration.controlPlane": "control-plane join settings: not used by workers",
     "joinConfiguration.skipPhases": f"kubeadm join phases: {_NOT_ON_NODE}",
     "joinConfiguration.patches": "kubeadm component patches: not compared",
     "joinConfiguration.timeouts": f"kubeadm timeouts: {_NOT_ON_NODE}",
@@ -140,6 +236,14 @@ def _kubeadm(src: Source, _base_path: Path, ctx: Context) -> None:
     base, table = _base(src, {**_KUBEADM, **_FILES})
     pool = src.pool
     registration: Path = (*base, "joinConfiguration", "nodeRegistration")
+    if src.get((*base, "joinConfiguration", "controlPlane")) is not None:
+        # bootstrap/kubeadm/.../kubeadmconfig_controller.go joinWorker: "Machine is a Worker,
+        # but JoinConfiguration.ControlPlane is set in the KubeadmConfig object"
+        raise src.error(
+            (*base, "joinConfiguration", "controlPlane"),
+            "set for the machines of a worker pool: CAPI refuses to bootstrap them (no node "
+            "joins); control-plane join settings belong in a KubeadmControlPlane",
+        )
     pool.startup_taints.append(UNINITIALIZED)
     src.default(
         (*registration, "taints"),
@@ -226,8 +330,7 @@ def _kubelet_args(src: Source, path: Path) -> bool:
             _node_labels(src, value, where)
         elif name == "register-with-taints":
             replaced = True
-            for taint in src.taint_strings(value.split(","), where):
-                _taint(src, taint, where)
+            _register_with_taints(src, value, where)
         elif name == "max-pods":
             if placeholder(value):
                 src.unresolved(where, "allocatable.pods", value)
@@ -269,23 +372,33 @@ def _args(src: Source, path: Path) -> list[tuple[str, str, Path]]:
 def _node_labels(src: Source, text: str, path: Path) -> None:
     shown: list[str] = []
     for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
         if placeholder(item):
-            src.unresolved(path, f"labels.{key}" if sep else "labels", item)
+            key, sep, _ = item.partition("=")
+            fact = f"labels.{key.strip(_GO_SPACE)}" if sep and not placeholder(key) else "labels"
+            src.unresolved(path, fact, item.strip(_GO_SPACE))
             continue
-        if not sep or not key:
-            raise src.error(path, f"label {item!r} is not key=value")
-        if not kubelet_may_set(key):
-            shown.append(f"{item} (ignored: {_REFUSED})")
-            continue
-        src.pool.labels[key] = value
-        src.compared(path, f"labels.{key}", item)
-        shown.append(item)
+        try:
+            pairs = kubelet_labels(item)
+        except ValueError as exc:
+            raise src.error(path, f"kubelet flag --node-labels: {exc}") from None
+        for key, value in pairs:
+            src.pool.labels[key] = value
+            src.compared(path, f"labels.{key}", f"{key}={value}")
+            shown.append(f"{key}={value}")
     if shown:  # one account entry for the whole flag, every label in it
         src.compared(path, "labels", ", ".join(shown))
+
+
+def _register_with_taints(src: Source, text: str, path: Path) -> None:
+    for item in text.split(",") if text else ():
+        if placeholder(item):
+            src.unresolved(path, "taints", item)
+            continue
+        try:
+            taint = kubelet_taint(item)
+        except ValueError as exc:
+            raise src.error(path, f"kubelet flag --register-with-taints: {exc}") from None
+        _taint(src, taint, path)
 
 
 def _taint(src: Source, taint: Taint, where: Path) -> None:
@@ -332,11 +445,15 @@ def _file_contents(src: Source, base: Path) -> None:
 
 def _boot_facts(src: Source, path: Path, facts: bootstrap.BootFacts, nothing: str) -> None:
     pool = src.pool
+    refused = []
     for key, value in facts.labels.items():
         if not kubelet_may_set(key):
+            refused.append(f"{key}={value}")
             continue
         pool.labels[key] = value
         src.compared(path, f"labels.{key}", f"--node-labels {key}={value}")
+    if refused:  # said, not dropped: a script may not hand the flag to the kubelet at all
+        src.ignored(path, f"--node-labels {', '.join(refused)}: {_REFUSED}")
     for taint in facts.taints:
         _taint(src, taint, path)
     if facts.max_pods is not None and "pods" not in pool.allocatable:
@@ -357,6 +474,12 @@ def _fact_of_flag(expression: str) -> str:
     return "labels"
 
 
+def _gke_config(src: Source, _base_path: Path, ctx: Context) -> None:
+    """CAPG's GKEConfig(Template): a placeholder (its spec has no field) for the CAPI
+    contract; GKE bootstraps the nodes itself."""
+    src.close(("spec",), {"template.metadata": _TEMPLATE_METADATA})
+
+
 READERS: dict[str, Reader] = {
     "KubeadmConfigTemplate": _kubeadm,
     "KubeadmConfig": _kubeadm,
@@ -364,4 +487,6 @@ READERS: dict[str, Reader] = {
     "EKSConfig": _eks_config,
     "NodeadmConfigTemplate": _nodeadm,
     "NodeadmConfig": _nodeadm,
+    "GKEConfigTemplate": _gke_config,
+    "GKEConfig": _gke_config,
 }

@@ -29,13 +29,14 @@ Cluster, an AWSCluster) are noted only where a fact is read from them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from fleetwarden.core.pools import NodePoolSpec, Taint
 from fleetwarden.formats.accounting import Path, dotted
-from fleetwarden.formats.capi import aws, azure, bootstraps
+from fleetwarden.formats.capi import aws, azure, bootstraps, gcp
 from fleetwarden.formats.capi.objects import (
     Context,
     Patched,
@@ -46,10 +47,10 @@ from fleetwarden.formats.capi.objects import (
     placeholder,
     required_name,
 )
-from fleetwarden.formats.documents import Document
+from fleetwarden.formats.documents import Document, expect_list, expect_mapping
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["machine_deployment", "machine_pool", "topology"]
+__all__ = ["machine_deployment", "machine_pool", "machine_set", "semantic_version", "topology"]
 
 AUTOSCALER_MIN = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
 AUTOSCALER_MAX = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
@@ -63,6 +64,7 @@ _POOL_LABEL = (
     "MachinePool template label: reaches Nodes only through MachinePool Machines, which only "
     "some providers create (not compared)"
 )
+_REPLACED = "the topology worker's label of the same key replaces it (CAPI merges them)"
 _LIFECYCLE = "Machine lifecycle setting: not visible on a Node"
 _ROLLOUT = "rollout / remediation behaviour: not visible on a Node"
 _BOOKKEEPING = "object bookkeeping: not a desired fact"
@@ -163,7 +165,18 @@ _WORKER: dict[str, str] = {
     },
 }
 
-_INFRA: dict[str, tuple[Reader, Path]] = {**aws.READERS, **azure.READERS}
+_MS: dict[str, str] = {
+    **_OBJECT,
+    "spec.selector": _MD["spec.selector"],
+    "spec.minReadySeconds": _LIFECYCLE,
+    "spec.deletePolicy": _ROLLOUT,
+    "spec.deletion": _ROLLOUT,
+    "spec.machineNaming": _MD["spec.machineNaming"],
+    "spec.template.metadata.annotations": _MD["spec.template.metadata.annotations"],
+    **{f"spec.template.spec.{key}": why for key, why in _MACHINE_SPEC.items()},
+}
+
+_INFRA: dict[str, tuple[Reader, Path]] = {**aws.READERS, **azure.READERS, **gcp.READERS}
 
 
 def _docker(src: Source, base: Path, ctx: Context) -> None:
@@ -213,6 +226,26 @@ def machine_pool(doc: Document, tree: Tree) -> NodePoolSpec:
     return src.pool.spec()
 
 
+def machine_set(doc: Document, tree: Tree) -> NodePoolSpec | None:
+    """A MachineSet of its own: a pool like a MachineDeployment (CAPI's MachineSet webhook
+    defaults its replicas the same way), without rollouts. One a MachineDeployment owns is
+    that MachineDeployment's (None)."""
+    meta = expect_mapping(doc, doc.body.get("metadata"), "metadata")
+    owners = expect_list(doc, meta.get("ownerReferences"), "metadata.ownerReferences")
+    if any(isinstance(o, Mapping) and o.get("kind") == "MachineDeployment" for o in owners):
+        return None
+    src = _pool_source(doc)
+    template: Path = ("spec", "template", "spec")
+    cluster = _cluster(src, tree)
+    _version(src, (*template, "version"))
+    _replicas(src, ("spec", "replicas"), [(src, ("metadata", "annotations"))], doc)
+    src.labels(("spec", "template", "metadata", "labels"), keep=_synced)
+    _machine_taints(src, (*template, "taints"))
+    _follow(src, template, tree, "MachineSet", cluster)
+    src.close((), _MS)
+    return src.pool.spec()
+
+
 def _pool_source(doc: Document) -> Source:
     name = required_name(doc)
     pool = Pool(name=name, source=doc.path)
@@ -236,6 +269,15 @@ def _cluster(src: Source, tree: Tree) -> Document | None:
         src.pool.cluster = name
         src.compared(path, "cluster", name)
     if src.get(other) is not None:
+        again = src.string(src.get(other), other)
+        if raw is not None and again is not None and again != raw and not placeholder(raw + again):
+            # CAPI's webhooks refuse it (core/webhooks/admission/machinedeployment.go, ...)
+            raise src.error(
+                other,
+                f"names cluster {again!r}, spec.clusterName {raw!r}: CAPI refuses a "
+                f"{src.doc.kind} whose two cluster names differ (which cluster its nodes join "
+                "is not known)",
+            )
         src.ignored(other, "the cluster name again (CAPI requires both to be equal)")
     if raw is None:
         return None
@@ -245,10 +287,32 @@ def _cluster(src: Source, tree: Tree) -> Document | None:
     return cluster
 
 
+# blang/semver v4 Parse, which CAPI's webhooks apply after prepending a missing "v"
+_NUMBER = r"(?:0|[1-9][0-9]*)"
+_PRE = rf"(?:{_NUMBER}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+_SEMVER = re.compile(
+    rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}(?:-{_PRE}(?:\.{_PRE})*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z"
+)
+
+
+def semantic_version(text: str) -> str | None:
+    """``vMAJOR.MINOR.PATCH[-pre][+build]`` as CAPI stores a version it accepts (a missing
+    "v" prepended, as its defaulting webhooks do); None for a version it refuses."""
+    bare = text[1:] if text.startswith("v") else text
+    return f"v{bare}" if _SEMVER.match(bare) else None
+
+
 def _version(src: Source, path: Path) -> None:
     version = src.text(path, "kubernetesVersion")
     if version is not None:
-        src.pool.kubernetes_version = version
+        stored = semantic_version(version)
+        if stored is None:
+            # core/webhooks/admission: "must be a valid semantic version"
+            raise src.error(
+                path,
+                f"{version!r} is not a semantic version (vMAJOR.MINOR.PATCH): CAPI refuses it",
+            )
+        src.pool.kubernetes_version = stored
         src.compared(path, "kubernetesVersion", version)
     elif src.get(path) is None:
         src.unstated(path, "kubernetesVersion", "not stated: not compared")
@@ -269,7 +333,7 @@ def _replicas(
         for owner, notes in annotation_sources:
             if owner.at(notes).get(key) is None:
                 continue
-            value = owner.count((*notes, key), fact)
+            value = owner.count((*notes, key), fact, annotation=True)
             found[fact] = value
             if value is not None:
                 owner.compared((*notes, key), fact, value)
@@ -317,6 +381,8 @@ def _autoscaler_start(doc: Document) -> str:
         if v1beta2:
             return "CAPI (>= 1.11 for v1beta2) starts it at the min size"
         return "CAPI >= 1.8 starts it at the min size, older releases at 1"
+    if doc.kind == "MachineSet" and not v1beta2:
+        return "CAPI >= 1.7 starts it at the min size, older releases at 1"
     if v1beta2:
         return "CAPI (>= 1.11 for v1beta2) starts it at the min size"
     return "CAPI >= 1.4 starts it at the min size, older releases at 1"
@@ -513,7 +579,13 @@ def _worker(
             )
     else:
         cc, entry_path, holder = entry
-        cc.labels((*holder, "metadata", "labels"), keep=keep)
+        # CAPI merges the worker's labels over its class's (desired_state.go: util.MergeMap,
+        # the first map wins): a key the worker sets is the worker's value
+        own = {str(k) for k in src.at((*where, "metadata", "labels"))}
+        cc.labels(
+            (*holder, "metadata", "labels"),
+            keep=lambda key: _REPLACED if key in own else keep(key),
+        )
         if worker_taints is None:
             _machine_taints(cc, (*entry_path, "taints"))
         elif cc.get((*entry_path, "taints")) is not None:

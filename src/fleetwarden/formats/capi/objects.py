@@ -15,6 +15,7 @@ too (``object_str``), as the API server refuses it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -45,6 +46,7 @@ __all__ = [
     "Reader",
     "Source",
     "Tree",
+    "go_int32",
     "object_str",
     "placeholder",
     "required_name",
@@ -52,6 +54,7 @@ __all__ = [
 
 # (path prefix, why) of fields a ClusterClass patch may rewrite
 Patched = tuple[tuple[Path, str], ...]
+_ZONE = "topology.kubernetes.io/zone"
 
 
 def placeholder(text: str) -> bool:
@@ -74,6 +77,18 @@ def object_str(
             line=line,
         )
     return expect_str(doc, value, field_, allow_none=allow_none)
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def go_int32(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 10, 32)``: an optional sign and ASCII digits, nothing
+    else (no spaces, no ``_``), within int32; None where Go returns an error."""
+    if not _GO_INT.match(text):
+        return None
+    number = int(text)
+    return number if -(2**31) <= number < 2**31 else None
 
 
 def required_name(doc: Document) -> str:
@@ -238,22 +253,35 @@ class Source:
             return None
         return text
 
-    def count(self, path: Path, fact: str) -> int | None:
-        """A non-negative integer at ``path`` (``"3"`` too: annotations are strings)."""
+    def count(self, path: Path, fact: str, *, annotation: bool = False) -> int | None:
+        """A non-negative integer at ``path``; with ``annotation``, the text of one as CAPI
+        and the cluster-autoscaler parse it (``"3"``, ``"+3"``: Go's strconv.ParseInt, base
+        10, 32 bits). A string in an integer field is an error: the API server refuses it."""
         why = self.patch_of(path)
         if why is not None:
             self.unresolved(path, fact, why)
             return None
         value = self.get(path)
         if isinstance(value, str):
-            stripped = value.strip()
-            if placeholder(stripped):
-                self.unresolved(path, fact, stripped)
+            if placeholder(value):
+                self.unresolved(path, fact, value.strip())
                 return None
-            # expect_int's isdigit() also accepts digits int() rejects ("²")
-            if not (stripped.isascii() and stripped.isdigit()):
-                raise self.error(path, f"expected an integer, got a string {value!r:.40}")
-            return int(stripped)
+            if not annotation:
+                raise self.error(
+                    path,
+                    f"expected an integer, got the string {value!r:.40}: the API server "
+                    "refuses a string here (write the number without quotes)",
+                )
+            number = go_int32(value)
+            if number is None:
+                raise self.error(
+                    path,
+                    f"{value!r:.40} is not a base-10 integer CAPI can read (strconv.ParseInt: "
+                    "digits with an optional sign, no spaces, at most 2147483647)",
+                )
+            if number < 0:
+                raise self.error(path, f"must not be negative, got {value!r:.40}")
+            return number
         return expect_int(self.doc, value, dotted(path))
 
     def compared(self, path: Path, fact: str, value: Any = None) -> str:
@@ -352,6 +380,24 @@ class Source:
                 raise self.error(path, f"taint {text!r} has no key")
             out.append(Taint(key, value or None, self.effect(effect_text, path)))
         return out
+
+    def zones(self, path: Path) -> None:
+        """A list of zones the pool's nodes are placed in: every node's
+        ``topology.kubernetes.io/zone`` is one of them."""
+        zones = self.items(self.get(path), path)
+        if not zones:
+            return
+        values = []
+        for i, zone in enumerate(zones):
+            text = self.string(zone, (*path, i), allow_none=False) or ""
+            if text:
+                values.append(text)
+        why = self.patch_of(path)
+        if why is not None or any(placeholder(z) for z in values):
+            self.unresolved(path, f"requirements.{_ZONE}", why or ", ".join(values))
+            return
+        self.pool.requirements[_ZONE] = tuple(values)
+        self.compared(path, f"requirements.{_ZONE}", values)
 
     def ref(self, path: Path) -> tuple[str, str, str | None] | None:
         """(kind, name, namespace) of an object reference (v1beta1 ``apiVersion`` or v1beta2
