@@ -39,13 +39,17 @@ def _table_counts(specs: list[NodePoolSpec]) -> tuple[int, int]:
     return int(fields[1]), int(listed[1]) if listed else 0
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.name)
-def test_both_unresolved_counts_agree_on_every_real_file(realdata: Path, path: Path) -> None:
-    specs = read_desired([SourceFile(str(path), path.read_bytes())], cluster="c").pools
-    if not specs:
-        pytest.skip("no pool in this file")
-    fields, listed = _table_counts(specs)
-    assert fields == listed
+def test_both_unresolved_counts_agree_on_every_real_file(realdata: Path) -> None:
+    compared, differ = 0, []
+    for path in CORPUS:  # a file without a pool (a node class alone) has no counts
+        specs = read_desired([SourceFile(str(path), path.read_bytes())], cluster="c").pools
+        if specs:
+            compared += 1
+            fields, listed = _table_counts(specs)
+            if fields != listed:
+                differ.append((path.name, fields, listed))
+    assert differ == []
+    assert compared >= 80, compared  # the corpus's files with pools, not a vacuous pass
 
 
 @pytest.mark.parametrize(
