@@ -526,7 +526,11 @@ class _Pool:
         if raw is None:
             return
         text = str(expect_str(self.doc, raw, f"{at}.userData", allow_none=False))
-        facts = bootstrap.from_user_data(text)
+        try:
+            facts = bootstrap.from_user_data(text)
+        except bootstrap.KubeletFlagError as exc:
+            where = self.doc.where(f"{at}.userData")
+            raise FormatError(self.doc.path, str(exc), field=where) from None
         for key, value in facts.labels.items():
             self.labels[key] = value
             view.compared(f"{at}.userData", f"labels.{key}", f"{key}={value}")
@@ -539,6 +543,8 @@ class _Pool:
         for expression in facts.unresolved:
             view.unresolved(f"{at}.userData", expression, "labels")
             self.unresolved.append(Unresolved("labels", expression))
+        if facts.ignored:
+            view.ignored(f"{at}.userData", "; ".join(facts.ignored))
         if not facts.found:
             view.ignored(f"{at}.userData", "user data: no node labels, taints or max-pods in it")
 
