@@ -1,6 +1,8 @@
 """Labels, taints and max-pods set at boot: the forms terraform-aws-eks, eksctl and kubeadm users
 write (kubelet flags nested in ``--kubelet-extra-args``, nodeadm NodeConfig, Bottlerocket TOML),
-and that no text whatever makes the parsers raise."""
+read as the kubelet reads them: a value it refuses to start with is a ``KubeletFlagError``
+(never dropped), repeated flags add up or replace each other as in the kubelet, and no text
+whatever makes the parsers raise anything else."""
 
 from __future__ import annotations
 
@@ -101,14 +103,17 @@ def test_variables_are_unresolved_never_guessed(text):
         "odd",
     ],
 )
-def test_hostile_text_gives_facts_not_an_exception(text):
+def test_hostile_text_gives_facts_or_a_refusal_not_a_crash(text):
     for parse in (
         bootstrap.from_user_data,
         bootstrap.from_kubelet_flags,
         bootstrap.from_nodeadm,
         bootstrap.from_bottlerocket_toml,
     ):
-        assert isinstance(parse(text), bootstrap.BootFacts)
+        try:
+            assert isinstance(parse(text), bootstrap.BootFacts)
+        except bootstrap.KubeletFlagError as exc:
+            assert "refuses" in str(exc)
 
 
 FRAGMENTS = st.sampled_from(
@@ -116,6 +121,11 @@ FRAGMENTS = st.sampled_from(
         "--node-labels=",
         "--register-with-taints=",
         "--max-pods=",
+        "--max-pods ",
+        "0",
+        "0x",
+        "noschedule",
+        "-",
         "²",  # str.isdigit() says yes, int() refuses
         "--kubelet-extra-args '",
         "'",
@@ -149,15 +159,205 @@ FRAGMENTS = st.sampled_from(
     )
 )
 def test_user_data_parsing_never_raises_on_arbitrary_text(text: str) -> None:
-    """Every parser returns facts for any text: a value only it may drop is never a crash."""
+    """Every parser returns facts for any text, or refuses it saying the kubelet would: never
+    another exception."""
     for parse in (
         bootstrap.from_user_data,
         bootstrap.from_kubelet_flags,
         bootstrap.from_nodeadm,
         bootstrap.from_bottlerocket_toml,
     ):
-        facts = parse(text)
+        try:
+            facts = parse(text)
+        except bootstrap.KubeletFlagError as exc:
+            assert "refuses" in str(exc)
+            continue
         assert all(
             t.effect in ("NoSchedule", "PreferNoSchedule", "NoExecute") for t in facts.taints
         )
         assert facts.max_pods is None or isinstance(facts.max_pods, int)
+
+
+# ---------------------------------------------------------------------------------------------
+# Values the kubelet refuses, repeated flags, --max-pods as pflag reads it
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("--kubelet-extra-args '--register-with-taints=a=b:noschedule'", "spelt exactly"),
+        ("--kubelet-extra-args '--register-with-taints=a=b'", "has no effect"),
+        ("--register-with-taints=a:NoSchedule,a=b:NoSchedule", "a second taint"),
+        ("--register-with-taints=a:NoSchedule,", "has no effect"),
+        ("--register-with-taints=a b:NoSchedule", "has no effect"),  # 'a' alone: a word
+        ("KUBELET_EXTRA_ARGS=--register-with-taints=a:NoExecute:x", "key[=value]:Effect"),
+        ("--kubelet-extra-args '--node-labels=team'", "not key=value"),
+        ("--node-labels=team=a!", "not a label value"),
+        ("--node-labels=-team=a", "not a label key"),
+        ("--kubelet-extra-args '--max-pods=058'", "leading 0 is octal"),
+        ("--kubelet-extra-args '--max-pods= 58'", "not an integer"),  # '--max-pods=' '58'
+        ("--max-pods=58.0", "not an integer"),
+        ("--max-pods=-1", "negative"),
+        ("--max-pods=4294967296", "not an integer"),
+    ],
+)
+def test_a_kubelet_flag_the_kubelet_refuses_in_a_script_is_an_error(text, says):
+    with pytest.raises(bootstrap.KubeletFlagError, match="kubelet flag --") as caught:
+        bootstrap.from_user_data(f"#!/bin/bash\n/etc/eks/bootstrap.sh c {text}\n")
+    assert says in str(caught.value)
+
+
+def test_max_pods_is_read_as_pflag_reads_an_int32():
+    """A leading zero is octal (Go's strconv.ParseInt base 0), not a decimal with padding."""
+    assert bootstrap.from_kubelet_flags("--max-pods=010").max_pods == 8
+    assert bootstrap.from_kubelet_flags("--max-pods=0x3a").max_pods == 58
+    assert bootstrap.from_kubelet_flags("--max-pods=5_8").max_pods == 58
+    assert bootstrap.from_kubelet_flags("--kubelet-extra-args '--max-pods 58'").max_pods == 58
+
+
+def test_repeated_flags_act_as_in_the_kubelet():
+    """MapStringString adds every --node-labels up (a later key wins); RegisterWithTaintsVar and
+    Int32Var keep the last value, and the earlier ones are listed as ignored, not dropped."""
+    facts = bootstrap.from_kubelet_flags(
+        "--kubelet-extra-args '--node-labels=a=1,b=2 --register-with-taints=x=y:NoSchedule "
+        "--max-pods=20 --node-labels=b=3,c=4 --register-with-taints=z:NoExecute --max-pods=30'"
+    )
+    assert facts.labels == {"a": "1", "b": "3", "c": "4"}
+    assert facts.taints == [Taint("z", None, "NoExecute")]
+    assert facts.max_pods == 30
+    assert len(facts.ignored) == 2
+    assert any("x=y:NoSchedule" in i and "keeps the last" in i for i in facts.ignored)
+    assert any("--max-pods=20" in i for i in facts.ignored)
+    cleared = bootstrap.from_kubelet_flags(
+        "--register-with-taints=a:NoSchedule --register-with-taints="
+    )
+    assert cleared.taints == [] and cleared.found and cleared.ignored
+
+
+def test_a_variable_in_the_last_taints_flag_leaves_them_unresolved():
+    facts = bootstrap.from_kubelet_flags(
+        "--register-with-taints=a:NoSchedule --register-with-taints=$T"
+    )
+    assert facts.taints == [] and facts.unresolved == ["--register-with-taints=$T"]
+    later = bootstrap.from_kubelet_flags(
+        "--register-with-taints=$T --register-with-taints=a:NoSchedule"
+    )
+    assert later.taints == [Taint("a", None, "NoSchedule")] and not later.unresolved
+
+
+def test_a_taint_marked_for_removal_is_listed_as_not_registered():
+    """ParseTaints reads ``key:Effect-`` as a taint to remove, which the flag ignores."""
+    facts = bootstrap.from_kubelet_flags("--register-with-taints=a:NoSchedule-,b:NoExecute")
+    assert facts.taints == [Taint("b", None, "NoExecute")]
+    assert facts.ignored and "a:NoSchedule-" in facts.ignored[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sed -i 's/--max-pods=[0-9]*/--max-pods=20/' /etc/eks/bootstrap.sh",
+        "grep -q -- --max-pods /etc/kubernetes/kubelet.env",
+        "sed -i 's|--register-with-taints=[^ ]*||' /etc/default/kubelet",
+    ],
+)
+def test_a_flag_inside_other_text_the_kubelet_would_refuse_is_unresolved_not_an_error(text):
+    """A sed expression or ``grep -- --max-pods`` mentions a flag without passing it to the
+    kubelet: left unresolved with the reason, never an error nor a silent pass."""
+    facts = bootstrap.from_user_data(text)
+    assert facts.found and facts.unresolved and facts.max_pods is None and not facts.taints
+    assert "not read as a kubelet argument" in facts.unresolved[-1]
+
+
+def test_flags_written_into_an_environment_file_are_kubelet_arguments():
+    facts = bootstrap.from_user_data(
+        "sed -i '/^KUBELET_EXTRA_ARGS=/a KUBELET_EXTRA_ARGS+="
+        '" --register-with-taints=x:NoSchedule"\' /etc/eks/bootstrap.sh\n'
+        'echo "KUBELET_EXTRA_ARGS=--node-labels=team=a" >> /etc/default/kubelet\n'
+    )
+    assert facts.taints == [Taint("x", None, "NoSchedule")] and facts.labels == {"team": "a"}
+    with pytest.raises(bootstrap.KubeletFlagError):
+        bootstrap.from_user_data('echo "KUBELET_EXTRA_ARGS=--max-pods=0x" >> /etc/default/kubelet')
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ({"registerWithTaints": [{"key": "a", "effect": "noSchedule"}]}, "spelt exactly"),
+        ({"registerWithTaints": [{"key": "a"}]}, "spelt exactly"),
+        ({"registerWithTaints": ["a:NoSchedule"]}, "not a taint object"),
+        ({"registerWithTaints": [{"key": "a b", "effect": "NoSchedule"}]}, "not a taint key"),
+        (
+            {"registerWithTaints": [{"key": "a", "effect": "NoSchedule"}] * 2},
+            "a second taint",
+        ),
+        ({"maxPods": "58"}, "not an integer"),
+        ({"maxPods": -1}, "negative"),
+    ],
+)
+def test_a_kubelet_configuration_value_the_kubelet_refuses_is_an_error(config, says):
+    with pytest.raises(bootstrap.KubeletFlagError, match="kubelet configuration") as caught:
+        bootstrap.kubelet_config(bootstrap.BootFacts(), config)
+    assert says in str(caught.value)
+
+
+def test_a_bottlerocket_taint_with_an_effect_the_kubelet_refuses_is_an_error():
+    """Bottlerocket's own check takes any alphanumeric effect; the kubelet does not."""
+    text = '[settings.kubernetes.node-taints]\ndedicated = "gpu:noschedule"\n'
+    with pytest.raises(bootstrap.KubeletFlagError, match="spelt exactly"):
+        bootstrap.from_bottlerocket_toml(text)
+    variable = bootstrap.from_bottlerocket_toml(
+        '[settings.kubernetes.node-taints]\ndedicated = "${T}"\n'
+    )
+    assert variable.unresolved and not variable.taints
+
+
+_LABEL_KEYS = st.from_regex(
+    r"[a-z][a-z0-9]{0,6}(\.example\.com/[a-z][a-z0-9]{0,6})?", fullmatch=True
+)
+_LABEL_VALUES = st.from_regex(r"([a-z0-9][a-z0-9]{0,6})?", fullmatch=True)
+_TAINTS = st.lists(
+    st.tuples(
+        _LABEL_KEYS, _LABEL_VALUES, st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"])
+    ),
+    max_size=3,
+    unique_by=lambda t: (t[0], t[2]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("labels"), st.dictionaries(_LABEL_KEYS, _LABEL_VALUES, max_size=3)),
+            st.tuples(st.just("taints"), _TAINTS),
+            st.tuples(st.just("pods"), st.integers(0, 2**31 - 1)),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_a_kubelet_command_line_gives_what_the_kubelet_would_register(flags, nested):
+    """Whatever the order and repetition of the flags: labels add up, the last taints and
+    max-pods win."""
+    words, labels, taints, pods = [], {}, None, None
+    for kind, value in flags:
+        if kind == "labels":
+            words.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in value.items()))
+            labels.update(value)
+        elif kind == "taints":
+            words.append(
+                "--register-with-taints="
+                + ",".join(f"{k}={v}:{e}" if v else f"{k}:{e}" for k, v, e in value)
+            )
+            taints = [Taint(k, v or None, e) for k, v, e in value]
+        else:
+            words.append(f"--max-pods={value}")
+            pods = value
+    line = " ".join(words)
+    text = f"/etc/eks/bootstrap.sh c --kubelet-extra-args '{line}'" if nested else f"kubelet {line}"
+    facts = bootstrap.from_kubelet_flags(text)
+    assert facts.labels == labels
+    assert facts.taints == (taints or [])
+    assert facts.max_pods == pods
+    assert not facts.unresolved

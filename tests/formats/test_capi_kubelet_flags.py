@@ -57,14 +57,30 @@ def test_node_labels_are_what_the_kubelet_registers_whatever_the_spacing(items, 
         parts.append(f"{s1}{key}{s2}={s3}{value}{s4}")
         if empty:
             parts.append("")
-    assert kubelet_labels(",".join(parts)) == [(key, value) for key, value, *_ in items]
+    # a map: a key given twice keeps its last value, where it was first set
+    assert kubelet_labels(",".join(parts)) == list({k: v for k, v, *_ in items}.items())
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(_keys, _values, st.sampled_from(EFFECTS)), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.tuples(_keys, _values, st.sampled_from(EFFECTS)),
+        min_size=1,
+        max_size=5,
+        unique_by=lambda t: (t[0], t[2]),
+    )
+)
 def test_register_with_taints_gives_the_taints_the_kubelet_registers(taints):
     text = ",".join(f"{k}={v}:{e}" if v else f"{k}:{e}" for k, v, e in taints)
     assert kubelet_taints(text) == [Taint(k, v or None, e) for k, v, e in taints]
+
+
+@settings(max_examples=100, deadline=None)
+@given(_keys, _values, _values, st.sampled_from(EFFECTS))
+def test_a_key_and_effect_given_twice_is_refused(key, first, second, effect):
+    """pkg/util/taints ParseTaints: "duplicated taints with the same key and effect"."""
+    with pytest.raises(ValueError, match="a second taint"):
+        kubelet_taints(f"{key}={first}:{effect},{key}={second}:{effect}")
 
 
 @settings(max_examples=300, deadline=None)

@@ -280,20 +280,97 @@ def test_eksctl_wrong_types_name_the_field(text, field):
     assert field in str(err.value)
 
 
+_REF = "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}\n"
+_TEMPLATE = "spec:\n  template:\n    spec:\n"
+
+
 @pytest.mark.parametrize(
-    ("spec", "field"),
+    ("version", "spec", "field", "says"),
     [
-        ("", "NodePool/p: spec"),
-        ("spec: {}\n", "NodePool/p: spec.template"),
-        ("spec:\n  template: {metadata: {labels: {a: b}}}\n", "NodePool/p: spec.template.spec"),
+        ("v1", "", "spec", "missing"),
+        ("v1", "spec: {}\n", "spec.template", "missing"),
+        (
+            "v1",
+            "spec:\n  template: {metadata: {labels: {a: b}}}\n",
+            "spec.template.spec",
+            "missing",
+        ),
+        (
+            "v1",
+            _TEMPLATE + "      requirements: []\n",
+            "spec.template.spec.nodeClassRef",
+            "missing",
+        ),
+        ("v1", _TEMPLATE + _REF, "spec.template.spec.requirements", "missing"),
+        (
+            "v1",
+            _TEMPLATE + "      requirements: null\n" + _REF,
+            "spec.template.spec.requirements",
+            "missing",
+        ),
+        (
+            "v1",
+            _TEMPLATE
+            + "      requirements: []\n      nodeClassRef: {kind: EC2NodeClass, name: c}\n",
+            "spec.template.spec.nodeClassRef.group",
+            "missing",
+        ),
+        (
+            "v1",
+            _TEMPLATE + "      requirements: []\n      nodeClassRef: {name: c}\n",
+            "spec.template.spec.nodeClassRef.group",
+            "missing",
+        ),
+        (
+            "v1",
+            _TEMPLATE + "      requirements: []\n" + _REF.replace("name: c", "name: ''"),
+            "spec.template.spec.nodeClassRef.name",
+            "may not be empty",
+        ),
+        (
+            "v1",
+            _TEMPLATE + "      requirements: []\n      nodeClassRef: c\n",
+            "spec.template.spec.nodeClassRef",
+            "expected a mapping",
+        ),
+        (
+            "v1beta1",
+            _TEMPLATE + "      requirements: []\n      nodeClassRef: {kind: EC2NodeClass}\n",
+            "spec.template.spec.nodeClassRef.name",
+            "missing",
+        ),
+        (
+            "v1beta1",
+            _TEMPLATE + "      nodeClassRef: {name: c}\n",
+            "spec.template.spec.requirements",
+            "missing",
+        ),
     ],
-    ids=["no spec", "no template", "no template spec"],
+    ids=[
+        "no spec",
+        "no template",
+        "no template spec",
+        "no nodeClassRef",
+        "no requirements",
+        "null requirements",
+        "no group",
+        "name only",
+        "empty name",
+        "ref not a mapping",
+        "v1beta1 ref without name",
+        "v1beta1 no requirements",
+    ],
 )
-def test_a_nodepool_without_its_required_spec_is_an_error(spec, field):
-    text = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\n" + spec
-    with pytest.raises(FormatError, match="missing") as err:
+def test_a_nodepool_without_what_its_crd_requires_is_an_error(version, spec, field, says):
+    """The NodePool CRD requires spec.template.spec with nodeClassRef (v1: group, kind and name,
+    none empty; v1beta1: name) and requirements: the API server refuses a NodePool without them,
+    so Karpenter never made nodes from it -- an error naming the file, the object and the
+    field, never a pool read without its node class."""
+    text = f"apiVersion: karpenter.sh/{version}\nkind: NodePool\nmetadata: {{name: p}}\n" + spec
+    with pytest.raises(FormatError, match=says) as err:
         karpenter.read_pools(parse_yaml_documents("k.yaml", text))
-    assert err.value.field == field
+    assert err.value.path == "k.yaml"
+    assert err.value.field == f"NodePool/p: {field}"
 
 
 _PROVISIONER = "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\n"
@@ -414,19 +491,18 @@ def test_a_v1_ec2_node_class_is_read_only_as_its_crd_admits_it(family, alias, id
     assert spec.os_family is not None or family == "Custom" or "osImage" in notes or ids
 
 
-def test_a_nodepool_without_a_node_class_says_why_os_and_disk_are_not_compared():
-    """Both the OS and the ephemeral disk come from the node class: with none referenced,
-    each is listed as not compared, with the reason (the disk was silently left out)."""
+def test_a_nodepool_whose_node_class_is_missing_says_why_os_and_disk_are_not_compared():
+    """Both the OS and the ephemeral disk come from the node class: with none in the tree,
+    each is listed as not compared, with the reason (the disk was silently left out). A
+    NodePool with no nodeClassRef at all is refused, as its CRD refuses it."""
     text = (
         "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: np}\nspec:\n"
-        "  template:\n    spec:\n      requirements: []\n"
+        "  template:\n    spec:\n      requirements: []\n      nodeClassRef: {name: c}\n"
     )
     (spec,) = karpenter.read_pools(parse_yaml_documents("k.yaml", text)).pools
     facts = {a.fact: a.detail for a in spec.account if a.path == "spec.template.spec.nodeClassRef"}
-    assert facts == {
-        "osImage": "no node class referenced",
-        "diskSizeGiB": "no node class referenced",
-    }
+    why = "a node class 'c' is not in the desired-state tree"
+    assert facts == {"osImage": why, "diskSizeGiB": why}
 
 
 def test_a_v1beta1_ec2_node_class_needs_its_ami_family():
@@ -452,7 +528,7 @@ def test_a_provisioner_provider_that_is_not_a_mapping_is_an_error(provider):
 def test_a_bound_requirement_needs_one_non_negative_integer(operator, values):
     text = (
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
-        "  template:\n    spec:\n      requirements:\n"
+        "  template:\n    spec:\n" + _REF + "      requirements:\n"
         f"      - {{key: karpenter.k8s.aws/instance-cpu, operator: {operator}, values: {values}}}\n"
     )
     with pytest.raises(FormatError, match="single non-negative integer") as err:
@@ -463,7 +539,7 @@ def test_a_bound_requirement_needs_one_non_negative_integer(operator, values):
 def test_karpenter_unknown_operator_is_an_error():
     text = (
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
-        "  template:\n    spec:\n      requirements: [{key: a, operator: Near}]\n"
+        "  template:\n    spec:\n      requirements: [{key: a, operator: Near}]\n" + _REF
     )
     with pytest.raises(FormatError, match="operator"):
         karpenter.read_pools(parse_yaml_documents("k.yaml", text))
@@ -585,7 +661,7 @@ def test_a_provisioner_and_a_nodepool_may_share_a_name():
 def test_a_v1beta1_ref_without_kind_finds_the_aks_node_class():
     pool = (
         "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: gp}\nspec:\n"
-        "  template:\n    spec:\n      nodeClassRef: {name: default}\n"
+        "  template:\n    spec:\n      nodeClassRef: {name: default}\n      requirements: []\n"
         "---\napiVersion: karpenter.azure.com/v1beta1\nkind: AKSNodeClass\n"
         "metadata: {name: default}\nspec: {imageFamily: AzureLinux}\n"
     )
@@ -597,7 +673,7 @@ def test_a_v1beta1_ref_without_kind_finds_the_aks_node_class():
 def test_a_ref_without_kind_matching_two_kinds_is_unresolved():
     text = (
         "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: gp}\nspec:\n"
-        "  template:\n    spec:\n      nodeClassRef: {name: default}\n"
+        "  template:\n    spec:\n      nodeClassRef: {name: default}\n      requirements: []\n"
         "---\napiVersion: karpenter.azure.com/v1beta1\nkind: AKSNodeClass\n"
         "metadata: {name: default}\nspec: {imageFamily: AzureLinux}\n"
         "---\napiVersion: karpenter.k8s.aws/v1beta1\nkind: EC2NodeClass\n"
@@ -614,7 +690,7 @@ def test_a_label_key_with_dots_is_accounted_by_its_own_path_and_line():
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: web}\nspec:\n"
         "  template:\n    metadata:\n      labels:\n"
         "        plain: x\n        team.example.com/owner: web\n"
-        "    spec:\n      requirements: []\n"
+        "    spec:\n      requirements: []\n" + _REF
     )
     (spec,) = karpenter.read_pools(parse_yaml_documents("np.yaml", text)).pools
     assert spec.labels == {"plain": "x", "team.example.com/owner": "web"}
@@ -644,6 +720,7 @@ def test_kubelet_blocks_and_an_inline_provider_are_accounted_by_their_paths():
     beta1 = (
         "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
         "  template:\n    spec:\n      kubelet: {maxPods: 50, systemReserved: {cpu: 100m}}\n"
+        "      nodeClassRef: {name: c}\n      requirements: []\n"
     )
     (spec,) = karpenter.read_pools(parse_yaml_documents("p.yaml", beta1)).pools
     assert spec.allocatable == {"pods": "50"}
@@ -659,6 +736,7 @@ def test_a_v1_nodepool_kubelet_is_not_a_v1_field_and_leaves_the_class_max_pods()
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
         "  template:\n    spec:\n"
         "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: c}\n"
+        "      requirements: []\n"
         "      kubelet: {maxPods: 50}\n"
         "---\napiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: c}\n"
         "spec:\n  amiSelectorTerms: [{alias: al2023@latest}]\n  kubelet: {maxPods: 42}\n"

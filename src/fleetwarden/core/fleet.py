@@ -219,12 +219,16 @@ def assign_pools(
     """Desired pools per observed cluster, and why the others cannot be compared.
 
     Pools without a cluster, or whose name is unknown, are reported as skipped with the
-    reason; pools of clusters nobody
-    observed are left to ``coverage_findings``. Nothing is silently dropped.
+    reason; pools of clusters nobody observed are left to ``coverage_findings``. A name defined
+    more than once in one cluster (two MachineDeployments in two namespaces, an eksctl group and
+    a Karpenter NodePool) leaves every definition uncompared, each a skip saying so: nodes are
+    grouped by the value of their pool label alone (``nodes.pool_of``), so which definition a
+    node follows cannot be told, and comparing any one of them would be a guess. Nothing is
+    silently dropped.
     """
     skips: list[Skip] = []
     by_cluster: dict[str, list[NodePoolSpec]] = defaultdict(list)
-    seen: set[tuple[str, str]] = set()
+    candidates: dict[tuple[str, str], list[NodePoolSpec]] = defaultdict(list)
     for spec in specs:
         where = spec.source or "<desired>"
         if spec.cluster is None:
@@ -241,18 +245,18 @@ def assign_pools(
             continue
         if spec.cluster not in clusters:
             continue  # a coverage finding (coverage_findings) says so
-        if (spec.cluster, spec.name) in seen:
-            skips.append(
-                Skip(
-                    where,
-                    f"pool {spec.name!r} of cluster {spec.cluster!r} is "
-                    "defined more than once; the first definition is used",
-                    pool=spec.name,
-                )
-            )
+        candidates[(spec.cluster, spec.name)].append(spec)
+    for (cluster, name), defined in candidates.items():
+        if len(defined) == 1:
+            by_cluster[cluster].append(defined[0])
             continue
-        seen.add((spec.cluster, spec.name))
-        by_cluster[spec.cluster].append(spec)
+        places = list(dict.fromkeys(s.source or "<desired>" for s in defined))
+        reason = (
+            f"pool {name!r} of cluster {cluster!r} is defined {len(defined)} times "
+            f"({', '.join(places)}): its nodes carry only the pool's name, so which definition "
+            "they follow cannot be told; none is compared"
+        )
+        skips.extend(Skip(place, reason, pool=name) for place in places)
     return by_cluster, skips
 
 

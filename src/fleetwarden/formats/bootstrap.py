@@ -12,7 +12,18 @@ otherwise drop without a trace:
   with ``"key" = "value:Effect"`` or a list of them, ``settings.kubernetes.max-pods``).
 
 Only literal values are taken; a value holding a shell or template variable (``${NODE_LABELS}``,
-``$LABELS``) is returned as unresolved, never guessed. Pure: text in, ``BootFacts`` out.
+``$LABELS``) is returned as unresolved, never guessed. Values are read as the kubelet reads
+them (``kubelet_labels``, ``kubelet_taints``, ``max_pods``; the sources are named below): one
+it refuses to start with, or registers a Node with that the API server refuses, raises
+``KubeletFlagError`` -- no node of the pool would join, so the desired state is wrong, and the
+readers report it naming the file and the field. In a script, where flags are found by
+searching text, that holds for a flag that is a shell word of its own (or the value of an
+assignment or of ``--kubelet-extra-args=``); one found inside other text (a ``sed``
+expression) or written ``--flag VALUE`` may not be a kubelet argument at all, so a value the
+kubelet would refuse is returned as unresolved, with the reason. A script is read as one
+kubelet command line: every ``--node-labels`` adds labels, the last ``--register-with-taints``
+and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts.ignored``).
+Pure: text in, ``BootFacts`` out.
 """
 
 from __future__ import annotations
@@ -20,27 +31,50 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from fleetwarden.core.integers import ascii_int
-from fleetwarden.core.pools import Taint, normalise_effect
+from fleetwarden.core.integers import go_int
+from fleetwarden.core.pools import EFFECTS, Taint
 
 __all__ = [
+    "DROPPED_TAINT",
+    "GO_SPACE",
+    "REFUSED_LABEL",
     "BootFacts",
+    "KubeletFlagError",
     "from_bottlerocket_toml",
     "from_kubelet_flags",
     "from_nodeadm",
     "from_user_data",
     "kubelet_config",
+    "kubelet_labels",
+    "kubelet_may_set",
+    "kubelet_taint",
+    "kubelet_taints",
+    "label_value",
+    "max_pods",
+    "qualified_name",
+    "read_opaque",
+    "register_with_taints",
 ]
 
 _VARIABLE = re.compile(r"\$\{?[A-Za-z_]|\{\{")
-_FLAG = re.compile(r"--(node-labels|register-with-taints|max-pods)(?:=|\s+)(\S+)")
+_FLAG = re.compile(r"--(node-labels|register-with-taints|max-pods)(?==|\Z)")
+# what may come before a flag in the same shell word and still leave it a kubelet argument:
+# assignments (KUBELET_EXTRA_ARGS=--node-labels=..., Environment=KUBELET_EXTRA_ARGS=...) and
+# an option taking it as its value (--kubelet-extra-args=--node-labels=...)
+_LEAD = re.compile(r"(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?|--[a-z][a-z0-9-]*)=['\"]?)*\Z")
 _BOUNDARY = re.compile(r"^--[^\s-][^\s]*\s*$", re.M)
+
+
+class KubeletFlagError(ValueError):
+    """A kubelet flag value the kubelet refuses to start with (or registers a Node with that
+    the API server refuses): no node of the pool joins, so the desired state is wrong. Readers
+    raise it as a ``FormatError`` naming the file and the field."""
 
 
 @dataclass(slots=True)
@@ -51,6 +85,7 @@ class BootFacts:
     taints: list[Taint] = field(default_factory=list)
     max_pods: int | None = None
     unresolved: list[str] = field(default_factory=list)  # texts holding variables
+    ignored: list[str] = field(default_factory=list)  # flags found that do not take effect
     found: bool = False  # the text sets labels, taints or max-pods at all
 
     def merge(self, other: BootFacts) -> None:
@@ -59,58 +94,327 @@ class BootFacts:
         if other.max_pods is not None:
             self.max_pods = other.max_pods
         self.unresolved.extend(other.unresolved)
+        self.ignored.extend(other.ignored)
         self.found = self.found or other.found
 
 
-def _taint_text(text: str) -> Taint | None:
-    """``key=value:Effect`` / ``key:Effect``; None when it is not a taint."""
-    body, sep, effect = text.strip().rpartition(":")
-    if not sep or not body:
-        return None
-    key, _, value = body.partition("=")
-    try:
-        return Taint(key, value or None, normalise_effect(effect)) if key else None
-    except ValueError:
-        return None
+# ------------------------------------------------------------------------------------------
+# Flag values as the kubelet reads them, from Kubernetes' source:
+# component-base cli/flag/map_string_string.go (MapStringString.Set: split on ",", skip empty
+# items, key and value TrimSpace'd; repeated flags accumulate), pkg/util/flag/flags.go
+# (RegisterWithTaintsVar.Set: a repeated flag replaces the taints; "" clears them) with
+# pkg/util/taints/taints.go (ParseTaints / parseTaint: nothing trimmed, exactly one ":" before
+# an exact effect, at most one "=", a trailing "-" marks a taint to remove, which the flag
+# drops; a repeated key:effect is refused), cmd/kubelet/app/options/options.go
+# (ValidateKubeletFlags on the final labels; --max-pods is an Int32Var: spf13/pflag's
+# strconv.ParseInt base 0), pkg/kubelet/apis/config/validation (maxPods < 0 refused) and
+# apimachinery pkg/util/validation (IsQualifiedName, IsValidLabelValue).
+
+GO_SPACE = (  # unicode.IsSpace: what strings.TrimSpace removes
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
+_KUBELET_LABELS = frozenset(
+    {
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "kubernetes.io/arch",
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/zone",
+        "topology.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+    }
+)
+REFUSED_LABEL = (
+    "the kubelet may not set labels in the kubernetes.io / k8s.io namespaces (it refuses to "
+    "start): never on a Node (node-role.kubernetes.io/* comes from the Machine template)"
+)
+
+
+def kubelet_may_set(key: str) -> bool:
+    """May a kubelet put this label on its own Node (k8s ``IsKubeletLabel``, and any label
+    outside the kubernetes.io / k8s.io namespaces)?"""
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    k8s = namespace in ("kubernetes.io", "k8s.io") or namespace.endswith(
+        (".kubernetes.io", ".k8s.io")
+    )
+    if not k8s or key in _KUBELET_LABELS:
+        return True
+    return any(
+        namespace == allowed or namespace.endswith("." + allowed)
+        for allowed in ("kubelet.kubernetes.io", "node.kubernetes.io")
+    )
+
+
+def qualified_name(key: str) -> bool:
+    """A label / taint key the API server accepts: ``[dns-subdomain/]name``."""
+    parts = key.split("/")
+    if len(parts) > 2:
+        return False
+    if len(parts) == 2 and not (len(parts[0]) <= 253 and _SUBDOMAIN.match(parts[0])):
+        return False
+    return len(parts[-1]) <= 63 and _NAME.match(parts[-1]) is not None
+
+
+def label_value(value: str) -> bool:
+    """A label / taint value the API server accepts (empty, or up to 63 name characters)."""
+    return value == "" or (len(value) <= 63 and _NAME.match(value) is not None)
+
+
+def _set_node_labels(into: dict[str, str], text: str) -> None:
+    """One ``--node-labels`` occurrence added to ``into`` (MapStringString.Set)."""
+    for item in text.split(","):
+        if not item:
+            continue
+        raw_key, sep, raw_value = item.partition("=")
+        if not sep:
+            raise KubeletFlagError(f"{item!r} is not key=value (the kubelet refuses the flag)")
+        into[raw_key.strip(GO_SPACE)] = raw_value.strip(GO_SPACE)
+
+
+def _check_node_labels(labels: Mapping[str, str], *, restricted: bool) -> None:
+    """ValidateKubeletFlags on the labels every ``--node-labels`` gave (``restricted``: also
+    refuse a label the kubelet may not set)."""
+    for key, value in labels.items():
+        if restricted and not kubelet_may_set(key):
+            raise KubeletFlagError(f"{key}: {REFUSED_LABEL}")
+        if not qualified_name(key):
+            raise KubeletFlagError(f"{key!r} is not a label key (the kubelet refuses to start)")
+        if not label_value(value):
+            raise KubeletFlagError(f"{value!r} is not a label value (the kubelet refuses to start)")
+
+
+def kubelet_labels(text: str) -> list[tuple[str, str]]:
+    """``--node-labels`` as the kubelet reads it: (key, value) pairs in order;
+    ``KubeletFlagError``, saying why, for a value the kubelet refuses to start with."""
+    labels: dict[str, str] = {}
+    _set_node_labels(labels, text)
+    _check_node_labels(labels, restricted=True)
+    return list(labels.items())
+
+
+def register_with_taints(text: str) -> tuple[list[Taint], list[str]]:
+    """One ``--register-with-taints`` value: the taints it registers, and the items it drops
+    (a trailing ``-``: ParseTaints reads a taint to remove, which the flag ignores)."""
+    taints: list[Taint] = []
+    dropped: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for item in text.split(",") if text else ():
+        if item.endswith("-"):
+            _parse_taint(item[:-1])  # still parsed: a malformed one is refused
+            dropped.append(item)
+            continue
+        taint = kubelet_taint(item)
+        if (taint.key, taint.effect) in seen:
+            raise KubeletFlagError(
+                f"{item!r}: a second taint with key {taint.key!r} and effect {taint.effect} "
+                "(the kubelet refuses the flag)"
+            )
+        seen.add((taint.key, taint.effect))
+        taints.append(taint)
+    return taints, dropped
+
+
+DROPPED_TAINT = "a trailing '-' removes a taint: the kubelet registers nothing for it"
+
+
+def kubelet_taints(text: str) -> list[Taint]:
+    """``--register-with-taints`` as the kubelet reads it; ``KubeletFlagError``, saying why,
+    for a value the kubelet refuses (or registers a Node with that the API server refuses)."""
+    return register_with_taints(text)[0]
+
+
+def kubelet_taint(item: str) -> Taint:
+    """One comma-separated item of ``--register-with-taints`` (see ``kubelet_taints``)."""
+    key, value, effect = _parse_taint(item)
+    if not effect:
+        raise KubeletFlagError(f"{item!r} has no effect (the kubelet refuses the flag)")
+    return Taint(key, value or None, effect)
+
+
+def _parse_taint(item: str) -> tuple[str, str, str]:
+    """parseTaint: ``key[=value][:Effect]`` as (key, value, effect or "")."""
+    parts = item.split(":")
+    if len(parts) > 2:
+        raise KubeletFlagError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
+    if len(parts) == 1 and "=" in item:
+        raise KubeletFlagError(f"{item!r} has no effect (the kubelet refuses the flag)")
+    body, effect = parts[0], parts[1] if len(parts) == 2 else ""
+    if len(parts) == 2 and effect not in EFFECTS:
+        raise KubeletFlagError(
+            f"{item!r}: the effect must be one of {', '.join(EFFECTS)}, spelt exactly "
+            "(the kubelet refuses it)"
+        )
+    pieces = body.split("=")
+    if len(pieces) > 2:
+        raise KubeletFlagError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
+    key, value = pieces[0], pieces[1] if len(pieces) == 2 else ""
+    if not qualified_name(key):
+        if not item:
+            raise KubeletFlagError("an empty item has no effect (the kubelet refuses the flag)")
+        raise KubeletFlagError(f"{item!r}: {key!r} is not a taint key (the kubelet refuses it)")
+    if not label_value(value):
+        raise KubeletFlagError(f"{item!r}: {value!r} is not a taint value (the kubelet refuses it)")
+    return key, value, effect
+
+
+def max_pods(text: str) -> int:
+    """``--max-pods`` as the kubelet reads it (pflag Int32Var, then its validation)."""
+    pods = go_int(text, bits=32)
+    if pods is None:
+        raise KubeletFlagError(
+            f"{text!r} is not an integer the kubelet reads (Go strconv.ParseInt, "
+            "base 0: no spaces, a leading 0 is octal): it refuses to start"
+        )
+    if pods < 0:
+        raise KubeletFlagError(f"{text!r} is negative: the kubelet refuses to start")
+    return pods
+
+
+# ------------------------------------------------------------------------------------------
+# Kubelet flags in command lines and scripts
+
+
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    """One kubelet flag found in a text. ``certain``: a kubelet argument for sure (a shell word
+    of its own, or the value of an assignment / option), so a value the kubelet refuses is
+    an error; otherwise (inside other text: a sed expression, a flag whose value is the next
+    word) such a value is left unresolved."""
+
+    flag: str
+    value: str | None  # None: nothing follows the flag
+    certain: bool
+
+    @property
+    def text(self) -> str:
+        return f"--{self.flag}" if self.value is None else f"--{self.flag}={self.value}"
 
 
 def from_kubelet_flags(text: str) -> BootFacts:
-    """``--node-labels=``, ``--register-with-taints=`` and ``--max-pods=`` anywhere in a
-    command line or shell script (quotes and ``--kubelet-extra-args '...'`` nesting allowed)."""
+    """``--node-labels``, ``--register-with-taints`` and ``--max-pods`` anywhere in a command
+    line or shell script (quotes and ``--kubelet-extra-args '...'`` nesting allowed), read as
+    one kubelet command line: labels of every ``--node-labels`` accumulate, the last
+    ``--register-with-taints`` and ``--max-pods`` win (the earlier ones are listed as
+    ignored). ``KubeletFlagError`` for a flag the kubelet refuses."""
     out = BootFacts()
-    for token in _tokens(text):
-        for match in _FLAG.finditer(token):
-            flag, value = match[1], match[2].strip("'\"")
-            out.found = True
-            if _VARIABLE.search(value):
-                out.unresolved.append(f"--{flag}={value}")
-                continue
-            _apply_flag(out, flag, value)
+    labels: dict[str, str] = {}
+    certain_keys: set[str] = set()  # the labels a certain hit set last
+    last: dict[str, _Hit] = {}
+    for hit in _hits(text):
+        out.found = True
+        if hit.flag == "node-labels":
+            _node_labels_hit(out, hit, labels, certain_keys)
+            continue
+        earlier = last.get(hit.flag)
+        if earlier is not None:
+            out.ignored.append(
+                f"{earlier.text}: replaced by a later --{hit.flag} (the kubelet keeps the last)"
+            )
+        last[hit.flag] = hit
+    try:
+        _check_node_labels({k: v for k, v in labels.items() if k in certain_keys}, restricted=False)
+    except KubeletFlagError as exc:
+        raise KubeletFlagError(f"kubelet flag --node-labels: {exc}") from None
+    for key, value in labels.items():
+        if key in certain_keys or (qualified_name(key) and label_value(value)):
+            out.labels[key] = value
+        else:
+            out.unresolved.append(f"--node-labels={key}={value} ({_NOT_READ})")
+    if (hit := last.get("register-with-taints")) is not None:
+        _taints_hit(out, hit)
+    if (hit := last.get("max-pods")) is not None:
+        _max_pods_hit(out, hit)
     return out
 
 
-def _tokens(text: str) -> list[str]:
+_NOT_READ = "found inside other text, not read as a kubelet argument"
+
+
+def _unreadable(out: BootFacts, hit: _Hit, exc: KubeletFlagError) -> None:
+    """A value the kubelet refuses: an error where the hit is certainly a kubelet argument,
+    else left unresolved with the reason."""
+    if hit.certain:
+        raise KubeletFlagError(f"kubelet flag --{hit.flag}: {exc}") from None
+    out.unresolved.append(f"{hit.text} ({exc}; {_NOT_READ})")
+
+
+def _node_labels_hit(
+    out: BootFacts, hit: _Hit, labels: dict[str, str], certain_keys: set[str]
+) -> None:
+    if hit.value is None or _VARIABLE.search(hit.value):
+        out.unresolved.append(hit.text)
+        return
+    found: dict[str, str] = {}
+    try:
+        _set_node_labels(found, hit.value)
+    except KubeletFlagError as exc:
+        _unreadable(out, hit, exc)
+        return
+    labels.update(found)
+    if hit.certain:
+        certain_keys.update(found)
+    else:
+        certain_keys.difference_update(found)
+
+
+def _taints_hit(out: BootFacts, hit: _Hit) -> None:
+    if hit.value is None or _VARIABLE.search(hit.value):
+        out.unresolved.append(hit.text)
+        return
+    try:
+        taints, dropped = register_with_taints(hit.value)
+    except KubeletFlagError as exc:
+        _unreadable(out, hit, exc)
+        return
+    out.taints.extend(taints)
+    out.ignored.extend(f"--register-with-taints item {item!r}: {DROPPED_TAINT}" for item in dropped)
+
+
+def _max_pods_hit(out: BootFacts, hit: _Hit) -> None:
+    if hit.value is None or _VARIABLE.search(hit.value):
+        out.unresolved.append(hit.text)
+        return
+    try:
+        out.max_pods = max_pods(hit.value)
+    except KubeletFlagError as exc:
+        _unreadable(out, hit, exc)
+
+
+def _hits(text: str) -> list[_Hit]:
+    tokens, exact = _tokens(text)
+    out = []
+    for i, token in enumerate(tokens):
+        match = _FLAG.search(token)
+        if match is None:
+            continue
+        lead = token[: match.start()]
+        own_word = exact and _LEAD.match(lead) is not None
+        if token[match.end() : match.end() + 1] == "=":
+            # quotes left in a nested word are a later shell's or systemd's to remove
+            value = token[match.end() + 1 :].strip("'\"")
+            out.append(_Hit(match[1], value, own_word))
+        else:  # "--max-pods 58": pflag takes the next argument, if this is a kubelet's
+            following = tokens[i + 1] if i + 1 < len(tokens) else None
+            out.append(_Hit(match[1], following, certain=False))
+    return out
+
+
+def _tokens(text: str) -> tuple[list[str], bool]:
+    """Shell words (False: the quotes do not balance, so the words are only a guess)."""
     try:
         tokens = shlex.split(text, comments=False, posix=True)
     except ValueError:  # unbalanced quotes in a script fragment
-        return text.split()
-    # '--kubelet-extra-args "--node-labels=a=b --max-pods=20"' nests flags in one token
-    return [part for token in tokens for part in (token.split() if " " in token else [token])]
-
-
-def _apply_flag(out: BootFacts, flag: str, value: str) -> None:
-    if flag == "node-labels":
-        for item in value.split(","):
-            key, sep, label_value = item.strip().partition("=")
-            if key and sep:
-                out.labels[key] = label_value
-    elif flag == "register-with-taints":
-        for item in value.split(","):
-            taint = _taint_text(item)
-            if taint is not None and taint not in out.taints:
-                out.taints.append(taint)
-    elif (max_pods := ascii_int(value)) is not None:
-        out.max_pods = max_pods
+        return text.split(), False
+    # '--kubelet-extra-args "--node-labels=a=b --max-pods=20"' nests flags in one word, which
+    # the script word-splits when it passes it on
+    return [part for token in tokens for part in token.split()], True
 
 
 def from_nodeadm(text: str) -> BootFacts:
@@ -131,25 +435,68 @@ def from_nodeadm(text: str) -> BootFacts:
 
 
 def kubelet_config(out: BootFacts, config: Mapping[str, Any]) -> None:
-    """A KubeletConfiguration fragment: ``registerWithTaints`` and ``maxPods``."""
+    """A KubeletConfiguration fragment: ``registerWithTaints`` and ``maxPods``.
+    ``KubeletFlagError`` for a value the kubelet refuses to load (a type its strict decoding
+    refuses, ``maxPods`` < 0) or a taint the API server refuses on the Node it registers (no
+    exact effect, a bad key or value, a key and effect twice: ValidateNodeSpec)."""
     taints = config.get("registerWithTaints")
-    if isinstance(taints, list):
+    if taints is not None:
         out.found = True
-        for item in taints:
-            if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
+        if not isinstance(taints, list):
+            raise KubeletFlagError(
+                "kubelet configuration registerWithTaints: not a list (the kubelet refuses it)"
+            )
+        seen: set[tuple[str, str]] = set()
+        for i, item in enumerate(taints):
+            taint = _config_taint(out, item, f"kubelet configuration registerWithTaints[{i}]")
+            if taint is None:
                 continue
-            try:
-                effect = normalise_effect(str(item.get("effect", "")))
-            except ValueError:
-                continue
-            value = item.get("value")
-            taint = Taint(item["key"], None if value in (None, "") else str(value), effect)
+            if (taint.key, taint.effect) in seen:
+                raise KubeletFlagError(
+                    f"kubelet configuration registerWithTaints[{i}]: a second taint with key "
+                    f"{taint.key!r} and effect {taint.effect} (the API server refuses the Node "
+                    "the kubelet registers)"
+                )
+            seen.add((taint.key, taint.effect))
             if taint not in out.taints:
                 out.taints.append(taint)
     pods = config.get("maxPods")
-    if isinstance(pods, int) and not isinstance(pods, bool):
-        out.found = True
+    if pods is None:
+        return
+    out.found = True
+    if isinstance(pods, str) and _VARIABLE.search(pods):
+        out.unresolved.append(f"maxPods: {pods}")
+    elif isinstance(pods, bool) or not isinstance(pods, int):
+        raise KubeletFlagError(
+            f"kubelet configuration maxPods: {pods!r} is not an integer (the kubelet refuses it)"
+        )
+    elif pods < 0:
+        raise KubeletFlagError(
+            f"kubelet configuration maxPods: {pods} is negative (the kubelet refuses to start)"
+        )
+    else:
         out.max_pods = pods
+
+
+def _config_taint(out: BootFacts, item: Any, where: str) -> Taint | None:
+    """One ``registerWithTaints`` entry (None: it holds a variable, noted as unresolved)."""
+    if not isinstance(item, Mapping):
+        raise KubeletFlagError(f"{where}: not a taint object (the kubelet refuses it)")
+    key, value, effect = item.get("key"), item.get("value"), item.get("effect")
+    texts = [t for t in (key, value, effect) if isinstance(t, str)]
+    if any(_VARIABLE.search(t) for t in texts):
+        out.unresolved.append(f"{where.removeprefix('kubelet configuration ')}: {dict(item)}")
+        return None
+    refused = "the API server refuses the Node the kubelet registers"
+    if not isinstance(key, str) or not qualified_name(key):
+        raise KubeletFlagError(f"{where}.key: {key!r} is not a taint key ({refused})")
+    if value is not None and (not isinstance(value, str) or not label_value(value)):
+        raise KubeletFlagError(f"{where}.value: {value!r} is not a taint value ({refused})")
+    if effect not in EFFECTS:
+        raise KubeletFlagError(
+            f"{where}.effect: {effect!r}: one of {', '.join(EFFECTS)}, spelt exactly ({refused})"
+        )
+    return Taint(key, value or None, str(effect))
 
 
 def _node_configs(text: str) -> Iterable[Mapping[str, Any]]:
@@ -198,7 +545,7 @@ def from_bottlerocket_toml(text: str) -> BootFacts:
         out.found = True
         for key, value in taints.items():
             for one in value if isinstance(value, list) else [value]:
-                taint = _taint_text(f"{key}={one}")
+                taint = _toml_taint(out, str(key), str(one))
                 if taint is not None and taint not in out.taints:
                     out.taints.append(taint)
     pods = kube.get("max-pods")
@@ -206,6 +553,20 @@ def from_bottlerocket_toml(text: str) -> BootFacts:
         out.found = True
         out.max_pods = pods
     return out
+
+
+def _toml_taint(out: BootFacts, key: str, value: str) -> Taint | None:
+    """``"key" = "value:Effect"``: Bottlerocket hands it to the kubelet's registerWithTaints,
+    so an effect not spelt exactly, or a bad key or value, is refused there (its own settings
+    check takes any alphanumeric effect: models/src/modeled_types KubernetesTaintValue)."""
+    shown = f"Bottlerocket settings.kubernetes.node-taints.{key} = {value!r}"
+    if _VARIABLE.search(key) or _VARIABLE.search(value):
+        out.unresolved.append(f"node-taints.{key} = {value}")
+        return None
+    try:
+        return kubelet_taint(f"{key}={value}")
+    except KubeletFlagError as exc:
+        raise KubeletFlagError(f"{shown}: {exc}") from None
 
 
 def from_user_data(text: str) -> BootFacts:
@@ -221,3 +582,12 @@ def from_user_data(text: str) -> BootFacts:
         if not out.found or flags.labels.keys() - out.labels.keys():
             out.merge(flags)
     return out
+
+
+def read_opaque(parse: Callable[[str], BootFacts], text: str) -> BootFacts:
+    """``parse(text)`` for a text that may not take effect, whose facts are only listed as not
+    asserted: one the kubelet would refuse sets something too (found), never an error."""
+    try:
+        return parse(text)
+    except KubeletFlagError:
+        return BootFacts(found=True)

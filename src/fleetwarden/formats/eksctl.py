@@ -525,7 +525,16 @@ class _Group:
         kubelet = expect_mapping(doc, ng.get("kubeletExtraConfig"), f"{where}.kubeletExtraConfig")
         if kubelet:
             facts = bootstrap.BootFacts()
-            bootstrap.kubelet_config(facts, kubelet)
+            try:
+                bootstrap.kubelet_config(facts, kubelet)
+            except bootstrap.KubeletFlagError as exc:
+                raise FormatError(
+                    doc.path, str(exc), field=doc.where(f"{where}.kubeletExtraConfig")
+                ) from None
+            for expression in facts.unresolved:
+                on_taints = expression.startswith("registerWithTaints")
+                fact = "taints" if on_taints else "allocatable.pods"
+                self._unresolve("kubeletExtraConfig", fact, expression)
             for taint in facts.taints:
                 taints.append(taint)
                 view.compared("kubeletExtraConfig.registerWithTaints", taint.field_name)
@@ -618,7 +627,12 @@ class _Group:
                 str(strict.text(self.doc, t, f"{self.where}.{key}", allow_none=False))
                 for t in texts
             )
-            facts = bootstrap.from_user_data(text)
+            try:
+                facts = bootstrap.from_user_data(text)
+            except bootstrap.KubeletFlagError as exc:
+                raise FormatError(
+                    self.doc.path, str(exc), field=self.doc.where(f"{self.where}.{key}")
+                ) from None
             for label_key, value in facts.labels.items():
                 labels[label_key] = value
                 self.view.compared(key, f"labels.{label_key}", f"--node-labels {label_key}={value}")
@@ -632,6 +646,8 @@ class _Group:
             others = [u for u in facts.unresolved if u not in own]
             for expression in others:
                 self._unresolve(key, "labels", expression)
+            if facts.ignored:
+                self.view.ignored(key, "; ".join(facts.ignored))
             if not facts.found or (own and not others and not facts.labels and not facts.taints):
                 why = (
                     "passes eksctl's own label list (${NODE_LABELS}: the labels compared above)"

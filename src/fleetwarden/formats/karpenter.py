@@ -31,7 +31,9 @@ Defaults Karpenter applies (read in aws/karpenter-provider-aws and kubernetes-si
 A ``nodeClassRef`` / ``providerRef`` names the node class in the pool's own file when that file
 defines it, else the only one of that name in the tree; several candidates leave the OS and disk
 unresolved (naming them), never a pick. Two NodePools (or Provisioners) of one name in a tree are
-an error naming both places. A NodePool without the ``spec.template.spec`` its CRD requires, and a
+an error naming both places. A NodePool without what its CRD requires (``spec.template.spec``
+with ``nodeClassRef`` -- v1: its ``group``, ``kind`` and ``name``, none empty; v1beta1: its
+``name`` -- and ``requirements``), and a
 Provisioner without exactly one of ``spec.provider`` / ``spec.providerRef`` (what Karpenter's
 v1alpha5 validation webhook demands; a missing or null ``spec`` has neither), are errors naming
 the file and the object: Karpenter never made nodes from them. So is an EC2NodeClass ``amiFamily``
@@ -224,6 +226,7 @@ class _Pool:
                         doc.path, "missing (required by the NodePool CRD)", field=doc.where(field_)
                     )
                 at = at.get(step) if isinstance(at, Mapping) else None
+            _check_template_spec(doc, at)
         spec = expect_mapping(doc, doc.body.get("spec"), "spec")
         if self.legacy:
             _check_provider(doc, spec)
@@ -526,7 +529,11 @@ class _Pool:
         if raw is None:
             return
         text = str(expect_str(self.doc, raw, f"{at}.userData", allow_none=False))
-        facts = bootstrap.from_user_data(text)
+        try:
+            facts = bootstrap.from_user_data(text)
+        except bootstrap.KubeletFlagError as exc:
+            where = self.doc.where(f"{at}.userData")
+            raise FormatError(self.doc.path, str(exc), field=where) from None
         for key, value in facts.labels.items():
             self.labels[key] = value
             view.compared(f"{at}.userData", f"labels.{key}", f"{key}={value}")
@@ -539,6 +546,8 @@ class _Pool:
         for expression in facts.unresolved:
             view.unresolved(f"{at}.userData", expression, "labels")
             self.unresolved.append(Unresolved("labels", expression))
+        if facts.ignored:
+            view.ignored(f"{at}.userData", "; ".join(facts.ignored))
         if not facts.found:
             view.ignored(f"{at}.userData", "user data: no node labels, taints or max-pods in it")
 
@@ -586,6 +595,35 @@ class _Pool:
                 elif f"spec.{key}" not in _CLASS_IGNORED:
                     view.ignored(f"spec.{key}", f"AKS node class setting: {_NOT_ON_NODE}")
         return family, (), disk
+
+
+def _check_template_spec(doc: Document, tmpl_spec: Any) -> None:
+    """What the NodePool CRD requires of ``spec.template.spec`` (karpenter.sh_nodepools.yaml,
+    v1 and v1beta1 alike): ``nodeClassRef`` and ``requirements`` (an empty list is allowed);
+    a v1 ``nodeClassRef`` needs ``group``, ``kind`` and ``name``, none empty
+    (x-kubernetes-validations "... may not be empty"), a v1beta1 one its ``name``. The API
+    server refuses a NodePool without them: Karpenter never made nodes from it."""
+    at = "spec.template.spec"
+    if not isinstance(tmpl_spec, Mapping):
+        expect_mapping(doc, tmpl_spec, at)
+        return
+    for key in ("nodeClassRef", "requirements"):
+        if tmpl_spec.get(key) is None:
+            raise FormatError(
+                doc.path, "missing (required by the NodePool CRD)", field=doc.where(f"{at}.{key}")
+            )
+    ref = expect_mapping(doc, tmpl_spec["nodeClassRef"], f"{at}.nodeClassRef")
+    v1 = doc.api_version == "karpenter.sh/v1"
+    for key in ("group", "kind", "name") if v1 else ("name",):
+        where = f"{at}.nodeClassRef.{key}"
+        value = expect_str(doc, ref.get(key), where)
+        if value is None:
+            raise FormatError(
+                doc.path, "missing (required by the NodePool CRD)", field=doc.where(where)
+            )
+        if not value and v1:
+            why = f"{key} may not be empty (the NodePool CRD refuses it)"
+            raise FormatError(doc.path, why, field=doc.where(where))
 
 
 def _check_provider(doc: Document, spec: Mapping[str, Any]) -> None:

@@ -11,23 +11,38 @@
 - Shell commands and file contents (``preKubeadmCommands``, ``files[*].content`` ...) are
   searched for kubelet flags with ``formats.bootstrap``.
 
-``kubeletExtraArgs`` flags are read as the kubelet reads them (``kubelet_labels``,
-``kubelet_taints``): a flag the kubelet refuses -- a label it may not set itself (the
-``kubernetes.io`` / ``k8s.io`` namespaces except ``kubelet.kubernetes.io``,
-``node.kubernetes.io`` and the well-known keys; k8s ``IsKubeletLabel``), a malformed label or
-taint, an effect not spelt exactly -- stops it, so no node of the pool joins: a ``FormatError``.
+``kubeletExtraArgs`` flags are read as the kubelet reads them (``formats.bootstrap``:
+``kubelet_labels``, ``register_with_taints``, ``max_pods``): a flag the kubelet refuses -- a
+label it may not set itself (the ``kubernetes.io`` / ``k8s.io`` namespaces except
+``kubelet.kubernetes.io``, ``node.kubernetes.io`` and the well-known keys; k8s
+``IsKubeletLabel``), a malformed label or taint, an effect not spelt exactly, a ``max-pods``
+Go's ParseInt refuses (``058``, `` 58``) -- stops it, so no node of the pool joins: a
+``FormatError``. A flag given twice (the v1beta2 list) acts as in the kubelet: the last
+``register-with-taints`` / ``max-pods`` wins, the earlier is listed as ignored.
 ``node-role.kubernetes.io/*`` must come from the Machine template. In shell commands and files,
-found by searching text, such a label is listed as ignored with the reason.
+found by searching text, a malformed flag is an error too (one inside other text, a ``sed``
+expression, is unresolved), and a label the kubelet may not set is listed as ignored with the
+reason.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from fleetwarden.core.pools import EFFECTS, Taint
+from fleetwarden.core.pools import Taint
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.accounting import Path
+from fleetwarden.formats.bootstrap import (
+    GO_SPACE,
+    KubeletFlagError,
+    kubelet_labels,
+    kubelet_may_set,
+    kubelet_taint,
+    kubelet_taints,
+    label_value,
+    qualified_name,
+)
 from fleetwarden.formats.capi.objects import Context, Reader, Source, placeholder
 
 __all__ = [
@@ -45,125 +60,8 @@ __all__ = [
 UNINITIALIZED = Taint("node.cluster.x-k8s.io/uninitialized", None, "NoSchedule")
 _CLOUD_UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 
-_KUBELET_LABELS = frozenset(
-    {
-        "kubernetes.io/hostname",
-        "kubernetes.io/os",
-        "kubernetes.io/arch",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-        "beta.kubernetes.io/instance-type",
-        "node.kubernetes.io/instance-type",
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-    }
-)
-
-
-def kubelet_may_set(key: str) -> bool:
-    """May a kubelet put this label on its own Node (k8s ``IsKubeletLabel``, and any label
-    outside the kubernetes.io / k8s.io namespaces)?"""
-    namespace = key.split("/", 1)[0] if "/" in key else ""
-    k8s = namespace in ("kubernetes.io", "k8s.io") or namespace.endswith(
-        (".kubernetes.io", ".k8s.io")
-    )
-    if not k8s or key in _KUBELET_LABELS:
-        return True
-    return any(
-        namespace == allowed or namespace.endswith("." + allowed)
-        for allowed in ("kubelet.kubernetes.io", "node.kubernetes.io")
-    )
-
-
-_REFUSED = (
-    "the kubelet may not set labels in the kubernetes.io / k8s.io namespaces (it refuses to "
-    "start): never on a Node (node-role.kubernetes.io/* comes from the Machine template)"
-)
-
-# What the kubelet accepts in --node-labels and --register-with-taints, read in Kubernetes'
-# source: component-base cli/flag/map_string_string.go (MapStringString.Set: split on ",",
-# skip empty items, key and value TrimSpace'd), pkg/util/taints/taints.go (taintsVar.Set /
-# parseTaint: nothing trimmed, exactly one ":" before an exact effect, at most one "="),
-# cmd/kubelet/app/options/options.go (ValidateKubeletFlags) and apimachinery
-# pkg/util/validation (IsQualifiedName, IsValidLabelValue). A flag the kubelet refuses stops
-# it: no node of the pool ever joins, so the file is wrong, not a pool to compare.
-_GO_SPACE = (  # unicode.IsSpace: what strings.TrimSpace removes
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
-_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
-
-
-def qualified_name(key: str) -> bool:
-    """A label / taint key the API server accepts: ``[dns-subdomain/]name``."""
-    parts = key.split("/")
-    if len(parts) > 2:
-        return False
-    if len(parts) == 2 and not (len(parts[0]) <= 253 and _SUBDOMAIN.match(parts[0])):
-        return False
-    return len(parts[-1]) <= 63 and _NAME.match(parts[-1]) is not None
-
-
-def label_value(value: str) -> bool:
-    """A label / taint value the API server accepts (empty, or up to 63 name characters)."""
-    return value == "" or (len(value) <= 63 and _NAME.match(value) is not None)
-
-
-def kubelet_labels(text: str) -> list[tuple[str, str]]:
-    """``--node-labels`` as the kubelet reads it: (key, value) pairs in order; ValueError,
-    saying why, for a value the kubelet refuses to start with."""
-    out: list[tuple[str, str]] = []
-    for item in text.split(","):
-        if not item:
-            continue
-        raw_key, sep, raw_value = item.partition("=")
-        if not sep:
-            raise ValueError(f"{item!r} is not key=value (the kubelet refuses the flag)")
-        key, value = raw_key.strip(_GO_SPACE), raw_value.strip(_GO_SPACE)
-        if not kubelet_may_set(key):
-            raise ValueError(f"{key}: {_REFUSED}")
-        if not qualified_name(key):
-            raise ValueError(f"{key!r} is not a label key (the kubelet refuses to start)")
-        if not label_value(value):
-            raise ValueError(f"{value!r} is not a label value (the kubelet refuses to start)")
-        out.append((key, value))
-    return out
-
-
-def kubelet_taints(text: str) -> list[Taint]:
-    """``--register-with-taints`` as the kubelet reads it; ValueError, saying why, for a
-    value the kubelet refuses (or registers a Node with that the API server refuses)."""
-    return [kubelet_taint(item) for item in text.split(",")] if text else []
-
-
-def kubelet_taint(item: str) -> Taint:
-    """One comma-separated item of ``--register-with-taints`` (see ``kubelet_taints``)."""
-    parts = item.split(":")
-    if len(parts) == 1:
-        raise ValueError(
-            f"{item!r} has no effect: the API server refuses the Node the kubelet registers"
-        )
-    if len(parts) > 2:
-        raise ValueError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
-    body, effect = parts
-    if effect not in EFFECTS:
-        raise ValueError(
-            f"{item!r}: the effect must be one of {', '.join(EFFECTS)}, spelt exactly "
-            "(the kubelet refuses it)"
-        )
-    pieces = body.split("=")
-    if len(pieces) > 2:
-        raise ValueError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
-    key, value = pieces[0], pieces[1] if len(pieces) == 2 else ""
-    if not qualified_name(key):
-        raise ValueError(f"{item!r}: {key!r} is not a taint key (the kubelet refuses it)")
-    if not label_value(value):
-        raise ValueError(f"{item!r}: {value!r} is not a taint value (the kubelet refuses it)")
-    return Taint(key, value or None, effect)
-
+_REFUSED = bootstrap.REFUSED_LABEL
+_T = TypeVar("_T")
 
 _NOT_ON_NODE = "not visible on a Node"
 
@@ -297,13 +195,14 @@ def _nodeadm(src: Source, _base_path: Path, ctx: Context) -> None:
         for i, f in enumerate(src.items(src.get(flags_path), flags_path))
     ]
     if flags:
-        facts = bootstrap.from_kubelet_flags(" ".join(flags))
+        facts = _read(src, flags_path, bootstrap.from_kubelet_flags, " ".join(flags))
         _boot_facts(src, flags_path, facts, "kubelet flags: no node labels, taints or max-pods")
     config_path: Path = (*kubelet, "config")
     config = src.at(config_path)
     if config:
-        facts = bootstrap.BootFacts()
-        bootstrap.kubelet_config(facts, config)
+        facts = _read(src, config_path, _kubelet_config, config)
+        for expression in facts.unresolved:
+            src.unresolved(config_path, _fact_of_flag(expression), expression)
         for taint in facts.taints:
             src.pool.taints.append(taint)
             src.compared((*config_path, "registerWithTaints"), taint.field_name)
@@ -323,22 +222,22 @@ def _nodeadm(src: Source, _base_path: Path, ctx: Context) -> None:
 
 
 def _kubelet_args(src: Source, path: Path) -> bool:
-    """Read kubelet extra args; True when ``register-with-taints`` is among them."""
+    """Read kubelet extra args; True when ``register-with-taints`` is among them. A flag given
+    twice (the v1beta2 list) is read as the kubelet reads it: ``node-labels`` add up, the last
+    ``register-with-taints`` and ``max-pods`` win."""
+    args = _args(src, path)
+    last = {name: where for name, _, where in args if name in _LAST_WINS}
     replaced = False
-    for name, value, where in _args(src, path):
-        if name == "node-labels":
+    for name, value, where in args:
+        if name in _LAST_WINS and where != last[name]:
+            src.ignored(where, f"replaced by a later {name} (the kubelet keeps the last)")
+        elif name == "node-labels":
             _node_labels(src, value, where)
         elif name == "register-with-taints":
             replaced = True
             _register_with_taints(src, value, where)
         elif name == "max-pods":
-            if placeholder(value):
-                src.unresolved(where, "allocatable.pods", value)
-            elif value.strip().isascii() and value.strip().isdigit():
-                src.pool.allocatable["pods"] = value.strip()
-                src.compared(where, "allocatable.pods", value.strip())
-            else:
-                raise src.error(where, f"max-pods {value!r} is not a number")
+            _max_pods(src, value, where)
         elif name == "cloud-provider":
             src.ignored(
                 where,
@@ -348,6 +247,21 @@ def _kubelet_args(src: Source, path: Path) -> bool:
         else:
             src.ignored(where, f"kubelet flag {name}: {_NOT_ON_NODE} (not compared)")
     return replaced
+
+
+_LAST_WINS = ("register-with-taints", "max-pods")
+
+
+def _max_pods(src: Source, value: str, where: Path) -> None:
+    if placeholder(value):
+        src.unresolved(where, "allocatable.pods", value)
+        return
+    try:
+        pods = bootstrap.max_pods(value)
+    except KubeletFlagError as exc:
+        raise src.error(where, f"kubelet flag --max-pods: {exc}") from None
+    src.pool.allocatable["pods"] = str(pods)
+    src.compared(where, "allocatable.pods", value if str(pods) == value else f"{value} ({pods})")
 
 
 def _args(src: Source, path: Path) -> list[tuple[str, str, Path]]:
@@ -374,8 +288,8 @@ def _node_labels(src: Source, text: str, path: Path) -> None:
     for item in text.split(","):
         if placeholder(item):
             key, sep, _ = item.partition("=")
-            fact = f"labels.{key.strip(_GO_SPACE)}" if sep and not placeholder(key) else "labels"
-            src.unresolved(path, fact, item.strip(_GO_SPACE))
+            fact = f"labels.{key.strip(GO_SPACE)}" if sep and not placeholder(key) else "labels"
+            src.unresolved(path, fact, item.strip(GO_SPACE))
             continue
         try:
             pairs = kubelet_labels(item)
@@ -390,15 +304,19 @@ def _node_labels(src: Source, text: str, path: Path) -> None:
 
 
 def _register_with_taints(src: Source, text: str, path: Path) -> None:
-    for item in text.split(",") if text else ():
+    items = text.split(",") if text else []
+    for item in items:
         if placeholder(item):
             src.unresolved(path, "taints", item)
-            continue
-        try:
-            taint = kubelet_taint(item)
-        except ValueError as exc:
-            raise src.error(path, f"kubelet flag --register-with-taints: {exc}") from None
+    literal = ",".join(item for item in items if not placeholder(item))
+    try:
+        taints, dropped = bootstrap.register_with_taints(literal)
+    except KubeletFlagError as exc:
+        raise src.error(path, f"kubelet flag --register-with-taints: {exc}") from None
+    for taint in taints:
         _taint(src, taint, path)
+    if dropped:
+        src.ignored(path, f"{', '.join(dropped)}: {bootstrap.DROPPED_TAINT}")
 
 
 def _taint(src: Source, taint: Taint, where: Path) -> None:
@@ -422,7 +340,7 @@ def _commands(src: Source, path: Path) -> None:
     _boot_facts(
         src,
         path,
-        bootstrap.from_user_data(text),
+        _read(src, path, bootstrap.from_user_data, text),
         "shell commands: no node labels, taints or max-pods in them",
     )
 
@@ -438,9 +356,25 @@ def _file_contents(src: Source, base: Path) -> None:
         _boot_facts(
             src,
             (*where, "content"),
-            bootstrap.from_user_data(text),
+            _read(src, (*where, "content"), bootstrap.from_user_data, text),
             "file content: no node labels, taints or max-pods in it",
         )
+
+
+def _read(
+    src: Source, path: Path, parse: Callable[[_T], bootstrap.BootFacts], text: _T
+) -> bootstrap.BootFacts:
+    """``parse(text)``; a value the kubelet refuses is an error naming ``path``."""
+    try:
+        return parse(text)
+    except KubeletFlagError as exc:
+        raise src.error(path, str(exc)) from None
+
+
+def _kubelet_config(config: Mapping[str, Any]) -> bootstrap.BootFacts:
+    facts = bootstrap.BootFacts()
+    bootstrap.kubelet_config(facts, config)
+    return facts
 
 
 def _boot_facts(src: Source, path: Path, facts: bootstrap.BootFacts, nothing: str) -> None:
@@ -452,8 +386,10 @@ def _boot_facts(src: Source, path: Path, facts: bootstrap.BootFacts, nothing: st
             continue
         pool.labels[key] = value
         src.compared(path, f"labels.{key}", f"--node-labels {key}={value}")
-    if refused:  # said, not dropped: a script may not hand the flag to the kubelet at all
-        src.ignored(path, f"--node-labels {', '.join(refused)}: {_REFUSED}")
+    # said, not dropped: a script may not hand a refused label to the kubelet at all
+    dropped = [f"--node-labels {', '.join(refused)}: {_REFUSED}"] if refused else []
+    if dropped or facts.ignored:
+        src.ignored(path, "; ".join([*dropped, *facts.ignored]))
     for taint in facts.taints:
         _taint(src, taint, path)
     if facts.max_pods is not None and "pods" not in pool.allocatable:
@@ -461,15 +397,16 @@ def _boot_facts(src: Source, path: Path, facts: bootstrap.BootFacts, nothing: st
         src.compared(path, "allocatable.pods", f"--max-pods={facts.max_pods}")
     for expression in facts.unresolved:
         src.unresolved(path, _fact_of_flag(expression), expression)
-    if not facts.labels and not facts.taints and facts.max_pods is None and not facts.unresolved:
+    said = facts.labels or facts.taints or facts.unresolved or facts.ignored
+    if not said and facts.max_pods is None:
         src.ignored(path, nothing)
 
 
 def _fact_of_flag(expression: str) -> str:
     """The fact an unresolved kubelet flag (``--register-with-taints=${T}``) leaves open."""
-    if expression.startswith(("--register-with-taints", "node-taints")):
+    if expression.startswith(("--register-with-taints", "node-taints", "registerWithTaints")):
         return "taints"
-    if expression.startswith("--max-pods"):
+    if expression.startswith(("--max-pods", "maxPods")):
         return "allocatable.pods"
     return "labels"
 

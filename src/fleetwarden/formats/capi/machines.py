@@ -13,8 +13,12 @@ Defaults (read in CAPI's source, v1.0 to v1.14):
 - Labels: of a Machine template's labels CAPI (>= 1.4) syncs to the Node only the
   ``node-role.kubernetes.io``, ``node-restriction.kubernetes.io`` and ``node.cluster.x-k8s.io``
   domains (the last two with sub-domains); the others stay on the Machine and are listed as
-  ignored. MachinePool template labels reach Nodes only through MachinePool Machines, which only
-  some providers create: not compared.
+  ignored. MachinePool template labels reach Nodes the same way, through the MachinePool
+  Machines CAPI (>= 1.5) makes -- for an infrastructure pool whose provider supports them:
+  CAPZ ``AzureMachinePool`` (>= 1.12), CAPG ``GCPManagedMachinePool`` (>= 1.11), CAPD
+  ``DockerMachinePool`` / ``DevMachinePool``; CAPA's ``AWSMachinePool`` only behind its
+  ``MachinePoolMachines`` feature gate (off by default). On other pools they are ignored with
+  that reason.
 - Taints: v1beta2 ``spec.template.spec.taints`` (feature gate ``MachineTaintPropagation``: the
   webhook refuses them when it is off) with ``propagation: Always`` stay on the node;
   ``OnInitialization`` ones are startup taints. During a rollout CAPI (>= 1.7) taints the
@@ -30,7 +34,7 @@ Cluster, an AWSCluster) are noted only where a fact is read from them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -60,9 +64,27 @@ _NOT_SYNCED = (
     "Machine template label not synced to Nodes (CAPI syncs only node-role.kubernetes.io, "
     "node-restriction.kubernetes.io, node.cluster.x-k8s.io)"
 )
-_POOL_LABEL = (
-    "MachinePool template label: reaches Nodes only through MachinePool Machines, which only "
-    "some providers create (not compared)"
+# Infrastructure pools whose provider sets status.infrastructureMachineKind: CAPI then makes a
+# Machine per instance with the MachinePool template's labels, and syncs them to its Node like
+# any Machine's (cluster-api core/reconcilers/machinepool/machinepool_controller_phases.go
+# reconcileMachines / computeDesiredMachine, core/reconcilers/machine/
+# machine_controller_noderef.go; CAPZ azure/scope/machinepool.go, CAPG cloud/scope/
+# managedmachinepool.go, CAPA exp/controllers/awsmachinepool_controller.go)
+_POOL_MACHINES = frozenset(
+    {"AzureMachinePool", "GCPManagedMachinePool", "DockerMachinePool", "DevMachinePool"}
+)
+_POOL_NO_MACHINES = (
+    "MachinePool template label: {kind} makes no MachinePool Machines, so CAPI puts the label "
+    "on no Machine and syncs it to no Node"
+)
+_POOL_GATED = (
+    "MachinePool template label: CAPA makes MachinePool Machines for an AWSMachinePool only "
+    "with its MachinePoolMachines feature gate (alpha, off by default), so CAPI syncs it to no "
+    "Node"
+)
+_POOL_UNKNOWN = (
+    "MachinePool template label: reaches Nodes only through MachinePool Machines, and the "
+    "infrastructure pool that would make them is not known"
 )
 _REPLACED = "the topology worker's label of the same key replaces it (CAPI merges them)"
 _LIFECYCLE = "Machine lifecycle setting: not visible on a Node"
@@ -219,7 +241,10 @@ def machine_pool(doc: Document, tree: Tree) -> NodePoolSpec:
     cluster = _cluster(src, tree)
     _version(src, (*template, "version"))
     _replicas(src, ("spec", "replicas"), [(src, ("metadata", "annotations"))], doc)
-    src.labels(("spec", "template", "metadata", "labels"), keep=lambda key: _POOL_LABEL)
+    infra = src.ref((*template, "infrastructureRef"))
+    src.labels(
+        ("spec", "template", "metadata", "labels"), keep=_pool_synced(infra[0] if infra else None)
+    )
     _machine_taints(src, (*template, "taints"))
     _follow(src, template, tree, "MachinePool", cluster)
     src.close((), _MP)
@@ -402,6 +427,21 @@ def _synced(key: str) -> str | None:
     return None if synced else _NOT_SYNCED
 
 
+def _pool_synced(kind: str | None) -> Callable[[str], str | None]:
+    """``_synced`` for a MachinePool whose infrastructure pool is ``kind`` (a ClusterClass
+    template's ``...Template`` kind names the pool it makes): its labels reach Nodes only
+    through MachinePool Machines."""
+    pool = kind.removesuffix("Template") if kind else None
+    if pool in _POOL_MACHINES:
+        return _synced
+    if pool == "AWSMachinePool":
+        return lambda key: _POOL_GATED
+    if pool is None:
+        return lambda key: _POOL_UNKNOWN
+    why = _POOL_NO_MACHINES.format(kind=pool)
+    return lambda key: why
+
+
 def _machine_taints(src: Source, path: Path) -> None:
     """v1beta2 Machine taints: ``Always`` ones stay on the node, ``OnInitialization`` may go."""
     for taint, propagation, where in src.taint_objects(path):
@@ -560,7 +600,7 @@ def _worker(
         cc, entry_path, holder = entry
         annotations.append((cc, (*holder, "metadata", "annotations")))
     _replicas(src, (*where, "replicas"), annotations, doc, topology=True)
-    keep = _synced if owner == "MachineDeployment" else (lambda key: _POOL_LABEL)
+    keep = _synced if owner == "MachineDeployment" else _pool_synced(_class_infra(entry))
     src.labels((*where, "metadata", "labels"), keep=keep)
     worker_taints = src.get((*where, "taints"))
     _machine_taints(src, (*where, "taints"))
@@ -595,6 +635,16 @@ def _worker(
         cc.close(entry_path, _class_table())
     src.close(where, _WORKER)
     return pool.spec()
+
+
+def _class_infra(entry: tuple[Source, Path, Path] | None) -> str | None:
+    """The kind of infrastructure template a ClusterClass worker class references."""
+    if entry is None:
+        return None
+    cc, _, holder = entry
+    infra_path = _template_refs(cc, holder)[0]
+    ref = cc.ref(infra_path) if infra_path else None
+    return ref[0] if ref else None
 
 
 def _cluster_class(reader: Source, tree: Tree) -> Document | None:

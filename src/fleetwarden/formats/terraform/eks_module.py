@@ -726,8 +726,7 @@ class _Group:
         use: Use = (obj, ("bootstrap_extra_args",))
         if text is not None:
             if fmt == "al2" and enabled:
-                out.facts.merge(bootstrap.from_kubelet_flags(text))
-                out.uses.append(use)
+                out.read(self.r, use, bootstrap.from_kubelet_flags, text)
             elif fmt == "al2":
                 why = "no effect: AL2 managed groups apply it only with enable_bootstrap_user_data"
                 out.drops.append((use, why))
@@ -735,10 +734,9 @@ class _Group:
                 why = "no effect: AL2023 ignores it (nodeadm reads cloudinit_pre_nodeadm)"
                 out.drops.append((use, why))
             elif fmt == "bottlerocket":
-                out.facts.merge(bootstrap.from_bottlerocket_toml(text))
-                out.uses.append(use)
+                out.read(self.r, use, bootstrap.from_bottlerocket_toml, text)
             else:
-                out.opaque.append((use, bootstrap.from_user_data(text)))
+                out.opaque.append((use, bootstrap.read_opaque(bootstrap.from_user_data, text)))
         obj, parts = self.read("cloudinit_pre_nodeadm", "raw", major)
         use = (obj, ("cloudinit_pre_nodeadm",))
         if parts is not None:
@@ -747,14 +745,14 @@ class _Group:
             elif fmt != "al2023":
                 out.drops.append((use, "no effect: only AL2023 user data has nodeadm parts"))
             else:
-                out.facts.merge(bootstrap.from_nodeadm(_content(parts)))
-                out.uses.append(use)
+                out.read(self.r, use, bootstrap.from_nodeadm, _content(parts))
                 if first_unknown(parts) is not None:  # a part not resolved: it may set any
                     out.opaque.append((use, bootstrap.BootFacts(found=True)))
         for key in _OPAQUE:
             obj, value = self.read(key, "raw", major)
             if value is not None:
-                out.opaque.append(((obj, (key,)), bootstrap.from_user_data(_content(value))))
+                opaque = bootstrap.read_opaque(bootstrap.from_user_data, _content(value))
+                out.opaque.append(((obj, (key,)), opaque))
         if (template := self.stated("user_data_template_path", major)) is not None:
             out.opaque.append((template, bootstrap.BootFacts(found=True)))
         return out
@@ -784,6 +782,8 @@ class _Group:
             max_pods = facts.max_pods
             for expression in facts.unresolved:
                 r.note("labels", expression)
+            for obj, path in uses if facts.ignored else ():  # flags that take no effect
+                obj.view.ignored(path, "; ".join(facts.ignored))
         else:
             for obj, path in uses:
                 r.unresolve(obj, path, "taints", _MAJOR)

@@ -5,6 +5,7 @@ helpers that show and merge them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ from fleetwarden.formats import bootstrap
 from fleetwarden.formats.terraform import eks
 from fleetwarden.formats.terraform.hcl import Expr
 from fleetwarden.formats.terraform.lines import Path
-from fleetwarden.formats.terraform.reading import Obj
+from fleetwarden.formats.terraform.reading import Obj, Reader
 
 __all__: list[str] = []
 
@@ -67,6 +68,18 @@ class _Boot:
     def key(self) -> tuple[Any, ...]:
         f = self.facts
         return (tuple(sorted(f.labels.items())), tuple(sorted(f.taints)), f.max_pods)
+
+    def read(
+        self, r: Reader, use: Use, parse: Callable[[str], bootstrap.BootFacts], text: str
+    ) -> None:
+        """What ``text`` registers, read by ``parse``, for user data that applies at ``use``:
+        a value the kubelet refuses (no node of the group would join) is an error naming the
+        attribute."""
+        try:
+            self.facts.merge(parse(text))
+        except bootstrap.KubeletFlagError as exc:
+            raise r.error(use[0], use[1], str(exc)) from None
+        self.uses.append(use)
 
 
 def _known(obj: Obj, attr: str, value: Any) -> tuple[Use, ...]:

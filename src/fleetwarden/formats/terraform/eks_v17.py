@@ -414,10 +414,13 @@ def _worker(
         text = r.text(obj, attr, "labels", note=False)
         if text is None:
             continue
-        facts = bootstrap.from_kubelet_flags(text)
         if platform != "linux" or custom is not None:
-            _opaque_one(r, obj, attr, facts)
+            _opaque_one(r, obj, attr, bootstrap.read_opaque(bootstrap.from_kubelet_flags, text))
             continue
+        try:
+            facts = bootstrap.from_kubelet_flags(text)
+        except bootstrap.KubeletFlagError as exc:
+            raise r.error(obj, attr, str(exc)) from None
         for key, value in facts.labels.items():
             labels[key] = value
             r.compared(obj, attr, f"labels.{key}", f"--node-labels {key}={value}")
@@ -427,6 +430,10 @@ def _worker(
         if facts.max_pods is not None:
             max_pods = facts.max_pods
             r.compared(obj, attr, "allocatable.pods", facts.max_pods)
+        for expression in facts.unresolved:  # a shell variable: never guessed
+            r.unresolve(obj, attr, "labels", expression)
+        if facts.ignored:
+            r.ignore(obj, attr, "; ".join(facts.ignored))
         if not facts.found:
             obj.view.ignored((attr,), "no node labels, taints or max-pods in it")
     _opaque(r, layers, _OPAQUE)
@@ -486,7 +493,7 @@ def _opaque(r: Reader, layers: _Layers, attrs: tuple[str, ...]) -> None:
             continue
         text = r.text(obj, attr, "labels", note=False)
         if text is not None:
-            _opaque_one(r, obj, attr, bootstrap.from_user_data(text))
+            _opaque_one(r, obj, attr, bootstrap.read_opaque(bootstrap.from_user_data, text))
 
 
 def _opaque_one(r: Reader, obj: Obj, attr: str, facts: bootstrap.BootFacts) -> None:

@@ -1,0 +1,73 @@
+"""Which desired pools a fleet scan compares: a pool name defined twice in one cluster leaves
+both definitions uncompared, each said (a shown skip naming the pool) -- nodes are grouped by
+the value of their pool label alone, so which definition they follow cannot be told, and
+comparing the first one found would pass or fail on a guess."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fleetwarden.core.fleet import assign_pools, diff_fleet
+from fleetwarden.core.nodes import ObservedNode
+from fleetwarden.core.pools import NodePoolSpec
+
+
+def _spec(name: str, source: str, *, cluster: str = "c1", size: int = 1) -> NodePoolSpec:
+    return NodePoolSpec(
+        name=name,
+        cluster=cluster,
+        source=source,
+        min_size=size,
+        max_size=size,
+        kubernetes_version="v1.31.4",
+    )
+
+
+def _node(name: str, pool: str) -> ObservedNode:
+    return ObservedNode(
+        name, labels={"cluster.x-k8s.io/deployment-name": pool}, kubelet_version="v1.30.1"
+    )
+
+
+def test_a_name_defined_twice_in_a_cluster_is_compared_in_neither_definition():
+    specs = [_spec("md", "a/md.yaml"), _spec("md", "b/md.yaml", size=3), _spec("web", "w.yaml")]
+    by_cluster, skips = assign_pools(specs, {"c1"})
+    assert [s.name for s in by_cluster["c1"]] == ["web"]
+    assert [(s.path, s.pool, s.shown) for s in skips] == [
+        ("a/md.yaml", "md", True),
+        ("b/md.yaml", "md", True),
+    ]
+    assert "defined 2 times (a/md.yaml, b/md.yaml)" in skips[0].reason
+    assert "none is compared" in skips[0].reason
+
+
+def test_the_scan_does_not_pass_on_the_first_definition():
+    """Before, the first definition was compared and the second skipped: a scan whose nodes
+    matched the first passed (0 findings) though the second asked for another version and
+    three nodes."""
+    specs = [_spec("md", "a/md.yaml"), _spec("md", "b/md.yaml", size=3)]
+    report = diff_fleet(specs, {"c1": [_node("n1", "md")]})
+    assert report.pools == 0
+    assert {s.pool for s in report.skipped} == {"md"}
+    assert not any(f.field in ("kubeletVersion", "nodeCount") for f in report.findings)
+
+
+def test_one_name_in_two_clusters_is_two_pools():
+    specs = [_spec("md", "a.yaml", cluster="c1"), _spec("md", "b.yaml", cluster="c2")]
+    by_cluster, skips = assign_pools(specs, {"c1", "c2"})
+    assert not skips
+    assert [s.source for s in by_cluster["c1"]] == ["a.yaml"]
+    assert [s.source for s in by_cluster["c2"]] == ["b.yaml"]
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c"]), max_size=8))
+def test_every_definition_is_compared_or_said(names):
+    """A pool is compared exactly when its name is defined once; every other definition's file
+    is in a shown skip naming it."""
+    specs = [_spec(n, f"{i}.yaml") for i, n in enumerate(names)]
+    by_cluster, skips = assign_pools(specs, {"c1"})
+    compared = {s.name for s in by_cluster.get("c1", [])}
+    assert compared == {n for n in names if names.count(n) == 1}
+    skipped = {(s.path, s.pool) for s in skips if s.shown}
+    assert skipped == {(f"{i}.yaml", n) for i, n in enumerate(names) if names.count(n) > 1}

@@ -1,0 +1,198 @@
+"""Kubelet flags found in bootstrap scripts, user data and kubelet configuration are read as the
+kubelet reads them by every reader that takes them (Karpenter, eksctl, Cluster API, Terraform):
+a value the kubelet refuses to start with is an error naming the file, the object and the
+field -- never a flag quietly dropped while the pool passes; text that may not take effect is
+left unresolved instead."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+from fleetwarden.core.pools import FieldStatus, NodePoolSpec, Taint
+from fleetwarden.formats.desired import SourceFile, read_desired
+from fleetwarden.formats.errors import FormatError
+
+_KARPENTER = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2@latest}]
+  role: r
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+  userData: |
+    #!/bin/bash
+    /etc/eks/bootstrap.sh c --kubelet-extra-args 'ARGS'
+"""
+_EKSCTL = """\
+apiVersion: eksctl.io/v1alpha5
+kind: ClusterConfig
+metadata: {name: c1, region: us-west-2, version: '1.31'}
+nodeGroups:
+  - name: ng
+    overrideBootstrapCommand: |
+      /etc/eks/bootstrap.sh c1 --kubelet-extra-args 'ARGS'
+"""
+_CAPI = """\
+apiVersion: cluster.x-k8s.io/v1beta2
+kind: MachineDeployment
+metadata: {name: md}
+spec:
+  clusterName: c1
+  replicas: 1
+  template:
+    spec:
+      clusterName: c1
+      bootstrap:
+        configRef: {kind: KubeadmConfigTemplate, name: md, apiGroup: bootstrap.cluster.x-k8s.io}
+      infrastructureRef: {kind: DockerMachineTemplate, name: md, apiGroup: x}
+---
+apiVersion: bootstrap.cluster.x-k8s.io/v1beta2
+kind: KubeadmConfigTemplate
+metadata: {name: md}
+spec:
+  template:
+    spec:
+      joinConfiguration:
+        nodeRegistration:
+          kubeletExtraArgs: @EXTRA@
+      preKubeadmCommands:
+        - echo "KUBELET_EXTRA_ARGS=@ARGS@" >> /etc/default/kubelet
+"""
+
+
+def _pools(path: str, text: str) -> list[NodePoolSpec]:
+    """The pools of one file named on the command line (a refusal raises, naming it)."""
+    return read_desired([SourceFile(path, text.encode(), direct=True)]).pools
+
+
+def _refused(path: str, text: str) -> FormatError:
+    with pytest.raises(FormatError) as caught:
+        _pools(path, text)
+    assert caught.value.path == path
+    assert caught.value.field is not None
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ("--register-with-taints=dedicated=gpu:noschedule", "spelt exactly"),
+        ("--max-pods=058", "octal"),
+        ("--node-labels=team", "not key=value"),
+    ],
+)
+def test_karpenter_user_data_the_kubelet_refuses_is_an_error_naming_the_node_class(args, says):
+    error = _refused("np.yaml", _KARPENTER.replace("ARGS", args))
+    assert error.field == "EC2NodeClass/default: spec.userData"
+    assert says in error.reason and "kubelet flag" in error.reason
+
+
+def test_karpenter_user_data_keeps_the_last_taints_flag_and_lists_the_earlier():
+    args = "--register-with-taints=a=b:NoSchedule --max-pods=010 --register-with-taints=c:NoExecute"
+    (pool,) = _pools("np.yaml", _KARPENTER.replace("ARGS", args))
+    assert pool.taints == (Taint("c", None, "NoExecute"),)
+    assert pool.allocatable["pods"] == "8"  # 010: octal, as pflag reads it
+    notes = [a for a in pool.account if a.path.endswith("spec.userData")]
+    assert any(a.status is FieldStatus.IGNORED and "a=b:NoSchedule" in a.detail for a in notes)
+
+
+def test_eksctl_bootstrap_command_the_kubelet_refuses_is_an_error_naming_the_field():
+    error = _refused("c.yaml", _EKSCTL.replace("ARGS", "--register-with-taints=a:noexecute"))
+    assert error.field == "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand"
+    assert "spelt exactly" in error.reason
+
+
+def test_eksctl_kubelet_extra_config_taint_the_api_server_refuses_is_an_error():
+    head = _EKSCTL.split("    overrideBootstrapCommand")[0]
+    text = (
+        head + "    kubeletExtraConfig:\n      registerWithTaints: [{key: a, effect: noSchedule}]\n"
+    )
+    error = _refused("c.yaml", text)
+    assert error.field == "ClusterConfig/c1: nodeGroups[0].kubeletExtraConfig"
+    assert "spelt exactly" in error.reason
+
+
+def test_capi_bootstrap_commands_the_kubelet_refuses_are_an_error_naming_the_field():
+    text = _CAPI.replace("@EXTRA@", "[]").replace("@ARGS@", "--max-pods=0x")
+    error = _refused("tree.yaml", text)
+    assert error.field is not None
+    assert error.field.startswith("KubeadmConfigTemplate/md: ")
+    assert error.field.endswith("preKubeadmCommands")
+    assert "--max-pods" in error.reason
+
+
+@pytest.mark.parametrize(("value", "pods"), [("'010'", "8"), ("'0x3a'", "58"), ("'58'", "58")])
+def test_capi_max_pods_is_read_as_the_kubelet_reads_it(value, pods):
+    extra = f"[{{name: max-pods, value: {value}}}]"
+    (pool,) = _pools("tree.yaml", _CAPI.replace("@EXTRA@", extra).replace("@ARGS@", ""))
+    assert pool.allocatable["pods"] == pods
+
+
+@pytest.mark.parametrize("value", ["'058'", "' 58'", "'-1'"])
+def test_capi_max_pods_the_kubelet_refuses_is_an_error(value):
+    extra = f"[{{name: max-pods, value: {value}}}]"
+    error = _refused("tree.yaml", _CAPI.replace("@EXTRA@", extra).replace("@ARGS@", ""))
+    assert error.field is not None and error.field.endswith("kubeletExtraArgs[0]")
+    assert "kubelet flag --max-pods" in error.reason
+
+
+def test_capi_repeated_register_with_taints_keeps_the_last_as_the_kubelet_does():
+    extra = (
+        "[{name: register-with-taints, value: 'a=b:NoSchedule'},"
+        " {name: register-with-taints, value: 'c:NoExecute'}]"
+    )
+    (pool,) = _pools("tree.yaml", _CAPI.replace("@EXTRA@", extra).replace("@ARGS@", ""))
+    assert pool.taints == (Taint("c", None, "NoExecute"),)
+    first = next(a for a in pool.account if a.path.endswith("kubeletExtraArgs[0]"))
+    assert first.status is FieldStatus.IGNORED and "keeps the last" in first.detail
+
+
+def _terraform(group: str) -> str:
+    return dedent(
+        """\
+        module "eks" {
+          source  = "terraform-aws-modules/eks/aws"
+          version = "~> 20.0"
+          cluster_name = "prod"
+          eks_managed_node_groups = {
+            g = {
+              ami_type = "AL2_x86_64"
+              ami_id = "ami-1"
+              enable_bootstrap_user_data = true
+        GROUP
+            }
+          }
+        }
+        """
+    ).replace("GROUP", group)
+
+
+def test_terraform_bootstrap_args_the_kubelet_refuses_are_an_error_naming_the_attribute():
+    group = "      bootstrap_extra_args = \"--kubelet-extra-args '--max-pods=058'\""
+    error = _refused("infra/main.tf", _terraform(group))
+    assert error.field is not None and error.field.endswith("bootstrap_extra_args")
+    assert "octal" in error.reason
+
+
+def test_terraform_user_data_that_may_not_take_effect_is_unresolved_not_an_error():
+    group = (
+        "      pre_bootstrap_user_data = <<-EOT\n"
+        '        export KUBELET_EXTRA_ARGS="--register-with-taints=x:noschedule"\n'
+        "      EOT"
+    )
+    (pool,) = _pools("infra/main.tf", _terraform(group))
+    entry = next(a for a in pool.account if a.path == "pre_bootstrap_user_data")
+    assert entry.status is FieldStatus.UNRESOLVED
