@@ -62,8 +62,7 @@ def _default_pool_nodes(count: int = 1, suffix: str = "") -> list[dict[str, Any]
 )
 def test_gke_module_without_node_pools_creates_its_default_node_pool(sub):
     """variables.tf (v5-v44): ``node_pools`` defaults to ``[{ name = "default-node-pool" }]``."""
-    (spec,) = _specs(GKE_MODULE_NO_POOLS % sub)
-    assert spec.name == "default-node-pool"
+    spec = _by_name(_specs(GKE_MODULE_NO_POOLS % sub))["default-node-pool"]
     assert spec.instance_types == ("e2-medium",)
     assert (spec.min_size, spec.max_size, spec.disk_size_gib) == (1, 100, 100)
     assert spec.provenance["name"].startswith("default: terraform-google-modules")
@@ -81,7 +80,7 @@ def test_gke_module_default_node_pool_nodes_match_and_drift_is_found():
 
 def test_gke_update_variant_default_node_pool_carries_the_random_suffix():
     text = GKE_MODULE_NO_POOLS % "//modules/private-cluster-update-variant"
-    (spec,) = _specs(text)
+    spec = _by_name(_specs(text))["default-node-pool"]
     assert spec.name_prefix == "default-node-pool-"
     assert _findings(text, "prod", _default_pool_nodes(suffix="-3f2a")) == []
 
@@ -101,7 +100,113 @@ def test_gke_sub_modules_without_a_node_pools_list_get_no_default_pool(sub):
 
 def test_gke_module_stated_node_pools_replace_the_default():
     text = (GKE_MODULE_NO_POOLS % "").replace("}\n", '  node_pools = [{ name = "general" }]\n}\n')
-    assert [s.name for s in _specs(text)] == ["general"]
+    assert [s.name for s in _specs(text)] == ["general", "default-pool"]
+
+
+def _by_name(specs: list[NodePoolSpec]) -> dict[str, NodePoolSpec]:
+    return {s.name: s for s in specs}
+
+
+# -- GKE: the module's own default-pool (cluster.tf node_pool block) ------------------------------
+
+
+def _gke_module(sub: str = "", version: str = "~> 44.0", **inputs: str) -> str:
+    lines = "".join(f"  {k} = {v}\n" for k, v in inputs.items())
+    return (
+        (GKE_MODULE_NO_POOLS % sub)
+        .replace('"~> 44.0"', f'"{version}"')
+        .replace("}\n", lines + "}\n")
+    )
+
+
+def _pool_nodes(pool: str, count: int, machine: str = "e2-medium") -> list[dict[str, Any]]:
+    labels = {"cloud.google.com/gke-nodepool": pool}
+    return [
+        node(f"{pool}-{i}", labels=dict(labels), instance_type=machine, os_image=COS, disk_gib=100)
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize(
+    "sub",
+    [
+        "",
+        "//modules/private-cluster",
+        "//modules/beta-public-cluster",
+        "//modules/beta-private-cluster-update-variant",
+    ],
+)
+def test_gke_module_keeps_its_default_pool_with_initial_node_count_per_zone(sub):
+    """cluster.tf (v5-v44): the cluster's ``node_pool { name = "default-pool" }`` with
+    ``initial_node_count`` (variables.tf: 0) nodes per zone, removed only by
+    ``remove_default_node_pool`` (default false); no labels, GKE's 100 GB disk."""
+    default = _by_name(_specs(_gke_module(sub)))["default-pool"]
+    assert (default.desired_size, default.min_size, default.max_size) == (0, None, None)
+    assert default.provenance["desiredSize"].endswith("v44: initial_node_count 0")
+    assert (default.instance_types, default.disk_size_gib, default.os_family) == (
+        ("e2-medium",),
+        100,
+        "cos",
+    )
+    assert (default.labels, default.taints, default.name_prefix) == ({}, (), None)
+    assert default.cluster == "prod"
+    two = _by_name(_specs(_gke_module(sub, initial_node_count="2")))["default-pool"]
+    assert two.desired_size == 2  # one zone
+    assert all(a.status.value != "unaccounted" for a in two.account)
+
+
+@pytest.mark.parametrize(
+    ("sub", "inputs"),
+    [
+        ("", {"remove_default_node_pool": "true"}),
+        ("//modules/private-cluster", {"remove_default_node_pool": '"true"'}),
+        ("//modules/safer-cluster", {}),  # remove_default_node_pool = true in its main.tf
+        ("//modules/safer-cluster-update-variant", {"initial_node_count": "3"}),
+    ],
+)
+def test_gke_module_default_pool_is_gone_when_removed(sub, inputs):
+    assert "default-pool" not in _by_name(_specs(_gke_module(sub, **inputs)))
+
+
+def test_gke_module_default_pool_whose_removal_is_not_known_is_unresolved():
+    default = _by_name(_specs(_gke_module(remove_default_node_pool="var.remove")))["default-pool"]
+    assert ("count", "var.remove") in [(u.field, u.expression) for u in default.unresolved]
+
+
+def test_gke_module_default_pool_nodes_are_compared_not_an_unknown_pool():
+    """Its nodes were reported as a pool missing from the desired state; now they are
+    compared: the head pool's machine type (v17.2+), the count from initial_node_count."""
+    text = _gke_module(
+        initial_node_count="2",
+        node_pools='[{ name = "general", machine_type = "n2-standard-4", autoscaling = false }]',
+    )
+    nodes = _pool_nodes("default-pool", 2, "n2-standard-4")
+    assert [f for f in _findings(text, "prod", nodes) if f[0] != "general"] == []
+    nodes += _pool_nodes("default-pool", 1, "e2-small")
+    nodes[-1]["metadata"]["name"] = "default-pool-2"
+    assert sorted(f for f in _findings(text, "prod", nodes) if f[0] == "default-pool") == [
+        ("default-pool", "instanceType", "n2-standard-4", "e2-small"),
+        ("default-pool", "nodeCount", 2, 3),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("version", "machine", "image"),
+    [
+        ("~> 44.0", "n2-standard-4", "ubuntu"),  # node_pools[0]'s (v17.2+)
+        ("~> 18.0", "n2-standard-4", "ubuntu"),
+        ("~> 16.0", "e2-medium", "cos"),  # before v17.2 the block sets neither: GKE's
+        ("~> 17.0", None, None),  # 17.0-17.1 or 17.2+: not compared
+    ],
+)
+def test_gke_module_default_pool_takes_the_head_pools_machine_from_v17_2(version, machine, image):
+    head = '[{ name = "a", machine_type = "n2-standard-4", image_type = "UBUNTU_CONTAINERD" }]'
+    default = _by_name(_specs(_gke_module(version=version, node_pools=head)))["default-pool"]
+    assert default.instance_types == ((machine,) if machine else ())
+    if image is None:
+        assert default.os_family is None
+    else:
+        assert default.os_family is not None and default.os_family.startswith(image)
 
 
 _POOL_LIST = [

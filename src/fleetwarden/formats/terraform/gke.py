@@ -1,6 +1,7 @@
 """Google GKE: ``google_container_node_pool``, the ``node_pool`` blocks (or else the implicit
 ``default-pool``) of ``google_container_cluster``, and the terraform-google-modules
-kubernetes-engine module's ``node_pools`` / ``windows_node_pools``.
+kubernetes-engine module's ``node_pools`` / ``windows_node_pools`` and its cluster's
+``default-pool``.
 
 Defaults, as desired values with their provenance:
 
@@ -15,7 +16,9 @@ Defaults, as desired values with their provenance:
   ``node_count`` 1 per zone; the node labels it always adds, ``cluster_name`` (the module's
   ``name``) and ``node_pool`` (the pool's), unless ``node_pools_labels.default_values`` turns them
   off; labels and taints of ``node_pools_labels`` /
-  ``node_pools_taints`` for ``all`` and the pool.
+  ``node_pools_taints`` for ``all`` and the pool;
+- the module's own ``default-pool`` (its cluster's ``node_pool`` block): see
+  ``_module_default_pool``.
 
 Counts are per zone (``total_*`` are totals): they are multiplied by the number of zones when the
 files fix it — the pool's ``node_locations``; a zonal cluster's zone plus its ``node_locations``;
@@ -34,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fleetwarden.core import osfamilies
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
 from fleetwarden.formats.terraform.eks_majors import constraint_majors
 from fleetwarden.formats.terraform.gke_ignored import (
@@ -65,6 +69,9 @@ _PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
 # sub-modules (v38+) that make node pools this reader does not read: said, not silent
 _NOT_READ = re.compile(r"//modules/(gke-node-pool|gke-standard-cluster)/?(\?|$)")
 _DEFAULT_MODULE_POOL = "default-node-pool"  # kubernetes-engine variables.tf, node_pools (v5-v44)
+# the sub-modules whose cluster has no default-pool (modules/safer-cluster/main.tf, v10-v44:
+# remove_default_node_pool = true)
+_SAFER = re.compile(r"//modules/safer-cluster(-update-variant)?/?(\?|$)")
 
 # taints GKE puts on nodes by itself: tolerated, never reported
 _WINDOWS_TAINT = Taint("node.kubernetes.io/os", "windows", "NoSchedule")
@@ -405,7 +412,124 @@ def module_pools(
             pools.append(
                 _module_pool(r, root, obj, windows=windows, suffixed=suffixed, implicit=implicit)
             )
+    if gke_module_kind(module) == "pools" and not _SAFER.search(str(module.get("source"))):
+        pools.extend(_module_default_pool(ctx, label, module))
     return pools
+
+
+def _module_default_pool(ctx: Context, label: str, module: Mapping[Any, Any]) -> list[NodePoolSpec]:
+    """The ``default-pool`` the module's ``google_container_cluster`` declares in a
+    ``node_pool`` block (``cluster.tf``, v5-v44, every sub-module that takes ``node_pools``
+    but the safer clusters, which set ``remove_default_node_pool = true``): it exists unless
+    ``remove_default_node_pool`` (default false), with ``initial_node_count`` (default 0) nodes
+    per zone. Its node_config: from v17.2, ``machine_type`` and ``image_type`` of
+    ``node_pools[0]`` (else e2-medium and COS_CONTAINERD, COS up to v18); before, none (GKE's
+    defaults); never a disk size (GKE's 100 GB), labels or taints. The module ignores later
+    changes to it (``lifecycle { ignore_changes = [node_pool, initial_node_count] }``): what
+    the files say is what it was created with."""
+    where = f"module.{label}"
+    removed = ctx.scope.resolved(module.get("remove_default_node_pool"))
+    if removed is True or removed == "true":  # Terraform converts "true" to a bool
+        return []
+    r = Reader(ctx, f"{where} default-pool")
+    root = r.obj(module, ("module", label), {}, label=where, close=False)
+    if isinstance(removed, Expr):
+        r.unresolve(root, "remove_default_node_pool", "count", removed.text)
+    elif root.has("remove_default_node_pool"):
+        r.flag(root, "remove_default_node_pool", "count")
+    major = _module_major(root)
+    origin = "terraform-google-modules/kubernetes-engine " + (
+        f"v{major}" if major is not None else "(version not pinned: the newest)"
+    )
+    cluster = r.cluster(root, "name")
+    zones = _module_zones(r, root, r.obj({}, ("module", label), {}, close=False))
+    per_zone = _PerZone(r, zones)
+    if root.has("initial_node_count"):
+        count = r.count(root, "initial_node_count", "desiredSize", note=False)
+        desired = per_zone.total(root, ("initial_node_count",), "desiredSize", count)
+    else:
+        desired = per_zone.default(
+            "desiredSize", "initial_node_count", 0, f"{origin}: initial_node_count 0"
+        )
+    head = _head_pool(r, root, label)
+    machine = _default_pool_setting(r, head, "machine_type", "instanceTypes", _MACHINE, major)
+    image = "COS" if major is not None and major <= 18 else "COS_CONTAINERD"
+    image = _default_pool_setting(r, head, "image_type", "osImage", image, major)
+    family = osfamilies.family_of_setting(image) if image is not None else None
+    r.default(
+        "diskSizeGiB",
+        "node_config.disk_size_gb",
+        _DISK_GB,
+        f"{_PROVIDER}: disk_size_gb 100 (the module sets no disk size on default-pool)",
+    )
+    _auto_taints(r, family, machine, False, False)
+    pods = None
+    if root.has("default_max_pods_per_node"):
+        pods = r.count(root, "default_max_pods_per_node", "allocatable.pods")
+    r.unstated("kubernetesVersion", "node_version", "the cluster's version (not compared)")
+    return [
+        r.spec(
+            Provisioner.GCP,
+            name="default-pool",
+            cluster=cluster,
+            instance_types=(machine,) if machine else (),
+            disk_size_gib=_DISK_GB,
+            desired_size=desired,
+            os_family=family,
+            allocatable={"pods": str(pods)} if pods is not None else {},
+        )
+    ]
+
+
+def _head_pool(r: Reader, root: Obj, label: str) -> Obj | None:
+    """``node_pools[0]``, whose settings the module copies onto default-pool (its default
+    list when ``node_pools`` is not set: ``{}``); None when the list is not known."""
+    raw = root.raw("node_pools")
+    listed = r.scope.resolved(raw) if raw is not None else [{}]
+    if isinstance(listed, list) and not listed:
+        return r.obj({}, ("module", label), {}, close=False)  # v44: no pools, no head
+    if not isinstance(listed, list) or not isinstance(listed[0], dict):
+        for fact in ("instanceTypes", "osImage"):
+            r.unresolve(root, "node_pools", fact, f"node_pools[0]: {source_text(listed)}")
+        return None
+    at: Path = ("module", label, "node_pools", 0)
+    return r.obj(listed[0], at, {}, label=f"module.{label}.node_pools[0]", close=False)
+
+
+def _default_pool_setting(
+    r: Reader, head: Obj | None, key: str, fact: str, fallback: str, major: int | None
+) -> str | None:
+    """``key`` of default-pool's node_config: ``node_pools[0]``'s, else ``fallback`` (v17.2+),
+    or GKE's default before v17.2 (e2-medium, COS; v17 with a stated value: either, so not
+    compared). An image setting whose OS family is not known is ignored, said so."""
+    module = "terraform-google-modules/kubernetes-engine"
+    if head is None:
+        return None
+    if major is not None and major < 17:
+        if major < 10 and key == "machine_type":
+            r.unstated(fact, key, f"{module} v{major}: GKE's default when the cluster was created")
+            return None
+        gke = _MACHINE if key == "machine_type" else "COS"
+        why = f"{_PROVIDER}: {key} {gke} ({module} v{major} sets none on default-pool)"
+        r.default(fact, f"node_config.{key}", gke, why)
+        return gke
+    if head.has(key) and major == 17:
+        why = f"{module} v17: from v17.2 node_pools[0].{key}, before GKE's default: not compared"
+        r.unstated(fact, key, why)
+        return None
+    if head.has(key):
+        value = r.text(head, key, fact, note=False)
+        if value is None:
+            return None
+        if key == "image_type" and osfamilies.family_of_setting(value) is None:
+            head.view.ignored((key,), f"unknown image setting {value!r}: not compared")
+            return None
+        r.compared(head, key, fact, value)
+        return value
+    version = f"v{major}" if major is not None else "(version not pinned: the newest)"
+    why = f"{module} {version}: default-pool {key} {fallback}"
+    r.default(fact, f"node_config.{key}", fallback, why)
+    return fallback
 
 
 def _module_major(module: Obj) -> int | None:
