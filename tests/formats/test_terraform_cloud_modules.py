@@ -550,9 +550,126 @@ def test_aks_module_with_odd_values_raises_only_format_errors(key, value):
         assert "infra/main.tf" in str(exc)
 
 
-@pytest.mark.parametrize("sub", ["gke-node-pool", "gke-standard-cluster"])
+@pytest.mark.parametrize("sub", ["gke-standard-cluster"])
 def test_gke_sub_modules_whose_pools_are_not_read_say_so(sub):
     text = GKE_MODULE_NO_POOLS % f"//modules/{sub}"
     read = read_desired([SourceFile("infra/main.tf", text.encode())])
     assert read.pools == []
     assert f'modules/{sub}" sub-module is not read' in str(read.skipped)
+
+
+# -- GKE: the gke-node-pool sub-module (v38+) ------------------------------------------------------
+
+GKE_NODE_POOL = """\
+resource "google_container_cluster" "primary" {
+  name                     = "prod"
+  location                 = "europe-west1-b"
+  remove_default_node_pool = true
+  initial_node_count       = 1
+}
+
+module "pool" {
+  source     = "terraform-google-modules/kubernetes-engine/google//modules/gke-node-pool"
+  version    = "~> 44.0"
+  project_id = var.project_id
+  location   = "europe-west1-b"
+  cluster    = google_container_cluster.primary.name
+  name       = "pool-a"
+%s}
+"""
+
+
+def _node_pool_module(extra: str = "") -> NodePoolSpec:
+    (spec,) = _specs(GKE_NODE_POOL % extra)
+    return spec
+
+
+def test_gke_node_pool_sub_module_is_read_with_its_variables_defaults():
+    """variables.tf (v38-v44): autoscaling 1..100 per zone, node_count 1, node_config
+    e2-medium / 100 GB / COS_CONTAINERD, auto-upgrade on; provenance names the sub-module."""
+    spec = _node_pool_module()
+    assert (spec.name, spec.cluster) == ("pool-a", "prod")
+    assert (spec.min_size, spec.max_size, spec.desired_size) == (1, 100, 1)
+    assert (spec.instance_types, spec.disk_size_gib, spec.os_family) == (
+        ("e2-medium",),
+        100,
+        "cos",
+    )
+    assert spec.kubernetes_version is None and spec.labels == {}
+    for fact in ("minSize", "instanceTypes", "diskSizeGiB"):
+        assert "gke-node-pool v44" in spec.provenance[fact], fact
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
+def test_gke_node_pool_sub_module_reads_what_it_is_given():
+    spec = _node_pool_module(
+        """  autoscaling = null
+  node_count  = 3
+  node_locations = ["europe-west1-b", "europe-west1-c"]
+  max_pods_per_node = 64
+  management = { auto_upgrade = false }
+  kubernetes_version = "1.30.5-gke.1014001"
+  node_config = {
+    machine_type    = "n2-standard-8"
+    image_type      = "UBUNTU_CONTAINERD"
+    spot            = true
+    labels          = { team = "data" }
+    taint           = [{ key = "dedicated", value = "data", effect = "NO_SCHEDULE" }]
+    service_account = var.sa
+  }
+"""
+    )
+    assert (spec.min_size, spec.max_size, spec.desired_size) == (None, None, 6)  # 3 x 2 zones
+    assert spec.instance_types == ("n2-standard-8",)
+    assert spec.disk_size_gib == 100 and spec.provenance["diskSizeGiB"].startswith(
+        "default: Google provider"  # an object in its place: GKE's default, not the module's
+    )
+    assert spec.os_family is not None and spec.os_family.startswith("ubuntu")
+    assert spec.labels == {"team": "data", "cloud.google.com/gke-spot": "true"}
+    assert [(t.key, t.value, t.effect) for t in spec.taints] == [
+        ("dedicated", "data", "NoSchedule")
+    ]
+    assert spec.allocatable == {"pods": "64"}
+    assert spec.kubernetes_version == "1.30.5-gke.1014001"
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
+def test_gke_node_pool_sub_module_total_limits_win_over_per_zone_ones():
+    spec = _node_pool_module(
+        "  autoscaling = { total_min_node_count = 2, total_max_node_count = 9, "
+        "min_node_count = 1 }\n"
+    )
+    assert (spec.min_size, spec.max_size) == (2, 9)
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
+def test_gke_node_pool_sub_module_nodes_match_and_drift_is_found():
+    text = GKE_NODE_POOL % ""
+    assert _findings(text, "prod", _pool_nodes("pool-a", 2)) == []
+    drifted = _pool_nodes("pool-a", 2, "n2-standard-4")
+    assert _findings(text, "prod", drifted) == [
+        ("pool-a", "instanceType", "e2-medium", "n2-standard-4")
+    ]
+
+
+def _refusal(text: str) -> str:
+    """Why the file is not read (a directory's file that cannot be read is a problem skip)."""
+    read = read_desired([SourceFile("infra/main.tf", text.encode())])
+    (skip,) = read.skipped
+    assert skip.problem and read.pools == []
+    return skip.reason
+
+
+def test_gke_node_pool_sub_module_initial_node_count_needs_node_count_null():
+    """The Google provider refuses initial_node_count beside a non-zero node_count, which the
+    module passes (default 1)."""
+    reason = _refusal(GKE_NODE_POOL % "  initial_node_count = 2\n")
+    assert reason.startswith("module.pool.initial_node_count: ")
+    assert "node_count = null" in reason
+    spec = _node_pool_module("  initial_node_count = 2\n  node_count = null\n")
+    assert spec.desired_size == 2
+
+
+def test_gke_node_pool_sub_module_before_v38_does_not_exist():
+    reason = _refusal((GKE_NODE_POOL % "").replace("~> 44.0", "~> 37.0"))
+    assert reason == "module.pool.version: the gke-node-pool sub-module exists from v38, not v37"

@@ -55,7 +55,15 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
-from fleetwarden.formats.terraform import aks, aks_module, eks, eks_auto, eks_module, gke
+from fleetwarden.formats.terraform import (
+    aks,
+    aks_module,
+    eks,
+    eks_auto,
+    eks_module,
+    gke,
+    gke_module,
+)
 from fleetwarden.formats.terraform.hcl import blocks, body_of
 from fleetwarden.formats.terraform.lines import line_index
 from fleetwarden.formats.terraform.reading import Aside, Context
@@ -123,7 +131,7 @@ def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec]
             if eks_module_kind(block) == "cluster":
                 pools.extend(eks_auto.module_pools(ctx, label, block, remarks))
         elif is_gke_module(block):
-            pools.extend(gke.module_pools(ctx, label, block, remarks))
+            pools.extend(gke_module.module_pools(ctx, label, block, remarks))
         elif is_aks_module(block):
             pools.extend(aks_module.module_pools(ctx, label, block, remarks))
     return pools, remarks
