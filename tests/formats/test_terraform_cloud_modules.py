@@ -673,3 +673,55 @@ def test_gke_node_pool_sub_module_initial_node_count_needs_node_count_null():
 def test_gke_node_pool_sub_module_before_v38_does_not_exist():
     reason = _refusal((GKE_NODE_POOL % "").replace("~> 44.0", "~> 37.0"))
     assert reason == "module.pool.version: the gke-node-pool sub-module exists from v38, not v37"
+
+
+# -- AKS: the module called by a local path ------------------------------------------------------
+
+AKS_LOCAL = """\
+module "aks" {
+  source              = "../.."
+  prefix              = "prod"
+  resource_group_name = var.resource_group_name
+  location            = var.location
+  rbac_aad_tenant_id  = var.tenant_id
+%s}
+"""
+
+
+def test_aks_module_called_by_a_local_path_without_agents_inputs_is_read():
+    """Its own examples (named_cluster, with_acr, multiple_node_pools ...) call it as ../..
+    without any agents_* input: every input is one the module declares."""
+    (spec,) = _specs(AKS_LOCAL % "")
+    assert (spec.name, spec.cluster, spec.desired_size) == ("nodepool", "prod-aks", 2)
+
+
+@pytest.mark.parametrize("extra", ['  team = "payments"\n', ""])
+def test_a_local_module_with_an_input_of_its_own_is_not_taken_for_the_aks_module(extra):
+    text = (AKS_LOCAL % extra).replace('"../.."', '"../modules/aks"')
+    if extra:  # an input Azure/aks/azurerm does not declare: another module
+        assert _specs(text) == []
+    else:
+        assert [s.name for s in _specs(text)] == ["nodepool"]
+
+
+def test_the_called_directory_decides_when_its_files_are_read():
+    """A local module whose directory is among the files read is Azure/aks/azurerm when it
+    declares the module's variables, whatever inputs the call gives."""
+    module_vars = "".join(
+        f'variable "{v}" {{}}\n' for v in ("prefix", "resource_group_name", "agents_size")
+    )
+    wrapper_vars = 'variable "prefix" {}\nvariable "resource_group_name" {}\n'
+    caller = (AKS_LOCAL % '  agents_count = 3\n  extra_input = "x"\n').encode()
+    module_files = [
+        SourceFile("repo/variables.tf", module_vars.encode()),
+        SourceFile("repo/examples/basic/main.tf", caller),
+    ]
+    pools = read_desired(module_files).pools
+    assert [(s.name, s.desired_size) for s in pools if s.source.endswith("main.tf")] == [
+        ("nodepool", 3)
+    ]
+    wrapper_files = [
+        SourceFile("repo/variables.tf", wrapper_vars.encode()),
+        SourceFile("repo/examples/basic/main.tf", caller),
+    ]
+    assert read_desired(wrapper_files).pools == []
