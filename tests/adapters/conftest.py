@@ -118,3 +118,15 @@ def event(i: int | str, *, source: str = "test", **fields: Any) -> ChangeEvent:
         pool="general",
         **fields,
     )
+
+
+_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY",
+                    "no_proxy", "REQUEST_METHOD")  # fmt: skip
+
+
+@pytest.fixture
+def no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """A process environment without proxy settings, for a test to set its own."""
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch

@@ -1,7 +1,8 @@
 """kubeconfig settings the client must honour, over real sockets where it matters.
 
 Pins that ``tls-server-name`` is the name the server's certificate is checked against (and the
-SNI sent), directly and through a proxy tunnel; that ``proxy-url`` carries every request; that
+SNI sent), directly and through a proxy tunnel; that ``proxy-url`` carries every request, and
+without it the environment's proxy as client-go picks it (``HTTPS_PROXY``, ``NO_PROXY``); that
 impersonation, ``disable-compression`` and basic auth with a username alone go out as client-go
 sends them; that a ``tokenFile`` is re-read as it rotates; and that ``$KUBECONFIG`` lists are
 merged with relative paths resolved against the file that names them.
@@ -30,9 +31,10 @@ from cryptography.x509.oid import NameOID
 
 from fleetwarden.adapters.kube.client import KubeClient, impersonation_headers, ssl_context
 from fleetwarden.adapters.kube.config import kubeconfig_paths, load_kubeconfig
-from fleetwarden.core.clusters import ClusterEndpoint, Credentials, Impersonation
+from fleetwarden.core.clusters import ClusterEndpoint, Credentials, ExecConfig, Impersonation
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import ApiError, Transient, Unauthorized
+from tests.support.exec_plugins import V1BETA1, Reply, runs, write_plugin
 
 VERSION = {"major": "1", "minor": "30", "gitVersion": "v1.30.2"}
 
@@ -164,16 +166,17 @@ async def test_tls_server_name_is_the_name_checked_and_sent_as_sni(tmp_path):
                     await kube.version()
 
 
-async def test_proxy_url_carries_every_request_and_tls_server_name_holds_in_the_tunnel(tmp_path):
-    """An http proxy-url: a CONNECT tunnel to the API server (whose name the proxy resolves,
-    not the client), with the certificate checked against tls-server-name inside it."""
-    connects: list[str] = []
+def connect_proxy(
+    connects: list[str], *, only: str = "apiserver.internal"
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]:
+    """An HTTP CONNECT proxy that resolves ``only`` (to 127.0.0.1) and records each request
+    line in ``connects``."""
 
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await _read_head(reader)
         connects.append(head[0])
         target = head[0].split()[1]
-        assert target.startswith("apiserver.internal:")
+        assert target.startswith(f"{only}:")
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target.split(":")[1])
         writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         await writer.drain()
@@ -189,9 +192,16 @@ async def test_proxy_url_carries_every_request_and_tls_server_name_holds_in_the_
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
+    return proxy
+
+
+async def test_proxy_url_carries_every_request_and_tls_server_name_holds_in_the_tunnel(tmp_path):
+    """An http proxy-url: a CONNECT tunnel to the API server (whose name the proxy resolves,
+    not the client), with the certificate checked against tls-server-name inside it."""
+    connects: list[str] = []
     async with (
         api_server(tmp_path, "kubernetes.default") as (port, ca, sni),
-        serving(proxy) as proxy_port,
+        serving(connect_proxy(connects)) as proxy_port,
     ):
         endpoint = ClusterEndpoint(
             "t",
@@ -204,6 +214,84 @@ async def test_proxy_url_carries_every_request_and_tls_server_name_holds_in_the_
             assert await kube.version() == "v1.30.2"
     assert connects == [f"CONNECT apiserver.internal:{port} HTTP/1.1"]
     assert sni == ["kubernetes.default"]
+
+
+@pytest.mark.parametrize("variable", ["HTTPS_PROXY", "https_proxy"])
+async def test_without_proxy_url_the_environments_https_proxy_carries_the_requests(
+    tmp_path, no_proxy_env, variable
+):
+    """kubectl (client-go: http.ProxyFromEnvironment) goes through HTTPS_PROXY, or
+    https_proxy, when the kubeconfig names no proxy-url: so does fleetwarden -- a CONNECT
+    tunnel through a real local proxy to a server only the proxy can resolve."""
+    connects: list[str] = []
+    async with (
+        api_server(tmp_path, "apiserver.internal") as (port, ca, sni),
+        serving(connect_proxy(connects)) as proxy_port,
+    ):
+        no_proxy_env.setenv(variable, f"127.0.0.1:{proxy_port}")  # no scheme: http, as in Go
+        no_proxy_env.setenv("NO_PROXY", "10.0.0.0/8,.corp.example")  # not this server
+        endpoint = ClusterEndpoint("t", f"https://apiserver.internal:{port}", ca_pem=ca)
+        async with KubeClient(endpoint) as kube:
+            assert await kube.version() == "v1.30.2"
+    assert connects == [f"CONNECT apiserver.internal:{port} HTTP/1.1"]
+    assert sni == ["apiserver.internal"]
+
+
+async def test_a_kubeconfig_proxy_url_wins_over_the_environments_proxy(tmp_path, no_proxy_env):
+    """client-go uses rest.Config.Proxy (proxy-url) instead of the environment: the
+    environment's proxy is never asked, even for a server NO_PROXY would not exclude."""
+    named: list[str] = []
+    from_env: list[str] = []
+    async with (
+        api_server(tmp_path, "apiserver.internal") as (port, ca, _sni),
+        serving(connect_proxy(named)) as named_port,
+        serving(connect_proxy(from_env)) as env_port,
+    ):
+        no_proxy_env.setenv("HTTPS_PROXY", f"http://127.0.0.1:{env_port}")
+        endpoint = ClusterEndpoint(
+            "t",
+            f"https://apiserver.internal:{port}",
+            ca_pem=ca,
+            proxy_url=f"http://127.0.0.1:{named_port}",
+        )
+        async with KubeClient(endpoint) as kube:
+            assert await kube.version() == "v1.30.2"
+    assert len(named) == 1 and from_env == []
+
+
+async def test_an_exec_plugin_keeps_the_process_environment_and_sees_no_environment_proxy_url(
+    tmp_path, no_proxy_env
+):
+    """The environment's proxy changes only where the client connects: the plugin still runs
+    with the process environment (its HTTPS_PROXY included), and KUBERNETES_EXEC_INFO names
+    only a kubeconfig proxy-url (client-go's ConfigToExecCluster), here none."""
+    connects: list[str] = []
+    plugin = write_plugin(tmp_path, "plug", [Reply(token="t0k")], record_env=("HTTPS_PROXY",))
+    async with (
+        api_server(tmp_path, "apiserver.internal") as (port, ca, _sni),
+        serving(connect_proxy(connects)) as proxy_port,
+    ):
+        no_proxy_env.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_port}")
+        endpoint = ClusterEndpoint(
+            "t",
+            f"https://apiserver.internal:{port}",
+            ca_pem=ca,
+            credentials=Credentials(
+                exec=ExecConfig(str(plugin), V1BETA1, provide_cluster_info=True)
+            ),
+        )
+        async with KubeClient(endpoint) as kube:
+            assert await kube.version() == "v1.30.2"
+    (run,) = runs(plugin)
+    assert run["env"]["HTTPS_PROXY"] == f"http://127.0.0.1:{proxy_port}"
+    assert "proxy-url" not in run["info"]["spec"]["cluster"]
+    assert len(connects) == 1
+
+
+async def test_a_proxy_variable_that_names_no_proxy_is_an_error_naming_it(no_proxy_env):
+    no_proxy_env.setenv("HTTPS_PROXY", "ftp://proxy.corp:21")
+    with pytest.raises(ApiError, match=r"HTTPS_PROXY='ftp://proxy.corp:21'.*http, https or"):
+        KubeClient(ClusterEndpoint("t", "https://apiserver.internal:6443"))
 
 
 async def test_an_http_server_is_asked_through_the_proxy_with_its_credentials():

@@ -824,6 +824,23 @@ def test_cluster_secret_tls_client_certificate_and_basic_auth():
     assert_no_secrets(ep, CERT, KEY, PASSWORD)
 
 
+@pytest.mark.parametrize("plugin", [{}, {"awsAuthConfig": {"clusterName": "prod"}}])
+def test_insecure_with_ca_data_is_refused_as_client_go_refuses_it_for_argocd(plugin):
+    """Argo CD hands both to client-go, whose TLSConfigFor refuses the pair: the Secret is
+    an error naming it and both fields, never a connection where insecure silently wins."""
+    tls = {"insecure": True, "caData": b64(CA)}
+    obj = cluster_secret(config={"bearerToken": TOKEN, "tlsClientConfig": tls, **plugin})
+    with pytest.raises(FormatError) as err:
+        endpoint_from_secret(obj)
+    assert str(err.value).startswith("secret argocd/cluster-prod-eu: ")
+    assert err.value.field == "data.config.tlsClientConfig.insecure"
+    assert "caData" in err.value.reason and "insecure flag is not allowed" in err.value.reason
+    assert TOKEN not in str(err.value)
+    for alone in ({"insecure": True}, {"insecure": False, "caData": b64(CA)}):
+        config = {"bearerToken": TOKEN, "tlsClientConfig": alone}
+        assert endpoint_from_secret(cluster_secret(config=config)).insecure is alone["insecure"]
+
+
 def test_name_defaults_to_the_server():
     ep = endpoint_from_secret(cluster_secret(name="  ", server="https://prod-eu.example.com"))
     assert ep.name == ep.server == "https://prod-eu.example.com"
@@ -1078,8 +1095,10 @@ def test_every_key_of_the_real_argocd_cluster_schema_is_accounted_for(realdata):
         "certData": b64(CERT),
         "keyData": b64(KEY),
         "serverName": "api.internal",
-        "insecure": True,
+        "insecure": False,  # true beside caData is refused (client-go): read on its own below
     }
+    insecure = {"bearerToken": TOKEN, "tlsClientConfig": {"insecure": True}}
+    assert endpoint_from_secret(cluster_secret(config=insecure)).insecure is True
     config = {"bearerToken": TOKEN, "username": "admin", "password": PASSWORD}
     config |= {"tlsClientConfig": tls_values, "proxyUrl": "http://proxy:3128"}
     config |= {"disableCompression": True}

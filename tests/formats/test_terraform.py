@@ -72,8 +72,8 @@ POOLS_PER_FILE = {
     "tf-gke-docs-regional-windows-main.tf": 2,
     "tf-gke-docs-zonal-arm-main.tf": 2,
     "tf-gke-docs-zonal-reservation-main.tf": 3,
-    "tf-gke-node-pool-main.tf": 6,
-    "tf-gke-node-pool-update-variant-main.tf": 2,
+    "tf-gke-node-pool-main.tf": 7,  # and the module cluster's default-pool
+    "tf-gke-node-pool-update-variant-main.tf": 3,
     "tf-gke-regional-private-node-pool-oauth-scopes-main.tf": 1,
     "tf-gke-simple-regional-private-main.tf": 1,
     "tf-gke-simple-windows-node-pool-main.tf": 2,

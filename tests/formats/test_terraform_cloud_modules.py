@@ -62,8 +62,7 @@ def _default_pool_nodes(count: int = 1, suffix: str = "") -> list[dict[str, Any]
 )
 def test_gke_module_without_node_pools_creates_its_default_node_pool(sub):
     """variables.tf (v5-v44): ``node_pools`` defaults to ``[{ name = "default-node-pool" }]``."""
-    (spec,) = _specs(GKE_MODULE_NO_POOLS % sub)
-    assert spec.name == "default-node-pool"
+    spec = _by_name(_specs(GKE_MODULE_NO_POOLS % sub))["default-node-pool"]
     assert spec.instance_types == ("e2-medium",)
     assert (spec.min_size, spec.max_size, spec.disk_size_gib) == (1, 100, 100)
     assert spec.provenance["name"].startswith("default: terraform-google-modules")
@@ -81,7 +80,7 @@ def test_gke_module_default_node_pool_nodes_match_and_drift_is_found():
 
 def test_gke_update_variant_default_node_pool_carries_the_random_suffix():
     text = GKE_MODULE_NO_POOLS % "//modules/private-cluster-update-variant"
-    (spec,) = _specs(text)
+    spec = _by_name(_specs(text))["default-node-pool"]
     assert spec.name_prefix == "default-node-pool-"
     assert _findings(text, "prod", _default_pool_nodes(suffix="-3f2a")) == []
 
@@ -101,7 +100,113 @@ def test_gke_sub_modules_without_a_node_pools_list_get_no_default_pool(sub):
 
 def test_gke_module_stated_node_pools_replace_the_default():
     text = (GKE_MODULE_NO_POOLS % "").replace("}\n", '  node_pools = [{ name = "general" }]\n}\n')
-    assert [s.name for s in _specs(text)] == ["general"]
+    assert [s.name for s in _specs(text)] == ["general", "default-pool"]
+
+
+def _by_name(specs: list[NodePoolSpec]) -> dict[str, NodePoolSpec]:
+    return {s.name: s for s in specs}
+
+
+# -- GKE: the module's own default-pool (cluster.tf node_pool block) ------------------------------
+
+
+def _gke_module(sub: str = "", version: str = "~> 44.0", **inputs: str) -> str:
+    lines = "".join(f"  {k} = {v}\n" for k, v in inputs.items())
+    return (
+        (GKE_MODULE_NO_POOLS % sub)
+        .replace('"~> 44.0"', f'"{version}"')
+        .replace("}\n", lines + "}\n")
+    )
+
+
+def _pool_nodes(pool: str, count: int, machine: str = "e2-medium") -> list[dict[str, Any]]:
+    labels = {"cloud.google.com/gke-nodepool": pool}
+    return [
+        node(f"{pool}-{i}", labels=dict(labels), instance_type=machine, os_image=COS, disk_gib=100)
+        for i in range(count)
+    ]
+
+
+@pytest.mark.parametrize(
+    "sub",
+    [
+        "",
+        "//modules/private-cluster",
+        "//modules/beta-public-cluster",
+        "//modules/beta-private-cluster-update-variant",
+    ],
+)
+def test_gke_module_keeps_its_default_pool_with_initial_node_count_per_zone(sub):
+    """cluster.tf (v5-v44): the cluster's ``node_pool { name = "default-pool" }`` with
+    ``initial_node_count`` (variables.tf: 0) nodes per zone, removed only by
+    ``remove_default_node_pool`` (default false); no labels, GKE's 100 GB disk."""
+    default = _by_name(_specs(_gke_module(sub)))["default-pool"]
+    assert (default.desired_size, default.min_size, default.max_size) == (0, None, None)
+    assert default.provenance["desiredSize"].endswith("v44: initial_node_count 0")
+    assert (default.instance_types, default.disk_size_gib, default.os_family) == (
+        ("e2-medium",),
+        100,
+        "cos",
+    )
+    assert (default.labels, default.taints, default.name_prefix) == ({}, (), None)
+    assert default.cluster == "prod"
+    two = _by_name(_specs(_gke_module(sub, initial_node_count="2")))["default-pool"]
+    assert two.desired_size == 2  # one zone
+    assert all(a.status.value != "unaccounted" for a in two.account)
+
+
+@pytest.mark.parametrize(
+    ("sub", "inputs"),
+    [
+        ("", {"remove_default_node_pool": "true"}),
+        ("//modules/private-cluster", {"remove_default_node_pool": '"true"'}),
+        ("//modules/safer-cluster", {}),  # remove_default_node_pool = true in its main.tf
+        ("//modules/safer-cluster-update-variant", {"initial_node_count": "3"}),
+    ],
+)
+def test_gke_module_default_pool_is_gone_when_removed(sub, inputs):
+    assert "default-pool" not in _by_name(_specs(_gke_module(sub, **inputs)))
+
+
+def test_gke_module_default_pool_whose_removal_is_not_known_is_unresolved():
+    default = _by_name(_specs(_gke_module(remove_default_node_pool="var.remove")))["default-pool"]
+    assert ("count", "var.remove") in [(u.field, u.expression) for u in default.unresolved]
+
+
+def test_gke_module_default_pool_nodes_are_compared_not_an_unknown_pool():
+    """Its nodes were reported as a pool missing from the desired state; now they are
+    compared: the head pool's machine type (v17.2+), the count from initial_node_count."""
+    text = _gke_module(
+        initial_node_count="2",
+        node_pools='[{ name = "general", machine_type = "n2-standard-4", autoscaling = false }]',
+    )
+    nodes = _pool_nodes("default-pool", 2, "n2-standard-4")
+    assert [f for f in _findings(text, "prod", nodes) if f[0] != "general"] == []
+    nodes += _pool_nodes("default-pool", 1, "e2-small")
+    nodes[-1]["metadata"]["name"] = "default-pool-2"
+    assert sorted(f for f in _findings(text, "prod", nodes) if f[0] == "default-pool") == [
+        ("default-pool", "instanceType", "n2-standard-4", "e2-small"),
+        ("default-pool", "nodeCount", 2, 3),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("version", "machine", "image"),
+    [
+        ("~> 44.0", "n2-standard-4", "ubuntu"),  # node_pools[0]'s (v17.2+)
+        ("~> 18.0", "n2-standard-4", "ubuntu"),
+        ("~> 16.0", "e2-medium", "cos"),  # before v17.2 the block sets neither: GKE's
+        ("~> 17.0", None, None),  # 17.0-17.1 or 17.2+: not compared
+    ],
+)
+def test_gke_module_default_pool_takes_the_head_pools_machine_from_v17_2(version, machine, image):
+    head = '[{ name = "a", machine_type = "n2-standard-4", image_type = "UBUNTU_CONTAINERD" }]'
+    default = _by_name(_specs(_gke_module(version=version, node_pools=head)))["default-pool"]
+    assert default.instance_types == ((machine,) if machine else ())
+    if image is None:
+        assert default.os_family is None
+    else:
+        assert default.os_family is not None and default.os_family.startswith(image)
 
 
 _POOL_LIST = [
@@ -445,9 +550,178 @@ def test_aks_module_with_odd_values_raises_only_format_errors(key, value):
         assert "infra/main.tf" in str(exc)
 
 
-@pytest.mark.parametrize("sub", ["gke-node-pool", "gke-standard-cluster"])
+@pytest.mark.parametrize("sub", ["gke-standard-cluster"])
 def test_gke_sub_modules_whose_pools_are_not_read_say_so(sub):
     text = GKE_MODULE_NO_POOLS % f"//modules/{sub}"
     read = read_desired([SourceFile("infra/main.tf", text.encode())])
     assert read.pools == []
     assert f'modules/{sub}" sub-module is not read' in str(read.skipped)
+
+
+# -- GKE: the gke-node-pool sub-module (v38+) ------------------------------------------------------
+
+GKE_NODE_POOL = """\
+resource "google_container_cluster" "primary" {
+  name                     = "prod"
+  location                 = "europe-west1-b"
+  remove_default_node_pool = true
+  initial_node_count       = 1
+}
+
+module "pool" {
+  source     = "terraform-google-modules/kubernetes-engine/google//modules/gke-node-pool"
+  version    = "~> 44.0"
+  project_id = var.project_id
+  location   = "europe-west1-b"
+  cluster    = google_container_cluster.primary.name
+  name       = "pool-a"
+%s}
+"""
+
+
+def _node_pool_module(extra: str = "") -> NodePoolSpec:
+    (spec,) = _specs(GKE_NODE_POOL % extra)
+    return spec
+
+
+def test_gke_node_pool_sub_module_is_read_with_its_variables_defaults():
+    """variables.tf (v38-v44): autoscaling 1..100 per zone, node_count 1, node_config
+    e2-medium / 100 GB / COS_CONTAINERD, auto-upgrade on; provenance names the sub-module."""
+    spec = _node_pool_module()
+    assert (spec.name, spec.cluster) == ("pool-a", "prod")
+    assert (spec.min_size, spec.max_size, spec.desired_size) == (1, 100, 1)
+    assert (spec.instance_types, spec.disk_size_gib, spec.os_family) == (
+        ("e2-medium",),
+        100,
+        "cos",
+    )
+    assert spec.kubernetes_version is None and spec.labels == {}
+    for fact in ("minSize", "instanceTypes", "diskSizeGiB"):
+        assert "gke-node-pool v44" in spec.provenance[fact], fact
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
+def test_gke_node_pool_sub_module_reads_what_it_is_given():
+    spec = _node_pool_module(
+        """  autoscaling = null
+  node_count  = 3
+  node_locations = ["europe-west1-b", "europe-west1-c"]
+  max_pods_per_node = 64
+  management = { auto_upgrade = false }
+  kubernetes_version = "1.30.5-gke.1014001"
+  node_config = {
+    machine_type    = "n2-standard-8"
+    image_type      = "UBUNTU_CONTAINERD"
+    spot            = true
+    labels          = { team = "data" }
+    taint           = [{ key = "dedicated", value = "data", effect = "NO_SCHEDULE" }]
+    service_account = var.sa
+  }
+"""
+    )
+    assert (spec.min_size, spec.max_size, spec.desired_size) == (None, None, 6)  # 3 x 2 zones
+    assert spec.instance_types == ("n2-standard-8",)
+    assert spec.disk_size_gib == 100 and spec.provenance["diskSizeGiB"].startswith(
+        "default: Google provider"  # an object in its place: GKE's default, not the module's
+    )
+    assert spec.os_family is not None and spec.os_family.startswith("ubuntu")
+    assert spec.labels == {"team": "data", "cloud.google.com/gke-spot": "true"}
+    assert [(t.key, t.value, t.effect) for t in spec.taints] == [
+        ("dedicated", "data", "NoSchedule")
+    ]
+    assert spec.allocatable == {"pods": "64"}
+    assert spec.kubernetes_version == "1.30.5-gke.1014001"
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
+def test_gke_node_pool_sub_module_total_limits_win_over_per_zone_ones():
+    spec = _node_pool_module(
+        "  autoscaling = { total_min_node_count = 2, total_max_node_count = 9, "
+        "min_node_count = 1 }\n"
+    )
+    assert (spec.min_size, spec.max_size) == (2, 9)
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
+def test_gke_node_pool_sub_module_nodes_match_and_drift_is_found():
+    text = GKE_NODE_POOL % ""
+    assert _findings(text, "prod", _pool_nodes("pool-a", 2)) == []
+    drifted = _pool_nodes("pool-a", 2, "n2-standard-4")
+    assert _findings(text, "prod", drifted) == [
+        ("pool-a", "instanceType", "e2-medium", "n2-standard-4")
+    ]
+
+
+def _refusal(text: str) -> str:
+    """Why the file is not read (a directory's file that cannot be read is a problem skip)."""
+    read = read_desired([SourceFile("infra/main.tf", text.encode())])
+    (skip,) = read.skipped
+    assert skip.problem and read.pools == []
+    return skip.reason
+
+
+def test_gke_node_pool_sub_module_initial_node_count_needs_node_count_null():
+    """The Google provider refuses initial_node_count beside a non-zero node_count, which the
+    module passes (default 1)."""
+    reason = _refusal(GKE_NODE_POOL % "  initial_node_count = 2\n")
+    assert reason.startswith("module.pool.initial_node_count: ")
+    assert "node_count = null" in reason
+    spec = _node_pool_module("  initial_node_count = 2\n  node_count = null\n")
+    assert spec.desired_size == 2
+
+
+def test_gke_node_pool_sub_module_before_v38_does_not_exist():
+    reason = _refusal((GKE_NODE_POOL % "").replace("~> 44.0", "~> 37.0"))
+    assert reason == "module.pool.version: the gke-node-pool sub-module exists from v38, not v37"
+
+
+# -- AKS: the module called by a local path ------------------------------------------------------
+
+AKS_LOCAL = """\
+module "aks" {
+  source              = "../.."
+  prefix              = "prod"
+  resource_group_name = var.resource_group_name
+  location            = var.location
+  rbac_aad_tenant_id  = var.tenant_id
+%s}
+"""
+
+
+def test_aks_module_called_by_a_local_path_without_agents_inputs_is_read():
+    """Its own examples (named_cluster, with_acr, multiple_node_pools ...) call it as ../..
+    without any agents_* input: every input is one the module declares."""
+    (spec,) = _specs(AKS_LOCAL % "")
+    assert (spec.name, spec.cluster, spec.desired_size) == ("nodepool", "prod-aks", 2)
+
+
+@pytest.mark.parametrize("extra", ['  team = "payments"\n', ""])
+def test_a_local_module_with_an_input_of_its_own_is_not_taken_for_the_aks_module(extra):
+    text = (AKS_LOCAL % extra).replace('"../.."', '"../modules/aks"')
+    if extra:  # an input Azure/aks/azurerm does not declare: another module
+        assert _specs(text) == []
+    else:
+        assert [s.name for s in _specs(text)] == ["nodepool"]
+
+
+def test_the_called_directory_decides_when_its_files_are_read():
+    """A local module whose directory is among the files read is Azure/aks/azurerm when it
+    declares the module's variables, whatever inputs the call gives."""
+    module_vars = "".join(
+        f'variable "{v}" {{}}\n' for v in ("prefix", "resource_group_name", "agents_size")
+    )
+    wrapper_vars = 'variable "prefix" {}\nvariable "resource_group_name" {}\n'
+    caller = (AKS_LOCAL % '  agents_count = 3\n  extra_input = "x"\n').encode()
+    module_files = [
+        SourceFile("repo/variables.tf", module_vars.encode()),
+        SourceFile("repo/examples/basic/main.tf", caller),
+    ]
+    pools = read_desired(module_files).pools
+    assert [(s.name, s.desired_size) for s in pools if s.source.endswith("main.tf")] == [
+        ("nodepool", 3)
+    ]
+    wrapper_files = [
+        SourceFile("repo/variables.tf", wrapper_vars.encode()),
+        SourceFile("repo/examples/basic/main.tf", caller),
+    ]
+    assert read_desired(wrapper_files).pools == []

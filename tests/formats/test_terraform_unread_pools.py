@@ -88,7 +88,13 @@ def _shown(text: str) -> list[tuple[str | None, str]]:
 @pytest.mark.parametrize("expression", ["var.node_pools", "local.pools", "module.x.pools"])
 def test_an_unreadable_node_pools_list_beside_windows_pools_is_said(expression):
     read = _read(GKE % expression)
-    assert [p.name for p in read.pools] == ["win"]
+    # the module cluster's default-pool takes node_pools[0]'s machine type: not known either
+    assert [p.name for p in read.pools] == ["win", "default-pool"]
+    default = read.pools[1]
+    assert default.instance_types == ()
+    assert ("instanceTypes", f"node_pools[0]: {expression}") in [
+        (u.field, u.expression) for u in default.unresolved
+    ]
     assert _shown(GKE % expression) == [
         ("module.gke.node_pools", f"module.gke.node_pools: {expression} cannot be read")
     ]

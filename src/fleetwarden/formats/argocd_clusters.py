@@ -21,6 +21,10 @@ Credential plugins in ``config`` become an ``ExecConfig``, as Argo CD's
   ``installHint``): run as given, never interactive; ``env`` is applied in name order (Go's map
   order is random).
 
+``tlsClientConfig.insecure: true`` beside ``caData`` is refused, as client-go's ``TLSConfigFor``
+refuses it for Argo CD ("specifying a root certificates file with the insecure flag is not
+allowed"): insecure never silently wins over the CA.
+
 As in Argo CD, a plugin replaces ``bearerToken`` and basic auth (they are then ignored),
 ``awsAuthConfig`` wins over ``execProviderConfig``, and a client certificate in
 ``tlsClientConfig`` still wins over both (client-go's rule).
@@ -118,6 +122,17 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
         raise FormatError(
             secret, "expected true or false", field="data.config.tlsClientConfig.insecure"
         )
+    ca = b64("caData")
+    if insecure and ca:
+        # Argo CD hands both to client-go (Cluster.RawRestConfig), whose TLSConfigFor refuses
+        # the pair (transport/transport.go): Argo CD cannot connect, nor does fleetwarden
+        raise FormatError(
+            secret,
+            "insecure: true with caData: client-go refuses the pair (specifying a root "
+            "certificates file with the insecure flag is not allowed), so Argo CD cannot "
+            "connect either; remove caData to skip verification, or insecure to verify",
+            field="data.config.tlsClientConfig.insecure",
+        )
     token = _text(secret, config.get("bearerToken"), "data.config.bearerToken")
     username = _text(secret, config.get("username"), "data.config.username")
     password = _text(secret, config.get("password"), "data.config.password")
@@ -138,7 +153,7 @@ def endpoint_from_secret(obj: Mapping[str, Any]) -> ClusterEndpoint:
             password=password if plugin is None else None,
             exec=plugin,
         ),
-        ca_pem=b64("caData"),
+        ca_pem=ca,
         insecure=bool(insecure),
         tls_server_name=_text(
             secret, tls.get("serverName"), "data.config.tlsClientConfig.serverName"

@@ -27,6 +27,10 @@ Authentication
   session token from ``POST /api/v1/session``, fetched on first use and fetched again once when
   a call answers 401 (expired session). Argo CD's session cookie is dropped: one credential path.
 
+Proxy
+  The environment's, as the ``argocd`` CLI takes it (``adapters.proxies``: ``HTTPS_PROXY``,
+  ``NO_PROXY`` ...).
+
 Audit
   Every call is recorded as a ``CallRecord`` in ``calls`` (the last ``max_calls``) and passed to
   ``on_call``; records and error messages never hold the token or the password.
@@ -49,6 +53,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
+from fleetwarden.adapters import proxies
 from fleetwarden.core.integers import ascii_int
 from fleetwarden.ports.argocd import (
     Application,
@@ -226,14 +231,25 @@ class ArgoCDClient:
         self._on_call = on_call
         self._login_lock = asyncio.Lock()
         try:
+            # the argocd CLI's transport takes the environment's proxy (Go's
+            # http.ProxyFromEnvironment: pkg/apiclient/apiclient.go); httpx's own reading of
+            # the environment (ALL_PROXY, ~/.netrc ...) is not the CLI's, so it stays off. A
+            # given transport (tests) is never bypassed for an environment proxy.
+            proxy = None if transport is not None else proxies.environment_proxy(self.base_url)
             self._http = httpx.AsyncClient(
                 base_url=self.base_url,
                 headers={"Accept": "application/json", "User-Agent": "fleetwarden/0.1"},
                 verify=verify,
                 timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
                 transport=transport,
+                proxy=proxy,
                 trust_env=False,
             )
+        except ImportError:  # httpx needs socksio for a socks5 proxy
+            raise ArgoError(
+                f"Argo CD at {self.base_url!r}: a socks5 proxy needs the socksio package "
+                "(httpx[socks])"
+            ) from None
         except (ValueError, TypeError, httpx.InvalidURL) as exc:
             raise ArgoError(f"Argo CD at {self.base_url!r}: bad client settings: {exc}") from None
 

@@ -6,6 +6,9 @@ request asks the source for the current credential (cached; the plugin runs only
 expires), and a 401 re-runs the plugin once and retries. A client certificate from the plugin
 needs its own TLS context: a new httpx client takes the new connections while open watch
 streams finish on the old one, which is closed once its last stream ends.
+
+Requests go through the endpoint's ``proxy_url`` (kubeconfig ``proxy-url``), else through the
+proxy the environment names for the server as client-go picks it (``adapters.proxies``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from fleetwarden.adapters import proxies
 from fleetwarden.adapters.kube.exec_credentials import ExecCredentialSource
 from fleetwarden.core.clusters import ClusterEndpoint, Impersonation, PluginCredential
 from fleetwarden.ports.kube import (
@@ -203,6 +207,14 @@ class KubeClient:
             self._auth = httpx.BasicAuth(creds.username, creds.password or "")
         self._timeout = httpx.Timeout(timeout, connect=min(timeout, 5.0))
         self._transport = transport
+        # kubeconfig proxy-url, else the environment's proxy as client-go picks it (a given
+        # transport, in tests, is never bypassed for an environment proxy)
+        try:
+            self._proxy = endpoint.proxy_url or (
+                None if transport is not None else proxies.environment_proxy(endpoint.server)
+            )
+        except proxies.ProxyError as exc:
+            raise ApiError(self.cluster, f"cannot reach {endpoint.server}: {exc}") from None
         # the client certificate the current httpx client presents (exec plugins only), and
         # how many requests or streams use each client; a replaced one closes when unused
         self._cert: tuple[bytes, bytes] | None = None
@@ -225,8 +237,9 @@ class KubeClient:
             verify=ssl_context(self.endpoint, client_cert=client_cert),
             timeout=self._timeout,
             transport=self._transport,
-            # kubeconfig proxy-url; the environment's proxies are not used (trust_env)
-            proxy=self.endpoint.proxy_url,
+            proxy=self._proxy,
+            # no environment settings beyond the proxy client-go takes (httpx would also read
+            # ALL_PROXY, SSL_CERT_FILE and ~/.netrc, which kubectl does not)
             trust_env=False,
             # every watch holds a connection for its whole life (nodes, six workload kinds,
             # per namespace when so configured): no pool cap, or watches would queue

@@ -55,12 +55,25 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.formats.documents import PoolsRead
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.provisioners import Assumed
-from fleetwarden.formats.terraform import aks, aks_module, eks, eks_auto, eks_module, gke
+from fleetwarden.formats.terraform import (
+    aks,
+    aks_module,
+    eks,
+    eks_auto,
+    eks_module,
+    gke,
+    gke_module,
+)
 from fleetwarden.formats.terraform.hcl import blocks, body_of
 from fleetwarden.formats.terraform.lines import line_index
 from fleetwarden.formats.terraform.reading import Aside, Context
 from fleetwarden.formats.terraform.scope import scope_of
-from fleetwarden.formats.terraform.sources import eks_module_kind, is_aks_module, is_gke_module
+from fleetwarden.formats.terraform.sources import (
+    eks_module_kind,
+    is_aks_module,
+    is_gke_module,
+    local_module_dir,
+)
 
 __all__ = ["TfFile", "read_pools"]
 
@@ -82,12 +95,18 @@ def read_pools(files: Sequence[TfFile], *, assume: Assumed | None = None) -> Poo
     by_directory: dict[str, list[tuple[TfFile, dict[Any, Any]]]] = defaultdict(list)
     for file, body in parsed:
         by_directory[os.path.dirname(file.path)].append((file, body))
+    variables = {
+        os.path.normpath(directory): frozenset(
+            str(label) for _file, body in group for label, _ in blocks(body, "variable", 1)
+        )
+        for directory, group in by_directory.items()
+    }
     out = PoolsRead()
     for group in by_directory.values():
         scope = scope_of([(file.path, body) for file, body in group])
         for file, body in group:
             out.claimed.add((file.path, 0))
-            ctx = Context(file.path, scope, line_index(file.text), assume)
+            ctx = Context(file.path, scope, line_index(file.text), assume, variables)
             try:
                 pools, remarks = _pools_of(ctx, body)
             except RecursionError:  # values nested (or locals chained) thousands deep
@@ -123,10 +142,17 @@ def _pools_of(ctx: Context, body: Mapping[Any, Any]) -> tuple[list[NodePoolSpec]
             if eks_module_kind(block) == "cluster":
                 pools.extend(eks_auto.module_pools(ctx, label, block, remarks))
         elif is_gke_module(block):
-            pools.extend(gke.module_pools(ctx, label, block, remarks))
-        elif is_aks_module(block):
+            pools.extend(gke_module.module_pools(ctx, label, block, remarks))
+        elif is_aks_module(block, called=_called(ctx, block)):
             pools.extend(aks_module.module_pools(ctx, label, block, remarks))
     return pools, remarks
+
+
+def _called(ctx: Context, module: Mapping[Any, Any]) -> frozenset[str] | None:
+    """The variables the directory a local module source names declares, when its files are
+    among those read (None otherwise: a registry module, or a directory not read)."""
+    directory = local_module_dir(ctx.path, module)
+    return ctx.variables.get(directory) if directory is not None else None
 
 
 def _note_of(body: Mapping[Any, Any], remarks: Sequence[str]) -> str:

@@ -1,6 +1,8 @@
 """Google GKE: ``google_container_node_pool``, the ``node_pool`` blocks (or else the implicit
 ``default-pool``) of ``google_container_cluster``, and the terraform-google-modules
-kubernetes-engine module's ``node_pools`` / ``windows_node_pools``.
+kubernetes-engine module's ``node_pools`` / ``windows_node_pools``, its cluster's
+``default-pool`` and its ``gke-node-pool`` sub-module (read in ``gke_module`` with the rules
+here: zones, per-zone counts, a pool's node facts).
 
 Defaults, as desired values with their provenance:
 
@@ -15,7 +17,9 @@ Defaults, as desired values with their provenance:
   ``node_count`` 1 per zone; the node labels it always adds, ``cluster_name`` (the module's
   ``name``) and ``node_pool`` (the pool's), unless ``node_pools_labels.default_values`` turns them
   off; labels and taints of ``node_pools_labels`` /
-  ``node_pools_taints`` for ``all`` and the pool.
+  ``node_pools_taints`` for ``all`` and the pool;
+- the module's own ``default-pool`` (its cluster's ``node_pool`` block) and the
+  ``gke-node-pool`` sub-module (v38+): see ``gke_module``.
 
 Counts are per zone (``total_*`` are totals): they are multiplied by the number of zones when the
 files fix it — the pool's ``node_locations``; a zonal cluster's zone plus its ``node_locations``;
@@ -30,16 +34,13 @@ and gVisor nodes) are tolerated, never reported. Disk type is not visible on a N
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fleetwarden.core.pools import NodePoolSpec, Provisioner, Taint
-from fleetwarden.formats.terraform.eks_majors import constraint_majors
 from fleetwarden.formats.terraform.gke_ignored import (
     _CLUSTER_IGNORED,
-    _MAP_REASONS,
-    _MODULE_POOL_IGNORED,
     _POOL_IGNORED,
     _PROVIDER,
 )
@@ -49,11 +50,9 @@ from fleetwarden.formats.terraform.reading import (
     Context,
     Obj,
     Reader,
-    module_enabled,
 )
-from fleetwarden.formats.terraform.sources import gke_module_kind, is_gke_update_variant
 
-__all__ = ["cluster_pools", "module_pools", "node_pool_pools"]
+__all__ = ["cluster_pools", "node_pool_pools"]
 
 _ZONE = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")
 _REGION = re.compile(r"[a-z]+-[a-z]+\d+")
@@ -62,9 +61,6 @@ _MACHINE = "e2-medium"
 _DISK_GB = 100
 _SPOT_LABEL = "cloud.google.com/gke-spot"
 _PREEMPTIBLE_LABEL = "cloud.google.com/gke-preemptible"
-# sub-modules (v38+) that make node pools this reader does not read: said, not silent
-_NOT_READ = re.compile(r"//modules/(gke-node-pool|gke-standard-cluster)/?(\?|$)")
-_DEFAULT_MODULE_POOL = "default-node-pool"  # kubernetes-engine variables.tf, node_pools (v5-v44)
 
 # taints GKE puts on nodes by itself: tolerated, never reported
 _WINDOWS_TAINT = Taint("node.kubernetes.io/os", "windows", "NoSchedule")
@@ -220,6 +216,26 @@ class _PerZone:
 # -- a resource pool -------------------------------------------------------------------------------
 
 
+_Counts = tuple[int | None, int | None, int | None]  # min, max, desired
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Where a pool's settings sit: a resource's blocks (``node_config[0]``), or a module's
+    object inputs (``node_config``, ``autoscaling``); whose defaults fill an unset machine
+    type, disk size and image (``origin``); and, for a module, how it reads the counts and the
+    version (else the resource's rules)."""
+
+    cfg: Path = ("node_config", 0)
+    scaling: Path = ("autoscaling", 0)
+    origin: str = _PROVIDER
+    counts: Callable[[Reader, Obj, _PerZone], _Counts] | None = None
+    version: Callable[[Reader, Obj], str | None] | None = None
+
+
+_RESOURCE = _Shape()
+
+
 def _pool(
     r: Reader,
     obj: Obj,
@@ -228,9 +244,11 @@ def _pool(
     zones: _Zones,
     *,
     default_pool: bool = False,
+    shape: _Shape = _RESOURCE,
 ) -> NodePoolSpec:
-    """A GKE pool (resource, ``node_pool`` block, or a cluster's default-pool)."""
-    cfg: Path = ("node_config", 0)
+    """A GKE pool (resource, ``node_pool`` block, a cluster's default-pool, or the
+    gke-node-pool sub-module)."""
+    cfg = shape.cfg
     name = "default-pool" if default_pool else r.name(obj, "name", stand_in, prefix="name_prefix")
     r.dynamic(obj, "taint", "taints", at=cfg)
     machine = r.text(obj, (*cfg, "machine_type"), "instanceTypes")
@@ -240,13 +258,19 @@ def _pool(
             "instanceTypes",
             "node_config.machine_type",
             _MACHINE,
-            f"{_PROVIDER}: machine_type e2-medium",
+            f"{shape.origin}: machine_type e2-medium",
         )
     disk = r.count(obj, (*cfg, "disk_size_gb"), "diskSizeGiB")
+    local_ssds = [
+        key
+        for key in ("ephemeral_storage_local_ssd_config", "ephemeral_storage_config")
+        if obj.has((*cfg, key))
+    ]
     if disk is None and not obj.has((*cfg, "disk_size_gb")):
-        if obj.has((*cfg, "ephemeral_storage_local_ssd_config")):
+        if local_ssds:
             why = "local SSDs for ephemeral storage: the disk size is not compared"
-            obj.view.ignored((*cfg, "ephemeral_storage_local_ssd_config"), why)
+            for key in local_ssds:
+                obj.view.ignored((*cfg, key), why)
             r.unstated(
                 "diskSizeGiB",
                 "node_config.disk_size_gb",
@@ -258,7 +282,7 @@ def _pool(
                 "diskSizeGiB",
                 "node_config.disk_size_gb",
                 _DISK_GB,
-                f"{_PROVIDER}: disk_size_gb 100",
+                f"{shape.origin}: disk_size_gb 100",
             )
     image = r.text(obj, (*cfg, "image_type"), "osImage", note=False)
     family = r.os_family(obj, (*cfg, "image_type")) if image is not None else None
@@ -268,7 +292,7 @@ def _pool(
             "osImage",
             "node_config.image_type",
             "COS_CONTAINERD",
-            f"{_PROVIDER}: an unset image_type is Container-Optimized OS",
+            f"{shape.origin}: an unset image_type is Container-Optimized OS",
         )
     labels = dict(r.labels(obj, (*cfg, "labels")) or {})
     labels.update(_spot(r, obj, cfg))
@@ -278,14 +302,22 @@ def _pool(
     )
     pods = r.count(obj, "max_pods_per_node", "allocatable.pods")
     per_zone = _PerZone(r, zones)
-    lo, hi = _autoscaling(r, obj, per_zone)
-    desired = _initial(r, obj, per_zone, default_pool)
-    version_attr = "node_version" if default_pool else "version"
-    version = r.text(obj, version_attr, "kubernetesVersion")
-    if not obj.has(version_attr):
-        r.unstated(
-            "kubernetesVersion", version_attr, "not stated: the cluster's version (not compared)"
-        )
+    if shape.counts is not None:
+        lo, hi, desired = shape.counts(r, obj, per_zone)
+    else:
+        lo, hi = _autoscaling(r, obj, per_zone)
+        desired = _initial(r, obj, per_zone, default_pool)
+    if shape.version is not None:
+        version = shape.version(r, obj)
+    else:
+        version_attr = "node_version" if default_pool else "version"
+        version = r.text(obj, version_attr, "kubernetesVersion")
+        if not obj.has(version_attr):
+            r.unstated(
+                "kubernetesVersion",
+                version_attr,
+                "not stated: the cluster's version (not compared)",
+            )
     return r.spec(
         Provisioner.GCP,
         name=name,
@@ -304,8 +336,9 @@ def _pool(
     )
 
 
-def _autoscaling(r: Reader, obj: Obj, per_zone: _PerZone) -> tuple[int | None, int | None]:
-    scaling: Path = ("autoscaling", 0)
+def _autoscaling(
+    r: Reader, obj: Obj, per_zone: _PerZone, scaling: Path = ("autoscaling", 0)
+) -> tuple[int | None, int | None]:
     if not obj.has(scaling):
         return None, None
     out: list[int | None] = []
@@ -365,279 +398,6 @@ def _auto_taints(
         r.startup_taints.append(_GPU_TAINT)
     if sandbox:
         r.startup_taints.append(_GVISOR_TAINT)
-
-
-# -- the kubernetes-engine module ---------------------------------------------------------------
-
-
-def module_pools(
-    ctx: Context, label: str, module: Mapping[Any, Any], remarks: list[str]
-) -> list[NodePoolSpec]:
-    """terraform-google-modules/kubernetes-engine: ``node_pools`` and ``windows_node_pools``
-    lists, with the per-pool maps (``node_pools_labels`` ...) keyed by pool name or ``all``."""
-    where = f"module.{label}"
-    if not module_enabled(where, module, ctx.scope, remarks):
-        return []
-    if gke_module_kind(module) == "other" and _NOT_READ.search(str(module.get("source"))):
-        remarks.append(f"{where}: the {source_text(module.get('source'))} sub-module is not read")
-        return []
-    pools: list[NodePoolSpec] = []
-    suffixed = is_gke_update_variant(module)
-    for section in ("node_pools", "windows_node_pools"):
-        implicit = section == "node_pools" and section not in module
-        if implicit and gke_module_kind(module) == "pools":
-            # the module's own default: one pool of its defaults, named default-node-pool
-            listed: Any = [{}]
-        else:
-            listed = ctx.scope.resolved(module.get(section, []))
-        if not isinstance(listed, list):
-            remarks.append(f"{where}.{section}: {source_text(listed)} cannot be read")
-            continue
-        for i, pool in enumerate(listed):
-            if not isinstance(pool, dict):
-                remarks.append(f"{where}.{section}[{i}]: {source_text(pool)} cannot be read")
-                continue
-            r = Reader(ctx, f"{where}.{section}[{i}]")
-            root = r.obj(module, ("module", label), {}, label=where, close=False)
-            obj = r.obj(pool, ("module", label, section, i), _MODULE_POOL_IGNORED)
-            r.exists(root)
-            windows = section == "windows_node_pools"
-            pools.append(
-                _module_pool(r, root, obj, windows=windows, suffixed=suffixed, implicit=implicit)
-            )
-    return pools
-
-
-def _module_major(module: Obj) -> int | None:
-    version = module.raw("version")
-    found = constraint_majors(version) if isinstance(version, str) else None
-    return found[0] if found is not None else None
-
-
-def _module_pool(
-    r: Reader, root: Obj, obj: Obj, *, windows: bool, suffixed: bool, implicit: bool = False
-) -> NodePoolSpec:
-    """One map of ``node_pools`` (``implicit``: the module's default list, not stated)."""
-    major = _module_major(root)
-    known = major is None or major >= 10
-    origin = "terraform-google-modules/kubernetes-engine " + (
-        f"v{major}" if major is not None else "(version not pinned: the newest)"
-    )
-    if implicit:
-        name = _DEFAULT_MODULE_POOL
-        why = f"{origin}: node_pools not set: its default, one pool named {name}"
-        r.default("name", "node_pools", name, why)
-    else:
-        name = r.name(obj, "name", "pool")
-    if suffixed and (implicit or obj.has("name")) and r.name_known:
-        # the update-variant modules name the pool by a random_id: "<name>-" + 2 bytes in hex
-        r.note("name", f'"{name}-" + 4 hex characters Terraform generates (update-variant module)')
-        r.name_prefix = f"{name}-"
-    cluster = r.cluster(root, "name")
-    autoscaling = r.flag(obj, "autoscaling", "count")
-    if autoscaling is None and not obj.has("autoscaling"):
-        autoscaling = True
-    zones = _module_zones(r, root, obj)
-    per_zone = _PerZone(r, zones)
-    lo = hi = None
-    desired = None
-    if autoscaling is not False:
-        lo = _module_count(r, obj, per_zone, "total_min_count", "min_count", "minSize", 1, origin)
-        hi = _module_count(r, obj, per_zone, "total_max_count", "max_count", "maxSize", 100, origin)
-        if obj.has("initial_node_count"):
-            count = r.count(obj, "initial_node_count", "desiredSize", note=False)
-            desired = per_zone.total(obj, ("initial_node_count",), "desiredSize", count)
-        r.ignore(obj, "node_count", "no effect with autoscaling (initial_node_count is used)")
-    else:
-        if obj.has("node_count"):
-            count = r.count(obj, "node_count", "desiredSize", note=False)
-            desired = per_zone.total(obj, ("node_count",), "desiredSize", count)
-        else:
-            desired = per_zone.default("desiredSize", "node_count", 1, f"{origin}: node_count 1")
-        for key in (
-            "min_count",
-            "max_count",
-            "total_min_count",
-            "total_max_count",
-            "initial_node_count",
-        ):
-            r.ignore(obj, key, "no effect with autoscaling = false")
-    machine = r.text(obj, "machine_type", "instanceTypes")
-    if machine is None and not obj.has("machine_type") and known:
-        machine = _MACHINE
-        r.default("instanceTypes", "machine_type", _MACHINE, f"{origin}: machine_type e2-medium")
-    disk = r.count(obj, "disk_size_gb", "diskSizeGiB")
-    local_ssd = r.count(
-        obj, "local_ssd_ephemeral_storage_count", "diskSizeGiB", note=False
-    ) or r.count(obj, "local_ssd_ephemeral_count", "diskSizeGiB", note=False)
-    for key in ("local_ssd_ephemeral_storage_count", "local_ssd_ephemeral_count"):
-        if obj.has(key):
-            why = "local SSDs for ephemeral storage: the disk size is not compared"
-            obj.view.ignored((key,), why)
-    if local_ssd:
-        if disk is not None:
-            obj.view.ignored(("disk_size_gb",), "ephemeral storage is on local SSDs: not compared")
-        disk = None
-        r.unstated("diskSizeGiB", "disk_size_gb", "ephemeral storage on local SSDs: not compared")
-    elif disk is None and not obj.has("disk_size_gb") and known:
-        disk = _DISK_GB
-        r.default("diskSizeGiB", "disk_size_gb", _DISK_GB, f"{origin}: disk_size_gb 100")
-    family = r.os_family(obj, "image_type") if obj.has("image_type") else None
-    if not obj.has("image_type"):
-        family = "cos"
-        default_image = "COS" if major is not None and major <= 18 else "COS_CONTAINERD"
-        r.default("osImage", "image_type", default_image, f"{origin}: image_type {default_image}")
-    for attr, fact in (("node_pools_labels", "labels"), ("node_pools_taints", "taints")):
-        whole = r.scope.resolved(root.raw(attr))
-        if isinstance(whole, Expr):  # the per-pool maps are not known: nor their facts
-            r.unresolve(root, attr, fact, whole.text)
-    labels = _module_labels(r, root, name, cluster, origin)
-    labels.update(_spot(r, obj, ()))
-    taints: list[Taint] = []
-    for key in ("all", name):
-        if root.has(("node_pools_taints", key)):
-            taints.extend(r.taints(root, ("node_pools_taints", key)) or ())
-    _module_maps(r, root, name)
-    gpu = bool(obj.has("accelerator_count") and obj.raw("accelerator_count") != 0)
-    _auto_taints(
-        r,
-        family if not windows else family or "windows",
-        machine,
-        gpu,
-        obj.raw("sandbox_enabled") is True,
-    )
-    pods = r.count(obj, "max_pods_per_node", "allocatable.pods")
-    if pods is None and not obj.has("max_pods_per_node") and root.has("default_max_pods_per_node"):
-        pods = r.count(root, "default_max_pods_per_node", "allocatable.pods")
-    version = _module_version(r, root, obj)
-    return r.spec(
-        Provisioner.GCP,
-        name=name,
-        cluster=cluster,
-        instance_types=(machine,) if machine else (),
-        disk_size_gib=disk,
-        disk_type=_text_or_none(r.scope.resolved(obj.raw("disk_type"))),
-        min_size=lo,
-        max_size=hi,
-        desired_size=desired,
-        labels=labels,
-        taints=tuple(sorted(set(taints))),
-        kubernetes_version=version,
-        os_family=family,
-        allocatable={"pods": str(pods)} if pods is not None else {},
-    )
-
-
-def _module_count(
-    r: Reader,
-    obj: Obj,
-    per_zone: _PerZone,
-    total_key: str,
-    key: str,
-    fact: str,
-    fallback: int,
-    origin: str,
-) -> int | None:
-    if obj.has(total_key):
-        if obj.has(key):
-            obj.view.ignored((key,), f"no effect: {total_key} is set")
-        return r.count(obj, total_key, fact)
-    if obj.has(key):
-        count = r.count(obj, key, fact, note=False)
-        return per_zone.total(obj, (key,), fact, count)
-    return per_zone.default(fact, key, fallback, f"{origin}: {key} {fallback}")
-
-
-def _module_zones(r: Reader, root: Obj, obj: Obj) -> _Zones:
-    """The pool's ``node_locations`` ("a,b"), else the module's ``zones``: all of them for a
-    zonal cluster (``regional = false``), the listed ones for a regional cluster."""
-    locations = r.text(obj, "node_locations", "zones", note=False)
-    if locations is not None and locations.strip():
-        count = len({z.strip() for z in locations.split(",") if z.strip()})
-        return _Zones(count, "node_locations", [(obj, ("node_locations",))])
-    if obj.has("node_locations"):
-        return _Zones(None, "node_locations is not resolved")
-    regional = r.flag(root, "regional", "zones", note=False)
-    if regional is None and root.has("regional"):
-        return _Zones(None, "regional is not resolved")
-    raw = root.raw("zones")
-    zones = r.scope.resolved(raw) if raw is not None else None
-    uses = [(root, (key,)) for key in ("regional", "zones") if root.has(key)]
-    if not isinstance(zones, list):
-        if raw is not None and not isinstance(zones, list):
-            r.unresolve(root, "zones", "zones", source_text(zones))
-        if regional is False:
-            return _Zones(None, "a zonal cluster whose zones are not resolved")
-        return _Zones(None, "a regional cluster: the module picks 3 zones of the region at random")
-    if regional is False:
-        if not zones:
-            return _Zones(None, "a zonal cluster without zones")
-        known = [z for z in zones if not isinstance(z, Expr)]
-        distinct = len(set(map(str, known))) + (len(zones) - len(known))
-        return _Zones(distinct, "a zonal cluster: every zone listed in zones", uses)
-    if zones and first_unknown(zones) is None:
-        return _Zones(len(set(map(str, zones))), "a regional cluster's zones", uses)
-    return _Zones(None, "a regional cluster whose zones are not listed (or not resolved)")
-
-
-def _module_labels(
-    r: Reader, root: Obj, name: str, cluster: str | None, origin: str
-) -> dict[str, str]:
-    """The labels the module always adds (unless ``default_values`` says not), then the
-    ``all`` and per-pool maps of ``node_pools_labels`` (later wins)."""
-    labels: dict[str, str] = {}
-    switches = r.scope.resolved(root.raw(("node_pools_labels", "default_values")))
-    for key, value in (("cluster_name", cluster), ("node_pool", name)):
-        switch = switches.get(key, True) if isinstance(switches, dict) else True
-        if switch is False:
-            continue
-        if value is None:
-            r.note(
-                f"labels.{key}", f"the module's {key} label: its value (the name) is not resolved"
-            )
-            r.unstated(f"labels.{key}", key, "the module adds it; its value is not resolved")
-            continue
-        labels[key] = value
-        r.default(f"labels.{key}", key, value, f"{origin}: the label it adds to every pool")
-    if root.has(("node_pools_labels", "default_values")):
-        r.compared(root, ("node_pools_labels", "default_values"), "labels", switches)
-    for key in ("all", name):
-        if root.has(("node_pools_labels", key)):
-            labels.update(r.labels(root, ("node_pools_labels", key)) or {})
-    return labels
-
-
-def _module_maps(r: Reader, root: Obj, name: str) -> None:
-    """The module's other per-pool maps, for this pool: noted as ignored."""
-    for attr in root.body:
-        if not isinstance(attr, str) or not attr.startswith("node_pools_"):
-            continue
-        if attr in ("node_pools_labels", "node_pools_taints"):
-            continue
-        why = _MAP_REASONS.get(attr, "node OS / kubelet configuration: not compared")
-        for key in ("all", name):
-            if root.has((attr, key)) or root.raw((attr, key)) == {}:
-                root.view.ignored((attr, key), why)
-
-
-def _module_version(r: Reader, root: Obj, obj: Obj) -> str | None:
-    """A pool's version counts only without auto-upgrade (the module's default is
-    ``regional || release_channel != UNSPECIFIED``): else nodes follow the cluster."""
-    upgrade = r.flag(obj, "auto_upgrade", "kubernetesVersion", note=False)
-    if upgrade is None and not obj.has("auto_upgrade"):
-        regional = r.scope.resolved(root.raw("regional"))
-        channel = r.scope.resolved(root.raw("release_channel"))
-        upgrade = not (regional is False and channel == "UNSPECIFIED")  # the module's default
-    if upgrade is not False:
-        r.ignore(obj, "auto_upgrade", "auto-upgrade: the version follows the cluster")
-        r.ignore(obj, "version", "no effect: the pool auto-upgrades with the cluster")
-        r.unstated("kubernetesVersion", "version", "auto-upgraded with the cluster: not compared")
-        return None
-    r.ignore(obj, "auto_upgrade", "false: the pool keeps its version")
-    if obj.has("version"):
-        return r.text(obj, "version", "kubernetesVersion")
-    r.unstated("kubernetesVersion", "version", "not stated: the cluster's version (not compared)")
-    return None
 
 
 def _text_or_none(value: Any) -> str | None:

@@ -249,3 +249,22 @@ _MAP_REASONS = {
     "node_pools_resource_labels": f"GCE labels: {_NOT_ON_NODE}",
     "node_pools_resource_manager_tags": f"GCE tags: {_NOT_ON_NODE}",
 }
+
+# the gke-node-pool sub-module's inputs (v38-v44 variables.tf): the resource's, as objects
+_SUB_MODULE_IGNORED: dict[str, str] = {
+    **META_IGNORED,
+    "count": "read: whether the module makes the pool",
+    "for_each": "read: how many pools the module makes",
+    "project_id": f"GCP project: {_NOT_ON_NODE}",
+    "project": f"GCP project: {_NOT_ON_NODE} (v38's name of project_id)",
+    "location": "the cluster's region or zone: read for the number of zones",
+    "node_locations": "zones: read for the number of zones",
+    "management.auto_repair": f"auto-repair: {_NOT_ON_NODE}",
+    "management": f"auto-repair / auto-upgrade: {_NOT_ON_NODE}",
+    "upgrade_settings": f"surge upgrade settings: {_NOT_ON_NODE}",
+    "network_config": f"networking: {_NOT_ON_NODE}",
+    "placement_policy": f"VM placement: {_NOT_ON_NODE}",
+    "queued_provisioning": f"provisioning mode: {_NOT_ON_NODE}",
+    "autoscaling.location_policy": f"how the autoscaler spreads nodes: {_NOT_ON_NODE}",
+    **{f"node_config.{k}": v for k, v in _CONFIG_IGNORED.items()},
+}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fleetwarden.core import osfamilies
@@ -57,6 +57,8 @@ class Context:
     scope: Scope
     lines: Mapping[Path, int]
     assume: Assumed
+    # directory (normalised) -> the variables its files declare, for every directory read
+    variables: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # compared and hashed by identity

@@ -3,8 +3,11 @@ terraform-google-modules kubernetes-engine module (and its sub-modules), or Azur
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
+
+from fleetwarden.formats.terraform.aks_module_inputs import AKS_MODULE_INPUTS
 
 __all__ = [
     "eks_module_kind",
@@ -12,6 +15,7 @@ __all__ = [
     "is_aks_module",
     "is_gke_module",
     "is_gke_update_variant",
+    "local_module_dir",
 ]
 
 
@@ -123,17 +127,45 @@ def is_gke_update_variant(module: Mapping[Any, Any]) -> bool:
     )
 
 
-def is_aks_module(module: Mapping[Any, Any]) -> bool:
+# a module block's own arguments, not inputs of the module it calls
+_MODULE_META = frozenset({"source", "version", "providers", "depends_on", "count", "for_each"})
+# variables every Azure/aks/azurerm release declares (variables.tf, 4.0-11.5)
+_AKS_SIGNATURE = frozenset({"prefix", "resource_group_name", "agents_size"})
+
+
+def is_aks_module(module: Mapping[Any, Any], *, called: frozenset[str] | None = None) -> bool:
     """The Azure/aks/azurerm module (registry, or its repository terraform-azurerm-aks), not one
-    of its sub-modules. Its own examples call it as ``../..``: a local path counts when the block
-    has its ``agents_*`` inputs."""
+    of its sub-modules. Its own examples call it as ``../..``; a local path counts when the
+    directory it names declares the module's own variables (``called``: the variables its
+    files declare, when they are among the files read: then that decides), else when the
+    block has its ``agents_*`` inputs or gives ``resource_group_name`` and no input the module
+    does not declare (``aks_module_inputs``): a wrapper module has inputs of its own."""
     source = module.get("source")
     if not isinstance(source, str):
         return False
     path = _path_of(source)
-    if path.startswith(("./", "../")):
-        return any(isinstance(k, str) and k.startswith("agents_") for k in module)
+    if path.startswith(("./", "../")) or path in (".", ".."):
+        if called is not None:
+            return called >= _AKS_SIGNATURE
+        inputs = {
+            k for k in module if isinstance(k, str) and k not in _MODULE_META and k[:2] != "__"
+        }
+        if any(k.startswith("agents_") for k in inputs):
+            return True
+        return "resource_group_name" in inputs and inputs <= AKS_MODULE_INPUTS
     registry = path.lower().removeprefix("registry.terraform.io/")
     return registry.lower() == "azure/aks/azurerm" or (
         "terraform-azurerm-aks" in path and "//" not in path.split("://")[-1]
     )
+
+
+def local_module_dir(file: str, module: Mapping[Any, Any]) -> str | None:
+    """The directory a local ``source`` names, relative to the calling file's directory as
+    Terraform resolves it (normalised like the paths of the files read); None otherwise."""
+    source = module.get("source")
+    if not isinstance(source, str):
+        return None
+    path = _path_of(source)
+    if not (path.startswith(("./", "../")) or path in (".", "..")):
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(file), path))
