@@ -1136,3 +1136,22 @@ module "v17" {
     assert (web.unknown_name, web.name_prefix) == (None, "web-")
     old = _pool(read, "main.tf", "old")  # not <cluster>-<key>: the prefix is stated, unknown
     assert (old.unknown_name, old.name_prefix) == ("var.prefix", None)
+
+
+@pytest.mark.parametrize(
+    ("removed", "pools"),
+    [("true", []), ('"true"', []), ("false", ["default-pool"]), ('"false"', ["default-pool"])],
+)
+def test_a_removed_default_pool_is_removed_whether_the_flag_is_a_bool_or_its_string(removed, pools):
+    """Terraform converts the strings "true" / "false" to the bool the attribute takes."""
+    read = _read(
+        m__main=f"""
+resource "google_container_cluster" "c" {{
+  name                     = "c"
+  location                 = "europe-west1-b"
+  initial_node_count       = 1
+  remove_default_node_pool = {removed}
+}}
+"""
+    )
+    assert [p.name for p in read.pools] == pools

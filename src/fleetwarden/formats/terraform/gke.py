@@ -117,7 +117,7 @@ def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[Nod
             zones = _resource_zones(r, obj, body, root=root)
             pools.append(_pool(r, obj, f"dynamic-node_pool-{i}", cluster, zones))
     removed = ctx.scope.resolved(body.get("remove_default_node_pool"))
-    if pools or dynamic or removed is True:
+    if pools or dynamic or removed is True or removed == "true":  # Terraform converts "true"
         return pools
     r = Reader(ctx, where)
     obj = r.obj(body, base, _CLUSTER_IGNORED)
