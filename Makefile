@@ -3,13 +3,16 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# the install is redone when the project's metadata or its C source changes (the editable
+# install compiles formats/_nodescan.c next to it)
+NATIVE := src/fleetwarden/formats/_nodescan.c
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(NATIVE) | cksum | cut -d' ' -f1)
 
 .PHONY: demo test lint bench clean
 
 # pip's output (and its warnings) go to $(VENV)/install.log, shown only when the install fails:
 # after the install, `make demo` prints the demo and nothing else
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(NATIVE)
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@echo "installing fleetwarden and its test tools into $(VENV) (log: $(VENV)/install.log)"
 	@{ $(BIN)/python -m pip install --disable-pip-version-check --upgrade pip \

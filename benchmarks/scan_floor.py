@@ -13,7 +13,9 @@ makes it), best of ``--rounds``, in CPU time of this process:
 - ``skip``: msgspec decoding every item into an empty struct, i.e. validating and skipping
   every byte: the least any msgspec-based reader can spend;
 - ``decode``: the reader's own decoder (the fields the diff reads);
-- ``rows``: slim items to node rows; ``summarise``: the rows into the pool summaries.
+- ``rows``: slim items to node rows; ``summarise``: the rows into the pool summaries;
+- ``native rows``: the native fast path (``_nodescan.c``), chunk to node rows in one step: what
+  the scan runs where the extension is built (it replaces ``decode`` + ``rows``).
 
 The per-node figures say what a further speed-up can come from: the last line gives the
 least wall time the two-process scan could take if only ``read`` + ``decode`` were left,
@@ -124,6 +126,18 @@ def main() -> None:
             "rows": make_rows,
             "summarise": lambda: [summariser.builder().add(r) for r in rows],
         }
+        native = nodestream._native
+        if native is not None:
+
+            def native_rows() -> None:
+                shared = nodestream._Shared()
+                for c in chunks:
+                    got = native.rows(
+                        c, keys, c.isascii(), shared.map_of, shared.taints_of, shared.names
+                    )
+                    assert isinstance(got, list), "the native path was not sure of a chunk"
+
+            stages["native rows"] = native_rows
         try:
             import fastsimdjson  # type: ignore[import-not-found]
         except ImportError:
@@ -154,12 +168,20 @@ def main() -> None:
                 f"{size / got[name] / 1e9:5.2f} GB/s, "
                 f"{got[name] * 1e5 / nodes:.3f} s per 100k nodes"
             )
-        per_100k = (got["read"] + got["decode"]) * 1e5 / nodes
-        python = (got["rows"] + got["summarise"]) * 1e5 / nodes
-        print(
-            f"per 100k nodes on two cores: read + decode {per_100k / 2:.3f} s of wall each, "
-            f"rows + summarise {python / 2:.3f} s more; start-up, merge and output come on top"
-        )
+        if "native rows" in got:
+            per_100k = (got["read"] + got["native rows"]) * 1e5 / nodes
+            python = got["summarise"] * 1e5 / nodes
+            print(
+                f"per 100k nodes on two cores: read + native rows {per_100k / 2:.3f} s of wall "
+                f"each, summarise {python / 2:.3f} s more; start-up, merge and output on top"
+            )
+        else:
+            per_100k = (got["read"] + got["decode"]) * 1e5 / nodes
+            python = (got["rows"] + got["summarise"]) * 1e5 / nodes
+            print(
+                f"per 100k nodes on two cores: read + decode {per_100k / 2:.3f} s of wall each, "
+                f"rows + summarise {python / 2:.3f} s more; start-up, merge and output on top"
+            )
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         print(
             f"SUMMARY {when} | {nodes:,} nodes | "
