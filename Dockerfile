@@ -6,6 +6,14 @@
 ARG BASE=python:3.11-slim
 FROM ${BASE} AS build
 WORKDIR /src
+# The native node reader (src/fleetwarden/formats/_nodescan.c) needs a C compiler and Python's
+# headers in this stage only. Best effort: where Debian's archive cannot be reached the wheel
+# is built without it (an optional extension) and `scan` reads every dump with msgspec.
+RUN command -v gcc >/dev/null 2>&1 || { \
+      apt-get update -q && apt-get install -y -q --no-install-recommends gcc libc6-dev \
+      && { python3 -c "import sysconfig, os, sys; sys.exit(not os.path.exists(sysconfig.get_paths()['include'] + '/Python.h'))" \
+           || apt-get install -y -q --no-install-recommends python3-dev; }; \
+    } >/tmp/compiler.log 2>&1 || echo "no C compiler: the wheel is built without the native node reader"
 COPY pyproject.toml README.md LICENSE ./
 COPY src ./src
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .

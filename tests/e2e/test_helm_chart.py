@@ -965,5 +965,8 @@ def test_the_dockerfile_builds_into_the_image_the_chart_expects(tmp_path):
 
         assert run("fleetwarden", "--version").startswith("fleetwarden ")
         assert run("id", "-u") == str(facts["uid"])
+        # the build stage compiled the native node reader (Debian's gcc, reached like the base)
+        native = "from fleetwarden.formats import nodestream; print(nodestream._native is not None)"
+        assert run("python3", "-c", native) == "True"
     finally:
         subprocess.run([builder, *store, "rmi", "--all", "--force"], capture_output=True)
