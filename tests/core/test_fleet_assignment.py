@@ -32,7 +32,8 @@ def _node(name: str, pool: str) -> ObservedNode:
 
 def test_a_name_defined_twice_in_a_cluster_is_compared_in_neither_definition():
     specs = [_spec("md", "a/md.yaml"), _spec("md", "b/md.yaml", size=3), _spec("web", "w.yaml")]
-    by_cluster, skips = assign_pools(specs, {"c1"})
+    assigned = assign_pools(specs, {"c1"})
+    by_cluster, skips = assigned.pools, assigned.skips
     assert [s.name for s in by_cluster["c1"]] == ["web"]
     assert [(s.path, s.pool, s.shown) for s in skips] == [
         ("a/md.yaml", "md", True),
@@ -55,7 +56,8 @@ def test_the_scan_does_not_pass_on_the_first_definition():
 
 def test_one_name_in_two_clusters_is_two_pools():
     specs = [_spec("md", "a.yaml", cluster="c1"), _spec("md", "b.yaml", cluster="c2")]
-    by_cluster, skips = assign_pools(specs, {"c1", "c2"})
+    assigned = assign_pools(specs, {"c1", "c2"})
+    by_cluster, skips = assigned.pools, assigned.skips
     assert not skips
     assert [s.source for s in by_cluster["c1"]] == ["a.yaml"]
     assert [s.source for s in by_cluster["c2"]] == ["b.yaml"]
@@ -66,8 +68,58 @@ def test_every_definition_is_compared_or_said(names):
     """A pool is compared exactly when its name is defined once; every other definition's file
     is in a shown skip naming it."""
     specs = [_spec(n, f"{i}.yaml") for i, n in enumerate(names)]
-    by_cluster, skips = assign_pools(specs, {"c1"})
+    assigned = assign_pools(specs, {"c1"})
+    by_cluster, skips = assigned.pools, assigned.skips
     compared = {s.name for s in by_cluster.get("c1", [])}
     assert compared == {n for n in names if names.count(n) == 1}
     skipped = {(s.path, s.pool) for s in skips if s.shown}
     assert skipped == {(f"{i}.yaml", n) for i, n in enumerate(names) if names.count(n) > 1}
+
+
+def test_the_nodes_of_a_pool_defined_twice_are_not_said_to_be_outside_the_desired_state():
+    """They carry a desired pool's name: a SPEC ``pool`` finding ("not in the desired state",
+    medium) about them was untrue. They are not compared, and the skip naming the pool is what
+    is said of them."""
+    specs = [_spec("md", "a/md.yaml"), _spec("md", "b/md.yaml", size=3), _spec("web", "w.yaml")]
+    nodes = [_node("n1", "md"), _node("n2", "md"), _node("w1", "web"), _node("x1", "other")]
+    report = diff_fleet(specs, {"c1": nodes})
+    strays = [(f.pool, f.nodes) for f in report.findings if f.field == "pool"]
+    assert strays == [("other", ("x1",))]  # a pool no file defines is still one
+    assert not [f for f in report.findings if "n1" in f.nodes or f.pool == "md"]
+    assert report.nodes == 4 and report.pools == 1
+    assert [(s.path, s.pool) for s in report.skipped] == [("a/md.yaml", "md"), ("b/md.yaml", "md")]
+
+
+def test_a_pool_defined_twice_with_a_name_prefix_claims_its_suffixed_nodes_too():
+    """Nodes a definition would claim by its prefix (``app-`` + a generated suffix) are that
+    pool's, so no strays either."""
+    specs = [
+        NodePoolSpec(name="app", cluster="c1", source=f"{d}.tf", name_prefix="app-")
+        for d in ("a", "b")
+    ]
+    report = diff_fleet(specs, {"c1": [_node("n1", "app-20250101"), _node("n2", "db")]})
+    assert [(f.pool, f.field) for f in report.findings] == [("db", "pool")]
+    assert {s.pool for s in report.skipped} == {"app"}
+
+
+def _labelled(name: str, pool: str) -> ObservedNode:
+    return ObservedNode(name, labels={"cluster.x-k8s.io/deployment-name": pool})
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c"]), max_size=6),
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=8),
+)
+def test_a_node_is_a_stray_exactly_when_no_file_defines_its_pool(names, groups):
+    """Whatever is defined once, twice or not at all: a node gets the SPEC ``pool`` finding iff
+    its pool is defined nowhere in its cluster; a node of a pool defined more than once is in
+    no finding at all; a pool defined once is compared with its nodes."""
+    specs = [_spec(n, f"{i}.yaml") for i, n in enumerate(names)]
+    nodes = [_labelled(f"n{i}", g) for i, g in enumerate(groups)]
+    report = diff_fleet(specs, {"c1": nodes})
+    strays = {n for f in report.findings if f.field == "pool" for n in f.nodes}
+    assert strays == {f"n{i}" for i, g in enumerate(groups) if g not in names}
+    held = {f"n{i}" for i, g in enumerate(groups) if names.count(g) > 1}
+    assert not held & {n for f in report.findings for n in f.nodes}
+    assert not {f.pool for f in report.findings} & {n for n in names if names.count(n) > 1}
+    assert report.pools == sum(1 for n in set(names) if names.count(n) == 1)

@@ -17,6 +17,7 @@ from fleetwarden.core.skips import Skip
 from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = [
+    "Assignment",
     "FleetReport",
     "NothingToCompare",
     "UnresolvedFact",
@@ -24,6 +25,8 @@ __all__ = [
     "assign_pools",
     "check_comparable",
     "coverage_findings",
+    "defined_twice",
+    "defined_twice_reason",
     "diff_fleet",
     "field_counts",
     "nearest",
@@ -213,22 +216,60 @@ def unnamed_reason(spec: NodePoolSpec) -> str:
     )
 
 
-def assign_pools(
-    specs: Sequence[NodePoolSpec], clusters: Collection[str]
-) -> tuple[dict[str, list[NodePoolSpec]], list[Skip]]:
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Which desired pools a fleet compares (``assign_pools``).
+
+    ``pools``: per observed cluster, the pools compared. ``held``: per observed cluster, the
+    definitions of a pool name defined more than once there -- compared in none, and their
+    nodes are no strays either (``diffing.diff_summary``'s ``held``): they do carry a desired
+    pool's name, only which definition they follow cannot be told. ``skips``: why each pool
+    left out is not compared (held ones included)."""
+
+    pools: dict[str, list[NodePoolSpec]]
+    held: dict[str, list[NodePoolSpec]]
+    skips: list[Skip]
+
+
+def defined_twice(specs: Iterable[NodePoolSpec]) -> dict[tuple[str, str], list[NodePoolSpec]]:
+    """Every (cluster, name) defined more than once among pools with a known cluster and name,
+    with its definitions in the order given."""
+    defined: dict[tuple[str, str], list[NodePoolSpec]] = defaultdict(list)
+    for spec in specs:
+        if spec.cluster is not None and spec.unknown_name is None:
+            defined[(spec.cluster, spec.name)].append(spec)
+    return {key: found for key, found in defined.items() if len(found) > 1}
+
+
+def defined_twice_reason(cluster: str, name: str, defined: Sequence[NodePoolSpec]) -> str:
+    """Why no definition of a pool name defined more than once in a cluster is compared."""
+    places = ", ".join(_places(defined))
+    return (
+        f"pool {name!r} of cluster {cluster!r} is defined {len(defined)} times ({places}): "
+        "its nodes carry only the pool's name, so which definition they follow cannot be "
+        "told; none is compared"
+    )
+
+
+def _places(defined: Iterable[NodePoolSpec]) -> list[str]:
+    return list(dict.fromkeys(s.source or "<desired>" for s in defined))
+
+
+def assign_pools(specs: Sequence[NodePoolSpec], clusters: Collection[str]) -> Assignment:
     """Desired pools per observed cluster, and why the others cannot be compared.
 
     Pools without a cluster, or whose name is unknown, are reported as skipped with the
     reason; pools of clusters nobody observed are left to ``coverage_findings``. A name defined
     more than once in one cluster (two MachineDeployments in two namespaces, an eksctl group and
-    a Karpenter NodePool) leaves every definition uncompared, each a skip saying so: nodes are
-    grouped by the value of their pool label alone (``nodes.pool_of``), so which definition a
-    node follows cannot be told, and comparing any one of them would be a guess. Nothing is
-    silently dropped.
+    a Karpenter NodePool) leaves every definition uncompared (``held``), each a skip saying so:
+    nodes are grouped by the value of their pool label alone (``nodes.pool_of``), so which
+    definition a node follows cannot be told, and comparing any one of them would be a guess.
+    Nothing is silently dropped.
     """
     skips: list[Skip] = []
     by_cluster: dict[str, list[NodePoolSpec]] = defaultdict(list)
-    candidates: dict[tuple[str, str], list[NodePoolSpec]] = defaultdict(list)
+    held: dict[str, list[NodePoolSpec]] = defaultdict(list)
+    twice = {key: defined for key, defined in defined_twice(specs).items() if key[0] in clusters}
     for spec in specs:
         where = spec.source or "<desired>"
         if spec.cluster is None:
@@ -245,19 +286,14 @@ def assign_pools(
             continue
         if spec.cluster not in clusters:
             continue  # a coverage finding (coverage_findings) says so
-        candidates[(spec.cluster, spec.name)].append(spec)
-    for (cluster, name), defined in candidates.items():
-        if len(defined) == 1:
-            by_cluster[cluster].append(defined[0])
+        if (spec.cluster, spec.name) in twice:
+            held[spec.cluster].append(spec)
             continue
-        places = list(dict.fromkeys(s.source or "<desired>" for s in defined))
-        reason = (
-            f"pool {name!r} of cluster {cluster!r} is defined {len(defined)} times "
-            f"({', '.join(places)}): its nodes carry only the pool's name, so which definition "
-            "they follow cannot be told; none is compared"
-        )
-        skips.extend(Skip(place, reason, pool=name) for place in places)
-    return by_cluster, skips
+        by_cluster[spec.cluster].append(spec)
+    for (cluster, name), defined in twice.items():
+        reason = defined_twice_reason(cluster, name, defined)
+        skips.extend(Skip(place, reason, pool=name) for place in _places(defined))
+    return Assignment(dict(by_cluster), dict(held), skips)
 
 
 def assemble_report(
@@ -300,11 +336,20 @@ def diff_fleet(
     skipped: Sequence[Skip] = (),
 ) -> FleetReport:
     """Diff every observed cluster against its desired pools."""
-    by_cluster, skips = assign_pools(specs, observed.keys())
+    assigned = assign_pools(specs, observed.keys())
     results = (
-        diff_cluster(cluster, by_cluster.get(cluster, []), nodes, options=options)
+        diff_cluster(
+            cluster,
+            assigned.pools.get(cluster, []),
+            nodes,
+            options=options,
+            held=assigned.held.get(cluster, ()),
+        )
         for cluster, nodes in observed.items()
     )
     return assemble_report(
-        results, specs=specs, skipped=[*skipped, *skips], observed=list(observed)
+        results,
+        specs=specs,
+        skipped=[*skipped, *assigned.skips],
+        observed=list(observed),
     )

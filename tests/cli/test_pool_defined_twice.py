@@ -1,0 +1,109 @@
+"""A pool name defined twice for one cluster, through the command line.
+
+An eksctl file and a Terraform file (or two eksctl files) both define pool ``general`` of
+cluster ``duck``: neither definition is compared (``fleet.assign_pools``), and each is a shown
+skip. Its nodes carry the pool's name, so they are not "outside the desired state" either:
+before, they got a medium SPEC ``pool`` finding saying so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fleetwarden.cli.main import app
+
+EKSCTL = """\
+apiVersion: eksctl.io/v1alpha5
+kind: ClusterConfig
+metadata: {name: duck, region: eu-west-1, version: "1.30"}
+managedNodeGroups:
+%s"""
+GROUP = "  - name: %s\n    instanceType: m5.large\n    minSize: 1\n    maxSize: 3\n"
+
+# the second definition of ``general``: another eksctl file, or a Terraform node group
+SECOND = {
+    "eksctl": ("more.yaml", EKSCTL % GROUP.replace("m5.large", "m5.xlarge") % "general"),
+    "terraform": (
+        "general.tf",
+        """\
+resource "aws_eks_node_group" "general" {
+  cluster_name    = "duck"
+  node_group_name = "general"
+  instance_types  = ["m5.xlarge"]
+  scaling_config {
+    desired_size = 2
+    max_size     = 4
+    min_size     = 2
+  }
+}
+""",
+    ),
+}
+
+
+def _node(name: str, pool: str) -> dict[str, object]:
+    """A node as eksctl and EKS label it: clean against the ``web`` group above."""
+    labels = {
+        "eks.amazonaws.com/nodegroup": pool,
+        "eks.amazonaws.com/capacityType": "ON_DEMAND",
+        "alpha.eksctl.io/cluster-name": "duck",
+        "alpha.eksctl.io/nodegroup-name": pool,
+        "node.kubernetes.io/instance-type": "m5.large",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {},
+        "status": {
+            "nodeInfo": {
+                "kubeletVersion": "v1.30.4-eks-a737599",
+                "osImage": "Amazon Linux 2023.6.20250218",
+            }
+        },
+    }
+
+
+def _tree(tmp_path: Path, second: str, *, groups: tuple[str, ...] = ("general", "web")) -> Path:
+    desired = tmp_path / "desired"
+    desired.mkdir()
+    (desired / "eksctl.yaml").write_text(EKSCTL % "".join(GROUP % g for g in groups))
+    name, text = SECOND[second]
+    (desired / name).write_text(text)
+    items = [_node("g1", "general"), _node("g2", "general"), _node("w1", "web")]
+    (tmp_path / "duck.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
+    return tmp_path
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, list(args), terminal_width=400, env={"NO_COLOR": "1"})
+
+
+def _scan(tree: Path, *more: str):
+    return _run("scan", "-d", str(tree / "desired"), "-n", str(tree / "duck.json"), *more)
+
+
+@pytest.mark.parametrize("second", sorted(SECOND))
+def test_the_nodes_of_a_pool_defined_twice_get_no_finding_and_the_pool_is_skipped(tmp_path, second):
+    """No "not in the desired state" finding on g1/g2; ``skipped[]`` names the pool in both
+    files; the run exits as a run with a pool not compared does (the other pool is clean:
+    0, as for a pool whose name is not known) and the table says why, without --verbose."""
+    tree = _tree(tmp_path, second)
+    r = _scan(tree, "-o", "json", "--fail-on", "info")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["findings"] == []
+    files = {str(tree / "desired" / n) for n in ("eksctl.yaml", SECOND[second][0])}
+    assert {s["path"] for s in out["skipped"] if s.get("pool") == "general"} == files
+    assert all("defined 2 times" in s["reason"] for s in out["skipped"] if s.get("pool"))
+    assert (out["summary"]["pools"], out["summary"]["nodes"]) == (1, 3)
+    table = _scan(tree)
+    said = [ln for ln in table.output.splitlines() if ln.startswith("not compared")]
+    assert len(said) == 2 and all("'general'" in ln for ln in said), table.output
+    assert "SPEC" not in table.output
