@@ -107,3 +107,17 @@ def test_the_nodes_of_a_pool_defined_twice_get_no_finding_and_the_pool_is_skippe
     said = [ln for ln in table.output.splitlines() if ln.startswith("not compared")]
     assert len(said) == 2 and all("'general'" in ln for ln in said), table.output
     assert "SPEC" not in table.output
+
+
+@pytest.mark.parametrize("second", sorted(SECOND))
+def test_the_fields_line_counts_no_field_of_a_definition_not_compared(tmp_path, second):
+    """``summary.fields`` (and the table's "fields: N compared" line) counts the fields of the
+    pools compared -- here ``web`` alone, as ``explain --pool web`` accounts for them -- not
+    those of the two definitions of ``general``, none of which was compared."""
+    tree = _tree(tmp_path, second)
+    fields = json.loads(_scan(tree, "-o", "json").output)["summary"]["fields"]
+    web = _run("explain", "-d", str(tree / "desired"), "--pool", "web", "-o", "json")
+    assert fields == json.loads(web.output)["summary"]["fields"]
+    assert fields["compared"] > 0
+    table = _scan(tree).output
+    assert f"fields: {fields['compared']} compared ({fields['defaults']} provisioner" in table

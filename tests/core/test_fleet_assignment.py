@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleetwarden.core.fleet import assign_pools, diff_fleet
+from fleetwarden.core.fleet import assign_pools, diff_fleet, field_counts
 from fleetwarden.core.nodes import ObservedNode
-from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.pools import FieldAccount, FieldStatus, NodePoolSpec
 
 
 def _spec(name: str, source: str, *, cluster: str = "c1", size: int = 1) -> NodePoolSpec:
@@ -123,3 +123,27 @@ def test_a_node_is_a_stray_exactly_when_no_file_defines_its_pool(names, groups):
     assert not held & {n for f in report.findings for n in f.nodes}
     assert not {f.pool for f in report.findings} & {n for n in names if names.count(n) > 1}
     assert report.pools == sum(1 for n in set(names) if names.count(n) == 1)
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c"]), max_size=6),
+    st.lists(st.sampled_from(["c1", "c2", None]), min_size=6, max_size=6),
+)
+def test_the_fields_line_counts_the_fields_of_the_pools_compared_only(names, clusters):
+    """Defined twice, of a cluster nobody observed (c2), of no cluster: none of those pools'
+    fields was compared, so none is counted -- the fields line and ``unresolved`` count the
+    accounts of the pools that were, and agree."""
+    account = (
+        FieldAccount("instanceType", FieldStatus.COMPARED, "m5.large"),
+        FieldAccount("labels", FieldStatus.UNRESOLVED, "var.labels", fact="labels"),
+    )
+    specs = [
+        NodePoolSpec(name=n, cluster=c, source=f"{i}.yaml", account=account)
+        for i, (n, c) in enumerate(zip(names, clusters, strict=False))
+    ]
+    report = diff_fleet(specs, {"c1": [_node("n1", "a")]})
+    in_c1 = [s.name for s in specs if s.cluster == "c1"]
+    once = [s for s in specs if s.cluster == "c1" and in_c1.count(s.name) == 1]
+    assert report.fields == field_counts(once)
+    assert report.fields["compared"] == report.pools == len(once)
+    assert report.fields["unresolved"] == len(report.unresolved) == len(once)

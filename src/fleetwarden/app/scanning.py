@@ -225,6 +225,7 @@ def scan_clusters(
     return assemble_report(
         results,
         specs=specs,
+        compared=assigned.compared,
         skipped=[*skipped, *assigned.skips],
         observed=list(sources),
     )

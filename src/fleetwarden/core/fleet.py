@@ -224,11 +224,13 @@ class Assignment:
     definitions of a pool name defined more than once there -- compared in none, and their
     nodes are no strays either (``diffing.diff_summary``'s ``held``): they do carry a desired
     pool's name, only which definition they follow cannot be told. ``skips``: why each pool
-    left out is not compared (held ones included)."""
+    left out is not compared (held ones included). ``compared``: every compared pool, in the
+    order given -- the pools whose fields the report counts (``field_counts``)."""
 
     pools: dict[str, list[NodePoolSpec]]
     held: dict[str, list[NodePoolSpec]]
     skips: list[Skip]
+    compared: tuple[NodePoolSpec, ...]
 
 
 def defined_twice(specs: Iterable[NodePoolSpec]) -> dict[tuple[str, str], list[NodePoolSpec]]:
@@ -270,6 +272,7 @@ def assign_pools(specs: Sequence[NodePoolSpec], clusters: Collection[str]) -> As
     by_cluster: dict[str, list[NodePoolSpec]] = defaultdict(list)
     held: dict[str, list[NodePoolSpec]] = defaultdict(list)
     twice = {key: defined for key, defined in defined_twice(specs).items() if key[0] in clusters}
+    compared: list[NodePoolSpec] = []
     for spec in specs:
         where = spec.source or "<desired>"
         if spec.cluster is None:
@@ -290,20 +293,27 @@ def assign_pools(specs: Sequence[NodePoolSpec], clusters: Collection[str]) -> As
             held[spec.cluster].append(spec)
             continue
         by_cluster[spec.cluster].append(spec)
+        compared.append(spec)
     for (cluster, name), defined in twice.items():
         reason = defined_twice_reason(cluster, name, defined)
         skips.extend(Skip(place, reason, pool=name) for place in _places(defined))
-    return Assignment(dict(by_cluster), dict(held), skips)
+    return Assignment(dict(by_cluster), dict(held), skips, tuple(compared))
 
 
 def assemble_report(
     results: Iterable[ClusterDiff],
     *,
     specs: Sequence[NodePoolSpec],
+    compared: Sequence[NodePoolSpec],
     skipped: Sequence[Skip],
     observed: Collection[str] | None = None,
 ) -> FleetReport:
-    """The report of a fleet; with ``observed``, desired clusters outside it are findings."""
+    """The report of a fleet; with ``observed``, desired clusters outside it are findings.
+
+    ``compared``: the pools the results compared (``Assignment.compared``): the fields line
+    and ``unresolved`` count their accounts only -- a pool not compared (skipped, held,
+    of a cluster nobody observed) had none of its fields compared, and its skip or coverage
+    finding already says so."""
     findings: list[Finding] = []
     if observed is not None:
         findings.extend(coverage_findings(specs, observed))
@@ -316,13 +326,13 @@ def assemble_report(
     findings.sort(key=severity_order)
     # the account's unresolved entries, as field_counts counts them (a name completed by a
     # generated suffix is matched by its prefix: checked, so in neither)
-    unresolved = [u for s in specs for u in unresolved_values(s)]
+    unresolved = [u for s in compared for u in unresolved_values(s)]
     return FleetReport(
         findings=findings,
         clusters=clusters,
         pools=pools,
         nodes=nodes,
-        fields=field_counts(specs),
+        fields=field_counts(compared),
         skipped=list(skipped),
         unresolved=unresolved,
     )
@@ -350,6 +360,7 @@ def diff_fleet(
     return assemble_report(
         results,
         specs=specs,
+        compared=assigned.compared,
         skipped=[*skipped, *assigned.skips],
         observed=list(observed),
     )
