@@ -121,3 +121,25 @@ def test_the_fields_line_counts_no_field_of_a_definition_not_compared(tmp_path, 
     assert fields["compared"] > 0
     table = _scan(tree).output
     assert f"fields: {fields['compared']} compared ({fields['defaults']} provisioner" in table
+
+
+@pytest.mark.parametrize("second", sorted(SECOND))
+def test_a_scan_whose_only_pool_is_defined_twice_exits_2_unless_allowed(tmp_path, second):
+    """Nothing is compared: exit 2 with one line naming the pool and both files, as for a tree
+    whose pool names are all unknown; ``--allow-empty`` reports it (skipped, 0 fields)."""
+    tree = _tree(tmp_path, second, groups=("general",))
+    r = _scan(tree)
+    assert r.exit_code == 2
+    (line,) = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert line.startswith("fleetwarden: error: no pool in ") and "can be compared" in line
+    assert "pool 'general' of cluster 'duck' is defined 2 times" in line
+    assert str(tree / "desired" / SECOND[second][0]) in line
+    allowed = _scan(tree, "--allow-empty", "-o", "json")
+    assert allowed.exit_code == 0, allowed.output
+    out = json.loads(allowed.output)
+    # w1's pool ``web`` is defined nowhere now: that one is a stray; g1 and g2 are not
+    assert [(f["pool"], f["field"], f["nodes"]) for f in out["findings"]] == [
+        ("web", "pool", ["w1"])
+    ]
+    assert {s.get("pool") for s in out["skipped"]} == {"general"}
+    assert out["summary"]["fields"]["compared"] == out["summary"]["pools"] == 0

@@ -5,10 +5,17 @@ comparing the first one found would pass or fail on a guess."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fleetwarden.core.fleet import assign_pools, diff_fleet, field_counts
+from fleetwarden.core.fleet import (
+    NothingToCompare,
+    assign_pools,
+    check_comparable,
+    diff_fleet,
+    field_counts,
+)
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import FieldAccount, FieldStatus, NodePoolSpec
 
@@ -147,3 +154,20 @@ def test_the_fields_line_counts_the_fields_of_the_pools_compared_only(names, clu
     assert report.fields == field_counts(once)
     assert report.fields["compared"] == report.pools == len(once)
     assert report.fields["unresolved"] == len(report.unresolved) == len(once)
+
+
+def test_a_run_whose_every_pool_is_defined_twice_compares_nothing_and_is_refused():
+    """As when no pool's name is known: nothing would be compared, so no pass (exit 2 unless
+    ``--allow-empty``), with the pool and both files named. One pool compared anywhere among
+    the clusters observed is a run, whose skips say the rest."""
+    specs = [_spec("md", "a/md.yaml"), _spec("md", "b/md.yaml", size=3)]
+    with pytest.raises(NothingToCompare) as caught:
+        check_comparable(specs, {"c1"}, desired_paths=["desired/"])
+    assert str(caught.value).startswith(
+        "no pool in desired/ can be compared: pool 'md' of cluster 'c1' is defined 2 times "
+        "(a/md.yaml, b/md.yaml)"
+    )
+    twice_more = [*specs, _spec("db", "a/db.yaml"), _spec("db", "b/db.yaml")]
+    with pytest.raises(NothingToCompare, match=r"\(and 1 more pool names so\)"):
+        check_comparable(twice_more, {"c1"}, desired_paths=["desired/"])
+    check_comparable([*specs, _spec("web", "w.yaml", cluster="c2")], {"c1", "c2"}, desired_paths=[])

@@ -83,6 +83,17 @@ def check_comparable(
             f"{where}); observed {observed_list} (node dumps are named by CLUSTER= or the "
             f"file's stem){hint}"
         )
+    if observed and not assign_pools(specs, observed).compared:
+        # every pool of the observed clusters is defined more than once there: as when no name
+        # is known, a run that would compare nothing is refused rather than passed
+        twice = [(key, found) for key, found in defined_twice(specs).items() if key[0] in observed]
+        (cluster, name), defined = twice[0]
+        more = f" (and {len(twice) - 1} more pool names so)" if len(twice) > 1 else ""
+        raise NothingToCompare(
+            f"no pool in {where} can be compared: "
+            f"{defined_twice_reason(cluster, name, defined)}{more}; keep one definition of "
+            "each pool per cluster"
+        )
 
 
 def coverage_findings(specs: Sequence[NodePoolSpec], observed: Collection[str]) -> list[Finding]:
