@@ -143,3 +143,36 @@ def test_a_scan_whose_only_pool_is_defined_twice_exits_2_unless_allowed(tmp_path
     ]
     assert {s.get("pool") for s in out["skipped"]} == {"general"}
     assert out["summary"]["fields"]["compared"] == out["summary"]["pools"] == 0
+
+
+@pytest.mark.parametrize("second", sorted(SECOND))
+def test_explain_says_a_pool_defined_twice_is_not_compared_and_leaves_its_fields_out(
+    tmp_path, second
+):
+    """``explain`` lists both definitions with every field (the account is still the file's),
+    each ``notCompared`` with the reason the scan gives, and its totals count the fields of
+    ``web`` alone -- the same totals as the scan's fields line."""
+    tree = _tree(tmp_path, second)
+    r = _run("explain", "-d", str(tree / "desired"), "-o", "json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    why = {p["source"]: p.get("notCompared") for p in out["pools"] if p["pool"] == "general"}
+    assert len(why) == 2 and all("is defined 2 times" in w for w in why.values()), why
+    assert all(p["fields"] for p in out["pools"])
+    assert "notCompared" not in next(p for p in out["pools"] if p["pool"] == "web")
+    assert (out["summary"]["pools"], out["summary"]["notCompared"]) == (3, 2)
+    scanned = json.loads(_scan(tree, "-o", "json").output)["summary"]["fields"]
+    assert out["summary"]["fields"] == scanned
+    table = _run("explain", "-d", str(tree / "desired")).output
+    assert "3 pools (2 not compared, not counted): " in table
+    said = [ln for ln in table.splitlines() if ln.startswith("not compared: pool 'general'")]
+    assert len(said) == 1, table
+
+
+def test_explain_of_one_definition_still_says_the_other_exists(tmp_path):
+    """``--pool`` narrows what is listed, not what is known: a definition chosen alone is still
+    one of two, so still not compared and not counted."""
+    tree = _tree(tmp_path, "eksctl")
+    args = ("explain", "-d", str(tree / "desired"), "--pool", "general", "-o", "json")
+    out = json.loads(_run(*args).output)
+    assert out["summary"]["notCompared"] == 2 and out["summary"]["fields"]["compared"] == 0
