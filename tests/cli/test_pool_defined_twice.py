@@ -176,3 +176,21 @@ def test_explain_of_one_definition_still_says_the_other_exists(tmp_path):
     args = ("explain", "-d", str(tree / "desired"), "--pool", "general", "-o", "json")
     out = json.loads(_run(*args).output)
     assert out["summary"]["notCompared"] == 2 and out["summary"]["fields"]["compared"] == 0
+
+
+def test_worker_processes_hold_back_the_nodes_of_a_pool_defined_twice_too(tmp_path):
+    """With a worker process per cluster (``--jobs 2``, two clusters) each worker is given
+    the held definitions: the same report as one process, no finding on g1/g2 anywhere."""
+    tree = _tree(tmp_path, "eksctl")
+    (tree / "goose.json").write_text((tree / "duck.json").read_text())
+    desired, dumps = str(tree / "desired"), (tree / "duck.json", tree / "goose.json")
+    args = ["scan", "-d", f"duck={desired}", "-d", f"goose={desired}", "-o", "json"]
+    args += [a for p in dumps for a in ("-n", f"{p.stem}={p}")]
+    one, two = (json.loads(_run(*args, "--jobs", j).output) for j in ("1", "2"))
+    assert one == two
+    assert one["summary"]["clusters"] == 2
+    assert not [f for f in two["findings"] if {"g1", "g2"} & set(f["nodes"])]
+    assert {(s["pool"], s["reason"].split(" is defined")[0]) for s in two["skipped"]} == {
+        ("general", "pool 'general' of cluster 'duck'"),
+        ("general", "pool 'general' of cluster 'goose'"),
+    }
