@@ -30,7 +30,7 @@ CORPUS = [
 def _table_counts(specs: list[NodePoolSpec]) -> tuple[int, int]:
     """(the fields line's unresolved, the desired-values line's count) as the table prints."""
     buf = io.StringIO()
-    report = assemble_report([], specs=specs, skipped=[])
+    report = assemble_report([], specs=specs, compared=specs, skipped=[])
     print_report(Console(file=buf, width=400, color_system=None), report)
     text = buf.getvalue()
     fields = re.search(r"fields: .*?, (\d+) unresolved,", text)
@@ -73,7 +73,7 @@ def test_a_note_without_an_attribute_is_counted_and_listed(
     assert any(a.status is FieldStatus.UNRESOLVED and a.fact == note for a in spec.account), (
         spec.account
     )
-    report = assemble_report([], specs=[spec], skipped=[])
+    report = assemble_report([], specs=[spec], compared=[spec], skipped=[])
     assert note in {u.field for u in report.unresolved}
     fields, listed = _table_counts([spec])
     assert fields == listed
@@ -107,7 +107,7 @@ def test_the_counts_agree_whatever_the_readers_noted(entries, notes, prefix) -> 
     )
     fields, listed = _table_counts([spec])
     assert fields == listed
-    report = assemble_report([], specs=[spec], skipped=[])
+    report = assemble_report([], specs=[spec], compared=[spec], skipped=[])
     assert report.fields["unresolved"] == len(report.unresolved)
     if prefix is not None:
         assert all(not (u.field == "name" and u.attribute is None) for u in report.unresolved)
@@ -124,9 +124,11 @@ def test_a_cluster_given_on_the_command_line_is_not_an_unresolved_value() -> Non
     )
     files = [SourceFile("infra/main.tf", text.encode())]
     (alone,) = read_desired(files).pools
-    assert "cluster" in {u.field for u in assemble_report([], specs=[alone], skipped=[]).unresolved}
+    assert "cluster" in {
+        u.field for u in assemble_report([], specs=[alone], compared=[alone], skipped=[]).unresolved
+    }
     (given,) = read_desired(files, cluster="prod").pools
-    report = assemble_report([], specs=[given], skipped=[])
+    report = assemble_report([], specs=[given], compared=[given], skipped=[])
     assert "cluster" not in {u.field for u in report.unresolved}
     (entry,) = [a for a in given.account if a.path == "module.eks: cluster_name"]
     assert entry.status is FieldStatus.IGNORED and "prod" in entry.detail

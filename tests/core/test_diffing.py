@@ -539,5 +539,7 @@ def test_a_prefixed_name_is_not_reported_as_an_unresolved_value():
     suffix = Unresolved("name", '"app-" + a suffix Terraform generates (use_name_prefix)')
     prefixed = eks_spec(name="app", name_prefix="app-", unresolved=(suffix,))
     unknown = eks_spec(name="this", unresolved=(Unresolved("name", "var.name"),))
-    report = assemble_report([], specs=[prefixed, unknown], skipped=[])
+    report = assemble_report(
+        [], specs=[prefixed, unknown], compared=[prefixed, unknown], skipped=[]
+    )
     assert [(u.pool, u.expression) for u in report.unresolved] == [("this", "var.name")]

@@ -205,8 +205,9 @@ def gate_clusters(
     if len(nodes) == 1:  # the hook's usual case: pools of an unnamed cluster are this one's
         only = next(iter(nodes))
         specs = [s if s.cluster else s.with_cluster(only) for s in specs]
-    by_cluster, skips = assign_pools(specs, nodes.keys())
-    notes.extend(f"{s.path}: {s.reason}" for s in skips)
+    assigned = assign_pools(specs, nodes.keys())
+    by_cluster = assigned.pools
+    notes.extend(f"{s.path}: {s.reason}" for s in assigned.skips)
     desired_idx = state.indexes(nodes)
     clusters = []
     for cluster, cluster_nodes in nodes.items():

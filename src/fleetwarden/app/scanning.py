@@ -171,10 +171,11 @@ def _job(
     options: DiffOptions,
     load: NodeLoader,
     workers: int = 1,
+    held: Sequence[NodePoolSpec] = (),
 ) -> ClusterDiff:
     summarise = ClusterSummariser(tuple(specs), options)
     summary = load(sources, summarise=summarise, merge=merge_clusters, workers=workers)
-    return diff_summary(cluster, specs, summary, options=options)
+    return diff_summary(cluster, specs, summary, options=options, held=held)
 
 
 def scan_clusters(
@@ -188,12 +189,14 @@ def scan_clusters(
     on_done: Callable[[str], None] | None = None,
 ) -> FleetReport:
     """Diff every cluster in ``sources`` (cluster -> its node dump paths)."""
-    by_cluster, skips = assign_pools(specs, sources.keys())
+    assigned = assign_pools(specs, sources.keys())
+    pools, held = assigned.pools, assigned.held
     results: list[ClusterDiff] = []
     if workers <= 1 or len(sources) <= 1:
         for cluster, paths in sources.items():
+            mine = pools.get(cluster, [])
             results.append(
-                _job(cluster, paths, by_cluster.get(cluster, []), options, load, workers)
+                _job(cluster, paths, mine, options, load, workers, held.get(cluster, []))
             )
             if on_done:
                 on_done(cluster)
@@ -202,7 +205,7 @@ def scan_clusters(
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
             pending: dict[Future[ClusterDiff], str] = {
-                pool.submit(_job, c, p, by_cluster.get(c, []), options, load): c
+                pool.submit(_job, c, p, pools.get(c, []), options, load, 1, held.get(c, [])): c
                 for c, p in sources.items()
             }
             try:
@@ -219,4 +222,10 @@ def scan_clusters(
                 raise
     order = {c: i for i, c in enumerate(sources)}
     results.sort(key=lambda r: order[r.cluster])
-    return assemble_report(results, specs=specs, skipped=[*skipped, *skips], observed=list(sources))
+    return assemble_report(
+        results,
+        specs=specs,
+        compared=assigned.compared,
+        skipped=[*skipped, *assigned.skips],
+        observed=list(sources),
+    )

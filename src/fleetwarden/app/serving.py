@@ -468,7 +468,7 @@ class Serving:
 
     def initial_scan(self) -> None:
         """Findings of the latest known state (node dumps) before any event arrives."""
-        by_cluster, _ = assign_pools(self.specs, self.snapshot.keys())
+        by_cluster = assign_pools(self.specs, self.snapshot.keys()).pools
         now, options = self.clock.now(), self.settings.options
         for cluster, nodes in self.snapshot.items():
             groups = cluster_groups(by_cluster.get(cluster, []), nodes, options=options)

@@ -658,17 +658,26 @@ def diff_summary(
     summary: ClusterSummary,
     *,
     options: DiffOptions = DiffOptions(),
+    held: Sequence[NodePoolSpec] = (),
 ) -> ClusterDiff:
     """``diff_cluster`` of the nodes ``summary`` was made of (``summarise_cluster`` with the
-    same specs and options). Pools whose name is unknown are not compared (``comparable``)."""
+    same specs and options). Pools whose name is unknown are not compared (``comparable``).
+
+    ``held``: desired pools of this cluster that are not compared because their name is
+    defined more than once (``fleet.assign_pools``). The nodes they would claim are in the
+    desired state, so they are no strays; which definition they follow cannot be told, so
+    they are not compared either: the skip that names the pool is what is said of them."""
     specs = comparable(specs)
-    index = PoolIndex(specs)
+    index = PoolIndex([*specs, *held])
+    held_names = {spec.name for spec in held}
     members: dict[str, NodeSummary | None] = {spec.name: None for spec in specs}
     findings: list[Finding] = []
     for group, part in summary.groups.items():
         spec = index.spec_for(group)
         if spec is None:
             findings.extend(_strays(cluster, group, part.names(), options))
+        elif spec.name in held_names:
+            continue
         else:  # a pool's groups in the order of their first node, as diff_cluster lists them
             have = members[spec.name]
             members[spec.name] = part if have is None else merge_summaries(have, part)
@@ -684,7 +693,9 @@ def diff_cluster(
     nodes: Sequence[ObservedNode],
     *,
     options: DiffOptions = DiffOptions(),
+    held: Sequence[NodePoolSpec] = (),
 ) -> ClusterDiff:
-    """Every pool of one cluster, plus nodes that belong to no desired pool."""
+    """Every pool of one cluster, plus nodes that belong to no desired pool (``held``: as in
+    ``diff_summary``)."""
     summary = summarise_cluster(specs, nodes, options=options)
-    return diff_summary(cluster, specs, summary, options=options)
+    return diff_summary(cluster, specs, summary, options=options, held=held)

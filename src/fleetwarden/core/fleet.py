@@ -17,6 +17,7 @@ from fleetwarden.core.skips import Skip
 from fleetwarden.core.subjects import NodePoolRef
 
 __all__ = [
+    "Assignment",
     "FleetReport",
     "NothingToCompare",
     "UnresolvedFact",
@@ -24,6 +25,8 @@ __all__ = [
     "assign_pools",
     "check_comparable",
     "coverage_findings",
+    "defined_twice",
+    "defined_twice_reason",
     "diff_fleet",
     "field_counts",
     "nearest",
@@ -79,6 +82,17 @@ def check_comparable(
             f"no desired cluster matches an observed one: desired {desired_list} (from "
             f"{where}); observed {observed_list} (node dumps are named by CLUSTER= or the "
             f"file's stem){hint}"
+        )
+    if observed and not assign_pools(specs, observed).compared:
+        # every pool of the observed clusters is defined more than once there: as when no name
+        # is known, a run that would compare nothing is refused rather than passed
+        twice = [(key, found) for key, found in defined_twice(specs).items() if key[0] in observed]
+        (cluster, name), defined = twice[0]
+        more = f" (and {len(twice) - 1} more pool names so)" if len(twice) > 1 else ""
+        raise NothingToCompare(
+            f"no pool in {where} can be compared: "
+            f"{defined_twice_reason(cluster, name, defined)}{more}; keep one definition of "
+            "each pool per cluster"
         )
 
 
@@ -213,22 +227,63 @@ def unnamed_reason(spec: NodePoolSpec) -> str:
     )
 
 
-def assign_pools(
-    specs: Sequence[NodePoolSpec], clusters: Collection[str]
-) -> tuple[dict[str, list[NodePoolSpec]], list[Skip]]:
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Which desired pools a fleet compares (``assign_pools``).
+
+    ``pools``: per observed cluster, the pools compared. ``held``: per observed cluster, the
+    definitions of a pool name defined more than once there -- compared in none, and their
+    nodes are no strays either (``diffing.diff_summary``'s ``held``): they do carry a desired
+    pool's name, only which definition they follow cannot be told. ``skips``: why each pool
+    left out is not compared (held ones included). ``compared``: every compared pool, in the
+    order given -- the pools whose fields the report counts (``field_counts``)."""
+
+    pools: dict[str, list[NodePoolSpec]]
+    held: dict[str, list[NodePoolSpec]]
+    skips: list[Skip]
+    compared: tuple[NodePoolSpec, ...]
+
+
+def defined_twice(specs: Iterable[NodePoolSpec]) -> dict[tuple[str, str], list[NodePoolSpec]]:
+    """Every (cluster, name) defined more than once among pools with a known cluster and name,
+    with its definitions in the order given."""
+    defined: dict[tuple[str, str], list[NodePoolSpec]] = defaultdict(list)
+    for spec in specs:
+        if spec.cluster is not None and spec.unknown_name is None:
+            defined[(spec.cluster, spec.name)].append(spec)
+    return {key: found for key, found in defined.items() if len(found) > 1}
+
+
+def defined_twice_reason(cluster: str, name: str, defined: Sequence[NodePoolSpec]) -> str:
+    """Why no definition of a pool name defined more than once in a cluster is compared."""
+    places = ", ".join(_places(defined))
+    return (
+        f"pool {name!r} of cluster {cluster!r} is defined {len(defined)} times ({places}): "
+        "its nodes carry only the pool's name, so which definition they follow cannot be "
+        "told; none is compared"
+    )
+
+
+def _places(defined: Iterable[NodePoolSpec]) -> list[str]:
+    return list(dict.fromkeys(s.source or "<desired>" for s in defined))
+
+
+def assign_pools(specs: Sequence[NodePoolSpec], clusters: Collection[str]) -> Assignment:
     """Desired pools per observed cluster, and why the others cannot be compared.
 
     Pools without a cluster, or whose name is unknown, are reported as skipped with the
     reason; pools of clusters nobody observed are left to ``coverage_findings``. A name defined
     more than once in one cluster (two MachineDeployments in two namespaces, an eksctl group and
-    a Karpenter NodePool) leaves every definition uncompared, each a skip saying so: nodes are
-    grouped by the value of their pool label alone (``nodes.pool_of``), so which definition a
-    node follows cannot be told, and comparing any one of them would be a guess. Nothing is
-    silently dropped.
+    a Karpenter NodePool) leaves every definition uncompared (``held``), each a skip saying so:
+    nodes are grouped by the value of their pool label alone (``nodes.pool_of``), so which
+    definition a node follows cannot be told, and comparing any one of them would be a guess.
+    Nothing is silently dropped.
     """
     skips: list[Skip] = []
     by_cluster: dict[str, list[NodePoolSpec]] = defaultdict(list)
-    candidates: dict[tuple[str, str], list[NodePoolSpec]] = defaultdict(list)
+    held: dict[str, list[NodePoolSpec]] = defaultdict(list)
+    twice = {key: defined for key, defined in defined_twice(specs).items() if key[0] in clusters}
+    compared: list[NodePoolSpec] = []
     for spec in specs:
         where = spec.source or "<desired>"
         if spec.cluster is None:
@@ -245,29 +300,31 @@ def assign_pools(
             continue
         if spec.cluster not in clusters:
             continue  # a coverage finding (coverage_findings) says so
-        candidates[(spec.cluster, spec.name)].append(spec)
-    for (cluster, name), defined in candidates.items():
-        if len(defined) == 1:
-            by_cluster[cluster].append(defined[0])
+        if (spec.cluster, spec.name) in twice:
+            held[spec.cluster].append(spec)
             continue
-        places = list(dict.fromkeys(s.source or "<desired>" for s in defined))
-        reason = (
-            f"pool {name!r} of cluster {cluster!r} is defined {len(defined)} times "
-            f"({', '.join(places)}): its nodes carry only the pool's name, so which definition "
-            "they follow cannot be told; none is compared"
-        )
-        skips.extend(Skip(place, reason, pool=name) for place in places)
-    return by_cluster, skips
+        by_cluster[spec.cluster].append(spec)
+        compared.append(spec)
+    for (cluster, name), defined in twice.items():
+        reason = defined_twice_reason(cluster, name, defined)
+        skips.extend(Skip(place, reason, pool=name) for place in _places(defined))
+    return Assignment(dict(by_cluster), dict(held), skips, tuple(compared))
 
 
 def assemble_report(
     results: Iterable[ClusterDiff],
     *,
     specs: Sequence[NodePoolSpec],
+    compared: Sequence[NodePoolSpec],
     skipped: Sequence[Skip],
     observed: Collection[str] | None = None,
 ) -> FleetReport:
-    """The report of a fleet; with ``observed``, desired clusters outside it are findings."""
+    """The report of a fleet; with ``observed``, desired clusters outside it are findings.
+
+    ``compared``: the pools the results compared (``Assignment.compared``): the fields line
+    and ``unresolved`` count their accounts only -- a pool not compared (skipped, held,
+    of a cluster nobody observed) had none of its fields compared, and its skip or coverage
+    finding already says so."""
     findings: list[Finding] = []
     if observed is not None:
         findings.extend(coverage_findings(specs, observed))
@@ -280,13 +337,13 @@ def assemble_report(
     findings.sort(key=severity_order)
     # the account's unresolved entries, as field_counts counts them (a name completed by a
     # generated suffix is matched by its prefix: checked, so in neither)
-    unresolved = [u for s in specs for u in unresolved_values(s)]
+    unresolved = [u for s in compared for u in unresolved_values(s)]
     return FleetReport(
         findings=findings,
         clusters=clusters,
         pools=pools,
         nodes=nodes,
-        fields=field_counts(specs),
+        fields=field_counts(compared),
         skipped=list(skipped),
         unresolved=unresolved,
     )
@@ -300,11 +357,21 @@ def diff_fleet(
     skipped: Sequence[Skip] = (),
 ) -> FleetReport:
     """Diff every observed cluster against its desired pools."""
-    by_cluster, skips = assign_pools(specs, observed.keys())
+    assigned = assign_pools(specs, observed.keys())
     results = (
-        diff_cluster(cluster, by_cluster.get(cluster, []), nodes, options=options)
+        diff_cluster(
+            cluster,
+            assigned.pools.get(cluster, []),
+            nodes,
+            options=options,
+            held=assigned.held.get(cluster, ()),
+        )
         for cluster, nodes in observed.items()
     )
     return assemble_report(
-        results, specs=specs, skipped=[*skipped, *skips], observed=list(observed)
+        results,
+        specs=specs,
+        compared=assigned.compared,
+        skipped=[*skipped, *assigned.skips],
+        observed=list(observed),
     )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
+from types import MappingProxyType
 
 __all__ = [
     "EFFECTS",
@@ -223,6 +224,18 @@ class NodePoolSpec:
         extra = _unattributed(self)
         if extra:
             object.__setattr__(self, "account", (*self.account, *extra))
+
+    def __getstate__(self) -> list[object]:
+        # readers hand out read-only mappings (types.MappingProxyType), which pickle refuses,
+        # and a scan sends the pools to its worker processes: they travel as plain dicts
+        return [
+            dict(value) if isinstance(value, MappingProxyType) else value
+            for value in (getattr(self, f.name) for f in fields(self))
+        ]
+
+    def __setstate__(self, state: list[object]) -> None:
+        for f, value in zip(fields(self), state, strict=True):
+            object.__setattr__(self, f.name, value)
 
     def origin_of(self, finding_field: str) -> str | None:
         """Where the expected value of a finding on ``finding_field`` was read."""

@@ -530,6 +530,9 @@ def print_explanation(console: Console, result: Explanation, *, wide: bool = Fal
         )
         if pool.unknown_name is not None:
             title += f" — not compared: its name is not known ({pool.unknown_name})"
+        elif result.not_compared(pool) is not None:
+            defined = len(result.twice[(pool.cluster or "", pool.name)])
+            title += f" — not compared: defined {defined} times in its cluster (below)"
         table = Grid(
             Col("status", 10),
             Col("attribute", 9),
@@ -549,9 +552,10 @@ def print_explanation(console: Console, result: Explanation, *, wide: bool = Fal
             )
         console.print(table)
     counts = result.counts
+    uncompared = f" ({result.uncompared} not compared, not counted)" if result.uncompared else ""
     console.print(
         line(
-            f"{len(result.pools)} pools: {counts.get('compared', 0)} fields compared "
+            f"{len(result.pools)} pools{uncompared}: {counts.get('compared', 0)} fields compared "
             f"({counts.get('defaults', 0)} provisioner defaults), "
             f"{counts.get('unresolved', 0)} unresolved, {counts.get('ignored', 0)} ignored, "
             f"{counts.get('unaccounted', 0)} unknown to fleetwarden"
@@ -559,6 +563,11 @@ def print_explanation(console: Console, result: Explanation, *, wide: bool = Fal
     )
     if result.assumed:
         console.print(line((f"assumed: {result.assumed} (config scan.provisioners)", "dim")))
+    said = dict.fromkeys(  # one line per name defined twice, not one per definition
+        why for p in result.pools if p.unknown_name is None and (why := result.not_compared(p))
+    )
+    for why in said:
+        console.print(line((f"not compared: {why}", "yellow")), soft_wrap=True)
     for s in result.skipped:
         if s.problem:
             console.print(line((f"could not read {s.path}: {s.reason}", "yellow")), soft_wrap=True)
