@@ -221,6 +221,11 @@ typedef struct {
     Slot taints[SLOTS];
 } Walk;
 
+/* The tape of the last call, kept for the next one (a fresh one would cost a page fault every
+ * 1,024 structural bytes); a call made while another is in a callback gets its own. */
+static uint32_t *g_spare = NULL;
+static size_t g_spare_cap = 0;
+
 static uint8_t g_delim[256]; /* what may follow a literal or number: blanks, punctuation, quote */
 
 #define AT(w) ((w)->i < (w)->n ? (w)->buf[(w)->tape[(w)->i]] : 0)
@@ -837,6 +842,7 @@ static PyObject *ns_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
     PyObject *result = NULL, *rows = NULL;
     uint32_t *tape = NULL;
+    size_t tape_cap = 0;
     Walk *w = PyMem_Calloc(1, sizeof(Walk));
     Py_ssize_t nkeys = keys ? PyTuple_GET_SIZE(keys) : 0;
     const char **key_text = PyMem_Calloc((size_t)nkeys + 1, sizeof(char *));
@@ -860,10 +866,16 @@ static PyObject *ns_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         Py_INCREF(result);
         goto done;
     }
-    tape = PyMem_RawMalloc((len + 1) * sizeof(uint32_t)); /* at most a structural a byte */
-    if (tape == NULL) {
-        PyErr_NoMemory();
-        goto done;
+    if (g_spare != NULL && g_spare_cap >= len + 1) { /* at most a structural a byte */
+        tape = g_spare, tape_cap = g_spare_cap;
+        g_spare = NULL;
+    } else {
+        tape = PyMem_RawMalloc((len + 1) * sizeof(uint32_t));
+        tape_cap = len + 1;
+        if (tape == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     Py_ssize_t n = stage1((const uint8_t *)view.buf, len, tape);
     if (n < 0) {
@@ -908,7 +920,12 @@ done:
         slots_clear(w->maps);
         slots_clear(w->taints);
     }
-    PyMem_RawFree(tape);
+    if (tape != NULL && (g_spare == NULL || g_spare_cap < tape_cap)) {
+        PyMem_RawFree(g_spare);
+        g_spare = tape, g_spare_cap = tape_cap;
+    } else {
+        PyMem_RawFree(tape);
+    }
     PyMem_Free(w);
     PyMem_Free(key_text);
     PyMem_Free(key_len);
