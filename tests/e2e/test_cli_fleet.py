@@ -655,6 +655,38 @@ def test_the_gate_resolves_an_application_path_from_the_checkouts_root(gate_tree
     assert r.exit_code == 2 and "Argo CD Application argocd/podinfo" in r.stderr
 
 
+def test_the_gate_never_passes_a_directory_an_applicationset_renders_with_overrides(gate_tree):
+    """A git directories generator (every top directory but pools) whose template overrides
+    the image: podinfo is one of its Applications' paths; ignored, the gate passed."""
+    git = gate_tree / "git"
+    (git / ".git").mkdir()
+    app_set = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "ApplicationSet",
+        "metadata": {"name": "addons", "namespace": "argocd"},
+        "spec": {
+            "goTemplate": True,
+            "generators": [
+                {
+                    "git": {
+                        "repoURL": "https://example.com/repo.git",
+                        "revision": "HEAD",
+                        "directories": [{"path": "*"}, {"path": "pools", "exclude": True}],
+                    }
+                }
+            ],
+            "template": {
+                "metadata": {"name": "{{.path.basename}}"},
+                "spec": _override_app("{{.path.path}}")["spec"],
+            },
+        },
+    }
+    (git / "appset.yaml").write_text(yaml.safe_dump(app_set))
+    r = gate(gate_tree)
+    assert r.exit_code == 2, r.output
+    assert "Argo CD ApplicationSet argocd/addons" in r.stderr and "as podinfo" in r.stderr
+
+
 def test_unknown_app_exits_2_listing_the_apps_found(fleet):
     tagged = fleet / "git" / "other"
     tagged.mkdir()

@@ -1,6 +1,6 @@
 """Which files Argo CD or Flux renders with changes: paths resolved from the repository root
-(Argo CD's util/app/path.Path, Flux's securejoin), and refusals (not compared) wherever the
-tree does not say."""
+(Argo CD's util/app/path.Path, Flux's securejoin), ApplicationSet git directories expanded with
+Go's path.Match, and refusals (not compared) wherever the tree does not say."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.formats.desired import SourceFile
-from fleetwarden.formats.gitops_renders import gitops_rewrites
+from fleetwarden.formats.gitops_renders import gitops_rewrites, go_path_match
 
 _DEPLOY = {
     "apiVersion": "apps/v1",
@@ -205,4 +205,262 @@ def test_files_are_refused_exactly_when_under_the_path_from_the_root(
         inside = "" if inside == "." else inside
         if not want or inside == want or inside.startswith(want + "/"):
             expected.add(file)
+    assert set(got) == expected
+
+
+# --------------------------------------------------------------------------- Go's path.Match
+
+# (pattern, name, path.Match's answer; None: ErrBadPattern), from Go 1.26's path.Match over
+# random patterns, and the shapes ApplicationSet directories take
+_GO_MATCH = [
+    ("apps/*", "apps/web", True),
+    ("apps/*", "apps/web/base", False),
+    ("apps/**", "apps/web/base", False),  # no globstar: ** is * twice
+    ("apps/*", "apps", False),
+    ("apps/[^.]*", "apps/.hidden", False),
+    ("*/web", "team-b/apps/web", False),
+    ("/ab\\", "c^", None),
+    ("[", "-...", None),
+    ("*[", "]b", None),
+    ("*b\\", "^^", None),
+    ("[*", "\\", None),
+    ("[b[", "ab", None),
+    ("[ab][", "[.", None),
+    ("?[b", "]", None),
+    ("-[\\b", "/ab", None),
+    ("\\[[^a][", "[", None),
+    ("*/[ab*/", "\\.\\", None),
+    ("?[^a]", ".-", True),
+    ("[a-c]", "a", True),
+    ("/", "/", True),
+    ("?", "-", True),
+    ("*?", "]b", True),
+    ("*?b", "aab", True),
+    ("*a[^a]", "ab]a.", True),
+    ("[a-c]*/", "ab/", True),
+    ("/*", "/-a", True),
+    ("[a-c]*", "c^\\b", True),
+    ("[^a]", "[", True),
+    ("[^a]*/", ".-", False),
+    ("][^a]ab", "-b", False),
+    ("]*", "/\\", False),
+    (".", "a/", False),
+    ("?", "^bc.", False),
+    ("[^a][^a]", "a", False),
+    ("a[^a]", "a", False),
+    ("[^a]a]", "-\\", False),
+]
+
+
+@pytest.mark.parametrize(("pattern", "name", "expected"), _GO_MATCH)
+def test_directory_patterns_match_as_gos_path_match(pattern, name, expected):
+    assert go_path_match(pattern, name) is expected
+
+
+@given(name=st.text(alphabet="ab/.-", max_size=8), literal=st.text(alphabet="ab/.-", max_size=8))
+def test_a_star_never_crosses_a_slash_and_a_literal_matches_only_itself(name, literal):
+    assert go_path_match("*", name) is ("/" not in name)
+    assert go_path_match(literal, name) is (literal == name)
+
+
+# --------------------------------------------------------------------------- ApplicationSets
+
+
+def _app_set(
+    generators: list[Any], path: str, *, go: bool = False, **source: Any
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "generators": generators,
+        "template": {
+            "metadata": {"name": "{{.path.basename}}" if go else "{{path.basename}}"},
+            "spec": {
+                "project": "default",
+                "source": {"repoURL": "https://git.example.com/fleet.git", "path": path, **source},
+                "destination": {"server": "https://kubernetes.default.svc"},
+            },
+        },
+    }
+    if go:
+        spec["goTemplate"] = True
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "ApplicationSet",
+        "metadata": {"name": "addons", "namespace": "argocd"},
+        "spec": spec,
+    }
+
+
+def _git(*directories: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "git": {
+            "repoURL": "https://git.example.com/fleet.git",
+            "revision": "HEAD",
+            "directories": list(directories),
+            **extra,
+        }
+    }
+
+
+_REPO = {
+    "repo/apps/a/d.yaml": _DEPLOY,
+    "repo/apps/a/base/d.yaml": _DEPLOY,
+    "repo/apps/b/d.yaml": _DEPLOY,
+    "repo/apps/legacy/d.yaml": _DEPLOY,
+    "repo/team-b/apps/c/d.yaml": _DEPLOY,
+    "repo/envs/b/d.yaml": _DEPLOY,
+    "repo/other/d.yaml": _DEPLOY,
+}
+
+
+def _rewrites(app_set: dict[str, Any], *, checkouts: dict[str, str] | None = None) -> set[str]:
+    tree = {"repo/argocd/addons.yaml": app_set, **_REPO}
+    return set(
+        gitops_rewrites(_files(tree), checkouts={"repo": ""} if checkouts is None else checkouts)
+    )
+
+
+def test_a_git_directories_generator_renders_each_directory_it_includes():
+    """The argo-cd git-generator-directory example with a kustomize override: apps/* but the
+    excluded apps/legacy; not apps/a/base (path.Match: no globstar), nor team-b/apps/c."""
+    app_set = _app_set(
+        [_git({"path": "apps/*"}, {"path": "apps/legacy", "exclude": True})],
+        "{{path}}",
+        kustomize=_IMAGES,
+    )
+    tree = {"repo/argocd/addons.yaml": app_set, **_REPO}
+    got = gitops_rewrites(_files(tree), checkouts={"repo": ""})
+    assert set(got) == {"repo/apps/a/d.yaml", "repo/apps/a/base/d.yaml", "repo/apps/b/d.yaml"}
+    reason = got["repo/apps/b/d.yaml"].reason
+    assert "Argo CD ApplicationSet argocd/addons" in reason and " as apps/b " in reason
+    assert "kustomize.images" in reason
+
+
+def test_go_template_parameters_render_the_path():
+    app_set = _app_set(
+        [_git({"path": "apps/*"})],
+        "envs/{{ .path.basename }}",
+        go=True,
+        helm={"valueFiles": ["v.yaml"]},
+    )
+    assert _rewrites(app_set) == {"repo/envs/b/d.yaml"}
+
+
+def test_a_path_param_prefix_and_segments_render_the_path():
+    app_set = _app_set(
+        [_git({"path": "apps/*"}, pathParamPrefix="app")], "envs/{{app.path[1]}}", kustomize=_IMAGES
+    )
+    assert _rewrites(app_set) == {"repo/envs/b/d.yaml"}
+
+
+def test_list_elements_render_the_path():
+    app_set = _app_set(
+        [{"list": {"elements": [{"app": "b"}, {"app": "zzz"}]}}], "apps/{{app}}", kustomize=_IMAGES
+    )
+    assert _rewrites(app_set) == {"repo/apps/b/d.yaml"}
+
+
+def test_a_matrix_path_from_its_git_child_resolves_whatever_the_clusters_are():
+    matrix = {"matrix": {"generators": [{"clusters": {}}, _git({"path": "apps/b"})]}}
+    app_set = _app_set([matrix], "{{path}}", kustomize=_IMAGES)
+    assert _rewrites(app_set) == {"repo/apps/b/d.yaml"}
+
+
+def test_a_path_from_cluster_parameters_is_unresolved_and_refuses_all_it_could_be():
+    """The cluster generator's values are Argo CD's: apps/{{name}} could be any directory
+    under apps, so none of them is compared as written, and the reason says so."""
+    app_set = _app_set([{"clusters": {}}], "apps/{{name}}", kustomize=_IMAGES)
+    tree = {"repo/argocd/addons.yaml": app_set, **_REPO}
+    got = gitops_rewrites(_files(tree), checkouts={"repo": ""})
+    assert set(got) == {p for p in _REPO if p.startswith("repo/apps/")}
+    reason = got["repo/apps/a/d.yaml"].reason
+    assert "apps/{{name}} is not resolved here" in reason
+    assert "spec.generators[0].clusters" in reason
+
+
+@pytest.mark.parametrize(
+    ("generators", "path", "why"),
+    [
+        ([_git({"path": "apps/*"})], "{{.path.path | lower}}", "more than plain parameters"),
+        ([{"git": {"repoURL": "x", "files": [{"path": "c/*.json"}]}}], "{{path}}", "git files"),
+        ([{"list": {"elementsYaml": "{{ .x }}"}}], "{{app}}", "list"),
+        ([{"plugin": {"configMapRef": {"name": "p"}}}], "{{.x}}", "plugin"),
+    ],
+)
+def test_a_path_not_resolved_refuses_every_directory(generators, path, why):
+    app_set = _app_set(generators, path, go="{{." in path, kustomize=_IMAGES)
+    tree = {"repo/argocd/addons.yaml": app_set, **_REPO}
+    got = gitops_rewrites(_files(tree), checkouts={"repo": ""})
+    assert set(got) == set(_REPO)
+    assert why in got["repo/other/d.yaml"].reason
+
+
+def test_a_template_patch_refuses_every_directory():
+    app_set = _app_set([_git({"path": "apps/*"})], "{{path}}")
+    app_set["spec"]["templatePatch"] = "spec:\n  source:\n    helm:\n      valueFiles: [v.yaml]\n"
+    assert _rewrites(app_set) == set(_REPO)
+
+
+def test_a_template_that_changes_nothing_refuses_nothing():
+    app_set = _app_set([{"clusters": {}}], "apps/{{name}}", directory={"recurse": True})
+    assert _rewrites(app_set) == set()
+
+
+def test_a_generators_own_template_source_is_merged_over():
+    git = _git({"path": "apps/*"})
+    git["git"]["template"] = {"spec": {"source": {"kustomize": _IMAGES}}}
+    app_set = _app_set([git, {"list": {"elements": [{"x": "1"}]}}], "{{path}}")
+    assert _rewrites(app_set) == {
+        "repo/apps/a/d.yaml",
+        "repo/apps/a/base/d.yaml",
+        "repo/apps/b/d.yaml",
+        "repo/apps/legacy/d.yaml",
+    }
+
+
+def test_without_a_known_root_directories_are_matched_from_any_root():
+    """No work tree: the root may be repo/team-b too, so team-b/apps/c is apps/c there."""
+    app_set = _app_set([_git({"path": "apps/*"})], "{{path}}", kustomize=_IMAGES)
+    tree = {"repo/argocd/addons.yaml": app_set, **_REPO}
+    got = gitops_rewrites(_files(tree))
+    assert set(got) == {p for p in _REPO if "/apps/" in p}
+    assert "repository root not known here" in got["repo/team-b/apps/c/d.yaml"].reason
+
+
+_SEG = st.sampled_from(["a", "b", ".h", "ab"])
+_GLOB = st.lists(st.sampled_from(["a", "b", "*", "?", "[ab]", "a*", ".h"]), min_size=1, max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    dirs=st.lists(st.lists(_SEG, min_size=1, max_size=3), min_size=1, max_size=6),
+    entries=st.lists(st.tuples(_GLOB, st.booleans()), min_size=1, max_size=3),
+)
+def test_the_directories_generator_refuses_exactly_what_argo_cd_generates(dirs, entries):
+    """Property: a file is refused iff it is under a directory of the repository that is not
+    its root nor hidden, that an include entry matches (path.Match) and no exclude entry does
+    (filterApps)."""
+    generator = _git(*({"path": "/".join(g), "exclude": ex} for g, ex in entries))
+    tree: dict[str, Any] = {"r/addons.yaml": _app_set([generator], "{{path}}", kustomize=_IMAGES)}
+    for i, segments in enumerate(dirs):
+        tree[posixpath.join("r", *segments, f"d{i}.yaml")] = _DEPLOY
+    got = gitops_rewrites(_files(tree), checkouts={"r": ""})
+    generated = set()
+    for file in tree:
+        parts = posixpath.dirname(file).split("/")[1:]
+        for n in range(1, len(parts) + 1):
+            directory = "/".join(parts[:n])
+            if any(p.startswith(".") for p in parts[:n]):
+                continue
+            hits = [(go_path_match("/".join(g), directory), ex) for g, ex in entries]
+            if any(m for m, ex in hits if not ex) and not any(m for m, ex in hits if ex):
+                generated.add(directory)
+    expected = {
+        f
+        for f in tree
+        if f != "r/addons.yaml"
+        and any(
+            posixpath.dirname(f)[2:] == d or posixpath.dirname(f)[2:].startswith(d + "/")
+            for d in generated
+        )
+    }
     assert set(got) == expected
