@@ -464,3 +464,26 @@ def test_the_directories_generator_refuses_exactly_what_argo_cd_generates(dirs, 
         )
     }
     assert set(got) == expected
+
+
+_UNDER_APPS = {"apps", "apps/a", "apps/a/b", "apps/web", "apps/a/web", "apps/a/b/web"}
+_DIRS = ["", *sorted(_UNDER_APPS), "apps-x", "a-web", "x/a-web", "z"]
+
+
+@pytest.mark.parametrize(
+    ("path", "refused"),
+    [
+        ("apps/{{name}}", _UNDER_APPS),  # an empty value renders apps itself; not apps-x
+        ("./apps/{{name}}/web/", {"apps/web", "apps/a/web", "apps/a/b/web"}),
+        ("{{name}}-web", {"a-web", "x/a-web"}),  # a value may hold a slash
+        ("apps/../{{name}}", set(_DIRS)),
+    ],
+)
+def test_an_unresolved_template_path_refuses_every_directory_it_could_render_to(path, refused):
+    tree: dict[str, Any] = {
+        "r/.argocd/set.yaml": _app_set([{"clusters": {}}], path, helm={"values": "a: 1"})
+    }
+    for d in _DIRS:
+        tree[posixpath.join("r", d, "d.yaml")] = _DEPLOY
+    got = gitops_rewrites(_files(tree), checkouts={"r": ""})
+    assert {posixpath.dirname(p)[2:] for p in got} == refused

@@ -35,10 +35,11 @@ in every checkout of the tree.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +137,7 @@ def _class_end(pattern: str, i: int) -> tuple[str, int] | None:
     return (f"[{body}]" if body else "(?!)"), i + 1
 
 
+@functools.lru_cache(maxsize=256)
 def _go_pattern(pattern: str) -> re.Pattern[str] | None:
     out: list[str] = []
     i = 0
@@ -437,16 +439,18 @@ def _could_render(template: str) -> re.Pattern[str]:
     if any(".." in lit or (lit.startswith("/") and i == 0) for i, lit in enumerate(literals)):
         return re.compile(".*", re.S)
     out = []
+    opened = False  # an empty value after a "/" joins the segments around it
     for i, part in enumerate(parts):
         if i % 2:
-            out.append(".*")
+            out.append(".*)?" if opened else ".*")
             continue
         part = re.sub("/+", "/", part).replace("/./", "/")
         if i == 0:
             part = part.removeprefix("./")
         if i == len(parts) - 1:
             part = part.rstrip("/")
-        out.append(re.escape(part))
+        opened = i < len(parts) - 1 and part.endswith("/")
+        out.append(re.escape(part[:-1]) + "(?:/" if opened else re.escape(part))
     return re.compile("".join(out), re.S)
 
 
@@ -549,8 +553,8 @@ def _template_sources(
     return _sources(spec)
 
 
-def _application_set(doc: Document, tree: _Tree) -> list[_Render]:
-    _name, who_ = _who(doc.body)
+def _application_set(doc: Document, tree: Callable[[], _Tree]) -> list[_Render]:
+    _, who_ = _who(doc.body)
     who = f"Argo CD ApplicationSet {who_}"
     give = "what Argo CD renders for its Applications (--argocd-app NAME)"
     spec = _mapping(doc.body.get("spec"))
@@ -562,7 +566,7 @@ def _application_set(doc: Document, tree: _Tree) -> list[_Render]:
         # a patch may set any source field, the path and the tools included
         note = (
             "its spec.templatePatch may change any source's path and tools: every directory "
-            "is taken for its Applications'"
+            "is taken for its Applications"
         )
         target = _Target(None, re.compile(".*", re.S), note=note)
         return [_Render(who, ("templatePatch",), give, target)]
@@ -570,10 +574,12 @@ def _application_set(doc: Document, tree: _Tree) -> list[_Render]:
         if not isinstance(generator, Mapping):
             continue
         at = f"spec.generators[{i}]"
-        generated = _generated(generator, at, tree, go=go)
         kind = next((k for k in _GENERATORS if k in generator), None)
-        own = generator.get(kind, {}).get("template") if kind else None
-        sources = _template_sources(template, own if isinstance(own, Mapping) else {})
+        own = _mapping(generator.get(kind)).get("template") if kind else None
+        sources = _template_sources(template, _mapping(own))
+        if not any(_argo_changes(s) and _source_path(s) is not None for s in sources):
+            continue
+        generated = _generated(generator, at, tree(), go=go)
         for source in sources:
             raw, changes = _source_path(source), _argo_changes(source)
             if not changes or raw is None:
@@ -612,7 +618,7 @@ def _app_set_targets(
 # =========================================================================== the tree
 
 
-def _renders(doc: Document, tree: _Tree) -> list[_Render]:
+def _renders(doc: Document, tree: Callable[[], _Tree]) -> list[_Render]:
     if doc.api_version.startswith("argoproj.io/"):
         if doc.kind == "Application":
             return _application(doc)
@@ -633,24 +639,23 @@ def gitops_rewrites(
     ``checkouts``: each directory of the tree (spelled as the files' paths spell it) that is in
     a Git work tree, with its path inside that work tree (``""`` at the top); a file under none
     has a repository root that is not known. See the module docstring for how paths resolve."""
-    paths = [f.path for f in files]
-    tree = _tree(paths, checkouts or {})
-    out: dict[str, Skip] = {}
+    found: list[tuple[SourceFile, Document]] = []
     for f in files:
         if b"argoproj.io" not in f.data and b"kustomize.toolkit.fluxcd.io" not in f.data:
             continue
         try:
-            docs = parse_yaml_documents(f.path, decode_text(f))
+            found.extend((f, doc) for doc in parse_yaml_documents(f.path, decode_text(f)))
         except FormatError:
             continue
-        for doc in docs:
-            for render in _renders(doc, tree):
-                shown = ", ".join(render.changes[:4]) + (", ..." if len(render.changes) > 4 else "")
-                as_ = f" as {render.shown_path}" if render.shown_path else ""
-                reason = (
-                    f"rendered by {render.who} ({f.path}){as_} with {shown}: give {render.give}"
-                )
-                for path in sorted(render.target.files(tree) - {f.path}):
-                    why = render.target.why(tree, path)
-                    out.setdefault(path, Skip(path, reason + why, problem=True))
+    out: dict[str, Skip] = {}
+    # the index of the tree, built only for a tree that renders something
+    tree = functools.cache(lambda: _tree([f.path for f in files], checkouts or {}))
+    for f, doc in found:
+        for render in _renders(doc, tree):
+            shown = ", ".join(render.changes[:4]) + (", ..." if len(render.changes) > 4 else "")
+            as_ = f" as {render.shown_path}" if render.shown_path else ""
+            reason = f"rendered by {render.who} ({f.path}){as_} with {shown}: give {render.give}"
+            for path in sorted(render.target.files(tree()) - {f.path}):
+                why = render.target.why(tree(), path)
+                out.setdefault(path, Skip(path, reason + why, problem=True))
     return out
