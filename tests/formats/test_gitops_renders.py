@@ -147,6 +147,23 @@ def test_a_flux_path_in_an_oci_artifact_is_taken_for_every_directory_ending_so()
     assert "OCIRepository fleet" in got["repo/prod/d.yaml"].reason
 
 
+def test_flux2_kustomize_helm_example_external_artifact_configs_are_refused(realdata):
+    """fluxcd/flux2-kustomize-helm-example: infra-configs patches ./configs of the
+    ExternalArtifact built from infrastructure/, whose root is not the repository's: resolved
+    from the checkout's root, infrastructure/configs was missed."""
+    text = (realdata / "flux" / "flux-example-kustomization-infrastructure.yaml").read_bytes()
+    files = [
+        SourceFile("repo/clusters/production/infrastructure.yaml", text),
+        *_files({"repo/infrastructure/configs/issuer.yaml": _DEPLOY}),
+        *_files({"repo/infrastructure/controllers/d.yaml": _DEPLOY}),
+    ]
+    got = gitops_rewrites(files, checkouts={"repo": ""})
+    assert list(got) == ["repo/infrastructure/configs/issuer.yaml"]
+    reason = got["repo/infrastructure/configs/issuer.yaml"].reason
+    assert "Flux Kustomization flux-system/infra-configs" in reason
+    assert "ExternalArtifact infrastructure" in reason
+
+
 def test_without_a_known_root_every_directory_ending_in_the_path_is_refused_saying_why():
     """No Git work tree around the tree: team-b/apps/web could be the one (the root could be
     team-b), so it is not compared either, and the reason says why."""
@@ -333,6 +350,27 @@ def test_a_git_directories_generator_renders_each_directory_it_includes():
     reason = got["repo/apps/b/d.yaml"].reason
     assert "Argo CD ApplicationSet argocd/addons" in reason and " as apps/b " in reason
     assert "kustomize.images" in reason
+
+
+def test_argo_cds_git_directory_example_with_an_override_renders_its_addons(realdata):
+    """argo-cd's applicationset git-generator-directory example (goTemplate, {{.path.path}})
+    with an image override added to its template."""
+    (app_set,) = yaml.safe_load_all(
+        (realdata / "argocd" / "argocd-appset-git-directories.yaml").read_text()
+    )
+    app_set["spec"]["template"]["spec"]["source"]["kustomize"] = _IMAGES
+    base = "repo/applicationset/examples/git-generator-directory"
+    tree = {
+        "repo/appset.yaml": app_set,
+        f"{base}/cluster-addons/argo-workflows/d.yaml": _DEPLOY,
+        f"{base}/cluster-addons/prometheus-operator/base/d.yaml": _DEPLOY,
+        f"{base}/excludes/cluster-addons/d.yaml": _DEPLOY,
+    }
+    got = gitops_rewrites(_files(tree), checkouts={"repo": ""})
+    assert sorted(got) == [
+        f"{base}/cluster-addons/argo-workflows/d.yaml",
+        f"{base}/cluster-addons/prometheus-operator/base/d.yaml",
+    ]
 
 
 def test_go_template_parameters_render_the_path():
