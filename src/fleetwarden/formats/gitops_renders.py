@@ -275,13 +275,13 @@ class _Target:
         """What to add to the reason for ``path``: how it was matched, when not exactly."""
         if self.note:
             return f"; {self.note}"
-        if path in tree.unlocated:
-            return (
-                f"; its path is relative to a repository root not known here (no Git work "
-                f"tree around {path}): every directory ending in {self.path or '.'} is taken "
-                "for it"
-            )
-        return ""
+        if path not in tree.unlocated and self.anchored:
+            return ""
+        around = f" (no Git work tree around {path})" if path in tree.unlocated else ""
+        return (
+            f"; its path is relative to a repository root not known here{around}: every "
+            f"directory ending in {self.path or '.'} is taken for it"
+        )
 
 
 def _argo_target(raw: str) -> str | None:
