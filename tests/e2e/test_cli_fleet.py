@@ -622,6 +622,71 @@ def test_fleet_never_passes_a_base_an_argocd_application_renders_with_overrides(
     assert gate(gate_tree).exit_code == 2
 
 
+def _override_app(path: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": "podinfo", "namespace": "argocd"},
+        "spec": {
+            "project": "default",
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": "default"},
+            "source": {
+                "repoURL": "https://example.com/repo.git",
+                "path": path,
+                "kustomize": {"images": ["ghcr.io/stefanprodan/podinfo:6.9.9"]},
+            },
+        },
+    }
+
+
+def test_the_gate_resolves_an_application_path_from_the_checkouts_root(gate_tree):
+    """In a Git checkout, the Application's podinfo is the podinfo at the root: team-b's copy
+    is compared (and passes); matched by suffix it was refused. The root's own podinfo is not."""
+    git = gate_tree / "git"
+    (git / ".git").mkdir()
+    (git / "argocd").mkdir()
+    (git / "argocd" / "app.yaml").write_text(yaml.safe_dump(_override_app("podinfo")))
+    (git / "team-b").mkdir()
+    (git / "podinfo").rename(git / "team-b" / "podinfo")
+    r = gate(gate_tree)
+    assert r.exit_code == 0, r.output
+    (git / "team-b" / "podinfo").rename(git / "podinfo")
+    r = gate(gate_tree)
+    assert r.exit_code == 2 and "Argo CD Application argocd/podinfo" in r.stderr
+
+
+def test_the_gate_never_passes_a_directory_an_applicationset_renders_with_overrides(gate_tree):
+    """A git directories generator (every top directory but pools) whose template overrides
+    the image: podinfo is one of its Applications' paths; ignored, the gate passed."""
+    git = gate_tree / "git"
+    (git / ".git").mkdir()
+    app_set = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "ApplicationSet",
+        "metadata": {"name": "addons", "namespace": "argocd"},
+        "spec": {
+            "goTemplate": True,
+            "generators": [
+                {
+                    "git": {
+                        "repoURL": "https://example.com/repo.git",
+                        "revision": "HEAD",
+                        "directories": [{"path": "*"}, {"path": "pools", "exclude": True}],
+                    }
+                }
+            ],
+            "template": {
+                "metadata": {"name": "{{.path.basename}}"},
+                "spec": _override_app("{{.path.path}}")["spec"],
+            },
+        },
+    }
+    (git / "appset.yaml").write_text(yaml.safe_dump(app_set))
+    r = gate(gate_tree)
+    assert r.exit_code == 2, r.output
+    assert "Argo CD ApplicationSet argocd/addons" in r.stderr and "as podinfo" in r.stderr
+
+
 def test_unknown_app_exits_2_listing_the_apps_found(fleet):
     tagged = fleet / "git" / "other"
     tagged.mkdir()

@@ -616,7 +616,8 @@ def test_an_application_marks_its_path_exactly_when_its_source_changes_it(
     tool, settings_, repo_path
 ):
     """Property: files under the source's path are skipped iff the source sets a tool field
-    to something (directory: only jsonnet renders), and the repository root marks nothing."""
+    to something (directory: only jsonnet renders); the repository root (``.`` or ``""``, as
+    Argo CD joins it) is every directory, the Application's own file aside."""
     tree = {
         "r/app.yaml": _application(path=repo_path, **{tool: settings_}),
         "r/guestbook/d.yaml": _DEPLOY,
@@ -626,5 +627,9 @@ def test_an_application_marks_its_path_exactly_when_its_source_changes_it(
     set_keys = {k for k, v in settings_.items() if v not in (None, "", [], {}, False)}
     if tool == "directory":
         set_keys &= {"jsonnet"}
-    expected = {"r/guestbook/d.yaml"} if set_keys and repo_path.strip("./") else set()
-    assert set(got) == expected
+    marked = (
+        {"r/guestbook/d.yaml"}
+        if repo_path.strip("./")
+        else {"r/guestbook/d.yaml", "r/elsewhere/d.yaml"}
+    )
+    assert set(got) == (marked if set_keys else set())

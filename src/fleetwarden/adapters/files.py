@@ -38,6 +38,7 @@ __all__ = [
     "list_manifests",
     "load_desired",
     "load_nodes",
+    "locate_checkouts",
     "node_sources",
     "parse_path_arg",
     "read_limited",
@@ -164,6 +165,43 @@ def read_tree(
             skipped.append(skip_of(exc))
             continue
         yield f, data
+
+
+def _work_tree_top(directory: Path) -> Path | None:
+    """The top of the Git work tree ``directory`` is in: the nearest directory at or above it
+    holding a ``.git`` entry (a directory, or the file of a linked work tree or submodule)."""
+    try:
+        here = directory.resolve()
+    except OSError:
+        return None
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def locate_checkouts(root: Path, paths: Iterable[str]) -> dict[str, str]:
+    """Where a tree read from ``root`` sits in Git: each directory that tops the tree's part of
+    a work tree -- ``root`` itself (or a file's directory), and any work tree nested below it
+    (a submodule, a second checkout) -- spelled as the tree's ``paths`` spell it, with its path
+    inside that work tree (``""`` at the work tree's top). Files under none of them have a
+    repository root that is not known: the readers say so rather than guess one."""
+    top = root if root.is_dir() else root.parent
+    spelled = str(root) if root.is_dir() else (os.path.dirname(str(root)) or ".")
+    out: dict[str, str] = {}
+    found = _work_tree_top(top)
+    if found is not None:
+        inside = os.path.relpath(top.resolve(), found)
+        out[spelled] = "" if inside == "." else inside.replace(os.sep, "/")
+    seen: set[str] = set()
+    for path in paths:
+        directory = os.path.dirname(path) or "."
+        while directory not in seen and directory != spelled and directory not in ("", "."):
+            seen.add(directory)
+            if os.path.lexists(os.path.join(directory, ".git")):
+                out[directory] = ""
+            directory = os.path.dirname(directory)
+    return out
 
 
 def read_limited(path: Path, limit: int) -> bytes:

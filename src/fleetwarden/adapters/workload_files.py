@@ -35,10 +35,13 @@ def _read_workload_files(
 ) -> DesiredWorkloads:
     """``read_desired_workloads`` file by file: a file found in the directory that cannot be
     read or parsed goes to ``unreadable``; ``root`` named as a file must parse. The tree is
-    read first, so that a kustomization's rewrites of the files it lists are known."""
+    read first, so that a kustomization's rewrites of the files it lists are known, and where
+    it sits in Git, so that an Argo CD or Flux path resolves from the repository root."""
     out = DesiredWorkloads()
     tree = list(files.read_tree(root, YAML_SUFFIXES, limit=limit, skipped=unreadable))
-    rewritten = desired_rewrites([SourceFile(str(f.path), data) for f, data in tree])
+    sources = [SourceFile(str(f.path), data) for f, data in tree]
+    checkouts = files.locate_checkouts(root, [s.path for s in sources])
+    rewritten = desired_rewrites(sources, checkouts=checkouts)
     for f, data in tree:
         try:
             got = read_desired_workloads(
@@ -73,7 +76,8 @@ def load_desired_state(
                 SourceFile(str(p), files.read_limited(p, limit))
                 for p in files.iter_tree(arg.path, (*YAML_SUFFIXES, ".tf"))
             ]
-            got = read_desired_workloads(sources, app_label=app_label)
+            checkouts = files.locate_checkouts(arg.path, [s.path for s in sources])
+            got = read_desired_workloads(sources, app_label=app_label, checkouts=checkouts)
             if got.unparsed:  # the gate stays strict: no sync goes through past such a file
                 first = got.unparsed[0]
                 raise FormatError(first.path, first.reason)

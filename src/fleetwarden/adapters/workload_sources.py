@@ -84,7 +84,8 @@ def app_from_files(
             SourceFile(str(p), files.read_limited(p, limit))
             for p in files.iter_tree(arg.path, YAML_SUFFIXES)
         ]
-        got = read_desired_workloads(sources, app_label=app_label)
+        checkouts = files.locate_checkouts(arg.path, [s.path for s in sources])
+        got = read_desired_workloads(sources, app_label=app_label, checkouts=checkouts)
         if got.unparsed:  # compared without it, the app would drift in silence
             first = got.unparsed[0]
             raise FormatError(first.path, first.reason)

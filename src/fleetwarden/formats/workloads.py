@@ -10,8 +10,9 @@ Argo CD client through ``parse_argocd_manifests`` (the seam for the live source)
 A file that a kustomization in the same tree rewrites (``images``, ``namePrefix``, patches...)
 or uses as a patch is not desired state as written: it is skipped as unreadable, with the
 kustomization that rewrites it (``kustomize_rewrites``), never compared as it stands; so is a file
-under the path an Argo CD Application or a Flux Kustomization of the tree renders with changes
-(``gitops_rewrites``: kustomize images, Helm values, Flux images, postBuild...).
+under the path an Argo CD Application or ApplicationSet or a Flux Kustomization of the tree
+renders with changes (``gitops_rewrites``: kustomize images, Helm values, Flux images,
+postBuild...; paths resolved from the repository root, ``formats.gitops_renders``).
 
 Observed: ``kubectl get deploy,sts,ds,cm,secret,hpa -A -o json`` (a ``List``) or ``-o yaml``.
 Objects are redacted here (``core.workloads.redact``): Secret values become digests before an
@@ -47,6 +48,7 @@ from fleetwarden.core.workloads import (
 from fleetwarden.formats.desired import YAML_SUFFIXES, SourceFile, decode_text
 from fleetwarden.formats.documents import Document, load_data, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
+from fleetwarden.formats.gitops_renders import gitops_rewrites
 
 __all__ = [
     "CUSTOMIZATION_PREFIX",
@@ -255,95 +257,12 @@ def kustomize_rewrites(files: Sequence[SourceFile]) -> dict[str, Skip]:
     return out
 
 
-# what an Argo CD Application's source may change on the way to the cluster (the
-# ApplicationSource of argoproj/argo-cd pkg/apis/application/v1alpha1/types.go), and what a
-# Flux Kustomization may (kustomize.toolkit.fluxcd.io/v1 KustomizationSpec)
-_ARGO_TOOLS = ("kustomize", "helm", "plugin", "directory")
-_FLUX_CHANGES = frozenset(
-    {
-        "images",
-        "patches",
-        "patchesStrategicMerge",
-        "patchesJson6902",
-        "namePrefix",
-        "nameSuffix",
-        "targetNamespace",
-        "commonMetadata",
-        "postBuild",
-        "components",
-    }
-)
-
-
-def _argo_changes(source: Mapping[str, Any]) -> list[str]:
-    out = []
-    for tool in _ARGO_TOOLS:
-        settings = source.get(tool)
-        if not isinstance(settings, Mapping) or not settings:
-            continue
-        keys = [str(k) for k in settings if settings[k] not in (None, "", [], {}, False)]
-        if tool == "directory":  # recurse/include/exclude choose files; jsonnet renders them
-            keys = [k for k in keys if k == "jsonnet"]
-        out.extend(f"{tool}.{k}" for k in sorted(keys))
-    return out
-
-
-def _gitops_renders(doc: Document) -> list[tuple[str, str, list[str], str]]:
-    """(repository path, who renders it, what they change, what to give instead) for an
-    Argo CD Application or a Flux Kustomization that changes what its path holds."""
-    body, kind = doc.body, doc.kind
-    meta = body.get("metadata") if isinstance(body.get("metadata"), Mapping) else {}
-    name = str(meta.get("name") or "?")
-    who = f"{meta.get('namespace')}/{name}" if meta.get("namespace") else name
-    spec = body.get("spec") if isinstance(body.get("spec"), Mapping) else {}
-    out: list[tuple[str, str, list[str], str]] = []
-    if kind == "Application" and doc.api_version.startswith("argoproj.io/"):
-        sources = [spec.get("source"), *(spec.get("sources") or [])]
-        for source in sources:
-            if isinstance(source, Mapping) and isinstance(source.get("path"), str):
-                changes = _argo_changes(source)
-                if changes:
-                    give = f"what Argo CD renders for it (--argocd-app {name})"
-                    out.append((source["path"], f"Argo CD Application {who}", changes, give))
-    elif kind == "Kustomization" and doc.api_version.startswith("kustomize.toolkit.fluxcd.io/"):
-        changes = sorted(str(k) for k in spec if k in _FLUX_CHANGES and spec[k])
-        if changes and isinstance(spec.get("path"), str):
-            give = f"`flux build kustomization {name} --path DIR` output"
-            out.append((spec["path"], f"Flux Kustomization {who}", changes, give))
-    return out
-
-
-def gitops_rewrites(files: Sequence[SourceFile]) -> dict[str, Skip]:
-    """The files of a tree that an Argo CD Application or a Flux Kustomization of the same
-    tree renders with changes (kustomize images, Helm values, a plugin, Flux's images,
-    patches, postBuild substitutions...): not desired state as written. Their path is
-    relative to a repository root the tree does not name, so a file matches when its
-    directory ends with that path; the repository root itself (``.``) matches nothing."""
-    paths = [f.path for f in files]
-    out: dict[str, Skip] = {}
-    for f in files:
-        if b"argoproj.io" not in f.data and b"kustomize.toolkit.fluxcd.io" not in f.data:
-            continue
-        try:
-            docs = parse_yaml_documents(f.path, decode_text(f))
-        except FormatError:
-            continue
-        for doc in docs:
-            for repo_path, who, changes, give in _gitops_renders(doc):
-                target = posixpath.normpath(repo_path).strip("/")
-                if target in ("", "."):
-                    continue
-                shown = ", ".join(changes[:4]) + (", ..." if len(changes) > 4 else "")
-                reason = f"rendered by {who} ({f.path}) with {shown}: give {give}"
-                for path in paths:
-                    if f"/{target}/" in f"/{posixpath.dirname(path)}/":
-                        out.setdefault(path, Skip(path, reason, problem=True))
-    return out
-
-
-def desired_rewrites(files: Sequence[SourceFile]) -> dict[str, Skip]:
-    """``kustomize_rewrites`` and ``gitops_rewrites`` of one tree."""
-    return {**gitops_rewrites(files), **kustomize_rewrites(files)}
+def desired_rewrites(
+    files: Sequence[SourceFile], *, checkouts: Mapping[str, str] | None = None
+) -> dict[str, Skip]:
+    """``kustomize_rewrites`` and ``gitops_rewrites`` of one tree (``checkouts``: where its
+    directories are in their Git work trees, see ``gitops_rewrites``)."""
+    return {**gitops_rewrites(files, checkouts=checkouts), **kustomize_rewrites(files)}
 
 
 def read_desired_workloads(
@@ -351,6 +270,7 @@ def read_desired_workloads(
     *,
     app_label: str | None = None,
     rewritten: Mapping[str, Skip] | None = None,
+    checkouts: Mapping[str, str] | None = None,
 ) -> DesiredWorkloads:
     """The workload objects of a desired-state tree (any other object is ignored; files that
     hold none are listed in ``skipped`` with what they hold). A file a kustomization of the
@@ -358,7 +278,7 @@ def read_desired_workloads(
     ``rewritten`` when the caller hands the tree over file by file)."""
     out = DesiredWorkloads(files=len(files))
     if rewritten is None:
-        rewritten = desired_rewrites(files)
+        rewritten = desired_rewrites(files, checkouts=checkouts)
     for f in files:
         if f.path in rewritten:
             out.skipped.append(rewritten[f.path])
