@@ -314,3 +314,29 @@ def test_the_real_node_dumps_read_natively():
             assert want != REFUSED and got != UNSURE, path
         dumps += 1
     assert dumps >= 8
+
+
+@needs_native
+def test_the_streamed_reader_takes_the_native_rows(monkeypatch):
+    """``read_items`` hands its chunks to the native path and keeps what it answers; with
+    the native path gone, msgspec gives the same nodes."""
+    from tests.formats.test_nodes_stream import _reference, _streamed
+
+    items = [
+        {"kind": "Node", "metadata": {"name": f"n{i}", "labels": {"team": "a"}}} for i in range(50)
+    ]
+    raw = json.dumps({"apiVersion": "v1", "items": items, "kind": "List"}, indent=4).encode()
+    answered = []
+
+    class Counting:
+        def rows(self, *args: Any) -> Any:
+            got = native.rows(*args)
+            answered.append(isinstance(got, list))
+            return got
+
+    monkeypatch.setattr(nodestream, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(nodestream, "_native", Counting())
+    assert _streamed(raw) == _reference(raw)
+    assert len(answered) > 1 and all(answered)
+    monkeypatch.setattr(nodestream, "_native", None)
+    assert _streamed(raw) == _reference(raw)
