@@ -19,6 +19,19 @@ from fleetwarden.formats import nodes as nodes_fmt
 from fleetwarden.formats import nodestream
 from fleetwarden.formats.errors import FormatError
 
+
+@pytest.fixture(scope="module", params=["native", "msgspec"], autouse=True)
+def chunk_reader(request: pytest.FixtureRequest) -> Any:
+    """Every test twice: chunks read by the native fast path (where it is built) and by
+    msgspec alone (``_native`` None), the two readers a user's install may have."""
+    saved = nodestream._native
+    if request.param == "native" and saved is None:
+        pytest.skip("the native node reader is not built here")
+    if request.param == "msgspec":
+        nodestream._native = None
+    yield request.param
+    nodestream._native = saved
+
 # strings that stress a byte scanner: quotes, backslashes, brackets and separators inside
 # strings, non-ASCII text
 TRICKY = st.sampled_from(
