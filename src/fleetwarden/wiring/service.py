@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply
+from fleetwarden.ports.argocd import ArgoError
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.kube import KubeApi
 from fleetwarden.ports.notify import Sink
@@ -241,6 +242,18 @@ class Service(Serving):
             tail.close()
 
 
+@contextlib.contextmanager
+def _notify_field(name: str) -> Iterator[None]:
+    """A sink that cannot be made -- a URL that is not http(s), a proxy variable naming no
+    usable proxy (``adapters.proxies``) -- is the configuration error it is, naming
+    ``notify.<name>``: ``serve`` exits 2 with it (a supervisor gives up) instead of a
+    traceback. The sinks' messages quote no URL path, token or proxy password."""
+    try:
+        yield
+    except ValueError as exc:
+        raise FormatError("serve config", str(exc), field=f"notify.{name}") from None
+
+
 def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]]:
     """Sinks from the ``notify:`` config: generic webhook, Slack, Alertmanager v2."""
     pairs: list[tuple[SinkPolicy, Sink]] = []
@@ -257,23 +270,25 @@ def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]
             else timedelta(minutes=1),
         )
         sink: Sink
-        if kind == "slack":
-            sink = SlackSink(name, url)
-        elif kind == "alertmanager":
-            sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"))
-        else:
-            sink = WebhookSink(name, url, secret=spec.get("secret"))
+        with _notify_field(name):
+            if kind == "slack":
+                sink = SlackSink(name, url)
+            elif kind == "alertmanager":
+                sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"))
+            else:
+                sink = WebhookSink(name, url, secret=spec.get("secret"))
         pairs.append((policy, sink))
     return pairs
 
 
 def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
     """The webhook sinks that also follow change events (``events: true``)."""
-    return [
-        WebhookSink(spec["name"], spec["url"], secret=spec.get("secret"))
-        for spec in specs
-        if spec.get("events")
-    ]
+    feeds = []
+    for spec in specs:
+        if spec.get("events"):
+            with _notify_field(spec["name"]):
+                feeds.append(WebhookSink(spec["name"], spec["url"], secret=spec.get("secret")))
+    return feeds
 
 
 def build_service(config: ServiceConfig) -> Service:
@@ -300,9 +315,12 @@ def build_service(config: ServiceConfig) -> Service:
     journal = EventJournal(config.journal) if config.journal and not gateway_only else None
     argocd = None
     if config.argocd_url:
-        argocd = ArgoCDClient(
-            config.argocd_url, token=config.argocd_token, verify=not config.argocd_insecure
-        )
+        try:
+            argocd = ArgoCDClient(
+                config.argocd_url, token=config.argocd_token, verify=not config.argocd_insecure
+            )
+        except ArgoError as exc:  # e.g. a proxy variable naming no usable proxy
+            raise FormatError("serve config", str(exc), field="argocd.url") from None
     identity = default_identity()
     elector, membership, clients = None, None, []
     if not gateway_only and config.leader_election is not None:
