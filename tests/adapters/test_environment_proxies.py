@@ -36,6 +36,7 @@ from fleetwarden.adapters.notify.webhook import SIGNATURE_HEADER, WebhookSink
 from fleetwarden.adapters.proxies import ProxyError
 from fleetwarden.adapters.worker_link import WorkerLink
 from fleetwarden.ports.notify import NotifyError
+from fleetwarden.wiring.service import confirm_sns
 from tests.adapters.test_kube_kubeconfig import make_certs
 from tests.adapters.test_notify_sinks import Sleeps, appeared, finding, plan_batch
 
@@ -448,6 +449,29 @@ def test_a_given_transport_is_never_bypassed_for_the_environments_proxy(no_proxy
         "slack", f"https://{NAME}/x", transport=httpx.MockTransport(lambda r: httpx.Response(200))
     )
     assert sink._poster.proxy is None
+
+
+# --- the SNS subscription confirmation --------------------------------------------------------
+
+
+async def test_the_sns_confirmation_goes_through_the_proxy_go_would_pick(no_proxy_env, caplog):
+    """``serve`` GETs an SNS SubscribeURL through the proxy the sinks take: HTTPS_PROXY over
+    https_proxy (Go's order; httpx's own environment reading, Python's, prefers the lower-case
+    one); the proxy here refuses the CONNECT, and the failure is logged with the host only, not
+    the subscription token or the proxy password."""
+    caplog.set_level(logging.DEBUG)
+    proxy, lower = Proxy(refuse="403 Forbidden"), Proxy(refuse="403 Forbidden")
+    token = "2336412f37fb687f5d51e6e2425f004aed6e6a5c"
+    url = f"https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&Token={token}"
+    async with serving(proxy) as proxy_port, serving(lower) as lower_port:
+        no_proxy_env.setenv("HTTPS_PROXY", f"http://fw:{PROXY_PASSWORD}@127.0.0.1:{proxy_port}")
+        no_proxy_env.setenv("https_proxy", f"http://127.0.0.1:{lower_port}")
+        no_proxy_env.setenv("NO_PROXY", "169.254.169.254,.internal")
+        await confirm_sns(url, timeout=5.0)
+    assert [head[0] for head in proxy.heads] == ["CONNECT sns.eu-west-1.amazonaws.com:443 HTTP/1.1"]
+    assert lower.heads == []
+    assert "sns subscription confirmation failed" in caplog.text
+    assert token not in caplog.text and PROXY_PASSWORD not in caplog.text
 
 
 # --- the worker link --------------------------------------------------------------------------

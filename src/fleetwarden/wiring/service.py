@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from fleetwarden import logs
-from fleetwarden.adapters import files, processes
+from fleetwarden.adapters import files, processes, proxies
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.audit_logs import AuditLogTail
 from fleetwarden.adapters.flux import FluxClient
@@ -76,6 +76,7 @@ __all__ = [
     "build_event_feeds",
     "build_service",
     "build_sinks",
+    "confirm_sns",
     "healing_policy",
     "open_store",
     "serving_settings",
@@ -184,18 +185,9 @@ class Service(Serving):
 
     def on_reply(self, source: str, reply: Reply) -> None:
         if reply.kind == "sns-subscribe" and reply.url:
-            task = asyncio.get_running_loop().create_task(self._confirm_sns(reply.url))
+            task = asyncio.get_running_loop().create_task(confirm_sns(reply.url))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
-
-    async def _confirm_sns(self, url: str) -> None:
-        host = urlsplit(url).hostname  # the URL carries a token: log the host only
-        try:
-            async with httpx.AsyncClient(timeout=10.0, trust_env=True) as client:
-                resp = await client.get(url)
-            log.info("sns subscription confirmation", host=host, status=resp.status_code)
-        except httpx.HTTPError as exc:
-            log.warning("sns subscription confirmation failed", host=host, error=type(exc).__name__)
 
     async def run_workers(self) -> None:
         """The clusters to watch (kubeconfig contexts, in-cluster, Argo CD cluster Secrets),
@@ -240,6 +232,29 @@ class Service(Serving):
             await client.aclose()
         for tail in self.audit_logs.values():
             tail.close()
+
+
+async def confirm_sns(url: str, *, timeout: float = 10.0) -> None:
+    """GET an SNS ``SubscribeURL`` (checked by ``formats.events.aws``) through the
+    environment's proxy as every other client takes it (``adapters.proxies``); the outcome is
+    logged with the host only (the URL carries the subscription's token). The CAs trusted stay
+    httpx's reading of the environment (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's)."""
+    host = urlsplit(url).hostname
+    try:
+        proxy = proxies.environment_proxy(url)
+        verify = httpx.create_ssl_context(trust_env=True)
+        async with httpx.AsyncClient(
+            timeout=timeout, proxy=proxy, verify=verify, trust_env=False
+        ) as client:
+            resp = await client.get(url)
+        log.info("sns subscription confirmation", host=host, status=resp.status_code)
+    except proxies.ProxyError as exc:  # quotes the variable, never a proxy password
+        log.warning("sns subscription confirmation failed", host=host, error=str(exc))
+    except ImportError:  # httpx needs socksio for a socks5 proxy
+        problem = "the environment's proxy is a socks5 one, which needs socksio (httpx[socks])"
+        log.warning("sns subscription confirmation failed", host=host, error=problem)
+    except httpx.HTTPError as exc:
+        log.warning("sns subscription confirmation failed", host=host, error=type(exc).__name__)
 
 
 @contextlib.contextmanager
