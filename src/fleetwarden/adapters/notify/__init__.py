@@ -10,11 +10,13 @@ leaves this package.
 Proxy: the environment's, by the rules the Kubernetes and Argo CD clients follow
 (``adapters.proxies``, Go's ``http.ProxyFromEnvironment``): ``HTTPS_PROXY`` for an https
 receiver, ``HTTP_PROXY`` for an http one, never for a loopback one or one ``NO_PROXY`` excludes.
-httpx's own reading of the environment (``ALL_PROXY``, ``~/.netrc``, no CIDRs in ``NO_PROXY``)
-stays off. A variable naming no usable proxy is a ``ProxyError`` (a ``ValueError``) when the
-sink is made, naming the sink and the variable; a failure through a proxy names it (without
-its user info). Through an http proxy an http receiver's URL is seen by the proxy (that is
-how forwarding works); an https one's only as ``CONNECT host:port``.
+httpx's own reading of the environment (lower-case names first, ``ALL_PROXY``, loopback
+proxied, no CIDRs in ``NO_PROXY``; ``SSL_CERT_FILE``) stays off, as before: the CAs trusted
+are certifi's unless ``verify`` says otherwise. A variable naming no usable proxy is a
+``ProxyError`` (a ``ValueError``) when the sink is made, naming the sink and the variable; a
+failure through a proxy names it (without its user info). Through an http proxy an http
+receiver's URL is seen by the proxy (that is how forwarding works); an https one's only as
+``CONNECT host:port``.
 
 Secrets: a webhook URL is a credential (Slack's is nothing else). Errors, reprs and log lines
 name the sink and show its endpoint as ``scheme://host/…``; httpx's own ``HTTP Request: POST
