@@ -1,14 +1,16 @@
-"""The notification sinks and the gateway's link to its worker against the environment's proxy,
-over real sockets: a local forwarding and CONNECT proxy that records what it is asked, and local
-receivers (plain and TLS) that record what arrives.
+"""The notification sinks, the SNS confirmation, the demo's deliveries and the gateway's link to
+its worker against the environment's proxy, over real sockets: a local forwarding and CONNECT
+proxy that records what it is asked, and local receivers (plain and TLS) that record what
+arrives.
 
 Pins that the sinks take the proxy the Kubernetes and Argo CD clients take (``adapters.proxies``,
 Go's rules): ``HTTP_PROXY`` forwards an http receiver's POST, ``HTTPS_PROXY`` tunnels to an https
 one (which the proxy sees only as ``CONNECT host:port``), a loopback receiver and one ``NO_PROXY``
 excludes are reached directly; that no webhook token, Authorization header or proxy password
 gets into an error, a repr or a log line; that a proxy variable naming no usable proxy stops
-the sink being made, naming the sink and the variable; and that the worker link, a Unix socket,
-never goes near a proxy.
+the sink being made, naming the sink and the variable; that the SNS confirmation takes the same
+proxy and the demo's posts to its own loopback gateway none; and that the worker link, a Unix
+socket, never goes near a proxy.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 import httpx
 import pytest
 
+from fleetwarden.adapters import simulated_cloud
 from fleetwarden.adapters.notify import RetryPolicy
 from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
 from fleetwarden.adapters.notify.slack import SlackSink
@@ -38,7 +41,7 @@ from fleetwarden.adapters.worker_link import WorkerLink
 from fleetwarden.ports.notify import NotifyError
 from fleetwarden.wiring.service import confirm_sns
 from tests.adapters.test_kube_kubeconfig import make_certs
-from tests.adapters.test_notify_sinks import Sleeps, appeared, finding, plan_batch
+from tests.adapters.test_notify_sinks import T0, Sleeps, appeared, finding, plan_batch
 
 HOOK_TOKEN = "T0SECRET/B0SECRET/xoxSecretWebhookToken"
 HMAC_SECRET = "whsec-test-secret"
@@ -472,6 +475,24 @@ async def test_the_sns_confirmation_goes_through_the_proxy_go_would_pick(no_prox
     assert lower.heads == []
     assert "sns subscription confirmation failed" in caplog.text
     assert token not in caplog.text and PROXY_PASSWORD not in caplog.text
+
+
+# --- the demo's deliveries to its own gateway -------------------------------------------------
+
+
+async def test_the_demos_deliveries_to_its_own_loopback_gateway_never_take_a_proxy(no_proxy_env):
+    """``fleetwarden demo`` posts its simulated cloud's events to its own gateway on 127.0.0.1:
+    with HTTP_PROXY set and no NO_PROXY (a laptop behind a corporate proxy), they go straight
+    there, as Go would send them; httpx's own reading would hand them to the proxy."""
+    receiver, proxy = Receiver(), Proxy(resolve={})
+    async with serving(receiver) as port, serving(proxy) as proxy_port:
+        for variable in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+            no_proxy_env.setenv(variable, f"http://127.0.0.1:{proxy_port}")
+        source, body = simulated_cloud.delivery("prod-eu-1", "general", "alice", T0)
+        async with simulated_cloud.client(f"http://127.0.0.1:{port}") as client:
+            assert await simulated_cloud.post(client, source, body, "demo-token") == 200
+    assert proxy.heads == []
+    assert [a.head[0] for a in receiver.arrivals] == ["POST /events/aws HTTP/1.1"]
 
 
 # --- the worker link --------------------------------------------------------------------------
