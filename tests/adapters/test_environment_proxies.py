@@ -9,8 +9,8 @@ one (which the proxy sees only as ``CONNECT host:port``), a loopback receiver an
 excludes are reached directly; that no webhook token, Authorization header or proxy password
 gets into an error, a repr or a log line; that a proxy variable naming no usable proxy stops
 the sink being made, naming the sink and the variable; that the SNS confirmation takes the same
-proxy and the demo's posts to its own loopback gateway none; and that the worker link, a Unix
-socket, never goes near a proxy.
+proxy, and ``approve`` and the demo's posts to a loopback service none; and that the worker
+link, a Unix socket, never goes near a proxy.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import httpx
 import pytest
 
 from fleetwarden.adapters import simulated_cloud
+from fleetwarden.adapters.approvals import ApprovalError, post_approval
 from fleetwarden.adapters.notify import RetryPolicy
 from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
 from fleetwarden.adapters.notify.slack import SlackSink
@@ -76,8 +77,9 @@ async def _read_request(reader: asyncio.StreamReader) -> Arrival:
 
 
 async def _reply(writer: asyncio.StreamWriter, status: str, body: bytes = b"ok") -> None:
+    kind = "application/json" if body.startswith(b"{") else "text/plain"
     writer.write(
-        f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
+        f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n".encode()
         + body
     )
@@ -102,14 +104,15 @@ async def serving(
 
 @dataclass
 class Receiver:
-    """A webhook receiver: records each POST, answers 200 ``ok``."""
+    """A webhook receiver: records each POST, answers 200 and ``body``."""
 
+    body: bytes = b"ok"
     arrivals: list[Arrival] = field(default_factory=list)
 
     async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
             self.arrivals.append(await _read_request(reader))
-            await _reply(writer, "200 OK")
+            await _reply(writer, "200 OK", self.body)
 
 
 @dataclass
@@ -493,6 +496,33 @@ async def test_the_demos_deliveries_to_its_own_loopback_gateway_never_take_a_pro
             assert await simulated_cloud.post(client, source, body, "demo-token") == 200
     assert proxy.heads == []
     assert [a.head[0] for a in receiver.arrivals] == ["POST /events/aws HTTP/1.1"]
+
+
+# --- fleetwarden approve --------------------------------------------------------------------
+
+
+async def test_approve_asks_a_loopback_service_directly_with_its_admin_token(no_proxy_env):
+    """``fleetwarden approve --server http://127.0.0.1:8080`` (serve's default address): the
+    admin token goes to the service, never to an HTTP_PROXY that NO_PROXY does not exclude."""
+    receiver, proxy = Receiver(body=b'{"id": "d1", "status": "approved"}'), Proxy(resolve={})
+    async with serving(receiver) as port, serving(proxy) as proxy_port:
+        for variable in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+            no_proxy_env.setenv(variable, f"http://127.0.0.1:{proxy_port}")
+        server = f"http://127.0.0.1:{port}"
+        answer = await asyncio.to_thread(post_approval, server, "d1", BEARER)
+    assert answer == (200, {"id": "d1", "status": "approved"})
+    assert proxy.heads == []
+    (arrival,) = receiver.arrivals
+    assert arrival.header("authorization") == f"Bearer {BEARER}"
+
+
+def test_approve_refuses_a_bad_proxy_variable_naming_it(no_proxy_env):
+    no_proxy_env.setenv("HTTP_PROXY", f"http://fw:{PROXY_PASSWORD}@proxy.corp:31x8")
+    with pytest.raises(ApprovalError) as info:
+        post_approval(f"http://{NAME}:8080", "d1", BEARER)
+    assert str(info.value) == (
+        f"http://{NAME}:8080: HTTP_PROXY='http://***@proxy.corp:31x8': the port is not a number"
+    )
 
 
 # --- the worker link --------------------------------------------------------------------------
