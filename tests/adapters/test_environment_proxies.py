@@ -286,22 +286,25 @@ async def test_an_https_receiver_is_reached_through_a_connect_tunnel_the_proxy_c
     assert HOOK_TOKEN in arrival.head[0] or arrival.header("authorization") == f"Bearer {BEARER}"
 
 
-async def test_https_proxy_is_not_taken_for_an_http_receiver_nor_http_proxy_for_an_https_one(
-    tmp_path, no_proxy_env
+@pytest.mark.parametrize(
+    ("variable", "url"),
+    [("HTTPS_PROXY", f"http://{NAME}:9/hook"), ("HTTP_PROXY", f"https://{NAME}:9/hook")],
+)
+async def test_one_schemes_proxy_variable_is_never_taken_for_the_other_scheme(
+    no_proxy_env, variable, url
 ):
     """Go never falls back to the other scheme's variable: with only HTTPS_PROXY set an http
-    receiver is reached directly (here: a loopback one would be anyway, so its name is one
-    only the proxy resolves, and the direct attempt fails), and the proxy is not asked."""
+    receiver is reached directly, and with only HTTP_PROXY an https one (here its name is one
+    only the proxy resolves, so the direct attempt fails), and the proxy is not asked."""
     proxy = Proxy()
     async with serving(proxy) as proxy_port:
-        no_proxy_env.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy_port}")
-        sink = WebhookSink(
-            "hooks", f"http://{NAME}:9/hook", retry=RetryPolicy(attempts=1), sleep=Sleeps()
-        )
+        no_proxy_env.setenv(variable, f"http://127.0.0.1:{proxy_port}")
+        sink = WebhookSink("hooks", url, retry=RetryPolicy(attempts=1), sleep=Sleeps())
         with pytest.raises(NotifyError) as info:
             await sink.send(plan_batch(appeared(finding())))
         await sink.aclose()
     assert proxy.heads == [] and "through the proxy" not in str(info.value)
+    assert "ConnectError" in str(info.value)
 
 
 # --- around the proxy -------------------------------------------------------------------------

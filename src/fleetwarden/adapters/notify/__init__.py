@@ -70,9 +70,10 @@ def redact_url(url: str | httpx.URL, *, keep_path: bool = False) -> str:
     """``scheme://host[:port]`` and ``/…`` for the rest (or the path, if it is not secret);
     never user info or query."""
     u = httpx.URL(url) if isinstance(url, str) else url
+    host = f"[{u.host}]" if ":" in u.host else u.host  # an IPv6 address, as in a URL
     port = f":{u.port}" if u.port else ""
     rest = u.path if keep_path else ("/…" if u.path not in ("", "/") else "")
-    return f"{u.scheme}://{u.host}{port}{rest}"
+    return f"{u.scheme}://{host}{port}{rest}"
 
 
 class _RedactUrls(logging.Filter):
