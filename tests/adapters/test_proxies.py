@@ -57,6 +57,8 @@ CASES = [
     ("https://api.example:6443", {"HTTPS_PROXY": P, "NO_PROXY": "api.example:443"}, P),
     ("https://k8s.example", {"HTTPS_PROXY": P, "NO_PROXY": "10.0.0.0/8"}, P),  # CIDR: IPs only
     ("https://api.example", {"HTTPS_PROXY": P, "NO_PROXY": ":443,,"}, P),  # malformed: ignored
+    # a server URL that is no URL: no proxy, the request fails on the URL itself
+    ("http://\x1b[31mred/api", {"HTTP_PROXY": P}, None),
     # CGI's guard applies to HTTP_PROXY only
     ("https://api.example", {"HTTPS_PROXY": P, "REQUEST_METHOD": "GET"}, P),
 ]

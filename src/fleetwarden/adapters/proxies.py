@@ -166,7 +166,10 @@ def environment_proxy(server: str, env: Mapping[str, str] | None = None) -> str 
     for requests to ``server`` (an http(s) URL), or None for a direct connection. Raises
     ``ProxyError`` for a variable that names no usable proxy."""
     env = os.environ if env is None else env
-    url = urlsplit(server)
+    try:
+        url = urlsplit(server)
+    except ValueError:  # not a URL ("http://[x"): the request fails on it, with its own error
+        return None
     scheme = url.scheme.lower()
     if scheme == "https":
         name, value = _first(env, "HTTPS_PROXY", "https_proxy")
