@@ -112,7 +112,7 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
 
 class JsonPoster:
     """POSTs bodies to one URL. ``post`` returns the 2xx response or raises ``NotifyError``.
-    ``verify``: the receiver's certificate check (True: the system's CAs; a context for an
+    ``verify``: the receiver's certificate check (True: certifi's CAs; a context for an
     internal CA). A given ``transport`` (tests) is never bypassed for an environment proxy."""
 
     def __init__(
