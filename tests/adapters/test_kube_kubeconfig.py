@@ -290,7 +290,7 @@ async def test_an_exec_plugin_keeps_the_process_environment_and_sees_no_environm
 
 async def test_a_proxy_variable_that_names_no_proxy_is_an_error_naming_it(no_proxy_env):
     no_proxy_env.setenv("HTTPS_PROXY", "ftp://proxy.corp:21")
-    with pytest.raises(ApiError, match=r"HTTPS_PROXY='ftp://proxy.corp:21'.*http, https or"):
+    with pytest.raises(ApiError, match=r"HTTPS_PROXY='ftp://proxy.corp:21'.*socks5 or socks5h"):
         KubeClient(ClusterEndpoint("t", "https://apiserver.internal:6443"))
 
 

@@ -711,13 +711,14 @@ def test_bad_urls_are_refused_without_quoting_them():
     assert SLACK_SECRET not in str(info.value)
 
 
-def test_redact_url_keeps_host_and_drops_user_info_path_and_query():
+def test_redact_url_keeps_host_and_drops_user_info_path_and_query(no_proxy_env):
     assert redact_url("https://u:p@hooks.slack.com:8443/services/T/B/X?tok=1") == (
         "https://hooks.slack.com:8443/…"
     )
     assert redact_url("http://am:9093/api/v2/alerts?x=1", keep_path=True) == (
         "http://am:9093/api/v2/alerts"
     )
+    assert redact_url("http://u:p@[fd00::1]:3128") == "http://[fd00::1]:3128"  # a proxy's
     assert (
         repr(JsonPoster("p", "https://h/secret")) == "JsonPoster(sink='p', endpoint='https://h/…')"
     )

@@ -26,6 +26,7 @@ CASES = [
     ("http://api.example:8080", {"http_proxy": P}, P),
     ("https://api.example", {"HTTPS_PROXY": "proxy.corp:3128"}, P),  # no scheme: http
     ("https://api.example", {"HTTPS_PROXY": "socks5://s:1080"}, "socks5://s:1080"),
+    ("https://api.example", {"HTTPS_PROXY": "socks5h://s:1080"}, "socks5h://s:1080"),  # Go: same
     ("https://api.example", {"HTTPS_PROXY": "https://u:p@s:443"}, "https://u:p@s:443"),
     # loopback and localhost: always direct
     ("https://localhost:6443", {"HTTPS_PROXY": P}, None),
@@ -56,6 +57,8 @@ CASES = [
     ("https://api.example:6443", {"HTTPS_PROXY": P, "NO_PROXY": "api.example:443"}, P),
     ("https://k8s.example", {"HTTPS_PROXY": P, "NO_PROXY": "10.0.0.0/8"}, P),  # CIDR: IPs only
     ("https://api.example", {"HTTPS_PROXY": P, "NO_PROXY": ":443,,"}, P),  # malformed: ignored
+    # a server URL that is no URL: no proxy, the request fails on the URL itself
+    ("http://\x1b[31mred/api", {"HTTP_PROXY": P}, None),
     # CGI's guard applies to HTTP_PROXY only
     ("https://api.example", {"HTTPS_PROXY": P, "REQUEST_METHOD": "GET"}, P),
 ]
@@ -71,12 +74,33 @@ def test_the_proxy_is_the_one_go_takes_from_the_environment(server, env, expecte
     [
         ({"HTTPS_PROXY": "ftp://proxy.corp:21"}, "HTTPS_PROXY='ftp://proxy.corp:21'.*scheme"),
         ({"https_proxy": "http://proxy.corp:31x8"}, "https_proxy=.*port is not a number"),
+        ({"HTTPS_PROXY": "proxy.corp:31x8"}, "HTTPS_PROXY='proxy.corp:31x8': the port is not"),
+        ({"HTTPS_PROXY": "::bad"}, "HTTPS_PROXY='::bad': the port is not a number"),
         ({"HTTPS_PROXY": "http://:3128"}, "HTTPS_PROXY=.*names no host"),
     ],
 )
 def test_a_proxy_variable_naming_no_usable_proxy_is_an_error_naming_it(env, complaint):
+    """Go would make requests fail through a proxy named ``http`` (a bad port), dial the local
+    host (no host) or connect directly (``::bad``): here the variable is named, as given."""
     with pytest.raises(ProxyError, match=complaint):
         environment_proxy("https://api.example", env)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("http://fw:pr0xyS3cret@proxy.corp:31x8", "'http://***@proxy.corp:31x8'"),
+        ("fw:pr0xyS3cret@proxy.corp:31x8", "'***@proxy.corp:31x8'"),
+        ("gopher://pr0xyS3cret@proxy.corp:70", "'gopher://***@proxy.corp:70'"),
+        ("http://fw:pr0x/yS3cret@:3128", "'http://***@:3128'"),  # a '/' in the password
+        ("http://fw:pr0x@yS3cret@proxy.corp:31x8", "'http://***@proxy.corp:31x8'"),
+    ],
+)
+def test_an_error_about_a_proxy_variable_never_quotes_its_credentials(value, shown):
+    with pytest.raises(ProxyError) as info:
+        environment_proxy("https://api.example", {"HTTPS_PROXY": value})
+    assert f"HTTPS_PROXY={shown}" in str(info.value)
+    assert "pr0x" not in str(info.value) and "yS3cret" not in str(info.value)
 
 
 def test_http_proxy_in_a_cgi_process_is_refused_as_go_refuses_it():

@@ -20,9 +20,17 @@ transport is ``http.ProxyFromEnvironment`` (argo-cd ``pkg/apiclient/apiclient.go
 * with ``REQUEST_METHOD`` set (a CGI process) an ``HTTP_PROXY`` for an http server is refused
   (the "httpoxy" guard).
 
-Where fleetwarden differs: a proxy value Go could not parse is silently dropped by Go (a direct
-connection); here it is an error naming the variable, as is a scheme other than http, https or
-socks5. What is not done: the environment of a credential plugin is the process's, untouched.
+Where fleetwarden differs (Go's behaviour checked against go1.26 ``net/http``): Go's
+``parseProxy`` takes any value ``url.Parse`` reads, with ``http://`` put before one that has no
+scheme or host or does not parse; ``init`` drops a value that does not parse even then (a direct
+connection, silently), and the transport speaks to a proxy of an unknown scheme as to an http
+one, dials ``:port`` on the local host for a proxy URL without a host, and, for a port that is
+not a number, reads ``http://http://proxy:31x8`` as a proxy named ``http``: the requests fail,
+or go where nobody meant them to. Here each of these is a ``ProxyError`` naming the variable
+(a scheme other than http, https, socks5 or socks5h; no host; a port that is not a number),
+raised when the client is made, so a command or ``serve`` stops at once with it. The value is
+quoted without its user info (``http://***@proxy.corp:3128``): a proxy password is never in
+an error. What is not done: the environment of a credential plugin is the process's, untouched.
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ from urllib.parse import urlsplit
 
 __all__ = ["ProxyError", "environment_proxy"]
 
-_SCHEMES = ("http", "https", "socks5")
+# Go's transport: socks5 and socks5h alike resolve the server's name at the proxy
+_SCHEMES = ("http", "https", "socks5", "socks5h")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -50,21 +59,34 @@ def _first(env: Mapping[str, str], *names: str) -> tuple[str, str]:
     return names[0], ""
 
 
+def _shown(value: str) -> str:
+    """A proxy variable's value fit for an error: everything before its last ``@`` (user
+    info: a password, a token used as a user name) as ``***``, even in a value that does not
+    parse."""
+    if "@" not in value:
+        return value
+    scheme, sep, rest = value.partition("://")
+    if not sep:
+        scheme, rest = "", value
+    return f"{scheme}{sep}***@{rest.rpartition('@')[2]}"
+
+
 def _proxy(name: str, value: str) -> str:
     """A proxy URL as Go's parseProxy reads an environment value: a URL with a scheme Go
     proxies through, else ``http://`` and the value."""
+    shown = f"{name}={_shown(value)!r}"  # the value as it was given
     parts = urlsplit(value)
     if parts.scheme not in _SCHEMES or not parts.netloc:
         if "://" in value:
-            raise ProxyError(f"{name}={value!r}: a proxy's scheme must be http, https or socks5")
+            raise ProxyError(f"{shown}: a proxy's scheme must be http, https, socks5 or socks5h")
         value = f"http://{value}"
         parts = urlsplit(value)
     try:
         parts.port  # noqa: B018 -- raises on a port that is not a number
     except ValueError:
-        raise ProxyError(f"{name}={value!r}: the port is not a number") from None
+        raise ProxyError(f"{shown}: the port is not a number") from None
     if not parts.hostname:
-        raise ProxyError(f"{name}={value!r}: the proxy URL names no host")
+        raise ProxyError(f"{shown}: the proxy URL names no host")
     return value
 
 
@@ -144,7 +166,10 @@ def environment_proxy(server: str, env: Mapping[str, str] | None = None) -> str 
     for requests to ``server`` (an http(s) URL), or None for a direct connection. Raises
     ``ProxyError`` for a variable that names no usable proxy."""
     env = os.environ if env is None else env
-    url = urlsplit(server)
+    try:
+        url = urlsplit(server)
+    except ValueError:  # not a URL ("http://[x"): the request fails on it, with its own error
+        return None
     scheme = url.scheme.lower()
     if scheme == "https":
         name, value = _first(env, "HTTPS_PROXY", "https_proxy")

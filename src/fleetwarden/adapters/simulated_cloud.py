@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import orjson
 
-__all__ = ["PROVIDERS", "delivery", "post"]
+__all__ = ["PROVIDERS", "client", "delivery", "post"]
 
 # the demo fleet's clusters and their clouds (``adapters.simulated``)
 PROVIDERS = {"prod-eu-1": "aws", "prod-us-1": "gcp", "prod-asia-1": "azure"}
@@ -149,6 +149,13 @@ def delivery(cluster: str, pool: str, actor: str, now: datetime) -> tuple[str, b
     else:
         body = _aws(cluster, pool, actor, now)
     return provider, orjson.dumps(body)
+
+
+def client(base: str, *, timeout: float = 10.0) -> httpx.AsyncClient:
+    """A client for the demo's own gateway at ``base`` (a loopback URL): never through a
+    proxy, as Go never proxies a loopback server (``adapters.proxies``); httpx's own reading of
+    ``HTTP_PROXY`` would send it there unless ``NO_PROXY`` named the address."""
+    return httpx.AsyncClient(base_url=base, timeout=timeout, trust_env=False)
 
 
 async def post(client: httpx.AsyncClient, source: str, body: bytes, token: str) -> int:

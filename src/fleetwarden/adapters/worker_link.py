@@ -3,7 +3,11 @@ worker's private Unix socket. What the worker answers comes back as values; a wo
 not answering (restarting) is ``WorkerUnreachable``, a request that cannot be written on
 (the client's fault) ``Unsendable``: no httpx exception leaves this module. ``relay`` is the
 gateway's route to the worker: a Starlette request passed on, the worker's answer (or why
-there is none: 413, 400, 503 with ``Retry-After``) as the Starlette response."""
+there is none: 413, 400, 503 with ``Retry-After``) as the Starlette response.
+
+No proxy, whatever the environment says: the link is a Unix socket to this serve's own worker
+(the URL's host, ``worker``, is only a name for the Host header), and ``HTTP_PROXY`` and the
+rest name TCP proxies, which ``adapters.proxies`` never uses for a local server either."""
 
 from __future__ import annotations
 
@@ -70,8 +74,11 @@ def end_to_end(headers: Iterable[tuple[bytes, bytes]]) -> Headers:
 
 class WorkerLink:
     def __init__(self, socket_path: str) -> None:
+        # httpx mounts no environment proxy over a given transport; trust_env=False says so
         self._client = httpx.AsyncClient(
-            transport=httpx.AsyncHTTPTransport(uds=socket_path), base_url="http://worker"
+            transport=httpx.AsyncHTTPTransport(uds=socket_path),
+            base_url="http://worker",
+            trust_env=False,
         )
 
     async def health(self) -> tuple[Any, str]:

@@ -31,7 +31,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 from rich.console import Console
 
@@ -89,7 +88,7 @@ async def _cloud(
         service.snapshot[cluster] = parse_nodes(f"demo/{cluster}/nodes.json", doc)
         return None
 
-    async with httpx.AsyncClient(base_url=base, timeout=10.0) as client:
+    async with simulated_cloud.client(base) as client:
 
         async def deliver(cluster: str, pool: str, actor: str) -> int:
             source, body = simulated_cloud.delivery(cluster, pool, actor, datetime.now(UTC))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from fleetwarden import logs
-from fleetwarden.adapters import files, processes
+from fleetwarden.adapters import files, processes, proxies
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.audit_logs import AuditLogTail
 from fleetwarden.adapters.flux import FluxClient
@@ -64,6 +64,7 @@ from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply
+from fleetwarden.ports.argocd import ArgoError
 from fleetwarden.ports.audit import AuditStoreError
 from fleetwarden.ports.kube import KubeApi
 from fleetwarden.ports.notify import Sink
@@ -75,6 +76,7 @@ __all__ = [
     "build_event_feeds",
     "build_service",
     "build_sinks",
+    "confirm_sns",
     "healing_policy",
     "open_store",
     "serving_settings",
@@ -183,18 +185,9 @@ class Service(Serving):
 
     def on_reply(self, source: str, reply: Reply) -> None:
         if reply.kind == "sns-subscribe" and reply.url:
-            task = asyncio.get_running_loop().create_task(self._confirm_sns(reply.url))
+            task = asyncio.get_running_loop().create_task(confirm_sns(reply.url))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
-
-    async def _confirm_sns(self, url: str) -> None:
-        host = urlsplit(url).hostname  # the URL carries a token: log the host only
-        try:
-            async with httpx.AsyncClient(timeout=10.0, trust_env=True) as client:
-                resp = await client.get(url)
-            log.info("sns subscription confirmation", host=host, status=resp.status_code)
-        except httpx.HTTPError as exc:
-            log.warning("sns subscription confirmation failed", host=host, error=type(exc).__name__)
 
     async def run_workers(self) -> None:
         """The clusters to watch (kubeconfig contexts, in-cluster, Argo CD cluster Secrets),
@@ -241,6 +234,41 @@ class Service(Serving):
             tail.close()
 
 
+async def confirm_sns(url: str, *, timeout: float = 10.0) -> None:
+    """GET an SNS ``SubscribeURL`` (checked by ``formats.events.aws``) through the
+    environment's proxy as every other client takes it (``adapters.proxies``); the outcome is
+    logged with the host only (the URL carries the subscription's token). The CAs trusted stay
+    httpx's reading of the environment (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's)."""
+    host = urlsplit(url).hostname
+    try:
+        proxy = proxies.environment_proxy(url)
+        verify = httpx.create_ssl_context(trust_env=True)
+        async with httpx.AsyncClient(
+            timeout=timeout, proxy=proxy, verify=verify, trust_env=False
+        ) as client:
+            resp = await client.get(url)
+        log.info("sns subscription confirmation", host=host, status=resp.status_code)
+    except proxies.ProxyError as exc:  # quotes the variable, never a proxy password
+        log.warning("sns subscription confirmation failed", host=host, error=str(exc))
+    except ImportError:  # httpx needs socksio for a socks5 proxy
+        problem = "the environment's proxy is a socks5 one, which needs socksio (httpx[socks])"
+        log.warning("sns subscription confirmation failed", host=host, error=problem)
+    except httpx.HTTPError as exc:
+        log.warning("sns subscription confirmation failed", host=host, error=type(exc).__name__)
+
+
+@contextlib.contextmanager
+def _notify_field(name: str) -> Iterator[None]:
+    """A sink that cannot be made -- a URL that is not http(s), a proxy variable naming no
+    usable proxy (``adapters.proxies``) -- is the configuration error it is, naming
+    ``notify.<name>``: ``serve`` exits 2 with it (a supervisor gives up) instead of a
+    traceback. The sinks' messages quote no URL path, token or proxy password."""
+    try:
+        yield
+    except ValueError as exc:
+        raise FormatError("serve config", str(exc), field=f"notify.{name}") from None
+
+
 def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]]:
     """Sinks from the ``notify:`` config: generic webhook, Slack, Alertmanager v2."""
     pairs: list[tuple[SinkPolicy, Sink]] = []
@@ -257,23 +285,25 @@ def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]
             else timedelta(minutes=1),
         )
         sink: Sink
-        if kind == "slack":
-            sink = SlackSink(name, url)
-        elif kind == "alertmanager":
-            sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"))
-        else:
-            sink = WebhookSink(name, url, secret=spec.get("secret"))
+        with _notify_field(name):
+            if kind == "slack":
+                sink = SlackSink(name, url)
+            elif kind == "alertmanager":
+                sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"))
+            else:
+                sink = WebhookSink(name, url, secret=spec.get("secret"))
         pairs.append((policy, sink))
     return pairs
 
 
 def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
     """The webhook sinks that also follow change events (``events: true``)."""
-    return [
-        WebhookSink(spec["name"], spec["url"], secret=spec.get("secret"))
-        for spec in specs
-        if spec.get("events")
-    ]
+    feeds = []
+    for spec in specs:
+        if spec.get("events"):
+            with _notify_field(spec["name"]):
+                feeds.append(WebhookSink(spec["name"], spec["url"], secret=spec.get("secret")))
+    return feeds
 
 
 def build_service(config: ServiceConfig) -> Service:
@@ -300,9 +330,12 @@ def build_service(config: ServiceConfig) -> Service:
     journal = EventJournal(config.journal) if config.journal and not gateway_only else None
     argocd = None
     if config.argocd_url:
-        argocd = ArgoCDClient(
-            config.argocd_url, token=config.argocd_token, verify=not config.argocd_insecure
-        )
+        try:
+            argocd = ArgoCDClient(
+                config.argocd_url, token=config.argocd_token, verify=not config.argocd_insecure
+            )
+        except ArgoError as exc:  # e.g. a proxy variable naming no usable proxy
+            raise FormatError("serve config", str(exc), field="argocd.url") from None
     identity = default_identity()
     elector, membership, clients = None, None, []
     if not gateway_only and config.leader_election is not None:

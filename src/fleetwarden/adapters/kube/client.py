@@ -239,7 +239,7 @@ class KubeClient:
             transport=self._transport,
             proxy=self._proxy,
             # no environment settings beyond the proxy client-go takes (httpx would also read
-            # ALL_PROXY, SSL_CERT_FILE and ~/.netrc, which kubectl does not)
+            # ALL_PROXY, prefer lower-case names and proxy loopback servers: client-go does not)
             trust_env=False,
             # every watch holds a connection for its whole life (nodes, six workload kinds,
             # per namespace when so configured): no pool cap, or watches would queue

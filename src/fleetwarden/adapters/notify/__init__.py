@@ -7,6 +7,17 @@ bounded retries with jittered back-off on 5xx, 429 and transport errors (``Retry
 honoured up to the cap), and mapping every failure to ``NotifyError``. No httpx exception
 leaves this package.
 
+Proxy: the environment's, by the rules the Kubernetes and Argo CD clients follow
+(``adapters.proxies``, Go's ``http.ProxyFromEnvironment``): ``HTTPS_PROXY`` for an https
+receiver, ``HTTP_PROXY`` for an http one, never for a loopback one or one ``NO_PROXY`` excludes.
+httpx's own reading of the environment (lower-case names first, ``ALL_PROXY``, loopback
+proxied, no CIDRs in ``NO_PROXY``; ``SSL_CERT_FILE``) stays off, as before: the CAs trusted
+are certifi's unless ``verify`` says otherwise. A variable naming no usable proxy is a
+``ProxyError`` (a ``ValueError``) when the sink is made, naming the sink and the variable; a
+failure through a proxy names it (without its user info). Through an http proxy an http
+receiver's URL is seen by the proxy (that is how forwarding works); an https one's only as
+``CONNECT host:port``.
+
 Secrets: a webhook URL is a credential (Slack's is nothing else). Errors, reprs and log lines
 name the sink and show its endpoint as ``scheme://host/…``; httpx's own ``HTTP Request: POST
 <url>`` log line is rewritten the same way for registered URLs; response bodies quoted in errors
@@ -18,11 +29,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import httpx
 
+from fleetwarden.adapters import proxies
 from fleetwarden.logs import get_logger
 from fleetwarden.ports.notify import Backoff, NotifyError
 
@@ -57,9 +70,10 @@ def redact_url(url: str | httpx.URL, *, keep_path: bool = False) -> str:
     """``scheme://host[:port]`` and ``/…`` for the rest (or the path, if it is not secret);
     never user info or query."""
     u = httpx.URL(url) if isinstance(url, str) else url
+    host = f"[{u.host}]" if ":" in u.host else u.host  # an IPv6 address, as in a URL
     port = f":{u.port}" if u.port else ""
     rest = u.path if keep_path else ("/…" if u.path not in ("", "/") else "")
-    return f"{u.scheme}://{u.host}{port}{rest}"
+    return f"{u.scheme}://{host}{port}{rest}"
 
 
 class _RedactUrls(logging.Filter):
@@ -97,7 +111,9 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
 
 
 class JsonPoster:
-    """POSTs bodies to one URL. ``post`` returns the 2xx response or raises ``NotifyError``."""
+    """POSTs bodies to one URL. ``post`` returns the 2xx response or raises ``NotifyError``.
+    ``verify``: the receiver's certificate check (True: certifi's CAs; a context for an
+    internal CA). A given ``transport`` (tests) is never bypassed for an environment proxy."""
 
     def __init__(
         self,
@@ -110,6 +126,7 @@ class JsonPoster:
         timeout: float = 5.0,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        verify: bool | ssl.SSLContext = True,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
     ) -> None:
@@ -119,6 +136,12 @@ class JsonPoster:
             raise ValueError(f"sink {sink!r}: the URL must be http(s)://host/...")
         self.sink = sink
         self.endpoint = redact_url(parsed, keep_path=not secret_path)
+        try:
+            proxy = None if transport is not None else proxies.environment_proxy(url)
+        except proxies.ProxyError as exc:
+            raise proxies.ProxyError(f"sink {sink!r} ({self.endpoint}): {exc}") from None
+        # named in errors as scheme://host:port: a proxy's user info is a credential
+        self.proxy = None if proxy is None else redact_url(proxy)
         self._url = url
         self._secrets = tuple(s for s in (url, str(parsed), parsed.path, *secrets) if s)
         if secret_path and parsed.path not in ("", "/"):
@@ -126,16 +149,25 @@ class JsonPoster:
             _HTTPX_LOG_FILTER.urls[url] = self.endpoint
         self._retry = retry or RetryPolicy()
         self._sleep, self._rng = sleep, rng or random.Random()
-        self._http = httpx.AsyncClient(
-            headers={"User-Agent": USER_AGENT, **(headers or {})},
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
-            transport=transport,
-            follow_redirects=False,
-            trust_env=False,
-        )
+        try:
+            self._http = httpx.AsyncClient(
+                headers={"User-Agent": USER_AGENT, **(headers or {})},
+                timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+                transport=transport,
+                proxy=proxy,
+                verify=verify,
+                follow_redirects=False,
+                trust_env=False,
+            )
+        except ImportError:  # httpx needs socksio for a socks5 proxy
+            raise proxies.ProxyError(
+                f"sink {sink!r} ({self.endpoint}): the environment's proxy {self.proxy} is a "
+                "socks5 one, which needs the socksio package (httpx[socks])"
+            ) from None
 
     def __repr__(self) -> str:
-        return f"JsonPoster(sink={self.sink!r}, endpoint={self.endpoint!r})"
+        via = f", proxy={self.proxy!r}" if self.proxy else ""
+        return f"JsonPoster(sink={self.sink!r}, endpoint={self.endpoint!r}{via})"
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -182,9 +214,11 @@ class JsonPoster:
             )
             await self._sleep(wait)
         # raised outside any ``except``: no httpx exception (which may hold the URL) chained
+        via = f" through the proxy {self.proxy}" if self.proxy else ""
         raise NotifyError(
             self.sink,
-            f"POST {self.endpoint}: {detail} (after {attempt} attempt{'s' if attempt > 1 else ''})",
+            f"POST {self.endpoint}{via}: {detail} "
+            f"(after {attempt} attempt{'s' if attempt > 1 else ''})",
             status=status,
             attempts=attempt,
             retryable=retryable,
