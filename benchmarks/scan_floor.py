@@ -132,9 +132,7 @@ def main() -> None:
             def native_rows() -> None:
                 shared = nodestream._Shared()
                 for c in chunks:
-                    got = native.rows(
-                        c, keys, c.isascii(), shared.map_of, shared.taints_of, shared.names
-                    )
+                    got = native.rows(c, keys, shared.map_of, shared.taints_of, shared.names)
                     assert isinstance(got, list), "the native path was not sure of a chunk"
 
             stages["native rows"] = native_rows

@@ -40,6 +40,11 @@ def test_the_native_path_is_built_where_ci_runs():
 
 
 def by_msgspec(chunk: bytes, keys: tuple[str, ...] | None) -> Any:
+    """As ``_decode`` reads a chunk without the native path (its UTF-8 checked first)."""
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return REFUSED
     shared = nodestream._Shared()
     out: list[Any] = []
     try:
@@ -57,9 +62,7 @@ def by_native(chunk: bytes, keys: tuple[str, ...] | None, names: set[str] | None
     if names is not None:
         shared.names = names
     try:
-        got = native.rows(
-            chunk, keys, chunk.isascii(), shared.map_of, shared.taints_of, shared.names
-        )
+        got = native.rows(chunk, keys, shared.map_of, shared.taints_of, shared.names)
     except nodestream.Unstreamable:
         return REFUSED
     if got is None:
@@ -163,7 +166,10 @@ def test_any_json_beside_and_instead_of_the_fields_read(item, extra, data):
         st.tuples(
             st.integers(0, 10**6),
             st.sampled_from(["delete", "insert", "replace"]),
-            st.sampled_from(list(b'"\\{}[],: \n\t\x00\x1fa0-.eE+tfnu\x7f')),
+            st.sampled_from(
+                list(b'"\\{}[],: \n\t\x00\x1fa0-.eE+tfnu\x7f\x80\xa0\xa9\xbf\xc0\xc3\xe0\xed')
+                + list(b"\xf0\xf4\xf5\xff")
+            ),
         ),
         min_size=1,
         max_size=3,
@@ -171,8 +177,8 @@ def test_any_json_beside_and_instead_of_the_fields_read(item, extra, data):
     st.sampled_from([None, KEYS]),
 )
 def test_broken_json_is_never_accepted(items, edits, keys):
-    """Bytes deleted, inserted or replaced anywhere: the native path is "not sure" or gives
-    msgspec's answer; it never reads a chunk msgspec refuses as malformed."""
+    """Bytes deleted, inserted or replaced anywhere (UTF-8 broken too): the native path is
+    "not sure" or gives msgspec's answer; it never reads a chunk msgspec refuses."""
     distinct_names(items)
     raw = bytearray(chunk_of(items, 2))
     for at, how, byte in edits:
@@ -340,3 +346,68 @@ def test_the_streamed_reader_takes_the_native_rows(monkeypatch):
     assert len(answered) > 1 and all(answered)
     monkeypatch.setattr(nodestream, "_native", None)
     assert _streamed(raw) == _reference(raw)
+
+
+# UTF-8's edges: each lead byte class with second bytes at and beyond its range
+UTF8_PIECES = st.lists(
+    st.tuples(
+        st.sampled_from(
+            list(
+                b"\x41\x7f\x80\xbf\xc0\xc1\xc2\xdf\xe0\xe1\xec\xed\xee\xef\xf0\xf1\xf3\xf4\xf5\xff"
+            )
+        ),
+        st.lists(
+            st.sampled_from([0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0]), max_size=3
+        ),
+    ).map(lambda t: bytes([t[0], *t[1]])),
+    min_size=1,
+    max_size=4,
+).map(b"".join)
+
+
+@needs_native
+@settings(max_examples=500, deadline=None)
+@given(st.binary(min_size=1, max_size=12) | UTF8_PIECES, st.integers(0, 80))
+def test_utf8_is_checked_as_python_checks_it(text, pad):
+    """Any bytes in a string the diff does not read, at any offset from a block boundary:
+    read only if they are UTF-8 as Python's strict decoder takes it."""
+    body = text.replace(b"\\", b"").replace(b'"', b"")
+    body = bytes(b for b in body if b >= 0x20)
+    chunk = b'[{"metadata":{"name":"a","uid":"' + b"x" * pad + body + b'"}}]'
+    got, want = agrees(chunk, KEYS)
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        assert got == UNSURE and want == REFUSED
+    else:
+        assert got != UNSURE and got == want
+
+
+@needs_native
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        (b"\xc3\xa9", True),
+        (b"\xe2\x82\xac", True),
+        (b"\xf0\x9f\x99\x82", True),
+        (b"\xed\x9f\xbf", True),  # U+D7FF, the last before the surrogates
+        (b"\xee\x80\x80", True),  # U+E000, the first after them
+        (b"\xf4\x8f\xbf\xbf", True),  # U+10FFFF
+        (b"\xc0\x80", False),  # overlong
+        (b"\xc1\xbf", False),
+        (b"\xe0\x9f\xbf", False),
+        (b"\xf0\x8f\xbf\xbf", False),
+        (b"\xed\xa0\x80", False),  # an encoded surrogate
+        (b"\xed\xbf\xbf", False),
+        (b"\xf4\x90\x80\x80", False),  # above U+10FFFF
+        (b"\xf5\x80\x80\x80", False),
+        (b"\xe2\x82", False),  # cut short
+        (b"\xe2\x28\xa1", False),
+        (b"\x80", False),
+    ],
+)
+def test_utf8_edges(text, valid):
+    for pad in (0, 61, 62, 63):
+        chunk = b'[{"metadata":{"name":"a","uid":"' + b"x" * pad + text + b'"}}]'
+        got, want = agrees(chunk, KEYS)
+        assert (got != UNSURE) == valid and (want != REFUSED) == valid

@@ -5,8 +5,8 @@
  * path makes them, or None ("not sure": the caller decodes the chunk with msgspec, which
  * then accepts or refuses it as it always did), or False (a node name twice: the caller
  * refuses the document as the msgspec path would). Everything it accepts is valid JSON
- * (RFC 8259: structure, literals, numbers, escapes, no control characters in strings; the
- * caller checks UTF-8 before), so a document it reads is one msgspec reads the same way.
+ * (RFC 8259: structure, literals, numbers, escapes, no control characters in strings, UTF-8
+ * as Python's strict decoder reads it), so a document it reads is one msgspec reads the same way.
  * Anything unusual -- an escape in a key or value it reads, a long
  * number, a key it reads given twice, a value of another type than the fields' -- is "not
  * sure".
@@ -109,13 +109,14 @@ NS_TARGET static inline __m256i eq(__m256i v, char c) {
 }
 
 /* Offsets of the structural bytes of buf[0:len] into tape; their count, or -1 (not valid
- * JSON text, or not sure). */
-NS_TARGET static Py_ssize_t stage1(const uint8_t *buf, size_t len, uint32_t *tape) {
+ * JSON text, or not sure). *high: some byte is not ASCII. */
+NS_TARGET static Py_ssize_t stage1(const uint8_t *buf, size_t len, uint32_t *tape, int *high) {
     uint64_t in_string = 0; /* all ones when the previous block ended inside a string */
     uint64_t escaped_in = 0; /* 1 when the previous block's last byte escapes this one's first */
     uint64_t atom_in = 0;    /* 1 when the previous block ended inside a literal or number */
     uint32_t *out = tape;
     uint8_t tail[64];
+    __m256i seen = _mm256_setzero_si256(); /* every byte or-ed: the sign bits tell non-ASCII */
     for (size_t base = 0; base < len; base += 64) {
         const uint8_t *p = buf + base;
         if (len - base < 64) {
@@ -125,6 +126,7 @@ NS_TARGET static Py_ssize_t stage1(const uint8_t *buf, size_t len, uint32_t *tap
         }
         __m256i a = _mm256_loadu_si256((const __m256i *)p);
         __m256i b = _mm256_loadu_si256((const __m256i *)(p + 32));
+        seen = _mm256_or_si256(seen, _mm256_or_si256(a, b));
         uint64_t quote = mask_of(eq(a, '"'), eq(b, '"'));
         uint64_t backslash = mask_of(eq(a, '\\'), eq(b, '\\'));
         __m256i ca = _mm256_or_si256(a, _mm256_set1_epi8(0x20)); /* [ ] -> { } */
@@ -172,6 +174,7 @@ NS_TARGET static Py_ssize_t stage1(const uint8_t *buf, size_t len, uint32_t *tap
             structural &= structural - 1;
         }
     }
+    *high = _mm256_movemask_epi8(seen) != 0;
     if (in_string || escaped_in) return -1; /* an unterminated string */
     return out - tape;
 }
@@ -186,12 +189,53 @@ static int native_ok(void) {
     return known;
 }
 #else
-static Py_ssize_t stage1(const uint8_t *buf, size_t len, uint32_t *tape) {
-    (void)buf; (void)len; (void)tape;
+static Py_ssize_t stage1(const uint8_t *buf, size_t len, uint32_t *tape, int *high) {
+    (void)buf; (void)len; (void)tape; (void)high;
     return -1;
 }
 static int native_ok(void) { return 0; }
 #endif
+
+/* The bytes are UTF-8 as Python's strict decoder takes it: no overlong forms, no encoded
+ * surrogates, nothing above U+10FFFF. */
+static int utf8_ok(const uint8_t *s, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        if (i + 8 <= len) { /* ASCII eight at a time */
+            uint64_t v;
+            memcpy(&v, s + i, 8);
+            if (!(v & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint8_t lo = 0x80, hi = 0xBF; /* the second byte's range */
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 3;
+            if (c == 0xE0) lo = 0xA0;
+            if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 4;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;
+        } else {
+            return 0;
+        }
+        if (i + n > len || s[i + 1] < lo || s[i + 1] > hi) return 0;
+        for (size_t k = 2; k < n; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+        i += n;
+    }
+    return 1;
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* stage 2                                                                                    */
@@ -813,19 +857,19 @@ static void slots_clear(Slot *slots) {
 }
 
 PyDoc_STRVAR(rows_doc,
-"rows(chunk, label_keys, ascii, map_of, taints_of, names, /) -> list | None | False\n\n"
+"rows(chunk, label_keys, map_of, taints_of, names, /) -> list | None | False\n\n"
 "The node rows of ``chunk`` (``[`` items ``]``) as nodestream's msgspec path makes them;\n"
 "None when not sure (decode the chunk with msgspec); False when a node name is in ``names``\n"
 "already or twice in the chunk. ``label_keys``: a tuple of label keys (each row gives their\n"
-"values, None where missing) or None (every label, as a dict). ``ascii``: the chunk is all\n"
-"ASCII (else its UTF-8 must have been checked). ``map_of(bytes)`` / ``taints_of(bytes)``\n"
+"values, None where missing) or None (every label, as a dict); the chunk's UTF-8 is checked\n"
+"here (not UTF-8: None). ``map_of(bytes)`` / ``taints_of(bytes)``\n"
 "turn a resource map's / a taint list's JSON into the shared value; the names of the rows\n"
 "are added to the set ``names`` when the whole chunk is read.");
 
 static PyObject *ns_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "rows() takes 6 arguments");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "rows() takes 5 arguments");
         return NULL;
     }
     PyObject *keys = args[1] == Py_None ? NULL : args[1];
@@ -833,7 +877,7 @@ static PyObject *ns_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "label_keys must be a tuple or None");
         return NULL;
     }
-    if (!PySet_Check(args[5])) {
+    if (!PySet_Check(args[4])) {
         PyErr_SetString(PyExc_TypeError, "names must be a set");
         return NULL;
     }
@@ -877,8 +921,9 @@ static PyObject *ns_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs
             goto done;
         }
     }
-    Py_ssize_t n = stage1((const uint8_t *)view.buf, len, tape);
-    if (n < 0) {
+    int high = 0;
+    Py_ssize_t n = stage1((const uint8_t *)view.buf, len, tape, &high);
+    if (n < 0 || (high && !utf8_ok((const uint8_t *)view.buf, len))) {
         result = Py_None;
         Py_INCREF(result);
         goto done;
@@ -887,9 +932,9 @@ static PyObject *ns_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     w->len = len;
     w->tape = tape;
     w->n = n;
-    w->ascii = PyObject_IsTrue(args[2]);
-    w->map_of = args[3];
-    w->taints_of = args[4];
+    w->ascii = !high;
+    w->map_of = args[2];
+    w->taints_of = args[3];
     w->label_keys = keys;
     w->nkeys = nkeys;
     w->key_text = key_text;
@@ -903,7 +948,7 @@ static PyObject *ns_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         Py_INCREF(result);
         goto done;
     }
-    PyObject *names = args[5];
+    PyObject *names = args[4];
     Py_ssize_t had = PySet_GET_SIZE(names), count = PyList_GET_SIZE(rows);
     for (Py_ssize_t j = 0; j < count; j++) {
         if (PySet_Add(names, PyTuple_GET_ITEM(PyList_GET_ITEM(rows, j), 0)) < 0) goto done;

@@ -584,11 +584,6 @@ def _decode(win: _Window, end: int, rows: list[Any], shared: _Shared, keys: Labe
     buf, pos = win.buf, win.pos
     if pos == 0 or end > win.size:
         raise Unstreamable
-    if not win.ascii():  # the decoder skips fields without checking their UTF-8
-        try:
-            bytes(buf[pos:end]).decode("utf-8")
-        except UnicodeDecodeError:
-            raise Unstreamable from None
     before, after = buf[pos - 1], buf[end]
     buf[pos - 1], buf[end] = 0x5B, 0x5D
     view = memoryview(buf)[pos - 1 : end + 1]
@@ -596,16 +591,19 @@ def _decode(win: _Window, end: int, rows: list[Any], shared: _Shared, keys: Labe
     count = -1
     try:
         got = None
-        if _native is not None:
-            got = _native.rows(
-                view, keys, win.ascii(), shared.map_of, shared.taints_of, shared.names
-            )
+        if _native is not None:  # it checks the chunk's UTF-8 itself
+            got = _native.rows(view, keys, shared.map_of, shared.taints_of, shared.names)
             if got is False:
                 raise Unstreamable  # a name twice: the full reader names it
         if got is not None:
             rows.extend(got)
             count = len(got)
         else:  # not sure, or no native path
+            if not win.ascii():  # msgspec skips fields without checking their UTF-8
+                try:
+                    bytes(buf[pos:end]).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise Unstreamable from None
             items = (_ITEMS if keys is None else _items_reading(keys)).decode(view)
             _rows_of(items, rows, shared, keys)  # copies what it keeps: raw maps point into buf
             count = len(items)
