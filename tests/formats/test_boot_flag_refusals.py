@@ -196,3 +196,24 @@ def test_terraform_user_data_that_may_not_take_effect_is_unresolved_not_an_error
     (pool,) = _pools("infra/main.tf", _terraform(group))
     entry = next(a for a in pool.account if a.path == "pre_bootstrap_user_data")
     assert entry.status is FieldStatus.UNRESOLVED
+
+
+_VARIABLE_FLAGS = "--register-with-taints=${TAINTS} --max-pods=${PODS}"
+_TF_ARGS = "      bootstrap_extra_args = \"--kubelet-extra-args 'ARGS'\""  # ${ is $${ in HCL
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("np.yaml", _KARPENTER.replace("ARGS", _VARIABLE_FLAGS)),
+        ("c.yaml", _EKSCTL.replace("ARGS", _VARIABLE_FLAGS)),
+        ("infra/main.tf", _terraform(_TF_ARGS.replace("ARGS", _VARIABLE_FLAGS.replace("$", "$$")))),
+        ("tree.yaml", _CAPI.replace("@EXTRA@", "[]").replace("@ARGS@", _VARIABLE_FLAGS)),
+    ],
+)
+def test_a_variable_in_a_boot_taints_or_max_pods_flag_leaves_that_fact_unchecked(path, text):
+    """``--register-with-taints=${TAINTS}`` leaves the taints open, not the labels: noted as
+    labels, the taints would still be compared (as none) and every tainted node would drift."""
+    (pool,) = _pools(path, text)
+    assert {"taints", "allocatable.pods"} <= pool.unresolved_fields
+    assert "labels" not in pool.unresolved_fields

@@ -60,6 +60,7 @@ __all__ = [
     "qualified_name",
     "read_opaque",
     "register_with_taints",
+    "unresolved_fact",
 ]
 
 _VARIABLE = re.compile(r"\$\{?[A-Za-z_]|\{\{")
@@ -582,6 +583,17 @@ def from_user_data(text: str) -> BootFacts:
         if not out.found or flags.labels.keys() - out.labels.keys():
             out.merge(flags)
     return out
+
+
+def unresolved_fact(expression: str) -> str:
+    """The fact an unresolved text of ``BootFacts.unresolved`` leaves open (``taints``,
+    ``allocatable.pods`` or ``labels``), so a reader leaves exactly that one unchecked: taints
+    noted as labels would still be compared, as none."""
+    if expression.startswith(("--register-with-taints", "node-taints", "registerWithTaints")):
+        return "taints"
+    if expression.startswith(("--max-pods", "maxPods")):
+        return "allocatable.pods"
+    return "labels"
 
 
 def read_opaque(parse: Callable[[str], BootFacts], text: str) -> BootFacts:

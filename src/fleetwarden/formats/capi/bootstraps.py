@@ -202,7 +202,7 @@ def _nodeadm(src: Source, _base_path: Path, ctx: Context) -> None:
     if config:
         facts = _read(src, config_path, _kubelet_config, config)
         for expression in facts.unresolved:
-            src.unresolved(config_path, _fact_of_flag(expression), expression)
+            src.unresolved(config_path, bootstrap.unresolved_fact(expression), expression)
         for taint in facts.taints:
             src.pool.taints.append(taint)
             src.compared((*config_path, "registerWithTaints"), taint.field_name)
@@ -396,19 +396,10 @@ def _boot_facts(src: Source, path: Path, facts: bootstrap.BootFacts, nothing: st
         pool.allocatable["pods"] = str(facts.max_pods)
         src.compared(path, "allocatable.pods", f"--max-pods={facts.max_pods}")
     for expression in facts.unresolved:
-        src.unresolved(path, _fact_of_flag(expression), expression)
+        src.unresolved(path, bootstrap.unresolved_fact(expression), expression)
     said = facts.labels or facts.taints or facts.unresolved or facts.ignored
     if not said and facts.max_pods is None:
         src.ignored(path, nothing)
-
-
-def _fact_of_flag(expression: str) -> str:
-    """The fact an unresolved kubelet flag (``--register-with-taints=${T}``) leaves open."""
-    if expression.startswith(("--register-with-taints", "node-taints", "registerWithTaints")):
-        return "taints"
-    if expression.startswith(("--max-pods", "maxPods")):
-        return "allocatable.pods"
-    return "labels"
 
 
 def _gke_config(src: Source, _base_path: Path, ctx: Context) -> None:

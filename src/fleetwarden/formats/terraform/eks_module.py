@@ -781,7 +781,7 @@ class _Group:
             taints.extend(facts.taints)
             max_pods = facts.max_pods
             for expression in facts.unresolved:
-                r.note("labels", expression)
+                r.note(bootstrap.unresolved_fact(expression), expression)
             for obj, path in uses if facts.ignored else ():  # flags that take no effect
                 obj.view.ignored(path, "; ".join(facts.ignored))
         else:

@@ -431,7 +431,7 @@ def _worker(
             max_pods = facts.max_pods
             r.compared(obj, attr, "allocatable.pods", facts.max_pods)
         for expression in facts.unresolved:  # a shell variable: never guessed
-            r.unresolve(obj, attr, "labels", expression)
+            r.unresolve(obj, attr, bootstrap.unresolved_fact(expression), expression)
         if facts.ignored:
             r.ignore(obj, attr, "; ".join(facts.ignored))
         if not facts.found:
