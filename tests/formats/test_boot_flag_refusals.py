@@ -217,3 +217,33 @@ def test_a_variable_in_a_boot_taints_or_max_pods_flag_leaves_that_fact_unchecked
     (pool,) = _pools(path, text)
     assert {"taints", "allocatable.pods"} <= pool.unresolved_fields
     assert "labels" not in pool.unresolved_fields
+
+
+_ROLE = "--node-labels=team=a,node-role.kubernetes.io/worker="
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "field"),
+    [
+        ("np.yaml", _KARPENTER.replace("ARGS", _ROLE), "EC2NodeClass/default: spec.userData"),
+        (
+            "c.yaml",
+            _EKSCTL.replace("ARGS", _ROLE),
+            "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand",
+        ),
+        ("infra/main.tf", _terraform(_TF_ARGS.replace("ARGS", _ROLE)), "bootstrap_extra_args"),
+        (
+            "tree.yaml",
+            _CAPI.replace("@EXTRA@", "[]").replace("@ARGS@", _ROLE),
+            "preKubeadmCommands",
+        ),
+    ],
+)
+def test_a_node_role_label_given_to_the_kubelet_is_an_error_in_every_format(path, text, field):
+    """The kubelet refuses to start with a node-role.kubernetes.io label in --node-labels
+    (ValidateKubeletFlags): every reader refuses it naming the file and the field, as Cluster
+    API's kubeletExtraArgs did -- not a pool expecting a label no node will ever carry."""
+    error = _refused(path, text)
+    assert error.field is not None and error.field.endswith(field)
+    assert "node-role.kubernetes.io/worker" in error.reason
+    assert "refuses to start" in error.reason

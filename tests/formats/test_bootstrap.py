@@ -7,7 +7,7 @@ whatever makes the parsers raise anything else."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core.pools import Taint
@@ -199,6 +199,11 @@ def test_user_data_parsing_never_raises_on_arbitrary_text(text: str) -> None:
         ("--max-pods=58.0", "not an integer"),
         ("--max-pods=-1", "negative"),
         ("--max-pods=4294967296", "not an integer"),
+        (
+            "--kubelet-extra-args '--node-labels=node-role.kubernetes.io/worker='",
+            "refuses to start",
+        ),
+        ("KUBELET_EXTRA_ARGS=--node-labels=team=a,kubernetes.io/role=x", "refuses to start"),
     ],
 )
 def test_a_kubelet_flag_the_kubelet_refuses_in_a_script_is_an_error(text, says):
@@ -361,3 +366,93 @@ def test_a_kubelet_command_line_gives_what_the_kubelet_would_register(flags, nes
     assert facts.taints == (taints or [])
     assert facts.max_pods == pods
     assert not facts.unresolved
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels in the kubernetes.io / k8s.io namespaces (ValidateKubeletFlags, IsKubeletLabel)
+
+# the kubelet's list (its error message: "or be in the specifically allowed set (...)")
+_WELL_KNOWN = {
+    "beta.kubernetes.io/arch",
+    "beta.kubernetes.io/instance-type",
+    "beta.kubernetes.io/os",
+    "failure-domain.beta.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "kubernetes.io/arch",
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+}
+_WORDS = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
+# namespaces the kubelet may not set a label in: node-role.kubernetes.io, app.k8s.io ...
+_REFUSED_NAMESPACES = st.builds(
+    lambda sub, domain: f"{sub}.{domain}" if sub else domain,
+    st.one_of(st.just(""), st.just("node-role"), _WORDS).filter(
+        lambda sub: sub not in ("kubelet", "node")
+    ),
+    st.sampled_from(["kubernetes.io", "k8s.io"]),
+)
+_ALLOWED_KEYS = st.one_of(
+    st.builds(
+        lambda sub, name: f"{sub}kubelet.kubernetes.io/{name}",
+        st.just("") | _WORDS.map(lambda w: w + "."),
+        _WORDS,
+    ),
+    st.builds(
+        lambda sub, name: f"{sub}node.kubernetes.io/{name}",
+        st.just("") | _WORDS.map(lambda w: w + "."),
+        _WORDS,
+    ),
+    st.sampled_from(sorted(_WELL_KNOWN)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_REFUSED_NAMESPACES, _WORDS, st.sampled_from(["", "x"]), st.booleans())
+def test_a_label_the_kubelet_may_not_set_is_refused_where_it_is_a_kubelet_argument(
+    namespace, name, value, nested
+):
+    """``node-role.kubernetes.io/worker=`` and any other kubernetes.io / k8s.io label outside
+    the kubelet's own namespaces: ValidateKubeletFlags returns an error and the kubelet does
+    not start (no node of the pool joins), so it is refused, never expected on the nodes."""
+    key = f"{namespace}/{name}"
+    assume(key not in _WELL_KNOWN)
+    flag = f"--node-labels=team=a,{key}={value}"
+    text = f"/etc/eks/bootstrap.sh c --kubelet-extra-args '{flag}'" if nested else f"kubelet {flag}"
+    with pytest.raises(bootstrap.KubeletFlagError, match="refuses to start") as caught:
+        bootstrap.from_user_data(text)
+    assert key in str(caught.value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_ALLOWED_KEYS, st.sampled_from(["", "x"]))
+def test_a_label_in_the_kubelets_own_namespaces_is_read(key, value):
+    facts = bootstrap.from_user_data(f"--kubelet-extra-args '--node-labels={key}={value}'")
+    assert facts.labels == {key: value}
+
+
+@settings(max_examples=100, deadline=None)
+@given(_REFUSED_NAMESPACES, _WORDS)
+def test_a_label_the_kubelet_may_not_set_inside_other_text_is_ignored_with_the_reason(
+    namespace, name
+):
+    """Inside a ``sed`` expression the flag may not reach the kubelet; the label is on no Node
+    either way: listed as ignored, saying why, and not expected."""
+    key = f"{namespace}/{name}"
+    assume(key not in _WELL_KNOWN)
+    facts = bootstrap.from_user_data(f"sed -i 's|^A=|A=--node-labels={key}=x |' /etc/x")
+    assert key not in facts.labels
+    assert any(key in note and "refuses to start" in note for note in facts.ignored)
+
+
+def test_nodeadm_flags_and_bottlerocket_labels_the_kubelet_may_not_set_are_refused():
+    """nodeadm hands ``kubelet.flags`` to the kubelet, Bottlerocket its ``node-labels`` as
+    ``--node-labels``: the same refusal."""
+    nodeadm = NODEADM.replace("lifecycle=spot", "lifecycle=spot,node-role.kubernetes.io/x=")
+    with pytest.raises(bootstrap.KubeletFlagError, match=r"node-role\.kubernetes\.io/x"):
+        bootstrap.from_user_data(nodeadm)
+    toml = '[settings.kubernetes.node-labels]\n"node-role.kubernetes.io/worker" = ""\n'
+    with pytest.raises(bootstrap.KubeletFlagError, match="refuses to start"):
+        bootstrap.from_user_data(toml)

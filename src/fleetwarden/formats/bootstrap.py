@@ -16,11 +16,15 @@ Only literal values are taken; a value holding a shell or template variable (``$
 them (``kubelet_labels``, ``kubelet_taints``, ``max_pods``; the sources are named below): one
 it refuses to start with, or registers a Node with that the API server refuses, raises
 ``KubeletFlagError`` -- no node of the pool would join, so the desired state is wrong, and the
-readers report it naming the file and the field. In a script, where flags are found by
-searching text, that holds for a flag that is a shell word of its own (or the value of an
+readers report it naming the file and the field. That includes a ``--node-labels`` label in the
+kubernetes.io / k8s.io namespaces the kubelet may not set itself (``node-role.kubernetes.io/*``:
+ValidateKubeletFlags returns an error, and the kubelet does not start), in a script,
+a NodeConfig's flags and Bottlerocket's ``node-labels`` alike. In a script, where flags are found
+by searching text, that holds for a flag that is a shell word of its own (or the value of an
 assignment or of ``--kubelet-extra-args=``); one found inside other text (a ``sed``
 expression) or written ``--flag VALUE`` may not be a kubelet argument at all, so a value the
-kubelet would refuse is returned as unresolved, with the reason. A script is read as one
+kubelet would refuse is returned as unresolved, with the reason (a label it may not set as
+ignored: it is on no Node either way). A script is read as one
 kubelet command line: every ``--node-labels`` adds labels, the last ``--register-with-taints``
 and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts.ignored``).
 Pure: text in, ``BootFacts`` out.
@@ -133,8 +137,9 @@ _KUBELET_LABELS = frozenset(
     }
 )
 REFUSED_LABEL = (
-    "the kubelet may not set labels in the kubernetes.io / k8s.io namespaces (it refuses to "
-    "start): never on a Node (node-role.kubernetes.io/* comes from the Machine template)"
+    "a label in the kubernetes.io / k8s.io namespaces the kubelet may not set itself (only "
+    "kubelet.kubernetes.io/*, node.kubernetes.io/* and the well-known labels; not "
+    "node-role.kubernetes.io/*): it refuses to start, so no node of the pool joins"
 )
 
 
@@ -179,11 +184,11 @@ def _set_node_labels(into: dict[str, str], text: str) -> None:
         into[raw_key.strip(GO_SPACE)] = raw_value.strip(GO_SPACE)
 
 
-def _check_node_labels(labels: Mapping[str, str], *, restricted: bool) -> None:
-    """ValidateKubeletFlags on the labels every ``--node-labels`` gave (``restricted``: also
-    refuse a label the kubelet may not set)."""
+def _check_node_labels(labels: Mapping[str, str]) -> None:
+    """ValidateKubeletFlags on the labels every ``--node-labels`` gave: a label the kubelet may
+    not set, a malformed key or value, and it returns an error and does not start."""
     for key, value in labels.items():
-        if restricted and not kubelet_may_set(key):
+        if not kubelet_may_set(key):
             raise KubeletFlagError(f"{key}: {REFUSED_LABEL}")
         if not qualified_name(key):
             raise KubeletFlagError(f"{key!r} is not a label key (the kubelet refuses to start)")
@@ -196,7 +201,7 @@ def kubelet_labels(text: str) -> list[tuple[str, str]]:
     ``KubeletFlagError``, saying why, for a value the kubelet refuses to start with."""
     labels: dict[str, str] = {}
     _set_node_labels(labels, text)
-    _check_node_labels(labels, restricted=True)
+    _check_node_labels(labels)
     return list(labels.items())
 
 
@@ -320,11 +325,14 @@ def from_kubelet_flags(text: str) -> BootFacts:
             )
         last[hit.flag] = hit
     try:
-        _check_node_labels({k: v for k, v in labels.items() if k in certain_keys}, restricted=False)
+        _check_node_labels({k: v for k, v in labels.items() if k in certain_keys})
     except KubeletFlagError as exc:
         raise KubeletFlagError(f"kubelet flag --node-labels: {exc}") from None
     for key, value in labels.items():
-        if key in certain_keys or (qualified_name(key) and label_value(value)):
+        if key not in certain_keys and not kubelet_may_set(key):
+            # on no Node either way: not a kubelet argument, or one it refuses to start with
+            out.ignored.append(f"--node-labels={key}={value}: {REFUSED_LABEL} ({_NOT_READ})")
+        elif key in certain_keys or (qualified_name(key) and label_value(value)):
             out.labels[key] = value
         else:
             out.unresolved.append(f"--node-labels={key}={value} ({_NOT_READ})")
@@ -539,6 +547,10 @@ def from_bottlerocket_toml(text: str) -> BootFacts:
         for key, value in labels.items():
             if _VARIABLE.search(str(value)):
                 out.unresolved.append(f"node-labels.{key} = {value}")
+            elif not kubelet_may_set(str(key)):  # Bottlerocket passes them as --node-labels
+                raise KubeletFlagError(
+                    f"Bottlerocket settings.kubernetes.node-labels.{key}: {REFUSED_LABEL}"
+                )
             else:
                 out.labels[str(key)] = str(value)
     taints = kube.get("node-taints")
