@@ -247,3 +247,72 @@ def test_a_node_role_label_given_to_the_kubelet_is_an_error_in_every_format(path
     assert error.field is not None and error.field.endswith(field)
     assert "node-role.kubernetes.io/worker" in error.reason
     assert "refuses to start" in error.reason
+
+
+_MIME = """\
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    config:
+      maxPods: 30
+
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo "KUBELET_EXTRA_ARGS=--register-with-taints=gpu=true:NoSchedule" >> /etc/sysconfig/kubelet
+--//--
+"""
+
+
+def test_karpenter_mime_user_data_reads_the_taints_of_a_script_part_beside_a_nodeconfig():
+    head = _KARPENTER.split("  userData: |")[0].replace("al2@latest", "al2023@latest")
+    text = head + "  userData: |\n" + "".join(f"    {line}\n" for line in _MIME.splitlines())
+    (pool,) = _pools("np.yaml", text)
+    assert Taint("gpu", "true", "NoSchedule") in pool.taints
+    assert pool.allocatable["pods"] == "30"
+
+
+def test_terraform_nodeadm_parts_a_script_part_beside_the_nodeconfig_is_unresolved_not_lost():
+    """cloudinit_pre_nodeadm's parts were read as one YAML text: a shell part beside the
+    NodeConfig made it unreadable, and both were reported as setting nothing. The NodeConfig
+    part is read; the shell part, like other shell user data here, is listed as not asserted
+    (its taints unresolved), never dropped."""
+    group = dedent(
+        """\
+              ami_type = "AL2023_x86_64_STANDARD"
+              cloudinit_pre_nodeadm = [
+                {
+                  content_type = "application/node.eks.aws"
+                  content      = <<-EOT
+                    apiVersion: node.eks.aws/v1alpha1
+                    kind: NodeConfig
+                    spec:
+                      kubelet:
+                        config:
+                          maxPods: 30
+                  EOT
+                },
+                {
+                  content_type = "text/x-shellscript"
+                  content      = <<-EOT
+                    #!/bin/bash
+                    echo "KUBELET_EXTRA_ARGS=--register-with-taints=gpu=true:NoSchedule" >> /x
+                  EOT
+                }
+              ]
+        """
+    )
+    text = _terraform(group).replace('      ami_type = "AL2_x86_64"\n', "")
+    (pool,) = _pools("infra/main.tf", text)
+    assert pool.allocatable["pods"] == "30"
+    assert "taints" in pool.unresolved_fields
+    entries = [a for a in pool.account if a.path == "cloudinit_pre_nodeadm"]
+    assert {a.status for a in entries} >= {FieldStatus.COMPARED, FieldStatus.UNRESOLVED}

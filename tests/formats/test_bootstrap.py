@@ -456,3 +456,97 @@ def test_nodeadm_flags_and_bottlerocket_labels_the_kubelet_may_not_set_are_refus
     toml = '[settings.kubernetes.node-labels]\n"node-role.kubernetes.io/worker" = ""\n'
     with pytest.raises(bootstrap.KubeletFlagError, match="refuses to start"):
         bootstrap.from_user_data(toml)
+
+
+# ---------------------------------------------------------------------------------------------
+# MIME multi-part user data: a NodeConfig part beside shell script parts
+
+_MIME_HEAD = 'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
+_NODECONFIG_PART = """\
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    flags: [--node-labels=team=a]
+    config: {maxPods: 30, registerWithTaints: TAINTS}
+
+"""
+_SCRIPT_PART = """\
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo 'KUBELET_EXTRA_ARGS=FLAGS' >> /etc/sysconfig/kubelet
+"""
+
+
+def _mime(taints: str = "[]", flags: str = "--register-with-taints=gpu=true:NoSchedule") -> str:
+    parts = _NODECONFIG_PART.replace("TAINTS", taints) + _SCRIPT_PART.replace("FLAGS", flags)
+    return _MIME_HEAD + parts + "--//--\n"
+
+
+def test_a_shell_part_that_only_sets_taints_beside_a_nodeconfig_is_read():
+    """The NodeConfig part sets labels and max-pods, the shell part only taints: both are read
+    (the taints were dropped, because the script added no label the NodeConfig lacked)."""
+    facts = bootstrap.from_user_data(_mime())
+    assert facts.taints == [Taint("gpu", "true", "NoSchedule")]
+    assert facts.labels == {"team": "a"} and facts.max_pods == 30 and not facts.unresolved
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        lambda text: text.replace("\n", "\r\n"),  # CRLF, as MIME writers often emit
+        lambda text: text.removesuffix("--//--\n"),  # no closing delimiter
+        lambda text: text.replace('boundary="//"', "boundary=//"),  # unquoted parameter
+        lambda text: text.replace("--//--\n", "--//--\n--node-labels=ignored=x\n"),  # epilogue
+    ],
+)
+def test_mime_parts_are_split_as_mime_writers_emit_them(variant):
+    facts = bootstrap.from_user_data(variant(_mime()))
+    assert facts.taints == [Taint("gpu", "true", "NoSchedule")]
+    assert facts.labels == {"team": "a"} and facts.max_pods == 30
+
+
+def test_what_both_parts_set_differently_is_unresolved_with_the_reason_never_one_dropped():
+    facts = bootstrap.from_user_data(
+        _mime(
+            taints="[{key: a, effect: NoExecute}]",
+            flags="--register-with-taints=gpu=true:NoSchedule --max-pods=20 --node-labels=team=b",
+        )
+    )
+    assert facts.taints == [] and facts.labels == {} and facts.max_pods is None
+    fields = {bootstrap.unresolved_fact(u) for u in facts.unresolved}
+    assert fields == {"taints", "labels", "allocatable.pods"}
+    assert all("NodeConfig part and a shell script part" in u for u in facts.unresolved)
+
+
+_PART_TAINTS = st.lists(
+    st.tuples(_WORDS, st.sampled_from(["NoSchedule", "NoExecute"])),
+    max_size=2,
+    unique_by=lambda t: t,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_PART_TAINTS, _PART_TAINTS, st.booleans(), st.booleans())
+def test_taints_of_either_part_are_never_silently_dropped(config, script, script_first, crlf):
+    """Whatever each part sets: the one that sets taints is read; two that disagree leave
+    the taints unresolved, saying why."""
+    taints = "[" + ", ".join(f"{{key: {k}, effect: {e}}}" for k, e in config) + "]"
+    flags = "--register-with-taints=" + ",".join(f"{k}:{e}" for k, e in script)
+    config_part = _NODECONFIG_PART.replace("TAINTS", taints)
+    script_part = _SCRIPT_PART.replace("FLAGS", flags if script else "--node-labels=x=y")
+    parts = script_part + config_part if script_first else config_part + script_part
+    text = _MIME_HEAD + parts + "--//--\n"
+    facts = bootstrap.from_user_data(text.replace("\n", "\r\n") if crlf else text)
+    want = {Taint(k, None, e) for k, e in config}
+    got = {Taint(k, None, e) for k, e in script}
+    unresolved = [u for u in facts.unresolved if bootstrap.unresolved_fact(u) == "taints"]
+    if want and got and want != got:
+        assert not facts.taints and len(unresolved) == 1
+    else:
+        assert set(facts.taints) == (want or got) and not unresolved

@@ -7,7 +7,9 @@ otherwise drop without a trace:
   --register-with-taints=k=v:NoSchedule --max-pods=58'``, eksctl ``overrideBootstrapCommand``,
   terraform-aws-eks ``bootstrap_extra_args``, kubeadm ``kubeletExtraArgs``);
 - nodeadm ``NodeConfig`` documents (AL2023: ``spec.kubelet.flags``, ``spec.kubelet.config``
-  ``registerWithTaints`` / ``maxPods``), alone or inside a MIME multi-part user data;
+  ``registerWithTaints`` / ``maxPods``), alone or inside a MIME multi-part user data, which is
+  read part by part: kubelet flags in the shell script parts beside a NodeConfig count too, and
+  what both set to different values is unresolved, with the reason (``_beside``);
 - Bottlerocket TOML (``[settings.kubernetes.node-labels]``, ``[settings.kubernetes.node-taints]``
   with ``"key" = "value:Effect"`` or a list of them, ``settings.kubernetes.max-pods``).
 
@@ -428,8 +430,12 @@ def _tokens(text: str) -> tuple[list[str], bool]:
 
 def from_nodeadm(text: str) -> BootFacts:
     """Every nodeadm ``NodeConfig`` in a text (plain YAML or MIME parts)."""
+    return _from_node_configs(_node_configs(text))
+
+
+def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
     out = BootFacts()
-    for config in _node_configs(text):
+    for config in configs:
         spec = config.get("spec")
         kubelet = spec.get("kubelet") if isinstance(spec, Mapping) else None
         if not isinstance(kubelet, Mapping):
@@ -583,17 +589,95 @@ def _toml_taint(out: BootFacts, key: str, value: str) -> Taint | None:
 
 
 def from_user_data(text: str) -> BootFacts:
-    """Any of the three forms, whichever the text holds."""
+    """Any of the three forms, whichever the text holds. A MIME multi-part user data is read
+    part by part: a ``NodeConfig`` part as nodeadm reads it, every other part (shell scripts)
+    for kubelet flags, all of them as one command line; ``_beside`` says how the two combine."""
     out = BootFacts()
     if "[settings" in text:
         out.merge(from_bottlerocket_toml(text))
-    if "NodeConfig" in text:
-        out.merge(from_nodeadm(text))
-    if "--node-labels" in text or "--register-with-taints" in text or "--max-pods" in text:
-        flags = from_kubelet_flags(text)
-        # a NodeConfig's flags were read above; do not count them twice
-        if not out.found or flags.labels.keys() - out.labels.keys():
-            out.merge(flags)
+    configs: list[Mapping[str, Any]] = []
+    scripts: list[str] = []
+    for part in _mime_parts(text):
+        found = list(_node_configs(part)) if "NodeConfig" in part else []
+        if found:  # its flags are nodeadm's to pass on: not read again as a script's
+            configs.extend(found)
+        elif _MENTIONS_FLAG.search(part):
+            scripts.append(part)
+    nodeadm = _from_node_configs(configs)
+    script = from_kubelet_flags("\n".join(scripts)) if scripts else BootFacts()
+    out.merge(_beside(nodeadm, script))
+    return out
+
+
+_MENTIONS_FLAG = re.compile(r"--(?:node-labels|register-with-taints|max-pods)")
+_MULTIPART = re.compile(r"^Content-Type:[ \t]*multipart/", re.I | re.M)
+_BOUNDARY_PARAMETER = re.compile(r"""boundary=(?:"([^"]+)"|([^\s;"]+))""", re.I)
+
+
+def _mime_parts(text: str) -> list[str]:
+    """The bodies of a MIME multi-part text (RFC 2046: between ``--boundary`` lines, up to
+    ``--boundary--``, or the end; a multi-part part read likewise), headers removed; any other
+    text is its own one part."""
+    text = text.replace("\r\n", "\n")
+    head = text.lstrip("\n").split("\n\n", 1)[0]
+    declared = _BOUNDARY_PARAMETER.search(head) if _MULTIPART.search(head) else None
+    if declared is None:
+        return [_without_mime_headers(text)]
+    boundary = re.escape(declared[1] or declared[2])
+    parts: list[str] = []
+    start = None
+    for line in re.finditer(rf"^--{boundary}(--)?[ \t]*$", text, flags=re.M):
+        if start is not None:
+            parts.extend(_mime_parts(text[start : line.start()]))
+        if line[1]:  # the closing delimiter: what follows is the epilogue
+            break
+        start = line.end()
+    else:  # not closed: the last part runs to the end
+        if start is not None:
+            parts.extend(_mime_parts(text[start:]))
+    return parts
+
+
+_BOTH = (
+    "set by both the NodeConfig part and a shell script part of the user data: which one the "
+    "kubelet registers depends on how the script hands its flag on"
+)
+
+
+def _beside(config: BootFacts, script: BootFacts) -> BootFacts:
+    """A NodeConfig (nodeadm passes its flags and configuration to the kubelet) and kubelet flags
+    in the shell script parts beside it. Either alone is read as it is; labels add up (the
+    kubelet's --node-labels do). Where both set taints, max-pods or one label to different
+    values, which one the kubelet gets depends on what the script writes where (a flag beside
+    nodeadm's, after or before it, or over a configuration value): left unresolved, with the
+    reason, never one side silently dropped."""
+    if not (config.found and script.found):
+        return script if script.found else config
+    out = BootFacts(found=True)
+    out.unresolved = [*config.unresolved, *script.unresolved]
+    out.ignored = [*config.ignored, *script.ignored]
+    for key, value in {**config.labels, **script.labels}.items():
+        other = config.labels.get(key, value)
+        if other != value:
+            out.unresolved.append(f"--node-labels={key}={other} or {key}={value}: {_BOTH}")
+        else:
+            out.labels[key] = value
+    if config.taints and script.taints and set(config.taints) != set(script.taints):
+        shown = " or ".join(
+            ",".join(
+                f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+                for t in side.taints
+            )
+            for side in (config, script)
+        )
+        out.unresolved.append(f"--register-with-taints={shown}: {_BOTH}")
+    else:
+        out.taints = list(config.taints or script.taints)
+    pods = {config.max_pods, script.max_pods} - {None}
+    if len(pods) > 1:
+        out.unresolved.append(f"--max-pods={config.max_pods} or {script.max_pods}: {_BOTH}")
+    else:
+        out.max_pods = next(iter(pods), None)
     return out
 
 
