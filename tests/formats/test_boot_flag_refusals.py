@@ -316,3 +316,58 @@ def test_terraform_nodeadm_parts_a_script_part_beside_the_nodeconfig_is_unresolv
     assert "taints" in pool.unresolved_fields
     entries = [a for a in pool.account if a.path == "cloudinit_pre_nodeadm"]
     assert {a.status for a in entries} >= {FieldStatus.COMPARED, FieldStatus.UNRESOLVED}
+
+
+_STRAY = "--node-labels=team=a oops"
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "field"),
+    [
+        ("np.yaml", _KARPENTER.replace("ARGS", _STRAY), "EC2NodeClass/default: spec.userData"),
+        (
+            "c.yaml",
+            _EKSCTL.replace("ARGS", _STRAY),
+            "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand",
+        ),
+        ("infra/main.tf", _terraform(_TF_ARGS.replace("ARGS", _STRAY)), "bootstrap_extra_args"),
+        (
+            "tree.yaml",
+            _CAPI.replace("@EXTRA@", "[]").replace(
+                'echo "KUBELET_EXTRA_ARGS=@ARGS@" >> /etc/default/kubelet',
+                f"/etc/eks/bootstrap.sh c1 --kubelet-extra-args '{_STRAY}'",
+            ),
+            "preKubeadmCommands",
+        ),
+    ],
+)
+def test_a_stray_word_in_kubelet_extra_args_is_an_error_in_every_format(path, text, field):
+    """``--kubelet-extra-args '--node-labels=team=a oops'``: the kubelet gets ``oops`` as a
+    positional argument and refuses to start; every reader says so, naming the field."""
+    error = _refused(path, text)
+    assert error.field is not None and error.field.endswith(field)
+    assert "'oops' is not a flag" in error.reason
+
+
+def test_terraform_v17_kubelet_extra_args_is_read_as_the_value_of_that_flag():
+    """v17's template passes ``kubelet_extra_args`` as bootstrap.sh's --kubelet-extra-args."""
+    text = dedent(
+        """\
+        module "eks" {
+          source  = "terraform-aws-modules/eks/aws"
+          version = "17.24.0"
+          cluster_name = "prod"
+          worker_groups = [
+            {
+              name               = "w"
+              kubelet_extra_args = "KUBELET_ARGS"
+            },
+          ]
+        }
+        """
+    )
+    (pool,) = _pools("main.tf", text.replace("KUBELET_ARGS", "--node-labels=team=a"))
+    assert pool.labels["team"] == "a"
+    error = _refused("main.tf", text.replace("KUBELET_ARGS", _STRAY))
+    assert error.field is not None and error.field.endswith("kubelet_extra_args")
+    assert "'oops' is not a flag" in error.reason

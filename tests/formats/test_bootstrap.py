@@ -6,6 +6,8 @@ whatever makes the parsers raise anything else."""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -550,3 +552,64 @@ def test_taints_of_either_part_are_never_silently_dropped(config, script, script
         assert not facts.taints and len(unresolved) == 1
     else:
         assert set(facts.taints) == (want or got) and not unresolved
+
+
+# ---------------------------------------------------------------------------------------------
+# A word in --kubelet-extra-args that is no flag: the kubelet refuses to start
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--kubelet-extra-args '--node-labels=a=b oops'",
+        "--kubelet-extra-args='--node-labels=a=b oops'",
+        "--kubelet-extra-args 'oops --max-pods=20'",
+        "--kubelet-extra-args '--max-pods 20 oops'",  # 20 is --max-pods' value, oops is not
+        "--kubelet-extra-args '--node-labels=a=b -- oops'",
+        "--kubelet-extra-args '--cpu-manager-policy=static oops'",  # whatever the flags
+    ],
+)
+def test_a_stray_word_in_kubelet_extra_args_is_an_error(text):
+    """bootstrap.sh passes the value on split at spaces; the kubelet takes no positional
+    argument ("unknown command oops") and does not start: no node of the pool joins."""
+    with pytest.raises(bootstrap.KubeletFlagError, match="'oops' is not a flag") as caught:
+        bootstrap.from_user_data(f"#!/bin/bash\n/etc/eks/bootstrap.sh c {text}\n")
+    assert "refuses to start" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--kubelet-extra-args '--max-pods 20'",  # --flag VALUE
+        "--kubelet-extra-args '--node-labels=a=b' --b64-cluster-ca x",  # bootstrap.sh's own
+        '--kubelet-extra-args "--node-labels=a=$B oops"',  # a variable: expanded elsewhere
+        "--kubelet-extra-args '--node-labels=\"a=b c\"'",  # quotes another layer may remove
+        "--kubelet-extra-args",
+        "\n# /etc/eks/bootstrap.sh c --kubelet-extra-args '--node-labels=a=b oops'",  # comment
+        "&& sed -i 's/--kubelet-extra-args x y/z/' f",  # inside other text
+    ],
+)
+def test_a_kubelet_extra_args_value_that_may_be_right_is_not_refused(text):
+    bootstrap.from_user_data(f"#!/bin/bash\n/etc/eks/bootstrap.sh c {text}\n")
+
+
+_FLAG_WORDS = st.one_of(
+    st.builds(lambda k, v: f"--node-labels={k}={v}", _LABEL_KEYS, _LABEL_VALUES),
+    st.builds(lambda n: f"--max-pods={n}", st.integers(0, 500)),
+    st.builds(lambda n: f"--max-pods {n}", st.integers(0, 500)),
+    st.sampled_from(["--v=2", "--cpu-manager-policy=static", "--fail-swap-on=false"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_FLAG_WORDS, min_size=1, max_size=5), st.data(), st.booleans())
+def test_a_word_no_flag_takes_is_refused_wherever_it_stands(flags, data, equals):
+    """Flags alone are read; one word that follows a ``--flag=value`` (or starts the value) is
+    refused, at whatever place in the value."""
+    line = " ".join(flags)
+    form = "--kubelet-extra-args={}" if equals else "--kubelet-extra-args {}"
+    bootstrap.from_user_data(form.format(shlex.quote(line)))
+    at = data.draw(st.integers(0, len(flags)))  # every flag drawn has its value
+    stray = " ".join([*flags[:at], "stray", *flags[at:]])
+    with pytest.raises(bootstrap.KubeletFlagError, match="'stray' is not a flag"):
+        bootstrap.from_user_data(form.format(shlex.quote(stray)))

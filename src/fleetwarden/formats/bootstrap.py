@@ -28,7 +28,9 @@ expression) or written ``--flag VALUE`` may not be a kubelet argument at all, so
 kubelet would refuse is returned as unresolved, with the reason (a label it may not set as
 ignored: it is on no Node either way). A script is read as one
 kubelet command line: every ``--node-labels`` adds labels, the last ``--register-with-taints``
-and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts.ignored``).
+and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts.ignored``). A
+literal ``--kubelet-extra-args`` value with a word that is neither a flag nor a flag's value
+(``'--node-labels=a=b oops'``) is refused too: the kubelet takes no positional argument.
 Pure: text in, ``BootFacts`` out.
 """
 
@@ -53,6 +55,7 @@ __all__ = [
     "BootFacts",
     "KubeletFlagError",
     "from_bottlerocket_toml",
+    "from_kubelet_extra_args",
     "from_kubelet_flags",
     "from_nodeadm",
     "from_user_data",
@@ -310,7 +313,8 @@ def from_kubelet_flags(text: str) -> BootFacts:
     line or shell script (quotes and ``--kubelet-extra-args '...'`` nesting allowed), read as
     one kubelet command line: labels of every ``--node-labels`` accumulate, the last
     ``--register-with-taints`` and ``--max-pods`` win (the earlier ones are listed as
-    ignored). ``KubeletFlagError`` for a flag the kubelet refuses."""
+    ignored). ``KubeletFlagError`` for a flag the kubelet refuses, or a word in a
+    ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``)."""
     out = BootFacts()
     labels: dict[str, str] = {}
     certain_keys: set[str] = set()  # the labels a certain hit set last
@@ -342,6 +346,7 @@ def from_kubelet_flags(text: str) -> BootFacts:
         _taints_hit(out, hit)
     if (hit := last.get("max-pods")) is not None:
         _max_pods_hit(out, hit)
+    _check_extra_args(text)  # after the values: pflag refuses a malformed one first
     return out
 
 
@@ -419,13 +424,73 @@ def _hits(text: str) -> list[_Hit]:
 
 def _tokens(text: str) -> tuple[list[str], bool]:
     """Shell words (False: the quotes do not balance, so the words are only a guess)."""
-    try:
-        tokens = shlex.split(text, comments=False, posix=True)
-    except ValueError:  # unbalanced quotes in a script fragment
+    tokens = _shell_words(text)
+    if tokens is None:
         return text.split(), False
     # '--kubelet-extra-args "--node-labels=a=b --max-pods=20"' nests flags in one word, which
     # the script word-splits when it passes it on
     return [part for token in tokens for part in token.split()], True
+
+
+def _shell_words(text: str, *, comments: bool = False) -> list[str] | None:
+    """The words of a shell text (``comments``: without ``#`` comments); None where its quotes
+    do not balance (a script fragment)."""
+    try:
+        return shlex.split(text, comments=comments, posix=True)
+    except ValueError:
+        return None
+
+
+_EXTRA_ARGS = "--kubelet-extra-args"
+
+
+def from_kubelet_extra_args(text: str) -> BootFacts:
+    """A text that is the value of ``--kubelet-extra-args`` (terraform-aws-eks v17
+    ``kubelet_extra_args``), read as ``from_kubelet_flags`` reads that flag."""
+    return from_kubelet_flags(f"{_EXTRA_ARGS} {shlex.quote(text)}")
+
+
+def _check_extra_args(text: str) -> None:
+    """``KubeletFlagError`` for a word of a ``--kubelet-extra-args`` value that is neither a
+    flag nor a flag's value (``'--node-labels=a=b oops'``): bootstrap.sh hands the value to the
+    kubelet split at spaces (systemd's ``$KUBELET_EXTRA_ARGS``), and the kubelet, which takes no
+    positional argument, refuses to start ("unknown command", NewKubeletCommand). Only a
+    ``--kubelet-extra-args`` that is a shell word of its own, with a literal value: quotes, escapes
+    or variables left in it are another layer's to expand, so nothing is refused there (nor in
+    a comment: a line commented out runs nothing)."""
+    words = _shell_words(text, comments=True)
+    for i, word in enumerate(words or ()):
+        at = word.find(_EXTRA_ARGS)
+        rest = word[at + len(_EXTRA_ARGS) :]
+        if at < 0 or _LEAD.match(word[:at]) is None or rest[:1] not in ("", "="):
+            continue
+        value = rest[1:] if rest else (words[i + 1] if words and i + 1 < len(words) else None)
+        if value is None or _VARIABLE.search(value) or any(c in value for c in "'\"\\`$"):
+            continue
+        stray = _positional(value.split())
+        if stray is not None:
+            raise KubeletFlagError(
+                f"{_EXTRA_ARGS} {value!r}: {stray!r} is not a flag nor the value of one; the "
+                f"kubelet takes no positional argument and refuses to start (unknown command "
+                f"{stray})"
+            )
+
+
+def _positional(words: list[str]) -> str | None:
+    """The first word pflag would leave as a positional argument. ``--flag VALUE`` takes the
+    next word as the value (a bool flag would not, but which flags are bool is not told here:
+    such a word is let through)."""
+    value_next = False
+    for i, word in enumerate(words):
+        if word == "--":  # the end of the flags: whatever follows is positional
+            return words[i + 1] if i + 1 < len(words) else None
+        if word.startswith("-") and word != "-":
+            value_next = "=" not in word
+        elif value_next:
+            value_next = False
+        else:
+            return word
+    return None
 
 
 def from_nodeadm(text: str) -> BootFacts:
@@ -609,7 +674,7 @@ def from_user_data(text: str) -> BootFacts:
     return out
 
 
-_MENTIONS_FLAG = re.compile(r"--(?:node-labels|register-with-taints|max-pods)")
+_MENTIONS_FLAG = re.compile(r"--(?:node-labels|register-with-taints|max-pods|kubelet-extra-args)")
 _MULTIPART = re.compile(r"^Content-Type:[ \t]*multipart/", re.I | re.M)
 _BOUNDARY_PARAMETER = re.compile(r"""boundary=(?:"([^"]+)"|([^\s;"]+))""", re.I)
 
