@@ -505,6 +505,7 @@ def test_a_shell_part_that_only_sets_taints_beside_a_nodeconfig_is_read():
         lambda text: text.removesuffix("--//--\n"),  # no closing delimiter
         lambda text: text.replace('boundary="//"', "boundary=//"),  # unquoted parameter
         lambda text: text.replace("--//--\n", "--//--\n--node-labels=ignored=x\n"),  # epilogue
+        lambda text: text.removeprefix(_MIME_HEAD),  # parts pasted without the message headers
     ],
 )
 def test_mime_parts_are_split_as_mime_writers_emit_them(variant):

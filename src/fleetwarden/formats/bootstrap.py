@@ -677,6 +677,18 @@ def from_user_data(text: str) -> BootFacts:
 _MENTIONS_FLAG = re.compile(r"--(?:node-labels|register-with-taints|max-pods|kubelet-extra-args)")
 _MULTIPART = re.compile(r"^Content-Type:[ \t]*multipart/", re.I | re.M)
 _BOUNDARY_PARAMETER = re.compile(r"""boundary=(?:"([^"]+)"|([^\s;"]+))""", re.I)
+_HEADERLESS = re.compile(r"^--(\S+?)[ \t]*\n(?=Content-Type:)", re.I | re.M)
+
+
+def _boundary(text: str) -> str | None:
+    """The boundary the message's headers declare; for parts pasted without them, the
+    delimiter line before a part's ``Content-Type`` header."""
+    head = text.lstrip("\n").split("\n\n", 1)[0]
+    declared = _BOUNDARY_PARAMETER.search(head) if _MULTIPART.search(head) else None
+    if declared is not None:
+        return declared[1] or declared[2]
+    pasted = _HEADERLESS.search(text)
+    return pasted[1] if pasted is not None else None
 
 
 def _mime_parts(text: str) -> list[str]:
@@ -684,14 +696,12 @@ def _mime_parts(text: str) -> list[str]:
     ``--boundary--``, or the end; a multi-part part read likewise), headers removed; any other
     text is its own one part."""
     text = text.replace("\r\n", "\n")
-    head = text.lstrip("\n").split("\n\n", 1)[0]
-    declared = _BOUNDARY_PARAMETER.search(head) if _MULTIPART.search(head) else None
-    if declared is None:
+    boundary = _boundary(text)
+    if boundary is None:
         return [_without_mime_headers(text)]
-    boundary = re.escape(declared[1] or declared[2])
     parts: list[str] = []
     start = None
-    for line in re.finditer(rf"^--{boundary}(--)?[ \t]*$", text, flags=re.M):
+    for line in re.finditer(rf"^--{re.escape(boundary)}(--)?[ \t]*$", text, flags=re.M):
         if start is not None:
             parts.extend(_mime_parts(text[start : line.start()]))
         if line[1]:  # the closing delimiter: what follows is the epilogue
