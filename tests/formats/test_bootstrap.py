@@ -614,3 +614,21 @@ def test_a_word_no_flag_takes_is_refused_wherever_it_stands(flags, data, equals)
     stray = " ".join([*flags[:at], "stray", *flags[at:]])
     with pytest.raises(bootstrap.KubeletFlagError, match="'stray' is not a flag"):
         bootstrap.from_user_data(form.format(shlex.quote(stray)))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "# /etc/eks/bootstrap.sh c --kubelet-extra-args '--node-labels=old=x --max-pods=20'",
+        "  #KUBELET_EXTRA_ARGS=--register-with-taints=old:NoSchedule",
+        "# example: --max-pods=058 (a value the kubelet would refuse)",
+        "# --kubelet-extra-args '--node-labels=a=b oops'",
+    ],
+)
+def test_a_flag_in_a_line_commented_out_is_neither_read_nor_refused(line):
+    """A commented-out bootstrap line passes nothing to the kubelet: it was read as if it ran
+    (an old label expected, or a pool refused for a value in a comment)."""
+    facts = bootstrap.from_user_data(f"#!/bin/bash\n{line}\n/etc/eks/bootstrap.sh c\n")
+    assert not facts.found and not facts.labels and not facts.taints and facts.max_pods is None
+    live = bootstrap.from_user_data(f"#!/bin/bash\n{line}\necho A=--node-labels=team=a >x\n")
+    assert live.labels == {"team": "a"}  # the lines after it are read

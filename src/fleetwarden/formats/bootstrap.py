@@ -314,7 +314,9 @@ def from_kubelet_flags(text: str) -> BootFacts:
     one kubelet command line: labels of every ``--node-labels`` accumulate, the last
     ``--register-with-taints`` and ``--max-pods`` win (the earlier ones are listed as
     ignored). ``KubeletFlagError`` for a flag the kubelet refuses, or a word in a
-    ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``)."""
+    ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``). A line
+    commented out (``# /etc/eks/bootstrap.sh ... --max-pods=20``) passes nothing."""
+    text = _COMMENT_LINE.sub("", text)
     out = BootFacts()
     labels: dict[str, str] = {}
     certain_keys: set[str] = set()  # the labels a certain hit set last
@@ -432,13 +434,17 @@ def _tokens(text: str) -> tuple[list[str], bool]:
     return [part for token in tokens for part in token.split()], True
 
 
-def _shell_words(text: str, *, comments: bool = False) -> list[str] | None:
-    """The words of a shell text (``comments``: without ``#`` comments); None where its quotes
-    do not balance (a script fragment)."""
+def _shell_words(text: str) -> list[str] | None:
+    """The words of a shell text; None where its quotes do not balance (a script fragment)."""
     try:
-        return shlex.split(text, comments=comments, posix=True)
+        return shlex.split(text, comments=False, posix=True)
     except ValueError:
         return None
+
+
+# a whole line commented out -- in a script, an environment file or a systemd unit alike (a
+# "#" inside a word is no comment in a shell, unlike shlex's)
+_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.M)
 
 
 _EXTRA_ARGS = "--kubelet-extra-args"
@@ -456,9 +462,8 @@ def _check_extra_args(text: str) -> None:
     kubelet split at spaces (systemd's ``$KUBELET_EXTRA_ARGS``), and the kubelet, which takes no
     positional argument, refuses to start ("unknown command", NewKubeletCommand). Only a
     ``--kubelet-extra-args`` that is a shell word of its own, with a literal value: quotes, escapes
-    or variables left in it are another layer's to expand, so nothing is refused there (nor in
-    a comment: a line commented out runs nothing)."""
-    words = _shell_words(text, comments=True)
+    or variables left in it are another layer's to expand, so nothing is refused there."""
+    words = _shell_words(text)
     for i, word in enumerate(words or ()):
         at = word.find(_EXTRA_ARGS)
         rest = word[at + len(_EXTRA_ARGS) :]
