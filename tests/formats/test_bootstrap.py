@@ -6,6 +6,9 @@ whatever makes the parsers raise anything else."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import quopri
 import shlex
 
 import pytest
@@ -632,3 +635,53 @@ def test_a_flag_in_a_line_commented_out_is_neither_read_nor_refused(line):
     assert not facts.found and not facts.labels and not facts.taints and facts.max_pods is None
     live = bootstrap.from_user_data(f"#!/bin/bash\n{line}\necho A=--node-labels=team=a >x\n")
     assert live.labels == {"team": "a"}  # the lines after it are read
+
+
+def _encoded_script(body: bytes, *, encoding: str = "base64") -> str:
+    return (
+        f'--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n'
+        f"Content-Transfer-Encoding: {encoding}\n\n{body.decode()}\n"
+    )
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_an_encoded_script_part_is_decoded_and_read(packed):
+    """A base64 part (gzip-packed or not, as cloud-init takes it) was searched undecoded: its
+    taints were dropped and the user data said to set nothing."""
+    script = b"#!/bin/bash\necho 'KUBELET_EXTRA_ARGS=--register-with-taints=gpu=true:NoSchedule'\n"
+    body = base64.encodebytes(gzip.compress(script) if packed else script)
+    text = _MIME_HEAD + _NODECONFIG_PART.replace("TAINTS", "[]") + _encoded_script(body)
+    facts = bootstrap.from_user_data(text + "--//--\n")
+    assert facts.taints == [Taint("gpu", "true", "NoSchedule")] and facts.max_pods == 30
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not base64 at all!",
+        base64.encodebytes(b"\xff\xfe binary"),
+        base64.encodebytes(b"\x1f\x8b"),
+    ],
+)
+def test_a_part_that_does_not_decode_leaves_every_boot_fact_unresolved(body):
+    text = _MIME_HEAD + _NODECONFIG_PART.replace("TAINTS", "[]") + _encoded_script(body)
+    facts = bootstrap.from_user_data(text + "--//--\n")
+    fields = {bootstrap.unresolved_fact(u) for u in facts.unresolved}
+    assert fields == {"labels", "taints", "allocatable.pods"}
+    assert all("does not decode" in u for u in facts.unresolved)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200), st.booleans(), st.sampled_from(["base64", "quoted-printable"]))
+def test_any_encoded_part_is_read_or_said_unread_never_a_crash(data, packed, encoding):
+    raw = gzip.compress(data) if packed else data
+    body = base64.encodebytes(raw) if encoding == "base64" else quopri.encodestring(raw)
+    text = _MIME_HEAD + _encoded_script(body, encoding=encoding) + "--//--\n"
+    try:
+        facts = bootstrap.from_user_data(text)
+    except bootstrap.KubeletFlagError:
+        return
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        assert facts.unresolved

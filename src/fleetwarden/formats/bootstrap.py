@@ -47,6 +47,7 @@ import yaml
 
 from fleetwarden.core.integers import go_int
 from fleetwarden.core.pools import EFFECTS, Taint
+from fleetwarden.formats import mime
 
 __all__ = [
     "DROPPED_TAINT",
@@ -586,7 +587,7 @@ def _config_taint(out: BootFacts, item: Any, where: str) -> Taint | None:
 
 def _node_configs(text: str) -> Iterable[Mapping[str, Any]]:
     for part in _BOUNDARY.split(text):
-        body = _without_mime_headers(part)
+        body = mime.body(part)
         if "NodeConfig" not in body:
             continue
         try:
@@ -596,14 +597,6 @@ def _node_configs(text: str) -> Iterable[Mapping[str, Any]]:
         for doc in docs:
             if isinstance(doc, Mapping) and doc.get("kind") == "NodeConfig":
                 yield doc
-
-
-def _without_mime_headers(part: str) -> str:
-    lines = part.strip("\n").splitlines()
-    if lines and re.match(r"^(Content-|MIME-Version)", lines[0], re.I):
-        while lines and lines[0].strip():
-            lines.pop(0)
-    return "\n".join(lines)
 
 
 def from_bottlerocket_toml(text: str) -> BootFacts:
@@ -667,7 +660,11 @@ def from_user_data(text: str) -> BootFacts:
         out.merge(from_bottlerocket_toml(text))
     configs: list[Mapping[str, Any]] = []
     scripts: list[str] = []
-    for part in _mime_parts(text):
+    for part in mime.parts(text):
+        if part is None:  # whatever it sets is not known: said, not dropped
+            out.found = True
+            out.unresolved.extend(f"{flag} ({_UNREADABLE})" for flag in _FLAGS)
+            continue
         found = list(_node_configs(part)) if "NodeConfig" in part else []
         if found:  # its flags are nodeadm's to pass on: not read again as a script's
             configs.extend(found)
@@ -680,42 +677,8 @@ def from_user_data(text: str) -> BootFacts:
 
 
 _MENTIONS_FLAG = re.compile(r"--(?:node-labels|register-with-taints|max-pods|kubelet-extra-args)")
-_MULTIPART = re.compile(r"^Content-Type:[ \t]*multipart/", re.I | re.M)
-_BOUNDARY_PARAMETER = re.compile(r"""boundary=(?:"([^"]+)"|([^\s;"]+))""", re.I)
-_HEADERLESS = re.compile(r"^--(\S+?)[ \t]*\n(?=Content-Type:)", re.I | re.M)
-
-
-def _boundary(text: str) -> str | None:
-    """The boundary the message's headers declare; for parts pasted without them, the
-    delimiter line before a part's ``Content-Type`` header."""
-    head = text.lstrip("\n").split("\n\n", 1)[0]
-    declared = _BOUNDARY_PARAMETER.search(head) if _MULTIPART.search(head) else None
-    if declared is not None:
-        return declared[1] or declared[2]
-    pasted = _HEADERLESS.search(text)
-    return pasted[1] if pasted is not None else None
-
-
-def _mime_parts(text: str) -> list[str]:
-    """The bodies of a MIME multi-part text (RFC 2046: between ``--boundary`` lines, up to
-    ``--boundary--``, or the end; a multi-part part read likewise), headers removed; any other
-    text is its own one part."""
-    text = text.replace("\r\n", "\n")
-    boundary = _boundary(text)
-    if boundary is None:
-        return [_without_mime_headers(text)]
-    parts: list[str] = []
-    start = None
-    for line in re.finditer(rf"^--{re.escape(boundary)}(--)?[ \t]*$", text, flags=re.M):
-        if start is not None:
-            parts.extend(_mime_parts(text[start : line.start()]))
-        if line[1]:  # the closing delimiter: what follows is the epilogue
-            break
-        start = line.end()
-    else:  # not closed: the last part runs to the end
-        if start is not None:
-            parts.extend(_mime_parts(text[start:]))
-    return parts
+_FLAGS = ("--node-labels", "--register-with-taints", "--max-pods")
+_UNREADABLE = "a MIME part that does not decode to text: what it sets is not read"
 
 
 _BOTH = (
