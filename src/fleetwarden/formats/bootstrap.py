@@ -345,10 +345,10 @@ def from_kubelet_flags(text: str) -> BootFacts:
             out.labels[key] = value
         else:
             out.unresolved.append(f"--node-labels={key}={value} ({_NOT_READ})")
-    if (hit := last.get("register-with-taints")) is not None:
-        _taints_hit(out, hit)
-    if (hit := last.get("max-pods")) is not None:
-        _max_pods_hit(out, hit)
+    if (taints := last.get("register-with-taints")) is not None:
+        _taints_hit(out, taints)
+    if (pods := last.get("max-pods")) is not None:
+        _max_pods_hit(out, pods)
     _check_extra_args(text)  # after the values: pflag refuses a malformed one first
     return out
 
