@@ -196,3 +196,178 @@ def test_terraform_user_data_that_may_not_take_effect_is_unresolved_not_an_error
     (pool,) = _pools("infra/main.tf", _terraform(group))
     entry = next(a for a in pool.account if a.path == "pre_bootstrap_user_data")
     assert entry.status is FieldStatus.UNRESOLVED
+
+
+_VARIABLE_FLAGS = "--register-with-taints=${TAINTS} --max-pods=${PODS}"
+_TF_ARGS = "      bootstrap_extra_args = \"--kubelet-extra-args 'ARGS'\""  # ${ is $${ in HCL
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("np.yaml", _KARPENTER.replace("ARGS", _VARIABLE_FLAGS)),
+        ("c.yaml", _EKSCTL.replace("ARGS", _VARIABLE_FLAGS)),
+        ("infra/main.tf", _terraform(_TF_ARGS.replace("ARGS", _VARIABLE_FLAGS.replace("$", "$$")))),
+        ("tree.yaml", _CAPI.replace("@EXTRA@", "[]").replace("@ARGS@", _VARIABLE_FLAGS)),
+    ],
+)
+def test_a_variable_in_a_boot_taints_or_max_pods_flag_leaves_that_fact_unchecked(path, text):
+    """``--register-with-taints=${TAINTS}`` leaves the taints open, not the labels: noted as
+    labels, the taints would still be compared (as none) and every tainted node would drift."""
+    (pool,) = _pools(path, text)
+    assert {"taints", "allocatable.pods"} <= pool.unresolved_fields
+    assert "labels" not in pool.unresolved_fields
+
+
+_ROLE = "--node-labels=team=a,node-role.kubernetes.io/worker="
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "field"),
+    [
+        ("np.yaml", _KARPENTER.replace("ARGS", _ROLE), "EC2NodeClass/default: spec.userData"),
+        (
+            "c.yaml",
+            _EKSCTL.replace("ARGS", _ROLE),
+            "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand",
+        ),
+        ("infra/main.tf", _terraform(_TF_ARGS.replace("ARGS", _ROLE)), "bootstrap_extra_args"),
+        (
+            "tree.yaml",
+            _CAPI.replace("@EXTRA@", "[]").replace("@ARGS@", _ROLE),
+            "preKubeadmCommands",
+        ),
+    ],
+)
+def test_a_node_role_label_given_to_the_kubelet_is_an_error_in_every_format(path, text, field):
+    """The kubelet refuses to start with a node-role.kubernetes.io label in --node-labels
+    (ValidateKubeletFlags): every reader refuses it naming the file and the field, as Cluster
+    API's kubeletExtraArgs did -- not a pool expecting a label no node will ever carry."""
+    error = _refused(path, text)
+    assert error.field is not None and error.field.endswith(field)
+    assert "node-role.kubernetes.io/worker" in error.reason
+    assert "refuses to start" in error.reason
+
+
+_MIME = """\
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    config:
+      maxPods: 30
+
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo "KUBELET_EXTRA_ARGS=--register-with-taints=gpu=true:NoSchedule" >> /etc/sysconfig/kubelet
+--//--
+"""
+
+
+def test_karpenter_mime_user_data_reads_the_taints_of_a_script_part_beside_a_nodeconfig():
+    head = _KARPENTER.split("  userData: |")[0].replace("al2@latest", "al2023@latest")
+    text = head + "  userData: |\n" + "".join(f"    {line}\n" for line in _MIME.splitlines())
+    (pool,) = _pools("np.yaml", text)
+    assert Taint("gpu", "true", "NoSchedule") in pool.taints
+    assert pool.allocatable["pods"] == "30"
+
+
+def test_terraform_nodeadm_parts_a_script_part_beside_the_nodeconfig_is_unresolved_not_lost():
+    """cloudinit_pre_nodeadm's parts were read as one YAML text: a shell part beside the
+    NodeConfig made it unreadable, and both were reported as setting nothing. The NodeConfig
+    part is read; the shell part, like other shell user data here, is listed as not asserted
+    (its taints unresolved), never dropped."""
+    group = dedent(
+        """\
+              ami_type = "AL2023_x86_64_STANDARD"
+              cloudinit_pre_nodeadm = [
+                {
+                  content_type = "application/node.eks.aws"
+                  content      = <<-EOT
+                    apiVersion: node.eks.aws/v1alpha1
+                    kind: NodeConfig
+                    spec:
+                      kubelet:
+                        config:
+                          maxPods: 30
+                  EOT
+                },
+                {
+                  content_type = "text/x-shellscript"
+                  content      = <<-EOT
+                    #!/bin/bash
+                    echo "KUBELET_EXTRA_ARGS=--register-with-taints=gpu=true:NoSchedule" >> /x
+                  EOT
+                }
+              ]
+        """
+    )
+    text = _terraform(group).replace('      ami_type = "AL2_x86_64"\n', "")
+    (pool,) = _pools("infra/main.tf", text)
+    assert pool.allocatable["pods"] == "30"
+    assert "taints" in pool.unresolved_fields
+    entries = [a for a in pool.account if a.path == "cloudinit_pre_nodeadm"]
+    assert {a.status for a in entries} >= {FieldStatus.COMPARED, FieldStatus.UNRESOLVED}
+
+
+_STRAY = "--node-labels=team=a oops"
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "field"),
+    [
+        ("np.yaml", _KARPENTER.replace("ARGS", _STRAY), "EC2NodeClass/default: spec.userData"),
+        (
+            "c.yaml",
+            _EKSCTL.replace("ARGS", _STRAY),
+            "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand",
+        ),
+        ("infra/main.tf", _terraform(_TF_ARGS.replace("ARGS", _STRAY)), "bootstrap_extra_args"),
+        (
+            "tree.yaml",
+            _CAPI.replace("@EXTRA@", "[]").replace(
+                'echo "KUBELET_EXTRA_ARGS=@ARGS@" >> /etc/default/kubelet',
+                f"/etc/eks/bootstrap.sh c1 --kubelet-extra-args '{_STRAY}'",
+            ),
+            "preKubeadmCommands",
+        ),
+    ],
+)
+def test_a_stray_word_in_kubelet_extra_args_is_an_error_in_every_format(path, text, field):
+    """``--kubelet-extra-args '--node-labels=team=a oops'``: the kubelet gets ``oops`` as a
+    positional argument and refuses to start; every reader says so, naming the field."""
+    error = _refused(path, text)
+    assert error.field is not None and error.field.endswith(field)
+    assert "'oops' is not a flag" in error.reason
+
+
+def test_terraform_v17_kubelet_extra_args_is_read_as_the_value_of_that_flag():
+    """v17's template passes ``kubelet_extra_args`` as bootstrap.sh's --kubelet-extra-args."""
+    text = dedent(
+        """\
+        module "eks" {
+          source  = "terraform-aws-modules/eks/aws"
+          version = "17.24.0"
+          cluster_name = "prod"
+          worker_groups = [
+            {
+              name               = "w"
+              kubelet_extra_args = "KUBELET_ARGS"
+            },
+          ]
+        }
+        """
+    )
+    (pool,) = _pools("main.tf", text.replace("KUBELET_ARGS", "--node-labels=team=a"))
+    assert pool.labels["team"] == "a"
+    error = _refused("main.tf", text.replace("KUBELET_ARGS", _STRAY))
+    assert error.field is not None and error.field.endswith("kubelet_extra_args")
+    assert "'oops' is not a flag" in error.reason

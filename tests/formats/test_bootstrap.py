@@ -6,8 +6,13 @@ whatever makes the parsers raise anything else."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import quopri
+import shlex
+
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core.pools import Taint
@@ -199,6 +204,11 @@ def test_user_data_parsing_never_raises_on_arbitrary_text(text: str) -> None:
         ("--max-pods=58.0", "not an integer"),
         ("--max-pods=-1", "negative"),
         ("--max-pods=4294967296", "not an integer"),
+        (
+            "--kubelet-extra-args '--node-labels=node-role.kubernetes.io/worker='",
+            "refuses to start",
+        ),
+        ("KUBELET_EXTRA_ARGS=--node-labels=team=a,kubernetes.io/role=x", "refuses to start"),
     ],
 )
 def test_a_kubelet_flag_the_kubelet_refuses_in_a_script_is_an_error(text, says):
@@ -361,3 +371,317 @@ def test_a_kubelet_command_line_gives_what_the_kubelet_would_register(flags, nes
     assert facts.taints == (taints or [])
     assert facts.max_pods == pods
     assert not facts.unresolved
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels in the kubernetes.io / k8s.io namespaces (ValidateKubeletFlags, IsKubeletLabel)
+
+# the kubelet's list (its error message: "or be in the specifically allowed set (...)")
+_WELL_KNOWN = {
+    "beta.kubernetes.io/arch",
+    "beta.kubernetes.io/instance-type",
+    "beta.kubernetes.io/os",
+    "failure-domain.beta.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "kubernetes.io/arch",
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+}
+_WORDS = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
+# namespaces the kubelet may not set a label in: node-role.kubernetes.io, app.k8s.io ...
+_REFUSED_NAMESPACES = st.builds(
+    lambda sub, domain: f"{sub}.{domain}" if sub else domain,
+    st.one_of(st.just(""), st.just("node-role"), _WORDS).filter(
+        lambda sub: sub not in ("kubelet", "node")
+    ),
+    st.sampled_from(["kubernetes.io", "k8s.io"]),
+)
+_ALLOWED_KEYS = st.one_of(
+    st.builds(
+        lambda sub, name: f"{sub}kubelet.kubernetes.io/{name}",
+        st.just("") | _WORDS.map(lambda w: w + "."),
+        _WORDS,
+    ),
+    st.builds(
+        lambda sub, name: f"{sub}node.kubernetes.io/{name}",
+        st.just("") | _WORDS.map(lambda w: w + "."),
+        _WORDS,
+    ),
+    st.sampled_from(sorted(_WELL_KNOWN)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_REFUSED_NAMESPACES, _WORDS, st.sampled_from(["", "x"]), st.booleans())
+def test_a_label_the_kubelet_may_not_set_is_refused_where_it_is_a_kubelet_argument(
+    namespace, name, value, nested
+):
+    """``node-role.kubernetes.io/worker=`` and any other kubernetes.io / k8s.io label outside
+    the kubelet's own namespaces: ValidateKubeletFlags returns an error and the kubelet does
+    not start (no node of the pool joins), so it is refused, never expected on the nodes."""
+    key = f"{namespace}/{name}"
+    assume(key not in _WELL_KNOWN)
+    flag = f"--node-labels=team=a,{key}={value}"
+    text = f"/etc/eks/bootstrap.sh c --kubelet-extra-args '{flag}'" if nested else f"kubelet {flag}"
+    with pytest.raises(bootstrap.KubeletFlagError, match="refuses to start") as caught:
+        bootstrap.from_user_data(text)
+    assert key in str(caught.value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_ALLOWED_KEYS, st.sampled_from(["", "x"]))
+def test_a_label_in_the_kubelets_own_namespaces_is_read(key, value):
+    facts = bootstrap.from_user_data(f"--kubelet-extra-args '--node-labels={key}={value}'")
+    assert facts.labels == {key: value}
+
+
+@settings(max_examples=100, deadline=None)
+@given(_REFUSED_NAMESPACES, _WORDS)
+def test_a_label_the_kubelet_may_not_set_inside_other_text_is_ignored_with_the_reason(
+    namespace, name
+):
+    """Inside a ``sed`` expression the flag may not reach the kubelet; the label is on no Node
+    either way: listed as ignored, saying why, and not expected."""
+    key = f"{namespace}/{name}"
+    assume(key not in _WELL_KNOWN)
+    facts = bootstrap.from_user_data(f"sed -i 's|^A=|A=--node-labels={key}=x |' /etc/x")
+    assert key not in facts.labels
+    assert any(key in note and "refuses to start" in note for note in facts.ignored)
+
+
+def test_nodeadm_flags_and_bottlerocket_labels_the_kubelet_may_not_set_are_refused():
+    """nodeadm hands ``kubelet.flags`` to the kubelet, Bottlerocket its ``node-labels`` as
+    ``--node-labels``: the same refusal."""
+    nodeadm = NODEADM.replace("lifecycle=spot", "lifecycle=spot,node-role.kubernetes.io/x=")
+    with pytest.raises(bootstrap.KubeletFlagError, match=r"node-role\.kubernetes\.io/x"):
+        bootstrap.from_user_data(nodeadm)
+    toml = '[settings.kubernetes.node-labels]\n"node-role.kubernetes.io/worker" = ""\n'
+    with pytest.raises(bootstrap.KubeletFlagError, match="refuses to start"):
+        bootstrap.from_user_data(toml)
+
+
+# ---------------------------------------------------------------------------------------------
+# MIME multi-part user data: a NodeConfig part beside shell script parts
+
+_MIME_HEAD = 'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
+_NODECONFIG_PART = """\
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    flags: [--node-labels=team=a]
+    config: {maxPods: 30, registerWithTaints: TAINTS}
+
+"""
+_SCRIPT_PART = """\
+--//
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo 'KUBELET_EXTRA_ARGS=FLAGS' >> /etc/sysconfig/kubelet
+"""
+
+
+def _mime(taints: str = "[]", flags: str = "--register-with-taints=gpu=true:NoSchedule") -> str:
+    parts = _NODECONFIG_PART.replace("TAINTS", taints) + _SCRIPT_PART.replace("FLAGS", flags)
+    return _MIME_HEAD + parts + "--//--\n"
+
+
+def test_a_shell_part_that_only_sets_taints_beside_a_nodeconfig_is_read():
+    """The NodeConfig part sets labels and max-pods, the shell part only taints: both are read
+    (the taints were dropped, because the script added no label the NodeConfig lacked)."""
+    facts = bootstrap.from_user_data(_mime())
+    assert facts.taints == [Taint("gpu", "true", "NoSchedule")]
+    assert facts.labels == {"team": "a"} and facts.max_pods == 30 and not facts.unresolved
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        lambda text: text.replace("\n", "\r\n"),  # CRLF, as MIME writers often emit
+        lambda text: text.removesuffix("--//--\n"),  # no closing delimiter
+        lambda text: text.replace('boundary="//"', "boundary=//"),  # unquoted parameter
+        lambda text: text.replace("--//--\n", "--//--\n--node-labels=ignored=x\n"),  # epilogue
+        lambda text: text.removeprefix(_MIME_HEAD),  # parts pasted without the message headers
+    ],
+)
+def test_mime_parts_are_split_as_mime_writers_emit_them(variant):
+    facts = bootstrap.from_user_data(variant(_mime()))
+    assert facts.taints == [Taint("gpu", "true", "NoSchedule")]
+    assert facts.labels == {"team": "a"} and facts.max_pods == 30
+
+
+def test_what_both_parts_set_differently_is_unresolved_with_the_reason_never_one_dropped():
+    facts = bootstrap.from_user_data(
+        _mime(
+            taints="[{key: a, effect: NoExecute}]",
+            flags="--register-with-taints=gpu=true:NoSchedule --max-pods=20 --node-labels=team=b",
+        )
+    )
+    assert facts.taints == [] and facts.labels == {} and facts.max_pods is None
+    fields = {bootstrap.unresolved_fact(u) for u in facts.unresolved}
+    assert fields == {"taints", "labels", "allocatable.pods"}
+    assert all("NodeConfig part and a shell script part" in u for u in facts.unresolved)
+
+
+_PART_TAINTS = st.lists(
+    st.tuples(_WORDS, st.sampled_from(["NoSchedule", "NoExecute"])),
+    max_size=2,
+    unique_by=lambda t: t,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_PART_TAINTS, _PART_TAINTS, st.booleans(), st.booleans())
+def test_taints_of_either_part_are_never_silently_dropped(config, script, script_first, crlf):
+    """Whatever each part sets: the one that sets taints is read; two that disagree leave
+    the taints unresolved, saying why."""
+    taints = "[" + ", ".join(f"{{key: {k}, effect: {e}}}" for k, e in config) + "]"
+    flags = "--register-with-taints=" + ",".join(f"{k}:{e}" for k, e in script)
+    config_part = _NODECONFIG_PART.replace("TAINTS", taints)
+    script_part = _SCRIPT_PART.replace("FLAGS", flags if script else "--node-labels=x=y")
+    parts = script_part + config_part if script_first else config_part + script_part
+    text = _MIME_HEAD + parts + "--//--\n"
+    facts = bootstrap.from_user_data(text.replace("\n", "\r\n") if crlf else text)
+    want = {Taint(k, None, e) for k, e in config}
+    got = {Taint(k, None, e) for k, e in script}
+    unresolved = [u for u in facts.unresolved if bootstrap.unresolved_fact(u) == "taints"]
+    if want and got and want != got:
+        assert not facts.taints and len(unresolved) == 1
+    else:
+        assert set(facts.taints) == (want or got) and not unresolved
+
+
+# ---------------------------------------------------------------------------------------------
+# A word in --kubelet-extra-args that is no flag: the kubelet refuses to start
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--kubelet-extra-args '--node-labels=a=b oops'",
+        "--kubelet-extra-args='--node-labels=a=b oops'",
+        "--kubelet-extra-args 'oops --max-pods=20'",
+        "--kubelet-extra-args '--max-pods 20 oops'",  # 20 is --max-pods' value, oops is not
+        "--kubelet-extra-args '--node-labels=a=b -- oops'",
+        "--kubelet-extra-args '--cpu-manager-policy=static oops'",  # whatever the flags
+    ],
+)
+def test_a_stray_word_in_kubelet_extra_args_is_an_error(text):
+    """bootstrap.sh passes the value on split at spaces; the kubelet takes no positional
+    argument ("unknown command oops") and does not start: no node of the pool joins."""
+    with pytest.raises(bootstrap.KubeletFlagError, match="'oops' is not a flag") as caught:
+        bootstrap.from_user_data(f"#!/bin/bash\n/etc/eks/bootstrap.sh c {text}\n")
+    assert "refuses to start" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--kubelet-extra-args '--max-pods 20'",  # --flag VALUE
+        "--kubelet-extra-args '--node-labels=a=b' --b64-cluster-ca x",  # bootstrap.sh's own
+        '--kubelet-extra-args "--node-labels=a=$B oops"',  # a variable: expanded elsewhere
+        "--kubelet-extra-args '--node-labels=\"a=b c\"'",  # quotes another layer may remove
+        "--kubelet-extra-args",
+        "\n# /etc/eks/bootstrap.sh c --kubelet-extra-args '--node-labels=a=b oops'",  # comment
+        "&& sed -i 's/--kubelet-extra-args x y/z/' f",  # inside other text
+    ],
+)
+def test_a_kubelet_extra_args_value_that_may_be_right_is_not_refused(text):
+    bootstrap.from_user_data(f"#!/bin/bash\n/etc/eks/bootstrap.sh c {text}\n")
+
+
+_FLAG_WORDS = st.one_of(
+    st.builds(lambda k, v: f"--node-labels={k}={v}", _LABEL_KEYS, _LABEL_VALUES),
+    st.builds(lambda n: f"--max-pods={n}", st.integers(0, 500)),
+    st.builds(lambda n: f"--max-pods {n}", st.integers(0, 500)),
+    st.sampled_from(["--v=2", "--cpu-manager-policy=static", "--fail-swap-on=false"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_FLAG_WORDS, min_size=1, max_size=5), st.data(), st.booleans())
+def test_a_word_no_flag_takes_is_refused_wherever_it_stands(flags, data, equals):
+    """Flags alone are read; one word that follows a ``--flag=value`` (or starts the value) is
+    refused, at whatever place in the value."""
+    line = " ".join(flags)
+    form = "--kubelet-extra-args={}" if equals else "--kubelet-extra-args {}"
+    bootstrap.from_user_data(form.format(shlex.quote(line)))
+    at = data.draw(st.integers(0, len(flags)))  # every flag drawn has its value
+    stray = " ".join([*flags[:at], "stray", *flags[at:]])
+    with pytest.raises(bootstrap.KubeletFlagError, match="'stray' is not a flag"):
+        bootstrap.from_user_data(form.format(shlex.quote(stray)))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "# /etc/eks/bootstrap.sh c --kubelet-extra-args '--node-labels=old=x --max-pods=20'",
+        "  #KUBELET_EXTRA_ARGS=--register-with-taints=old:NoSchedule",
+        "# example: --max-pods=058 (a value the kubelet would refuse)",
+        "# --kubelet-extra-args '--node-labels=a=b oops'",
+    ],
+)
+def test_a_flag_in_a_line_commented_out_is_neither_read_nor_refused(line):
+    """A commented-out bootstrap line passes nothing to the kubelet: it was read as if it ran
+    (an old label expected, or a pool refused for a value in a comment)."""
+    facts = bootstrap.from_user_data(f"#!/bin/bash\n{line}\n/etc/eks/bootstrap.sh c\n")
+    assert not facts.found and not facts.labels and not facts.taints and facts.max_pods is None
+    live = bootstrap.from_user_data(f"#!/bin/bash\n{line}\necho A=--node-labels=team=a >x\n")
+    assert live.labels == {"team": "a"}  # the lines after it are read
+
+
+def _encoded_script(body: bytes, *, encoding: str = "base64") -> str:
+    return (
+        f'--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n'
+        f"Content-Transfer-Encoding: {encoding}\n\n{body.decode()}\n"
+    )
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_an_encoded_script_part_is_decoded_and_read(packed):
+    """A base64 part (gzip-packed or not, as cloud-init takes it) was searched undecoded: its
+    taints were dropped and the user data said to set nothing."""
+    script = b"#!/bin/bash\necho 'KUBELET_EXTRA_ARGS=--register-with-taints=gpu=true:NoSchedule'\n"
+    body = base64.encodebytes(gzip.compress(script) if packed else script)
+    text = _MIME_HEAD + _NODECONFIG_PART.replace("TAINTS", "[]") + _encoded_script(body)
+    facts = bootstrap.from_user_data(text + "--//--\n")
+    assert facts.taints == [Taint("gpu", "true", "NoSchedule")] and facts.max_pods == 30
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not base64 at all!",
+        base64.encodebytes(b"\xff\xfe binary"),
+        base64.encodebytes(b"\x1f\x8b"),
+    ],
+)
+def test_a_part_that_does_not_decode_leaves_every_boot_fact_unresolved(body):
+    text = _MIME_HEAD + _NODECONFIG_PART.replace("TAINTS", "[]") + _encoded_script(body)
+    facts = bootstrap.from_user_data(text + "--//--\n")
+    fields = {bootstrap.unresolved_fact(u) for u in facts.unresolved}
+    assert fields == {"labels", "taints", "allocatable.pods"}
+    assert all("does not decode" in u for u in facts.unresolved)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200), st.booleans(), st.sampled_from(["base64", "quoted-printable"]))
+def test_any_encoded_part_is_read_or_said_unread_never_a_crash(data, packed, encoding):
+    raw = gzip.compress(data) if packed else data
+    body = base64.encodebytes(raw) if encoding == "base64" else quopri.encodestring(raw)
+    text = _MIME_HEAD + _encoded_script(body, encoding=encoding) + "--//--\n"
+    try:
+        facts = bootstrap.from_user_data(text)
+    except bootstrap.KubeletFlagError:
+        return
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        assert facts.unresolved

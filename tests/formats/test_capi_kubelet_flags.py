@@ -196,19 +196,38 @@ def test_a_placeholder_in_a_kubelet_flag_stays_unresolved_beside_literal_items()
     assert {u.field for u in pool.unresolved} >= {"labels", "taints"}
 
 
-def test_a_label_the_kubelet_may_not_set_in_a_script_is_listed_not_dropped():
-    """A ``--node-labels`` in bootstrap commands is found by searching text, so it is not
-    refused outright; a label the kubelet may not set is still accounted for (ignored, with
-    the reason), never silently left out."""
-    text = _tree("{}").replace(
+def _with_command(command: str) -> str:
+    return _tree("{}").replace(
         "kubeletExtraArgs: {}",
-        "kubeletExtraArgs: {}\n"
-        "      preKubeadmCommands:\n"
-        "      - echo KUBELET_EXTRA_ARGS=--node-labels=node-role.kubernetes.io/gpu=,team=ml"
-        " >> /etc/default/kubelet",
+        f"kubeletExtraArgs: {{}}\n      preKubeadmCommands:\n      - {command}",
+    )
+
+
+def test_a_label_the_kubelet_may_not_set_in_a_script_is_an_error_naming_the_field():
+    """``KUBELET_EXTRA_ARGS=--node-labels=node-role.kubernetes.io/gpu=`` reaches the kubelet,
+    which refuses to start (ValidateKubeletFlags): no node of the pool joins, as with a
+    malformed flag in the same place; the error says where such a label belongs instead."""
+    text = _with_command(
+        "echo KUBELET_EXTRA_ARGS=--node-labels=node-role.kubernetes.io/gpu=,team=ml"
+        " >> /etc/default/kubelet"
+    )
+    with pytest.raises(FormatError) as caught:
+        capi.read_pools(parse_yaml_documents("tree.yaml", text))
+    assert caught.value.field is not None
+    assert caught.value.field.endswith("preKubeadmCommands")
+    assert "node-role.kubernetes.io/gpu" in caught.value.reason
+    assert "refuses to start" in caught.value.reason
+    assert "Machine template" in caught.value.reason
+
+
+def test_a_label_the_kubelet_may_not_set_inside_other_text_is_listed_not_dropped():
+    """Inside a ``sed`` expression the flag may not reach the kubelet at all; either way no Node
+    carries the label: ignored, with the reason, never expected nor silently left out."""
+    text = _with_command(
+        "sed -i 's|^ARGS=|ARGS=--node-labels=node-role.kubernetes.io/gpu=x,team=ml |'"
+        " /etc/default/kubelet"
     )
     (pool,) = capi.read_pools(parse_yaml_documents("tree.yaml", text)).pools
-    assert pool.labels["team"] == "ml"
-    assert "node-role.kubernetes.io/gpu" not in pool.labels
+    assert not any(key.startswith("node-role.kubernetes.io") for key in pool.labels)
     notes = [a for a in pool.account if a.path.endswith("preKubeadmCommands")]
-    assert any("node-role.kubernetes.io/gpu=" in a.detail and "refuses" in a.detail for a in notes)
+    assert any("node-role.kubernetes.io" in a.detail and "refuses" in a.detail for a in notes)

@@ -7,7 +7,9 @@ otherwise drop without a trace:
   --register-with-taints=k=v:NoSchedule --max-pods=58'``, eksctl ``overrideBootstrapCommand``,
   terraform-aws-eks ``bootstrap_extra_args``, kubeadm ``kubeletExtraArgs``);
 - nodeadm ``NodeConfig`` documents (AL2023: ``spec.kubelet.flags``, ``spec.kubelet.config``
-  ``registerWithTaints`` / ``maxPods``), alone or inside a MIME multi-part user data;
+  ``registerWithTaints`` / ``maxPods``), alone or inside a MIME multi-part user data, which is
+  read part by part: kubelet flags in the shell script parts beside a NodeConfig count too, and
+  what both set to different values is unresolved, with the reason (``_beside``);
 - Bottlerocket TOML (``[settings.kubernetes.node-labels]``, ``[settings.kubernetes.node-taints]``
   with ``"key" = "value:Effect"`` or a list of them, ``settings.kubernetes.max-pods``).
 
@@ -16,13 +18,19 @@ Only literal values are taken; a value holding a shell or template variable (``$
 them (``kubelet_labels``, ``kubelet_taints``, ``max_pods``; the sources are named below): one
 it refuses to start with, or registers a Node with that the API server refuses, raises
 ``KubeletFlagError`` -- no node of the pool would join, so the desired state is wrong, and the
-readers report it naming the file and the field. In a script, where flags are found by
-searching text, that holds for a flag that is a shell word of its own (or the value of an
+readers report it naming the file and the field. That includes a ``--node-labels`` label in the
+kubernetes.io / k8s.io namespaces the kubelet may not set itself (``node-role.kubernetes.io/*``:
+ValidateKubeletFlags returns an error, and the kubelet does not start), in a script,
+a NodeConfig's flags and Bottlerocket's ``node-labels`` alike. In a script, where flags are found
+by searching text, that holds for a flag that is a shell word of its own (or the value of an
 assignment or of ``--kubelet-extra-args=``); one found inside other text (a ``sed``
 expression) or written ``--flag VALUE`` may not be a kubelet argument at all, so a value the
-kubelet would refuse is returned as unresolved, with the reason. A script is read as one
+kubelet would refuse is returned as unresolved, with the reason (a label it may not set as
+ignored: it is on no Node either way). A script is read as one
 kubelet command line: every ``--node-labels`` adds labels, the last ``--register-with-taints``
-and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts.ignored``).
+and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts.ignored``). A
+literal ``--kubelet-extra-args`` value with a word that is neither a flag nor a flag's value
+(``'--node-labels=a=b oops'``) is refused too: the kubelet takes no positional argument.
 Pure: text in, ``BootFacts`` out.
 """
 
@@ -39,6 +47,7 @@ import yaml
 
 from fleetwarden.core.integers import go_int
 from fleetwarden.core.pools import EFFECTS, Taint
+from fleetwarden.formats import mime
 
 __all__ = [
     "DROPPED_TAINT",
@@ -47,6 +56,7 @@ __all__ = [
     "BootFacts",
     "KubeletFlagError",
     "from_bottlerocket_toml",
+    "from_kubelet_extra_args",
     "from_kubelet_flags",
     "from_nodeadm",
     "from_user_data",
@@ -60,6 +70,7 @@ __all__ = [
     "qualified_name",
     "read_opaque",
     "register_with_taints",
+    "unresolved_fact",
 ]
 
 _VARIABLE = re.compile(r"\$\{?[A-Za-z_]|\{\{")
@@ -132,8 +143,9 @@ _KUBELET_LABELS = frozenset(
     }
 )
 REFUSED_LABEL = (
-    "the kubelet may not set labels in the kubernetes.io / k8s.io namespaces (it refuses to "
-    "start): never on a Node (node-role.kubernetes.io/* comes from the Machine template)"
+    "a label in the kubernetes.io / k8s.io namespaces the kubelet may not set itself (only "
+    "kubelet.kubernetes.io/*, node.kubernetes.io/* and the well-known labels; not "
+    "node-role.kubernetes.io/*): it refuses to start, so no node of the pool joins"
 )
 
 
@@ -178,11 +190,11 @@ def _set_node_labels(into: dict[str, str], text: str) -> None:
         into[raw_key.strip(GO_SPACE)] = raw_value.strip(GO_SPACE)
 
 
-def _check_node_labels(labels: Mapping[str, str], *, restricted: bool) -> None:
-    """ValidateKubeletFlags on the labels every ``--node-labels`` gave (``restricted``: also
-    refuse a label the kubelet may not set)."""
+def _check_node_labels(labels: Mapping[str, str]) -> None:
+    """ValidateKubeletFlags on the labels every ``--node-labels`` gave: a label the kubelet may
+    not set, a malformed key or value, and it returns an error and does not start."""
     for key, value in labels.items():
-        if restricted and not kubelet_may_set(key):
+        if not kubelet_may_set(key):
             raise KubeletFlagError(f"{key}: {REFUSED_LABEL}")
         if not qualified_name(key):
             raise KubeletFlagError(f"{key!r} is not a label key (the kubelet refuses to start)")
@@ -195,7 +207,7 @@ def kubelet_labels(text: str) -> list[tuple[str, str]]:
     ``KubeletFlagError``, saying why, for a value the kubelet refuses to start with."""
     labels: dict[str, str] = {}
     _set_node_labels(labels, text)
-    _check_node_labels(labels, restricted=True)
+    _check_node_labels(labels)
     return list(labels.items())
 
 
@@ -302,7 +314,10 @@ def from_kubelet_flags(text: str) -> BootFacts:
     line or shell script (quotes and ``--kubelet-extra-args '...'`` nesting allowed), read as
     one kubelet command line: labels of every ``--node-labels`` accumulate, the last
     ``--register-with-taints`` and ``--max-pods`` win (the earlier ones are listed as
-    ignored). ``KubeletFlagError`` for a flag the kubelet refuses."""
+    ignored). ``KubeletFlagError`` for a flag the kubelet refuses, or a word in a
+    ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``). A line
+    commented out (``# /etc/eks/bootstrap.sh ... --max-pods=20``) passes nothing."""
+    text = _COMMENT_LINE.sub("", text)
     out = BootFacts()
     labels: dict[str, str] = {}
     certain_keys: set[str] = set()  # the labels a certain hit set last
@@ -319,18 +334,22 @@ def from_kubelet_flags(text: str) -> BootFacts:
             )
         last[hit.flag] = hit
     try:
-        _check_node_labels({k: v for k, v in labels.items() if k in certain_keys}, restricted=False)
+        _check_node_labels({k: v for k, v in labels.items() if k in certain_keys})
     except KubeletFlagError as exc:
         raise KubeletFlagError(f"kubelet flag --node-labels: {exc}") from None
     for key, value in labels.items():
-        if key in certain_keys or (qualified_name(key) and label_value(value)):
+        if key not in certain_keys and not kubelet_may_set(key):
+            # on no Node either way: not a kubelet argument, or one it refuses to start with
+            out.ignored.append(f"--node-labels={key}={value}: {REFUSED_LABEL} ({_NOT_READ})")
+        elif key in certain_keys or (qualified_name(key) and label_value(value)):
             out.labels[key] = value
         else:
             out.unresolved.append(f"--node-labels={key}={value} ({_NOT_READ})")
-    if (hit := last.get("register-with-taints")) is not None:
-        _taints_hit(out, hit)
-    if (hit := last.get("max-pods")) is not None:
-        _max_pods_hit(out, hit)
+    if (taints := last.get("register-with-taints")) is not None:
+        _taints_hit(out, taints)
+    if (pods := last.get("max-pods")) is not None:
+        _max_pods_hit(out, pods)
+    _check_extra_args(text)  # after the values: pflag refuses a malformed one first
     return out
 
 
@@ -408,19 +427,86 @@ def _hits(text: str) -> list[_Hit]:
 
 def _tokens(text: str) -> tuple[list[str], bool]:
     """Shell words (False: the quotes do not balance, so the words are only a guess)."""
-    try:
-        tokens = shlex.split(text, comments=False, posix=True)
-    except ValueError:  # unbalanced quotes in a script fragment
+    tokens = _shell_words(text)
+    if tokens is None:
         return text.split(), False
     # '--kubelet-extra-args "--node-labels=a=b --max-pods=20"' nests flags in one word, which
     # the script word-splits when it passes it on
     return [part for token in tokens for part in token.split()], True
 
 
+def _shell_words(text: str) -> list[str] | None:
+    """The words of a shell text; None where its quotes do not balance (a script fragment)."""
+    try:
+        return shlex.split(text, comments=False, posix=True)
+    except ValueError:
+        return None
+
+
+# a whole line commented out -- in a script, an environment file or a systemd unit alike (a
+# "#" inside a word is no comment in a shell, unlike shlex's)
+_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.M)
+
+
+_EXTRA_ARGS = "--kubelet-extra-args"
+
+
+def from_kubelet_extra_args(text: str) -> BootFacts:
+    """A text that is the value of ``--kubelet-extra-args`` (terraform-aws-eks v17
+    ``kubelet_extra_args``), read as ``from_kubelet_flags`` reads that flag."""
+    return from_kubelet_flags(f"{_EXTRA_ARGS} {shlex.quote(text)}")
+
+
+def _check_extra_args(text: str) -> None:
+    """``KubeletFlagError`` for a word of a ``--kubelet-extra-args`` value that is neither a
+    flag nor a flag's value (``'--node-labels=a=b oops'``): bootstrap.sh hands the value to the
+    kubelet split at spaces (systemd's ``$KUBELET_EXTRA_ARGS``), and the kubelet, which takes no
+    positional argument, refuses to start ("unknown command", NewKubeletCommand). Only a
+    ``--kubelet-extra-args`` that is a shell word of its own, with a literal value: quotes, escapes
+    or variables left in it are another layer's to expand, so nothing is refused there."""
+    words = _shell_words(text)
+    for i, word in enumerate(words or ()):
+        at = word.find(_EXTRA_ARGS)
+        rest = word[at + len(_EXTRA_ARGS) :]
+        if at < 0 or _LEAD.match(word[:at]) is None or rest[:1] not in ("", "="):
+            continue
+        value = rest[1:] if rest else (words[i + 1] if words and i + 1 < len(words) else None)
+        if value is None or _VARIABLE.search(value) or any(c in value for c in "'\"\\`$"):
+            continue
+        stray = _positional(value.split())
+        if stray is not None:
+            raise KubeletFlagError(
+                f"{_EXTRA_ARGS} {value!r}: {stray!r} is not a flag nor the value of one; the "
+                f"kubelet takes no positional argument and refuses to start (unknown command "
+                f"{stray})"
+            )
+
+
+def _positional(words: list[str]) -> str | None:
+    """The first word pflag would leave as a positional argument. ``--flag VALUE`` takes the
+    next word as the value (a bool flag would not, but which flags are bool is not told here:
+    such a word is let through)."""
+    value_next = False
+    for i, word in enumerate(words):
+        if word == "--":  # the end of the flags: whatever follows is positional
+            return words[i + 1] if i + 1 < len(words) else None
+        if word.startswith("-") and word != "-":
+            value_next = "=" not in word
+        elif value_next:
+            value_next = False
+        else:
+            return word
+    return None
+
+
 def from_nodeadm(text: str) -> BootFacts:
     """Every nodeadm ``NodeConfig`` in a text (plain YAML or MIME parts)."""
+    return _from_node_configs(_node_configs(text))
+
+
+def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
     out = BootFacts()
-    for config in _node_configs(text):
+    for config in configs:
         spec = config.get("spec")
         kubelet = spec.get("kubelet") if isinstance(spec, Mapping) else None
         if not isinstance(kubelet, Mapping):
@@ -501,7 +587,7 @@ def _config_taint(out: BootFacts, item: Any, where: str) -> Taint | None:
 
 def _node_configs(text: str) -> Iterable[Mapping[str, Any]]:
     for part in _BOUNDARY.split(text):
-        body = _without_mime_headers(part)
+        body = mime.body(part)
         if "NodeConfig" not in body:
             continue
         try:
@@ -511,14 +597,6 @@ def _node_configs(text: str) -> Iterable[Mapping[str, Any]]:
         for doc in docs:
             if isinstance(doc, Mapping) and doc.get("kind") == "NodeConfig":
                 yield doc
-
-
-def _without_mime_headers(part: str) -> str:
-    lines = part.strip("\n").splitlines()
-    if lines and re.match(r"^(Content-|MIME-Version)", lines[0], re.I):
-        while lines and lines[0].strip():
-            lines.pop(0)
-    return "\n".join(lines)
 
 
 def from_bottlerocket_toml(text: str) -> BootFacts:
@@ -538,6 +616,10 @@ def from_bottlerocket_toml(text: str) -> BootFacts:
         for key, value in labels.items():
             if _VARIABLE.search(str(value)):
                 out.unresolved.append(f"node-labels.{key} = {value}")
+            elif not kubelet_may_set(str(key)):  # Bottlerocket passes them as --node-labels
+                raise KubeletFlagError(
+                    f"Bottlerocket settings.kubernetes.node-labels.{key}: {REFUSED_LABEL}"
+                )
             else:
                 out.labels[str(key)] = str(value)
     taints = kube.get("node-taints")
@@ -570,18 +652,87 @@ def _toml_taint(out: BootFacts, key: str, value: str) -> Taint | None:
 
 
 def from_user_data(text: str) -> BootFacts:
-    """Any of the three forms, whichever the text holds."""
+    """Any of the three forms, whichever the text holds. A MIME multi-part user data is read
+    part by part: a ``NodeConfig`` part as nodeadm reads it, every other part (shell scripts)
+    for kubelet flags, all of them as one command line; ``_beside`` says how the two combine."""
     out = BootFacts()
     if "[settings" in text:
         out.merge(from_bottlerocket_toml(text))
-    if "NodeConfig" in text:
-        out.merge(from_nodeadm(text))
-    if "--node-labels" in text or "--register-with-taints" in text or "--max-pods" in text:
-        flags = from_kubelet_flags(text)
-        # a NodeConfig's flags were read above; do not count them twice
-        if not out.found or flags.labels.keys() - out.labels.keys():
-            out.merge(flags)
+    configs: list[Mapping[str, Any]] = []
+    scripts: list[str] = []
+    for part in mime.parts(text):
+        if part is None:  # whatever it sets is not known: said, not dropped
+            out.found = True
+            out.unresolved.extend(f"{flag} ({_UNREADABLE})" for flag in _FLAGS)
+            continue
+        found = list(_node_configs(part)) if "NodeConfig" in part else []
+        if found:  # its flags are nodeadm's to pass on: not read again as a script's
+            configs.extend(found)
+        elif _MENTIONS_FLAG.search(part):
+            scripts.append(part)
+    nodeadm = _from_node_configs(configs)
+    script = from_kubelet_flags("\n".join(scripts)) if scripts else BootFacts()
+    out.merge(_beside(nodeadm, script))
     return out
+
+
+_MENTIONS_FLAG = re.compile(r"--(?:node-labels|register-with-taints|max-pods|kubelet-extra-args)")
+_FLAGS = ("--node-labels", "--register-with-taints", "--max-pods")
+_UNREADABLE = "a MIME part that does not decode to text: what it sets is not read"
+
+
+_BOTH = (
+    "set by both the NodeConfig part and a shell script part of the user data: which one the "
+    "kubelet registers depends on how the script hands its flag on"
+)
+
+
+def _beside(config: BootFacts, script: BootFacts) -> BootFacts:
+    """A NodeConfig (nodeadm passes its flags and configuration to the kubelet) and kubelet flags
+    in the shell script parts beside it. Either alone is read as it is; labels add up (the
+    kubelet's --node-labels do). Where both set taints, max-pods or one label to different
+    values, which one the kubelet gets depends on what the script writes where (a flag beside
+    nodeadm's, after or before it, or over a configuration value): left unresolved, with the
+    reason, never one side silently dropped."""
+    if not (config.found and script.found):
+        return script if script.found else config
+    out = BootFacts(found=True)
+    out.unresolved = [*config.unresolved, *script.unresolved]
+    out.ignored = [*config.ignored, *script.ignored]
+    for key, value in {**config.labels, **script.labels}.items():
+        other = config.labels.get(key, value)
+        if other != value:
+            out.unresolved.append(f"--node-labels={key}={other} or {key}={value}: {_BOTH}")
+        else:
+            out.labels[key] = value
+    if config.taints and script.taints and set(config.taints) != set(script.taints):
+        shown = " or ".join(
+            ",".join(
+                f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+                for t in side.taints
+            )
+            for side in (config, script)
+        )
+        out.unresolved.append(f"--register-with-taints={shown}: {_BOTH}")
+    else:
+        out.taints = list(config.taints or script.taints)
+    pods = {config.max_pods, script.max_pods} - {None}
+    if len(pods) > 1:
+        out.unresolved.append(f"--max-pods={config.max_pods} or {script.max_pods}: {_BOTH}")
+    else:
+        out.max_pods = next(iter(pods), None)
+    return out
+
+
+def unresolved_fact(expression: str) -> str:
+    """The fact an unresolved text of ``BootFacts.unresolved`` leaves open (``taints``,
+    ``allocatable.pods`` or ``labels``), so a reader leaves exactly that one unchecked: taints
+    noted as labels would still be compared, as none."""
+    if expression.startswith(("--register-with-taints", "node-taints", "registerWithTaints")):
+        return "taints"
+    if expression.startswith(("--max-pods", "maxPods")):
+        return "allocatable.pods"
+    return "labels"
 
 
 def read_opaque(parse: Callable[[str], BootFacts], text: str) -> BootFacts:

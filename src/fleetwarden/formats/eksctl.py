@@ -645,7 +645,7 @@ class _Group:
             own = [u for u in facts.unresolved if u == "--node-labels=${NODE_LABELS}"]
             others = [u for u in facts.unresolved if u not in own]
             for expression in others:
-                self._unresolve(key, "labels", expression)
+                self._unresolve(key, bootstrap.unresolved_fact(expression), expression)
             if facts.ignored:
                 self.view.ignored(key, "; ".join(facts.ignored))
             if not facts.found or (own and not others and not facts.labels and not facts.taints):

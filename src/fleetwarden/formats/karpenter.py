@@ -544,8 +544,9 @@ class _Pool:
             self.max_pods = facts.max_pods
             view.compared(f"{at}.userData", "allocatable.pods", facts.max_pods)
         for expression in facts.unresolved:
-            view.unresolved(f"{at}.userData", expression, "labels")
-            self.unresolved.append(Unresolved("labels", expression))
+            fact = bootstrap.unresolved_fact(expression)
+            view.unresolved(f"{at}.userData", expression, fact)
+            self.unresolved.append(Unresolved(fact, expression))
         if facts.ignored:
             view.ignored(f"{at}.userData", "; ".join(facts.ignored))
         if not facts.found:

@@ -20,9 +20,9 @@ Go's ParseInt refuses (``058``, `` 58``) -- stops it, so no node of the pool joi
 ``FormatError``. A flag given twice (the v1beta2 list) acts as in the kubelet: the last
 ``register-with-taints`` / ``max-pods`` wins, the earlier is listed as ignored.
 ``node-role.kubernetes.io/*`` must come from the Machine template. In shell commands and files,
-found by searching text, a malformed flag is an error too (one inside other text, a ``sed``
-expression, is unresolved), and a label the kubelet may not set is listed as ignored with the
-reason.
+found by searching text, such a flag is an error too where it is a shell word of its own (one
+inside other text, a ``sed`` expression, is unresolved, and a label the kubelet may not set there
+is listed as ignored with the reason).
 """
 
 from __future__ import annotations
@@ -60,7 +60,11 @@ __all__ = [
 UNINITIALIZED = Taint("node.cluster.x-k8s.io/uninitialized", None, "NoSchedule")
 _CLOUD_UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 
-_REFUSED = bootstrap.REFUSED_LABEL
+# what to do instead of a --node-labels label the kubelet refuses
+_ON_THE_TEMPLATE = (
+    " (a node-role.kubernetes.io/* label belongs in the Machine template's metadata.labels: "
+    "CAPI syncs it to the Node)"
+)
 _T = TypeVar("_T")
 
 _NOT_ON_NODE = "not visible on a Node"
@@ -202,7 +206,7 @@ def _nodeadm(src: Source, _base_path: Path, ctx: Context) -> None:
     if config:
         facts = _read(src, config_path, _kubelet_config, config)
         for expression in facts.unresolved:
-            src.unresolved(config_path, _fact_of_flag(expression), expression)
+            src.unresolved(config_path, bootstrap.unresolved_fact(expression), expression)
         for taint in facts.taints:
             src.pool.taints.append(taint)
             src.compared((*config_path, "registerWithTaints"), taint.field_name)
@@ -293,8 +297,8 @@ def _node_labels(src: Source, text: str, path: Path) -> None:
             continue
         try:
             pairs = kubelet_labels(item)
-        except ValueError as exc:
-            raise src.error(path, f"kubelet flag --node-labels: {exc}") from None
+        except KubeletFlagError as exc:
+            raise src.error(path, f"kubelet flag --node-labels: {_refusal(exc)}") from None
         for key, value in pairs:
             src.pool.labels[key] = value
             src.compared(path, f"labels.{key}", f"{key}={value}")
@@ -368,7 +372,13 @@ def _read(
     try:
         return parse(text)
     except KubeletFlagError as exc:
-        raise src.error(path, str(exc)) from None
+        raise src.error(path, _refusal(exc)) from None
+
+
+def _refusal(exc: KubeletFlagError) -> str:
+    """The reason, with what to do instead for a label the kubelet may not set."""
+    reason = str(exc)
+    return reason + _ON_THE_TEMPLATE if bootstrap.REFUSED_LABEL in reason else reason
 
 
 def _kubelet_config(config: Mapping[str, Any]) -> bootstrap.BootFacts:
@@ -379,36 +389,21 @@ def _kubelet_config(config: Mapping[str, Any]) -> bootstrap.BootFacts:
 
 def _boot_facts(src: Source, path: Path, facts: bootstrap.BootFacts, nothing: str) -> None:
     pool = src.pool
-    refused = []
     for key, value in facts.labels.items():
-        if not kubelet_may_set(key):
-            refused.append(f"{key}={value}")
-            continue
         pool.labels[key] = value
         src.compared(path, f"labels.{key}", f"--node-labels {key}={value}")
-    # said, not dropped: a script may not hand a refused label to the kubelet at all
-    dropped = [f"--node-labels {', '.join(refused)}: {_REFUSED}"] if refused else []
-    if dropped or facts.ignored:
-        src.ignored(path, "; ".join([*dropped, *facts.ignored]))
+    if facts.ignored:
+        src.ignored(path, "; ".join(facts.ignored))
     for taint in facts.taints:
         _taint(src, taint, path)
     if facts.max_pods is not None and "pods" not in pool.allocatable:
         pool.allocatable["pods"] = str(facts.max_pods)
         src.compared(path, "allocatable.pods", f"--max-pods={facts.max_pods}")
     for expression in facts.unresolved:
-        src.unresolved(path, _fact_of_flag(expression), expression)
+        src.unresolved(path, bootstrap.unresolved_fact(expression), expression)
     said = facts.labels or facts.taints or facts.unresolved or facts.ignored
     if not said and facts.max_pods is None:
         src.ignored(path, nothing)
-
-
-def _fact_of_flag(expression: str) -> str:
-    """The fact an unresolved kubelet flag (``--register-with-taints=${T}``) leaves open."""
-    if expression.startswith(("--register-with-taints", "node-taints", "registerWithTaints")):
-        return "taints"
-    if expression.startswith(("--max-pods", "maxPods")):
-        return "allocatable.pods"
-    return "labels"
 
 
 def _gke_config(src: Source, _base_path: Path, ctx: Context) -> None:

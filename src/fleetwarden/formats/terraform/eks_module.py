@@ -73,7 +73,7 @@ from fleetwarden.formats.terraform.eks_module_outcomes import (
     _union,
     _written_empty,
 )
-from fleetwarden.formats.terraform.hcl import Expr, first_unknown, source_text
+from fleetwarden.formats.terraform.hcl import Expr, source_text
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import Aside, Context, Obj, Reader, module_enabled
 from fleetwarden.formats.terraform.sources import eks_module_kind
@@ -745,9 +745,7 @@ class _Group:
             elif fmt != "al2023":
                 out.drops.append((use, "no effect: only AL2023 user data has nodeadm parts"))
             else:
-                out.read(self.r, use, bootstrap.from_nodeadm, _content(parts))
-                if first_unknown(parts) is not None:  # a part not resolved: it may set any
-                    out.opaque.append((use, bootstrap.BootFacts(found=True)))
+                out.read_nodeadm_parts(self.r, use, parts)
         for key in _OPAQUE:
             obj, value = self.read(key, "raw", major)
             if value is not None:
@@ -781,7 +779,7 @@ class _Group:
             taints.extend(facts.taints)
             max_pods = facts.max_pods
             for expression in facts.unresolved:
-                r.note("labels", expression)
+                r.note(bootstrap.unresolved_fact(expression), expression)
             for obj, path in uses if facts.ignored else ():  # flags that take no effect
                 obj.view.ignored(path, "; ".join(facts.ignored))
         else:

@@ -12,7 +12,7 @@ from typing import Any
 from fleetwarden.core.integers import ascii_int
 from fleetwarden.formats import bootstrap
 from fleetwarden.formats.terraform import eks
-from fleetwarden.formats.terraform.hcl import Expr
+from fleetwarden.formats.terraform.hcl import Expr, first_unknown
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import Obj, Reader
 
@@ -81,6 +81,18 @@ class _Boot:
             raise r.error(use[0], use[1], str(exc)) from None
         self.uses.append(use)
 
+    def read_nodeadm_parts(self, r: Reader, use: Use, parts: Any) -> None:
+        """``cloudinit_pre_nodeadm``: each NodeConfig part read as nodeadm reads it; the other
+        parts (shell scripts) read as the module's other shell user data, never asserted."""
+        configs, scripts = _nodeadm_parts(parts)
+        for config in configs or [""]:  # read even if none: the attribute is accounted for
+            self.read(r, use, bootstrap.from_nodeadm, config)
+        opaque = bootstrap.read_opaque(bootstrap.from_user_data, scripts)
+        if first_unknown(parts) is not None:  # a part not resolved: it may set any
+            opaque.found = True
+        if opaque.found:
+            self.opaque.append((use, opaque))
+
 
 def _known(obj: Obj, attr: str, value: Any) -> tuple[Use, ...]:
     """The attribute as a use, when its value is known (an unresolved one is noted already)."""
@@ -94,6 +106,22 @@ def _content(value: Any) -> str:
     parts = value if isinstance(value, list) else [value]
     found = (p.get("content") for p in parts if isinstance(p, dict))
     return "\n".join(c for c in found if isinstance(c, str))
+
+
+def _nodeadm_parts(value: Any) -> tuple[list[str], str]:
+    """``cloudinit_pre_nodeadm`` parts as (the NodeConfig parts' text, the other parts' text):
+    nodeadm reads a part of type ``application/node.eks.aws`` (one without a type, holding a
+    NodeConfig, is taken for one); the others -- shell scripts -- are cloud-init's to run."""
+    parts = value if isinstance(value, list) else [value]
+    configs: list[str] = []
+    others: list[str] = []
+    for part in parts:
+        if not isinstance(part, dict) or not isinstance(part.get("content"), str):
+            continue
+        kind, content = part.get("content_type"), part["content"]
+        nodeadm = "node.eks.aws" in kind if isinstance(kind, str) else "NodeConfig" in content
+        (configs if nodeadm else others).append(content)
+    return configs, "\n".join(others)
 
 
 def _format_of_ami_type(ami_type: str) -> str | None:

@@ -414,11 +414,17 @@ def _worker(
         text = r.text(obj, attr, "labels", note=False)
         if text is None:
             continue
+        # the template passes kubelet_extra_args as bootstrap.sh's --kubelet-extra-args value
+        parse = (
+            bootstrap.from_kubelet_extra_args
+            if attr == "kubelet_extra_args"
+            else bootstrap.from_kubelet_flags
+        )
         if platform != "linux" or custom is not None:
-            _opaque_one(r, obj, attr, bootstrap.read_opaque(bootstrap.from_kubelet_flags, text))
+            _opaque_one(r, obj, attr, bootstrap.read_opaque(parse, text))
             continue
         try:
-            facts = bootstrap.from_kubelet_flags(text)
+            facts = parse(text)
         except bootstrap.KubeletFlagError as exc:
             raise r.error(obj, attr, str(exc)) from None
         for key, value in facts.labels.items():
@@ -431,7 +437,7 @@ def _worker(
             max_pods = facts.max_pods
             r.compared(obj, attr, "allocatable.pods", facts.max_pods)
         for expression in facts.unresolved:  # a shell variable: never guessed
-            r.unresolve(obj, attr, "labels", expression)
+            r.unresolve(obj, attr, bootstrap.unresolved_fact(expression), expression)
         if facts.ignored:
             r.ignore(obj, attr, "; ".join(facts.ignored))
         if not facts.found:
