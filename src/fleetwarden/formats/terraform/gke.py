@@ -260,23 +260,25 @@ def _pool(
             _MACHINE,
             f"{shape.origin}: machine_type e2-medium",
         )
-    disk = r.count(obj, (*cfg, "disk_size_gb"), "diskSizeGiB")
     local_ssds = [
         key
         for key in ("ephemeral_storage_local_ssd_config", "ephemeral_storage_config")
         if obj.has((*cfg, key))
     ]
-    if disk is None and not obj.has((*cfg, "disk_size_gb")):
-        if local_ssds:
-            why = "local SSDs for ephemeral storage: the disk size is not compared"
-            for key in local_ssds:
-                obj.view.ignored((*cfg, key), why)
-            r.unstated(
-                "diskSizeGiB",
-                "node_config.disk_size_gb",
-                "ephemeral storage on local SSDs: the boot disk is not compared",
-            )
-        else:
+    if local_ssds:  # the nodes' ephemeral storage is the local SSDs, not the boot disk
+        why = "local SSDs for ephemeral storage: the disk size is not compared"
+        for key in local_ssds:
+            obj.view.ignored((*cfg, key), why)
+        r.ignore(obj, (*cfg, "disk_size_gb"), "ephemeral storage is on local SSDs: not compared")
+        disk = None
+        r.unstated(
+            "diskSizeGiB",
+            "node_config.disk_size_gb",
+            "ephemeral storage on local SSDs: the boot disk is not compared",
+        )
+    else:
+        disk = r.count(obj, (*cfg, "disk_size_gb"), "diskSizeGiB")
+        if disk is None and not obj.has((*cfg, "disk_size_gb")):
             disk = _DISK_GB
             r.default(
                 "diskSizeGiB",
