@@ -234,6 +234,8 @@ class _Shape:
 
 
 _RESOURCE = _Shape()
+# the facts a pool's node_config states (or GKE's defaults fill)
+_CONFIG_FACTS = ("instanceTypes", "diskSizeGiB", "osImage", "labels", "taints")
 
 
 def _pool(
@@ -250,9 +252,14 @@ def _pool(
     gke-node-pool sub-module)."""
     cfg = shape.cfg
     name = "default-pool" if default_pool else r.name(obj, "name", stand_in, prefix="name_prefix")
+    whole = r.scope.resolved(obj.raw(cfg))
+    known = not isinstance(whole, Expr)  # a module's node_config input that is not known
+    if not known:
+        for fact in _CONFIG_FACTS:  # none of its facts, and no default in their place
+            r.unresolve(obj, cfg, fact, whole.text)
     r.dynamic(obj, "taint", "taints", at=cfg)
     machine = r.text(obj, (*cfg, "machine_type"), "instanceTypes")
-    if machine is None and not obj.has((*cfg, "machine_type")):
+    if machine is None and not obj.has((*cfg, "machine_type")) and known:
         machine = _MACHINE
         r.default(
             "instanceTypes",
@@ -265,18 +272,18 @@ def _pool(
         for key in ("ephemeral_storage_local_ssd_config", "ephemeral_storage_config")
         if obj.has((*cfg, key))
     ]
+    disk: int | None = None
     if local_ssds:  # the nodes' ephemeral storage is the local SSDs, not the boot disk
         why = "local SSDs for ephemeral storage: the disk size is not compared"
         for key in local_ssds:
             obj.view.ignored((*cfg, key), why)
         r.ignore(obj, (*cfg, "disk_size_gb"), "ephemeral storage is on local SSDs: not compared")
-        disk = None
         r.unstated(
             "diskSizeGiB",
             "node_config.disk_size_gb",
             "ephemeral storage on local SSDs: the boot disk is not compared",
         )
-    else:
+    elif known:
         disk = r.count(obj, (*cfg, "disk_size_gb"), "diskSizeGiB")
         if disk is None and not obj.has((*cfg, "disk_size_gb")):
             disk = _DISK_GB
@@ -288,7 +295,7 @@ def _pool(
             )
     image = r.text(obj, (*cfg, "image_type"), "osImage", note=False)
     family = r.os_family(obj, (*cfg, "image_type")) if image is not None else None
-    if not obj.has((*cfg, "image_type")):
+    if not obj.has((*cfg, "image_type")) and known:
         family = "cos"
         r.default(
             "osImage",

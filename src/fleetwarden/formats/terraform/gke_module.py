@@ -38,6 +38,7 @@ from fleetwarden.formats.terraform.gke_ignored import (
 from fleetwarden.formats.terraform.hcl import Expr, first_unknown, source_text
 from fleetwarden.formats.terraform.lines import Path
 from fleetwarden.formats.terraform.reading import Context, Obj, Reader, module_enabled
+from fleetwarden.formats.terraform.scope import Scope
 from fleetwarden.formats.terraform.sources import gke_module_kind, is_gke_update_variant
 
 __all__ = ["module_pools", "sub_module_pools"]
@@ -459,6 +460,7 @@ def sub_module_pools(ctx: Context, label: str, module: Mapping[Any, Any]) -> lis
     refused, as the Google provider refuses it."""
     where = f"module.{label}"
     r = Reader(ctx, where)
+    module = _objects_resolved(ctx.scope, module, ("node_config", "autoscaling", "management"))
     obj = r.obj(module, ("module", label), _SUB_MODULE_IGNORED, label=where)
     major = _module_major(obj)
     if major is not None and major < 38:
@@ -487,7 +489,12 @@ def _sub_module_counts(r: Reader, obj: Obj, per_zone: _PerZone, *, origin: str) 
     given; ``null`` turns it off) and the count (``node_count``, default 1, which the module
     passes even beside autoscaling)."""
     module = origin
-    if "autoscaling" not in obj.body:
+    scaling = obj.raw("autoscaling")
+    if isinstance(scaling, Expr):  # not known: nor whether the pool autoscales
+        lo = hi = None
+        for fact in ("minSize", "maxSize"):
+            r.unresolve(obj, "autoscaling", fact, scaling.text)
+    elif "autoscaling" not in obj.body:
         at, why = "autoscaling.", f"{module}: autoscaling"
         lo = per_zone.default("minSize", f"{at}min_node_count", 1, f"{why} min_node_count 1")
         hi = per_zone.default("maxSize", f"{at}max_node_count", 100, f"{why} max_node_count 100")
@@ -543,3 +550,17 @@ def _sub_module_version(r: Reader, obj: Obj) -> str | None:
     r.ignore(obj, "kubernetes_version", why)
     r.unstated("kubernetesVersion", "kubernetes_version", why)
     return None
+
+
+def _objects_resolved(
+    scope: Scope, module: Mapping[Any, Any], keys: tuple[str, ...]
+) -> Mapping[Any, Any]:
+    """The module block with its object inputs ``keys`` replaced by their values where a
+    reference names a known one (``node_config = local.node_config``), so that their attributes
+    are read as if written in place; what is not known stays the expression."""
+    out = dict(module)
+    for key in keys:
+        value = scope.resolved(module[key]) if key in module else None
+        if isinstance(value, dict | Expr):
+            out[key] = value
+    return out
