@@ -550,14 +550,6 @@ def test_aks_module_with_odd_values_raises_only_format_errors(key, value):
         assert "infra/main.tf" in str(exc)
 
 
-@pytest.mark.parametrize("sub", ["gke-standard-cluster"])
-def test_gke_sub_modules_whose_pools_are_not_read_say_so(sub):
-    text = GKE_MODULE_NO_POOLS % f"//modules/{sub}"
-    read = read_desired([SourceFile("infra/main.tf", text.encode())])
-    assert read.pools == []
-    assert f'modules/{sub}" sub-module is not read' in str(read.skipped)
-
-
 # -- GKE: the gke-node-pool sub-module (v38+) ------------------------------------------------------
 
 GKE_NODE_POOL = """\

@@ -1,8 +1,9 @@
 """Google GKE: ``google_container_node_pool``, the ``node_pool`` blocks (or else the implicit
 ``default-pool``) of ``google_container_cluster``, and the terraform-google-modules
 kubernetes-engine module's ``node_pools`` / ``windows_node_pools``, its cluster's
-``default-pool`` and its ``gke-node-pool`` sub-module (read in ``gke_module`` with the rules
-here: zones, per-zone counts, a pool's node facts).
+``default-pool``, its ``gke-node-pool`` sub-module and its ``gke-standard-cluster`` sub-module's
+``default-pool`` (read in ``gke_module`` with the rules here: zones, per-zone counts, a pool's
+node facts).
 
 Defaults, as desired values with their provenance:
 
@@ -18,8 +19,8 @@ Defaults, as desired values with their provenance:
   ``name``) and ``node_pool`` (the pool's), unless ``node_pools_labels.default_values`` turns them
   off; labels and taints of ``node_pools_labels`` /
   ``node_pools_taints`` for ``all`` and the pool;
-- the module's own ``default-pool`` (its cluster's ``node_pool`` block) and the
-  ``gke-node-pool`` sub-module (v38+): see ``gke_module``.
+- the module's own ``default-pool`` (its cluster's ``node_pool`` block), the ``gke-node-pool``
+  sub-module and the ``gke-standard-cluster`` sub-module (v38+): see ``gke_module``.
 
 Counts are per zone (``total_*`` are totals): they are multiplied by the number of zones when the
 files fix it — the pool's ``node_locations``; a zonal cluster's zone plus its ``node_locations``;
@@ -223,14 +224,15 @@ _Counts = tuple[int | None, int | None, int | None]  # min, max, desired
 class _Shape:
     """Where a pool's settings sit: a resource's blocks (``node_config[0]``), or a module's
     object inputs (``node_config``, ``autoscaling``); whose defaults fill an unset machine
-    type, disk size and image (``origin``); and, for a module, how it reads the counts and the
-    version (else the resource's rules)."""
+    type, disk size and image (``origin``); and, for a module, how it reads the counts, the
+    version and the pods per node (else the resource's rules)."""
 
     cfg: Path = ("node_config", 0)
     scaling: Path = ("autoscaling", 0)
     origin: str = _PROVIDER
     counts: Callable[[Reader, Obj, _PerZone], _Counts] | None = None
     version: Callable[[Reader, Obj], str | None] | None = None
+    pods: Callable[[Reader, Obj], int | None] | None = None
 
 
 _RESOURCE = _Shape()
@@ -248,8 +250,8 @@ def _pool(
     default_pool: bool = False,
     shape: _Shape = _RESOURCE,
 ) -> NodePoolSpec:
-    """A GKE pool (resource, ``node_pool`` block, a cluster's default-pool, or the
-    gke-node-pool sub-module)."""
+    """A GKE pool (resource, ``node_pool`` block, a cluster's default-pool, the gke-node-pool
+    sub-module, or the gke-standard-cluster sub-module's default-pool)."""
     cfg = shape.cfg
     name = "default-pool" if default_pool else r.name(obj, "name", stand_in, prefix="name_prefix")
     whole = r.scope.resolved(obj.raw(cfg))
@@ -309,7 +311,10 @@ def _pool(
     _auto_taints(
         r, family, machine, obj.has((*cfg, "guest_accelerator")), obj.has((*cfg, "sandbox_config"))
     )
-    pods = r.count(obj, "max_pods_per_node", "allocatable.pods")
+    if shape.pods is not None:
+        pods = shape.pods(r, obj)
+    else:
+        pods = r.count(obj, "max_pods_per_node", "allocatable.pods")
     per_zone = _PerZone(r, zones)
     if shape.counts is not None:
         lo, hi, desired = shape.counts(r, obj, per_zone)
