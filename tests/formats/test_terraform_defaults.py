@@ -1447,3 +1447,14 @@ def test_every_v17_worker_group_input_is_accounted_for():
     (spec,) = _specs(text.replace("name = var.x", 'name = "w"'))
     unknown = [a.path for a in spec.account if a.status is FieldStatus.UNACCOUNTED]
     assert unknown == []
+
+
+@pytest.mark.parametrize("locations", ["var.zones", '["europe-west1-c", var.zone]'])
+def test_gke_zonal_cluster_whose_node_locations_are_not_known_leaves_the_count_open(locations):
+    """A zonal cluster's pools span its zone plus its node_locations: with those unknown the
+    total is unknown (it was taken as the one zone: 1 node per zone read as 1 node)."""
+    text = GKE_RESOURCE.replace('["europe-west1-c"]', locations)
+    spec = _spec(text, "p")
+    assert spec.desired_size is None
+    (note,) = [u for u in spec.unresolved if u.field == "desiredSize"]
+    assert "number of zones is not stated" in note.expression

@@ -304,6 +304,13 @@ def test_a_regional_cluster_without_node_locations_leaves_the_count_unresolved()
     assert spec.desired_size == 4
 
 
+def test_node_locations_that_are_not_known_leave_the_count_open():
+    spec = _default_pool(KEPT + "  node_locations = var.zones\n")
+    assert spec.desired_size is None
+    assert "desiredSize" in spec.unresolved_fields
+    assert _unaccounted(spec) == []
+
+
 def test_the_node_version_is_not_compared_the_pool_auto_upgrades():
     spec = _default_pool(KEPT + '  node_version = "1.30.5-gke.1014001"\n')
     assert spec.kubernetes_version is None

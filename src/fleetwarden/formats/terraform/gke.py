@@ -157,7 +157,11 @@ def _resource_zones(
         return _Zones(None, "the cluster is not in these files: its zones are not known")
     location = r.scope.resolved(cluster.get("location"))
     extra = r.scope.resolved(cluster.get("node_locations"))
-    listed = isinstance(extra, list) and bool(extra) and first_unknown(extra) is None
+    for key, value in (("location", location), ("node_locations", extra)):
+        unknown = first_unknown(value)
+        if unknown is not None:  # any zone may be in it: no count of zones
+            return _Zones(None, f"the cluster's {key} is not resolved ({unknown.text})")
+    listed = isinstance(extra, list) and bool(extra)
     uses = [(root, (key,)) for key in ("location", "node_locations") if root and root.has(key)]
     if isinstance(location, str) and _ZONE.fullmatch(location):
         count = len({location, *map(str, extra)}) if listed else 1
