@@ -386,6 +386,61 @@ def test_every_input_of_the_module_is_compared_unresolved_or_ignored(variable):
     assert any(a.path.startswith(f"module.gke: {variable}") for a in spec.account), variable
 
 
+# the attributes of variables.tf's node_config object (v38-v44)
+NODE_CONFIG_KEYS = [
+    "boot_disk_kms_key",
+    "confidential_nodes",
+    "containerd_config",
+    "disk_size_gb",
+    "disk_type",
+    "enable_confidential_storage",
+    "ephemeral_storage_config",
+    "ephemeral_storage_local_ssd_config",
+    "fast_socket",
+    "flex_start",
+    "gcfs_config",
+    "guest_accelerator",
+    "gvnic",
+    "image_type",
+    "kubelet_config",
+    "labels",
+    "linux_node_config",
+    "local_nvme_ssd_block_config",
+    "local_ssd_count",
+    "local_ssd_encryption_mode",
+    "logging_variant",
+    "machine_type",
+    "max_run_duration",
+    "metadata",
+    "min_cpu_platform",
+    "node_group",
+    "oauth_scopes",
+    "preemptible",
+    "reservation_affinity",
+    "resource_labels",
+    "resource_manager_tags",
+    "sandbox_config",
+    "secondary_boot_disks",
+    "service_account",
+    "shielded_instance_config",
+    "sole_tenant_config",
+    "spot",
+    "storage_pools",
+    "tags",
+    "taint",
+    "windows_node_config",
+    "workload_metadata_config",
+]
+
+
+def test_every_attribute_of_node_config_is_compared_unresolved_or_ignored():
+    given = "".join(f"    {k} = var.x\n" for k in NODE_CONFIG_KEYS)
+    spec = _default_pool(KEPT + "  node_config = {\n" + given + "  }\n")
+    assert _unaccounted(spec) == []
+    paths = {a.path for a in spec.account}
+    assert all(f"module.gke: node_config.{k}" in paths for k in NODE_CONFIG_KEYS), paths
+
+
 # -- explain --------------------------------------------------------------------------------------
 
 
