@@ -550,14 +550,6 @@ def test_aks_module_with_odd_values_raises_only_format_errors(key, value):
         assert "infra/main.tf" in str(exc)
 
 
-@pytest.mark.parametrize("sub", ["gke-standard-cluster"])
-def test_gke_sub_modules_whose_pools_are_not_read_say_so(sub):
-    text = GKE_MODULE_NO_POOLS % f"//modules/{sub}"
-    read = read_desired([SourceFile("infra/main.tf", text.encode())])
-    assert read.pools == []
-    assert f'modules/{sub}" sub-module is not read' in str(read.skipped)
-
-
 # -- GKE: the gke-node-pool sub-module (v38+) ------------------------------------------------------
 
 GKE_NODE_POOL = """\
@@ -650,6 +642,35 @@ def test_gke_node_pool_sub_module_nodes_match_and_drift_is_found():
     assert _findings(text, "prod", drifted) == [
         ("pool-a", "instanceType", "e2-medium", "n2-standard-4")
     ]
+
+
+def test_gke_node_pool_sub_module_node_config_that_is_not_known_is_not_defaulted():
+    """``node_config = var.nodes`` may set any machine, disk or image: e2-medium, 100 GB and
+    COS would be guesses (they were asserted, and the input was left unaccounted)."""
+    spec = _node_pool_module("  node_config = var.nodes\n")
+    assert (spec.instance_types, spec.disk_size_gib, spec.os_family) == ((), None, None)
+    unresolved = {u.field for u in spec.unresolved if u.expression == "var.nodes"}
+    assert {"instanceTypes", "diskSizeGiB", "osImage", "labels", "taints"} <= unresolved
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
+def test_gke_node_pool_sub_module_object_inputs_from_known_locals_are_read_in_place():
+    text = (GKE_NODE_POOL % "  node_config = local.nodes\n  autoscaling = local.scaling\n") + (
+        'locals {\n  nodes   = { machine_type = "c3-standard-4" }\n'
+        "  scaling = { total_min_node_count = 2, total_max_node_count = 6 }\n}\n"
+    )
+    (spec,) = _specs(text)
+    assert spec.instance_types == ("c3-standard-4",)
+    assert (spec.min_size, spec.max_size) == (2, 6)
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
+def test_gke_node_pool_sub_module_autoscaling_that_is_not_known_leaves_limits_unresolved():
+    spec = _node_pool_module("  autoscaling = var.scaling\n")
+    assert (spec.min_size, spec.max_size, spec.desired_size) == (None, None, 1)
+    unresolved = {(u.field, u.expression) for u in spec.unresolved}
+    assert {("minSize", "var.scaling"), ("maxSize", "var.scaling")} <= unresolved
+    assert all(a.status.value != "unaccounted" for a in spec.account)
 
 
 def _refusal(text: str) -> str:

@@ -554,6 +554,28 @@ def test_gke_taints_gke_adds_itself_are_tolerated():
     assert [f.pool for f in found] == []
 
 
+@pytest.mark.parametrize(
+    "block", ["ephemeral_storage_local_ssd_config", "ephemeral_storage_config"]
+)
+def test_gke_ephemeral_storage_on_local_ssds_leaves_a_stated_disk_size_uncompared(block):
+    """The nodes' ephemeral storage is then the local SSDs: a stated boot disk size (once
+    compared, reporting the SSDs' size as drift) is ignored with the reason, so is the block."""
+    text = GKE_RESOURCE.replace(
+        "  node_count = 1\n",
+        f"  node_count = 1\n  node_config {{\n    disk_size_gb = 50\n"
+        f"    {block} {{\n      local_ssd_count = 1\n    }}\n  }}\n",
+    )
+    spec = _spec(text, "p")
+    assert spec.disk_size_gib is None
+    reasons = {a.path: (a.status.value, a.detail) for a in spec.account}
+    assert reasons["node_config[0].disk_size_gb"] == (
+        "ignored",
+        "ephemeral storage is on local SSDs: not compared",
+    )
+    assert reasons[f"node_config[0].{block}"][0] == "ignored"
+    assert all(a.status.value != "unaccounted" for a in spec.account)
+
+
 # -- GKE: the kubernetes-engine module ------------------------------------------------------------
 
 GKE_MODULE = """\
@@ -1425,3 +1447,14 @@ def test_every_v17_worker_group_input_is_accounted_for():
     (spec,) = _specs(text.replace("name = var.x", 'name = "w"'))
     unknown = [a.path for a in spec.account if a.status is FieldStatus.UNACCOUNTED]
     assert unknown == []
+
+
+@pytest.mark.parametrize("locations", ["var.zones", '["europe-west1-c", var.zone]'])
+def test_gke_zonal_cluster_whose_node_locations_are_not_known_leaves_the_count_open(locations):
+    """A zonal cluster's pools span its zone plus its node_locations: with those unknown the
+    total is unknown (it was taken as the one zone: 1 node per zone read as 1 node)."""
+    text = GKE_RESOURCE.replace('["europe-west1-c"]', locations)
+    spec = _spec(text, "p")
+    assert spec.desired_size is None
+    (note,) = [u for u in spec.unresolved if u.field == "desiredSize"]
+    assert "number of zones is not stated" in note.expression

@@ -1,8 +1,9 @@
 """Google GKE: ``google_container_node_pool``, the ``node_pool`` blocks (or else the implicit
 ``default-pool``) of ``google_container_cluster``, and the terraform-google-modules
 kubernetes-engine module's ``node_pools`` / ``windows_node_pools``, its cluster's
-``default-pool`` and its ``gke-node-pool`` sub-module (read in ``gke_module`` with the rules
-here: zones, per-zone counts, a pool's node facts).
+``default-pool``, its ``gke-node-pool`` sub-module and its ``gke-standard-cluster`` sub-module's
+``default-pool`` (read in ``gke_module`` with the rules here: zones, per-zone counts, a pool's
+node facts).
 
 Defaults, as desired values with their provenance:
 
@@ -18,8 +19,8 @@ Defaults, as desired values with their provenance:
   ``name``) and ``node_pool`` (the pool's), unless ``node_pools_labels.default_values`` turns them
   off; labels and taints of ``node_pools_labels`` /
   ``node_pools_taints`` for ``all`` and the pool;
-- the module's own ``default-pool`` (its cluster's ``node_pool`` block) and the
-  ``gke-node-pool`` sub-module (v38+): see ``gke_module``.
+- the module's own ``default-pool`` (its cluster's ``node_pool`` block), the ``gke-node-pool``
+  sub-module and the ``gke-standard-cluster`` sub-module (v38+): see ``gke_module``.
 
 Counts are per zone (``total_*`` are totals): they are multiplied by the number of zones when the
 files fix it — the pool's ``node_locations``; a zonal cluster's zone plus its ``node_locations``;
@@ -156,7 +157,11 @@ def _resource_zones(
         return _Zones(None, "the cluster is not in these files: its zones are not known")
     location = r.scope.resolved(cluster.get("location"))
     extra = r.scope.resolved(cluster.get("node_locations"))
-    listed = isinstance(extra, list) and bool(extra) and first_unknown(extra) is None
+    for key, value in (("location", location), ("node_locations", extra)):
+        unknown = first_unknown(value)
+        if unknown is not None:  # any zone may be in it: no count of zones
+            return _Zones(None, f"the cluster's {key} is not resolved ({unknown.text})")
+    listed = isinstance(extra, list) and bool(extra)
     uses = [(root, (key,)) for key in ("location", "node_locations") if root and root.has(key)]
     if isinstance(location, str) and _ZONE.fullmatch(location):
         count = len({location, *map(str, extra)}) if listed else 1
@@ -223,17 +228,20 @@ _Counts = tuple[int | None, int | None, int | None]  # min, max, desired
 class _Shape:
     """Where a pool's settings sit: a resource's blocks (``node_config[0]``), or a module's
     object inputs (``node_config``, ``autoscaling``); whose defaults fill an unset machine
-    type, disk size and image (``origin``); and, for a module, how it reads the counts and the
-    version (else the resource's rules)."""
+    type, disk size and image (``origin``); and, for a module, how it reads the counts, the
+    version and the pods per node (else the resource's rules)."""
 
     cfg: Path = ("node_config", 0)
     scaling: Path = ("autoscaling", 0)
     origin: str = _PROVIDER
     counts: Callable[[Reader, Obj, _PerZone], _Counts] | None = None
     version: Callable[[Reader, Obj], str | None] | None = None
+    pods: Callable[[Reader, Obj], int | None] | None = None
 
 
 _RESOURCE = _Shape()
+# the facts a pool's node_config states (or GKE's defaults fill)
+_CONFIG_FACTS = ("instanceTypes", "diskSizeGiB", "osImage", "labels", "taints")
 
 
 def _pool(
@@ -246,13 +254,18 @@ def _pool(
     default_pool: bool = False,
     shape: _Shape = _RESOURCE,
 ) -> NodePoolSpec:
-    """A GKE pool (resource, ``node_pool`` block, a cluster's default-pool, or the
-    gke-node-pool sub-module)."""
+    """A GKE pool (resource, ``node_pool`` block, a cluster's default-pool, the gke-node-pool
+    sub-module, or the gke-standard-cluster sub-module's default-pool)."""
     cfg = shape.cfg
     name = "default-pool" if default_pool else r.name(obj, "name", stand_in, prefix="name_prefix")
+    whole = r.scope.resolved(obj.raw(cfg))
+    known = not isinstance(whole, Expr)  # a module's node_config input that is not known
+    if not known:
+        for fact in _CONFIG_FACTS:  # none of its facts, and no default in their place
+            r.unresolve(obj, cfg, fact, whole.text)
     r.dynamic(obj, "taint", "taints", at=cfg)
     machine = r.text(obj, (*cfg, "machine_type"), "instanceTypes")
-    if machine is None and not obj.has((*cfg, "machine_type")):
+    if machine is None and not obj.has((*cfg, "machine_type")) and known:
         machine = _MACHINE
         r.default(
             "instanceTypes",
@@ -260,23 +273,25 @@ def _pool(
             _MACHINE,
             f"{shape.origin}: machine_type e2-medium",
         )
-    disk = r.count(obj, (*cfg, "disk_size_gb"), "diskSizeGiB")
     local_ssds = [
         key
         for key in ("ephemeral_storage_local_ssd_config", "ephemeral_storage_config")
         if obj.has((*cfg, key))
     ]
-    if disk is None and not obj.has((*cfg, "disk_size_gb")):
-        if local_ssds:
-            why = "local SSDs for ephemeral storage: the disk size is not compared"
-            for key in local_ssds:
-                obj.view.ignored((*cfg, key), why)
-            r.unstated(
-                "diskSizeGiB",
-                "node_config.disk_size_gb",
-                "ephemeral storage on local SSDs: the boot disk is not compared",
-            )
-        else:
+    disk: int | None = None
+    if local_ssds:  # the nodes' ephemeral storage is the local SSDs, not the boot disk
+        why = "local SSDs for ephemeral storage: the disk size is not compared"
+        for key in local_ssds:
+            obj.view.ignored((*cfg, key), why)
+        r.ignore(obj, (*cfg, "disk_size_gb"), "ephemeral storage is on local SSDs: not compared")
+        r.unstated(
+            "diskSizeGiB",
+            "node_config.disk_size_gb",
+            "ephemeral storage on local SSDs: the boot disk is not compared",
+        )
+    elif known:
+        disk = r.count(obj, (*cfg, "disk_size_gb"), "diskSizeGiB")
+        if disk is None and not obj.has((*cfg, "disk_size_gb")):
             disk = _DISK_GB
             r.default(
                 "diskSizeGiB",
@@ -286,7 +301,7 @@ def _pool(
             )
     image = r.text(obj, (*cfg, "image_type"), "osImage", note=False)
     family = r.os_family(obj, (*cfg, "image_type")) if image is not None else None
-    if not obj.has((*cfg, "image_type")):
+    if not obj.has((*cfg, "image_type")) and known:
         family = "cos"
         r.default(
             "osImage",
@@ -300,7 +315,10 @@ def _pool(
     _auto_taints(
         r, family, machine, obj.has((*cfg, "guest_accelerator")), obj.has((*cfg, "sandbox_config"))
     )
-    pods = r.count(obj, "max_pods_per_node", "allocatable.pods")
+    if shape.pods is not None:
+        pods = shape.pods(r, obj)
+    else:
+        pods = r.count(obj, "max_pods_per_node", "allocatable.pods")
     per_zone = _PerZone(r, zones)
     if shape.counts is not None:
         lo, hi, desired = shape.counts(r, obj, per_zone)

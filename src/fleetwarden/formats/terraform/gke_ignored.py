@@ -268,3 +268,45 @@ _SUB_MODULE_IGNORED: dict[str, str] = {
     "autoscaling.location_policy": f"how the autoscaler spreads nodes: {_NOT_ON_NODE}",
     **{f"node_config.{k}": v for k, v in _CONFIG_IGNORED.items()},
 }
+
+# the gke-standard-cluster sub-module's inputs (v38-v44 variables.tf): the cluster resource's
+# attributes of the same names (node_config an object), and the settings it adds since
+_STANDARD_CLUSTER_IGNORED: dict[str, str] = {
+    **{
+        k: v
+        for k, v in _CLUSTER_IGNORED.items()
+        # the module sets these itself (VPC_NATIVE, never Autopilot): not its inputs
+        if k not in _POOL_IGNORED and k not in ("networking_mode", "enable_autopilot")
+    },
+    **META_IGNORED,
+    "count": "read: whether the module makes the cluster",
+    "for_each": "read: how many clusters the module makes",
+    "project_id": f"GCP project: {_NOT_ON_NODE}",
+    "project": f"GCP project: {_NOT_ON_NODE} (v38's name of project_id)",
+    "location": "the cluster's region or zone: read for the number of zones",
+    "node_locations": "zones: read for the number of zones",
+    "confidential_nodes": f"node security: {_NOT_ON_NODE}",
+    **{
+        key: _CLUSTER_SETTING
+        for key in (
+            "cluster_telemetry",
+            "disable_l4_lb_firewall_reconciliation",
+            "enable_cilium_clusterwide_network_policy",
+            "enable_fqdn_network_policy",
+            "enable_k8s_beta_apis",
+            "enterprise_config",
+            "identity_service_config",
+            "in_transit_encryption_config",
+            "network_policy",
+            "pod_autoscaling",
+            "pod_security_policy_config",
+            "private_ipv6_google_access",
+            "protect_config",
+            "resource_usage_export_config",
+            "secret_manager_config",
+            "secret_sync_config",
+            "workload_alts_config",
+        )
+    },
+    **{f"node_config.{k}": v for k, v in _CONFIG_IGNORED.items()},
+}

@@ -1,7 +1,8 @@
 """The terraform-google-modules kubernetes-engine module: its ``node_pools`` /
-``windows_node_pools`` lists, its cluster's own ``default-pool``, and the ``gke-node-pool``
-sub-module (v38+). Each pool is read with ``gke``'s GKE rules (zones, per-zone counts, GKE's own
-taints); the defaults are the module's, per major, each with its provenance.
+``windows_node_pools`` lists, its cluster's own ``default-pool``, and the ``gke-node-pool`` and
+``gke-standard-cluster`` sub-modules (v38+). Each pool is read with ``gke``'s GKE rules (zones,
+per-zone counts, GKE's own taints); the defaults are the module's, per major, each with its
+provenance.
 """
 
 from __future__ import annotations
@@ -33,17 +34,18 @@ from fleetwarden.formats.terraform.gke_ignored import (
     _MAP_REASONS,
     _MODULE_POOL_IGNORED,
     _PROVIDER,
+    _STANDARD_CLUSTER_IGNORED,
     _SUB_MODULE_IGNORED,
 )
 from fleetwarden.formats.terraform.hcl import Expr, first_unknown, source_text
 from fleetwarden.formats.terraform.lines import Path
-from fleetwarden.formats.terraform.reading import Context, Obj, Reader, module_enabled
+from fleetwarden.formats.terraform.reading import Aside, Context, Obj, Reader, module_enabled
+from fleetwarden.formats.terraform.scope import Scope
 from fleetwarden.formats.terraform.sources import gke_module_kind, is_gke_update_variant
 
-__all__ = ["module_pools", "sub_module_pools"]
+__all__ = ["module_pools", "standard_cluster_pools", "sub_module_pools"]
 
-# sub-modules (v38+) that make node pools this reader does not read: said, not silent
-_NOT_READ = re.compile(r"//modules/gke-standard-cluster/?(\?|$)")
+_STANDARD_CLUSTER_SUB = re.compile(r"//modules/gke-standard-cluster/?(\?|$)")
 _NODE_POOL_SUB = re.compile(r"//modules/gke-node-pool/?(\?|$)")
 _DEFAULT_MODULE_POOL = "default-node-pool"  # kubernetes-engine variables.tf, node_pools (v5-v44)
 # the sub-modules whose cluster has no default-pool (modules/safer-cluster/main.tf, v10-v44:
@@ -64,9 +66,10 @@ def module_pools(
         return []
     if gke_module_kind(module) == "other" and _NODE_POOL_SUB.search(str(module.get("source"))):
         return sub_module_pools(ctx, label, module)
-    if gke_module_kind(module) == "other" and _NOT_READ.search(str(module.get("source"))):
-        remarks.append(f"{where}: the {source_text(module.get('source'))} sub-module is not read")
-        return []
+    if gke_module_kind(module) == "other" and _STANDARD_CLUSTER_SUB.search(
+        str(module.get("source"))
+    ):
+        return standard_cluster_pools(ctx, label, module, remarks)
     pools: list[NodePoolSpec] = []
     suffixed = is_gke_update_variant(module)
     for section in ("node_pools", "windows_node_pools"):
@@ -132,8 +135,8 @@ def _module_default_pool(ctx: Context, label: str, module: Mapping[Any, Any]) ->
         )
     head = _head_pool(r, root, label)
     machine = _default_pool_setting(r, head, "machine_type", "instanceTypes", _MACHINE, major)
-    image = "COS" if major is not None and major <= 18 else "COS_CONTAINERD"
-    image = _default_pool_setting(r, head, "image_type", "osImage", image, major)
+    fallback = "COS" if major is not None and major <= 18 else "COS_CONTAINERD"
+    image = _default_pool_setting(r, head, "image_type", "osImage", fallback, major)
     family = osfamilies.family_of_setting(image) if image is not None else None
     r.default(
         "diskSizeGiB",
@@ -459,6 +462,7 @@ def sub_module_pools(ctx: Context, label: str, module: Mapping[Any, Any]) -> lis
     refused, as the Google provider refuses it."""
     where = f"module.{label}"
     r = Reader(ctx, where)
+    module = _objects_resolved(ctx.scope, module, ("node_config", "autoscaling", "management"))
     obj = r.obj(module, ("module", label), _SUB_MODULE_IGNORED, label=where)
     major = _module_major(obj)
     if major is not None and major < 38:
@@ -487,7 +491,12 @@ def _sub_module_counts(r: Reader, obj: Obj, per_zone: _PerZone, *, origin: str) 
     given; ``null`` turns it off) and the count (``node_count``, default 1, which the module
     passes even beside autoscaling)."""
     module = origin
-    if "autoscaling" not in obj.body:
+    scaling = obj.raw("autoscaling")
+    if isinstance(scaling, Expr):  # not known: nor whether the pool autoscales
+        lo = hi = None
+        for fact in ("minSize", "maxSize"):
+            r.unresolve(obj, "autoscaling", fact, scaling.text)
+    elif "autoscaling" not in obj.body:
         at, why = "autoscaling.", f"{module}: autoscaling"
         lo = per_zone.default("minSize", f"{at}min_node_count", 1, f"{why} min_node_count 1")
         hi = per_zone.default("maxSize", f"{at}max_node_count", 100, f"{why} max_node_count 100")
@@ -543,3 +552,161 @@ def _sub_module_version(r: Reader, obj: Obj) -> str | None:
     r.ignore(obj, "kubernetes_version", why)
     r.unstated("kubernetesVersion", "kubernetes_version", why)
     return None
+
+
+def _objects_resolved(
+    scope: Scope, module: Mapping[Any, Any], keys: tuple[str, ...]
+) -> Mapping[Any, Any]:
+    """The module block with its object inputs ``keys`` replaced by their values where a
+    reference names a known one (``node_config = local.node_config``), so that their attributes
+    are read as if written in place; what is not known stays the expression."""
+    out = dict(module)
+    for key in keys:
+        value = scope.resolved(module[key]) if key in module else None
+        if isinstance(value, dict | Expr):
+            out[key] = value
+    return out
+
+
+# -- the gke-standard-cluster sub-module (v38+) ---------------------------------------------------
+
+_STANDARD_MODULE = "terraform-google-modules/kubernetes-engine gke-standard-cluster"
+_MAX_PODS = 110  # variables.tf default_max_pods_per_node (v38-v44), and GKE's own default
+# GKE's answer to a cluster created with no node pool and no initial nodes
+_NO_NODES = "GKE refuses it (Cluster.initial_node_count must be greater than zero)"
+
+
+def standard_cluster_pools(
+    ctx: Context, label: str, module: Mapping[Any, Any], remarks: list[str]
+) -> list[NodePoolSpec]:
+    """``modules/gke-standard-cluster`` (v38+): one ``google_container_cluster`` whose inputs
+    are the resource's attributes, ``node_config`` an object and ``node_pool`` a list of
+    objects. Its pool is GKE's ``default-pool``, which exists unless
+    ``remove_default_node_pool`` (the module's default: true), read as the resource's:
+    ``initial_node_count`` nodes per zone (default 0, with which GKE refuses to create the
+    cluster: the count is then not known), ``node_config`` (default null: GKE's e2-medium,
+    100 GB, COS_CONTAINERD fill what it leaves unset), ``default_max_pods_per_node`` (default
+    110) as the nodes' allocatable pods; the module sets no management for it, so it
+    auto-upgrades (GKE's default) and ``node_version`` is not compared. The module ignores
+    later changes of ``initial_node_count`` and ``node_pool`` (``lifecycle``): what the files
+    say is what the cluster was created with.
+
+    ``node_pool``: every release so far (v38.0.0-v44.2.0) sets each block's ``version`` from
+    ``node_pool.value.version``, an attribute the variable's object type does not have (it
+    declares ``kubernetes_version``), so Terraform refuses any pool in the list ("Unsupported
+    attribute"): an error here as well, naming the way that works (the gke-node-pool
+    sub-module)."""
+    where = f"module.{label}"
+    r = Reader(ctx, where)
+    module = _objects_resolved(ctx.scope, module, ("node_config",))
+    obj = r.obj(module, ("module", label), _STANDARD_CLUSTER_IGNORED, label=where)
+    major = _module_major(obj)
+    if major is not None and major < 38:
+        raise r.error(
+            obj, "version", f"the gke-standard-cluster sub-module exists from v38, not v{major}"
+        )
+    _standard_node_pools(r, obj, remarks)
+    if "remove_default_node_pool" in module:
+        removed = r.flag(obj, "remove_default_node_pool", "count", note=False)
+        if removed is False:
+            r.compared(obj, "remove_default_node_pool", "count", False)
+    else:
+        removed = True  # variables.tf (v38-v44): default true
+    if removed is True:
+        why = "remove_default_node_pool" + (
+            "" if obj.has("remove_default_node_pool") else ", default true"
+        )
+        remarks.append(
+            Aside(
+                f"{where}: the gke-standard-cluster sub-module removes GKE's default-pool ({why})"
+            )
+        )
+        return []
+    if not r.exists(obj):
+        return []
+    version = f"v{major}" if major is not None else "(version not pinned: the newest)"
+    origin = f"{_STANDARD_MODULE} {version}"
+    shape = _Shape(
+        cfg=("node_config",),
+        origin=_PROVIDER,  # the module passes node_config as given (default null)
+        counts=functools.partial(_standard_counts, origin=origin),
+        version=_standard_version,
+        pods=functools.partial(_standard_pods, origin=origin),
+    )
+    cluster = r.cluster(obj, "name")
+    zones = _resource_zones(r, None, module, root=obj)
+    return [_pool(r, obj, "default-pool", cluster, zones, default_pool=True, shape=shape)]
+
+
+def _standard_node_pools(r: Reader, obj: Obj, remarks: list[str]) -> None:
+    """``node_pool``: a list with any pool in it is refused (see ``standard_cluster_pools``);
+    one that is not known is said (its pools, if any, are not read)."""
+    if not obj.has("node_pool"):
+        return
+    listed = r.scope.resolved(obj.raw("node_pool"))
+    if isinstance(listed, list) and listed:
+        raise r.error(
+            obj,
+            "node_pool",
+            "Terraform refuses node pools in this module (v38-v44): its main.tf reads "
+            "node_pool.value.version, which the node_pool variable's type does not declare "
+            "(Unsupported attribute); make each pool a gke-node-pool sub-module call instead",
+        )
+    if isinstance(listed, list):
+        return  # empty: no pool (and no note needed: an empty value states nothing)
+    if not isinstance(listed, Expr):
+        raise r.error(
+            obj, "node_pool", f"expected a list of node pools, got {source_text(listed):.40}"
+        )
+    text = f"{r.where}.node_pool: {listed.text} cannot be read"
+    remarks.append(text)
+    obj.view.ignored(("node_pool",), f"{listed.text}: not known; its pools are not read (said)")
+
+
+def _standard_counts(r: Reader, obj: Obj, per_zone: _PerZone, *, origin: str) -> _Counts:
+    """No autoscaling (the module has none for default-pool); ``initial_node_count`` per zone
+    (default 0; null is the provider's 0): with 0, GKE refuses to create the cluster, so the
+    pool that exists was created with another count, which the files do not say."""
+    if obj.has("initial_node_count"):
+        count = r.count(obj, "initial_node_count", "desiredSize", note=False)
+        stated = True
+    else:
+        count, stated = 0, False
+    if count != 0:
+        return None, None, per_zone.total(obj, ("initial_node_count",), "desiredSize", count)
+    why = (
+        f"{_NO_NODES} and the module ignores later changes: the count the pool was "
+        "created with is not in the files (not compared)"
+    )
+    if stated:
+        obj.view.ignored(("initial_node_count",), f"0: {why}")
+    elif "initial_node_count" in obj.body:
+        obj.view.ignored(("initial_node_count",), f"null (the provider's 0): {why}")
+    r.unstated("desiredSize", "initial_node_count", f"{origin}: initial_node_count 0: {why}")
+    return None, None, None
+
+
+def _standard_version(r: Reader, obj: Obj) -> str | None:
+    """The module gives default-pool no ``management``: GKE's default auto-upgrade, so the
+    nodes follow the cluster's version whatever ``node_version`` says at creation."""
+    why = (
+        "auto-upgraded with the cluster (GKE's default: the module sets no management for "
+        "default-pool): not compared"
+    )
+    r.ignore(obj, "node_version", why)
+    r.unstated("kubernetesVersion", "node_version", why)
+    return None
+
+
+def _standard_pods(r: Reader, obj: Obj, *, origin: str) -> int | None:
+    """``default_max_pods_per_node`` (default 110; null: GKE's 110) is default-pool's
+    maximum pods per node: its nodes' allocatable pods."""
+    if obj.has("default_max_pods_per_node"):
+        return r.count(obj, "default_max_pods_per_node", "allocatable.pods")
+    if "default_max_pods_per_node" in obj.body:
+        why = f"{_PROVIDER}: null: GKE's {_MAX_PODS} pods per node"
+        obj.view.ignored(("default_max_pods_per_node",), f"null: GKE's default {_MAX_PODS}")
+    else:
+        why = f"{origin}: default_max_pods_per_node {_MAX_PODS}"
+    r.default("allocatable.pods", "default_max_pods_per_node", _MAX_PODS, why)
+    return _MAX_PODS
