@@ -468,10 +468,11 @@ class Serving:
 
     def initial_scan(self) -> None:
         """Findings of the latest known state (node dumps) before any event arrives."""
-        by_cluster = assign_pools(self.specs, self.snapshot.keys()).pools
+        assigned = assign_pools(self.specs, self.snapshot.keys())
         now, options = self.clock.now(), self.settings.options
         for cluster, nodes in self.snapshot.items():
-            groups = cluster_groups(by_cluster.get(cluster, []), nodes, options=options)
+            mine, held = assigned.pools.get(cluster, []), assigned.held.get(cluster, ())
+            groups = cluster_groups(mine, nodes, options=options, held=held)
             for ev in diff_and_track(self.tracker, cluster, groups, options=options, now=now):
                 self.emit(ev)
 
