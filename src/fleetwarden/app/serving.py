@@ -81,6 +81,7 @@ from fleetwarden.core.ownership import OwnershipMap, parse_rules
 from fleetwarden.core.policy import Guards, Mode, Policy, WarnRule, fingerprint
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
 from fleetwarden.ports.audit_logs import AuditLogSource
 from fleetwarden.ports.kube import ClientFactory, KubeApi
@@ -321,6 +322,15 @@ class Serving:
         if endpoint is None:
             raise KeyError(f"no live connection to cluster {cluster!r}, and no endpoint for it")
         return one_call(lambda: self.fleet.client_factory(endpoint), make)
+
+    def pools_not_compared(self) -> dict[str, list[Skip]]:
+        """Per desired cluster, its pools compared by no pass (defined twice there, a name not
+        known) and why: scan's ``skipped[]`` entries, as the watchers' ``pool.not_compared``."""
+        return {
+            cluster: skips
+            for cluster, mine in self.fleet.specs_by_cluster.items()
+            if (skips := assign_pools(mine, [cluster]).skips)
+        }
 
     def known_pools(self) -> dict[str, set[str]]:
         """Desired pool names by cluster."""
