@@ -88,3 +88,61 @@ async def test_the_dashboard_shows_the_pool_as_not_compared(tmp_path):
             assert errors == []
         finally:
             await browser.close()
+
+
+async def test_serve_watching_a_live_cluster_compares_neither_definition(k8s, tmp_path):
+    """The live side of serve, on a real kube-apiserver: its first pass compared neither
+    definition, but then the watcher took over and compared the last one read (``team:
+    payments``: node g-1 was a labels.team finding against it). Now a label changed on g-1
+    is no finding either; ``web`` (defined once, its node w-1 added after that change) is
+    compared, and the service's events say ``pool.not_compared`` for both files."""
+    import asyncio
+    import contextlib
+
+    from fleetwarden.adapters.kube.client import KubeClient
+    from fleetwarden.adapters.kube.config import load_kubeconfig
+    from fleetwarden.entrypoints.serve_cmd import build_service
+    from fleetwarden.wiring.running import serve
+    from fleetwarden.wiring.service_config import load_service_config
+    from tests.e2e.test_heal_live import _config, _node, _until
+    from tests.e2e.test_watch_live import _clean
+
+    ep = load_kubeconfig(Path(k8s["kubeconfig"]))[0]
+    cfg = _config(tmp_path, k8s["kubeconfig"], ep.name, "dry-run")
+    second = tmp_path / "general.yaml"
+    second.write_text(
+        "apiVersion: fleetwarden.io/v1alpha1\nkind: NodePools\n"
+        f"cluster: {ep.name}\npools:\n  general:\n    minSize: 1\n"
+        "    labels: {team: payments}\n  web:\n    minSize: 1\n    labels: {team: web}\n"
+    )
+    raw = json.loads(cfg.read_text())
+    raw["desired"].append(str(second))
+    cfg.write_text(json.dumps(raw))
+    service = build_service(load_service_config(cfg))
+    async with KubeClient(ep) as api:
+        await _clean(api)
+        await api.request("POST", "/api/v1/nodes", body=_node("g-1", team="platform"))
+        task = asyncio.create_task(serve(service))
+        try:
+            await _until(
+                lambda: (w := service.fleet.watcher(ep.name)) is not None and w.synced.is_set(),
+                timeout=30,
+            )
+            await api.patch("/api/v1/nodes/g-1", {"metadata": {"labels": {"team": "ops"}}})
+            web = _node("w-1", team="by-hand")
+            web["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] = "web"
+            await api.request("POST", "/api/v1/nodes", body=web)
+            await _until(lambda: [f for f in service.findings() if f.pool == "web"], timeout=30)
+            assert [f.pool for f in service.findings()] == ["web"]
+            said = [e for e in service.events if e["type"] == "pool.not_compared"]
+            assert {(e["cluster"], e["pool"], e["path"]) for e in said} == {
+                (ep.name, "general", str(tmp_path / "desired.yaml")),
+                (ep.name, "general", str(second)),
+            }
+            events = [e for e in service.events if e["type"].startswith("finding.")]
+            assert {e["finding"]["pool"] for e in events} == {"web"}
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await _clean(api)
