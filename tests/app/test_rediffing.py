@@ -71,3 +71,24 @@ def test_a_group_with_no_desired_pool_and_no_node_has_no_finding():
     assert diff_group("c1", "gone", None, [], options=OPTIONS) == []
     strays = diff_group("c1", "ghost", None, [node("c", "ghost")], options=OPTIONS)
     assert strays and all(f.pool == "ghost" for f in strays)
+
+
+def test_the_nodes_of_a_pool_defined_twice_are_in_no_group_as_in_the_scan():
+    """Serve's first pass (``cluster_groups`` over ``assign_pools``): ``general`` defined in
+    two files is compared in neither, and its nodes are no strays either -- no group holds
+    them, so no finding says "not in the desired state" of them; the scan says the same."""
+    from fleetwarden.core.fleet import assign_pools
+
+    twice = [
+        NodePoolSpec("general", "c1", instance_types=("m5.large",), source="a.yaml"),
+        NodePoolSpec("general", "c1", instance_types=("m5.xlarge",), source="b.tf"),
+        SPECS[1],
+    ]
+    assigned = assign_pools(twice, ["c1"])
+    pools, held = assigned.pools["c1"], assigned.held["c1"]
+    groups = cluster_groups(pools, NODES, options=OPTIONS, held=held)
+    assert set(groups) == {"empty", "ghost", None}
+    events = diff_and_track(FindingTracker(), "c1", groups, options=OPTIONS, now=NOW)
+    assert "general" not in {e.finding.pool for e in events}
+    scanned = diff_cluster("c1", pools, NODES, options=OPTIONS, held=held).findings
+    assert ids(e.finding for e in events) == ids(scanned)

@@ -166,3 +166,36 @@ async def test_a_providers_scale_event_reaches_the_clusters_capacity_watcher():
     serving.attribution.record(event, now=datetime(2026, 1, 1, tzinfo=UTC))
     await serving.rediff("c1", "general")
     assert live.capacity.told == [event]  # type: ignore[attr-defined]
+
+
+# ``general`` of c1 defined in two files (an eksctl group and a Terraform node group, say)
+TWICE = [
+    NodePoolSpec("general", "c1", instance_types=("m5.large",), source="eksctl.yaml"),
+    NodePoolSpec("general", "c1", instance_types=("t3.medium",), source="general.tf"),
+]
+
+
+def test_the_start_up_scan_compares_no_definition_of_a_pool_defined_twice():
+    """As ``scan``: neither definition is compared (a resized node is no instanceType finding
+    against either), and the pool's nodes are not "outside the desired state" either."""
+    serving = Serving(
+        ServingSettings(), TWICE, Queue(),  # type: ignore[arg-type]
+        client_factory=no_client, snapshot={"c1": [node("a", "t3.medium"), node("b", "m5.large")]},
+        clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
+    )  # fmt: skip
+    serving.initial_scan()
+    assert serving.findings() == []
+    assert [e for e in serving.events if e["type"].startswith("finding.")] == []
+
+
+async def test_an_event_naming_a_pool_defined_twice_compares_neither_definition_from_the_dump():
+    """Without a live watcher the inspector re-diffs from the node dump: it compared the last
+    definition read (``t3.medium``: node ``b`` was a finding against it)."""
+    serving = Serving(
+        ServingSettings(), TWICE, Queue(),  # type: ignore[arg-type]
+        client_factory=no_client, snapshot={"c1": [node("a", "t3.medium"), node("b", "m5.large")]},
+        clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
+    )  # fmt: skip
+    assert serving.knows("c1")
+    assert await serving.rediff("c1", "general") == 0
+    assert serving.findings() == []

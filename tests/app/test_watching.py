@@ -222,13 +222,13 @@ class Harness:
 async def harness_factory():
     made: list[Harness] = []
 
-    def make(nodes: list[dict[str, Any]], *, settings=None, clock=None) -> Harness:
+    def make(nodes: list[dict[str, Any]], *, settings=None, clock=None, specs=SPECS) -> Harness:
         fake = FakeKube(nodes=nodes)
         rec = Recorder()
         watcher = ClusterWatcher(
             ClusterEndpoint(CLUSTER, "https://c1.example"),
             fake,
-            SPECS,
+            specs,
             FindingTracker(),
             rec.emit,
             settings=settings or WatchSettings(),
@@ -584,13 +584,13 @@ def endpoint(token: str = "token-a", **labels: str) -> ClusterEndpoint:
 
 
 class Fleet:
-    def __init__(self, nodes: list[dict[str, Any]]) -> None:
+    def __init__(self, nodes: list[dict[str, Any]], specs: list[NodePoolSpec] = SPECS) -> None:
         self.nodes = nodes
         self.clients: list[FakeKube] = []
         self.rec = Recorder()
         self.clock = FixedClock(T0)
         self.fleet = FleetWatcher(
-            SPECS,
+            specs,
             self.factory,
             self.rec.emit,
             settings=WatchSettings(probe_interval=3600),
@@ -620,8 +620,8 @@ class Fleet:
 async def fleet():
     made: list[Fleet] = []
 
-    def make(nodes: list[dict[str, Any]]) -> Fleet:
-        f = Fleet(nodes)
+    def make(nodes: list[dict[str, Any]], specs: list[NodePoolSpec] = SPECS) -> Fleet:
+        f = Fleet(nodes, specs)
         made.append(f)
         return f
 
@@ -720,3 +720,78 @@ async def test_a_cluster_silent_for_gone_after_probes_is_declared_gone_once(harn
         await h.watcher.probe_once()
     (gone,) = h.rec.lifecycle("cluster.removed")
     assert gone.details["declaredGone"] is True
+
+
+# --- a pool defined twice -----------------------------------------------------------------
+
+# ``general`` of c1 in two files that disagree on its team label (an eksctl group and a
+# Terraform node group, say), and ``batch`` once
+TWICE = [
+    NodePoolSpec(
+        name="general", cluster=CLUSTER, labels={"team": "platform"}, min_size=1, max_size=10,
+        source="eksctl.yaml",
+    ),
+    NodePoolSpec(
+        name="general", cluster=CLUSTER, labels={"team": "payments"}, min_size=5, max_size=10,
+        source="general.tf",
+    ),
+    SPECS[1],
+]  # fmt: skip
+
+
+async def test_a_pool_defined_twice_is_compared_in_neither_definition_as_nodes_come_and_go(
+    harness_factory,
+):
+    """Before, the watcher's index kept the last definition read and compared it: every
+    ``general`` node was a ``labels.team`` finding against general.tf (and the pool below its
+    min_size 5), a silent guess. Now, as ``scan``: no definition is compared, and its nodes are
+    not "outside the desired state" either -- on the first list, on watch events, on a relist;
+    ``batch`` is compared as before."""
+    h = harness_factory(
+        [node("n-1"), node("n-2", team="ops"), node("b-1", "batch", team="ops")], specs=TWICE
+    )
+    await h.start()
+    assert h.rec.summary() == [("finding.appeared", "batch", "labels.team", "ops", ("b-1",))]
+    assert [(s.path, s.pool) for s in h.watcher.skips] == [
+        ("eksctl.yaml", "general"),
+        ("general.tf", "general"),
+    ]
+    before = len(h.rec.events)
+    h.fake.upsert(node("n-1", team="payments"))
+    h.fake.upsert(node("n-3", team="ops"))
+    h.fake.delete("n-2")
+    await h.settle()
+    h.fake.fail(Gone(CLUSTER, "too old resource version", status=410))
+    await wait_for(lambda: len(h.fake.watch_rvs) == 2, what="watch resumed after relist")
+    assert h.rec.findings(since=before) == []
+    assert [s[:2] for s in h.rec.summary(before)] == [("pool.scaled", "general")] * 2
+    assert sorted(n.name for n in h.watcher.nodes_of("general")) == ["n-1", "n-3"]
+    assert h.watcher.tracker.current()[0].pool == "batch"
+    assert len(h.watcher.tracker.current()) == 1
+
+
+async def test_a_cluster_added_says_each_definition_of_a_pool_defined_twice_is_not_compared(fleet):
+    """``pool.not_compared`` events after ``cluster.added`` (whose ``pools`` counts the pools
+    compared): one per file, each the ``scan`` ``skipped[]`` entry (path, reason, pool); the
+    fleet keeps them for the live view. A reconnect does not repeat them."""
+    f = fleet([node("n-1"), node("b-1", "batch")], TWICE)
+    await f.start(endpoint())
+    (added,) = f.rec.lifecycle("cluster.added")
+    assert added.details["pools"] == 1
+    said = [e.to_json() for e in f.rec.lifecycle("pool.not_compared")]
+    assert [(e["cluster"], e["pool"], e["path"]) for e in said] == [
+        (CLUSTER, "general", "eksctl.yaml"),
+        (CLUSTER, "general", "general.tf"),
+    ]
+    for e in said:
+        assert "'general' of cluster 'c1' is defined 2 times" in e["reason"]
+        assert "none is compared" in e["reason"]
+    events = f.rec.events
+    assert events.index(f.rec.lifecycle("pool.not_compared")[0]) == events.index(added) + 1
+    assert f.rec.findings() == []
+    assert {c: [s.path for s in skips] for c, skips in f.fleet.pools_not_compared().items()} == {
+        CLUSTER: ["eksctl.yaml", "general.tf"]
+    }
+    await within(f.fleet.update(endpoint("token-b")))
+    await wait_for(lambda: len(f.clients) == 2 and f.clients[1].watch_rvs, what="reconnected")
+    assert len(f.rec.lifecycle("pool.not_compared")) == 2

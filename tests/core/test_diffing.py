@@ -543,3 +543,20 @@ def test_a_prefixed_name_is_not_reported_as_an_unresolved_value():
         [], specs=[prefixed, unknown], compared=[prefixed, unknown], skipped=[]
     )
     assert [(u.pool, u.expression) for u in report.unresolved] == [("this", "var.name")]
+
+
+def test_a_held_pool_claims_its_groups_but_is_no_pool_to_compare():
+    """``PoolIndex(held=...)``: a pool defined twice (``fleet.assign_pools``) claims its node
+    groups, by name or by prefix, so they are no strays (``held_for``), and ``spec_for`` (what
+    is compared) gives None for them; the compared pools are unaffected."""
+    from fleetwarden.core.diffing import PoolIndex
+
+    app = eks_spec(name="app", name_prefix="app-")
+    first = eks_spec(name="general", name_prefix="general-")
+    second = eks_spec(name="general", name_prefix="general-", instance_types=("m5.xlarge",))
+    index = PoolIndex([app], held=[first, second])
+    assert list(index.specs) == ["app"] and index.held == {"general"}
+    for group in ("general", "general-20250601"):
+        assert (index.spec_for(group), index.held_for(group)) == (None, "general")
+    assert (index.spec_for("app-1"), index.held_for("app-1")) == (app, None)
+    assert (index.spec_for("ghost"), index.held_for("ghost")) == (None, None)

@@ -166,3 +166,30 @@ def test_the_cluster_list_names_where_each_cluster_is_known_from_and_its_finding
     assert sharded[first]["owner"] == "replica-a"
     assert sharded["retired-1"]["owner"] is None
     assert list(sharded) == sorted(sharded)
+
+
+def test_a_pool_not_compared_is_no_ok_cell_and_its_detail_says_why():
+    """``general`` of ``a`` defined in two files: its cell is ``notCompared`` (a finding on it,
+    a FIGHT say, still shows its severity), and its detail gives the skips of both files, not
+    the facts of the first definition as if it were the one compared."""
+    from fleetwarden.core.pools import NodePoolSpec
+
+    twice = [
+        NodePoolSpec("general", "a", instance_types=("m5.large",), source="eksctl.yaml"),
+        NodePoolSpec("general", "a", instance_types=("m5.xlarge",), source="general.tf"),
+        NodePoolSpec("general", "b", instance_types=("m5.large",), source="eksctl.yaml"),
+    ]
+    known = {"a": {"general"}, "b": {"general"}}
+    grid = fleet_grid(["a", "b"], known, [], {"a": ["general"]})
+    assert [r["cells"] for r in grid["rows"]] == [[["notCompared", 0]], [["ok", 0]]]
+    fight = Finding("a", "general", Layer.FIGHT, "labels.role", None, None, Severity.HIGH)
+    grid = fleet_grid(["a"], known, [fight], {"a": ["general"]})
+    assert grid["rows"][0]["cells"] == [["high", 1]]
+    doc = pool_detail("a", "general", twice, [], [], [])
+    assert doc["desired"] is None
+    assert [(s["path"], s["pool"]) for s in doc["skipped"]] == [
+        ("eksctl.yaml", "general"),
+        ("general.tf", "general"),
+    ]
+    other = pool_detail("b", "general", twice, [], [], [])
+    assert other["skipped"] == [] and other["desired"]["source"] == "eksctl.yaml"

@@ -37,6 +37,7 @@ from fleetwarden.core import eventrules
 from fleetwarden.core.attribution import Attribution
 from fleetwarden.core.diffing import PoolIndex
 from fleetwarden.core.events import ChangeEvent
+from fleetwarden.core.fleet import assign_pools
 from fleetwarden.core.nodes import POOL_LABELS, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
@@ -109,11 +110,13 @@ class NodeDiffer:
 
 
 def _indexes(specs: Sequence[NodePoolSpec]) -> dict[str, PoolIndex]:
+    """Each cluster's pools as a scan assigns them: a name defined twice is compared in
+    neither definition (``fleet.assign_pools``), not in whichever came last."""
     by_cluster: dict[str, list[NodePoolSpec]] = {}
     for spec in specs:
         if spec.cluster:
             by_cluster.setdefault(spec.cluster, []).append(spec)
-    return {c: PoolIndex(s) for c, s in by_cluster.items()}
+    return {c: assign_pools(s, [c]).index(c) for c, s in by_cluster.items()}
 
 
 @dataclass
@@ -344,7 +347,9 @@ class Inspector:
             specs = [index.spec_for(pool)] if pool is not None else list(index.specs.values())
             for spec in specs:
                 if spec is None:
-                    continue  # an unknown pool: flagged on the event already
+                    # an unknown pool (flagged on the event already), or one defined twice in
+                    # its cluster: compared in neither definition (fleet.assign_pools)
+                    continue
                 emitted += await self.differ.rediff(cluster, spec.name)
             self.stats.inspections += 1
             self.on_count("inspected", 1)

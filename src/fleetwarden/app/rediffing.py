@@ -67,18 +67,24 @@ def diff_and_track(
 
 
 def cluster_groups(
-    specs: Sequence[NodePoolSpec], nodes: Sequence[ObservedNode], *, options: DiffOptions
+    specs: Sequence[NodePoolSpec],
+    nodes: Sequence[ObservedNode],
+    *,
+    options: DiffOptions,
+    held: Sequence[NodePoolSpec] = (),
 ) -> dict[str | None, tuple[NodePoolSpec | None, list[ObservedNode]]]:
     """A whole cluster as ``diff_cluster`` sees it: every desired pool (with its nodes, maybe
-    none) and every group of nodes that belongs to no desired pool."""
-    index = PoolIndex(specs)
+    none) and every group of nodes that belongs to no desired pool. The nodes of a ``held``
+    pool (defined more than once: ``fleet.assign_pools``) are in no group: neither compared
+    nor strays, as in ``diff_cluster``."""
+    index = PoolIndex(specs, held=held)
     out: dict[str | None, tuple[NodePoolSpec | None, list[ObservedNode]]] = {
-        spec.name: (spec, []) for spec in specs
+        spec.name: (spec, []) for spec in index.specs.values()
     }
     for group, members in group_nodes(nodes, options=options).items():
         spec = index.spec_for(group)
-        if spec is None:
-            out[group] = (None, list(members))
-        else:
+        if spec is not None:
             out[spec.name][1].extend(members)
+        elif index.held_for(group) is None:
+            out[group] = (None, list(members))
     return out

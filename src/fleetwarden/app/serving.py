@@ -81,6 +81,7 @@ from fleetwarden.core.ownership import OwnershipMap, parse_rules
 from fleetwarden.core.policy import Guards, Mode, Policy, WarnRule, fingerprint
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.tracking import FindingEvent, FindingEventType, FindingTracker
 from fleetwarden.ports.audit_logs import AuditLogSource
 from fleetwarden.ports.kube import ClientFactory, KubeApi
@@ -322,6 +323,15 @@ class Serving:
             raise KeyError(f"no live connection to cluster {cluster!r}, and no endpoint for it")
         return one_call(lambda: self.fleet.client_factory(endpoint), make)
 
+    def pools_not_compared(self) -> dict[str, list[Skip]]:
+        """Per desired cluster, its pools compared by no pass (defined twice there, a name not
+        known) and why: scan's ``skipped[]`` entries, as the watchers' ``pool.not_compared``."""
+        return {
+            cluster: skips
+            for cluster, mine in self.fleet.specs_by_cluster.items()
+            if (skips := assign_pools(mine, [cluster]).skips)
+        }
+
     def known_pools(self) -> dict[str, set[str]]:
         """Desired pool names by cluster."""
         known: dict[str, set[str]] = {}
@@ -468,10 +478,11 @@ class Serving:
 
     def initial_scan(self) -> None:
         """Findings of the latest known state (node dumps) before any event arrives."""
-        by_cluster = assign_pools(self.specs, self.snapshot.keys()).pools
+        assigned = assign_pools(self.specs, self.snapshot.keys())
         now, options = self.clock.now(), self.settings.options
         for cluster, nodes in self.snapshot.items():
-            groups = cluster_groups(by_cluster.get(cluster, []), nodes, options=options)
+            mine, held = assigned.pools.get(cluster, []), assigned.held.get(cluster, ())
+            groups = cluster_groups(mine, nodes, options=options, held=held)
             for ev in diff_and_track(self.tracker, cluster, groups, options=options, now=now):
                 self.emit(ev)
 

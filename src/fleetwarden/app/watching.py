@@ -37,6 +37,7 @@ from fleetwarden.core.fights import (
     observe,
 )
 from fleetwarden.core.findings import Finding
+from fleetwarden.core.fleet import assign_pools
 from fleetwarden.core.lifecycle import (
     ClusterHealth,
     HealthTracker,
@@ -48,6 +49,7 @@ from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.orphans import ORPHANS_SCOPE, OrphanBook
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.subjects import AppRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
 from fleetwarden.formats.argocd_clusters import endpoint_from_secret, is_cluster_secret
@@ -108,7 +110,11 @@ class ClusterWatcher:
     ) -> None:
         self.endpoint, self.client, self.cluster = endpoint, client, endpoint.name
         self.workloads = workloads
-        self.index = PoolIndex(specs)
+        # as a scan assigns them: a name defined twice here is compared in no definition (not
+        # the last one read), and its nodes are no strays (PoolIndex.held_for)
+        assigned = assign_pools(specs, [self.cluster])
+        self.index: PoolIndex = assigned.index(self.cluster)
+        self.skips: list[Skip] = assigned.skips  # the pools not compared: pool.not_compared
         self.tracker, self.emit, self.settings, self.clock = tracker, emit, settings, clock
         self.on_upgrade = on_upgrade
         self.nodes: dict[str, ObservedNode] = {}
@@ -217,7 +223,7 @@ class ClusterWatcher:
 
     def _scope(self, group: str | None) -> str | None:
         spec = self.index.spec_for(group)
-        return spec.name if spec else group
+        return spec.name if spec else self.index.held_for(group) or group
 
     def _store(self, obj: Mapping[str, Any]) -> ObservedNode | None:
         try:
@@ -392,14 +398,10 @@ class ClusterWatcher:
                 await self.capacity.observe(event)
 
     def nodes_of(self, scope: str | None) -> list[ObservedNode]:
-        spec = self.index.specs.get(scope) if scope is not None else None
-        if spec is None:
-            names = self.groups.get(scope, ())
-        else:
-            names = [
-                n for g, members in self.groups.items() if self._scope(g) == scope for n in members
-            ]
-        return [self.nodes[n] for n in names]
+        if scope is None or (scope not in self.index.specs and scope not in self.index.held):
+            return [self.nodes[n] for n in self.groups.get(scope, ())]
+        names = [n for g, ns in self.groups.items() if self._scope(g) == scope for n in ns]
+        return [self.nodes[n] for n in names]  # every group the pool claims (name, prefix)
 
     async def rediff(self, scope: str | None) -> int:
         """Diff one scope (a desired pool's name, or a group of nodes no pool claims) from the
@@ -414,6 +416,8 @@ class ClusterWatcher:
         it (None: not known): new findings on it name its writer."""
         spec = self.index.specs.get(scope) if scope is not None else None
         groups = {scope: (spec, self.nodes_of(scope))}
+        if scope is not None and scope in self.index.held:  # defined twice: none compared,
+            groups = {scope: (None, [])}  # its nodes no strays; pool.not_compared says so
         now = self.clock.now()
         events = diff_and_track(
             self.tracker,
@@ -569,6 +573,11 @@ class FleetWatcher:
             out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, name, self.clock.now(), details))
         return out
 
+    def pools_not_compared(self) -> dict[str, list[Skip]]:
+        """Per cluster watched here, its desired pools not compared and why (defined twice, a
+        name not known) as ``scan``'s ``skipped[]`` entries: its ``pool.not_compared`` events."""
+        return {c: r.watcher.skips for c, r in self.running.items() if r.watcher.skips}
+
     def fight_blocking(self, finding: Finding) -> FightDecision | None:
         """The healer's question: does a fight in the finding's cluster forbid healing it?"""
         watcher = self.watcher(finding.cluster)
@@ -581,20 +590,26 @@ class FleetWatcher:
         if endpoint.name in self.running:
             await self.update(endpoint)
             return
-        self.running[endpoint.name] = self._start(endpoint)
+        running = self.running[endpoint.name] = self._start(endpoint)
+        watcher, now = running.watcher, self.clock.now()
         await _emit(
             self.emit,
             LifecycleEvent(
                 LifecycleType.ADDED,
                 endpoint.name,
-                self.clock.now(),
+                now,
                 {
                     "server": endpoint.server,
                     "source": endpoint.source.value,
-                    "pools": len(self.specs_by_cluster.get(endpoint.name, [])),
+                    "pools": len(watcher.index.specs),  # those compared
                 },
             ),
         )
+        for skip in watcher.skips:  # desired pools not compared here: never silent
+            await _emit(
+                self.emit,
+                LifecycleEvent(LifecycleType.POOL_NOT_COMPARED, endpoint.name, now, skip.to_json()),
+            )
 
     async def set_desired(self, desired: DesiredApps) -> None:
         """A new desired state of the followed applications: every cluster re-diffs them."""

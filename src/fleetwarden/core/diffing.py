@@ -557,20 +557,28 @@ class PoolIndex:
 
     Exact names win; a pool with ``name_prefix`` claims groups named ``<prefix><suffix>``, the
     longest prefix first (``app-gpu-`` claims ``app-gpu-2025...`` before ``app-`` can).
+
+    ``held``: definitions of a pool name defined more than once in the cluster
+    (``fleet.assign_pools``). They claim groups as any pool does, but are compared in none:
+    ``spec_for`` gives None for their groups and ``held_for`` their name -- their nodes are
+    neither compared nor strays. ``specs`` holds the compared pools only.
     """
 
-    def __init__(self, specs: Sequence[NodePoolSpec]) -> None:
+    def __init__(self, specs: Sequence[NodePoolSpec], *, held: Sequence[NodePoolSpec] = ()) -> None:
         specs = comparable(specs)
         self.specs = {s.name: s for s in specs}
+        self.held = frozenset(s.name for s in comparable(held))
+        every = [*specs, *comparable(held)]
+        self._named = {s.name: s for s in every}
         self._prefixed = sorted(
-            (s for s in specs if s.name_prefix), key=lambda s: -len(s.name_prefix or "")
+            (s for s in every if s.name_prefix), key=lambda s: -len(s.name_prefix or "")
         )
         self._cache: dict[str | None, NodePoolSpec | None] = {}
 
-    def spec_for(self, group: str | None) -> NodePoolSpec | None:
+    def _claim(self, group: str | None) -> NodePoolSpec | None:
         if group in self._cache:
             return self._cache[group]
-        found = self.specs.get(group) if group is not None else None
+        found = self._named.get(group) if group is not None else None
         if found is None and group:
             for spec in self._prefixed:
                 assert spec.name_prefix is not None
@@ -579,6 +587,16 @@ class PoolIndex:
                     break
         self._cache[group] = found
         return found
+
+    def spec_for(self, group: str | None) -> NodePoolSpec | None:
+        """The compared pool the group belongs to (None: a held pool's, or no pool's)."""
+        found = self._claim(group)
+        return None if found is None or found.name in self.held else found
+
+    def held_for(self, group: str | None) -> str | None:
+        """The name of the held pool (defined more than once) the group belongs to, if any."""
+        found = self._claim(group)
+        return found.name if found is not None and found.name in self.held else None
 
 
 def diff_strays(
@@ -668,16 +686,14 @@ def diff_summary(
     desired state, so they are no strays; which definition they follow cannot be told, so
     they are not compared either: the skip that names the pool is what is said of them."""
     specs = comparable(specs)
-    index = PoolIndex([*specs, *held])
-    held_names = {spec.name for spec in held}
+    index = PoolIndex(specs, held=held)
     members: dict[str, NodeSummary | None] = {spec.name: None for spec in specs}
     findings: list[Finding] = []
     for group, part in summary.groups.items():
         spec = index.spec_for(group)
         if spec is None:
-            findings.extend(_strays(cluster, group, part.names(), options))
-        elif spec.name in held_names:
-            continue
+            if index.held_for(group) is None:
+                findings.extend(_strays(cluster, group, part.names(), options))
         else:  # a pool's groups in the order of their first node, as diff_cluster lists them
             have = members[spec.name]
             members[spec.name] = part if have is None else merge_summaries(have, part)

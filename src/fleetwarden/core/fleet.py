@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetwarden.core.diffing import ClusterDiff, diff_cluster
+from fleetwarden.core.diffing import ClusterDiff, PoolIndex, diff_cluster
 from fleetwarden.core.findings import Finding, Layer, Severity
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.pools import NO_ATTRIBUTE, FieldStatus, NodePoolSpec
@@ -242,6 +242,11 @@ class Assignment:
     held: dict[str, list[NodePoolSpec]]
     skips: list[Skip]
     compared: tuple[NodePoolSpec, ...]
+
+    def index(self, cluster: str) -> PoolIndex:
+        """Which pool a node group of ``cluster`` belongs to: its compared pools, and its held
+        ones (whose nodes are neither compared nor strays) -- what a live re-diff looks up."""
+        return PoolIndex(self.pools.get(cluster, ()), held=self.held.get(cluster, ()))
 
 
 def defined_twice(specs: Iterable[NodePoolSpec]) -> dict[tuple[str, str], list[NodePoolSpec]]:

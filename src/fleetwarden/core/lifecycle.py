@@ -37,6 +37,9 @@ class LifecycleType(StrEnum):
     CACHE_FULL = "cluster.cache_full"
     WATCH_REFUSED = "cluster.watch_refused"  # RBAC or a missing API: that resource is unseen
     NOT_COMPARED = "cluster.not_compared"  # a watch ended before the cluster's nodes were listed
+    # a desired pool of a cluster just added is not compared (defined more than once there,
+    # a name not known): its details are scan's ``skipped[]`` entry (path, reason, pool)
+    POOL_NOT_COMPARED = "pool.not_compared"
     CHURN = "churn"  # nodes added/removed/replaced by the provider or an autoscaler (core.churn)
 
 

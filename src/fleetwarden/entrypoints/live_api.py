@@ -68,7 +68,10 @@ def routes(
 
     async def grid(request: Request) -> Response:
         clusters = [*pipeline.fleet.running, *pipeline.snapshot, *pipeline.owners()]
-        return json_response(fleet_grid(clusters, pipeline.known_pools(), pipeline.findings()))
+        held = pipeline.pools_not_compared().items()
+        unseen = {c: [s.pool for s in skips if s.pool] for c, skips in held}
+        doc = fleet_grid(clusters, pipeline.known_pools(), pipeline.findings(), unseen)
+        return json_response(doc)
 
     async def pool(request: Request) -> Response:
         cluster, name = request.path_params["cluster"], request.path_params["pool"]
@@ -80,7 +83,7 @@ def routes(
             pipeline.findings(),
             list(pipeline.events),
         )
-        if doc["desired"] is None and not doc["nodes"] and not doc["layers"]:
+        if doc["desired"] is None and not (doc["nodes"] or doc["layers"] or doc["skipped"]):
             return problem(404, f"no pool {name!r} in cluster {cluster!r}")
         return json_response(doc)
 

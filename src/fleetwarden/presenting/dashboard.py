@@ -16,6 +16,7 @@ from typing import Any
 
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding, Severity
+from fleetwarden.core.fleet import assign_pools
 from fleetwarden.core.nodes import ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
 
@@ -44,10 +45,14 @@ def fleet_grid(
     clusters: Iterable[str],
     known_pools: Mapping[str, Iterable[str]],
     findings: Sequence[Finding],
+    not_compared: Mapping[str, Iterable[str]] | None = None,
 ) -> dict[str, Any]:
     """One row per cluster, one column per pool name seen anywhere: ``cells[i]`` is
     ``[worst severity or "ok", findings]``, or None where the cluster has no such pool.
-    Findings without a pool (cluster-wide) are in the column ``"(cluster)"``."""
+    Findings without a pool (cluster-wide) are in the column ``"(cluster)"``. A pool of
+    ``not_compared`` (cluster -> pool names: defined twice there, a name not known) without a
+    finding is ``["notCompared", 0]``: nothing was compared, so it is not "ok"."""
+    unseen = {(c, p) for c, pools in (not_compared or {}).items() for p in pools}
     by_cell: dict[tuple[str, str], list[Finding]] = defaultdict(list)
     for f in findings:
         by_cell[(f.cluster, f.pool or "(cluster)")].append(f)
@@ -65,7 +70,8 @@ def fleet_grid(
                 cells.append(None)
                 continue
             found = by_cell.get((cluster, pool), [])
-            cells.append([_worst(found) or "ok", len(found)])
+            none = "notCompared" if (cluster, pool) in unseen else "ok"
+            cells.append([_worst(found) or none, len(found)])
         rows.append({"cluster": cluster, "worst": _worst(
             f for p in have for f in by_cell.get((cluster, p), [])
         ) or "ok", "cells": cells})  # fmt: skip
@@ -99,8 +105,12 @@ def pool_detail(
     events: Iterable[Mapping[str, Any]],
 ) -> dict[str, Any]:
     """What an SRE looks at for one pool: desired facts and where each came from, the pool's
-    nodes, its findings by layer (with actor and timeline), and its recent finding events."""
-    spec = next((s for s in specs if s.cluster == cluster and s.name == pool), None)
+    nodes, its findings by layer (with actor and timeline), and its recent finding events.
+    A pool not compared (defined twice in its cluster, a name not known: ``assign_pools``)
+    has ``desired`` None and ``skipped``: scan's ``skipped[]`` entries that say why."""
+    mine_specs = [s for s in specs if s.cluster == cluster]
+    skipped = [s for s in assign_pools(mine_specs, [cluster]).skips if s.pool == pool]
+    spec = next((s for s in mine_specs if s.name == pool), None) if not skipped else None
     mine = [f for f in findings if f.cluster == cluster and (f.pool or "(cluster)") == pool]
     members = [n for n in nodes or () if pool_of(n) == pool]
     by_layer: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -132,6 +142,7 @@ def pool_detail(
         ],
         "layers": dict(sorted(by_layer.items())),
         "events": history[-50:][::-1],
+        "skipped": [s.to_json() for s in skipped],
     }
 
 

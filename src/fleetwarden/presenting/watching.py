@@ -12,7 +12,13 @@ from rich.text import Text
 
 from fleetwarden.core.fleet import severity_order
 from fleetwarden.core.tracking import FindingEvent
-from fleetwarden.presenting.rendering import event_text, findings_table, literal, make_console
+from fleetwarden.presenting.rendering import (
+    event_text,
+    findings_table,
+    line,
+    literal,
+    make_console,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,7 +53,9 @@ class JsonLines:
 
 class LiveView:
     """``watch``'s live table: the current findings and the last 12 events, redrawn on
-    each event."""
+    each event. The title names the clusters whose nodes were never listed and the pools not
+    compared (defined twice, a name not known), one ``not compared (FILE): why`` line each
+    under the table, as ``scan`` says them: events scroll away, these stay."""
 
     fleet: FleetWatcher | None = None
     # what of the current findings to show (``watch``: not a running upgrade's drift)
@@ -76,14 +84,25 @@ class LiveView:
         found = self.fleet.tracker.current() if self.fleet else []
         current = sorted(self.select(found) if self.select else found, key=severity_order)
         title = f"{len(current)} findings"
+        skipped: list[Text] = []
         if self.fleet is not None:
             waiting = [r.watcher for r in self.fleet.running.values()]
             unseen = [w.cluster for w in waiting if not w.synced.is_set()]
             if unseen:
                 title += f" (not compared yet: {', '.join(sorted(unseen))}, nodes never listed)"
+            held = self.fleet.pools_not_compared()
+            pools = sorted({f"{c}/{s.pool}" for c, skips in held.items() for s in skips})
+            if pools:
+                title += f" (pools not compared: {', '.join(pools)})"
+            skipped = [
+                line((f"not compared ({s.path}): {s.reason}", "yellow"))
+                for _, skips in sorted(held.items())
+                for s in skips
+            ]
         self.live.update(
             Group(
                 findings_table(current, title=title, wide=self.wide),
+                *skipped,
                 Text("recent events:", style="bold"),
                 *self.log,
             ),

@@ -1,5 +1,6 @@
 // The fleet heatmap: one row per cluster, one cell per pool, coloured by the worst severity
-// of its findings ("ok": none; no cell: the cluster has no such pool). Built once per data
+// of its findings ("ok": none; "notCompared": none, and the pool was not compared -- defined
+// twice, a name not known; no cell: the cluster has no such pool). Built once per data
 // change into a fragment (one layout); a click on a cell opens the pool (a normal link).
 import { el, navLink } from "./dom.js";
 
@@ -41,6 +42,8 @@ export function rank(sev) { return RANK[sev] ?? -1; }
 
 export function legend() {
   const box = el("div", null, "legend");
-  for (const s of ["ok", "info", "low", "medium", "high", "critical"]) box.append(el("span", s, `cell sev-${s}`));
+  for (const s of ["notCompared", "ok", "info", "low", "medium", "high", "critical"]) {
+    box.append(el("span", s === "notCompared" ? "not compared" : s, `cell sev-${s}`));
+  }
   return box;
 }

@@ -88,7 +88,10 @@ export function poolView(doc) {
   const head = el("h2", null);
   head.append(el("span", `${doc.cluster} / ${doc.pool} `), badge(doc.worst, `sev-${doc.worst}`));
   box.append(head);
-  if (doc.desired) {
+  if (doc.skipped && doc.skipped.length) {  // defined twice, a name not known: as scan says
+    box.append(el("h3", "Not compared"));
+    for (const s of doc.skipped) box.append(el("p", `${s.path}: ${s.reason}`, "note"));
+  } else if (doc.desired) {
     box.append(el("h3", `Desired (${doc.desired.format || "?"}: ${doc.desired.source || "?"})`));
     box.append(table(["fact", "expected", "from"], doc.desired.facts.map((f) => [f.fact, [f.value, "val"], f.from]), "facts"));
   } else {
