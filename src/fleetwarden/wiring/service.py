@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from fleetwarden import logs
-from fleetwarden.adapters import files, processes, proxies
+from fleetwarden.adapters import files, processes, proxies, trust
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.audit_logs import AuditLogTail
 from fleetwarden.adapters.flux import FluxClient
@@ -236,25 +236,31 @@ class Service(Serving):
 
 async def confirm_sns(url: str, *, timeout: float = 10.0) -> None:
     """GET an SNS ``SubscribeURL`` (checked by ``formats.events.aws``) through the
-    environment's proxy as every other client takes it (``adapters.proxies``); the outcome is
-    logged with the host only (the URL carries the subscription's token). The CAs trusted stay
-    httpx's reading of the environment (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's)."""
+    environment's proxy as every other client takes it (``adapters.proxies``), trusting the
+    CAs the sinks trust (``adapters.trust``: the system's, or ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR``; an https proxy is checked against them too); the outcome is logged with
+    the host only (the URL carries the subscription's token)."""
     host = urlsplit(url).hostname
     try:
-        proxy = proxies.environment_proxy(url)
-        verify = httpx.create_ssl_context(trust_env=True)
+        proxy: str | httpx.Proxy | None = proxies.environment_proxy(url)
+        verify = trust.client_trust()
+        if isinstance(proxy, str) and httpx.URL(proxy).scheme == "https":
+            proxy = httpx.Proxy(proxy, ssl_context=verify.context)
         async with httpx.AsyncClient(
-            timeout=timeout, proxy=proxy, verify=verify, trust_env=False
+            timeout=timeout, proxy=proxy, verify=verify.context, trust_env=False
         ) as client:
             resp = await client.get(url)
         log.info("sns subscription confirmation", host=host, status=resp.status_code)
-    except proxies.ProxyError as exc:  # quotes the variable, never a proxy password
+    except (proxies.ProxyError, trust.TrustError) as exc:  # quote no proxy password, no URL
         log.warning("sns subscription confirmation failed", host=host, error=str(exc))
     except ImportError:  # httpx needs socksio for a socks5 proxy
         problem = "the environment's proxy is a socks5 one, which needs socksio (httpx[socks])"
         log.warning("sns subscription confirmation failed", host=host, error=problem)
     except httpx.HTTPError as exc:
-        log.warning("sns subscription confirmation failed", host=host, error=type(exc).__name__)
+        error = type(exc).__name__
+        if (reason := trust.verification_failure(exc)) is not None:
+            error += f": the TLS certificate is not trusted ({reason}); trusted: {verify.trusted}"
+        log.warning("sns subscription confirmation failed", host=host, error=error)
 
 
 @contextlib.contextmanager
