@@ -6,8 +6,9 @@
 Pins that ``SSL_CERT_FILE`` naming that CA, or the sink's ``caFile``, makes delivery succeed;
 that without either it fails with OpenSSL's reason, naming the sink and what was trusted and no
 token; that the certificate's name is checked; that an https proxy is checked against the same
-CAs; and that a CA variable giving no certificate stops a sink to an https receiver being made,
-and not one to an http receiver.
+CAs; that a CA file or variable giving no certificate stops a sink to an https receiver being
+made (serve: a config error naming ``notify.<name>.caFile`` or ``notify.<name>``), and a CA
+variable not one to an http receiver; and that serve's config takes ``caFile``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ from fleetwarden.adapters.notify import RetryPolicy
 from fleetwarden.adapters.notify.alertmanager import AlertmanagerSink
 from fleetwarden.adapters.notify.slack import SlackSink
 from fleetwarden.adapters.notify.webhook import WebhookSink
+from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.notify import NotifyError
-from fleetwarden.wiring.service import confirm_sns
+from fleetwarden.wiring.service import build_event_feeds, build_sinks, confirm_sns
+from fleetwarden.wiring.service_config import service_config_from
 from tests.adapters.test_environment_proxies import Proxy, Receiver, serving
 from tests.adapters.test_kube_kubeconfig import make_certs
 from tests.adapters.test_notify_sinks import Sleeps, appeared, finding, plan_batch
@@ -189,6 +192,76 @@ async def test_the_sns_confirmation_trusts_what_the_sinks_trust(tmp_path, tls_en
         assert "sns subscription confirmation failed" in logged
         assert "TLS certificate is not trusted (unable to get local issuer" in logged
     assert token not in logged
+
+
+# --- serve's notify config: caFile ------------------------------------------------------------
+
+
+def test_serves_config_takes_a_ca_file_per_sink():
+    raw = {
+        "notify": [
+            {"name": "corp", "kind": "webhook", "url": "https://h.corp.example/x", "caFile": "/ca"},
+            {"name": "oncall", "kind": "slack", "url": "https://hooks.slack.com/services/x"},
+        ]
+    }
+    config = service_config_from(raw, source="svc.yaml")
+    assert [sink.get("caFile") for sink in config.notify] == ["/ca", None]
+    raw["notify"][0]["caFile"] = ""
+    with pytest.raises(FormatError, match=r"svc.yaml: notify.0.caFile: '' should be non-empty"):
+        service_config_from(raw, source="svc.yaml")
+
+
+async def test_serves_sinks_take_their_ca_file_from_the_config(tmp_path, tls_env):
+    async with https_receiver(tmp_path) as (port, receiver, ca_file):
+        spec = {
+            "name": "corp",
+            "kind": "webhook",
+            "url": f"https://localhost:{port}/hook/{HOOK_TOKEN}",
+            "caFile": str(ca_file),
+            "events": True,
+        }
+        ((_, sink),) = build_sinks([spec])
+        (feed,) = build_event_feeds([spec])
+        await sink.send(plan_batch(appeared(finding())))
+        await feed.send_events([("k1", {"type": "x"})])
+        await sink.aclose()
+        await feed.aclose()
+    assert len(receiver.arrivals) == 2
+
+
+def test_a_ca_file_giving_no_certificate_is_a_config_error_naming_the_sink_and_field(
+    tmp_path, tls_env
+):
+    """Never a silent fallback to the system's CAs alone: the sink is not made, and serve's
+    error names notify.<name>.caFile and the file (every way a file fails: test_tls_trust)."""
+    path = tmp_path / "corp-ca.pem"
+    path.write_text("not a PEM file\n")
+    url = f"https://hooks.corp.example/hook/{HOOK_TOKEN}"
+    spec = {"name": "corp", "kind": "slack", "url": url, "caFile": str(path)}
+    with pytest.raises(FormatError) as info:
+        build_sinks([spec])
+    assert info.value.field == "notify.corp.caFile"
+    assert str(info.value).startswith(
+        "serve config: notify.corp.caFile: sink 'corp' (https://hooks.corp.example/…): "
+        f"{str(path)!r} holds no PEM certificate"
+    )
+    assert HOOK_TOKEN not in str(info.value) and "xoxSecret" not in str(info.value)
+
+
+def test_a_bad_ssl_cert_file_is_a_config_error_naming_the_sink_and_the_variable(tmp_path, tls_env):
+    tls_env.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    spec = {
+        "name": "oncall",
+        "kind": "slack",
+        "url": f"https://hooks.slack.com/services/{HOOK_TOKEN}",
+    }
+    with pytest.raises(FormatError) as info:
+        build_sinks([spec])
+    assert info.value.field == "notify.oncall"
+    assert str(info.value).endswith(
+        f"SSL_CERT_FILE={str(tmp_path / 'missing.pem')!r} cannot be read: No such file or directory"
+    )
+    assert HOOK_TOKEN not in str(info.value)
 
 
 def test_a_bad_ssl_cert_file_stops_a_sink_to_an_https_receiver_being_made(tmp_path, tls_env):

@@ -266,13 +266,16 @@ async def confirm_sns(url: str, *, timeout: float = 10.0) -> None:
 @contextlib.contextmanager
 def _notify_field(name: str) -> Iterator[None]:
     """A sink that cannot be made -- a URL that is not http(s), a proxy variable naming no
-    usable proxy (``adapters.proxies``) -- is the configuration error it is, naming
-    ``notify.<name>``: ``serve`` exits 2 with it (a supervisor gives up) instead of a
+    usable proxy (``adapters.proxies``), a CA location giving no certificate
+    (``adapters.trust``) -- is the configuration error it is, naming ``notify.<name>`` (and
+    ``.caFile`` for its CA file): ``serve`` exits 2 with it (a supervisor gives up) instead of a
     traceback. The sinks' messages quote no URL path, token or proxy password."""
     try:
         yield
     except ValueError as exc:
-        raise FormatError("serve config", str(exc), field=f"notify.{name}") from None
+        setting = exc.setting if isinstance(exc, trust.TrustError) else None
+        field = f"notify.{name}.caFile" if setting == "caFile" else f"notify.{name}"
+        raise FormatError("serve config", str(exc), field=field) from None
 
 
 def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]]:
@@ -291,13 +294,14 @@ def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]
             else timedelta(minutes=1),
         )
         sink: Sink
+        ca_file = spec.get("caFile")
         with _notify_field(name):
             if kind == "slack":
-                sink = SlackSink(name, url)
+                sink = SlackSink(name, url, ca_file=ca_file)
             elif kind == "alertmanager":
-                sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"))
+                sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"), ca_file=ca_file)
             else:
-                sink = WebhookSink(name, url, secret=spec.get("secret"))
+                sink = WebhookSink(name, url, secret=spec.get("secret"), ca_file=ca_file)
         pairs.append((policy, sink))
     return pairs
 
@@ -308,7 +312,14 @@ def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
     for spec in specs:
         if spec.get("events"):
             with _notify_field(spec["name"]):
-                feeds.append(WebhookSink(spec["name"], spec["url"], secret=spec.get("secret")))
+                feeds.append(
+                    WebhookSink(
+                        spec["name"],
+                        spec["url"],
+                        secret=spec.get("secret"),
+                        ca_file=spec.get("caFile"),
+                    )
+                )
     return feeds
 
 
