@@ -152,13 +152,17 @@ class JsonPoster:
         self.proxy = None if proxy is None else redact_url(proxy)
         if ca_file is not None and verify is not True:
             raise ValueError(f"sink {sink!r}: give ca_file or verify, not both")
-        # what the receiver's certificate is checked against, named when it fails
-        self.trusted = "a given TLS context" if verify is not False else "nothing (verify off)"
         # TLS to the receiver, or to an https proxy (Go checks it against the same roots)
         tls = parsed.scheme == "https" or _tls_proxy(proxy)
-        if verify is True and transport is not None:
+        # what the receiver's certificate is checked against, named when it fails
+        self.trusted = "nothing (no TLS)"
+        if verify is False:
+            self.trusted = "nothing (verification off)"
+        elif verify is not True:
+            self.trusted = "a given TLS context"
+        elif transport is not None:
             self.trusted = "the given transport's CAs"
-        elif verify is True and tls:
+        elif tls:
             try:
                 made = trust.client_trust(ca_file=ca_file)
             except trust.TrustError as exc:
