@@ -44,6 +44,8 @@ Example::
       - {name: oncall, kind: slack, url: env:SLACK_WEBHOOK_URL, minSeverity: high}
       - {name: am, kind: alertmanager, url: http://alertmanager:9093, renotifyMinutes: 1}
       - {name: feed, kind: webhook, url: env:FEED_URL, events: true}  # every change event too
+      - {name: corp, kind: webhook, url: https://hooks.corp.example/fw,
+         caFile: /etc/fleetwarden/corp-ca.pem}  # CAs trusted besides the system's
     scan: {...}                              # as for `fleetwarden scan --config`
     workloads:                               # follow applications' workloads live
       apps:
@@ -204,6 +206,8 @@ SERVICE_SCHEMA: dict[str, Any] = {
                     "minSeverity": {"enum": ["info", "low", "medium", "high", "critical"]},
                     "renotifyMinutes": {"type": "number", "exclusiveMinimum": 0},
                     "events": {"type": "boolean"},
+                    # a PEM file of CAs trusted besides the system's (adapters/trust.py)
+                    "caFile": {"type": "string", "minLength": 1},
                 },
             },
         },

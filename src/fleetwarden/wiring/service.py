@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from fleetwarden import logs
-from fleetwarden.adapters import files, processes, proxies
+from fleetwarden.adapters import files, processes, proxies, trust
 from fleetwarden.adapters.argocd.client import ArgoCDClient
 from fleetwarden.adapters.audit_logs import AuditLogTail
 from fleetwarden.adapters.flux import FluxClient
@@ -236,37 +236,46 @@ class Service(Serving):
 
 async def confirm_sns(url: str, *, timeout: float = 10.0) -> None:
     """GET an SNS ``SubscribeURL`` (checked by ``formats.events.aws``) through the
-    environment's proxy as every other client takes it (``adapters.proxies``); the outcome is
-    logged with the host only (the URL carries the subscription's token). The CAs trusted stay
-    httpx's reading of the environment (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, else certifi's)."""
+    environment's proxy as every other client takes it (``adapters.proxies``), trusting the
+    CAs the sinks trust (``adapters.trust``: the system's, or ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR``; an https proxy is checked against them too); the outcome is logged with
+    the host only (the URL carries the subscription's token)."""
     host = urlsplit(url).hostname
     try:
-        proxy = proxies.environment_proxy(url)
-        verify = httpx.create_ssl_context(trust_env=True)
+        proxy: str | httpx.Proxy | None = proxies.environment_proxy(url)
+        verify = trust.client_trust()
+        if isinstance(proxy, str) and httpx.URL(proxy).scheme == "https":
+            proxy = httpx.Proxy(proxy, ssl_context=verify.context)
         async with httpx.AsyncClient(
-            timeout=timeout, proxy=proxy, verify=verify, trust_env=False
+            timeout=timeout, proxy=proxy, verify=verify.context, trust_env=False
         ) as client:
             resp = await client.get(url)
         log.info("sns subscription confirmation", host=host, status=resp.status_code)
-    except proxies.ProxyError as exc:  # quotes the variable, never a proxy password
+    except (proxies.ProxyError, trust.TrustError) as exc:  # quote no proxy password, no URL
         log.warning("sns subscription confirmation failed", host=host, error=str(exc))
     except ImportError:  # httpx needs socksio for a socks5 proxy
         problem = "the environment's proxy is a socks5 one, which needs socksio (httpx[socks])"
         log.warning("sns subscription confirmation failed", host=host, error=problem)
     except httpx.HTTPError as exc:
-        log.warning("sns subscription confirmation failed", host=host, error=type(exc).__name__)
+        error = type(exc).__name__
+        if (reason := trust.verification_failure(exc)) is not None:
+            error += f": the TLS certificate is not trusted ({reason}); trusted: {verify.trusted}"
+        log.warning("sns subscription confirmation failed", host=host, error=error)
 
 
 @contextlib.contextmanager
 def _notify_field(name: str) -> Iterator[None]:
     """A sink that cannot be made -- a URL that is not http(s), a proxy variable naming no
-    usable proxy (``adapters.proxies``) -- is the configuration error it is, naming
-    ``notify.<name>``: ``serve`` exits 2 with it (a supervisor gives up) instead of a
+    usable proxy (``adapters.proxies``), a CA location giving no certificate
+    (``adapters.trust``) -- is the configuration error it is, naming ``notify.<name>`` (and
+    ``.caFile`` for its CA file): ``serve`` exits 2 with it (a supervisor gives up) instead of a
     traceback. The sinks' messages quote no URL path, token or proxy password."""
     try:
         yield
     except ValueError as exc:
-        raise FormatError("serve config", str(exc), field=f"notify.{name}") from None
+        setting = exc.setting if isinstance(exc, trust.TrustError) else None
+        field = f"notify.{name}.caFile" if setting == "caFile" else f"notify.{name}"
+        raise FormatError("serve config", str(exc), field=field) from None
 
 
 def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]]:
@@ -285,13 +294,14 @@ def build_sinks(specs: Sequence[dict[str, Any]]) -> list[tuple[SinkPolicy, Sink]
             else timedelta(minutes=1),
         )
         sink: Sink
+        ca_file = spec.get("caFile")
         with _notify_field(name):
             if kind == "slack":
-                sink = SlackSink(name, url)
+                sink = SlackSink(name, url, ca_file=ca_file)
             elif kind == "alertmanager":
-                sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"))
+                sink = AlertmanagerSink(name, url, bearer_token=spec.get("token"), ca_file=ca_file)
             else:
-                sink = WebhookSink(name, url, secret=spec.get("secret"))
+                sink = WebhookSink(name, url, secret=spec.get("secret"), ca_file=ca_file)
         pairs.append((policy, sink))
     return pairs
 
@@ -302,7 +312,14 @@ def build_event_feeds(specs: Sequence[dict[str, Any]]) -> list[WebhookSink]:
     for spec in specs:
         if spec.get("events"):
             with _notify_field(spec["name"]):
-                feeds.append(WebhookSink(spec["name"], spec["url"], secret=spec.get("secret")))
+                feeds.append(
+                    WebhookSink(
+                        spec["name"],
+                        spec["url"],
+                        secret=spec.get("secret"),
+                        ca_file=spec.get("caFile"),
+                    )
+                )
     return feeds
 
 

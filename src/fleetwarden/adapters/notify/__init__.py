@@ -11,12 +11,18 @@ Proxy: the environment's, by the rules the Kubernetes and Argo CD clients follow
 (``adapters.proxies``, Go's ``http.ProxyFromEnvironment``): ``HTTPS_PROXY`` for an https
 receiver, ``HTTP_PROXY`` for an http one, never for a loopback one or one ``NO_PROXY`` excludes.
 httpx's own reading of the environment (lower-case names first, ``ALL_PROXY``, loopback
-proxied, no CIDRs in ``NO_PROXY``; ``SSL_CERT_FILE``) stays off, as before: the CAs trusted
-are certifi's unless ``verify`` says otherwise. A variable naming no usable proxy is a
-``ProxyError`` (a ``ValueError``) when the sink is made, naming the sink and the variable; a
-failure through a proxy names it (without its user info). Through an http proxy an http
-receiver's URL is seen by the proxy (that is how forwarding works); an https one's only as
-``CONNECT host:port``.
+proxied, no CIDRs in ``NO_PROXY``; ``SSL_CERT_FILE`` instead of the system's CAs) stays off.
+A variable naming no usable proxy is a ``ProxyError`` (a ``ValueError``) when the sink is made,
+naming the sink and the variable; a failure through a proxy names it (without its user info).
+Through an http proxy an http receiver's URL is seen by the proxy (that is how forwarding
+works); an https one's only as ``CONNECT host:port``.
+
+TLS: the receiver's certificate is checked against the CAs a Go program on this host trusts
+(``adapters.trust``: the system's CA bundle and directories, or ``SSL_CERT_FILE`` /
+``SSL_CERT_DIR``; certifi's where the system has none) and those of the sink's ``ca_file``
+(``caFile`` in serve's config). A location that gives no certificate is a ``TrustError`` (a
+``ValueError``) when the sink is made, naming the sink and the file or variable; a certificate
+that fails verification is a ``NotifyError`` giving OpenSSL's reason and what was trusted.
 
 Secrets: a webhook URL is a credential (Slack's is nothing else). Errors, reprs and log lines
 name the sink and show its endpoint as ``scheme://host/…``; httpx's own ``HTTP Request: POST
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from fleetwarden.adapters import proxies
+from fleetwarden.adapters import proxies, trust
 from fleetwarden.logs import get_logger
 from fleetwarden.ports.notify import Backoff, NotifyError
 
@@ -112,8 +118,9 @@ def _scrub(text: str, secrets: Iterable[str]) -> str:
 
 class JsonPoster:
     """POSTs bodies to one URL. ``post`` returns the 2xx response or raises ``NotifyError``.
-    ``verify``: the receiver's certificate check (True: certifi's CAs; a context for an
-    internal CA). A given ``transport`` (tests) is never bypassed for an environment proxy."""
+    ``verify``: the receiver's certificate check (True: ``adapters.trust``'s CAs and those of
+    ``ca_file``; a context instead of both; never False unless asked). A given ``transport``
+    (tests) is never bypassed for an environment proxy, and no CA is read for it."""
 
     def __init__(
         self,
@@ -127,6 +134,7 @@ class JsonPoster:
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: bool | ssl.SSLContext = True,
+        ca_file: str | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
     ) -> None:
@@ -142,6 +150,26 @@ class JsonPoster:
             raise proxies.ProxyError(f"sink {sink!r} ({self.endpoint}): {exc}") from None
         # named in errors as scheme://host:port: a proxy's user info is a credential
         self.proxy = None if proxy is None else redact_url(proxy)
+        if ca_file is not None and verify is not True:
+            raise ValueError(f"sink {sink!r}: give ca_file or verify, not both")
+        # TLS to the receiver, or to an https proxy (Go checks it against the same roots)
+        tls = parsed.scheme == "https" or _tls_proxy(proxy)
+        # what the receiver's certificate is checked against, named when it fails
+        self.trusted = "nothing (no TLS)"
+        if verify is False:
+            self.trusted = "nothing (verification off)"
+        elif verify is not True:
+            self.trusted = "a given TLS context"
+        elif transport is not None:
+            self.trusted = "the given transport's CAs"
+        elif tls:
+            try:
+                made = trust.client_trust(ca_file=ca_file)
+            except trust.TrustError as exc:
+                raise trust.TrustError(
+                    f"sink {sink!r} ({self.endpoint}): {exc}", setting=exc.setting
+                ) from None
+            verify, self.trusted = made.context, made.trusted
         self._url = url
         self._secrets = tuple(s for s in (url, str(parsed), parsed.path, *secrets) if s)
         if secret_path and parsed.path not in ("", "/"):
@@ -154,7 +182,7 @@ class JsonPoster:
                 headers={"User-Agent": USER_AGENT, **(headers or {})},
                 timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
                 transport=transport,
-                proxy=proxy,
+                proxy=_proxy(proxy, verify),
                 verify=verify,
                 follow_redirects=False,
                 trust_env=False,
@@ -192,8 +220,14 @@ class JsonPoster:
             except httpx.TimeoutException:
                 detail, status, retryable = "timed out", None, True
             except httpx.TransportError as exc:
-                # the exception text may quote the URL: only its type is kept
+                # the exception text may quote the URL: only its type is kept, and OpenSSL's
+                # reason for refusing the certificate (which quotes none)
                 detail, status, retryable = f"{type(exc).__name__}", None, True
+                if (reason := trust.verification_failure(exc)) is not None:
+                    detail += (
+                        f": the receiver's TLS certificate is not trusted ({reason}); trusted: "
+                        f"{self.trusted} (add the receiver's CA: caFile, SSL_CERT_FILE)"
+                    )
             else:
                 if 200 <= resp.status_code < 300:
                     return Response(resp.status_code, resp.text)
@@ -223,6 +257,18 @@ class JsonPoster:
             attempts=attempt,
             retryable=retryable,
         )
+
+
+def _proxy(url: str | None, verify: bool | ssl.SSLContext) -> httpx.Proxy | str | None:
+    """An https proxy is checked against the receiver's CAs, as Go's transport checks it
+    (httpx would check it against certifi's alone)."""
+    if url is not None and _tls_proxy(url) and isinstance(verify, ssl.SSLContext):
+        return httpx.Proxy(url, ssl_context=verify)
+    return url
+
+
+def _tls_proxy(url: str | None) -> bool:
+    return url is not None and httpx.URL(url).scheme == "https"
 
 
 def _retry_after(resp: httpx.Response) -> float | None:
