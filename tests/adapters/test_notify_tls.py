@@ -175,9 +175,10 @@ async def test_an_https_proxy_is_checked_against_the_same_cas(tmp_path, tls_env,
 
 @pytest.mark.parametrize("trusted", [True, False])
 async def test_the_sns_confirmation_trusts_what_the_sinks_trust(tmp_path, tls_env, caplog, trusted):
-    """The outcome is logged with the host only (httpx's own request line, shown under
-    --log-level debug only, is not checked here: it quotes the URL)."""
+    """The outcome is logged with the host only, and httpx's own request line (shown under
+    --log-level debug) quotes the URL without its query, where the token is."""
     caplog.set_level(logging.INFO, logger="fleetwarden.serve")
+    caplog.set_level(logging.DEBUG, logger="httpx")
     token = "2336412f37fb687f5d51e6e2425f004aed6e6a5c"
     async with https_receiver(tmp_path) as (port, receiver, ca_file):
         if trusted:
@@ -192,6 +193,9 @@ async def test_the_sns_confirmation_trusts_what_the_sinks_trust(tmp_path, tls_en
         assert "sns subscription confirmation failed" in logged
         assert "TLS certificate is not trusted (unable to get local issuer" in logged
     assert token not in logged
+    requests = [r.getMessage() for r in caplog.records if r.name == "httpx"]
+    assert not trusted or any(f"https://localhost:{port}/?…" in m for m in requests)
+    assert token not in caplog.text
 
 
 # --- serve's notify config: caFile ------------------------------------------------------------

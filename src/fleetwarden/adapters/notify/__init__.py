@@ -84,14 +84,15 @@ def redact_url(url: str | httpx.URL, *, keep_path: bool = False) -> str:
 
 class _RedactUrls(logging.Filter):
     """Rewrites registered URLs in the ``httpx`` logger's records (it logs every request URL
-    at INFO)."""
+    at INFO); any other URL it logs loses its user info and query (an SNS ``SubscribeURL``
+    carries the subscription's token in its query)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.urls: dict[str, str] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self.urls or not isinstance(record.args, tuple):
+        if not isinstance(record.args, tuple):
             return True
         args = list(record.args)
         for i, arg in enumerate(args):
@@ -101,6 +102,9 @@ class _RedactUrls(logging.Filter):
                     if raw in text:
                         args[i] = safe
                         break
+                else:
+                    if isinstance(arg, httpx.URL) and (arg.query or arg.userinfo):
+                        args[i] = redact_url(arg, keep_path=True) + ("?…" if arg.query else "")
         record.args = tuple(args)
         return True
 
