@@ -283,3 +283,24 @@ def test_an_http_receiver_reads_no_ca(tmp_path, tls_env):
     its roots only for a TLS connection)."""
     tls_env.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
     WebhookSink("hooks", "http://127.0.0.1:9/hook")
+
+
+# --- the Argo CD client -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+async def test_the_argocd_client_trusts_what_the_argocd_cli_trusts(tmp_path, tls_env, trusted):
+    """An Argo CD server signed by a company CA the host (here SSL_CERT_FILE) trusts is
+    reached, as the argocd CLI (Go) reaches it; certifi's bundle alone would refuse it."""
+    from fleetwarden.adapters.argocd.client import ArgoCDClient, ArgoError
+
+    async with https_receiver(tmp_path) as (port, receiver, ca_file):
+        if trusted:
+            tls_env.setenv("SSL_CERT_FILE", str(ca_file))
+        client = ArgoCDClient(f"https://localhost:{port}", token=BEARER, retries=0)
+        try:
+            with contextlib.suppress(ArgoError):  # the receiver's "ok" is no Application
+                await client.get_application("guestbook")
+        finally:
+            await client.aclose()
+    assert len(receiver.arrivals) == (1 if trusted else 0)

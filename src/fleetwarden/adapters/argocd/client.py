@@ -53,7 +53,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from fleetwarden.adapters import proxies
+from fleetwarden.adapters import proxies, trust
 from fleetwarden.core.integers import ascii_int
 from fleetwarden.ports.argocd import (
     Application,
@@ -236,6 +236,10 @@ class ArgoCDClient:
             # the environment (ALL_PROXY, ~/.netrc ...) is not the CLI's, so it stays off. A
             # given transport (tests) is never bypassed for an environment proxy.
             proxy = None if transport is not None else proxies.environment_proxy(self.base_url)
+            if verify is True:  # the CAs the argocd CLI (Go) trusts here, not only certifi's
+                verify = trust.client_trust().context
+                if isinstance(proxy, str) and httpx.URL(proxy).scheme == "https":
+                    proxy = httpx.Proxy(proxy, ssl_context=verify)
             self._http = httpx.AsyncClient(
                 base_url=self.base_url,
                 headers={"Accept": "application/json", "User-Agent": "fleetwarden/0.1"},
