@@ -171,16 +171,28 @@ def _items_reading(label_keys: tuple[str, ...]) -> msgspec.json.Decoder[list[Any
     return msgspec.json.Decoder(list[item])  # type: ignore[valid-type]
 
 
+_CACHED = 20_000
+"""Decoded resource maps and taint sets are kept by content for the process (the ranges of a
+split dump, the dumps of a fleet share them) up to about this many of each."""
+_MAPS: dict[bytes, dict[str, str]] = {}
+_TAINT_SETS: dict[tuple[_Taint, ...], tuple[Taint, ...]] = {}
+_RAW_TAINTS: dict[bytes, tuple[Taint, ...]] = {}
+
+
 class _Shared:
-    """What the nodes of a dump share: decoded resource maps and taint sets, by content; and
-    the names read so far (a name twice is refused)."""
+    """What the nodes of a dump share: decoded resource maps and taint sets, by content (kept
+    for the process: the same text always decodes the same way); and the names read so far
+    (a name twice is refused)."""
 
     __slots__ = ("maps", "names", "raw_taints", "taints")
 
     def __init__(self) -> None:
-        self.maps: dict[bytes, dict[str, str]] = {}
-        self.taints: dict[tuple[_Taint, ...], tuple[Taint, ...]] = {}
-        self.raw_taints: dict[bytes, tuple[Taint, ...]] = {}  # the native path's, by JSON text
+        for cache in (_MAPS, _TAINT_SETS, _RAW_TAINTS):
+            if len(cache) > _CACHED:
+                cache.clear()
+        self.maps = _MAPS
+        self.taints = _TAINT_SETS
+        self.raw_taints = _RAW_TAINTS  # the native path's, by JSON text
         self.names: set[str] = set()
 
     def taints_of(self, raw: bytes) -> tuple[Taint, ...]:
@@ -298,12 +310,19 @@ class _Window:
     def __init__(self, read: ReadInto, start: int = 0) -> None:
         self._read = read
         # byte 0 is a pad: the decoder borrows the byte before an item for its "["
-        self.buf = bytearray(CHUNK_BYTES + 2)
+        self.buf = _SPARE.pop() if _SPARE else bytearray(CHUNK_BYTES + 2)
         self.size = 1  # valid bytes in buf
         self.base = start - 1  # the input offset of buf[0]
         self.pos = 1
         self.eof = False
         self._ascii: bool | None = None  # is the buffer all ASCII (asked once per chunk)
+
+    def release(self) -> None:
+        """Done: the buffer is kept for the next window (a fresh 8 MiB one is zeroed and
+        faulted in page by page: ~30 of them for a split 900 MB dump) unless it grew."""
+        if len(self.buf) <= 2 * (CHUNK_BYTES + 2) and not _SPARE:
+            _SPARE.append(self.buf)
+        self.buf = bytearray()
 
     def ascii(self) -> bool:
         if self._ascii is None:
@@ -358,6 +377,8 @@ class _Window:
             if not self.more():
                 raise Unstreamable  # truncated
 
+
+_SPARE: list[bytearray] = []  # a released window's buffer
 
 _WS = re.compile(rb"[ \t\r\n]*")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -461,6 +482,13 @@ def read_head(read: ReadInto) -> Head:
     """The document up to its first item: ``{`` and the keys before ``"items": [``, and the
     layout of the separator between the first two items."""
     win = _Window(read)
+    try:
+        return _head(win)
+    finally:
+        win.release()
+
+
+def _head(win: _Window) -> Head:
     win.more()
     if win.skip_ws() != 0x7B:  # {
         raise Unstreamable
@@ -505,6 +533,15 @@ def read_items(
     the array are read too). ``read`` reads the input from ``start`` on. ``sink``: each
     chunk's rows are handed to it as they are read, in order, and not kept here."""
     win = _Window(read, start)
+    try:
+        return _read_items(win, separator=separator, stop=stop, sink=sink)
+    finally:
+        win.release()
+
+
+def _read_items(
+    win: _Window, *, separator: bytes | None, stop: int | None, sink: Sink | None
+) -> ItemsRead:
     win.more()
     rows: list[NodeRow] = []
     items = 0
