@@ -24,6 +24,7 @@ __all__ = [
     "assemble_report",
     "assign_pools",
     "check_comparable",
+    "cluster_unknown",
     "coverage_findings",
     "defined_twice",
     "defined_twice_reason",
@@ -269,6 +270,17 @@ def defined_twice_reason(cluster: str, name: str, defined: Sequence[NodePoolSpec
     )
 
 
+def cluster_unknown(specs: Iterable[NodePoolSpec]) -> list[Skip]:
+    """The skips of the pools whose cluster is not known (give it as ``CLUSTER=PATH``): compared
+    in no cluster, wherever they are looked for (``assign_pools`` says the same)."""
+    return [_cluster_unknown(s) for s in specs if s.cluster is None]
+
+
+def _cluster_unknown(spec: NodePoolSpec) -> Skip:
+    reason = f"pool {spec.name!r}: cluster unknown (give it as CLUSTER=PATH)"
+    return Skip(spec.source or "<desired>", reason, pool=spec.name)
+
+
 def _places(defined: Iterable[NodePoolSpec]) -> list[str]:
     return list(dict.fromkeys(s.source or "<desired>" for s in defined))
 
@@ -290,18 +302,11 @@ def assign_pools(specs: Sequence[NodePoolSpec], clusters: Collection[str]) -> As
     twice = {key: defined for key, defined in defined_twice(specs).items() if key[0] in clusters}
     compared: list[NodePoolSpec] = []
     for spec in specs:
-        where = spec.source or "<desired>"
         if spec.cluster is None:
-            skips.append(
-                Skip(
-                    where,
-                    f"pool {spec.name!r}: cluster unknown (give it as CLUSTER=PATH)",
-                    pool=spec.name,
-                )
-            )
+            skips.append(_cluster_unknown(spec))
             continue
         if spec.unknown_name is not None:
-            skips.append(Skip(where, unnamed_reason(spec), pool=spec.name))
+            skips.append(Skip(spec.source or "<desired>", unnamed_reason(spec), pool=spec.name))
             continue
         if spec.cluster not in clusters:
             continue  # a coverage finding (coverage_findings) says so

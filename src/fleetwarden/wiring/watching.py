@@ -23,8 +23,10 @@ from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.lifecycle import LifecycleEvent
+from fleetwarden.core.fleet import cluster_unknown
+from fleetwarden.core.lifecycle import LifecycleEvent, SkipEvent
 from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.skips import Skip
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 from fleetwarden.presenting.watching import JsonLines, LiveView
@@ -103,7 +105,10 @@ def _watch(
 
     runs = _Runs(store, explicit=True) if store else _Runs(default_store(), explicit=False)
     args = (inputs.desired.pools, endpoints, argocd, watch_settings, sink, duration, up, followed)
-    watched, unseen = asyncio.run(_run(*args, runs=runs))
+    # what scan would list in skipped[] whatever the clusters: files not read (or defining no
+    # pool), pools whose cluster is not known -- compared in no cluster, so said first
+    skipped = [*inputs.desired.skipped, *cluster_unknown(inputs.desired.pools)]
+    watched, unseen = asyncio.run(_run(*args, runs=runs, skipped=skipped))
     if watched and len(unseen) == watched:  # a watch that compared nothing is no pass
         said = "; ".join(
             f"{e.cluster} ({e.details.get('lastError') or e.details['health']})" for e in unseen
@@ -203,9 +208,11 @@ async def _run(
     followed: _Followed | None = None,
     *,
     runs: _Runs | None = None,
+    skipped: Sequence[Skip] = (),
 ) -> tuple[int, list[LifecycleEvent]]:
     """Watch until ``duration``; then how many clusters were watched, and the
-    ``cluster.not_compared`` events of those whose nodes were never listed."""
+    ``cluster.not_compared`` events of those whose nodes were never listed. ``skipped``: the
+    desired state compared in no cluster, said (``SkipEvent``) before any cluster is added."""
     desired_apps, workload_settings = None, None
     if followed is not None:
         workload_settings, desired_apps = await followed.load()
@@ -240,6 +247,8 @@ async def _run(
     try:
         async with asyncio.timeout(duration):
             async with sink:
+                for skip in skipped:
+                    sink.emit(SkipEvent(skip, fleet.clock.now()))
                 if gate is not None:  # the runs under way before the first event
                     with contextlib.suppress(AuditStoreError):
                         await gate.refresh()
