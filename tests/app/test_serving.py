@@ -199,3 +199,22 @@ async def test_an_event_naming_a_pool_defined_twice_compares_neither_definition_
     assert serving.knows("c1")
     assert await serving.rediff("c1", "general") == 0
     assert serving.findings() == []
+
+
+def test_the_blast_radius_counts_only_the_pools_compared():
+    """The healer may act on a share (10 %, floor 1) of a cluster's pools at once. Its base
+    counted every desired pool name: ten names each defined twice, and one whose name is not
+    known -- none of them compared, so none ever healed -- doubled c1's share (21 pools: 2
+    actions at once) over the ten pools that are compared (1)."""
+    from fleetwarden.core.pools import Unresolved
+
+    compared = [NodePoolSpec(f"p{i}", "c1", source="pools.yaml") for i in range(10)]
+    twice = [NodePoolSpec(f"d{i}", "c1", source=f) for i in range(10) for f in ("a.yaml", "b.tf")]
+    unnamed = NodePoolSpec("custom", "c1", unresolved=(Unresolved("name", "var.name"),))
+    serving = Serving(
+        ServingSettings(), [*compared, *twice, unnamed], Queue(),  # type: ignore[arg-type]
+        client_factory=no_client, snapshot={"c1": []},
+        clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
+    )  # fmt: skip
+    assert serving.healer.state.pools == {"c1": 10}
+    assert serving.healer.policy.guards.cluster_limit(serving.healer.state.pools["c1"]) == 1
