@@ -491,7 +491,10 @@ class Serving:
         for cluster, nodes in self.snapshot.items():
             mine, held = assigned.pools.get(cluster, []), assigned.held.get(cluster, ())
             groups = cluster_groups(mine, nodes, options=options, held=held)
-            for ev in diff_and_track(self.tracker, cluster, groups, options=options, now=now):
+            unnamed = assigned.unnamed.get(cluster, ())
+            for ev in diff_and_track(
+                self.tracker, cluster, groups, options=options, now=now, unnamed=unnamed
+            ):
                 self.emit(ev)
 
     # --- running -----------------------------------------------------------------------------

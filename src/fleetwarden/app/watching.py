@@ -426,6 +426,7 @@ class ClusterWatcher:
             options=self.settings.options,
             now=now,
             keep=lambda f: not self.churn.explains(f, now),
+            unnamed=self.index.unnamed,
         )
         events = stamp_events(
             self.tracker, (self.cluster, scope), events, managed=self.managed.get, changed=changed
