@@ -199,3 +199,44 @@ async def test_an_event_naming_a_pool_defined_twice_compares_neither_definition_
     assert serving.knows("c1")
     assert await serving.rediff("c1", "general") == 0
     assert serving.findings() == []
+
+
+def test_the_blast_radius_counts_only_the_pools_compared():
+    """The healer may act on a share (10 %, floor 1) of a cluster's pools at once. Its base
+    counted every desired pool name: ten names each defined twice, and one whose name is not
+    known -- none of them compared, so none ever healed -- doubled c1's share (21 pools: 2
+    actions at once) over the ten pools that are compared (1)."""
+    from fleetwarden.core.pools import Unresolved
+
+    compared = [NodePoolSpec(f"p{i}", "c1", source="pools.yaml") for i in range(10)]
+    twice = [NodePoolSpec(f"d{i}", "c1", source=f) for i in range(10) for f in ("a.yaml", "b.tf")]
+    unnamed = NodePoolSpec("custom", "c1", unresolved=(Unresolved("name", "var.name"),))
+    serving = Serving(
+        ServingSettings(), [*compared, *twice, unnamed], Queue(),  # type: ignore[arg-type]
+        client_factory=no_client, snapshot={"c1": []},
+        clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
+    )  # fmt: skip
+    assert serving.healer.state.pools == {"c1": 10}
+    assert serving.healer.policy.guards.cluster_limit(serving.healer.state.pools["c1"]) == 1
+
+
+def test_the_start_up_scan_says_strays_may_be_the_pool_whose_name_is_not_known():
+    """serve's first pass over the node dumps says of nodes of no pool what ``scan`` says:
+    the cluster has a pool whose name is not known (file, expression), which they may be."""
+    from fleetwarden.core.pools import Unresolved
+
+    unnamed = NodePoolSpec(
+        "custom", "c1", source="main.tf", unresolved=(Unresolved("name", "var.name"),)
+    )
+    stray = ObservedNode("x", labels={POOL_LABEL: "custom-a"}, kubelet_version="v1.30.4")
+    serving = Serving(
+        ServingSettings(), [*SPECS, unnamed], Queue(),  # type: ignore[arg-type]
+        client_factory=no_client, snapshot={"c1": [node("a", "m5.large"), stray]},
+        clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)),
+    )  # fmt: skip
+    serving.initial_scan()
+    (found,) = serving.findings()
+    assert (found.pool, found.field) == ("custom-a", "pool")
+    assert found.message.startswith(
+        "cluster 'c1' has a pool whose name is not known ('custom' in main.tf: var.name)"
+    )

@@ -795,3 +795,36 @@ async def test_a_cluster_added_says_each_definition_of_a_pool_defined_twice_is_n
     await within(f.fleet.update(endpoint("token-b")))
     await wait_for(lambda: len(f.clients) == 2 and f.clients[1].watch_rvs, what="reconnected")
     assert len(f.rec.lifecycle("pool.not_compared")) == 2
+
+
+async def test_strays_beside_a_pool_whose_name_is_not_known_say_they_may_be_its_nodes(
+    harness_factory,
+):
+    """As ``scan``: the pool of unknown name is not compared (a skip), the nodes of no pool are
+    still a stray finding, and that finding says they may be that pool's -- on the first list
+    and when a node joins the group later."""
+    from fleetwarden.core.pools import Unresolved
+
+    unnamed = NodePoolSpec(
+        name="custom",
+        cluster=CLUSTER,
+        source="main.tf",
+        unresolved=(Unresolved("name", "var.name"),),
+    )
+    h = harness_factory(
+        [node("n-1"), node("b-1", "batch"), node("x-1", "custom-a")], specs=[*SPECS, unnamed]
+    )
+    await h.start()
+    note = "cluster 'c1' has a pool whose name is not known ('custom' in main.tf: var.name)"
+    (stray,) = h.rec.findings("finding.appeared")
+    assert (stray.finding.pool, stray.finding.field, stray.finding.nodes) == (
+        "custom-a",
+        "pool",
+        ("x-1",),
+    )
+    assert stray.finding.message == f"{note}: these nodes may be that pool's"
+    assert [s.pool for s in h.watcher.skips] == ["custom"]
+    h.fake.upsert(node("x-2", "custom-b"))
+    await h.settle()
+    (later,) = [e for e in h.rec.findings("finding.appeared") if e.finding.pool == "custom-b"]
+    assert later.finding.message.startswith(note)

@@ -171,3 +171,28 @@ def test_a_run_whose_every_pool_is_defined_twice_compares_nothing_and_is_refused
     with pytest.raises(NothingToCompare, match=r"\(and 1 more pool names so\)"):
         check_comparable(twice_more, {"c1"}, desired_paths=["desired/"])
     check_comparable([*specs, _spec("web", "w.yaml", cluster="c2")], {"c1", "c2"}, desired_paths=[])
+
+
+def test_strays_beside_a_pool_whose_name_is_not_known_say_they_may_be_its_nodes():
+    """The unnamed pool is not compared (a skip says so) and the nodes of no pool are still a
+    medium SPEC ``pool`` finding -- but they may be that pool's, which the finding now says,
+    naming its file and expression; nodes with no pool label get both reasons. A cluster
+    without such a pool (c2) says nothing of it; the pool of another cluster is not c2's."""
+    from fleetwarden.core.pools import Unresolved
+
+    unnamed = NodePoolSpec(
+        name="custom", cluster="c1", source="main.tf", unresolved=(Unresolved("name", "var.name"),)
+    )
+    specs = [_spec("web", "w.yaml"), unnamed, _spec("web", "w.yaml", cluster="c2")]
+    assigned = assign_pools(specs, {"c1", "c2"})
+    assert assigned.unnamed == {"c1": [unnamed]}
+    assert assigned.index("c1").unnamed == (unnamed,) and assigned.index("c2").unnamed == ()
+    nodes = [_node("w1", "web"), _node("x1", "custom-a"), ObservedNode("bare")]
+    report = diff_fleet(specs, {"c1": nodes, "c2": nodes})
+    strays = {(f.cluster, f.pool): f.message for f in report.findings if f.field == "pool"}
+    note = "cluster 'c1' has a pool whose name is not known ('custom' in main.tf: var.name)"
+    assert strays[("c1", "custom-a")] == f"{note}: these nodes may be that pool's"
+    assert strays[("c1", None)].startswith("these nodes carry none of the pool labels")
+    assert strays[("c1", None)].endswith(f"; {note}: these nodes may be that pool's")
+    assert strays[("c2", "custom-a")] == ""
+    assert "not known" not in strays[("c2", None)]

@@ -36,12 +36,14 @@ def diff_group(
     nodes: Sequence[ObservedNode],
     *,
     options: DiffOptions,
+    unnamed: Sequence[NodePoolSpec] = (),
 ) -> list[Finding]:
-    """A desired pool against its nodes; nodes of no desired pool as strays; else nothing."""
+    """A desired pool against its nodes; nodes of no desired pool as strays (``unnamed``: the
+    cluster's pools whose name is not known, which they may belong to); else nothing."""
     if spec is not None:
         return diff_pool(spec, nodes, cluster=cluster, options=options)
     if nodes:
-        return diff_strays(cluster, scope, nodes, options=options)
+        return diff_strays(cluster, scope, nodes, options=options, unnamed=unnamed)
     return []
 
 
@@ -53,13 +55,15 @@ def diff_and_track(
     options: DiffOptions,
     now: datetime,
     keep: Callable[[Finding], bool] | None = None,
+    unnamed: Sequence[NodePoolSpec] = (),
 ) -> list[FindingEvent]:
     """Diff every group of ``cluster`` and record the findings of each scope (a scope with no
     finding clears what it had); return the events in order. ``keep``: which findings to
-    report (the live watcher holds back what churn under way explains)."""
+    report (the live watcher holds back what churn under way explains). ``unnamed``: the
+    cluster's pools whose name is not known (``PoolIndex.unnamed``), named by strays."""
     events: list[FindingEvent] = []
     for scope, (spec, nodes) in groups.items():
-        findings = diff_group(cluster, scope, spec, nodes, options=options)
+        findings = diff_group(cluster, scope, spec, nodes, options=options, unnamed=unnamed)
         if keep is not None:
             findings = [f for f in findings if keep(f)]
         events.extend(tracker.update((cluster, scope), findings, now=now))

@@ -172,10 +172,11 @@ def _job(
     load: NodeLoader,
     workers: int = 1,
     held: Sequence[NodePoolSpec] = (),
+    unnamed: Sequence[NodePoolSpec] = (),
 ) -> ClusterDiff:
     summarise = ClusterSummariser(tuple(specs), options)
     summary = load(sources, summarise=summarise, merge=merge_clusters, workers=workers)
-    return diff_summary(cluster, specs, summary, options=options, held=held)
+    return diff_summary(cluster, specs, summary, options=options, held=held, unnamed=unnamed)
 
 
 def scan_clusters(
@@ -190,14 +191,13 @@ def scan_clusters(
 ) -> FleetReport:
     """Diff every cluster in ``sources`` (cluster -> its node dump paths)."""
     assigned = assign_pools(specs, sources.keys())
-    pools, held = assigned.pools, assigned.held
+    pools, held, unnamed = assigned.pools, assigned.held, assigned.unnamed
     results: list[ClusterDiff] = []
     if workers <= 1 or len(sources) <= 1:
         for cluster, paths in sources.items():
             mine = pools.get(cluster, [])
-            results.append(
-                _job(cluster, paths, mine, options, load, workers, held.get(cluster, []))
-            )
+            uncompared = held.get(cluster, []), unnamed.get(cluster, [])
+            results.append(_job(cluster, paths, mine, options, load, workers, *uncompared))
             if on_done:
                 on_done(cluster)
     else:  # imported here: a scan of one cluster starts its reader processes without it
@@ -205,9 +205,12 @@ def scan_clusters(
 
         with ProcessPoolExecutor(max_workers=workers) as pool:
             pending: dict[Future[ClusterDiff], str] = {
-                pool.submit(_job, c, p, pools.get(c, []), options, load, 1, held.get(c, [])): c
+                pool.submit(
+                    _job, c, p, pools.get(c, []), options, load, 1,
+                    held.get(c, []), unnamed.get(c, []),
+                ): c
                 for c, p in sources.items()
-            }
+            }  # fmt: skip
             try:
                 while pending:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)

@@ -280,7 +280,7 @@ class Serving:
                 (added, removed)
             )
             self.fleet.owns = self._owns
-        self.healer.set_pool_counts({c: len(p) for c, p in self.known_pools().items()})
+        self.healer.set_pool_counts(self.compared_pools())
 
     def _decided(self, event: FindingEvent, decision: dict[str, Any] | None) -> None:
         """The healer's word on a finding: a warned one shows ``mode: warn`` in
@@ -331,6 +331,14 @@ class Serving:
             for cluster, mine in self.fleet.specs_by_cluster.items()
             if (skips := assign_pools(mine, [cluster]).skips)
         }
+
+    def compared_pools(self) -> dict[str, int]:
+        """Per desired cluster, how many of its pools are compared: the blast radius's base (a
+        share of them may be healed at once). A pool compared in no definition (defined twice,
+        a name not known) is healed in none, so it does not widen the share."""
+        clusters = self.known_pools().keys()
+        assigned = assign_pools(self.specs, clusters)
+        return {c: len(assigned.pools.get(c, ())) for c in clusters}
 
     def known_pools(self) -> dict[str, set[str]]:
         """Desired pool names by cluster."""
@@ -483,7 +491,10 @@ class Serving:
         for cluster, nodes in self.snapshot.items():
             mine, held = assigned.pools.get(cluster, []), assigned.held.get(cluster, ())
             groups = cluster_groups(mine, nodes, options=options, held=held)
-            for ev in diff_and_track(self.tracker, cluster, groups, options=options, now=now):
+            unnamed = assigned.unnamed.get(cluster, ())
+            for ev in diff_and_track(
+                self.tracker, cluster, groups, options=options, now=now, unnamed=unnamed
+            ):
                 self.emit(ev)
 
     # --- running -----------------------------------------------------------------------------

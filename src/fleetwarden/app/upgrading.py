@@ -34,6 +34,7 @@ from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, record_id
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.diffing import PoolIndex, diff_pool
 from fleetwarden.core.findings import Finding
+from fleetwarden.core.fleet import assign_pools
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.ownership import ArgoApp, FluxRef, OwnershipMap
 from fleetwarden.core.pools import NodePoolSpec
@@ -392,7 +393,17 @@ async def plan_live(
     timeout: float = 30.0,
 ) -> UpgradePlan:
     """The plan of the upgrade over the cluster's nodes as they are now (one list call) and
-    the desired pool among ``specs`` (matched as the watcher matches: by name or prefix)."""
+    the desired pool among ``specs`` (matched as the watcher matches: by name or prefix).
+    Raises ``ValueError`` when that pool is defined more than once in the cluster: scan
+    compares none of its definitions, and a plan against one of them would be a guess."""
+    mine = [s for s in specs if s.cluster in (None, cluster)]
+    assigned = assign_pools([s if s.cluster else s.with_cluster(cluster) for s in mine], [cluster])
+    index = assigned.index(cluster)
+    if (held := index.held_for(pool)) is not None:
+        why = next(s.reason for s in assigned.skips if s.pool == held)
+        raise ValueError(
+            f"{cluster}/{pool} is not planned: {why}; keep one definition of the pool per cluster"
+        )
     async with asyncio.timeout(timeout):
         listed = await kube.list(NODES)
     nodes = []
@@ -401,8 +412,7 @@ async def plan_live(
             nodes.append(node_from_object(obj))
         except FormatError:
             continue  # a node we cannot read is not ours to judge
-    mine = [s for s in specs if s.cluster in (None, cluster)]
-    spec = PoolIndex(mine).spec_for(pool)
+    spec = index.spec_for(pool)
     return plan_upgrade(
         cluster, pool, to_version, nodes=nodes, spec=spec, specs=mine, apps=apps, table=table,
         ownership=ownership, surge=surge, unavailable=unavailable, budget=budget,

@@ -426,6 +426,7 @@ class ClusterWatcher:
             options=self.settings.options,
             now=now,
             keep=lambda f: not self.churn.explains(f, now),
+            unnamed=self.index.unnamed,
         )
         events = stamp_events(
             self.tracker, (self.cluster, scope), events, managed=self.managed.get, changed=changed
@@ -494,13 +495,10 @@ class FleetWatcher:
         for spec in specs:
             if spec.cluster:
                 self.specs_by_cluster.setdefault(spec.cluster, []).append(spec)
-        self.client_factory, self.emit, self.settings, self.clock = (
-            client_factory,
-            emit,
-            settings,
-            clock,
-        )
+        self.client_factory, self.emit = client_factory, emit
+        self.settings, self.clock = settings, clock
         self.on_upgrade = on_upgrade
+        self.comparing: set[str] = set()  # clusters added here with a pool to compare
         self.tracker = tracker or FindingTracker()
         self.running: dict[str, _Running] = {}
         # sharding: only the clusters ``owns`` accepts are watched here; every endpoint seen
@@ -592,6 +590,8 @@ class FleetWatcher:
             return
         running = self.running[endpoint.name] = self._start(endpoint)
         watcher, now = running.watcher, self.clock.now()
+        if watcher.index.specs:  # a watch that compares no pool anywhere is no pass
+            self.comparing.add(endpoint.name)
         await _emit(
             self.emit,
             LifecycleEvent(

@@ -562,9 +562,22 @@ class PoolIndex:
     (``fleet.assign_pools``). They claim groups as any pool does, but are compared in none:
     ``spec_for`` gives None for their groups and ``held_for`` their name -- their nodes are
     neither compared nor strays. ``specs`` holds the compared pools only.
+
+    ``unnamed``: the cluster's pools whose name is not known (``unknown_name``; those among
+    ``specs`` too). They claim no group, but any stray group may be theirs: the strays'
+    finding says so (``_strays``).
     """
 
-    def __init__(self, specs: Sequence[NodePoolSpec], *, held: Sequence[NodePoolSpec] = ()) -> None:
+    def __init__(
+        self,
+        specs: Sequence[NodePoolSpec],
+        *,
+        held: Sequence[NodePoolSpec] = (),
+        unnamed: Sequence[NodePoolSpec] = (),
+    ) -> None:
+        every_given = [*specs, *held, *unnamed]
+        found = {id(s): s for s in every_given if s.unknown_name is not None}  # each once
+        self.unnamed: tuple[NodePoolSpec, ...] = tuple(found.values())
         specs = comparable(specs)
         self.specs = {s.name: s for s in specs}
         self.held = frozenset(s.name for s in comparable(held))
@@ -605,26 +618,51 @@ def diff_strays(
     nodes: Sequence[ObservedNode],
     *,
     options: DiffOptions = DiffOptions(),
+    unnamed: Sequence[NodePoolSpec] = (),
 ) -> list[Finding]:
-    """Nodes whose pool is not in the desired state (or who carry no pool label at all)."""
-    return _strays(cluster, group, [node.name for node in nodes], options)
+    """Nodes whose pool is not in the desired state (or who carry no pool label at all).
+    ``unnamed``: the cluster's pools whose name is not known (``PoolIndex.unnamed``)."""
+    return _strays(cluster, group, [node.name for node in nodes], options, unnamed)
 
 
 def _strays(
-    cluster: str, group: str | None, names: list[str], options: DiffOptions
+    cluster: str,
+    group: str | None,
+    names: list[str],
+    options: DiffOptions,
+    unnamed: Sequence[NodePoolSpec] = (),
 ) -> list[Finding]:
     collector = _Collector(cluster, group, None)
     if names:
         collector.add_all(Layer.SPEC, "pool", None, group, Severity.MEDIUM, names)
+    why = []
     if group is None:
         looked = ", ".join(options.pool_labels or POOL_LABELS)
-        collector.explain(
-            "pool",
+        why.append(
             f"these nodes carry none of the pool labels looked for ({looked}); name the label "
             "your nodes carry under scan.poolLabels in --config (e.g. poolLabels: "
-            "[example.com/pool])",
+            "[example.com/pool])"
         )
+    if unnamed:
+        why.append(_unnamed_note(cluster, unnamed))
+    if why:
+        collector.explain("pool", "; ".join(why))
     return apply_rules(collector.findings(), severities=options.severities, ignores=options.ignores)
+
+
+def _unnamed_note(cluster: str, unnamed: Sequence[NodePoolSpec]) -> str:
+    """Why a stray group may not be stray: a pool of the cluster whose name is not known
+    (not compared: ``fleet.unnamed_reason``) may be the one its nodes belong to."""
+    pools = "; ".join(f"{s.name!r} in {s.source or '<desired>'}: {s.unknown_name}" for s in unnamed)
+    if len(unnamed) == 1:
+        return (
+            f"cluster {cluster!r} has a pool whose name is not known ({pools}): these nodes "
+            "may be that pool's"
+        )
+    return (
+        f"cluster {cluster!r} has {len(unnamed)} pools whose names are not known ({pools}): "
+        "these nodes may be one of those pools'"
+    )
 
 
 def summarise_cluster(
@@ -677,23 +715,26 @@ def diff_summary(
     *,
     options: DiffOptions = DiffOptions(),
     held: Sequence[NodePoolSpec] = (),
+    unnamed: Sequence[NodePoolSpec] = (),
 ) -> ClusterDiff:
     """``diff_cluster`` of the nodes ``summary`` was made of (``summarise_cluster`` with the
-    same specs and options). Pools whose name is unknown are not compared (``comparable``).
+    same specs and options). Pools whose name is unknown are not compared (``comparable``);
+    with them (among ``specs`` or in ``unnamed``), the strays' finding says its nodes may be
+    theirs.
 
     ``held``: desired pools of this cluster that are not compared because their name is
     defined more than once (``fleet.assign_pools``). The nodes they would claim are in the
     desired state, so they are no strays; which definition they follow cannot be told, so
     they are not compared either: the skip that names the pool is what is said of them."""
+    index = PoolIndex(specs, held=held, unnamed=unnamed)
     specs = comparable(specs)
-    index = PoolIndex(specs, held=held)
     members: dict[str, NodeSummary | None] = {spec.name: None for spec in specs}
     findings: list[Finding] = []
     for group, part in summary.groups.items():
         spec = index.spec_for(group)
         if spec is None:
             if index.held_for(group) is None:
-                findings.extend(_strays(cluster, group, part.names(), options))
+                findings.extend(_strays(cluster, group, part.names(), options, index.unnamed))
         else:  # a pool's groups in the order of their first node, as diff_cluster lists them
             have = members[spec.name]
             members[spec.name] = part if have is None else merge_summaries(have, part)
@@ -710,8 +751,9 @@ def diff_cluster(
     *,
     options: DiffOptions = DiffOptions(),
     held: Sequence[NodePoolSpec] = (),
+    unnamed: Sequence[NodePoolSpec] = (),
 ) -> ClusterDiff:
-    """Every pool of one cluster, plus nodes that belong to no desired pool (``held``: as in
-    ``diff_summary``)."""
+    """Every pool of one cluster, plus nodes that belong to no desired pool (``held``,
+    ``unnamed``: as in ``diff_summary``)."""
     summary = summarise_cluster(specs, nodes, options=options)
-    return diff_summary(cluster, specs, summary, options=options, held=held)
+    return diff_summary(cluster, specs, summary, options=options, held=held, unnamed=unnamed)

@@ -24,6 +24,7 @@ __all__ = [
     "assemble_report",
     "assign_pools",
     "check_comparable",
+    "cluster_unknown",
     "coverage_findings",
     "defined_twice",
     "defined_twice_reason",
@@ -236,17 +237,25 @@ class Assignment:
     nodes are no strays either (``diffing.diff_summary``'s ``held``): they do carry a desired
     pool's name, only which definition they follow cannot be told. ``skips``: why each pool
     left out is not compared (held ones included). ``compared``: every compared pool, in the
-    order given -- the pools whose fields the report counts (``field_counts``)."""
+    order given -- the pools whose fields the report counts (``field_counts``). ``unnamed``: per
+    observed cluster, its pools whose name is not known (skipped too): the nodes of no pool
+    there may be theirs, which the strays' finding says."""
 
     pools: dict[str, list[NodePoolSpec]]
     held: dict[str, list[NodePoolSpec]]
     skips: list[Skip]
     compared: tuple[NodePoolSpec, ...]
+    unnamed: dict[str, list[NodePoolSpec]] = field(default_factory=dict)
 
     def index(self, cluster: str) -> PoolIndex:
         """Which pool a node group of ``cluster`` belongs to: its compared pools, and its held
-        ones (whose nodes are neither compared nor strays) -- what a live re-diff looks up."""
-        return PoolIndex(self.pools.get(cluster, ()), held=self.held.get(cluster, ()))
+        ones (whose nodes are neither compared nor strays) -- what a live re-diff looks up;
+        its ``unnamed`` pools the strays' finding names."""
+        return PoolIndex(
+            self.pools.get(cluster, ()),
+            held=self.held.get(cluster, ()),
+            unnamed=self.unnamed.get(cluster, ()),
+        )
 
 
 def defined_twice(specs: Iterable[NodePoolSpec]) -> dict[tuple[str, str], list[NodePoolSpec]]:
@@ -269,6 +278,17 @@ def defined_twice_reason(cluster: str, name: str, defined: Sequence[NodePoolSpec
     )
 
 
+def cluster_unknown(specs: Iterable[NodePoolSpec]) -> list[Skip]:
+    """The skips of the pools whose cluster is not known (give it as ``CLUSTER=PATH``): compared
+    in no cluster, wherever they are looked for (``assign_pools`` says the same)."""
+    return [_cluster_unknown(s) for s in specs if s.cluster is None]
+
+
+def _cluster_unknown(spec: NodePoolSpec) -> Skip:
+    reason = f"pool {spec.name!r}: cluster unknown (give it as CLUSTER=PATH)"
+    return Skip(spec.source or "<desired>", reason, pool=spec.name)
+
+
 def _places(defined: Iterable[NodePoolSpec]) -> list[str]:
     return list(dict.fromkeys(s.source or "<desired>" for s in defined))
 
@@ -287,21 +307,17 @@ def assign_pools(specs: Sequence[NodePoolSpec], clusters: Collection[str]) -> As
     skips: list[Skip] = []
     by_cluster: dict[str, list[NodePoolSpec]] = defaultdict(list)
     held: dict[str, list[NodePoolSpec]] = defaultdict(list)
+    unnamed: dict[str, list[NodePoolSpec]] = defaultdict(list)
     twice = {key: defined for key, defined in defined_twice(specs).items() if key[0] in clusters}
     compared: list[NodePoolSpec] = []
     for spec in specs:
-        where = spec.source or "<desired>"
         if spec.cluster is None:
-            skips.append(
-                Skip(
-                    where,
-                    f"pool {spec.name!r}: cluster unknown (give it as CLUSTER=PATH)",
-                    pool=spec.name,
-                )
-            )
+            skips.append(_cluster_unknown(spec))
             continue
         if spec.unknown_name is not None:
-            skips.append(Skip(where, unnamed_reason(spec), pool=spec.name))
+            skips.append(Skip(spec.source or "<desired>", unnamed_reason(spec), pool=spec.name))
+            if spec.cluster in clusters:
+                unnamed[spec.cluster].append(spec)
             continue
         if spec.cluster not in clusters:
             continue  # a coverage finding (coverage_findings) says so
@@ -313,7 +329,7 @@ def assign_pools(specs: Sequence[NodePoolSpec], clusters: Collection[str]) -> As
     for (cluster, name), defined in twice.items():
         reason = defined_twice_reason(cluster, name, defined)
         skips.extend(Skip(place, reason, pool=name) for place in _places(defined))
-    return Assignment(dict(by_cluster), dict(held), skips, tuple(compared))
+    return Assignment(dict(by_cluster), dict(held), skips, tuple(compared), dict(unnamed))
 
 
 def assemble_report(
@@ -370,6 +386,7 @@ def diff_fleet(
             nodes,
             options=options,
             held=assigned.held.get(cluster, ()),
+            unnamed=assigned.unnamed.get(cluster, ()),
         )
         for cluster, nodes in observed.items()
     )

@@ -15,7 +15,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["ClusterHealth", "HealthTracker", "LifecycleEvent", "LifecycleType", "ProbeResult"]
+from fleetwarden.core.skips import Skip
+
+__all__ = [
+    "ClusterHealth",
+    "HealthTracker",
+    "LifecycleEvent",
+    "LifecycleType",
+    "ProbeResult",
+    "SkipEvent",
+]
 
 
 class ClusterHealth(StrEnum):
@@ -40,6 +49,8 @@ class LifecycleType(StrEnum):
     # a desired pool of a cluster just added is not compared (defined more than once there,
     # a name not known): its details are scan's ``skipped[]`` entry (path, reason, pool)
     POOL_NOT_COMPARED = "pool.not_compared"
+    # a desired file a watch did not compare: not read (``problem``), or no pool defined there
+    FILE_SKIPPED = "file.skipped"
     CHURN = "churn"  # nodes added/removed/replaced by the provider or an autoscaler (core.churn)
 
 
@@ -57,6 +68,26 @@ class LifecycleEvent:
             "at": self.at.isoformat().replace("+00:00", "Z"),
             **self.details,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SkipEvent:
+    """Desired state a watch compares in no cluster, said as it starts: ``scan``'s
+    ``skipped[]`` entry of a file not read or that defines no pool (``file.skipped``), or of a
+    pool whose cluster is not known (``pool.not_compared`` with ``cluster`` null)."""
+
+    skip: Skip
+    at: datetime
+
+    @property
+    def type(self) -> LifecycleType:
+        if self.skip.pool is not None:
+            return LifecycleType.POOL_NOT_COMPARED
+        return LifecycleType.FILE_SKIPPED
+
+    def to_json(self) -> dict[str, Any]:
+        at = self.at.isoformat().replace("+00:00", "Z")
+        return {"type": self.type.value, "cluster": None, "at": at, **self.skip.to_json()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from rich.live import Live
 from rich.text import Text
 
 from fleetwarden.core.fleet import severity_order
+from fleetwarden.core.lifecycle import SkipEvent
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.presenting.rendering import (
     event_text,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     from fleetwarden.app.watching import Event, FleetWatcher
     from fleetwarden.core.findings import Finding
+    from fleetwarden.core.skips import Skip
 
 __all__ = ["JsonLines", "LiveView"]
 
@@ -46,7 +48,7 @@ class JsonLines:
                 self.emit(event)
         self.stream.flush()
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: Event | SkipEvent) -> None:
         self.stream.write(json.dumps(event.to_json()) + "\n")
         self.stream.flush()
 
@@ -54,8 +56,9 @@ class JsonLines:
 class LiveView:
     """``watch``'s live table: the current findings and the last 12 events, redrawn on
     each event. The title names the clusters whose nodes were never listed and the pools not
-    compared (defined twice, a name not known), one ``not compared (FILE): why`` line each
-    under the table, as ``scan`` says them: events scroll away, these stay."""
+    compared (defined twice, a name not known: ``CLUSTER/POOL``; a cluster not known: ``POOL``),
+    one ``not compared (FILE): why`` line each under the table, and the desired files not read
+    (``could not read FILE: why``), as ``scan`` says them: events scroll away, these stay."""
 
     fleet: FleetWatcher | None = None
     # what of the current findings to show (``watch``: not a running upgrade's drift)
@@ -66,6 +69,7 @@ class LiveView:
         self.console = console or make_console()
         self.log: deque[Text] = deque(maxlen=12)
         self.live = Live(console=self.console, auto_refresh=False, transient=False)
+        self.desired_skips: list[Skip] = []  # SkipEvents: compared in no cluster
 
     async def __aenter__(self) -> LiveView:
         self.live.__enter__()
@@ -77,28 +81,34 @@ class LiveView:
                 self.emit(event)
         self.live.__exit__(None, None, None)
 
-    def emit(self, event: Event) -> None:
-        data = event.to_json()
-        finding = event.finding if isinstance(event, FindingEvent) else None
-        self.log.append(literal(event_text(data, finding)))
+    def emit(self, event: Event | SkipEvent) -> None:
+        if isinstance(event, SkipEvent):  # said under the table, for as long as it runs
+            self.desired_skips.append(event.skip)
+        else:
+            finding = event.finding if isinstance(event, FindingEvent) else None
+            self.log.append(literal(event_text(event.to_json(), finding)))
         found = self.fleet.tracker.current() if self.fleet else []
         current = sorted(self.select(found) if self.select else found, key=severity_order)
         title = f"{len(current)} findings"
-        skipped: list[Text] = []
+        skipped = _desired_lines(self.desired_skips)
+        unread = sum(s.problem for s in self.desired_skips)
+        if unread:
+            title += f" ({unread} desired file{'' if unread == 1 else 's'} not read)"
+        pools = [s.pool for s in self.desired_skips if s.pool is not None]  # of no cluster
         if self.fleet is not None:
             waiting = [r.watcher for r in self.fleet.running.values()]
             unseen = [w.cluster for w in waiting if not w.synced.is_set()]
             if unseen:
                 title += f" (not compared yet: {', '.join(sorted(unseen))}, nodes never listed)"
             held = self.fleet.pools_not_compared()
-            pools = sorted({f"{c}/{s.pool}" for c, skips in held.items() for s in skips})
-            if pools:
-                title += f" (pools not compared: {', '.join(pools)})"
-            skipped = [
+            pools = sorted({f"{c}/{s.pool}" for c, skips in held.items() for s in skips}) + pools
+            skipped += [
                 line((f"not compared ({s.path}): {s.reason}", "yellow"))
                 for _, skips in sorted(held.items())
                 for s in skips
             ]
+        if pools:
+            title += f" (pools not compared: {', '.join(dict.fromkeys(pools))})"
         self.live.update(
             Group(
                 findings_table(current, title=title, wide=self.wide),
@@ -108,3 +118,18 @@ class LiveView:
             ),
             refresh=True,
         )
+
+
+def _desired_lines(skips: list[Skip]) -> list[Text]:
+    """What ``scan`` prints of the same skips: each file not read and each pool not compared;
+    the files that define no pool counted."""
+    out = []
+    for s in skips:
+        if s.problem:
+            out.append(line((f"could not read {s.path}: {s.reason}", "yellow")))
+        elif s.pool is not None:
+            out.append(line((f"not compared ({s.path}): {s.reason}", "yellow")))
+    quiet = sum(not s.shown for s in skips)
+    if quiet:
+        out.append(line((f"{quiet} skipped (files or pools); --format json lists them", "dim")))
+    return out

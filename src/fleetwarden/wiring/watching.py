@@ -23,8 +23,10 @@ from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.lifecycle import LifecycleEvent
+from fleetwarden.core.fleet import NothingToCompare, cluster_unknown
+from fleetwarden.core.lifecycle import LifecycleEvent, SkipEvent
 from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.skips import Skip
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
 from fleetwarden.presenting.watching import JsonLines, LiveView
@@ -68,7 +70,8 @@ def watch(
     try:
         _watch(inputs, sink, config=config, argocd_server=argocd_server, store=store,
                manifests=manifests, follow=follow, namespaces=namespaces,
-               probe_interval=probe_interval, duration=duration)  # fmt: skip
+               probe_interval=probe_interval, duration=duration,
+               allow_empty=allow_empty)  # fmt: skip
     finally:
         for log in inputs.audit_logs.values():
             log.close()
@@ -86,6 +89,7 @@ def _watch(
     namespaces: Sequence[str],
     probe_interval: float,
     duration: float | None,
+    allow_empty: bool = False,
 ) -> None:
     settings, endpoints, argocd = inputs.settings, inputs.endpoints, inputs.argocd
     followed = _followed(config, settings.raw, follow, namespaces)
@@ -103,12 +107,19 @@ def _watch(
 
     runs = _Runs(store, explicit=True) if store else _Runs(default_store(), explicit=False)
     args = (inputs.desired.pools, endpoints, argocd, watch_settings, sink, duration, up, followed)
-    watched, unseen = asyncio.run(_run(*args, runs=runs))
+    # what scan would list in skipped[] whatever the clusters: files not read (or defining no
+    # pool), pools whose cluster is not known -- compared in no cluster, so said first
+    skipped = [*inputs.desired.skipped, *cluster_unknown(inputs.desired.pools)]
+    watched, unseen, idle = asyncio.run(_run(*args, runs=runs, skipped=skipped))
     if watched and len(unseen) == watched:  # a watch that compared nothing is no pass
         said = "; ".join(
             f"{e.cluster} ({e.details.get('lastError') or e.details['health']})" for e in unseen
         )
         raise ValueError(f"no cluster's nodes could be listed during the watch: {said}")
+    if idle is not None and inputs.desired.pools and not allow_empty:
+        # the clusters came from Argo CD (the contexts are checked before the watch starts):
+        # none of them had a pool to compare -- as scan, nothing compared is no pass
+        raise NothingToCompare(f"no pool was compared during the watch: {idle}")
 
 
 @dataclass
@@ -203,9 +214,12 @@ async def _run(
     followed: _Followed | None = None,
     *,
     runs: _Runs | None = None,
-) -> tuple[int, list[LifecycleEvent]]:
-    """Watch until ``duration``; then how many clusters were watched, and the
-    ``cluster.not_compared`` events of those whose nodes were never listed."""
+    skipped: Sequence[Skip] = (),
+) -> tuple[int, list[LifecycleEvent], str | None]:
+    """Watch until ``duration``; then how many clusters were watched, the
+    ``cluster.not_compared`` events of those whose nodes were never listed, and, when no cluster
+    added had a pool to compare, why (``_none_compared``). ``skipped``: the desired state
+    compared in no cluster, said (``SkipEvent``) before any cluster is added."""
     desired_apps, workload_settings = None, None
     if followed is not None:
         workload_settings, desired_apps = await followed.load()
@@ -240,6 +254,8 @@ async def _run(
     try:
         async with asyncio.timeout(duration):
             async with sink:
+                for skip in skipped:
+                    sink.emit(SkipEvent(skip, fleet.clock.now()))
                 if gate is not None:  # the runs under way before the first event
                     with contextlib.suppress(AuditStoreError):
                         await gate.refresh()
@@ -259,4 +275,21 @@ async def _run(
         if audit is not None:
             await audit.close()
         await clients.aclose()
-    return len(fleet.running), fleet.not_compared()
+    idle = None if fleet.comparing else _none_compared(fleet)
+    return len(fleet.running), fleet.not_compared(), idle
+
+
+def _none_compared(fleet: FleetWatcher) -> str:
+    """Why each cluster watched compared no pool: its first pool not compared (defined twice,
+    a name not known), or that no desired pool names it."""
+    said = []
+    for name, running in sorted(fleet.running.items()):
+        reasons = list(dict.fromkeys(s.reason for s in running.watcher.skips))
+        if not reasons:
+            said.append(f"{name}: no desired pool names this cluster")
+            continue
+        more = f" (and {len(reasons) - 1} more pools not compared)" if len(reasons) > 1 else ""
+        said.append(f"{name}: {reasons[0]}{more}")
+    if not said:
+        return "no cluster was being watched when it ended"
+    return "; ".join(said[:5]) + (f"; and {len(said) - 5} more clusters" if len(said) > 5 else "")
