@@ -371,3 +371,68 @@ def test_terraform_v17_kubelet_extra_args_is_read_as_the_value_of_that_flag():
     error = _refused("main.tf", text.replace("KUBELET_ARGS", _STRAY))
     assert error.field is not None and error.field.endswith("kubelet_extra_args")
     assert "'oops' is not a flag" in error.reason
+
+
+_BROKEN_NODECONFIG = """\
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    flags: [--node-labels=team=a
+    config: {maxPods: 30}
+"""
+
+
+def _karpenter_al2023(user_data: str) -> str:
+    head = _KARPENTER.split("  userData: |")[0].replace("al2@latest", "al2023@latest")
+    return head + "  userData: |\n" + "".join(f"    {line}\n" for line in user_data.splitlines())
+
+
+def test_karpenter_nodeconfig_part_that_is_not_yaml_is_an_error_naming_the_node_class():
+    """nodeadm refuses a user data whose NodeConfig part does not decode (Karpenter's own part
+    goes with it) and the node does not join: the pool was read as the part setting nothing."""
+    mime = _MIME.replace(
+        "spec:\n  kubelet:\n    config:\n      maxPods: 30\n",
+        _BROKEN_NODECONFIG.split("kind: NodeConfig\n")[1],
+    )
+    error = _refused("np.yaml", _karpenter_al2023(mime))
+    assert error.field == "EC2NodeClass/default: spec.userData"
+    assert "not YAML" in error.reason and "MIME part 1 (application/node.eks.aws)" in error.reason
+
+
+def test_karpenter_plain_nodeconfig_that_is_not_yaml_leaves_boot_facts_unresolved():
+    """Karpenter passes plain user data it cannot parse as YAML on as a shell script: nodeadm
+    never reads it, so no refusal -- but what it meant to set is said unresolved, not dropped."""
+    (pool,) = _pools("np.yaml", _karpenter_al2023(_BROKEN_NODECONFIG))
+    assert {"labels", "taints", "allocatable.pods"} <= pool.unresolved_fields
+    notes = [a for a in pool.account if a.path.endswith("spec.userData")]
+    assert notes and all(a.status is FieldStatus.UNRESOLVED for a in notes)
+    assert all("laid out as a NodeConfig" in a.detail for a in notes)
+
+
+def test_eksctl_al2023_override_bootstrap_command_that_is_not_yaml_is_an_error():
+    """On AmazonLinux2023 eksctl unmarshals overrideBootstrapCommand into a NodeConfig and
+    refuses text that is not YAML."""
+    text = (
+        _EKSCTL.split("    overrideBootstrapCommand")[0]
+        + "    amiFamily: AmazonLinux2023\n    overrideBootstrapCommand: |\n"
+        + "".join(f"      {line}\n" for line in _BROKEN_NODECONFIG.splitlines())
+    )
+    error = _refused("c.yaml", text)
+    assert error.field == "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand"
+    assert "not YAML" in error.reason and "eksctl refuses it" in error.reason
+
+
+def test_terraform_nodeadm_part_that_is_not_yaml_is_an_error_naming_the_attribute():
+    content = "".join(f"            {line}\n" for line in _BROKEN_NODECONFIG.splitlines())
+    group = (
+        '      ami_type = "AL2023_x86_64_STANDARD"\n'
+        "      cloudinit_pre_nodeadm = [{\n"
+        '        content_type = "application/node.eks.aws"\n'
+        f"        content      = <<-EOT\n{content}          EOT\n"
+        "      }]"
+    )
+    text = _terraform(group).replace('      ami_type = "AL2_x86_64"\n', "")
+    error = _refused("infra/main.tf", text)
+    assert error.field is not None and error.field.endswith("cloudinit_pre_nodeadm")
+    assert "not YAML" in error.reason

@@ -685,3 +685,77 @@ def test_any_encoded_part_is_read_or_said_unread_never_a_crash(data, packed, enc
         data.decode()
     except UnicodeDecodeError:
         assert facts.unresolved
+
+
+# ---------------------------------------------------------------------------------------------
+# A NodeConfig that is not YAML: nodeadm refuses the user data, the node does not join
+
+_BROKEN_NODECONFIG = """\
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    flags: [--node-labels=team=a
+    config: {maxPods: 30}
+"""
+_BROKEN = [
+    _BROKEN_NODECONFIG,  # an unclosed flow sequence
+    _BROKEN_NODECONFIG.replace("  kubelet:", "\tkubelet:"),  # a tab indents
+    _BROKEN_NODECONFIG.replace("    config", "   config"),  # indentation that nests nothing
+    '{"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": {',  # JSON cut short
+]
+
+
+@pytest.mark.parametrize("config", _BROKEN)
+def test_a_nodeconfig_part_that_is_not_yaml_is_refused_naming_the_part(config):
+    """nodeadm fails to decode the part, drops every NodeConfig of the user data with it and
+    does not start the node: it was read as setting nothing, without a word."""
+    text = _MIME_HEAD + "--//\nContent-Type: application/node.eks.aws\n\n" + config
+    script = _SCRIPT_PART.replace("FLAGS", "--max-pods=20")
+    for user_data in (text + "\n--//--\n", text + "\n" + script + "--//--\n"):
+        with pytest.raises(bootstrap.KubeletFlagError, match="not YAML") as caught:
+            bootstrap.from_user_data(user_data)
+        assert "MIME part 1 (application/node.eks.aws)" in str(caught.value)
+        assert "the node does not join" in str(caught.value)
+
+
+@pytest.mark.parametrize("config", _BROKEN)
+def test_a_nodeconfig_nodeadm_reads_that_is_not_yaml_is_refused(config):
+    with pytest.raises(bootstrap.NodeConfigYAMLError, match="line") as caught:
+        bootstrap.from_nodeadm(config)
+    assert "nodeadm refuses" in str(caught.value) and caught.value.problem
+
+
+@pytest.mark.parametrize("config", _BROKEN)
+def test_plain_user_data_laid_out_as_a_nodeconfig_that_is_not_yaml_is_unresolved(config):
+    """Without a MIME type, who reads the text decides: nodeadm refuses it, Karpenter passes it
+    on as a shell script (it sets nothing). Either way not "sets nothing" in silence: labels,
+    taints and max-pods are unresolved, saying why."""
+    facts = bootstrap.from_user_data(config)
+    assert facts.found and not facts.labels and facts.max_pods is None
+    assert {bootstrap.unresolved_fact(u) for u in facts.unresolved} == {
+        "labels",
+        "taints",
+        "allocatable.pods",
+    }
+    assert all("laid out as a NodeConfig, not YAML" in u for u in facts.unresolved)
+
+
+def test_a_script_that_writes_a_nodeconfig_is_read_as_a_script_not_refused():
+    """A heredoc holding NodeConfig lines is a script's text: not YAML as a whole, and no
+    reason to refuse or leave anything unresolved."""
+    for head in ("#!/bin/bash\n", ""):
+        text = (
+            f"{head}cat <<EOF > /etc/eks/nodeadm.d/extra.yaml\n{_BROKEN_NODECONFIG}EOF\n"
+            "/usr/bin/kubelet --max-pods=20\n"
+        )
+        facts = bootstrap.from_user_data(text)
+        assert facts.max_pods == 20 and not facts.unresolved
+
+
+def test_a_nodeconfig_pyyaml_alone_cannot_read_is_unresolved_not_refused():
+    """A date PyYAML refuses to build (Go's YAML leaves it a string) is no reason to refuse."""
+    config = NODEADM.replace("spec:", "metadata: {annotations: {d: 2024-13-45}}\nspec:")
+    text = _MIME_HEAD + "--//\nContent-Type: application/node.eks.aws\n\n" + config + "--//--\n"
+    facts = bootstrap.from_user_data(text)
+    assert facts.unresolved and all("fleetwarden's YAML parser" in u for u in facts.unresolved)

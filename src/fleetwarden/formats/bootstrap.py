@@ -9,7 +9,9 @@ otherwise drop without a trace:
 - nodeadm ``NodeConfig`` documents (AL2023: ``spec.kubelet.flags``, ``spec.kubelet.config``
   ``registerWithTaints`` / ``maxPods``), alone or inside a MIME multi-part user data, which is
   read part by part: kubelet flags in the shell script parts beside a NodeConfig count too, and
-  what both set to different values is unresolved, with the reason (``_beside``);
+  what both set to different values is unresolved, with the reason (``_beside``). One nodeadm
+  reads that is not YAML is refused (``NodeConfigYAMLError``: nodeadm does not start the node);
+  plain text laid out as one that is not YAML leaves what it sets unresolved (``_node_configs``);
 - Bottlerocket TOML (``[settings.kubernetes.node-labels]``, ``[settings.kubernetes.node-taints]``
   with ``"key" = "value:Effect"`` or a list of them, ``settings.kubernetes.max-pods``).
 
@@ -55,6 +57,7 @@ __all__ = [
     "REFUSED_LABEL",
     "BootFacts",
     "KubeletFlagError",
+    "NodeConfigYAMLError",
     "from_bottlerocket_toml",
     "from_kubelet_extra_args",
     "from_kubelet_flags",
@@ -79,13 +82,21 @@ _FLAG = re.compile(r"--(node-labels|register-with-taints|max-pods)(?==|\Z)")
 # assignments (KUBELET_EXTRA_ARGS=--node-labels=..., Environment=KUBELET_EXTRA_ARGS=...) and
 # an option taking it as its value (--kubelet-extra-args=--node-labels=...)
 _LEAD = re.compile(r"(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?|--[a-z][a-z0-9-]*)=['\"]?)*\Z")
-_BOUNDARY = re.compile(r"^--[^\s-][^\s]*\s*$", re.M)
 
 
 class KubeletFlagError(ValueError):
     """A kubelet flag value the kubelet refuses to start with (or registers a Node with that
     the API server refuses): no node of the pool joins, so the desired state is wrong. Readers
     raise it as a ``FormatError`` naming the file and the field."""
+
+
+class NodeConfigYAMLError(KubeletFlagError):
+    """A NodeConfig nodeadm reads that is not YAML: nodeadm refuses the user data and the node
+    does not join. ``problem`` says what and where, for a reader whose tool refuses it first."""
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 @dataclass(slots=True)
@@ -500,8 +511,22 @@ def _positional(words: list[str]) -> str | None:
 
 
 def from_nodeadm(text: str) -> BootFacts:
-    """Every nodeadm ``NodeConfig`` in a text (plain YAML or MIME parts)."""
-    return _from_node_configs(_node_configs(text))
+    """Every nodeadm ``NodeConfig`` in a text nodeadm reads as one: plain YAML (JSON) or a
+    MIME message's ``application/node.eks.aws`` parts. One that is not YAML is refused, as
+    nodeadm refuses it (see ``_node_configs``)."""
+    out = BootFacts()
+    configs: list[Mapping[str, Any]] = []
+    split = mime.parts(text)
+    for i, part in enumerate(split, 1):
+        if part.body is None:
+            out.found = True
+            out.unresolved.extend(f"{flag} ({_UNREADABLE})" for flag in _FLAGS)
+            continue
+        ours = part.content_type == _NODEADM_TYPE or (len(split) == 1 and not part.content_type)
+        where = f"MIME part {i} ({part.content_type})" if part.content_type else ""
+        configs.extend(_node_configs(out, part.body, nodeadm=ours, where=where))
+    out.merge(_from_node_configs(configs))
+    return out
 
 
 def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
@@ -585,18 +610,88 @@ def _config_taint(out: BootFacts, item: Any, where: str) -> Taint | None:
     return Taint(key, value or None, str(effect))
 
 
-def _node_configs(text: str) -> Iterable[Mapping[str, Any]]:
-    for part in _BOUNDARY.split(text):
-        body = mime.body(part)
+_NODEADM_TYPE = "application/node.eks.aws"  # nodeadm's nodeConfigMediaType
+# a text laid out as a NodeConfig document: it starts as YAML or JSON does (a top-level key,
+# "---", "{"), and "kind: NodeConfig" is a top-level key -- not a script that writes one
+_YAML_START = re.compile(r"""(?:---|\{|["']?[A-Za-z_][\w.-]*["']?:(?:\s|$))""")
+_NODECONFIG_KIND = re.compile(
+    r"""^kind:[ \t]*(["']?)NodeConfig\1[ \t]*(?:#.*)?$"""  # YAML
+    r'|"kind"\s*:\s*"NodeConfig"',  # JSON
+    re.M,
+)
+
+
+def _laid_out_as_node_config(body: str) -> bool:
+    lines = (line for line in body.splitlines() if line.strip() and not line.startswith("#"))
+    first = next(lines, "")
+    return _YAML_START.match(first) is not None and _NODECONFIG_KIND.search(body) is not None
+
+
+# what every YAML parser refuses (nodeadm's sigs.k8s.io/yaml too): the text is no YAML. A
+# ConstructorError (an unknown tag, a complex key), a ValueError (a date PyYAML reads and Go
+# leaves a string) or a RecursionError is PyYAML's own limit, not known to be nodeadm's.
+_NOT_YAML = (yaml.reader.ReaderError, yaml.scanner.ScannerError, yaml.parser.ParserError)
+
+
+def _node_configs(
+    out: BootFacts, body: str, *, nodeadm: bool, where: str = ""
+) -> list[Mapping[str, Any]]:
+    """The NodeConfig documents of a part's body. ``nodeadm``: the part is one nodeadm decodes
+    (``application/node.eks.aws``, or a text the caller knows nodeadm reads), so one that is
+    not YAML is a ``KubeletFlagError``: nodeadm returns the decoding error, tolerates it only
+    by dropping every NodeConfig of the user data (ParseMultipart stops at the first part that
+    fails: the provisioner's own part goes too), then finds none ("no config in chain") and
+    does not start the node (nodeadm/internal/configprovider mime.go, chain.go;
+    cli.ResolveConfig). A body nodeadm may not read (no declared type) that is laid out as a
+    NodeConfig and does not parse, or one PyYAML alone cannot read, leaves labels, taints and
+    max-pods unresolved, saying why: never "sets nothing"."""
+    if not body.strip():
+        return []
+    if not nodeadm and not _laid_out_as_node_config(body):
         if "NodeConfig" not in body:
-            continue
-        try:
+            return []
+        try:  # a script may mention a NodeConfig: only a YAML text holds one
             docs = list(yaml.safe_load_all(body))
         except (yaml.YAMLError, ValueError, TypeError, RecursionError):
-            continue
-        for doc in docs:
-            if isinstance(doc, Mapping) and doc.get("kind") == "NodeConfig":
-                yield doc
+            return []
+        return [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "NodeConfig"]
+    try:
+        docs = list(yaml.safe_load_all(body))
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        problem = _yaml_problem(exc)
+        shown = f"nodeadm NodeConfig{' in ' + where if where else ''}"
+        if nodeadm and isinstance(exc, _NOT_YAML):
+            raise NodeConfigYAMLError(
+                f"{shown}: not YAML ({problem}): nodeadm refuses the user data, applies no "
+                "NodeConfig and the node does not join",
+                problem,
+            ) from None
+        what = (
+            f"not YAML ({problem})"
+            if isinstance(exc, _NOT_YAML)
+            else f"not read by fleetwarden's YAML parser ({problem})"
+        )
+        why = (
+            f"{shown}: {what}"
+            if nodeadm
+            else f"a text laid out as a NodeConfig, {what}: nodeadm, if it reads it, does not "
+            "start the node; taken for a script, it sets nothing"
+        )
+        out.found = True
+        out.unresolved.extend(f"{flag} ({why}: not read)" for flag in _FLAGS)
+        return []
+    return [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "NodeConfig"]
+
+
+def _yaml_problem(exc: BaseException) -> str:
+    """A YAML error, briefly: what and where (lines of the part's body, from 1)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return f"{exc.problem or exc.context}{at}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def from_bottlerocket_toml(text: str) -> BootFacts:
@@ -660,16 +755,19 @@ def from_user_data(text: str) -> BootFacts:
         out.merge(from_bottlerocket_toml(text))
     configs: list[Mapping[str, Any]] = []
     scripts: list[str] = []
-    for part in mime.parts(text):
-        if part is None:  # whatever it sets is not known: said, not dropped
+    for i, part in enumerate(mime.parts(text), 1):
+        if part.body is None:  # whatever it sets is not known: said, not dropped
             out.found = True
             out.unresolved.extend(f"{flag} ({_UNREADABLE})" for flag in _FLAGS)
             continue
-        found = list(_node_configs(part)) if "NodeConfig" in part else []
-        if found:  # its flags are nodeadm's to pass on: not read again as a script's
+        ours = part.content_type == _NODEADM_TYPE
+        where = f"MIME part {i} ({part.content_type})" if part.content_type else ""
+        unread = len(out.unresolved)
+        found = _node_configs(out, part.body, nodeadm=ours, where=where)
+        if found or ours:  # its flags are nodeadm's to pass on: not read again as a script's
             configs.extend(found)
-        elif _MENTIONS_FLAG.search(part):
-            scripts.append(part)
+        elif len(out.unresolved) == unread and _MENTIONS_FLAG.search(part.body):
+            scripts.append(part.body)
     nodeadm = _from_node_configs(configs)
     script = from_kubelet_flags("\n".join(scripts)) if scripts else BootFacts()
     out.merge(_beside(nodeadm, script))
