@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import quopri
 import shlex
 
@@ -759,3 +760,97 @@ def test_a_nodeconfig_pyyaml_alone_cannot_read_is_unresolved_not_refused():
     text = _MIME_HEAD + "--//\nContent-Type: application/node.eks.aws\n\n" + config + "--//--\n"
     facts = bootstrap.from_user_data(text)
     assert facts.unresolved and all("fleetwarden's YAML parser" in u for u in facts.unresolved)
+
+
+# ---------------------------------------------------------------------------------------------
+# A NodeConfig's kubelet flags and kubelet configuration: the kubelet lets the flag win
+
+
+def _node_config(flags: list[str], config: dict[str, object]) -> str:
+    return (
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
+        f"    flags: {json.dumps(flags)}\n    config: {json.dumps(config)}\n"
+    )
+
+
+def test_a_taints_flag_overrides_register_with_taints_in_the_config():
+    """nodeadm passes ``kubelet.flags`` on the command line and ``kubelet.config`` in a drop-in
+    file; the kubelet's flags override its configuration: the two were combined."""
+    text = _node_config(
+        ["--register-with-taints=a=1:NoSchedule", "--max-pods=20"],
+        {"registerWithTaints": [{"key": "b", "effect": "NoExecute"}], "maxPods": 58},
+    )
+    facts = bootstrap.from_nodeadm(text)
+    assert facts.taints == [Taint("a", "1", "NoSchedule")] and facts.max_pods == 20
+    assert any(i.startswith("registerWithTaints") and "overrides" in i for i in facts.ignored)
+    assert any(i.startswith("maxPods: 58") and "overrides" in i for i in facts.ignored)
+
+
+def test_an_overridden_config_value_is_refused_only_where_the_kubelet_cannot_load_it():
+    """The flag's taints are registered, not the config's: a misspelt effect there is never
+    validated; a value of the wrong type still stops the kubelet loading its configuration."""
+    text = _node_config(
+        ["--register-with-taints=", "--max-pods=20"],
+        {"registerWithTaints": [{"key": "b", "effect": "noexecute"}], "maxPods": -1},
+    )
+    facts = bootstrap.from_nodeadm(text)
+    assert facts.taints == [] and facts.max_pods == 20
+    for config in ({"registerWithTaints": ["b:NoExecute"]}, {"maxPods": "58"}):
+        with pytest.raises(bootstrap.KubeletFlagError, match="kubelet refuses it"):
+            bootstrap.from_nodeadm(
+                _node_config(["--register-with-taints=", "--max-pods=1"], config)
+            )
+
+
+def test_a_later_nodeconfig_replaces_an_earlier_config_value_and_its_flags_come_last():
+    """nodeadm merges NodeConfigs: flags appended in order, config values replaced by a later
+    non-empty one (a later ``maxPods: 0`` keeps the earlier, as mergo does)."""
+    first = _node_config(["--register-with-taints=a:NoSchedule"], {"maxPods": 30})
+    second = _node_config(["--register-with-taints=b:NoSchedule"], {"maxPods": 40})
+    facts = bootstrap.from_nodeadm(first + "---\n" + second)
+    assert facts.taints == [Taint("b", None, "NoSchedule")] and facts.max_pods == 40
+    assert any("maxPods: 30" in i and "later" in i for i in facts.ignored)
+    assert any("a:NoSchedule" in i and "keeps the last" in i for i in facts.ignored)
+    empty = _node_config([], {"maxPods": 0})
+    assert bootstrap.from_nodeadm(first + "---\n" + empty).max_pods == 30
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.none(), _TAINTS),
+    st.one_of(st.none(), _TAINTS),
+    st.one_of(st.none(), st.integers(0, 500)),
+    st.one_of(st.none(), st.integers(0, 500)),
+    st.booleans(),
+)
+def test_a_nodeconfig_registers_the_flags_value_where_given_else_the_configs(
+    flag_taints, config_taints, flag_pods, config_pods, mime
+):
+    """Whatever a NodeConfig sets where: the flag's taints and max-pods when the flag is given,
+    the configuration's otherwise, never both combined; the one overridden is listed."""
+    flags, config = [], {}
+    if flag_taints is not None:
+        flags.append(
+            "--register-with-taints="
+            + ",".join(f"{k}={v}:{e}" if v else f"{k}:{e}" for k, v, e in flag_taints)
+        )
+    if flag_pods is not None:
+        flags.append(f"--max-pods={flag_pods}")
+    if config_taints is not None:
+        config["registerWithTaints"] = [
+            {"key": k, "value": v, "effect": e} if v else {"key": k, "effect": e}
+            for k, v, e in config_taints
+        ]
+    if config_pods is not None:
+        config["maxPods"] = config_pods
+    text = _node_config(flags, config)
+    if mime:
+        text = _MIME_HEAD + "--//\nContent-Type: application/node.eks.aws\n\n" + text + "--//--\n"
+    facts = bootstrap.from_user_data(text)
+    taints = flag_taints if flag_taints is not None else (config_taints or [])
+    assert facts.taints == [Taint(k, v or None, e) for k, v, e in taints]
+    assert facts.max_pods == (flag_pods if flag_pods is not None else config_pods)
+    overridden = (flag_taints is not None and config_taints is not None) + (
+        flag_pods is not None and config_pods is not None
+    )
+    assert sum("overrides its configuration" in i for i in facts.ignored) == overridden

@@ -41,7 +41,7 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -530,26 +530,64 @@ def from_nodeadm(text: str) -> BootFacts:
 
 
 def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
-    out = BootFacts()
+    """NodeConfigs as nodeadm merges them and hands them to the kubelet: every ``kubelet.flags``
+    in order, as one command line (mergeKubeletFlags appends them), and ``kubelet.config``
+    merged key by key, a later NodeConfig's value replacing an earlier one unless it is empty
+    (mergo.WithOverride keeps the earlier for 0, "", [], {} and null: nodeadm/internal/api
+    merge.go, util/merge.go). nodeadm writes the flags after its own (the user's win) and the
+    configuration to a drop-in file; the kubelet lets a command-line flag override the
+    configuration: ``--register-with-taints`` / ``--max-pods`` replace ``registerWithTaints``
+    / ``maxPods`` (kubeletConfigFlagPrecedence), which are then listed as ignored."""
+    flags: list[str] = []
+    merged: dict[str, Any] = {}
+    replaced: list[str] = []
     for config in configs:
         spec = config.get("spec")
         kubelet = spec.get("kubelet") if isinstance(spec, Mapping) else None
         if not isinstance(kubelet, Mapping):
             continue
-        flags = kubelet.get("flags")
-        if isinstance(flags, list):
-            out.merge(from_kubelet_flags(" ".join(str(f) for f in flags)))
+        given = kubelet.get("flags")
+        if isinstance(given, list):
+            flags.extend(str(f) for f in given)
         config_ = kubelet.get("config")
-        if isinstance(config_, Mapping):
-            kubelet_config(out, config_)
+        if not isinstance(config_, Mapping):
+            continue
+        for key, value in config_.items():
+            if key in merged and value in (0, "", [], {}, None):  # False == 0: empty too
+                continue
+            if key in _CONFIG_FLAGS and key in merged and merged[key] != value:
+                replaced.append(
+                    f"{key}: {merged[key]!r}: replaced by a later NodeConfig's {value!r} "
+                    "(nodeadm merges NodeConfigs, the later value wins)"
+                )
+            merged[key] = value
+    line = " ".join(flags)
+    out = from_kubelet_flags(line)
+    out.ignored.extend(replaced)
+    kubelet_config(out, merged, flags=_given(line))
     return out
 
 
-def kubelet_config(out: BootFacts, config: Mapping[str, Any]) -> None:
+# KubeletConfiguration fields a kubelet flag overrides
+_CONFIG_FLAGS = {"registerWithTaints": "register-with-taints", "maxPods": "max-pods"}
+_OVERRIDDEN = "the kubelet flag --{} overrides its configuration (command-line flags win)"
+
+
+def _given(line: str) -> frozenset[str]:
+    """The kubelet flags a command line gives (their values readable or not)."""
+    return frozenset(hit.flag for hit in _hits(_COMMENT_LINE.sub("", line)))
+
+
+def kubelet_config(
+    out: BootFacts, config: Mapping[str, Any], *, flags: Collection[str] = ()
+) -> None:
     """A KubeletConfiguration fragment: ``registerWithTaints`` and ``maxPods``.
     ``KubeletFlagError`` for a value the kubelet refuses to load (a type its strict decoding
     refuses, ``maxPods`` < 0) or a taint the API server refuses on the Node it registers (no
-    exact effect, a bad key or value, a key and effect twice: ValidateNodeSpec)."""
+    exact effect, a bad key or value, a key and effect twice: ValidateNodeSpec). ``flags``: the
+    kubelet flags the command line also gives (``register-with-taints``, ``max-pods``); a field
+    such a flag overrides is listed as ignored, and refused only where the kubelet cannot load
+    it (its type): what it says is neither registered nor validated."""
     taints = config.get("registerWithTaints")
     if taints is not None:
         out.found = True
@@ -557,6 +595,18 @@ def kubelet_config(out: BootFacts, config: Mapping[str, Any]) -> None:
             raise KubeletFlagError(
                 "kubelet configuration registerWithTaints: not a list (the kubelet refuses it)"
             )
+        if "register-with-taints" in flags:
+            for i, item in enumerate(taints):
+                if not isinstance(item, Mapping):
+                    raise KubeletFlagError(
+                        f"kubelet configuration registerWithTaints[{i}]: not a taint object "
+                        "(the kubelet refuses it)"
+                    )
+            shown = ", ".join(str(dict(t)) for t in taints) or "[]"
+            out.ignored.append(
+                f"registerWithTaints: {shown}: {_OVERRIDDEN.format('register-with-taints')}"
+            )
+            taints = []
         seen: set[tuple[str, str]] = set()
         for i, item in enumerate(taints):
             taint = _config_taint(out, item, f"kubelet configuration registerWithTaints[{i}]")
@@ -575,12 +625,15 @@ def kubelet_config(out: BootFacts, config: Mapping[str, Any]) -> None:
     if pods is None:
         return
     out.found = True
-    if isinstance(pods, str) and _VARIABLE.search(pods):
-        out.unresolved.append(f"maxPods: {pods}")
-    elif isinstance(pods, bool) or not isinstance(pods, int):
+    variable = isinstance(pods, str) and _VARIABLE.search(pods) is not None
+    if not variable and (isinstance(pods, bool) or not isinstance(pods, int)):
         raise KubeletFlagError(
             f"kubelet configuration maxPods: {pods!r} is not an integer (the kubelet refuses it)"
         )
+    if "max-pods" in flags:
+        out.ignored.append(f"maxPods: {pods}: {_OVERRIDDEN.format('max-pods')}")
+    elif variable:
+        out.unresolved.append(f"maxPods: {pods}")
     elif pods < 0:
         raise KubeletFlagError(
             f"kubelet configuration maxPods: {pods} is negative (the kubelet refuses to start)"
