@@ -436,3 +436,22 @@ def test_terraform_nodeadm_part_that_is_not_yaml_is_an_error_naming_the_attribut
     error = _refused("infra/main.tf", text)
     assert error.field is not None and error.field.endswith("cloudinit_pre_nodeadm")
     assert "not YAML" in error.reason
+
+
+@pytest.mark.parametrize("family", ["AmazonLinux2", "AmazonLinux2023"])
+def test_eksctl_group_taints_override_kubelet_extra_config_taints(family):
+    """eksctl hands the group's ``taints`` to the kubelet as --register-with-taints and
+    ``kubeletExtraConfig`` as its configuration: the flag wins, so only the group's taints are
+    registered (both were expected) and the configuration's are listed as ignored."""
+    text = (
+        _EKSCTL.split("    overrideBootstrapCommand")[0]
+        + f"    amiFamily: {family}\n"
+        + '    taints: [{key: a, value: "1", effect: NoSchedule}]\n'
+        + "    kubeletExtraConfig:\n"
+        + "      registerWithTaints: [{key: b, effect: NoExecute}]\n"
+    )
+    (pool,) = _pools("c.yaml", text)
+    assert pool.taints == (Taint("a", "1", "NoSchedule"),)
+    notes = [a for a in pool.account if "kubeletExtraConfig.registerWithTaints" in a.path]
+    assert notes and all(a.status is FieldStatus.IGNORED for a in notes)
+    assert any("overrides its configuration" in a.detail for a in notes)

@@ -525,8 +525,14 @@ class _Group:
         kubelet = expect_mapping(doc, ng.get("kubeletExtraConfig"), f"{where}.kubeletExtraConfig")
         if kubelet:
             facts = bootstrap.BootFacts()
+            # eksctl passes the group's taints as --register-with-taints (bootstrap.helper.sh's
+            # NODE_TAINTS; the AL2023 NodeConfig's kubelet.flags) and kubeletExtraConfig in the
+            # kubelet's configuration: the kubelet lets the flag win
+            given = {"register-with-taints"} if ng.get("taints") else set()
+            if ng.get("overrideBootstrapCommand") and self.ami_family != "AmazonLinux2023":
+                given = set()  # the user's command passes what it passes (read above)
             try:
-                bootstrap.kubelet_config(facts, kubelet)
+                bootstrap.kubelet_config(facts, kubelet, flags=given)
             except bootstrap.KubeletFlagError as exc:
                 raise FormatError(
                     doc.path, str(exc), field=doc.where(f"{where}.kubeletExtraConfig")
@@ -541,6 +547,8 @@ class _Group:
             if facts.max_pods is not None and max_pods is None:
                 max_pods = facts.max_pods
                 view.compared("kubeletExtraConfig.maxPods", "allocatable.pods", max_pods)
+            for note in facts.ignored:
+                view.ignored("kubeletExtraConfig.registerWithTaints", note)
             for key in kubelet:
                 if key not in ("registerWithTaints", "maxPods"):
                     view.ignored(("kubeletExtraConfig", str(key)), _KUBELET_IGNORED)
