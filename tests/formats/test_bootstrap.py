@@ -854,3 +854,94 @@ def test_a_nodeconfig_registers_the_flags_value_where_given_else_the_configs(
         flag_pods is not None and config_pods is not None
     )
     assert sum("overrides its configuration" in i for i in facts.ignored) == overridden
+
+
+# ---------------------------------------------------------------------------------------------
+# A comment at the end of a line: a "#" that begins a word, outside quotes
+
+
+@pytest.mark.parametrize(
+    ("text", "pods", "taints"),
+    [
+        ("kubelet --max-pods=20 # was --max-pods=30", 20, []),
+        ("kubelet --max-pods=20 # --register-with-taints=old:NoSchedule", 20, []),
+        ("kubelet --max-pods=20 ;# --max-pods=30", 20, []),
+        ("/etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=20' # '--max-pods=058'", 20, []),
+        ("kubelet --max-pods=20 # don't: it was 30", 20, []),  # a quote in the comment
+        ("echo 'A=--max-pods=20 # --max-pods=30' >> /etc/x", 30, []),  # quoted: no comment
+        ("kubelet --register-with-taints=a#b:NoSchedule", None, None),
+    ],
+    ids=[
+        "after-flag",
+        "taints",
+        "after-semicolon",
+        "refused-value",
+        "apostrophe",
+        "quoted",
+        "in-word",
+    ],
+)
+def test_words_after_a_comment_are_no_kubelet_arguments(text, pods, taints):
+    """``cmd --max-pods=20 # was 30``: the shell passes nothing after the ``#``; only whole
+    lines commented out were dropped, so a value there was read (or refused)."""
+    try:
+        facts = bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
+    except bootstrap.KubeletFlagError as exc:
+        assert "'a#b' is not a taint key" in str(exc)  # one word, read whole, and refused
+        return
+    assert facts.max_pods == pods and facts.taints == taints
+
+
+def test_a_here_document_is_the_file_it_writes_not_shell_comments():
+    """Its lines are data: a ``#`` there is not the shell's to strip (whole lines commented
+    out are dropped, as everywhere); the shell resumes after the delimiter."""
+    text = (
+        "cat <<-'EOF' > /etc/eks/extra.sh\n\tKUBELET_EXTRA_ARGS=--max-pods=20 # x\n\tEOF\n"
+        "kubelet --register-with-taints=a:NoSchedule # --register-with-taints=b:NoExecute\n"
+    )
+    facts = bootstrap.from_user_data(text)
+    assert facts.max_pods == 20 and facts.taints == [Taint("a", None, "NoSchedule")]
+
+
+def test_a_hash_in_a_nodeconfig_flag_is_no_comment():
+    """nodeadm hands ``kubelet.flags`` to the kubelet as they are, through no shell."""
+    config = _node_config(["#x", "--max-pods=20"], {})
+    assert bootstrap.from_nodeadm(config).max_pods == 20
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_FLAG_WORDS, min_size=1, max_size=4),
+    st.lists(_FLAG_WORDS, max_size=4),
+    st.sampled_from([" # ", " #", "\t#", ";#", " ## "]),
+    st.booleans(),
+)
+def test_a_trailing_comment_passes_nothing(before, after, hash_, nested):
+    """Whatever follows a ``#`` that begins a word is not read: the facts are those of the
+    words before it alone."""
+    line = " ".join(before)
+    form = "/etc/eks/bootstrap.sh c --kubelet-extra-args {}" if nested else "kubelet {}"
+    alone = bootstrap.from_user_data(form.format(shlex.quote(line)))
+    commented = form.format(shlex.quote(line)) + hash_ + " ".join(after)
+    facts = bootstrap.from_user_data(commented)
+    assert (facts.labels, facts.taints, facts.max_pods, facts.ignored) == (
+        alone.labels,
+        alone.taints,
+        alone.max_pods,
+        alone.ignored,
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kubelet --max-pods=20; echo done",
+        "/etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=20'&& echo done",
+        "kubelet --max-pods=20>>/var/log/kubelet.log",
+        "kubelet --max-pods=20|tee x",
+    ],
+)
+def test_a_shell_operator_ends_the_word_before_it(text):
+    """``--max-pods=20;`` passes ``--max-pods=20``: the ``;`` was read into the value, and the
+    kubelet was said to refuse ``'20;'``."""
+    assert bootstrap.from_user_data(text).max_pods == 20

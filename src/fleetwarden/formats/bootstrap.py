@@ -33,7 +33,8 @@ kubelet command line: every ``--node-labels`` adds labels, the last ``--register
 and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts.ignored``). A
 literal ``--kubelet-extra-args`` value with a word that is neither a flag nor a flag's value
 (``'--node-labels=a=b oops'``) is refused too: the kubelet takes no positional argument.
-Pure: text in, ``BootFacts`` out.
+A script's comments pass nothing: whole lines and the rest of a line from a ``#`` that begins
+a word (``_uncommented``). Pure: text in, ``BootFacts`` out.
 """
 
 from __future__ import annotations
@@ -320,20 +321,23 @@ class _Hit:
         return f"--{self.flag}" if self.value is None else f"--{self.flag}={self.value}"
 
 
-def from_kubelet_flags(text: str) -> BootFacts:
+def from_kubelet_flags(text: str, *, shell: bool = True) -> BootFacts:
     """``--node-labels``, ``--register-with-taints`` and ``--max-pods`` anywhere in a command
     line or shell script (quotes and ``--kubelet-extra-args '...'`` nesting allowed), read as
     one kubelet command line: labels of every ``--node-labels`` accumulate, the last
     ``--register-with-taints`` and ``--max-pods`` win (the earlier ones are listed as
     ignored). ``KubeletFlagError`` for a flag the kubelet refuses, or a word in a
-    ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``). A line
-    commented out (``# /etc/eks/bootstrap.sh ... --max-pods=20``) passes nothing."""
-    text = _COMMENT_LINE.sub("", text)
+    ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``). ``shell``: the
+    text is a shell's, whose comments pass nothing (``_uncommented``: a line commented out,
+    ``... --max-pods=20 # was 30``); False for flags handed to the kubelet as they are (a
+    NodeConfig's ``kubelet.flags``), where a ``#`` is no comment."""
+    if shell:
+        text = _uncommented(text)
     out = BootFacts()
     labels: dict[str, str] = {}
     certain_keys: set[str] = set()  # the labels a certain hit set last
     last: dict[str, _Hit] = {}
-    for hit in _hits(text):
+    for hit in _hits(text, shell=shell):
         out.found = True
         if hit.flag == "node-labels":
             _node_labels_hit(out, hit, labels, certain_keys)
@@ -417,8 +421,8 @@ def _max_pods_hit(out: BootFacts, hit: _Hit) -> None:
         _unreadable(out, hit, exc)
 
 
-def _hits(text: str) -> list[_Hit]:
-    tokens, exact = _tokens(text)
+def _hits(text: str, *, shell: bool = True) -> list[_Hit]:
+    tokens, exact = _tokens(text, shell=shell)
     out = []
     for i, token in enumerate(tokens):
         match = _FLAG.search(token)
@@ -436,9 +440,9 @@ def _hits(text: str) -> list[_Hit]:
     return out
 
 
-def _tokens(text: str) -> tuple[list[str], bool]:
+def _tokens(text: str, *, shell: bool = True) -> tuple[list[str], bool]:
     """Shell words (False: the quotes do not balance, so the words are only a guess)."""
-    tokens = _shell_words(text)
+    tokens = _shell_words(text, shell=shell)
     if tokens is None:
         return text.split(), False
     # '--kubelet-extra-args "--node-labels=a=b --max-pods=20"' nests flags in one word, which
@@ -446,17 +450,86 @@ def _tokens(text: str) -> tuple[list[str], bool]:
     return [part for token in tokens for part in token.split()], True
 
 
-def _shell_words(text: str) -> list[str] | None:
-    """The words of a shell text; None where its quotes do not balance (a script fragment)."""
+def _shell_words(text: str, *, shell: bool = True) -> list[str] | None:
+    """The words of a shell text; None where its quotes do not balance (a script fragment).
+    ``shell``: an unquoted operator (``;``, ``&&``, ``|``, ``>>``) ends a word, as in a shell
+    (``--max-pods=20;`` passes ``--max-pods=20``); parentheses are left in the word, where
+    ``$(...)`` keeps its ``$(`` (a substitution, unresolved). Else words are split at spaces
+    only. Comments are removed before (``_uncommented``)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|<>" if shell else "")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
     try:
-        return shlex.split(text, comments=False, posix=True)
+        return list(lexer)
     except ValueError:
         return None
 
 
-# a whole line commented out -- in a script, an environment file or a systemd unit alike (a
-# "#" inside a word is no comment in a shell, unlike shlex's)
-_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.M)
+# a whole line commented out -- in a script, an environment file or a systemd unit alike
+_COMMENT_LINE = re.compile(r"[ \t]*#")
+# "<<WORD", "<<-WORD", "<<'WORD'", '<<"WORD"' (not "<<<", a here-string)
+_HEREDOC = re.compile(r"""<<(-?)[ \t]*(?:'([^'\n]*)'|"([^"\n]*)"|\\?([A-Za-z0-9_]+))""")
+_WORD_END = " \t;&|()<>"  # after these, unquoted, a new word begins
+
+
+def _uncommented(text: str) -> str:
+    """A shell text without its comments (POSIX shell, 2.3 Token Recognition: a ``#`` that
+    begins a word starts a comment to the end of the line: ``--max-pods=20 # was 30`` passes
+    ``--max-pods=20`` alone). A ``#`` inside a word (``a#b``, ``$#``, ``${#x}``) or quotes is
+    no comment -- unlike shlex's, which cuts a word at any ``#``. A here-document's lines are
+    the file it writes, not the shell's: only whole lines commented out are dropped there (a
+    comment in an environment file or a systemd unit alike), as they are everywhere outside
+    quotes."""
+    out: list[str] = []
+    quote = ""  # the quote open at the end of the line before
+    pending: list[tuple[str, bool]] = []  # here-documents opened on this line
+    heredoc: tuple[str, bool] | None = None  # the one whose lines these are
+    waiting: list[tuple[str, bool]] = []
+    for line in text.split("\n"):
+        if heredoc is not None:
+            word, tabs = heredoc
+            if (line.lstrip("\t") if tabs else line) == word:
+                heredoc = waiting.pop(0) if waiting else None
+            if not _COMMENT_LINE.match(line):
+                out.append(line)
+            continue
+        if not quote and _COMMENT_LINE.match(line):
+            continue
+        cut, quote, pending = _scan_line(line, quote)
+        out.append(cut)
+        if pending and not quote:
+            heredoc, waiting = pending[0], pending[1:]
+    return "\n".join(out)
+
+
+def _scan_line(line: str, quote: str) -> tuple[str, str, list[tuple[str, bool]]]:
+    """One line up to its comment, the quote still open after it, the here-documents it opens."""
+    heredocs: list[tuple[str, bool]] = []
+    begins_word = True
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "\\":
+            i += 1  # the next character is literal (in double quotes too, near enough)
+        elif quote == '"':
+            quote = "" if c == '"' else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and begins_word:
+            return line[:i], quote, heredocs
+        elif line.startswith("<<", i) and not line.startswith("<<<", i):
+            opened = _HEREDOC.match(line, i)
+            if opened is not None:
+                word = opened[2] if opened[2] is not None else opened[3] or opened[4] or ""
+                heredocs.append((word, opened[1] == "-"))
+                i = opened.end()
+                begins_word = False
+                continue
+        begins_word = not quote and c in _WORD_END
+        i += 1
+    return line, quote, heredocs
 
 
 _EXTRA_ARGS = "--kubelet-extra-args"
@@ -562,7 +635,7 @@ def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
                 )
             merged[key] = value
     line = " ".join(flags)
-    out = from_kubelet_flags(line)
+    out = from_kubelet_flags(line, shell=False)  # nodeadm hands them on as they are
     out.ignored.extend(replaced)
     kubelet_config(out, merged, flags=_given(line))
     return out
@@ -575,7 +648,7 @@ _OVERRIDDEN = "the kubelet flag --{} overrides its configuration (command-line f
 
 def _given(line: str) -> frozenset[str]:
     """The kubelet flags a command line gives (their values readable or not)."""
-    return frozenset(hit.flag for hit in _hits(_COMMENT_LINE.sub("", line)))
+    return frozenset(hit.flag for hit in _hits(line, shell=False))
 
 
 def kubelet_config(

@@ -199,7 +199,7 @@ def _nodeadm(src: Source, _base_path: Path, ctx: Context) -> None:
         for i, f in enumerate(src.items(src.get(flags_path), flags_path))
     ]
     if flags:
-        facts = _read(src, flags_path, bootstrap.from_kubelet_flags, " ".join(flags))
+        facts = _read(src, flags_path, _nodeadm_flags, " ".join(flags))
         _boot_facts(src, flags_path, facts, "kubelet flags: no node labels, taints or max-pods")
     config_path: Path = (*kubelet, "config")
     config = src.at(config_path)
@@ -379,6 +379,11 @@ def _refusal(exc: KubeletFlagError) -> str:
     """The reason, with what to do instead for a label the kubelet may not set."""
     reason = str(exc)
     return reason + _ON_THE_TEMPLATE if bootstrap.REFUSED_LABEL in reason else reason
+
+
+def _nodeadm_flags(line: str) -> bootstrap.BootFacts:
+    """A NodeConfig's ``kubelet.flags``: nodeadm hands them to the kubelet through no shell."""
+    return bootstrap.from_kubelet_flags(line, shell=False)
 
 
 def _kubelet_config(config: Mapping[str, Any]) -> bootstrap.BootFacts:
