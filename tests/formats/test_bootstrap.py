@@ -945,3 +945,20 @@ def test_a_shell_operator_ends_the_word_before_it(text):
     """``--max-pods=20;`` passes ``--max-pods=20``: the ``;`` was read into the value, and the
     kubelet was said to refuse ``'20;'``."""
     assert bootstrap.from_user_data(text).max_pods == 20
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kubelet --max-pods=$1",
+        "kubelet --max-pods=$(cat /etc/max-pods)",
+        "kubelet --max-pods=`cat /etc/max-pods`",
+        "kubelet --node-labels=node=$(hostname)",
+        'kubelet "--register-with-taints=$@"',
+    ],
+)
+def test_a_positional_parameter_or_command_substitution_is_unresolved_not_refused(text):
+    """``$1``, ``$(...)`` and backquotes are expanded by the shell: the value is not known,
+    and was read as a literal the kubelet refuses ('$1' is not an integer)."""
+    facts = bootstrap.from_user_data(text)
+    assert facts.unresolved and facts.max_pods is None and not facts.taints

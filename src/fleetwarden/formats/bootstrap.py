@@ -77,7 +77,8 @@ __all__ = [
     "unresolved_fact",
 ]
 
-_VARIABLE = re.compile(r"\$\{?[A-Za-z_]|\{\{")
+# a shell expansion ($VAR, ${VAR}, $1, $@, $(cmd), `cmd`) or a template's ({{ .X }})
+_VARIABLE = re.compile(r"\$[{(A-Za-z_0-9@*#?$!-]|`|\{\{")
 _FLAG = re.compile(r"--(node-labels|register-with-taints|max-pods)(?==|\Z)")
 # what may come before a flag in the same shell word and still leave it a kubelet argument:
 # assignments (KUBELET_EXTRA_ARGS=--node-labels=..., Environment=KUBELET_EXTRA_ARGS=...) and
