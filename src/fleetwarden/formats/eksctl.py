@@ -504,8 +504,12 @@ class _Group:
         doc, ng, view, where = self.doc, self.ng, self.view, self.where
         labels: dict[str, str] = {}
         self._own_labels(facts, name, labels)
-        for k, v in expect_mapping(doc, ng.get("labels"), f"{where}.labels").items():
-            text = str(strict.text(doc, v, f"{where}.labels.{k}", allow_none=False))
+        stated = {
+            str(k): str(strict.text(doc, v, f"{where}.labels.{k}", allow_none=False))
+            for k, v in expect_mapping(doc, ng.get("labels"), f"{where}.labels").items()
+        }
+        strict.check_labels(doc, stated, f"{where}.labels")
+        for k, text in stated.items():
             if strict.placeholder(text):
                 self._unresolve(("labels", str(k)), f"labels.{k}", text)
                 continue
