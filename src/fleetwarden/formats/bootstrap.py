@@ -17,7 +17,7 @@ otherwise drop without a trace:
 
 Only literal values are taken; a value holding a shell or template variable (``${NODE_LABELS}``,
 ``$LABELS``) is returned as unresolved, never guessed. Values are read as the kubelet reads
-them (``kubelet_labels``, ``kubelet_taints``, ``max_pods``; the sources are named below): one
+them (``formats.kubelet_values``, whose rules are re-exported here; it names its sources): one
 it refuses to start with, or registers a Node with that the API server refuses, raises
 ``KubeletFlagError`` -- no node of the pool would join, so the desired state is wrong, and the
 readers report it naming the file and the field. That includes a ``--node-labels`` label in the
@@ -34,7 +34,7 @@ and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts
 literal ``--kubelet-extra-args`` value with a word that is neither a flag nor a flag's value
 (``'--node-labels=a=b oops'``) is refused too: the kubelet takes no positional argument.
 A script's comments pass nothing: whole lines and the rest of a line from a ``#`` that begins
-a word (``_uncommented``). Pure: text in, ``BootFacts`` out.
+a word (``shell_text.uncommented``). Pure: text in, ``BootFacts`` out.
 """
 
 from __future__ import annotations
@@ -48,9 +48,23 @@ from typing import Any
 
 import yaml
 
-from fleetwarden.core.integers import go_int
 from fleetwarden.core.pools import EFFECTS, Taint
-from fleetwarden.formats import mime
+from fleetwarden.formats import kubelet_values, mime
+from fleetwarden.formats import shell as shell_text
+from fleetwarden.formats.kubelet_values import (  # the values' rules, re-exported for readers
+    DROPPED_TAINT,
+    GO_SPACE,
+    REFUSED_LABEL,
+    KubeletFlagError,
+    kubelet_labels,
+    kubelet_may_set,
+    kubelet_taint,
+    kubelet_taints,
+    label_value,
+    max_pods,
+    qualified_name,
+    register_with_taints,
+)
 
 __all__ = [
     "DROPPED_TAINT",
@@ -86,12 +100,6 @@ _FLAG = re.compile(r"--(node-labels|register-with-taints|max-pods)(?==|\Z)")
 _LEAD = re.compile(r"(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?|--[a-z][a-z0-9-]*)=['\"]?)*\Z")
 
 
-class KubeletFlagError(ValueError):
-    """A kubelet flag value the kubelet refuses to start with (or registers a Node with that
-    the API server refuses): no node of the pool joins, so the desired state is wrong. Readers
-    raise it as a ``FormatError`` naming the file and the field."""
-
-
 class NodeConfigYAMLError(KubeletFlagError):
     """A NodeConfig nodeadm reads that is not YAML: nodeadm refuses the user data and the node
     does not join. ``problem`` says what and where, for a reader whose tool refuses it first."""
@@ -123,186 +131,6 @@ class BootFacts:
 
 
 # ------------------------------------------------------------------------------------------
-# Flag values as the kubelet reads them, from Kubernetes' source:
-# component-base cli/flag/map_string_string.go (MapStringString.Set: split on ",", skip empty
-# items, key and value TrimSpace'd; repeated flags accumulate), pkg/util/flag/flags.go
-# (RegisterWithTaintsVar.Set: a repeated flag replaces the taints; "" clears them) with
-# pkg/util/taints/taints.go (ParseTaints / parseTaint: nothing trimmed, exactly one ":" before
-# an exact effect, at most one "=", a trailing "-" marks a taint to remove, which the flag
-# drops; a repeated key:effect is refused), cmd/kubelet/app/options/options.go
-# (ValidateKubeletFlags on the final labels; --max-pods is an Int32Var: spf13/pflag's
-# strconv.ParseInt base 0), pkg/kubelet/apis/config/validation (maxPods < 0 refused) and
-# apimachinery pkg/util/validation (IsQualifiedName, IsValidLabelValue).
-
-GO_SPACE = (  # unicode.IsSpace: what strings.TrimSpace removes
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
-_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
-_KUBELET_LABELS = frozenset(
-    {
-        "kubernetes.io/hostname",
-        "kubernetes.io/os",
-        "kubernetes.io/arch",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-        "beta.kubernetes.io/instance-type",
-        "node.kubernetes.io/instance-type",
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-    }
-)
-REFUSED_LABEL = (
-    "a label in the kubernetes.io / k8s.io namespaces the kubelet may not set itself (only "
-    "kubelet.kubernetes.io/*, node.kubernetes.io/* and the well-known labels; not "
-    "node-role.kubernetes.io/*): it refuses to start, so no node of the pool joins"
-)
-
-
-def kubelet_may_set(key: str) -> bool:
-    """May a kubelet put this label on its own Node (k8s ``IsKubeletLabel``, and any label
-    outside the kubernetes.io / k8s.io namespaces)?"""
-    namespace = key.split("/", 1)[0] if "/" in key else ""
-    k8s = namespace in ("kubernetes.io", "k8s.io") or namespace.endswith(
-        (".kubernetes.io", ".k8s.io")
-    )
-    if not k8s or key in _KUBELET_LABELS:
-        return True
-    return any(
-        namespace == allowed or namespace.endswith("." + allowed)
-        for allowed in ("kubelet.kubernetes.io", "node.kubernetes.io")
-    )
-
-
-def qualified_name(key: str) -> bool:
-    """A label / taint key the API server accepts: ``[dns-subdomain/]name``."""
-    parts = key.split("/")
-    if len(parts) > 2:
-        return False
-    if len(parts) == 2 and not (len(parts[0]) <= 253 and _SUBDOMAIN.match(parts[0])):
-        return False
-    return len(parts[-1]) <= 63 and _NAME.match(parts[-1]) is not None
-
-
-def label_value(value: str) -> bool:
-    """A label / taint value the API server accepts (empty, or up to 63 name characters)."""
-    return value == "" or (len(value) <= 63 and _NAME.match(value) is not None)
-
-
-def _set_node_labels(into: dict[str, str], text: str) -> None:
-    """One ``--node-labels`` occurrence added to ``into`` (MapStringString.Set)."""
-    for item in text.split(","):
-        if not item:
-            continue
-        raw_key, sep, raw_value = item.partition("=")
-        if not sep:
-            raise KubeletFlagError(f"{item!r} is not key=value (the kubelet refuses the flag)")
-        into[raw_key.strip(GO_SPACE)] = raw_value.strip(GO_SPACE)
-
-
-def _check_node_labels(labels: Mapping[str, str]) -> None:
-    """ValidateKubeletFlags on the labels every ``--node-labels`` gave: a label the kubelet may
-    not set, a malformed key or value, and it returns an error and does not start."""
-    for key, value in labels.items():
-        if not kubelet_may_set(key):
-            raise KubeletFlagError(f"{key}: {REFUSED_LABEL}")
-        if not qualified_name(key):
-            raise KubeletFlagError(f"{key!r} is not a label key (the kubelet refuses to start)")
-        if not label_value(value):
-            raise KubeletFlagError(f"{value!r} is not a label value (the kubelet refuses to start)")
-
-
-def kubelet_labels(text: str) -> list[tuple[str, str]]:
-    """``--node-labels`` as the kubelet reads it: (key, value) pairs in order;
-    ``KubeletFlagError``, saying why, for a value the kubelet refuses to start with."""
-    labels: dict[str, str] = {}
-    _set_node_labels(labels, text)
-    _check_node_labels(labels)
-    return list(labels.items())
-
-
-def register_with_taints(text: str) -> tuple[list[Taint], list[str]]:
-    """One ``--register-with-taints`` value: the taints it registers, and the items it drops
-    (a trailing ``-``: ParseTaints reads a taint to remove, which the flag ignores)."""
-    taints: list[Taint] = []
-    dropped: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    for item in text.split(",") if text else ():
-        if item.endswith("-"):
-            _parse_taint(item[:-1])  # still parsed: a malformed one is refused
-            dropped.append(item)
-            continue
-        taint = kubelet_taint(item)
-        if (taint.key, taint.effect) in seen:
-            raise KubeletFlagError(
-                f"{item!r}: a second taint with key {taint.key!r} and effect {taint.effect} "
-                "(the kubelet refuses the flag)"
-            )
-        seen.add((taint.key, taint.effect))
-        taints.append(taint)
-    return taints, dropped
-
-
-DROPPED_TAINT = "a trailing '-' removes a taint: the kubelet registers nothing for it"
-
-
-def kubelet_taints(text: str) -> list[Taint]:
-    """``--register-with-taints`` as the kubelet reads it; ``KubeletFlagError``, saying why,
-    for a value the kubelet refuses (or registers a Node with that the API server refuses)."""
-    return register_with_taints(text)[0]
-
-
-def kubelet_taint(item: str) -> Taint:
-    """One comma-separated item of ``--register-with-taints`` (see ``kubelet_taints``)."""
-    key, value, effect = _parse_taint(item)
-    if not effect:
-        raise KubeletFlagError(f"{item!r} has no effect (the kubelet refuses the flag)")
-    return Taint(key, value or None, effect)
-
-
-def _parse_taint(item: str) -> tuple[str, str, str]:
-    """parseTaint: ``key[=value][:Effect]`` as (key, value, effect or "")."""
-    parts = item.split(":")
-    if len(parts) > 2:
-        raise KubeletFlagError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
-    if len(parts) == 1 and "=" in item:
-        raise KubeletFlagError(f"{item!r} has no effect (the kubelet refuses the flag)")
-    body, effect = parts[0], parts[1] if len(parts) == 2 else ""
-    if len(parts) == 2 and effect not in EFFECTS:
-        raise KubeletFlagError(
-            f"{item!r}: the effect must be one of {', '.join(EFFECTS)}, spelt exactly "
-            "(the kubelet refuses it)"
-        )
-    pieces = body.split("=")
-    if len(pieces) > 2:
-        raise KubeletFlagError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
-    key, value = pieces[0], pieces[1] if len(pieces) == 2 else ""
-    if not qualified_name(key):
-        if not item:
-            raise KubeletFlagError("an empty item has no effect (the kubelet refuses the flag)")
-        raise KubeletFlagError(f"{item!r}: {key!r} is not a taint key (the kubelet refuses it)")
-    if not label_value(value):
-        raise KubeletFlagError(f"{item!r}: {value!r} is not a taint value (the kubelet refuses it)")
-    return key, value, effect
-
-
-def max_pods(text: str) -> int:
-    """``--max-pods`` as the kubelet reads it (pflag Int32Var, then its validation)."""
-    pods = go_int(text, bits=32)
-    if pods is None:
-        raise KubeletFlagError(
-            f"{text!r} is not an integer the kubelet reads (Go strconv.ParseInt, "
-            "base 0: no spaces, a leading 0 is octal): it refuses to start"
-        )
-    if pods < 0:
-        raise KubeletFlagError(f"{text!r} is negative: the kubelet refuses to start")
-    return pods
-
-
-# ------------------------------------------------------------------------------------------
 # Kubelet flags in command lines and scripts
 
 
@@ -329,11 +157,11 @@ def from_kubelet_flags(text: str, *, shell: bool = True) -> BootFacts:
     ``--register-with-taints`` and ``--max-pods`` win (the earlier ones are listed as
     ignored). ``KubeletFlagError`` for a flag the kubelet refuses, or a word in a
     ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``). ``shell``: the
-    text is a shell's, whose comments pass nothing (``_uncommented``: a line commented out,
-    ``... --max-pods=20 # was 30``); False for flags handed to the kubelet as they are (a
-    NodeConfig's ``kubelet.flags``), where a ``#`` is no comment."""
+    text is a shell's, whose comments pass nothing (``shell_text.uncommented``: a line
+    commented out, ``... --max-pods=20 # was 30``); False for flags handed to the kubelet as
+    they are (a NodeConfig's ``kubelet.flags``), where a ``#`` is no comment."""
     if shell:
-        text = _uncommented(text)
+        text = shell_text.uncommented(text)
     out = BootFacts()
     labels: dict[str, str] = {}
     certain_keys: set[str] = set()  # the labels a certain hit set last
@@ -350,7 +178,7 @@ def from_kubelet_flags(text: str, *, shell: bool = True) -> BootFacts:
             )
         last[hit.flag] = hit
     try:
-        _check_node_labels({k: v for k, v in labels.items() if k in certain_keys})
+        kubelet_values.check_node_labels({k: v for k, v in labels.items() if k in certain_keys})
     except KubeletFlagError as exc:
         raise KubeletFlagError(f"kubelet flag --node-labels: {exc}") from None
     for key, value in labels.items():
@@ -388,7 +216,7 @@ def _node_labels_hit(
         return
     found: dict[str, str] = {}
     try:
-        _set_node_labels(found, hit.value)
+        kubelet_values.set_node_labels(found, hit.value)
     except KubeletFlagError as exc:
         _unreadable(out, hit, exc)
         return
@@ -443,94 +271,12 @@ def _hits(text: str, *, shell: bool = True) -> list[_Hit]:
 
 def _tokens(text: str, *, shell: bool = True) -> tuple[list[str], bool]:
     """Shell words (False: the quotes do not balance, so the words are only a guess)."""
-    tokens = _shell_words(text, shell=shell)
+    tokens = shell_text.words(text, operators=shell)
     if tokens is None:
         return text.split(), False
     # '--kubelet-extra-args "--node-labels=a=b --max-pods=20"' nests flags in one word, which
     # the script word-splits when it passes it on
     return [part for token in tokens for part in token.split()], True
-
-
-def _shell_words(text: str, *, shell: bool = True) -> list[str] | None:
-    """The words of a shell text; None where its quotes do not balance (a script fragment).
-    ``shell``: an unquoted operator (``;``, ``&&``, ``|``, ``>>``) ends a word, as in a shell
-    (``--max-pods=20;`` passes ``--max-pods=20``); parentheses are left in the word, where
-    ``$(...)`` keeps its ``$(`` (a substitution, unresolved). Else words are split at spaces
-    only. Comments are removed before (``_uncommented``)."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|<>" if shell else "")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
-
-
-# a whole line commented out -- in a script, an environment file or a systemd unit alike
-_COMMENT_LINE = re.compile(r"[ \t]*#")
-# "<<WORD", "<<-WORD", "<<'WORD'", '<<"WORD"' (not "<<<", a here-string)
-_HEREDOC = re.compile(r"""<<(-?)[ \t]*(?:'([^'\n]*)'|"([^"\n]*)"|\\?([A-Za-z0-9_]+))""")
-_WORD_END = " \t;&|()<>"  # after these, unquoted, a new word begins
-
-
-def _uncommented(text: str) -> str:
-    """A shell text without its comments (POSIX shell, 2.3 Token Recognition: a ``#`` that
-    begins a word starts a comment to the end of the line: ``--max-pods=20 # was 30`` passes
-    ``--max-pods=20`` alone). A ``#`` inside a word (``a#b``, ``$#``, ``${#x}``) or quotes is
-    no comment -- unlike shlex's, which cuts a word at any ``#``. A here-document's lines are
-    the file it writes, not the shell's: only whole lines commented out are dropped there (a
-    comment in an environment file or a systemd unit alike), as they are everywhere outside
-    quotes."""
-    out: list[str] = []
-    quote = ""  # the quote open at the end of the line before
-    pending: list[tuple[str, bool]] = []  # here-documents opened on this line
-    heredoc: tuple[str, bool] | None = None  # the one whose lines these are
-    waiting: list[tuple[str, bool]] = []
-    for line in text.split("\n"):
-        if heredoc is not None:
-            word, tabs = heredoc
-            if (line.lstrip("\t") if tabs else line) == word:
-                heredoc = waiting.pop(0) if waiting else None
-            if not _COMMENT_LINE.match(line):
-                out.append(line)
-            continue
-        if not quote and _COMMENT_LINE.match(line):
-            continue
-        cut, quote, pending = _scan_line(line, quote)
-        out.append(cut)
-        if pending and not quote:
-            heredoc, waiting = pending[0], pending[1:]
-    return "\n".join(out)
-
-
-def _scan_line(line: str, quote: str) -> tuple[str, str, list[tuple[str, bool]]]:
-    """One line up to its comment, the quote still open after it, the here-documents it opens."""
-    heredocs: list[tuple[str, bool]] = []
-    begins_word = True
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if quote == "'":
-            quote = "" if c == "'" else quote
-        elif c == "\\":
-            i += 1  # the next character is literal (in double quotes too, near enough)
-        elif quote == '"':
-            quote = "" if c == '"' else quote
-        elif c in "'\"":
-            quote = c
-        elif c == "#" and begins_word:
-            return line[:i], quote, heredocs
-        elif line.startswith("<<", i) and not line.startswith("<<<", i):
-            opened = _HEREDOC.match(line, i)
-            if opened is not None:
-                word = opened[2] if opened[2] is not None else opened[3] or opened[4] or ""
-                heredocs.append((word, opened[1] == "-"))
-                i = opened.end()
-                begins_word = False
-                continue
-        begins_word = not quote and c in _WORD_END
-        i += 1
-    return line, quote, heredocs
 
 
 _EXTRA_ARGS = "--kubelet-extra-args"
@@ -549,7 +295,7 @@ def _check_extra_args(text: str) -> None:
     positional argument, refuses to start ("unknown command", NewKubeletCommand). Only a
     ``--kubelet-extra-args`` that is a shell word of its own, with a literal value: quotes, escapes
     or variables left in it are another layer's to expand, so nothing is refused there."""
-    words = _shell_words(text)
+    words = shell_text.words(text)
     for i, word in enumerate(words or ()):
         at = word.find(_EXTRA_ARGS)
         rest = word[at + len(_EXTRA_ARGS) :]
