@@ -339,6 +339,11 @@ _STRAY = "--node-labels=team=a oops"
             ),
             "preKubeadmCommands",
         ),
+        (  # echo "KUBELET_EXTRA_ARGS=..." >> /etc/default/kubelet
+            "tree.yaml",
+            _CAPI.replace("@EXTRA@", "[]").replace("@ARGS@", _STRAY),
+            "preKubeadmCommands",
+        ),
     ],
 )
 def test_a_stray_word_in_kubelet_extra_args_is_an_error_in_every_format(path, text, field):

@@ -962,3 +962,53 @@ def test_a_positional_parameter_or_command_substitution_is_unresolved_not_refuse
     and was read as a literal the kubelet refuses ('$1' is not an integer)."""
     facts = bootstrap.from_user_data(text)
     assert facts.unresolved and facts.max_pods is None and not facts.taints
+
+
+# ---------------------------------------------------------------------------------------------
+# A KUBELET_EXTRA_ARGS assignment: the kubelet unit passes $KUBELET_EXTRA_ARGS split at spaces
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'KUBELET_EXTRA_ARGS="--node-labels=a=b oops" /etc/eks/bootstrap.sh c',
+        'export KUBELET_EXTRA_ARGS="--max-pods=20 oops"',
+        "echo 'KUBELET_EXTRA_ARGS=--max-pods=20 oops' >> /etc/sysconfig/kubelet",
+        "echo Environment=KUBELET_EXTRA_ARGS=--max-pods=20\\ oops > /etc/x.conf",
+        'KUBELET_EXTRA_ARGS+=" --node-labels=a=b oops"',
+    ],
+)
+def test_a_stray_word_in_a_kubelet_extra_args_assignment_is_an_error(text):
+    """bootstrap.sh takes KUBELET_EXTRA_ARGS from its environment and writes it where the
+    kubelet unit's ``$KUBELET_EXTRA_ARGS`` reads it, split at spaces: ``oops`` is a positional
+    argument and the kubelet does not start. Only ``--kubelet-extra-args`` was checked."""
+    with pytest.raises(bootstrap.KubeletFlagError, match="'oops' is not a flag") as caught:
+        bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
+    assert "KUBELET_EXTRA_ARGS=" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'KUBELET_EXTRA_ARGS="--max-pods 20"',  # --flag VALUE
+        'KUBELET_EXTRA_ARGS="$KUBELET_EXTRA_ARGS --node-labels=a=b"',  # a variable
+        "echo 'KUBELET_EXTRA_ARGS=\"--node-labels=a=b c\"' >> /etc/x",  # quotes another layer reads
+        "sed -i 's/KUBELET_EXTRA_ARGS=x y/z/' /etc/x",  # inside other text
+        "OTHER_ARGS='--node-labels=a=b oops'",  # another variable: not the kubelet's
+    ],
+)
+def test_a_kubelet_extra_args_assignment_that_may_be_right_is_not_refused(text):
+    bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_FLAG_WORDS, min_size=1, max_size=5), st.data(), st.booleans())
+def test_a_word_no_flag_takes_is_refused_in_an_assignment_wherever_it_stands(flags, data, env):
+    """The assignment's value is read as --kubelet-extra-args' is: flags alone pass, one word
+    no flag takes is refused at whatever place."""
+    form = "echo {} >> /etc/sysconfig/kubelet" if env else "export {}"
+    bootstrap.from_user_data(form.format(shlex.quote("KUBELET_EXTRA_ARGS=" + " ".join(flags))))
+    at = data.draw(st.integers(0, len(flags)))
+    stray = " ".join([*flags[:at], "stray", *flags[at:]])
+    with pytest.raises(bootstrap.KubeletFlagError, match="'stray' is not a flag"):
+        bootstrap.from_user_data(form.format(shlex.quote("KUBELET_EXTRA_ARGS=" + stray)))

@@ -288,28 +288,39 @@ def from_kubelet_extra_args(text: str) -> BootFacts:
     return from_kubelet_flags(f"{_EXTRA_ARGS} {shlex.quote(text)}")
 
 
+# KUBELET_EXTRA_ARGS=..., KUBELET_EXTRA_ARGS+=..., Environment=KUBELET_EXTRA_ARGS=... as a word
+_EXTRA_ARGS_VARIABLE = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*=)*KUBELET_EXTRA_ARGS\+?=(.*)", re.S)
+
+
 def _check_extra_args(text: str) -> None:
-    """``KubeletFlagError`` for a word of a ``--kubelet-extra-args`` value that is neither a
-    flag nor a flag's value (``'--node-labels=a=b oops'``): bootstrap.sh hands the value to the
-    kubelet split at spaces (systemd's ``$KUBELET_EXTRA_ARGS``), and the kubelet, which takes no
-    positional argument, refuses to start ("unknown command", NewKubeletCommand). Only a
-    ``--kubelet-extra-args`` that is a shell word of its own, with a literal value: quotes, escapes
-    or variables left in it are another layer's to expand, so nothing is refused there."""
+    """``KubeletFlagError`` for a word of a ``--kubelet-extra-args`` value, or of a
+    ``KUBELET_EXTRA_ARGS`` assignment, that is neither a flag nor a flag's value
+    (``'--node-labels=a=b oops'``): bootstrap.sh hands the value on as ``KUBELET_EXTRA_ARGS``
+    (it also takes the variable from its environment), which the kubelet unit passes as
+    ``$KUBELET_EXTRA_ARGS``: systemd splits it at spaces (as it does a value written to an
+    environment file or an ``Environment=`` line), and the kubelet, which takes no positional
+    argument, refuses to start ("unknown command", NewKubeletCommand). Only an option or an
+    assignment that is a shell word of its own, with a literal value: quotes, escapes or
+    variables left in it are another layer's to expand, so nothing is refused there."""
     words = shell_text.words(text)
     for i, word in enumerate(words or ()):
-        at = word.find(_EXTRA_ARGS)
-        rest = word[at + len(_EXTRA_ARGS) :]
-        if at < 0 or _LEAD.match(word[:at]) is None or rest[:1] not in ("", "="):
-            continue
-        value = rest[1:] if rest else (words[i + 1] if words and i + 1 < len(words) else None)
+        value, shown = None, ""
+        if (assigned := _EXTRA_ARGS_VARIABLE.fullmatch(word)) is not None:
+            value, shown = assigned[1], f"KUBELET_EXTRA_ARGS={assigned[1]!r}"
+        elif (at := word.find(_EXTRA_ARGS)) >= 0 and _LEAD.match(word[:at]) is not None:
+            rest = word[at + len(_EXTRA_ARGS) :]
+            if rest[:1] == "=":
+                value = rest[1:]
+            elif not rest and i + 1 < len(words or ()):
+                value = (words or [])[i + 1]
+            shown = f"{_EXTRA_ARGS} {value!r}"
         if value is None or _VARIABLE.search(value) or any(c in value for c in "'\"\\`$"):
             continue
         stray = _positional(value.split())
         if stray is not None:
             raise KubeletFlagError(
-                f"{_EXTRA_ARGS} {value!r}: {stray!r} is not a flag nor the value of one; the "
-                f"kubelet takes no positional argument and refuses to start (unknown command "
-                f"{stray})"
+                f"{shown}: {stray!r} is not a flag nor the value of one; the kubelet takes no "
+                f"positional argument and refuses to start (unknown command {stray})"
             )
 
 
@@ -647,7 +658,9 @@ def from_user_data(text: str) -> BootFacts:
     return out
 
 
-_MENTIONS_FLAG = re.compile(r"--(?:node-labels|register-with-taints|max-pods|kubelet-extra-args)")
+_MENTIONS_FLAG = re.compile(
+    r"--(?:node-labels|register-with-taints|max-pods|kubelet-extra-args)|KUBELET_EXTRA_ARGS"
+)
 _FLAGS = ("--node-labels", "--register-with-taints", "--max-pods")
 _UNREADABLE = "a MIME part that does not decode to text: what it sets is not read"
 
