@@ -1012,3 +1012,16 @@ def test_a_word_no_flag_takes_is_refused_in_an_assignment_wherever_it_stands(fla
     stray = " ".join([*flags[:at], "stray", *flags[at:]])
     with pytest.raises(bootstrap.KubeletFlagError, match="'stray' is not a flag"):
         bootstrap.from_user_data(form.format(shlex.quote("KUBELET_EXTRA_ARGS=" + stray)))
+
+
+def test_eksctls_own_max_pods_sed_line_is_not_refused():
+    """eksctl's managed AL2 user data (makeMaxPodsScript) edits bootstrap.sh with sed: the flag
+    sits inside the sed expression, so its value is not read as a kubelet argument -- it was,
+    and '20"/' was refused as a --max-pods the kubelet would not start with."""
+    text = (
+        "sed -i 's/KUBELET_EXTRA_ARGS=$2/KUBELET_EXTRA_ARGS=\"$2 --max-pods=20\"/' "
+        "/etc/eks/bootstrap.sh"
+    )
+    facts = bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
+    assert facts.max_pods is None and facts.unresolved
+    assert "not read as a kubelet argument" in facts.unresolved[0]

@@ -260,9 +260,11 @@ def _hits(text: str, *, shell: bool = True) -> list[_Hit]:
         lead = token[: match.start()]
         own_word = exact and _LEAD.match(lead) is not None
         if token[match.end() : match.end() + 1] == "=":
-            # quotes left in a nested word are a later shell's or systemd's to remove
+            # quotes left around a nested word are a later shell's or systemd's to remove; one
+            # left inside it (sed's 's/A=x/A="x --max-pods=20"/') says it is inside other text
             value = token[match.end() + 1 :].strip("'\"")
-            out.append(_Hit(match[1], value, own_word))
+            inside = "'" in value or '"' in value
+            out.append(_Hit(match[1], value, own_word and not inside))
         else:  # "--max-pods 58": pflag takes the next argument, if this is a kubelet's
             following = tokens[i + 1] if i + 1 < len(tokens) else None
             out.append(_Hit(match[1], following, certain=False))
