@@ -73,6 +73,7 @@ __all__ = [
     "BootFacts",
     "KubeletFlagError",
     "NodeConfigYAMLError",
+    "flags_given",
     "from_bottlerocket_toml",
     "from_kubelet_extra_args",
     "from_kubelet_flags",
@@ -397,7 +398,7 @@ def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
     line = " ".join(flags)
     out = from_kubelet_flags(line, shell=False)  # nodeadm hands them on as they are
     out.ignored.extend(replaced)
-    kubelet_config(out, merged, flags=_given(line))
+    kubelet_config(out, merged, flags=flags_given(line))
     return out
 
 
@@ -406,7 +407,7 @@ _CONFIG_FLAGS = {"registerWithTaints": "register-with-taints", "maxPods": "max-p
 _OVERRIDDEN = "the kubelet flag --{} overrides its configuration (command-line flags win)"
 
 
-def _given(line: str) -> frozenset[str]:
+def flags_given(line: str) -> frozenset[str]:
     """The kubelet flags a command line gives (their values readable or not)."""
     return frozenset(hit.flag for hit in _hits(line, shell=False))
 

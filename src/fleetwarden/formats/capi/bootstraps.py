@@ -28,6 +28,7 @@ is listed as ignored with the reason).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from fleetwarden.core.pools import Taint
@@ -204,7 +205,12 @@ def _nodeadm(src: Source, _base_path: Path, ctx: Context) -> None:
     config_path: Path = (*kubelet, "config")
     config = src.at(config_path)
     if config:
-        facts = _read(src, config_path, _kubelet_config, config)
+        # the kubelet lets a flag override its configuration (nodeadm: flags on the command
+        # line, the configuration in a drop-in file)
+        given = bootstrap.flags_given(" ".join(flags))
+        facts = _read(src, config_path, partial(_kubelet_config, flags=given), config)
+        for note in facts.ignored:
+            src.ignored((*config_path, note.split(":", 1)[0]), note)
         for expression in facts.unresolved:
             src.unresolved(config_path, bootstrap.unresolved_fact(expression), expression)
         for taint in facts.taints:
@@ -386,9 +392,11 @@ def _nodeadm_flags(line: str) -> bootstrap.BootFacts:
     return bootstrap.from_kubelet_flags(line, shell=False)
 
 
-def _kubelet_config(config: Mapping[str, Any]) -> bootstrap.BootFacts:
+def _kubelet_config(
+    config: Mapping[str, Any], *, flags: frozenset[str] = frozenset()
+) -> bootstrap.BootFacts:
     facts = bootstrap.BootFacts()
-    bootstrap.kubelet_config(facts, config)
+    bootstrap.kubelet_config(facts, config, flags=flags)
     return facts
 
 
