@@ -460,3 +460,25 @@ def test_eksctl_group_taints_override_kubelet_extra_config_taints(family):
     notes = [a for a in pool.account if "kubeletExtraConfig.registerWithTaints" in a.path]
     assert notes and all(a.status is FieldStatus.IGNORED for a in notes)
     assert any("overrides its configuration" in a.detail for a in notes)
+
+
+def test_terraform_nodeadm_part_without_a_type_is_not_nodeadms():
+    """A cloudinit_pre_nodeadm part without ``content_type`` is text/plain (the cloudinit
+    provider's default): nodeadm reads only application/node.eks.aws parts, so its maxPods was
+    expected on the nodes (and a broken one would be refused): now not asserted."""
+    content = "".join(
+        f"            {line}\n"
+        for line in _BROKEN_NODECONFIG.replace("[--node-labels=team=a", "[]").splitlines()
+    )
+    group = (
+        '      ami_type = "AL2023_x86_64_STANDARD"\n'
+        "      cloudinit_pre_nodeadm = [{\n"
+        f"        content      = <<-EOT\n{content}          EOT\n"
+        "      }]"
+    )
+    text = _terraform(group).replace('      ami_type = "AL2_x86_64"\n', "")
+    (pool,) = _pools("infra/main.tf", text)
+    assert pool.allocatable.get("pods") != "30"
+    broken = text.replace("flags: []", "flags: [--node-labels=team=a")
+    (pool,) = _pools("infra/main.tf", broken)  # not nodeadm's: no refusal
+    assert "team" not in pool.labels
