@@ -1025,3 +1025,11 @@ def test_eksctls_own_max_pods_sed_line_is_not_refused():
     facts = bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
     assert facts.max_pods is None and facts.unresolved
     assert "not read as a kubelet argument" in facts.unresolved[0]
+
+
+def test_a_nodeconfig_in_a_part_of_another_type_is_not_nodeadms():
+    """nodeadm reads only ``application/node.eks.aws`` parts: a NodeConfig in a text/plain
+    part sets nothing (its maxPods was expected)."""
+    part = _NODECONFIG_PART.replace("application/node.eks.aws", "text/plain")
+    facts = bootstrap.from_user_data(_MIME_HEAD + part.replace("TAINTS", "[]") + "--//--\n")
+    assert facts.max_pods is None and not facts.labels

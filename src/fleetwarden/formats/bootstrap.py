@@ -650,7 +650,9 @@ def from_user_data(text: str) -> BootFacts:
         ours = part.content_type == _NODEADM_TYPE
         where = f"MIME part {i} ({part.content_type})" if part.content_type else ""
         unread = len(out.unresolved)
-        found = _node_configs(out, part.body, nodeadm=ours, where=where)
+        # a part of another declared type is never nodeadm's, whatever it holds
+        theirs = part.content_type is not None and not ours
+        found = [] if theirs else _node_configs(out, part.body, nodeadm=ours, where=where)
         if found or ours:  # its flags are nodeadm's to pass on: not read again as a script's
             configs.extend(found)
         elif len(out.unresolved) == unread and _MENTIONS_FLAG.search(part.body):
