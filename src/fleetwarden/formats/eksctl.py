@@ -528,7 +528,7 @@ class _Group:
             max_pods = boot_pods
         kubelet = expect_mapping(doc, ng.get("kubeletExtraConfig"), f"{where}.kubeletExtraConfig")
         if kubelet:
-            facts = bootstrap.BootFacts()
+            config = bootstrap.BootFacts()
             # eksctl passes the group's taints as --register-with-taints (bootstrap.helper.sh's
             # NODE_TAINTS; the AL2023 NodeConfig's kubelet.flags) and kubeletExtraConfig in the
             # kubelet's configuration: the kubelet lets the flag win
@@ -536,22 +536,22 @@ class _Group:
             if ng.get("overrideBootstrapCommand") and self.ami_family != "AmazonLinux2023":
                 given = set()  # the user's command passes what it passes (read above)
             try:
-                bootstrap.kubelet_config(facts, kubelet, flags=given)
+                bootstrap.kubelet_config(config, kubelet, flags=given)
             except bootstrap.KubeletFlagError as exc:
                 raise FormatError(
                     doc.path, str(exc), field=doc.where(f"{where}.kubeletExtraConfig")
                 ) from None
-            for expression in facts.unresolved:
+            for expression in config.unresolved:
                 on_taints = expression.startswith("registerWithTaints")
                 fact = "taints" if on_taints else "allocatable.pods"
                 self._unresolve("kubeletExtraConfig", fact, expression)
-            for taint in facts.taints:
+            for taint in config.taints:
                 taints.append(taint)
                 view.compared("kubeletExtraConfig.registerWithTaints", taint.field_name)
-            if facts.max_pods is not None and max_pods is None:
-                max_pods = facts.max_pods
+            if config.max_pods is not None and max_pods is None:
+                max_pods = config.max_pods
                 view.compared("kubeletExtraConfig.maxPods", "allocatable.pods", max_pods)
-            for note in facts.ignored:
+            for note in config.ignored:
                 view.ignored("kubeletExtraConfig.registerWithTaints", note)
             for key in kubelet:
                 if key not in ("registerWithTaints", "maxPods"):
