@@ -339,6 +339,11 @@ _STRAY = "--node-labels=team=a oops"
             ),
             "preKubeadmCommands",
         ),
+        (  # echo "KUBELET_EXTRA_ARGS=..." >> /etc/default/kubelet
+            "tree.yaml",
+            _CAPI.replace("@EXTRA@", "[]").replace("@ARGS@", _STRAY),
+            "preKubeadmCommands",
+        ),
     ],
 )
 def test_a_stray_word_in_kubelet_extra_args_is_an_error_in_every_format(path, text, field):
@@ -371,3 +376,109 @@ def test_terraform_v17_kubelet_extra_args_is_read_as_the_value_of_that_flag():
     error = _refused("main.tf", text.replace("KUBELET_ARGS", _STRAY))
     assert error.field is not None and error.field.endswith("kubelet_extra_args")
     assert "'oops' is not a flag" in error.reason
+
+
+_BROKEN_NODECONFIG = """\
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    flags: [--node-labels=team=a
+    config: {maxPods: 30}
+"""
+
+
+def _karpenter_al2023(user_data: str) -> str:
+    head = _KARPENTER.split("  userData: |")[0].replace("al2@latest", "al2023@latest")
+    return head + "  userData: |\n" + "".join(f"    {line}\n" for line in user_data.splitlines())
+
+
+def test_karpenter_nodeconfig_part_that_is_not_yaml_is_an_error_naming_the_node_class():
+    """nodeadm refuses a user data whose NodeConfig part does not decode (Karpenter's own part
+    goes with it) and the node does not join: the pool was read as the part setting nothing."""
+    mime = _MIME.replace(
+        "spec:\n  kubelet:\n    config:\n      maxPods: 30\n",
+        _BROKEN_NODECONFIG.split("kind: NodeConfig\n")[1],
+    )
+    error = _refused("np.yaml", _karpenter_al2023(mime))
+    assert error.field == "EC2NodeClass/default: spec.userData"
+    assert "not YAML" in error.reason and "MIME part 1 (application/node.eks.aws)" in error.reason
+
+
+def test_karpenter_plain_nodeconfig_that_is_not_yaml_leaves_boot_facts_unresolved():
+    """Karpenter passes plain user data it cannot parse as YAML on as a shell script: nodeadm
+    never reads it, so no refusal -- but what it meant to set is said unresolved, not dropped."""
+    (pool,) = _pools("np.yaml", _karpenter_al2023(_BROKEN_NODECONFIG))
+    assert {"labels", "taints", "allocatable.pods"} <= pool.unresolved_fields
+    notes = [a for a in pool.account if a.path.endswith("spec.userData")]
+    assert notes and all(a.status is FieldStatus.UNRESOLVED for a in notes)
+    assert all("laid out as a NodeConfig" in a.detail for a in notes)
+
+
+def test_eksctl_al2023_override_bootstrap_command_that_is_not_yaml_is_an_error():
+    """On AmazonLinux2023 eksctl unmarshals overrideBootstrapCommand into a NodeConfig and
+    refuses text that is not YAML."""
+    text = (
+        _EKSCTL.split("    overrideBootstrapCommand")[0]
+        + "    amiFamily: AmazonLinux2023\n    overrideBootstrapCommand: |\n"
+        + "".join(f"      {line}\n" for line in _BROKEN_NODECONFIG.splitlines())
+    )
+    error = _refused("c.yaml", text)
+    assert error.field == "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand"
+    assert "not YAML" in error.reason and "eksctl refuses it" in error.reason
+
+
+def test_terraform_nodeadm_part_that_is_not_yaml_is_an_error_naming_the_attribute():
+    content = "".join(f"            {line}\n" for line in _BROKEN_NODECONFIG.splitlines())
+    group = (
+        '      ami_type = "AL2023_x86_64_STANDARD"\n'
+        "      cloudinit_pre_nodeadm = [{\n"
+        '        content_type = "application/node.eks.aws"\n'
+        f"        content      = <<-EOT\n{content}          EOT\n"
+        "      }]"
+    )
+    text = _terraform(group).replace('      ami_type = "AL2_x86_64"\n', "")
+    error = _refused("infra/main.tf", text)
+    assert error.field is not None and error.field.endswith("cloudinit_pre_nodeadm")
+    assert "not YAML" in error.reason
+
+
+@pytest.mark.parametrize("family", ["AmazonLinux2", "AmazonLinux2023"])
+def test_eksctl_group_taints_override_kubelet_extra_config_taints(family):
+    """eksctl hands the group's ``taints`` to the kubelet as --register-with-taints and
+    ``kubeletExtraConfig`` as its configuration: the flag wins, so only the group's taints are
+    registered (both were expected) and the configuration's are listed as ignored."""
+    text = (
+        _EKSCTL.split("    overrideBootstrapCommand")[0]
+        + f"    amiFamily: {family}\n"
+        + '    taints: [{key: a, value: "1", effect: NoSchedule}]\n'
+        + "    kubeletExtraConfig:\n"
+        + "      registerWithTaints: [{key: b, effect: NoExecute}]\n"
+    )
+    (pool,) = _pools("c.yaml", text)
+    assert pool.taints == (Taint("a", "1", "NoSchedule"),)
+    notes = [a for a in pool.account if "kubeletExtraConfig.registerWithTaints" in a.path]
+    assert notes and all(a.status is FieldStatus.IGNORED for a in notes)
+    assert any("overrides its configuration" in a.detail for a in notes)
+
+
+def test_terraform_nodeadm_part_without_a_type_is_not_nodeadms():
+    """A cloudinit_pre_nodeadm part without ``content_type`` is text/plain (the cloudinit
+    provider's default): nodeadm reads only application/node.eks.aws parts, so its maxPods was
+    expected on the nodes (and a broken one would be refused): now not asserted."""
+    content = "".join(
+        f"            {line}\n"
+        for line in _BROKEN_NODECONFIG.replace("[--node-labels=team=a", "[]").splitlines()
+    )
+    group = (
+        '      ami_type = "AL2023_x86_64_STANDARD"\n'
+        "      cloudinit_pre_nodeadm = [{\n"
+        f"        content      = <<-EOT\n{content}          EOT\n"
+        "      }]"
+    )
+    text = _terraform(group).replace('      ami_type = "AL2_x86_64"\n', "")
+    (pool,) = _pools("infra/main.tf", text)
+    assert pool.allocatable.get("pods") != "30"
+    broken = text.replace("flags: []", "flags: [--node-labels=team=a")
+    (pool,) = _pools("infra/main.tf", broken)  # not nodeadm's: no refusal
+    assert "team" not in pool.labels

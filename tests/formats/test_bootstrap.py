@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import quopri
 import shlex
 
@@ -685,3 +686,350 @@ def test_any_encoded_part_is_read_or_said_unread_never_a_crash(data, packed, enc
         data.decode()
     except UnicodeDecodeError:
         assert facts.unresolved
+
+
+# ---------------------------------------------------------------------------------------------
+# A NodeConfig that is not YAML: nodeadm refuses the user data, the node does not join
+
+_BROKEN_NODECONFIG = """\
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  kubelet:
+    flags: [--node-labels=team=a
+    config: {maxPods: 30}
+"""
+_BROKEN = [
+    _BROKEN_NODECONFIG,  # an unclosed flow sequence
+    _BROKEN_NODECONFIG.replace("  kubelet:", "\tkubelet:"),  # a tab indents
+    _BROKEN_NODECONFIG.replace("    config", "   config"),  # indentation that nests nothing
+    '{"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": {',  # JSON cut short
+]
+
+
+@pytest.mark.parametrize("config", _BROKEN)
+def test_a_nodeconfig_part_that_is_not_yaml_is_refused_naming_the_part(config):
+    """nodeadm fails to decode the part, drops every NodeConfig of the user data with it and
+    does not start the node: it was read as setting nothing, without a word."""
+    text = _MIME_HEAD + "--//\nContent-Type: application/node.eks.aws\n\n" + config
+    script = _SCRIPT_PART.replace("FLAGS", "--max-pods=20")
+    for user_data in (text + "\n--//--\n", text + "\n" + script + "--//--\n"):
+        with pytest.raises(bootstrap.KubeletFlagError, match="not YAML") as caught:
+            bootstrap.from_user_data(user_data)
+        assert "MIME part 1 (application/node.eks.aws)" in str(caught.value)
+        assert "the node does not join" in str(caught.value)
+
+
+@pytest.mark.parametrize("config", _BROKEN)
+def test_a_nodeconfig_nodeadm_reads_that_is_not_yaml_is_refused(config):
+    with pytest.raises(bootstrap.NodeConfigYAMLError, match="line") as caught:
+        bootstrap.from_nodeadm(config)
+    assert "nodeadm refuses" in str(caught.value) and caught.value.problem
+
+
+@pytest.mark.parametrize("config", _BROKEN)
+def test_plain_user_data_laid_out_as_a_nodeconfig_that_is_not_yaml_is_unresolved(config):
+    """Without a MIME type, who reads the text decides: nodeadm refuses it, Karpenter passes it
+    on as a shell script (it sets nothing). Either way not "sets nothing" in silence: labels,
+    taints and max-pods are unresolved, saying why."""
+    facts = bootstrap.from_user_data(config)
+    assert facts.found and not facts.labels and facts.max_pods is None
+    assert {bootstrap.unresolved_fact(u) for u in facts.unresolved} == {
+        "labels",
+        "taints",
+        "allocatable.pods",
+    }
+    assert all("laid out as a NodeConfig, not YAML" in u for u in facts.unresolved)
+
+
+def test_a_script_that_writes_a_nodeconfig_is_read_as_a_script_not_refused():
+    """A heredoc holding NodeConfig lines is a script's text: not YAML as a whole, and no
+    reason to refuse or leave anything unresolved."""
+    for head in ("#!/bin/bash\n", ""):
+        text = (
+            f"{head}cat <<EOF > /etc/eks/nodeadm.d/extra.yaml\n{_BROKEN_NODECONFIG}EOF\n"
+            "/usr/bin/kubelet --max-pods=20\n"
+        )
+        facts = bootstrap.from_user_data(text)
+        assert facts.max_pods == 20 and not facts.unresolved
+
+
+def test_a_nodeconfig_pyyaml_alone_cannot_read_is_unresolved_not_refused():
+    """A date PyYAML refuses to build (Go's YAML leaves it a string) is no reason to refuse."""
+    config = NODEADM.replace("spec:", "metadata: {annotations: {d: 2024-13-45}}\nspec:")
+    text = _MIME_HEAD + "--//\nContent-Type: application/node.eks.aws\n\n" + config + "--//--\n"
+    facts = bootstrap.from_user_data(text)
+    assert facts.unresolved and all("fleetwarden's YAML parser" in u for u in facts.unresolved)
+
+
+# ---------------------------------------------------------------------------------------------
+# A NodeConfig's kubelet flags and kubelet configuration: the kubelet lets the flag win
+
+
+def _node_config(flags: list[str], config: dict[str, object]) -> str:
+    return (
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
+        f"    flags: {json.dumps(flags)}\n    config: {json.dumps(config)}\n"
+    )
+
+
+def test_a_taints_flag_overrides_register_with_taints_in_the_config():
+    """nodeadm passes ``kubelet.flags`` on the command line and ``kubelet.config`` in a drop-in
+    file; the kubelet's flags override its configuration: the two were combined."""
+    text = _node_config(
+        ["--register-with-taints=a=1:NoSchedule", "--max-pods=20"],
+        {"registerWithTaints": [{"key": "b", "effect": "NoExecute"}], "maxPods": 58},
+    )
+    facts = bootstrap.from_nodeadm(text)
+    assert facts.taints == [Taint("a", "1", "NoSchedule")] and facts.max_pods == 20
+    assert any(i.startswith("registerWithTaints") and "overrides" in i for i in facts.ignored)
+    assert any(i.startswith("maxPods: 58") and "overrides" in i for i in facts.ignored)
+
+
+def test_an_overridden_config_value_is_refused_only_where_the_kubelet_cannot_load_it():
+    """The flag's taints are registered, not the config's: a misspelt effect there is never
+    validated; a value of the wrong type still stops the kubelet loading its configuration."""
+    text = _node_config(
+        ["--register-with-taints=", "--max-pods=20"],
+        {"registerWithTaints": [{"key": "b", "effect": "noexecute"}], "maxPods": -1},
+    )
+    facts = bootstrap.from_nodeadm(text)
+    assert facts.taints == [] and facts.max_pods == 20
+    for config in ({"registerWithTaints": ["b:NoExecute"]}, {"maxPods": "58"}):
+        with pytest.raises(bootstrap.KubeletFlagError, match="kubelet refuses it"):
+            bootstrap.from_nodeadm(
+                _node_config(["--register-with-taints=", "--max-pods=1"], config)
+            )
+
+
+def test_a_later_nodeconfig_replaces_an_earlier_config_value_and_its_flags_come_last():
+    """nodeadm merges NodeConfigs: flags appended in order, config values replaced by a later
+    non-empty one (a later ``maxPods: 0`` keeps the earlier, as mergo does)."""
+    first = _node_config(["--register-with-taints=a:NoSchedule"], {"maxPods": 30})
+    second = _node_config(["--register-with-taints=b:NoSchedule"], {"maxPods": 40})
+    facts = bootstrap.from_nodeadm(first + "---\n" + second)
+    assert facts.taints == [Taint("b", None, "NoSchedule")] and facts.max_pods == 40
+    assert any("maxPods: 30" in i and "later" in i for i in facts.ignored)
+    assert any("a:NoSchedule" in i and "keeps the last" in i for i in facts.ignored)
+    empty = _node_config([], {"maxPods": 0})
+    assert bootstrap.from_nodeadm(first + "---\n" + empty).max_pods == 30
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.none(), _TAINTS),
+    st.one_of(st.none(), _TAINTS),
+    st.one_of(st.none(), st.integers(0, 500)),
+    st.one_of(st.none(), st.integers(0, 500)),
+    st.booleans(),
+)
+def test_a_nodeconfig_registers_the_flags_value_where_given_else_the_configs(
+    flag_taints, config_taints, flag_pods, config_pods, mime
+):
+    """Whatever a NodeConfig sets where: the flag's taints and max-pods when the flag is given,
+    the configuration's otherwise, never both combined; the one overridden is listed."""
+    flags, config = [], {}
+    if flag_taints is not None:
+        flags.append(
+            "--register-with-taints="
+            + ",".join(f"{k}={v}:{e}" if v else f"{k}:{e}" for k, v, e in flag_taints)
+        )
+    if flag_pods is not None:
+        flags.append(f"--max-pods={flag_pods}")
+    if config_taints is not None:
+        config["registerWithTaints"] = [
+            {"key": k, "value": v, "effect": e} if v else {"key": k, "effect": e}
+            for k, v, e in config_taints
+        ]
+    if config_pods is not None:
+        config["maxPods"] = config_pods
+    text = _node_config(flags, config)
+    if mime:
+        text = _MIME_HEAD + "--//\nContent-Type: application/node.eks.aws\n\n" + text + "--//--\n"
+    facts = bootstrap.from_user_data(text)
+    taints = flag_taints if flag_taints is not None else (config_taints or [])
+    assert facts.taints == [Taint(k, v or None, e) for k, v, e in taints]
+    assert facts.max_pods == (flag_pods if flag_pods is not None else config_pods)
+    overridden = (flag_taints is not None and config_taints is not None) + (
+        flag_pods is not None and config_pods is not None
+    )
+    assert sum("overrides its configuration" in i for i in facts.ignored) == overridden
+
+
+# ---------------------------------------------------------------------------------------------
+# A comment at the end of a line: a "#" that begins a word, outside quotes
+
+
+@pytest.mark.parametrize(
+    ("text", "pods", "taints"),
+    [
+        ("kubelet --max-pods=20 # was --max-pods=30", 20, []),
+        ("kubelet --max-pods=20 # --register-with-taints=old:NoSchedule", 20, []),
+        ("kubelet --max-pods=20 ;# --max-pods=30", 20, []),
+        ("/etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=20' # '--max-pods=058'", 20, []),
+        ("kubelet --max-pods=20 # don't: it was 30", 20, []),  # a quote in the comment
+        ("echo 'A=--max-pods=20 # --max-pods=30' >> /etc/x", 30, []),  # quoted: no comment
+        ("kubelet --register-with-taints=a#b:NoSchedule", None, None),
+    ],
+    ids=[
+        "after-flag",
+        "taints",
+        "after-semicolon",
+        "refused-value",
+        "apostrophe",
+        "quoted",
+        "in-word",
+    ],
+)
+def test_words_after_a_comment_are_no_kubelet_arguments(text, pods, taints):
+    """``cmd --max-pods=20 # was 30``: the shell passes nothing after the ``#``; only whole
+    lines commented out were dropped, so a value there was read (or refused)."""
+    try:
+        facts = bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
+    except bootstrap.KubeletFlagError as exc:
+        assert "'a#b' is not a taint key" in str(exc)  # one word, read whole, and refused
+        return
+    assert facts.max_pods == pods and facts.taints == taints
+
+
+def test_a_here_document_is_the_file_it_writes_not_shell_comments():
+    """Its lines are data: a ``#`` there is not the shell's to strip (whole lines commented
+    out are dropped, as everywhere); the shell resumes after the delimiter."""
+    text = (
+        "cat <<-'EOF' > /etc/eks/extra.sh\n\tKUBELET_EXTRA_ARGS=--max-pods=20 # x\n\tEOF\n"
+        "kubelet --register-with-taints=a:NoSchedule # --register-with-taints=b:NoExecute\n"
+    )
+    facts = bootstrap.from_user_data(text)
+    assert facts.max_pods == 20 and facts.taints == [Taint("a", None, "NoSchedule")]
+
+
+def test_a_hash_in_a_nodeconfig_flag_is_no_comment():
+    """nodeadm hands ``kubelet.flags`` to the kubelet as they are, through no shell."""
+    config = _node_config(["#x", "--max-pods=20"], {})
+    assert bootstrap.from_nodeadm(config).max_pods == 20
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_FLAG_WORDS, min_size=1, max_size=4),
+    st.lists(_FLAG_WORDS, max_size=4),
+    st.sampled_from([" # ", " #", "\t#", ";#", " ## "]),
+    st.booleans(),
+)
+def test_a_trailing_comment_passes_nothing(before, after, hash_, nested):
+    """Whatever follows a ``#`` that begins a word is not read: the facts are those of the
+    words before it alone."""
+    line = " ".join(before)
+    form = "/etc/eks/bootstrap.sh c --kubelet-extra-args {}" if nested else "kubelet {}"
+    alone = bootstrap.from_user_data(form.format(shlex.quote(line)))
+    commented = form.format(shlex.quote(line)) + hash_ + " ".join(after)
+    facts = bootstrap.from_user_data(commented)
+    assert (facts.labels, facts.taints, facts.max_pods, facts.ignored) == (
+        alone.labels,
+        alone.taints,
+        alone.max_pods,
+        alone.ignored,
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kubelet --max-pods=20; echo done",
+        "/etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=20'&& echo done",
+        "kubelet --max-pods=20>>/var/log/kubelet.log",
+        "kubelet --max-pods=20|tee x",
+    ],
+)
+def test_a_shell_operator_ends_the_word_before_it(text):
+    """``--max-pods=20;`` passes ``--max-pods=20``: the ``;`` was read into the value, and the
+    kubelet was said to refuse ``'20;'``."""
+    assert bootstrap.from_user_data(text).max_pods == 20
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kubelet --max-pods=$1",
+        "kubelet --max-pods=$(cat /etc/max-pods)",
+        "kubelet --max-pods=`cat /etc/max-pods`",
+        "kubelet --node-labels=node=$(hostname)",
+        'kubelet "--register-with-taints=$@"',
+    ],
+)
+def test_a_positional_parameter_or_command_substitution_is_unresolved_not_refused(text):
+    """``$1``, ``$(...)`` and backquotes are expanded by the shell: the value is not known,
+    and was read as a literal the kubelet refuses ('$1' is not an integer)."""
+    facts = bootstrap.from_user_data(text)
+    assert facts.unresolved and facts.max_pods is None and not facts.taints
+
+
+# ---------------------------------------------------------------------------------------------
+# A KUBELET_EXTRA_ARGS assignment: the kubelet unit passes $KUBELET_EXTRA_ARGS split at spaces
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'KUBELET_EXTRA_ARGS="--node-labels=a=b oops" /etc/eks/bootstrap.sh c',
+        'export KUBELET_EXTRA_ARGS="--max-pods=20 oops"',
+        "echo 'KUBELET_EXTRA_ARGS=--max-pods=20 oops' >> /etc/sysconfig/kubelet",
+        "echo Environment=KUBELET_EXTRA_ARGS=--max-pods=20\\ oops > /etc/x.conf",
+        'KUBELET_EXTRA_ARGS+=" --node-labels=a=b oops"',
+    ],
+)
+def test_a_stray_word_in_a_kubelet_extra_args_assignment_is_an_error(text):
+    """bootstrap.sh takes KUBELET_EXTRA_ARGS from its environment and writes it where the
+    kubelet unit's ``$KUBELET_EXTRA_ARGS`` reads it, split at spaces: ``oops`` is a positional
+    argument and the kubelet does not start. Only ``--kubelet-extra-args`` was checked."""
+    with pytest.raises(bootstrap.KubeletFlagError, match="'oops' is not a flag") as caught:
+        bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
+    assert "KUBELET_EXTRA_ARGS=" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'KUBELET_EXTRA_ARGS="--max-pods 20"',  # --flag VALUE
+        'KUBELET_EXTRA_ARGS="$KUBELET_EXTRA_ARGS --node-labels=a=b"',  # a variable
+        "echo 'KUBELET_EXTRA_ARGS=\"--node-labels=a=b c\"' >> /etc/x",  # quotes another layer reads
+        "sed -i 's/KUBELET_EXTRA_ARGS=x y/z/' /etc/x",  # inside other text
+        "OTHER_ARGS='--node-labels=a=b oops'",  # another variable: not the kubelet's
+    ],
+)
+def test_a_kubelet_extra_args_assignment_that_may_be_right_is_not_refused(text):
+    bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_FLAG_WORDS, min_size=1, max_size=5), st.data(), st.booleans())
+def test_a_word_no_flag_takes_is_refused_in_an_assignment_wherever_it_stands(flags, data, env):
+    """The assignment's value is read as --kubelet-extra-args' is: flags alone pass, one word
+    no flag takes is refused at whatever place."""
+    form = "echo {} >> /etc/sysconfig/kubelet" if env else "export {}"
+    bootstrap.from_user_data(form.format(shlex.quote("KUBELET_EXTRA_ARGS=" + " ".join(flags))))
+    at = data.draw(st.integers(0, len(flags)))
+    stray = " ".join([*flags[:at], "stray", *flags[at:]])
+    with pytest.raises(bootstrap.KubeletFlagError, match="'stray' is not a flag"):
+        bootstrap.from_user_data(form.format(shlex.quote("KUBELET_EXTRA_ARGS=" + stray)))
+
+
+def test_eksctls_own_max_pods_sed_line_is_not_refused():
+    """eksctl's managed AL2 user data (makeMaxPodsScript) edits bootstrap.sh with sed: the flag
+    sits inside the sed expression, so its value is not read as a kubelet argument -- it was,
+    and '20"/' was refused as a --max-pods the kubelet would not start with."""
+    text = (
+        "sed -i 's/KUBELET_EXTRA_ARGS=$2/KUBELET_EXTRA_ARGS=\"$2 --max-pods=20\"/' "
+        "/etc/eks/bootstrap.sh"
+    )
+    facts = bootstrap.from_user_data(f"#!/bin/bash\n{text}\n")
+    assert facts.max_pods is None and facts.unresolved
+    assert "not read as a kubelet argument" in facts.unresolved[0]
+
+
+def test_a_nodeconfig_in_a_part_of_another_type_is_not_nodeadms():
+    """nodeadm reads only ``application/node.eks.aws`` parts: a NodeConfig in a text/plain
+    part sets nothing (its maxPods was expected)."""
+    part = _NODECONFIG_PART.replace("application/node.eks.aws", "text/plain")
+    facts = bootstrap.from_user_data(_MIME_HEAD + part.replace("TAINTS", "[]") + "--//--\n")
+    assert facts.max_pods is None and not facts.labels

@@ -625,6 +625,39 @@ def test_nodeadm_and_eks_bootstrap_kubelet_settings_are_read():
     )
 
 
+def test_nodeadm_flags_override_the_kubelet_config_as_the_kubelet_lets_them():
+    """A NodeadmConfig's ``kubelet.flags`` reach the kubelet's command line, ``kubelet.config``
+    its configuration file: ``--max-pods`` / ``--register-with-taints`` win (both taints were
+    expected, and ``maxPods`` beat the flag)."""
+    nodeadm = """\
+        ---
+        apiVersion: bootstrap.cluster.x-k8s.io/v1beta2
+        kind: NodeadmConfigTemplate
+        metadata: {name: md}
+        spec:
+          template:
+            spec:
+              kubelet:
+                flags: ["--max-pods=20", "--register-with-taints=a:NoExecute"]
+                config:
+                  maxPods: 29
+                  registerWithTaints: [{key: gpu, value: "true", effect: NoSchedule}]
+        """
+    spec = _pools(
+        _tree(
+            _md("AWSMachineTemplate", boot="NodeadmConfigTemplate"),
+            _aws_template(""),
+            EKS_CLUSTER,
+            nodeadm,
+        )
+    )["md"]
+    assert dict(spec.allocatable) == {"pods": "20"}
+    assert spec.taints == (Taint("a", None, "NoExecute"),)
+    overridden = [a for a in spec.account if "overrides its configuration" in a.detail]
+    assert {a.path.rsplit(".", 1)[-1] for a in overridden} == {"maxPods", "registerWithTaints"}
+    assert all(a.status is FieldStatus.IGNORED for a in overridden)
+
+
 def test_a_placeholder_named_cluster_in_another_file_says_nothing_of_this_pool():
     """Templates all call their cluster ${CLUSTER_NAME}: an EKS template elsewhere in the tree
     must not make a self-managed pool expect Amazon Linux."""

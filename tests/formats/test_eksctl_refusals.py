@@ -6,6 +6,8 @@ pkg/nodebootstrap)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetwarden.core.pools import FieldStatus
 from fleetwarden.formats import eksctl
@@ -228,3 +230,69 @@ def test_ubuntu_managed_nodes_carry_eksctls_labels_and_no_capacity_type():
     assert "eks.amazonaws.com/capacityType" not in pool.labels
     plain = _pool("managedNodeGroups: [{name: ng}]\n")
     assert plain.labels["eks.amazonaws.com/capacityType"] == "ON_DEMAND"
+
+
+# eksctl's validateLabels: a label the kubelet may not set is refused for both kinds of group
+
+_WELL_KNOWN = {
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch",
+    "beta.kubernetes.io/instance-type",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+}
+_NAMES = st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True)
+_RESTRICTED_KEYS = st.builds(
+    lambda sub, domain, name: f"{sub + '.' if sub else ''}{domain}/{name}",
+    st.one_of(st.just(""), st.just("node-role"), _NAMES).filter(
+        lambda sub: sub not in ("kubelet", "node")
+    ),
+    st.sampled_from(["kubernetes.io", "k8s.io"]),
+    _NAMES,
+).filter(lambda key: key not in _WELL_KNOWN)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_RESTRICTED_KEYS, st.sampled_from(["nodeGroups", "managedNodeGroups"]))
+def test_a_label_in_the_kubelets_reserved_namespaces_is_refused_as_eksctl_refuses_it(key, kind):
+    """``node-role.kubernetes.io/worker`` in a group's ``labels``: eksctl refuses the file
+    ("disallowed as they have reserved prefixes [kubernetes.io/, k8s.io/]"); it was compared."""
+    with pytest.raises(FormatError, match="reserved prefixes") as caught:
+        _pools(f"{kind}: [{{name: a, labels: {{team: x, {key}: ''}}}}]\n")
+    assert caught.value.field is not None and caught.value.field.endswith(f"labels.{key}")
+    assert key in caught.value.reason
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.one_of(
+        st.builds(lambda n: f"node.kubernetes.io/{n}", _NAMES),
+        st.builds(lambda n: f"x.kubelet.kubernetes.io/{n}", _NAMES),
+        st.sampled_from(sorted(_WELL_KNOWN)),
+        st.builds(lambda n: f"example.com/{n}", _NAMES),
+        _NAMES,
+    ),
+    st.sampled_from(["nodeGroups", "managedNodeGroups"]),
+)
+def test_a_label_eksctl_accepts_is_compared(key, kind):
+    pool = _pool(f"{kind}: [{{name: a, labels: {{{key}: v}}}}]\n")
+    assert pool.labels[key] == "v"
+
+
+@pytest.mark.parametrize(
+    ("labels", "says"),
+    [
+        ("{a/b/c: x}", "only use one '/'"),
+        ("{-a: x}", "not a qualified name"),
+        ("{a: x!}", "invalid value"),
+    ],
+)
+def test_a_label_that_is_no_label_is_refused_as_eksctl_refuses_it(labels, says):
+    with pytest.raises(FormatError, match=says):
+        _pools(f"nodeGroups: [{{name: a, labels: {labels}}}]\n")

@@ -9,13 +9,15 @@ otherwise drop without a trace:
 - nodeadm ``NodeConfig`` documents (AL2023: ``spec.kubelet.flags``, ``spec.kubelet.config``
   ``registerWithTaints`` / ``maxPods``), alone or inside a MIME multi-part user data, which is
   read part by part: kubelet flags in the shell script parts beside a NodeConfig count too, and
-  what both set to different values is unresolved, with the reason (``_beside``);
+  what both set to different values is unresolved, with the reason (``_beside``). One nodeadm
+  reads that is not YAML is refused (``NodeConfigYAMLError``: nodeadm does not start the node);
+  plain text laid out as one that is not YAML leaves what it sets unresolved (``_node_configs``);
 - Bottlerocket TOML (``[settings.kubernetes.node-labels]``, ``[settings.kubernetes.node-taints]``
   with ``"key" = "value:Effect"`` or a list of them, ``settings.kubernetes.max-pods``).
 
 Only literal values are taken; a value holding a shell or template variable (``${NODE_LABELS}``,
 ``$LABELS``) is returned as unresolved, never guessed. Values are read as the kubelet reads
-them (``kubelet_labels``, ``kubelet_taints``, ``max_pods``; the sources are named below): one
+them (``formats.kubelet_values``, whose rules are re-exported here; it names its sources): one
 it refuses to start with, or registers a Node with that the API server refuses, raises
 ``KubeletFlagError`` -- no node of the pool would join, so the desired state is wrong, and the
 readers report it naming the file and the field. That includes a ``--node-labels`` label in the
@@ -31,7 +33,8 @@ kubelet command line: every ``--node-labels`` adds labels, the last ``--register
 and ``--max-pods`` win and the earlier ones are returned as ignored (``BootFacts.ignored``). A
 literal ``--kubelet-extra-args`` value with a word that is neither a flag nor a flag's value
 (``'--node-labels=a=b oops'``) is refused too: the kubelet takes no positional argument.
-Pure: text in, ``BootFacts`` out.
+A script's comments pass nothing: whole lines and the rest of a line from a ``#`` that begins
+a word (``shell_text.uncommented``). Pure: text in, ``BootFacts`` out.
 """
 
 from __future__ import annotations
@@ -39,15 +42,29 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from fleetwarden.core.integers import go_int
 from fleetwarden.core.pools import EFFECTS, Taint
-from fleetwarden.formats import mime
+from fleetwarden.formats import kubelet_values, mime
+from fleetwarden.formats import shell as shell_text
+from fleetwarden.formats.kubelet_values import (  # the values' rules, re-exported for readers
+    DROPPED_TAINT,
+    GO_SPACE,
+    REFUSED_LABEL,
+    KubeletFlagError,
+    kubelet_labels,
+    kubelet_may_set,
+    kubelet_taint,
+    kubelet_taints,
+    label_value,
+    max_pods,
+    qualified_name,
+    register_with_taints,
+)
 
 __all__ = [
     "DROPPED_TAINT",
@@ -55,6 +72,8 @@ __all__ = [
     "REFUSED_LABEL",
     "BootFacts",
     "KubeletFlagError",
+    "NodeConfigYAMLError",
+    "flags_given",
     "from_bottlerocket_toml",
     "from_kubelet_extra_args",
     "from_kubelet_flags",
@@ -73,19 +92,22 @@ __all__ = [
     "unresolved_fact",
 ]
 
-_VARIABLE = re.compile(r"\$\{?[A-Za-z_]|\{\{")
+# a shell expansion ($VAR, ${VAR}, $1, $@, $(cmd), `cmd`) or a template's ({{ .X }})
+_VARIABLE = re.compile(r"\$[{(A-Za-z_0-9@*#?$!-]|`|\{\{")
 _FLAG = re.compile(r"--(node-labels|register-with-taints|max-pods)(?==|\Z)")
 # what may come before a flag in the same shell word and still leave it a kubelet argument:
 # assignments (KUBELET_EXTRA_ARGS=--node-labels=..., Environment=KUBELET_EXTRA_ARGS=...) and
 # an option taking it as its value (--kubelet-extra-args=--node-labels=...)
 _LEAD = re.compile(r"(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?|--[a-z][a-z0-9-]*)=['\"]?)*\Z")
-_BOUNDARY = re.compile(r"^--[^\s-][^\s]*\s*$", re.M)
 
 
-class KubeletFlagError(ValueError):
-    """A kubelet flag value the kubelet refuses to start with (or registers a Node with that
-    the API server refuses): no node of the pool joins, so the desired state is wrong. Readers
-    raise it as a ``FormatError`` naming the file and the field."""
+class NodeConfigYAMLError(KubeletFlagError):
+    """A NodeConfig nodeadm reads that is not YAML: nodeadm refuses the user data and the node
+    does not join. ``problem`` says what and where, for a reader whose tool refuses it first."""
+
+    def __init__(self, message: str, problem: str) -> None:
+        super().__init__(message)
+        self.problem = problem
 
 
 @dataclass(slots=True)
@@ -110,186 +132,6 @@ class BootFacts:
 
 
 # ------------------------------------------------------------------------------------------
-# Flag values as the kubelet reads them, from Kubernetes' source:
-# component-base cli/flag/map_string_string.go (MapStringString.Set: split on ",", skip empty
-# items, key and value TrimSpace'd; repeated flags accumulate), pkg/util/flag/flags.go
-# (RegisterWithTaintsVar.Set: a repeated flag replaces the taints; "" clears them) with
-# pkg/util/taints/taints.go (ParseTaints / parseTaint: nothing trimmed, exactly one ":" before
-# an exact effect, at most one "=", a trailing "-" marks a taint to remove, which the flag
-# drops; a repeated key:effect is refused), cmd/kubelet/app/options/options.go
-# (ValidateKubeletFlags on the final labels; --max-pods is an Int32Var: spf13/pflag's
-# strconv.ParseInt base 0), pkg/kubelet/apis/config/validation (maxPods < 0 refused) and
-# apimachinery pkg/util/validation (IsQualifiedName, IsValidLabelValue).
-
-GO_SPACE = (  # unicode.IsSpace: what strings.TrimSpace removes
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-_NAME = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
-_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z")
-_KUBELET_LABELS = frozenset(
-    {
-        "kubernetes.io/hostname",
-        "kubernetes.io/os",
-        "kubernetes.io/arch",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-        "beta.kubernetes.io/instance-type",
-        "node.kubernetes.io/instance-type",
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-    }
-)
-REFUSED_LABEL = (
-    "a label in the kubernetes.io / k8s.io namespaces the kubelet may not set itself (only "
-    "kubelet.kubernetes.io/*, node.kubernetes.io/* and the well-known labels; not "
-    "node-role.kubernetes.io/*): it refuses to start, so no node of the pool joins"
-)
-
-
-def kubelet_may_set(key: str) -> bool:
-    """May a kubelet put this label on its own Node (k8s ``IsKubeletLabel``, and any label
-    outside the kubernetes.io / k8s.io namespaces)?"""
-    namespace = key.split("/", 1)[0] if "/" in key else ""
-    k8s = namespace in ("kubernetes.io", "k8s.io") or namespace.endswith(
-        (".kubernetes.io", ".k8s.io")
-    )
-    if not k8s or key in _KUBELET_LABELS:
-        return True
-    return any(
-        namespace == allowed or namespace.endswith("." + allowed)
-        for allowed in ("kubelet.kubernetes.io", "node.kubernetes.io")
-    )
-
-
-def qualified_name(key: str) -> bool:
-    """A label / taint key the API server accepts: ``[dns-subdomain/]name``."""
-    parts = key.split("/")
-    if len(parts) > 2:
-        return False
-    if len(parts) == 2 and not (len(parts[0]) <= 253 and _SUBDOMAIN.match(parts[0])):
-        return False
-    return len(parts[-1]) <= 63 and _NAME.match(parts[-1]) is not None
-
-
-def label_value(value: str) -> bool:
-    """A label / taint value the API server accepts (empty, or up to 63 name characters)."""
-    return value == "" or (len(value) <= 63 and _NAME.match(value) is not None)
-
-
-def _set_node_labels(into: dict[str, str], text: str) -> None:
-    """One ``--node-labels`` occurrence added to ``into`` (MapStringString.Set)."""
-    for item in text.split(","):
-        if not item:
-            continue
-        raw_key, sep, raw_value = item.partition("=")
-        if not sep:
-            raise KubeletFlagError(f"{item!r} is not key=value (the kubelet refuses the flag)")
-        into[raw_key.strip(GO_SPACE)] = raw_value.strip(GO_SPACE)
-
-
-def _check_node_labels(labels: Mapping[str, str]) -> None:
-    """ValidateKubeletFlags on the labels every ``--node-labels`` gave: a label the kubelet may
-    not set, a malformed key or value, and it returns an error and does not start."""
-    for key, value in labels.items():
-        if not kubelet_may_set(key):
-            raise KubeletFlagError(f"{key}: {REFUSED_LABEL}")
-        if not qualified_name(key):
-            raise KubeletFlagError(f"{key!r} is not a label key (the kubelet refuses to start)")
-        if not label_value(value):
-            raise KubeletFlagError(f"{value!r} is not a label value (the kubelet refuses to start)")
-
-
-def kubelet_labels(text: str) -> list[tuple[str, str]]:
-    """``--node-labels`` as the kubelet reads it: (key, value) pairs in order;
-    ``KubeletFlagError``, saying why, for a value the kubelet refuses to start with."""
-    labels: dict[str, str] = {}
-    _set_node_labels(labels, text)
-    _check_node_labels(labels)
-    return list(labels.items())
-
-
-def register_with_taints(text: str) -> tuple[list[Taint], list[str]]:
-    """One ``--register-with-taints`` value: the taints it registers, and the items it drops
-    (a trailing ``-``: ParseTaints reads a taint to remove, which the flag ignores)."""
-    taints: list[Taint] = []
-    dropped: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    for item in text.split(",") if text else ():
-        if item.endswith("-"):
-            _parse_taint(item[:-1])  # still parsed: a malformed one is refused
-            dropped.append(item)
-            continue
-        taint = kubelet_taint(item)
-        if (taint.key, taint.effect) in seen:
-            raise KubeletFlagError(
-                f"{item!r}: a second taint with key {taint.key!r} and effect {taint.effect} "
-                "(the kubelet refuses the flag)"
-            )
-        seen.add((taint.key, taint.effect))
-        taints.append(taint)
-    return taints, dropped
-
-
-DROPPED_TAINT = "a trailing '-' removes a taint: the kubelet registers nothing for it"
-
-
-def kubelet_taints(text: str) -> list[Taint]:
-    """``--register-with-taints`` as the kubelet reads it; ``KubeletFlagError``, saying why,
-    for a value the kubelet refuses (or registers a Node with that the API server refuses)."""
-    return register_with_taints(text)[0]
-
-
-def kubelet_taint(item: str) -> Taint:
-    """One comma-separated item of ``--register-with-taints`` (see ``kubelet_taints``)."""
-    key, value, effect = _parse_taint(item)
-    if not effect:
-        raise KubeletFlagError(f"{item!r} has no effect (the kubelet refuses the flag)")
-    return Taint(key, value or None, effect)
-
-
-def _parse_taint(item: str) -> tuple[str, str, str]:
-    """parseTaint: ``key[=value][:Effect]`` as (key, value, effect or "")."""
-    parts = item.split(":")
-    if len(parts) > 2:
-        raise KubeletFlagError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
-    if len(parts) == 1 and "=" in item:
-        raise KubeletFlagError(f"{item!r} has no effect (the kubelet refuses the flag)")
-    body, effect = parts[0], parts[1] if len(parts) == 2 else ""
-    if len(parts) == 2 and effect not in EFFECTS:
-        raise KubeletFlagError(
-            f"{item!r}: the effect must be one of {', '.join(EFFECTS)}, spelt exactly "
-            "(the kubelet refuses it)"
-        )
-    pieces = body.split("=")
-    if len(pieces) > 2:
-        raise KubeletFlagError(f"{item!r} is not key[=value]:Effect (the kubelet refuses it)")
-    key, value = pieces[0], pieces[1] if len(pieces) == 2 else ""
-    if not qualified_name(key):
-        if not item:
-            raise KubeletFlagError("an empty item has no effect (the kubelet refuses the flag)")
-        raise KubeletFlagError(f"{item!r}: {key!r} is not a taint key (the kubelet refuses it)")
-    if not label_value(value):
-        raise KubeletFlagError(f"{item!r}: {value!r} is not a taint value (the kubelet refuses it)")
-    return key, value, effect
-
-
-def max_pods(text: str) -> int:
-    """``--max-pods`` as the kubelet reads it (pflag Int32Var, then its validation)."""
-    pods = go_int(text, bits=32)
-    if pods is None:
-        raise KubeletFlagError(
-            f"{text!r} is not an integer the kubelet reads (Go strconv.ParseInt, "
-            "base 0: no spaces, a leading 0 is octal): it refuses to start"
-        )
-    if pods < 0:
-        raise KubeletFlagError(f"{text!r} is negative: the kubelet refuses to start")
-    return pods
-
-
-# ------------------------------------------------------------------------------------------
 # Kubelet flags in command lines and scripts
 
 
@@ -309,20 +151,23 @@ class _Hit:
         return f"--{self.flag}" if self.value is None else f"--{self.flag}={self.value}"
 
 
-def from_kubelet_flags(text: str) -> BootFacts:
+def from_kubelet_flags(text: str, *, shell: bool = True) -> BootFacts:
     """``--node-labels``, ``--register-with-taints`` and ``--max-pods`` anywhere in a command
     line or shell script (quotes and ``--kubelet-extra-args '...'`` nesting allowed), read as
     one kubelet command line: labels of every ``--node-labels`` accumulate, the last
     ``--register-with-taints`` and ``--max-pods`` win (the earlier ones are listed as
     ignored). ``KubeletFlagError`` for a flag the kubelet refuses, or a word in a
-    ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``). A line
-    commented out (``# /etc/eks/bootstrap.sh ... --max-pods=20``) passes nothing."""
-    text = _COMMENT_LINE.sub("", text)
+    ``--kubelet-extra-args`` value that is no flag (see ``_check_extra_args``). ``shell``: the
+    text is a shell's, whose comments pass nothing (``shell_text.uncommented``: a line
+    commented out, ``... --max-pods=20 # was 30``); False for flags handed to the kubelet as
+    they are (a NodeConfig's ``kubelet.flags``), where a ``#`` is no comment."""
+    if shell:
+        text = shell_text.uncommented(text)
     out = BootFacts()
     labels: dict[str, str] = {}
     certain_keys: set[str] = set()  # the labels a certain hit set last
     last: dict[str, _Hit] = {}
-    for hit in _hits(text):
+    for hit in _hits(text, shell=shell):
         out.found = True
         if hit.flag == "node-labels":
             _node_labels_hit(out, hit, labels, certain_keys)
@@ -334,7 +179,7 @@ def from_kubelet_flags(text: str) -> BootFacts:
             )
         last[hit.flag] = hit
     try:
-        _check_node_labels({k: v for k, v in labels.items() if k in certain_keys})
+        kubelet_values.check_node_labels({k: v for k, v in labels.items() if k in certain_keys})
     except KubeletFlagError as exc:
         raise KubeletFlagError(f"kubelet flag --node-labels: {exc}") from None
     for key, value in labels.items():
@@ -372,7 +217,7 @@ def _node_labels_hit(
         return
     found: dict[str, str] = {}
     try:
-        _set_node_labels(found, hit.value)
+        kubelet_values.set_node_labels(found, hit.value)
     except KubeletFlagError as exc:
         _unreadable(out, hit, exc)
         return
@@ -406,8 +251,8 @@ def _max_pods_hit(out: BootFacts, hit: _Hit) -> None:
         _unreadable(out, hit, exc)
 
 
-def _hits(text: str) -> list[_Hit]:
-    tokens, exact = _tokens(text)
+def _hits(text: str, *, shell: bool = True) -> list[_Hit]:
+    tokens, exact = _tokens(text, shell=shell)
     out = []
     for i, token in enumerate(tokens):
         match = _FLAG.search(token)
@@ -416,36 +261,25 @@ def _hits(text: str) -> list[_Hit]:
         lead = token[: match.start()]
         own_word = exact and _LEAD.match(lead) is not None
         if token[match.end() : match.end() + 1] == "=":
-            # quotes left in a nested word are a later shell's or systemd's to remove
+            # quotes left around a nested word are a later shell's or systemd's to remove; one
+            # left inside it (sed's 's/A=x/A="x --max-pods=20"/') says it is inside other text
             value = token[match.end() + 1 :].strip("'\"")
-            out.append(_Hit(match[1], value, own_word))
+            inside = "'" in value or '"' in value
+            out.append(_Hit(match[1], value, own_word and not inside))
         else:  # "--max-pods 58": pflag takes the next argument, if this is a kubelet's
             following = tokens[i + 1] if i + 1 < len(tokens) else None
             out.append(_Hit(match[1], following, certain=False))
     return out
 
 
-def _tokens(text: str) -> tuple[list[str], bool]:
+def _tokens(text: str, *, shell: bool = True) -> tuple[list[str], bool]:
     """Shell words (False: the quotes do not balance, so the words are only a guess)."""
-    tokens = _shell_words(text)
+    tokens = shell_text.words(text, operators=shell)
     if tokens is None:
         return text.split(), False
     # '--kubelet-extra-args "--node-labels=a=b --max-pods=20"' nests flags in one word, which
     # the script word-splits when it passes it on
     return [part for token in tokens for part in token.split()], True
-
-
-def _shell_words(text: str) -> list[str] | None:
-    """The words of a shell text; None where its quotes do not balance (a script fragment)."""
-    try:
-        return shlex.split(text, comments=False, posix=True)
-    except ValueError:
-        return None
-
-
-# a whole line commented out -- in a script, an environment file or a systemd unit alike (a
-# "#" inside a word is no comment in a shell, unlike shlex's)
-_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.M)
 
 
 _EXTRA_ARGS = "--kubelet-extra-args"
@@ -457,28 +291,39 @@ def from_kubelet_extra_args(text: str) -> BootFacts:
     return from_kubelet_flags(f"{_EXTRA_ARGS} {shlex.quote(text)}")
 
 
+# KUBELET_EXTRA_ARGS=..., KUBELET_EXTRA_ARGS+=..., Environment=KUBELET_EXTRA_ARGS=... as a word
+_EXTRA_ARGS_VARIABLE = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*=)*KUBELET_EXTRA_ARGS\+?=(.*)", re.S)
+
+
 def _check_extra_args(text: str) -> None:
-    """``KubeletFlagError`` for a word of a ``--kubelet-extra-args`` value that is neither a
-    flag nor a flag's value (``'--node-labels=a=b oops'``): bootstrap.sh hands the value to the
-    kubelet split at spaces (systemd's ``$KUBELET_EXTRA_ARGS``), and the kubelet, which takes no
-    positional argument, refuses to start ("unknown command", NewKubeletCommand). Only a
-    ``--kubelet-extra-args`` that is a shell word of its own, with a literal value: quotes, escapes
-    or variables left in it are another layer's to expand, so nothing is refused there."""
-    words = _shell_words(text)
+    """``KubeletFlagError`` for a word of a ``--kubelet-extra-args`` value, or of a
+    ``KUBELET_EXTRA_ARGS`` assignment, that is neither a flag nor a flag's value
+    (``'--node-labels=a=b oops'``): bootstrap.sh hands the value on as ``KUBELET_EXTRA_ARGS``
+    (it also takes the variable from its environment), which the kubelet unit passes as
+    ``$KUBELET_EXTRA_ARGS``: systemd splits it at spaces (as it does a value written to an
+    environment file or an ``Environment=`` line), and the kubelet, which takes no positional
+    argument, refuses to start ("unknown command", NewKubeletCommand). Only an option or an
+    assignment that is a shell word of its own, with a literal value: quotes, escapes or
+    variables left in it are another layer's to expand, so nothing is refused there."""
+    words = shell_text.words(text)
     for i, word in enumerate(words or ()):
-        at = word.find(_EXTRA_ARGS)
-        rest = word[at + len(_EXTRA_ARGS) :]
-        if at < 0 or _LEAD.match(word[:at]) is None or rest[:1] not in ("", "="):
-            continue
-        value = rest[1:] if rest else (words[i + 1] if words and i + 1 < len(words) else None)
+        value, shown = None, ""
+        if (assigned := _EXTRA_ARGS_VARIABLE.fullmatch(word)) is not None:
+            value, shown = assigned[1], f"KUBELET_EXTRA_ARGS={assigned[1]!r}"
+        elif (at := word.find(_EXTRA_ARGS)) >= 0 and _LEAD.match(word[:at]) is not None:
+            rest = word[at + len(_EXTRA_ARGS) :]
+            if rest[:1] == "=":
+                value = rest[1:]
+            elif not rest and i + 1 < len(words or ()):
+                value = (words or [])[i + 1]
+            shown = f"{_EXTRA_ARGS} {value!r}"
         if value is None or _VARIABLE.search(value) or any(c in value for c in "'\"\\`$"):
             continue
         stray = _positional(value.split())
         if stray is not None:
             raise KubeletFlagError(
-                f"{_EXTRA_ARGS} {value!r}: {stray!r} is not a flag nor the value of one; the "
-                f"kubelet takes no positional argument and refuses to start (unknown command "
-                f"{stray})"
+                f"{shown}: {stray!r} is not a flag nor the value of one; the kubelet takes no "
+                f"positional argument and refuses to start (unknown command {stray})"
             )
 
 
@@ -500,31 +345,83 @@ def _positional(words: list[str]) -> str | None:
 
 
 def from_nodeadm(text: str) -> BootFacts:
-    """Every nodeadm ``NodeConfig`` in a text (plain YAML or MIME parts)."""
-    return _from_node_configs(_node_configs(text))
+    """Every nodeadm ``NodeConfig`` in a text nodeadm reads as one: plain YAML (JSON) or a
+    MIME message's ``application/node.eks.aws`` parts. One that is not YAML is refused, as
+    nodeadm refuses it (see ``_node_configs``)."""
+    out = BootFacts()
+    configs: list[Mapping[str, Any]] = []
+    split = mime.parts(text)
+    for i, part in enumerate(split, 1):
+        if part.body is None:
+            out.found = True
+            out.unresolved.extend(f"{flag} ({_UNREADABLE})" for flag in _FLAGS)
+            continue
+        ours = part.content_type == _NODEADM_TYPE or (len(split) == 1 and not part.content_type)
+        where = f"MIME part {i} ({part.content_type})" if part.content_type else ""
+        configs.extend(_node_configs(out, part.body, nodeadm=ours, where=where))
+    out.merge(_from_node_configs(configs))
+    return out
 
 
 def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
-    out = BootFacts()
+    """NodeConfigs as nodeadm merges them and hands them to the kubelet: every ``kubelet.flags``
+    in order, as one command line (mergeKubeletFlags appends them), and ``kubelet.config``
+    merged key by key, a later NodeConfig's value replacing an earlier one unless it is empty
+    (mergo.WithOverride keeps the earlier for 0, "", [], {} and null: nodeadm/internal/api
+    merge.go, util/merge.go). nodeadm writes the flags after its own (the user's win) and the
+    configuration to a drop-in file; the kubelet lets a command-line flag override the
+    configuration: ``--register-with-taints`` / ``--max-pods`` replace ``registerWithTaints``
+    / ``maxPods`` (kubeletConfigFlagPrecedence), which are then listed as ignored."""
+    flags: list[str] = []
+    merged: dict[str, Any] = {}
+    replaced: list[str] = []
     for config in configs:
         spec = config.get("spec")
         kubelet = spec.get("kubelet") if isinstance(spec, Mapping) else None
         if not isinstance(kubelet, Mapping):
             continue
-        flags = kubelet.get("flags")
-        if isinstance(flags, list):
-            out.merge(from_kubelet_flags(" ".join(str(f) for f in flags)))
+        given = kubelet.get("flags")
+        if isinstance(given, list):
+            flags.extend(str(f) for f in given)
         config_ = kubelet.get("config")
-        if isinstance(config_, Mapping):
-            kubelet_config(out, config_)
+        if not isinstance(config_, Mapping):
+            continue
+        for key, value in config_.items():
+            if key in merged and value in (0, "", [], {}, None):  # False == 0: empty too
+                continue
+            if key in _CONFIG_FLAGS and key in merged and merged[key] != value:
+                replaced.append(
+                    f"{key}: {merged[key]!r}: replaced by a later NodeConfig's {value!r} "
+                    "(nodeadm merges NodeConfigs, the later value wins)"
+                )
+            merged[key] = value
+    line = " ".join(flags)
+    out = from_kubelet_flags(line, shell=False)  # nodeadm hands them on as they are
+    out.ignored.extend(replaced)
+    kubelet_config(out, merged, flags=flags_given(line))
     return out
 
 
-def kubelet_config(out: BootFacts, config: Mapping[str, Any]) -> None:
+# KubeletConfiguration fields a kubelet flag overrides
+_CONFIG_FLAGS = {"registerWithTaints": "register-with-taints", "maxPods": "max-pods"}
+_OVERRIDDEN = "the kubelet flag --{} overrides its configuration (command-line flags win)"
+
+
+def flags_given(line: str) -> frozenset[str]:
+    """The kubelet flags a command line gives (their values readable or not)."""
+    return frozenset(hit.flag for hit in _hits(line, shell=False))
+
+
+def kubelet_config(
+    out: BootFacts, config: Mapping[str, Any], *, flags: Collection[str] = ()
+) -> None:
     """A KubeletConfiguration fragment: ``registerWithTaints`` and ``maxPods``.
     ``KubeletFlagError`` for a value the kubelet refuses to load (a type its strict decoding
     refuses, ``maxPods`` < 0) or a taint the API server refuses on the Node it registers (no
-    exact effect, a bad key or value, a key and effect twice: ValidateNodeSpec)."""
+    exact effect, a bad key or value, a key and effect twice: ValidateNodeSpec). ``flags``: the
+    kubelet flags the command line also gives (``register-with-taints``, ``max-pods``); a field
+    such a flag overrides is listed as ignored, and refused only where the kubelet cannot load
+    it (its type): what it says is neither registered nor validated."""
     taints = config.get("registerWithTaints")
     if taints is not None:
         out.found = True
@@ -532,6 +429,18 @@ def kubelet_config(out: BootFacts, config: Mapping[str, Any]) -> None:
             raise KubeletFlagError(
                 "kubelet configuration registerWithTaints: not a list (the kubelet refuses it)"
             )
+        if "register-with-taints" in flags:
+            for i, item in enumerate(taints):
+                if not isinstance(item, Mapping):
+                    raise KubeletFlagError(
+                        f"kubelet configuration registerWithTaints[{i}]: not a taint object "
+                        "(the kubelet refuses it)"
+                    )
+            shown = ", ".join(str(dict(t)) for t in taints) or "[]"
+            out.ignored.append(
+                f"registerWithTaints: {shown}: {_OVERRIDDEN.format('register-with-taints')}"
+            )
+            taints = []
         seen: set[tuple[str, str]] = set()
         for i, item in enumerate(taints):
             taint = _config_taint(out, item, f"kubelet configuration registerWithTaints[{i}]")
@@ -550,12 +459,15 @@ def kubelet_config(out: BootFacts, config: Mapping[str, Any]) -> None:
     if pods is None:
         return
     out.found = True
-    if isinstance(pods, str) and _VARIABLE.search(pods):
-        out.unresolved.append(f"maxPods: {pods}")
-    elif isinstance(pods, bool) or not isinstance(pods, int):
+    variable = isinstance(pods, str) and _VARIABLE.search(pods) is not None
+    if not variable and (isinstance(pods, bool) or not isinstance(pods, int)):
         raise KubeletFlagError(
             f"kubelet configuration maxPods: {pods!r} is not an integer (the kubelet refuses it)"
         )
+    if "max-pods" in flags:
+        out.ignored.append(f"maxPods: {pods}: {_OVERRIDDEN.format('max-pods')}")
+    elif variable:
+        out.unresolved.append(f"maxPods: {pods}")
     elif pods < 0:
         raise KubeletFlagError(
             f"kubelet configuration maxPods: {pods} is negative (the kubelet refuses to start)"
@@ -585,18 +497,88 @@ def _config_taint(out: BootFacts, item: Any, where: str) -> Taint | None:
     return Taint(key, value or None, str(effect))
 
 
-def _node_configs(text: str) -> Iterable[Mapping[str, Any]]:
-    for part in _BOUNDARY.split(text):
-        body = mime.body(part)
+_NODEADM_TYPE = "application/node.eks.aws"  # nodeadm's nodeConfigMediaType
+# a text laid out as a NodeConfig document: it starts as YAML or JSON does (a top-level key,
+# "---", "{"), and "kind: NodeConfig" is a top-level key -- not a script that writes one
+_YAML_START = re.compile(r"""(?:---|\{|["']?[A-Za-z_][\w.-]*["']?:(?:\s|$))""")
+_NODECONFIG_KIND = re.compile(
+    r"""^kind:[ \t]*(["']?)NodeConfig\1[ \t]*(?:#.*)?$"""  # YAML
+    r'|"kind"\s*:\s*"NodeConfig"',  # JSON
+    re.M,
+)
+
+
+def _laid_out_as_node_config(body: str) -> bool:
+    lines = (line for line in body.splitlines() if line.strip() and not line.startswith("#"))
+    first = next(lines, "")
+    return _YAML_START.match(first) is not None and _NODECONFIG_KIND.search(body) is not None
+
+
+# what every YAML parser refuses (nodeadm's sigs.k8s.io/yaml too): the text is no YAML. A
+# ConstructorError (an unknown tag, a complex key), a ValueError (a date PyYAML reads and Go
+# leaves a string) or a RecursionError is PyYAML's own limit, not known to be nodeadm's.
+_NOT_YAML = (yaml.reader.ReaderError, yaml.scanner.ScannerError, yaml.parser.ParserError)
+
+
+def _node_configs(
+    out: BootFacts, body: str, *, nodeadm: bool, where: str = ""
+) -> list[Mapping[str, Any]]:
+    """The NodeConfig documents of a part's body. ``nodeadm``: the part is one nodeadm decodes
+    (``application/node.eks.aws``, or a text the caller knows nodeadm reads), so one that is
+    not YAML is a ``KubeletFlagError``: nodeadm returns the decoding error, tolerates it only
+    by dropping every NodeConfig of the user data (ParseMultipart stops at the first part that
+    fails: the provisioner's own part goes too), then finds none ("no config in chain") and
+    does not start the node (nodeadm/internal/configprovider mime.go, chain.go;
+    cli.ResolveConfig). A body nodeadm may not read (no declared type) that is laid out as a
+    NodeConfig and does not parse, or one PyYAML alone cannot read, leaves labels, taints and
+    max-pods unresolved, saying why: never "sets nothing"."""
+    if not body.strip():
+        return []
+    if not nodeadm and not _laid_out_as_node_config(body):
         if "NodeConfig" not in body:
-            continue
-        try:
+            return []
+        try:  # a script may mention a NodeConfig: only a YAML text holds one
             docs = list(yaml.safe_load_all(body))
         except (yaml.YAMLError, ValueError, TypeError, RecursionError):
-            continue
-        for doc in docs:
-            if isinstance(doc, Mapping) and doc.get("kind") == "NodeConfig":
-                yield doc
+            return []
+        return [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "NodeConfig"]
+    try:
+        docs = list(yaml.safe_load_all(body))
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
+        problem = _yaml_problem(exc)
+        shown = f"nodeadm NodeConfig{' in ' + where if where else ''}"
+        if nodeadm and isinstance(exc, _NOT_YAML):
+            raise NodeConfigYAMLError(
+                f"{shown}: not YAML ({problem}): nodeadm refuses the user data, applies no "
+                "NodeConfig and the node does not join",
+                problem,
+            ) from None
+        what = (
+            f"not YAML ({problem})"
+            if isinstance(exc, _NOT_YAML)
+            else f"not read by fleetwarden's YAML parser ({problem})"
+        )
+        why = (
+            f"{shown}: {what}"
+            if nodeadm
+            else f"a text laid out as a NodeConfig, {what}: nodeadm, if it reads it, does not "
+            "start the node; taken for a script, it sets nothing"
+        )
+        out.found = True
+        out.unresolved.extend(f"{flag} ({why}: not read)" for flag in _FLAGS)
+        return []
+    return [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "NodeConfig"]
+
+
+def _yaml_problem(exc: BaseException) -> str:
+    """A YAML error, briefly: what and where (lines of the part's body, from 1)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return f"{exc.problem or exc.context}{at}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def from_bottlerocket_toml(text: str) -> BootFacts:
@@ -660,23 +642,30 @@ def from_user_data(text: str) -> BootFacts:
         out.merge(from_bottlerocket_toml(text))
     configs: list[Mapping[str, Any]] = []
     scripts: list[str] = []
-    for part in mime.parts(text):
-        if part is None:  # whatever it sets is not known: said, not dropped
+    for i, part in enumerate(mime.parts(text), 1):
+        if part.body is None:  # whatever it sets is not known: said, not dropped
             out.found = True
             out.unresolved.extend(f"{flag} ({_UNREADABLE})" for flag in _FLAGS)
             continue
-        found = list(_node_configs(part)) if "NodeConfig" in part else []
-        if found:  # its flags are nodeadm's to pass on: not read again as a script's
+        ours = part.content_type == _NODEADM_TYPE
+        where = f"MIME part {i} ({part.content_type})" if part.content_type else ""
+        unread = len(out.unresolved)
+        # a part of another declared type is never nodeadm's, whatever it holds
+        theirs = part.content_type is not None and not ours
+        found = [] if theirs else _node_configs(out, part.body, nodeadm=ours, where=where)
+        if found or ours:  # its flags are nodeadm's to pass on: not read again as a script's
             configs.extend(found)
-        elif _MENTIONS_FLAG.search(part):
-            scripts.append(part)
+        elif len(out.unresolved) == unread and _MENTIONS_FLAG.search(part.body):
+            scripts.append(part.body)
     nodeadm = _from_node_configs(configs)
     script = from_kubelet_flags("\n".join(scripts)) if scripts else BootFacts()
     out.merge(_beside(nodeadm, script))
     return out
 
 
-_MENTIONS_FLAG = re.compile(r"--(?:node-labels|register-with-taints|max-pods|kubelet-extra-args)")
+_MENTIONS_FLAG = re.compile(
+    r"--(?:node-labels|register-with-taints|max-pods|kubelet-extra-args)|KUBELET_EXTRA_ARGS"
+)
 _FLAGS = ("--node-labels", "--register-with-taints", "--max-pods")
 _UNREADABLE = "a MIME part that does not decode to text: what it sets is not read"
 

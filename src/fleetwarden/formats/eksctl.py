@@ -504,8 +504,12 @@ class _Group:
         doc, ng, view, where = self.doc, self.ng, self.view, self.where
         labels: dict[str, str] = {}
         self._own_labels(facts, name, labels)
-        for k, v in expect_mapping(doc, ng.get("labels"), f"{where}.labels").items():
-            text = str(strict.text(doc, v, f"{where}.labels.{k}", allow_none=False))
+        stated = {
+            str(k): str(strict.text(doc, v, f"{where}.labels.{k}", allow_none=False))
+            for k, v in expect_mapping(doc, ng.get("labels"), f"{where}.labels").items()
+        }
+        strict.check_labels(doc, stated, f"{where}.labels")
+        for k, text in stated.items():
             if strict.placeholder(text):
                 self._unresolve(("labels", str(k)), f"labels.{k}", text)
                 continue
@@ -524,23 +528,31 @@ class _Group:
             max_pods = boot_pods
         kubelet = expect_mapping(doc, ng.get("kubeletExtraConfig"), f"{where}.kubeletExtraConfig")
         if kubelet:
-            facts = bootstrap.BootFacts()
+            config = bootstrap.BootFacts()
+            # eksctl passes the group's taints as --register-with-taints (bootstrap.helper.sh's
+            # NODE_TAINTS; the AL2023 NodeConfig's kubelet.flags) and kubeletExtraConfig in the
+            # kubelet's configuration: the kubelet lets the flag win
+            given = {"register-with-taints"} if ng.get("taints") else set()
+            if ng.get("overrideBootstrapCommand") and self.ami_family != "AmazonLinux2023":
+                given = set()  # the user's command passes what it passes (read above)
             try:
-                bootstrap.kubelet_config(facts, kubelet)
+                bootstrap.kubelet_config(config, kubelet, flags=given)
             except bootstrap.KubeletFlagError as exc:
                 raise FormatError(
                     doc.path, str(exc), field=doc.where(f"{where}.kubeletExtraConfig")
                 ) from None
-            for expression in facts.unresolved:
+            for expression in config.unresolved:
                 on_taints = expression.startswith("registerWithTaints")
                 fact = "taints" if on_taints else "allocatable.pods"
                 self._unresolve("kubeletExtraConfig", fact, expression)
-            for taint in facts.taints:
+            for taint in config.taints:
                 taints.append(taint)
                 view.compared("kubeletExtraConfig.registerWithTaints", taint.field_name)
-            if facts.max_pods is not None and max_pods is None:
-                max_pods = facts.max_pods
+            if config.max_pods is not None and max_pods is None:
+                max_pods = config.max_pods
                 view.compared("kubeletExtraConfig.maxPods", "allocatable.pods", max_pods)
+            for note in config.ignored:
+                view.ignored("kubeletExtraConfig.registerWithTaints", note)
             for key in kubelet:
                 if key not in ("registerWithTaints", "maxPods"):
                     view.ignored(("kubeletExtraConfig", str(key)), _KUBELET_IGNORED)
@@ -627,11 +639,21 @@ class _Group:
                 str(strict.text(self.doc, t, f"{self.where}.{key}", allow_none=False))
                 for t in texts
             )
+            # on AL2023 eksctl unmarshals overrideBootstrapCommand into the NodeConfig it
+            # hands nodeadm (nodebootstrap/al2023.go stringToNodeConfig): text that is not
+            # YAML is refused there, not run as a script
+            nodeadm = key == "overrideBootstrapCommand" and self.ami_family == "AmazonLinux2023"
             try:
-                facts = bootstrap.from_user_data(text)
+                facts = (bootstrap.from_nodeadm if nodeadm else bootstrap.from_user_data)(text)
             except bootstrap.KubeletFlagError as exc:
+                reason = (
+                    f"not YAML ({exc.problem}): eksctl refuses it (on AmazonLinux2023 it reads "
+                    "overrideBootstrapCommand as the nodeadm NodeConfig)"
+                    if isinstance(exc, bootstrap.NodeConfigYAMLError)
+                    else str(exc)
+                )
                 raise FormatError(
-                    self.doc.path, str(exc), field=self.doc.where(f"{self.where}.{key}")
+                    self.doc.path, reason, field=self.doc.where(f"{self.where}.{key}")
                 ) from None
             for label_key, value in facts.labels.items():
                 labels[label_key] = value

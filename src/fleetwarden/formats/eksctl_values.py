@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fleetwarden.formats import bootstrap
 from fleetwarden.formats.documents import Document, describe_type, expect_int
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
     "API_VERSION",
     "EFFECTS",
+    "check_labels",
     "check_sizes",
     "count",
     "family",
@@ -193,4 +195,49 @@ def check_sizes(
             doc.path,
             f"minSize ({low}{why}) is above maxSize ({high}): eksctl refuses it",
             field=doc.where(f"{where}.maxSize"),
+        )
+
+
+def check_labels(doc: Document, labels: dict[str, str], where: str) -> None:
+    """eksctl's ``validateLabels`` (node groups and managed node groups alike): a key with more
+    than one ``/``, one that is no qualified name, a value that is no label value, and a key in
+    the kubernetes.io / k8s.io namespaces the kubelet may not set itself (``isKubernetesLabel``
+    and not ``kubeletapis.IsKubeletLabel``: only ``kubelet.kubernetes.io/*``,
+    ``node.kubernetes.io/*`` and the well-known labels; ``node-role.kubernetes.io/worker`` is
+    refused) are refused, "as they would prevent kubelets to start up properly". ``labels``
+    holds what the file states; a key or value holding a variable is left to the reader."""
+    disallowed: list[str] = []
+    for key, value in labels.items():
+        if placeholder(key):
+            continue
+        field_ = doc.where(f"{where}.{key}")
+        if key.count("/") > 1:
+            raise FormatError(
+                doc.path,
+                f"node label key {key!r} is of invalid format, can only use one '/' separator "
+                "(eksctl refuses it)",
+                field=field_,
+            )
+        if not bootstrap.qualified_name(key):
+            raise FormatError(
+                doc.path,
+                f"label {key!r} is invalid: not a qualified name (eksctl refuses it)",
+                field=field_,
+            )
+        if not placeholder(value) and not bootstrap.label_value(value):
+            raise FormatError(
+                doc.path,
+                f"label {key!r} has invalid value {value!r} (eksctl refuses it)",
+                field=field_,
+            )
+        if "/" in key and not bootstrap.kubelet_may_set(key):
+            disallowed.append(key)
+    if disallowed:
+        raise FormatError(
+            doc.path,
+            "the following nodegroup labels are disallowed as they have reserved prefixes "
+            f"[kubernetes.io/, k8s.io/]: {disallowed} (eksctl refuses them: the kubelet may "
+            "set only kubelet.kubernetes.io/*, node.kubernetes.io/* and the well-known labels "
+            "in those namespaces)",
+            field=doc.where(f"{where}.{disallowed[0]}"),
         )

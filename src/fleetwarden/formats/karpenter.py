@@ -60,7 +60,7 @@ from fleetwarden.core.pools import (
     normalise_effect,
 )
 from fleetwarden.core.quantities import parse_quantity
-from fleetwarden.formats import bootstrap
+from fleetwarden.formats import bootstrap, karpenter_labels
 from fleetwarden.formats.accounting import Ledger, Path, View, dotted
 from fleetwarden.formats.documents import (
     Document,
@@ -241,6 +241,9 @@ class _Pool:
             tmpl_spec = expect_mapping(doc, template.get("spec"), spec_path)
         for k, v in expect_mapping(doc, tmpl_meta.get("labels"), f"{meta_path}.labels").items():
             text = str(expect_str(doc, v, f"{meta_path}.labels.{k}", allow_none=False))
+            refused = karpenter_labels.refusal(doc.api_version, str(k), text)
+            if refused is not None:
+                raise FormatError(doc.path, refused, field=doc.where(f"{meta_path}.labels.{k}"))
             self.labels[str(k)] = text
             # a label key holds dots (team.example.com/owner): one path step, never split
             view.compared((*_p(meta_path), "labels", str(k)), f"labels.{k}", text)

@@ -4,9 +4,10 @@ EC2 user data (Karpenter, eksctl, terraform-aws-eks on AL2023) is often a MIME m
 parts cloud-init and nodeadm read separately: a nodeadm ``NodeConfig``, shell scripts. The
 parts are found by the boundary the message declares (or, for parts pasted without the
 message's headers, by the delimiter line before a part header), their headers removed and
-their bodies decoded (base64 or quoted-printable, gzip unpacked). What a part says is for
-``formats.bootstrap``. Not done: parts' character sets other than UTF-8 (such a part is said
-not to decode), and anything but text. Pure: text in, texts out.
+their bodies decoded (base64 or quoted-printable, gzip unpacked), each with the media type its
+headers declare (nodeadm reads only ``application/node.eks.aws`` parts). What a part says is
+for ``formats.bootstrap``. Not done: parts' character sets other than UTF-8 (such a part is said
+not to decode), and anything but text. Pure: text in, parts out.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import base64
 import quopri
 import re
 import zlib
+from dataclasses import dataclass
 
-__all__ = ["body", "parts"]
+__all__ = ["Part", "body", "parts"]
 
 _MULTIPART = re.compile(r"^Content-Type:[ \t]*multipart/", re.I | re.M)
 _BOUNDARY_PARAMETER = re.compile(r"""boundary=(?:"([^"]+)"|([^\s;"]+))""", re.I)
@@ -34,15 +36,25 @@ def _boundary(text: str) -> str | None:
     return pasted[1] if pasted is not None else None
 
 
-def parts(text: str) -> list[str | None]:
-    """The bodies of a MIME multi-part text (RFC 2046: between ``--boundary`` lines, up to
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One part: its declared media type (lower case, parameters removed; None for a part
+    without headers, or a text that is no MIME message) and its decoded body (None: one that
+    does not decode to text)."""
+
+    content_type: str | None
+    body: str | None
+
+
+def parts(text: str) -> list[Part]:
+    """The parts of a MIME multi-part text (RFC 2046: between ``--boundary`` lines, up to
     ``--boundary--``, or the end; a multi-part part read likewise), headers removed and
-    decoded (None: one that does not decode to text); any other text is its own one part."""
+    decoded; any other text is its own one part."""
     text = text.replace("\r\n", "\n")
     boundary = _boundary(text)
     if boundary is None:
-        return [_decoded(text)]
-    found: list[str | None] = []
+        return [Part(_content_type(text), _decoded(text))]
+    found: list[Part] = []
     start = None
     for line in re.finditer(rf"^--{re.escape(boundary)}(--)?[ \t]*$", text, flags=re.M):
         if start is not None:
@@ -54,6 +66,18 @@ def parts(text: str) -> list[str | None]:
         if start is not None:
             found.extend(parts(text[start:]))
     return found
+
+
+_CONTENT_TYPE = re.compile(r"^Content-Type:[ \t]*([^\s;]+)", re.I | re.M)
+
+
+def _content_type(part: str) -> str | None:
+    """The media type a part's headers declare (None: no headers, or no Content-Type)."""
+    head = part.lstrip("\n").partition("\n\n")[0]
+    if re.match(r"(Content-|MIME-Version)", head, re.I) is None:
+        return None
+    declared = _CONTENT_TYPE.search(head)
+    return declared[1].lower() if declared is not None else None
 
 
 _TRANSFER_ENCODING = re.compile(r"^Content-Transfer-Encoding:[ \t]*(\S+)", re.I | re.M)
@@ -89,4 +113,5 @@ def body(part: str) -> str:
     if lines and re.match(r"^(Content-|MIME-Version)", lines[0], re.I):
         while lines and lines[0].strip():
             lines.pop(0)
+        del lines[:1]  # the blank line that ends the headers: a body's lines count from 1
     return "\n".join(lines)

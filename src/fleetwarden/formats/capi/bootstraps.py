@@ -28,6 +28,7 @@ is listed as ignored with the reason).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, TypeVar
 
 from fleetwarden.core.pools import Taint
@@ -199,12 +200,17 @@ def _nodeadm(src: Source, _base_path: Path, ctx: Context) -> None:
         for i, f in enumerate(src.items(src.get(flags_path), flags_path))
     ]
     if flags:
-        facts = _read(src, flags_path, bootstrap.from_kubelet_flags, " ".join(flags))
+        facts = _read(src, flags_path, _nodeadm_flags, " ".join(flags))
         _boot_facts(src, flags_path, facts, "kubelet flags: no node labels, taints or max-pods")
     config_path: Path = (*kubelet, "config")
     config = src.at(config_path)
     if config:
-        facts = _read(src, config_path, _kubelet_config, config)
+        # the kubelet lets a flag override its configuration (nodeadm: flags on the command
+        # line, the configuration in a drop-in file)
+        given = bootstrap.flags_given(" ".join(flags))
+        facts = _read(src, config_path, partial(_kubelet_config, flags=given), config)
+        for note in facts.ignored:
+            src.ignored((*config_path, note.split(":", 1)[0]), note)
         for expression in facts.unresolved:
             src.unresolved(config_path, bootstrap.unresolved_fact(expression), expression)
         for taint in facts.taints:
@@ -381,9 +387,16 @@ def _refusal(exc: KubeletFlagError) -> str:
     return reason + _ON_THE_TEMPLATE if bootstrap.REFUSED_LABEL in reason else reason
 
 
-def _kubelet_config(config: Mapping[str, Any]) -> bootstrap.BootFacts:
+def _nodeadm_flags(line: str) -> bootstrap.BootFacts:
+    """A NodeConfig's ``kubelet.flags``: nodeadm hands them to the kubelet through no shell."""
+    return bootstrap.from_kubelet_flags(line, shell=False)
+
+
+def _kubelet_config(
+    config: Mapping[str, Any], *, flags: frozenset[str] = frozenset()
+) -> bootstrap.BootFacts:
     facts = bootstrap.BootFacts()
-    bootstrap.kubelet_config(facts, config)
+    bootstrap.kubelet_config(facts, config, flags=flags)
     return facts
 
 

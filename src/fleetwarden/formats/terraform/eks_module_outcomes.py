@@ -110,8 +110,10 @@ def _content(value: Any) -> str:
 
 def _nodeadm_parts(value: Any) -> tuple[list[str], str]:
     """``cloudinit_pre_nodeadm`` parts as (the NodeConfig parts' text, the other parts' text):
-    nodeadm reads a part of type ``application/node.eks.aws`` (one without a type, holding a
-    NodeConfig, is taken for one); the others -- shell scripts -- are cloud-init's to run."""
+    nodeadm reads a part of type ``application/node.eks.aws`` only; the others are cloud-init's
+    (shell scripts). One without a type is ``text/plain`` (the cloudinit provider's default),
+    which nodeadm never reads even if it holds a NodeConfig: read with the others, so what it
+    seems to set is not asserted."""
     parts = value if isinstance(value, list) else [value]
     configs: list[str] = []
     others: list[str] = []
@@ -119,7 +121,7 @@ def _nodeadm_parts(value: Any) -> tuple[list[str], str]:
         if not isinstance(part, dict) or not isinstance(part.get("content"), str):
             continue
         kind, content = part.get("content_type"), part["content"]
-        nodeadm = "node.eks.aws" in kind if isinstance(kind, str) else "NodeConfig" in content
+        nodeadm = isinstance(kind, str) and "node.eks.aws" in kind
         (configs if nodeadm else others).append(content)
     return configs, "\n".join(others)
 
