@@ -32,6 +32,7 @@ def chunk_reader(request: pytest.FixtureRequest) -> Any:
     yield request.param
     nodestream._native = saved
 
+
 # strings that stress a byte scanner: quotes, backslashes, brackets and separators inside
 # strings, non-ASCII text
 TRICKY = st.sampled_from(
