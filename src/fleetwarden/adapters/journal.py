@@ -110,6 +110,6 @@ def _line(event: ChangeEvent) -> bytes:
         text = orjson.dumps(event.to_json())
     except orjson.JSONEncodeError:  # an integer over 64 bits: the slow path says
         text = b""
-    if not text or not text.isascii():
+    if not text or not text.isascii() or b"\x7f" in text:  # json escapes DEL, orjson not
         text = event.to_bytes()
     return text + b"\n"
