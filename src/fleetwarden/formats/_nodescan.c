@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(NS_NO_SIMD)
 #define NS_X86 1
 #include <immintrin.h>
 #endif
@@ -42,6 +42,7 @@
 /* stage 1                                                                                    */
 
 
+#ifdef NS_X86
 static int hexval(uint8_t c) {
     if (c >= '0' && c <= '9') return c - '0';
     c |= 0x20;
@@ -90,7 +91,6 @@ static int escape_ok(const uint8_t *buf, size_t len, size_t at) {
     }
 }
 
-#ifdef NS_X86
 #define NS_TARGET __attribute__((target("avx2,pclmul,bmi")))
 
 NS_TARGET static inline uint64_t mask_of(__m256i lo, __m256i hi) {
