@@ -15,13 +15,19 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetwarden.app.argo_watching import ArgoInventory, ArgoWatcher, OrphanMonitor, orphan_tracking
+from fleetwarden.app.argo_watching import (
+    ArgoInventory,
+    ArgoWatcher,
+    OrphanMonitor,
+    chain_change,
+    orphan_tracking,
+)
 from fleetwarden.app.audit_joining import join_audit
 from fleetwarden.app.capacity_watching import CapacityWatcher
 from fleetwarden.app.churning import ChurnWatch, snapshot_of
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
-from fleetwarden.app.stamping import ManagedFields, stamp_events
+from fleetwarden.app.stamping import ManagedFields, stamp_events, writable_fields
 from fleetwarden.app.workload_watching import ObjectHook, WorkloadWatcher, WorkloadWatchSettings
 from fleetwarden.core.churn import ChurnDecision
 from fleetwarden.core.clusters import ClusterEndpoint
@@ -238,7 +244,7 @@ class ClusterWatcher:
             return None
         self.nodes[node.name] = node
         meta = obj.get("metadata")
-        self.managed[node.name] = _writable(meta)
+        self.managed[node.name] = writable_fields(meta)
         self.groups.setdefault(pool_of(node, pool_labels=self._pool_labels), set()).add(node.name)
         return node
 
@@ -326,7 +332,7 @@ class ClusterWatcher:
                 "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in old.taints]
             },
         }
-        after = {**obj, "metadata": {**meta, "managedFields": _writable(meta)}}
+        after = {**obj, "metadata": {**meta, "managedFields": writable_fields(meta)}}
         now = self.clock.now()
         try:
             writes = node_writes(self.cluster, scope, previous, after, now=now)
@@ -532,7 +538,8 @@ class FleetWatcher:
                 self.emit = monitor.observe  # every event passes the monitor: removals grow
                 self.orphans, self.argo = monitor, argo
                 if self.on_argo_change is not None:  # after the orphans' own update
-                    argo.on_change = _chain(argo.on_change, argo.inventory, self.on_argo_change)
+                    then = self.on_argo_change
+                    argo.on_change = chain_change(argo.on_change, argo.inventory, then)
                 tg.create_task(argo.run(), name="argocd-apps")
             for endpoint in endpoints:
                 await self.add(endpoint)
@@ -767,29 +774,6 @@ async def _cancel_and_wait(task: asyncio.Task[None]) -> None:
             raise
 
 
-def _writable(meta: object) -> list[Mapping[str, Any]]:
-    """A node's managedFields entries that can own labels, taints or ``unschedulable``: the
-    ``status`` subresource's (the kubelet's heartbeats, conditions, images: most of the bytes)
-    never do, so they are neither kept per node nor read for a writer."""
-    managed = meta.get("managedFields") if isinstance(meta, Mapping) else None
-    if not isinstance(managed, list):
-        return []
-    return [e for e in managed if isinstance(e, Mapping) and e.get("subresource") != "status"]
-
-
 def _secret_key(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _chain(
-    first: Callable[[], Awaitable[None]] | None,
-    inventory: ArgoInventory,
-    then: Callable[[ArgoInventory], Awaitable[None]],
-) -> Callable[[], Awaitable[None]]:
-    async def changed() -> None:
-        if first is not None:
-            await first()
-        await then(inventory)
-
-    return changed
