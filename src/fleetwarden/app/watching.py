@@ -43,7 +43,7 @@ from fleetwarden.core.fights import (
     observe,
 )
 from fleetwarden.core.findings import Finding
-from fleetwarden.core.fleet import assign_pools
+from fleetwarden.core.fleet import assign_pools, not_found, unobserved
 from fleetwarden.core.lifecycle import (
     ClusterHealth,
     HealthTracker,
@@ -505,6 +505,8 @@ class FleetWatcher:
         self.settings, self.clock = settings, clock
         self.on_upgrade = on_upgrade
         self.comparing: set[str] = set()  # clusters added here with a pool to compare
+        self.found: set[str] = set()  # every cluster ever added (watched here or not)
+        self._missing_said: set[str] = set()  # desired clusters said never found
         self.tracker = tracker or FindingTracker()
         self.running: dict[str, _Running] = {}
         # sharding: only the clusters ``owns`` accepts are watched here; every endpoint seen
@@ -543,6 +545,9 @@ class FleetWatcher:
                 tg.create_task(argo.run(), name="argocd-apps")
             for endpoint in endpoints:
                 await self.add(endpoint)
+            if argocd is None:  # no cluster comes later: a desired one not added is said now
+                for event in self.missing():
+                    await _emit(self.emit, event)
             if argocd is not None:
                 tg.create_task(self.watch_cluster_secrets(*argocd), name="argocd-secrets")
             # runs until cancelled: clusters may come and go at any time, even all of them
@@ -578,6 +583,18 @@ class FleetWatcher:
             out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, name, self.clock.now(), details))
         return out
 
+    def missing(self) -> list[LifecycleEvent]:
+        """One ``cluster.not_compared`` per desired cluster no endpoint has named (no context,
+        no Argo CD cluster Secret), each said once: its pools were not compared (``scan``'s
+        "no nodes were given" finding; ``core.fleet.not_found``)."""
+        specs = [s for mine in self.specs_by_cluster.values() for s in mine]
+        now, out = self.clock.now(), []
+        for cluster, pools in unobserved(specs, self.found | self._missing_said).items():
+            self._missing_said.add(cluster)
+            details = not_found(cluster, pools, self.found)
+            out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, cluster, now, details))
+        return out
+
     def pools_not_compared(self) -> dict[str, list[Skip]]:
         """Per cluster watched here, its desired pools not compared and why (defined twice, a
         name not known) as ``scan``'s ``skipped[]`` entries: its ``pool.not_compared`` events."""
@@ -590,6 +607,7 @@ class FleetWatcher:
 
     async def add(self, endpoint: ClusterEndpoint) -> None:
         self.known[endpoint.name] = endpoint
+        self.found.add(endpoint.name)
         if not self.owns(endpoint.name):
             return  # another replica's (sharding)
         if endpoint.name in self.running:
