@@ -25,6 +25,7 @@ from fleetwarden.app.argo_watching import (
 from fleetwarden.app.audit_joining import join_audit
 from fleetwarden.app.capacity_watching import CapacityWatcher
 from fleetwarden.app.churning import ChurnWatch, snapshot_of
+from fleetwarden.app.cluster_secrets import ClusterSecrets
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
 from fleetwarden.app.stamping import ManagedFields, stamp_events, writable_fields
@@ -45,7 +46,6 @@ from fleetwarden.core.fights import (
 from fleetwarden.core.findings import Finding
 from fleetwarden.core.fleet import assign_pools, not_found, unobserved
 from fleetwarden.core.lifecycle import (
-    ClusterHealth,
     HealthTracker,
     LifecycleEvent,
     LifecycleType,
@@ -58,7 +58,6 @@ from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.skips import Skip
 from fleetwarden.core.subjects import AppRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
-from fleetwarden.formats.argocd_clusters import endpoint_from_secret, is_cluster_secret
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object
 from fleetwarden.ports.audit_logs import AuditLogSource
@@ -71,7 +70,6 @@ Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
 NODES = "/api/v1/nodes"
 FIGHTS = "fights:"  # the tracker scope of a cluster's FIGHT findings: (cluster, FIGHTS)
-SECRET_SELECTOR = "argocd.argoproj.io/secret-type=cluster"
 
 
 @dataclass(frozen=True)
@@ -505,7 +503,8 @@ class FleetWatcher:
         self.settings, self.clock = settings, clock
         self.on_upgrade = on_upgrade
         self.comparing: set[str] = set()  # clusters added here with a pool to compare
-        self.found: set[str] = set()  # every cluster ever added (watched here or not)
+        # every cluster ever added (watched here or not); serve adds those of its node dumps
+        self.found: set[str] = set()
         self._missing_said: set[str] = set()  # desired clusters said never found
         self.tracker = tracker or FindingTracker()
         self.running: dict[str, _Running] = {}
@@ -513,7 +512,7 @@ class FleetWatcher:
         # is kept in ``known`` so that one assigned later can start (``reassign``)
         self.owns: Callable[[str], bool] = lambda cluster: True
         self.known: dict[str, ClusterEndpoint] = {}
-        self._secret_to_cluster: dict[str, str] = {}
+        self.secrets = ClusterSecrets(self)  # with ``argocd``: its cluster Secrets
         self._tg: asyncio.TaskGroup | None = None
         self.orphans: OrphanMonitor | None = None  # with an Argo CD cluster, once running
         self.on_object: ObjectHook | None = None  # every live workload change (Argo CD refresh)
@@ -545,11 +544,13 @@ class FleetWatcher:
                 tg.create_task(argo.run(), name="argocd-apps")
             for endpoint in endpoints:
                 await self.add(endpoint)
-            if argocd is None:  # no cluster comes later: a desired one not added is said now
+            # no cluster comes later: a desired one not added is said now (with Argo CD: once
+            # its cluster Secrets are listed, ClusterSecrets)
+            if argocd is None:
                 for event in self.missing():
                     await _emit(self.emit, event)
             if argocd is not None:
-                tg.create_task(self.watch_cluster_secrets(*argocd), name="argocd-secrets")
+                tg.create_task(self.secrets.watch(*argocd), name="argocd-secrets")
             # runs until cancelled: clusters may come and go at any time, even all of them
             tg.create_task(asyncio.Event().wait(), name="fleet-keepalive")
 
@@ -587,13 +588,18 @@ class FleetWatcher:
         """One ``cluster.not_compared`` per desired cluster no endpoint has named (no context,
         no Argo CD cluster Secret), each said once: its pools were not compared (``scan``'s
         "no nodes were given" finding; ``core.fleet.not_found``)."""
-        specs = [s for mine in self.specs_by_cluster.values() for s in mine]
         now, out = self.clock.now(), []
-        for cluster, pools in unobserved(specs, self.found | self._missing_said).items():
+        for cluster, pools in self.unfound().items():
+            if cluster in self._missing_said:
+                continue
             self._missing_said.add(cluster)
             details = not_found(cluster, pools, self.found)
             out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, cluster, now, details))
         return out
+
+    def unfound(self) -> dict[str, list[NodePoolSpec]]:
+        """The desired clusters none found names (``core.fleet.unobserved``), with their pools."""
+        return unobserved([s for mine in self.specs_by_cluster.values() for s in mine], self.found)
 
     def pools_not_compared(self) -> dict[str, list[Skip]]:
         """Per cluster watched here, its desired pools not compared and why (defined twice, a
@@ -729,56 +735,6 @@ class FleetWatcher:
             LifecycleEvent(LifecycleType.REMOVED, cluster, self.clock.now(), {"reason": reason}),
         )
 
-    # --- Argo CD cluster Secrets ---------------------------------------------------------
-
-    async def watch_cluster_secrets(self, client: KubeApi, namespace: str) -> None:
-        path = f"/api/v1/namespaces/{namespace}/secrets"
-
-        async def relist() -> str:
-            listed = await client.list(path, label_selector=SECRET_SELECTOR)
-            seen = set()
-            for obj in listed.items:
-                seen.add(_secret_key(obj))
-                await self._on_secret("ADDED", obj)
-            for key in set(self._secret_to_cluster) - seen:
-                cluster = self._secret_to_cluster.pop(key)
-                await self.remove(cluster, reason=f"Argo CD secret {key} deleted")
-            return listed.resource_version
-
-        await reflect(
-            client, path, relist=relist, apply=self._on_secret, label_selector=SECRET_SELECTOR
-        )
-
-    async def _on_secret(self, kind: str, obj: Mapping[str, Any]) -> None:
-        key = _secret_key(obj)
-        if kind == "DELETED" or not is_cluster_secret(obj):
-            cluster = self._secret_to_cluster.pop(key, None)
-            if cluster is not None:
-                await self.remove(cluster, reason=f"Argo CD secret {key} deleted")
-            return
-        try:
-            endpoint = endpoint_from_secret(obj)
-        except FormatError as exc:
-            await _emit(
-                self.emit,
-                LifecycleEvent(
-                    LifecycleType.HEALTH,
-                    key,
-                    self.clock.now(),
-                    {
-                        "from": None,
-                        "to": ClusterHealth.UNKNOWN.value,
-                        "reason": f"unusable cluster secret: {exc}",
-                    },
-                ),
-            )
-            return
-        old = self._secret_to_cluster.get(key)
-        if old is not None and old != endpoint.name:  # renamed: the old cluster is gone
-            await self.remove(old, reason=f"Argo CD secret {key} renamed the cluster")
-        self._secret_to_cluster[key] = endpoint.name
-        await self.add(endpoint)
-
 
 async def _cancel_and_wait(task: asyncio.Task[None]) -> None:
     """Cancel a watcher task and wait for it to end. Only *its* CancelledError is absorbed:
@@ -790,8 +746,3 @@ async def _cancel_and_wait(task: asyncio.Task[None]) -> None:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
-
-
-def _secret_key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

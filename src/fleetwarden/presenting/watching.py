@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from fleetwarden.core.fleet import not_found, severity_order, unobserved
+from fleetwarden.core.fleet import not_found, severity_order
 from fleetwarden.core.lifecycle import SkipEvent
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.presenting.rendering import (
@@ -101,8 +101,7 @@ class LiveView:
             unseen = [w.cluster for w in waiting if not w.synced.is_set()]
             if unseen:
                 title += f" (not compared yet: {', '.join(sorted(unseen))}, nodes never listed)"
-            specs = [s for mine in self.fleet.specs_by_cluster.values() for s in mine]
-            missing = unobserved(specs, self.fleet.found)  # desired, never found: as scan's
+            missing = self.fleet.unfound()  # desired clusters never found: scan's finding
             if missing:
                 names = ", ".join(missing)
                 title += f" (not compared yet: {names}, no cluster watched has that name)"

@@ -23,7 +23,7 @@ from fleetwarden.app.watching import FleetWatcher, WatchSettings
 from fleetwarden.app.workload_watching import WorkloadWatchSettings
 from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
-from fleetwarden.core.fleet import NothingToCompare, cluster_unknown, unobserved
+from fleetwarden.core.fleet import NothingToCompare, cluster_unknown
 from fleetwarden.core.lifecycle import LifecycleEvent, SkipEvent
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.skips import Skip
@@ -283,9 +283,7 @@ async def _run(
             await audit.close()
         await clients.aclose()
     idle = None if fleet.comparing else _none_compared(fleet)
-    specs = [s for mine in fleet.specs_by_cluster.values() for s in mine]
-    missing = list(unobserved(specs, fleet.found))
-    return len(fleet.running), fleet.not_compared(), idle, missing
+    return len(fleet.running), fleet.not_compared(), idle, list(fleet.unfound())
 
 
 def _none_compared(fleet: FleetWatcher) -> str:
