@@ -506,6 +506,7 @@ class FleetWatcher:
         # every cluster ever added (watched here or not); serve adds those of its node dumps
         self.found: set[str] = set()
         self._missing_said: set[str] = set()  # desired clusters said never found
+        self._unfound: tuple[int, dict[str, list[NodePoolSpec]]] = (-1, {})
         self.tracker = tracker or FindingTracker()
         self.running: dict[str, _Running] = {}
         # sharding: only the clusters ``owns`` accepts are watched here; every endpoint seen
@@ -598,8 +599,12 @@ class FleetWatcher:
         return out
 
     def unfound(self) -> dict[str, list[NodePoolSpec]]:
-        """The desired clusters none found names (``core.fleet.unobserved``), with their pools."""
-        return unobserved([s for mine in self.specs_by_cluster.values() for s in mine], self.found)
+        """The desired clusters none found names (``core.fleet.unobserved``), with their pools;
+        kept until ``found`` grows (it only grows), as ``/healthz`` asks for it on every probe."""
+        if self._unfound[0] != len(self.found):
+            specs = [s for mine in self.specs_by_cluster.values() for s in mine]
+            self._unfound = (len(self.found), unobserved(specs, self.found))
+        return self._unfound[1]
 
     def pools_not_compared(self) -> dict[str, list[Skip]]:
         """Per cluster watched here, its desired pools not compared and why (defined twice, a
