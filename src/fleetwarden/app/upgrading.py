@@ -414,7 +414,10 @@ async def plan_live(
             continue  # a node we cannot read is not ours to judge
     spec = index.spec_for(pool)
     return plan_upgrade(
-        cluster, pool, to_version, nodes=nodes, spec=spec, specs=mine, apps=apps, table=table,
+        cluster, pool, to_version, nodes=nodes, spec=spec, apps=apps, table=table,
+        # as scan assigns them: a pool defined twice is placed on with none of its definitions
+        specs=[*assigned.pools.get(cluster, ()), *assigned.unnamed.get(cluster, ())],
+        held=assigned.held.get(cluster, ()),
         ownership=ownership, surge=surge, unavailable=unavailable, budget=budget,
         options=options,
     )  # fmt: skip

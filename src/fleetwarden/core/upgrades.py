@@ -40,6 +40,7 @@ from fleetwarden.core import deprecations
 from fleetwarden.core.diffing import PoolIndex, diff_pool
 from fleetwarden.core.events import parse_time
 from fleetwarden.core.findings import Finding, Layer, Severity
+from fleetwarden.core.fleet import defined_twice, defined_twice_reason
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, Owner, OwnershipMap
 from fleetwarden.core.pools import NodePoolSpec
@@ -244,12 +245,13 @@ def _schedulability_check(
     surge: int,
     unavailable: int,
     options: DiffOptions,
+    held: Sequence[NodePoolSpec] = (),
 ) -> Check:
     workloads = [w for app in apps for w in app.workloads]
     if not workloads:
         return Check("schedulability", notes=("no workload to place",))
     rolling = _during_roll(nodes, pool_nodes, surge, unavailable)
-    pools = pool_states(rolling, specs, options=options)
+    pools = pool_states(rolling, specs, options=options, held=held)
     result = check_schedulability(cluster, workloads, pools)
     blocking = tuple(
         f"{f.pool}: {f.message}" for f in result.findings if f.extra.get("wouldNotSchedule")
@@ -258,7 +260,12 @@ def _schedulability_check(
         f"{f.pool}: {f.message}" for f in result.findings if not f.extra.get("wouldNotSchedule")
     )
     where = f"with {unavailable} node(s) of the pool cordoned and {surge} surge node(s)"
-    return Check("schedulability", blocking, (where, *notes))
+    unused = tuple(
+        f"{name}: {defined_twice_reason(cluster, name, defined)}: its nodes are placed on as they "
+        "are; no definition's labels, taints or size is used"
+        for (_, name), defined in defined_twice(held).items()
+    )
+    return Check("schedulability", blocking, (where, *unused, *notes))
 
 
 def _probe(cluster: str, pool: str, layer: Layer, field_: str) -> Finding:
@@ -328,6 +335,7 @@ def plan_upgrade(
     nodes: Sequence[ObservedNode],
     spec: NodePoolSpec | None = None,
     specs: Sequence[NodePoolSpec] = (),
+    held: Sequence[NodePoolSpec] = (),
     apps: Sequence[AppObjects] = (),
     table: deprecations.DeprecationTable | None = None,
     ownership: OwnershipMap | None = None,
@@ -337,8 +345,11 @@ def plan_upgrade(
     options: DiffOptions = DiffOptions(),
 ) -> UpgradePlan:
     """The upgrade of ``pool`` in ``cluster`` to ``to_version``: its pre-flight checks and its
-    steps. ``nodes`` are the cluster's nodes now; ``apps`` the applications targeting it.
-    Raises ``ValueError`` for a target that is not a Kubernetes version."""
+    steps. ``nodes`` are the cluster's nodes now; ``apps`` the applications targeting it;
+    ``specs`` the cluster's pools the schedulability check uses, ``held`` the definitions of a
+    pool name defined more than once there (``fleet.assign_pools``): none of them is used, and
+    the check's notes say so. Raises ``ValueError`` for a target that is not a Kubernetes
+    version."""
     if parse_version(to_version) is None or deprecations.parse_minor(to_version) is None:
         raise ValueError(f"--to {to_version!r}: expected a Kubernetes version such as 1.30")
     target_minor = deprecations.parse_minor(to_version)
@@ -357,7 +368,7 @@ def plan_upgrade(
         _deprecation_check(apps, target_minor, table or deprecations.DeprecationTable(())),
         _schedulability_check(
             cluster, apps, nodes, pool_nodes, specs or ([spec] if spec else []),
-            surge=surge, unavailable=unavailable, options=options,
+            surge=surge, unavailable=unavailable, options=options, held=held,
         ),
     )  # fmt: skip
     steps = (
