@@ -40,12 +40,13 @@ from fleetwarden.core import deprecations
 from fleetwarden.core.diffing import PoolIndex, diff_pool
 from fleetwarden.core.events import parse_time
 from fleetwarden.core.findings import Finding, Layer, Severity
-from fleetwarden.core.fleet import defined_twice, defined_twice_reason
+from fleetwarden.core.fleet import Assignment, assign_pools, defined_twice, defined_twice_reason
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, Owner, OwnershipMap
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.schedulability import PlannedWorkload, check_schedulability, pool_states
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.versions import matches, parse_version
 
 __all__ = [
@@ -66,6 +67,8 @@ __all__ = [
     "classify_drift",
     "over_budget",
     "plan_upgrade",
+    "pool_not_compared",
+    "pools_of_cluster",
     "roll_node",
     "roll_progress",
     "run_findings",
@@ -325,6 +328,24 @@ def _cluster_step(cluster: str, pool: str, ownership: OwnershipMap) -> Step:
         StepKind.CLUSTER,
         "no Argo CD application owns the pool's labels and taints: nothing to sync",
     )
+
+
+def pools_of_cluster(specs: Iterable[NodePoolSpec], cluster: str) -> Assignment:
+    """The cluster's desired pools as an upgrade sees them: its definitions, and those naming
+    no cluster taken as its own, assigned as ``scan`` assigns them (``fleet.assign_pools``):
+    a pool name defined more than once there is ``held`` -- none of its definitions is used."""
+    mine = [
+        s if s.cluster else s.with_cluster(cluster) for s in specs if s.cluster in (None, cluster)
+    ]
+    return assign_pools(mine, [cluster])
+
+
+def pool_not_compared(assigned: Assignment, cluster: str, pool: str) -> list[Skip]:
+    """Why the upgraded pool has no desired spec to go by (``pools_of_cluster``): ``scan``'s
+    skips of its definitions when its name is defined more than once (one per file); [] when
+    it is compared."""
+    held = assigned.index(cluster).held_for(pool)
+    return [s for s in assigned.skips if held is not None and s.pool == held]
 
 
 def plan_upgrade(
