@@ -588,14 +588,18 @@ class FleetWatcher:
     def missing(self) -> list[LifecycleEvent]:
         """One ``cluster.not_compared`` per desired cluster no endpoint has named (no context,
         no Argo CD cluster Secret), each said once: its pools were not compared (``scan``'s
-        "no nodes were given" finding; ``core.fleet.not_found``)."""
-        now, out = self.clock.now(), []
-        for cluster, pools in self.unfound().items():
-            if cluster in self._missing_said:
-                continue
+        "no nodes were given" finding; ``core.fleet.not_found``); and its pools whose name is
+        not known, which ``scan`` lists in ``skipped[]`` whatever the clusters, a
+        ``pool.not_compared`` each (a cluster added says them when it is added)."""
+        now, out, unfound = self.clock.now(), [], self.unfound()
+        for cluster in sorted(set(self.specs_by_cluster) - self.found - self._missing_said):
             self._missing_said.add(cluster)
-            details = not_found(cluster, pools, self.found)
-            out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, cluster, now, details))
+            if pools := unfound.get(cluster):
+                details = not_found(cluster, pools, self.found)
+                out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, cluster, now, details))
+            for skip in assign_pools(self.specs_by_cluster[cluster], ()).skips:
+                kind = LifecycleType.POOL_NOT_COMPARED  # a name not known: compared nowhere
+                out.append(LifecycleEvent(kind, cluster, now, skip.to_json()))
         return out
 
     def unfound(self) -> dict[str, list[NodePoolSpec]]:
