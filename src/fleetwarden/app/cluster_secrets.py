@@ -86,5 +86,7 @@ class ClusterSecrets:
 
 
 def _secret_key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        meta = {}
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"

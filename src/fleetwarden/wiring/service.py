@@ -58,6 +58,7 @@ from fleetwarden.app.watching import Event
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.findings import Severity
 from fleetwarden.core.fleet import cluster_unknown
+from fleetwarden.core.lifecycle import SkipEvent
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.policy import Mode, Policy
@@ -176,7 +177,7 @@ class Service(Serving):
         self.workloads = FollowedApps(config, self.fleet, loader)
         self._background: set[asyncio.Task[None]] = set()
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: Event | SkipEvent) -> None:
         super().emit(event)
         if isinstance(event, FindingEvent) and (measured := timeline_seconds(event)) is not None:
             what, seconds = measured
