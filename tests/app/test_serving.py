@@ -258,7 +258,7 @@ async def test_a_desired_cluster_with_no_endpoint_and_no_dump_is_said_not_compar
         clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), skipped=[unread],
     )  # fmt: skip
     assert serving.desired_state() == {}  # the pipeline is not running: it says nothing
-    serving.comparing = True  # as Serving.run sets it
+    serving.pipeline_runs = True  # as Serving.run sets it
     running = asyncio.create_task(serving.fleet.run())
     try:
         for _ in range(100):

@@ -188,7 +188,7 @@ class Serving:
         for ``/healthz`` (``desired_state``)."""
         self.settings, self.specs, self.queue = settings, list(specs), queue
         self.desired_skips = list(skipped)
-        self.comparing = False  # the pipeline runs here (not a gateway-only replica)
+        self.pipeline_runs = False  # here (a role: gateway replica runs none: it compares nothing)
         self.snapshot: dict[str, list[ObservedNode]] = dict(snapshot or {})
         self.clock, self.checkpoint, self.on_findings = clock, checkpoint, on_findings
         self.events: deque[dict[str, Any]] = deque(maxlen=5000)  # the newest, for the API
@@ -354,7 +354,7 @@ class Serving:
         known: scan's entries) and ``clustersNotCompared`` (each desired cluster it has no
         access to, as its ``cluster.not_compared`` event says it); nothing where the pipeline
         does not run (a ``role: gateway`` replica compares nothing, and says nothing of it)."""
-        if not self.comparing:
+        if not self.pipeline_runs:
             return {}
         missing = [
             {"cluster": cluster, **not_found(cluster, pools, self.fleet.found)}
@@ -564,7 +564,7 @@ class Serving:
                 )  # fmt: skip
                 self.fleet.emit = self.upgrades.observe
                 tg.create_task(self.upgrades.refresh_forever(), name="upgrade-runs")
-            now, self.comparing = self.clock.now(), True
+            now, self.pipeline_runs = self.clock.now(), True
             for skip in self.desired_skips:  # compared in no cluster: said first, as watch does
                 self.emit(SkipEvent(skip, now))
             tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
