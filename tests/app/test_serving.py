@@ -240,3 +240,48 @@ def test_the_start_up_scan_says_strays_may_be_the_pool_whose_name_is_not_known()
     assert found.message.startswith(
         "cluster 'c1' has a pool whose name is not known ('custom' in main.tf: var.name)"
     )
+
+
+async def test_a_desired_cluster_with_no_endpoint_and_no_dump_is_said_not_compared():
+    """c2 is named by a desired pool, but no context, Argo CD Secret or node dump gives it:
+    its pools are never compared (scan: a high "no nodes were given" finding). The fleet's
+    start says it on the service's stream once (``cluster.not_compared``); c1, compared from
+    its dump, is not said; ``pools_not_compared`` (the heatmap, the pool's detail) and
+    ``desired_state`` (``/healthz``) say it too. Before, serve said nothing of c2."""
+    from fleetwarden.core.skips import Skip
+
+    c2 = NodePoolSpec("batch", "c2", source="c2.yaml")
+    unread = Skip("broken.yaml", "YAML syntax error", problem=True)
+    serving = Serving(
+        ServingSettings(), [*SPECS, c2], Queue(),  # type: ignore[arg-type]
+        client_factory=no_client, snapshot={"c1": [node("a", "m5.large")]},
+        clock=FixedClock(datetime(2026, 1, 1, tzinfo=UTC)), skipped=[unread],
+    )  # fmt: skip
+    assert serving.desired_state() == {}  # the pipeline is not running: it says nothing
+    serving.pipeline_runs = True  # as Serving.run sets it
+    running = asyncio.create_task(serving.fleet.run())
+    try:
+        for _ in range(100):
+            if any(e["type"] == "cluster.not_compared" for e in serving.events):
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    said = [e for e in serving.events if e["type"] == "cluster.not_compared"]
+    reason = "no cluster watched is named 'c2': its 1 pools were not compared"
+    assert said == [
+        {"type": "cluster.not_compared", "cluster": "c2", "at": "2026-01-01T00:00:00Z",
+         "reason": reason, "pools": ["batch"], "source": "c2.yaml"}
+    ]  # fmt: skip
+    (message,) = [m for m in serving.live.since(0) or () if m.data["type"] == said[0]["type"]]
+    assert message.kind == "event"
+    assert serving.pools_not_compared() == {"c2": [Skip("c2.yaml", reason, pool="batch")]}
+    assert serving.desired_state() == {
+        "desired": {
+            "skipped": [unread.to_json()],
+            "clustersNotCompared": [
+                {"cluster": "c2", "reason": reason, "pools": ["batch"], "source": "c2.yaml"}
+            ],
+        }
+    }

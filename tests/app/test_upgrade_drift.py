@@ -96,3 +96,42 @@ async def test_the_drift_of_a_running_upgrade_is_in_progress_until_the_run_ends(
         assert gate.findings(current) == current
     finally:
         await store.close()
+
+
+async def test_a_run_whose_pool_is_now_defined_twice_goes_by_no_definition_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """The run was planned with ``general`` defined once; the desired tree now defines it in
+    two files. Reading the runs back took the first definition in ``specs`` (its maximum then
+    made a node above it "the upgrade's" or not, by file order); as ``scan``, ``watch`` and
+    ``serve`` compare neither, the run's pool has no spec, and one ``pool.not_compared`` event
+    per file (with the run) says why -- once, not on every refresh."""
+    from dataclasses import replace
+
+    other = replace(SPEC, source="pools/general.tf", max_size=5)
+    plan = plan_upgrade("prod", "general", "1.30", nodes=[node("a")], spec=SPEC)
+    store = await open_audit_store(f"sqlite:///{tmp_path / 'audit.db'}")
+    try:
+        clock = TickingClock(T0)
+        runner = UpgradeRunner(plan, kube=None, store=store, execute=True, clock=clock)  # type: ignore[arg-type]
+        await runner._store_plan(runner._plan_key)
+        await runner._record(StepKind.PREFLIGHT, StepStatus.DONE, "ok")
+        for specs in ([SPEC, other], [other, SPEC]):
+            ((read, _),) = await active_runs(store, specs)
+            assert read.run_id == plan.run_id and read.spec is None
+        out: list[Any] = []
+        gate = UpgradeInProgress(out.append, store=store, specs=[SPEC, other], clock=clock)
+        await gate.refresh()
+        await gate.refresh()
+        said = [e.to_json() for e in out]
+        assert [(e["type"], e["cluster"], e["pool"], e["path"]) for e in said] == [
+            ("pool.not_compared", "prod", "general", "pools/general.yaml"),
+            ("pool.not_compared", "prod", "general", "pools/general.tf"),
+        ]
+        assert all(e["run"] == plan.run_id and e["to"] == "1.30" for e in said)
+        assert "is defined 2 times (pools/general.yaml, pools/general.tf)" in said[0]["reason"]
+        # a node above the maximum is no longer classified against one definition's
+        above = Finding("prod", "general", Layer.COUNT, "nodeCount", "2..3", 4, Severity.MEDIUM)
+        assert gate.findings([above]) == [above]
+    finally:
+        await store.close()

@@ -828,3 +828,30 @@ async def test_strays_beside_a_pool_whose_name_is_not_known_say_they_may_be_its_
     await h.settle()
     (later,) = [e for e in h.rec.findings("finding.appeared") if e.finding.pool == "custom-b"]
     assert later.finding.message.startswith(note)
+
+
+async def test_desired_clusters_no_context_names_are_said_once_with_their_unnamed_pools(fleet):
+    """c1 is watched; c2 (a pool) and c3 (only a pool whose name is not known) are named by
+    no context. With the contexts alone nothing comes later: right after the clusters are
+    added, c2 gets ``cluster.not_compared`` (``scan``: a high "no nodes were given" finding)
+    and each pool whose name is not known a ``pool.not_compared`` (``scan`` lists those in
+    ``skipped[]`` whatever the clusters) -- said once, not again when the watch ends."""
+    from fleetwarden.core.pools import Unresolved
+
+    unnamed = NodePoolSpec(
+        "custom", "c3", source="c3.tf", unresolved=(Unresolved("name", "var.name"),)
+    )
+    specs = [*SPECS, NodePoolSpec("web", "c2", source="c2.yaml"), unnamed]
+    f = fleet([node("n-1")], specs)
+    await f.start(endpoint())
+    (missing,) = f.rec.lifecycle("cluster.not_compared")
+    assert missing.to_json() == {
+        "type": "cluster.not_compared", "cluster": "c2", "at": "2025-03-01T12:00:00Z",
+        "reason": "no cluster watched is named 'c2': its 1 pools were not compared",
+        "pools": ["web"], "source": "c2.yaml",
+    }  # fmt: skip
+    (pool,) = f.rec.lifecycle("pool.not_compared")
+    assert (pool.cluster, pool.details["pool"], pool.details["path"]) == ("c3", "custom", "c3.tf")
+    assert "its name is not known (var.name)" in pool.details["reason"]
+    assert list(f.fleet.unfound()) == ["c2"]
+    assert f.fleet.missing() == [] and f.fleet.not_compared() == []  # said once

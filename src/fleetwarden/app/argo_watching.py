@@ -40,7 +40,14 @@ from fleetwarden.formats.errors import FormatError
 from fleetwarden.ports.kube import KubeApi
 from fleetwarden.ports.sources import SYSTEM_CLOCK, Clock
 
-__all__ = ["ArgoInventory", "ArgoWatcher", "OrphanMonitor", "argo_path", "orphan_tracking"]
+__all__ = [
+    "ArgoInventory",
+    "ArgoWatcher",
+    "OrphanMonitor",
+    "argo_path",
+    "chain_change",
+    "orphan_tracking",
+]
 
 T = TypeVar("T")
 Emit = Callable[[FindingEvent | LifecycleEvent], Awaitable[None] | None]
@@ -295,3 +302,18 @@ def orphan_tracking(
         on_refused=refused,
     )
     return monitor, watcher
+
+
+def chain_change(
+    first: Callable[[], Awaitable[None]] | None,
+    inventory: ArgoInventory,
+    then: Callable[[ArgoInventory], Awaitable[None]],
+) -> Callable[[], Awaitable[None]]:
+    """``first`` (the watcher's own reaction to a change), then ``then`` with the inventory."""
+
+    async def changed() -> None:
+        if first is not None:
+            await first()
+        await then(inventory)
+
+    return changed

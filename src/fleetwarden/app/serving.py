@@ -74,7 +74,8 @@ from fleetwarden.core.clusters import ClusterEndpoint
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.events import ChangeEvent
 from fleetwarden.core.findings import Finding, Severity
-from fleetwarden.core.fleet import assign_pools, severity_order
+from fleetwarden.core.fleet import assign_pools, not_found, severity_order
+from fleetwarden.core.lifecycle import SkipEvent
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.ownership import OwnershipMap, parse_rules
@@ -179,8 +180,15 @@ class Serving:
         membership: Membership | None = None,
         identity: str | None = None,
         audit_logs: Mapping[str, AuditLogSource] | None = None,
+        skipped: Sequence[Skip] = (),
     ) -> None:
+        """``skipped``: the desired state compared in no cluster (``scan``'s ``skipped[]``
+        entries of the files not read or defining no pool, and of the pools whose cluster is
+        not known): said on the event stream as the service starts (``SkipEvent``) and kept
+        for ``/healthz`` (``desired_state``)."""
         self.settings, self.specs, self.queue = settings, list(specs), queue
+        self.desired_skips = list(skipped)
+        self.pipeline_runs = False  # here (a role: gateway replica runs none: it compares nothing)
         self.snapshot: dict[str, list[ObservedNode]] = dict(snapshot or {})
         self.clock, self.checkpoint, self.on_findings = clock, checkpoint, on_findings
         self.events: deque[dict[str, Any]] = deque(maxlen=5000)  # the newest, for the API
@@ -205,6 +213,7 @@ class Serving:
             desired_apps=DesiredApps() if settings.workloads and settings.follow_apps else None,
             workload_settings=settings.workloads,
         )
+        self.fleet.found.update(self.snapshot)  # compared from their node dumps: not missing
         self.upgrades: UpgradeInProgress | None = None  # with the audit store, once running
         if isinstance(argocd, ManifestSource):  # the Argo CD API: upgrades scan its apps
             upgrade_scan.for_fleet(self.fleet, argocd, table=table_for(DEFAULT_COMPONENTS))
@@ -325,12 +334,34 @@ class Serving:
 
     def pools_not_compared(self) -> dict[str, list[Skip]]:
         """Per desired cluster, its pools compared by no pass (defined twice there, a name not
-        known) and why: scan's ``skipped[]`` entries, as the watchers' ``pool.not_compared``."""
-        return {
+        known) and why: scan's ``skipped[]`` entries, as the watchers' ``pool.not_compared``;
+        and every pool of a desired cluster the service has no access to (no context, no Argo
+        CD cluster Secret, no node dump names it: ``FleetWatcher.missing``), with that reason."""
+        held = {
             cluster: skips
             for cluster, mine in self.fleet.specs_by_cluster.items()
             if (skips := assign_pools(mine, [cluster]).skips)
         }
+        for cluster, pools in self.fleet.unfound().items():
+            reason = not_found(cluster, pools, self.fleet.found)["reason"]
+            skips = [Skip(p.source or "<desired>", reason, pool=p.name) for p in pools]
+            held.setdefault(cluster, []).extend(skips)
+        return held
+
+    def desired_state(self) -> dict[str, Any]:
+        """What ``/healthz`` says of the desired state the service compares in no cluster:
+        ``skipped`` (the files not read or defining no pool, the pools whose cluster is not
+        known: scan's entries) and ``clustersNotCompared`` (each desired cluster it has no
+        access to, as its ``cluster.not_compared`` event says it); nothing where the pipeline
+        does not run (a ``role: gateway`` replica compares nothing, and says nothing of it)."""
+        if not self.pipeline_runs:
+            return {}
+        missing = [
+            {"cluster": cluster, **not_found(cluster, pools, self.fleet.found)}
+            for cluster, pools in self.fleet.unfound().items()
+        ]
+        skipped = [s.to_json() for s in self.desired_skips]
+        return {"desired": {"skipped": skipped, "clustersNotCompared": missing}}
 
     def compared_pools(self) -> dict[str, int]:
         """Per desired cluster, how many of its pools are compared: the blast radius's base (a
@@ -462,7 +493,7 @@ class Serving:
                 return name
         return None
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: Event | SkipEvent) -> None:
         data = event.to_json()
         self.events.append(data)
         self.live.publish("finding" if isinstance(event, FindingEvent) else "event", data)
@@ -533,6 +564,9 @@ class Serving:
                 )  # fmt: skip
                 self.fleet.emit = self.upgrades.observe
                 tg.create_task(self.upgrades.refresh_forever(), name="upgrade-runs")
+            now, self.pipeline_runs = self.clock.now(), True
+            for skip in self.desired_skips:  # compared in no cluster: said first, as watch does
+                self.emit(SkipEvent(skip, now))
             tg.create_task(self.fleet.run(endpoints, argocd), name="fleet")
             if self.elector is not None:
                 tg.create_task(self.elector.run(), name="elector")

@@ -58,6 +58,7 @@ __all__ = [
     "stamp_events",
     "stamp_notified",
     "timeline_seconds",
+    "writable_fields",
 ]
 
 # a node's raw ``metadata.managedFields`` as the API server returned it
@@ -242,3 +243,13 @@ def notified_draft(finding: Finding, sink: str) -> AuditDraft:
         refs=(),
         payload={"notified": {"finding": finding.id, "sink": sink, "notifiedAt": at}},
     )
+
+
+def writable_fields(meta: object) -> list[Mapping[str, Any]]:
+    """A node's managedFields entries that can own labels, taints or ``unschedulable``: the
+    ``status`` subresource's (the kubelet's heartbeats, conditions, images: most of the bytes)
+    never do, so they are neither kept per node nor read for a writer."""
+    managed = meta.get("managedFields") if isinstance(meta, Mapping) else None
+    if not isinstance(managed, list):
+        return []
+    return [e for e in managed if isinstance(e, Mapping) and e.get("subresource") != "status"]

@@ -31,6 +31,8 @@ from fleetwarden.core.upgrades import (
     StepRecord,
     UpgradePlan,
     classify_drift,
+    pool_not_compared,
+    pools_of_cluster,
     run_state,
 )
 from fleetwarden.ports.audit import AuditStore, AuditStoreError
@@ -45,13 +47,15 @@ def plan_from_payload(
     payload: Mapping[str, Any], specs: Sequence[NodePoolSpec]
 ) -> UpgradePlan | None:
     """The plan of a plan record (what ``classify_drift`` needs of it: pool, versions, surge,
-    and the pool's desired spec from ``specs``); None for a record that is not one."""
+    and the pool's desired spec from ``specs``, found as ``upgrade plan`` finds it:
+    ``pools_of_cluster``); None for a record that is not one. A pool defined more than once in
+    its cluster has no spec (none of its definitions is compared; not the first one read)."""
     u = payload.get("upgrade")
     if not isinstance(u, Mapping) or "plannedAt" not in u:
         return None
     try:
         cluster, pool, to = str(u["cluster"]), str(u["pool"]), str(u["to"])
-        spec = next((s for s in specs if s.cluster == cluster and s.name == pool), None)
+        spec = pools_of_cluster(specs, cluster).index(cluster).spec_for(pool)
         return UpgradePlan(
             run_id=str(u["run"]), cluster=cluster, pool=pool, to_version=to,
             from_versions=tuple(str(v) for v in u.get("from") or ()),
@@ -114,6 +118,7 @@ class UpgradeInProgress:
         self.current, self.interval = current, interval
         self.runs: list[tuple[UpgradePlan, RunState]] = []
         self.held: dict[str, Finding] = {}  # finding id -> the finding, held as in progress
+        self.said: set[str] = set()  # runs whose pool not compared was said
 
     def run_of(self, finding: Finding) -> UpgradePlan | None:
         """The active run that explains ``finding``, if one does."""
@@ -128,6 +133,8 @@ class UpgradeInProgress:
 
     async def refresh(self) -> None:
         self.runs = await active_runs(self.store, self.specs)
+        for plan, _ in self.runs:
+            await self._say_not_compared(plan)
         still = {f.id for f in self.current()}
         for fid, finding in list(self.held.items()):
             if self.run_of(finding) is not None:
@@ -172,6 +179,20 @@ class UpgradeInProgress:
         }
         kind = LifecycleType.UPGRADE_IN_PROGRESS
         await self._out(LifecycleEvent(kind, f.cluster, event.at, details))
+
+    async def _say_not_compared(self, plan: UpgradePlan) -> None:
+        """Once per run whose pool is defined more than once in its cluster (the desired tree
+        changed since it was planned): a ``pool.not_compared`` event per file (scan's skip,
+        with ``run`` and ``to``) -- none of its definitions is compared, so its drift is
+        classified with no spec (a node count above the maximum is not the upgrade's)."""
+        if plan.run_id in self.said:
+            return
+        self.said.add(plan.run_id)
+        assigned = pools_of_cluster(self.specs, plan.cluster)
+        for skip in pool_not_compared(assigned, plan.cluster, plan.pool):
+            details = {**skip.to_json(), "run": plan.run_id, "to": plan.to_version}
+            kind = LifecycleType.POOL_NOT_COMPARED
+            await self._out(LifecycleEvent(kind, plan.cluster, self.clock.now(), details))
 
     async def _out(self, event: Any) -> None:
         result = self.emit(event)

@@ -34,7 +34,6 @@ from fleetwarden.core.audit import AuditDraft, AuditKind, AuditRecord, record_id
 from fleetwarden.core.deprecations import DeprecationTable
 from fleetwarden.core.diffing import PoolIndex, diff_pool
 from fleetwarden.core.findings import Finding
-from fleetwarden.core.fleet import assign_pools
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.ownership import ArgoApp, FluxRef, OwnershipMap
 from fleetwarden.core.pools import NodePoolSpec
@@ -53,6 +52,8 @@ from fleetwarden.core.upgrades import (
     classify_drift,
     over_budget,
     plan_upgrade,
+    pool_not_compared,
+    pools_of_cluster,
     roll_node,
     roll_progress,
     run_findings,
@@ -396,13 +397,11 @@ async def plan_live(
     the desired pool among ``specs`` (matched as the watcher matches: by name or prefix).
     Raises ``ValueError`` when that pool is defined more than once in the cluster: scan
     compares none of its definitions, and a plan against one of them would be a guess."""
-    mine = [s for s in specs if s.cluster in (None, cluster)]
-    assigned = assign_pools([s if s.cluster else s.with_cluster(cluster) for s in mine], [cluster])
-    index = assigned.index(cluster)
-    if (held := index.held_for(pool)) is not None:
-        why = next(s.reason for s in assigned.skips if s.pool == held)
+    assigned = pools_of_cluster(specs, cluster)
+    if held := pool_not_compared(assigned, cluster, pool):
         raise ValueError(
-            f"{cluster}/{pool} is not planned: {why}; keep one definition of the pool per cluster"
+            f"{cluster}/{pool} is not planned: {held[0].reason}; keep one definition of the "
+            "pool per cluster"
         )
     async with asyncio.timeout(timeout):
         listed = await kube.list(NODES)
@@ -412,9 +411,12 @@ async def plan_live(
             nodes.append(node_from_object(obj))
         except FormatError:
             continue  # a node we cannot read is not ours to judge
-    spec = index.spec_for(pool)
+    spec = assigned.index(cluster).spec_for(pool)
     return plan_upgrade(
-        cluster, pool, to_version, nodes=nodes, spec=spec, specs=mine, apps=apps, table=table,
+        cluster, pool, to_version, nodes=nodes, spec=spec, apps=apps, table=table,
+        # as scan assigns them: a pool defined twice is placed on with none of its definitions
+        specs=[*assigned.pools.get(cluster, ()), *assigned.unnamed.get(cluster, ())],
+        held=assigned.held.get(cluster, ()),
         ownership=ownership, surge=surge, unavailable=unavailable, budget=budget,
         options=options,
     )  # fmt: skip

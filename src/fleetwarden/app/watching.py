@@ -15,13 +15,20 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetwarden.app.argo_watching import ArgoInventory, ArgoWatcher, OrphanMonitor, orphan_tracking
+from fleetwarden.app.argo_watching import (
+    ArgoInventory,
+    ArgoWatcher,
+    OrphanMonitor,
+    chain_change,
+    orphan_tracking,
+)
 from fleetwarden.app.audit_joining import join_audit
 from fleetwarden.app.capacity_watching import CapacityWatcher
 from fleetwarden.app.churning import ChurnWatch, snapshot_of
+from fleetwarden.app.cluster_secrets import ClusterSecrets
 from fleetwarden.app.rediffing import diff_and_track
 from fleetwarden.app.reflecting import Reflection, reflect
-from fleetwarden.app.stamping import ManagedFields, stamp_events
+from fleetwarden.app.stamping import ManagedFields, stamp_events, writable_fields
 from fleetwarden.app.workload_watching import ObjectHook, WorkloadWatcher, WorkloadWatchSettings
 from fleetwarden.core.churn import ChurnDecision
 from fleetwarden.core.clusters import ClusterEndpoint
@@ -37,9 +44,8 @@ from fleetwarden.core.fights import (
     observe,
 )
 from fleetwarden.core.findings import Finding
-from fleetwarden.core.fleet import assign_pools
+from fleetwarden.core.fleet import assign_pools, not_found, unobserved
 from fleetwarden.core.lifecycle import (
-    ClusterHealth,
     HealthTracker,
     LifecycleEvent,
     LifecycleType,
@@ -52,7 +58,6 @@ from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.skips import Skip
 from fleetwarden.core.subjects import AppRef
 from fleetwarden.core.tracking import FindingEvent, FindingTracker
-from fleetwarden.formats.argocd_clusters import endpoint_from_secret, is_cluster_secret
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.nodes import node_from_object
 from fleetwarden.ports.audit_logs import AuditLogSource
@@ -65,7 +70,6 @@ Event = FindingEvent | LifecycleEvent
 Emit = Callable[[Event], Awaitable[None] | None]
 NODES = "/api/v1/nodes"
 FIGHTS = "fights:"  # the tracker scope of a cluster's FIGHT findings: (cluster, FIGHTS)
-SECRET_SELECTOR = "argocd.argoproj.io/secret-type=cluster"
 
 
 @dataclass(frozen=True)
@@ -238,7 +242,7 @@ class ClusterWatcher:
             return None
         self.nodes[node.name] = node
         meta = obj.get("metadata")
-        self.managed[node.name] = _writable(meta)
+        self.managed[node.name] = writable_fields(meta)
         self.groups.setdefault(pool_of(node, pool_labels=self._pool_labels), set()).add(node.name)
         return node
 
@@ -326,7 +330,7 @@ class ClusterWatcher:
                 "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in old.taints]
             },
         }
-        after = {**obj, "metadata": {**meta, "managedFields": _writable(meta)}}
+        after = {**obj, "metadata": {**meta, "managedFields": writable_fields(meta)}}
         now = self.clock.now()
         try:
             writes = node_writes(self.cluster, scope, previous, after, now=now)
@@ -499,13 +503,17 @@ class FleetWatcher:
         self.settings, self.clock = settings, clock
         self.on_upgrade = on_upgrade
         self.comparing: set[str] = set()  # clusters added here with a pool to compare
+        # every cluster ever added (watched here or not); serve adds those of its node dumps
+        self.found: set[str] = set()
+        self._missing_said: set[str] = set()  # desired clusters said never found
+        self._unfound: tuple[int, dict[str, list[NodePoolSpec]]] = (-1, {})
         self.tracker = tracker or FindingTracker()
         self.running: dict[str, _Running] = {}
         # sharding: only the clusters ``owns`` accepts are watched here; every endpoint seen
         # is kept in ``known`` so that one assigned later can start (``reassign``)
         self.owns: Callable[[str], bool] = lambda cluster: True
         self.known: dict[str, ClusterEndpoint] = {}
-        self._secret_to_cluster: dict[str, str] = {}
+        self.secrets = ClusterSecrets(self)  # with ``argocd``: its cluster Secrets
         self._tg: asyncio.TaskGroup | None = None
         self.orphans: OrphanMonitor | None = None  # with an Argo CD cluster, once running
         self.on_object: ObjectHook | None = None  # every live workload change (Argo CD refresh)
@@ -532,12 +540,18 @@ class FleetWatcher:
                 self.emit = monitor.observe  # every event passes the monitor: removals grow
                 self.orphans, self.argo = monitor, argo
                 if self.on_argo_change is not None:  # after the orphans' own update
-                    argo.on_change = _chain(argo.on_change, argo.inventory, self.on_argo_change)
+                    then = self.on_argo_change
+                    argo.on_change = chain_change(argo.on_change, argo.inventory, then)
                 tg.create_task(argo.run(), name="argocd-apps")
             for endpoint in endpoints:
                 await self.add(endpoint)
+            # no cluster comes later: a desired one not added is said now (with Argo CD: once
+            # its cluster Secrets are listed, ClusterSecrets)
+            if argocd is None:
+                for event in self.missing():
+                    await _emit(self.emit, event)
             if argocd is not None:
-                tg.create_task(self.watch_cluster_secrets(*argocd), name="argocd-secrets")
+                tg.create_task(self.secrets.watch(*argocd), name="argocd-secrets")
             # runs until cancelled: clusters may come and go at any time, even all of them
             tg.create_task(asyncio.Event().wait(), name="fleet-keepalive")
 
@@ -571,6 +585,31 @@ class FleetWatcher:
             out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, name, self.clock.now(), details))
         return out
 
+    def missing(self) -> list[LifecycleEvent]:
+        """One ``cluster.not_compared`` per desired cluster no endpoint has named (no context,
+        no Argo CD cluster Secret), each said once: its pools were not compared (``scan``'s
+        "no nodes were given" finding; ``core.fleet.not_found``); and its pools whose name is
+        not known, which ``scan`` lists in ``skipped[]`` whatever the clusters, a
+        ``pool.not_compared`` each (a cluster added says them when it is added)."""
+        now, out, unfound = self.clock.now(), [], self.unfound()
+        for cluster in sorted(set(self.specs_by_cluster) - self.found - self._missing_said):
+            self._missing_said.add(cluster)
+            if pools := unfound.get(cluster):
+                details = not_found(cluster, pools, self.found)
+                out.append(LifecycleEvent(LifecycleType.NOT_COMPARED, cluster, now, details))
+            for skip in assign_pools(self.specs_by_cluster[cluster], ()).skips:
+                kind = LifecycleType.POOL_NOT_COMPARED  # a name not known: compared nowhere
+                out.append(LifecycleEvent(kind, cluster, now, skip.to_json()))
+        return out
+
+    def unfound(self) -> dict[str, list[NodePoolSpec]]:
+        """The desired clusters none found names (``core.fleet.unobserved``), with their pools;
+        kept until ``found`` grows (it only grows), as ``/healthz`` asks for it on every probe."""
+        if self._unfound[0] != len(self.found):
+            specs = [s for mine in self.specs_by_cluster.values() for s in mine]
+            self._unfound = (len(self.found), unobserved(specs, self.found))
+        return self._unfound[1]
+
     def pools_not_compared(self) -> dict[str, list[Skip]]:
         """Per cluster watched here, its desired pools not compared and why (defined twice, a
         name not known) as ``scan``'s ``skipped[]`` entries: its ``pool.not_compared`` events."""
@@ -583,6 +622,7 @@ class FleetWatcher:
 
     async def add(self, endpoint: ClusterEndpoint) -> None:
         self.known[endpoint.name] = endpoint
+        self.found.add(endpoint.name)
         if not self.owns(endpoint.name):
             return  # another replica's (sharding)
         if endpoint.name in self.running:
@@ -704,56 +744,6 @@ class FleetWatcher:
             LifecycleEvent(LifecycleType.REMOVED, cluster, self.clock.now(), {"reason": reason}),
         )
 
-    # --- Argo CD cluster Secrets ---------------------------------------------------------
-
-    async def watch_cluster_secrets(self, client: KubeApi, namespace: str) -> None:
-        path = f"/api/v1/namespaces/{namespace}/secrets"
-
-        async def relist() -> str:
-            listed = await client.list(path, label_selector=SECRET_SELECTOR)
-            seen = set()
-            for obj in listed.items:
-                seen.add(_secret_key(obj))
-                await self._on_secret("ADDED", obj)
-            for key in set(self._secret_to_cluster) - seen:
-                cluster = self._secret_to_cluster.pop(key)
-                await self.remove(cluster, reason=f"Argo CD secret {key} deleted")
-            return listed.resource_version
-
-        await reflect(
-            client, path, relist=relist, apply=self._on_secret, label_selector=SECRET_SELECTOR
-        )
-
-    async def _on_secret(self, kind: str, obj: Mapping[str, Any]) -> None:
-        key = _secret_key(obj)
-        if kind == "DELETED" or not is_cluster_secret(obj):
-            cluster = self._secret_to_cluster.pop(key, None)
-            if cluster is not None:
-                await self.remove(cluster, reason=f"Argo CD secret {key} deleted")
-            return
-        try:
-            endpoint = endpoint_from_secret(obj)
-        except FormatError as exc:
-            await _emit(
-                self.emit,
-                LifecycleEvent(
-                    LifecycleType.HEALTH,
-                    key,
-                    self.clock.now(),
-                    {
-                        "from": None,
-                        "to": ClusterHealth.UNKNOWN.value,
-                        "reason": f"unusable cluster secret: {exc}",
-                    },
-                ),
-            )
-            return
-        old = self._secret_to_cluster.get(key)
-        if old is not None and old != endpoint.name:  # renamed: the old cluster is gone
-            await self.remove(old, reason=f"Argo CD secret {key} renamed the cluster")
-        self._secret_to_cluster[key] = endpoint.name
-        await self.add(endpoint)
-
 
 async def _cancel_and_wait(task: asyncio.Task[None]) -> None:
     """Cancel a watcher task and wait for it to end. Only *its* CancelledError is absorbed:
@@ -765,31 +755,3 @@ async def _cancel_and_wait(task: asyncio.Task[None]) -> None:
         current = asyncio.current_task()
         if current is not None and current.cancelling():
             raise
-
-
-def _writable(meta: object) -> list[Mapping[str, Any]]:
-    """A node's managedFields entries that can own labels, taints or ``unschedulable``: the
-    ``status`` subresource's (the kubelet's heartbeats, conditions, images: most of the bytes)
-    never do, so they are neither kept per node nor read for a writer."""
-    managed = meta.get("managedFields") if isinstance(meta, Mapping) else None
-    if not isinstance(managed, list):
-        return []
-    return [e for e in managed if isinstance(e, Mapping) and e.get("subresource") != "status"]
-
-
-def _secret_key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def _chain(
-    first: Callable[[], Awaitable[None]] | None,
-    inventory: ArgoInventory,
-    then: Callable[[ArgoInventory], Awaitable[None]],
-) -> Callable[[], Awaitable[None]]:
-    async def changed() -> None:
-        if first is not None:
-            await first()
-        await then(inventory)
-
-    return changed

@@ -160,11 +160,11 @@ def register(app: typer.Typer) -> None:
         runner = JsonLines(sys.stdout) if output is OutputFormat.json else LiveView(wide=wide)
         # NothingToCompare is a ValueError, and so is a --store that cannot be read
         with failing(ValueError, CredentialError), contextlib.suppress(KeyboardInterrupt):
-            watching.watch(
+            raise typer.Exit(watching.watch(
                 runner, kubeconfig, desired, contexts=context or (), config=config,
                 argocd_secrets=argocd_secrets, argocd_context=argocd_context,
                 argocd_server=argocd_server, store=store, manifests=manifests or (),
                 follow=follow or (), namespaces=namespace or (), allow_empty=allow_empty,
                 probe_interval=probe_interval, duration=duration,
                 audit_logs=audit_log or (), on_bad_audit_line=warn,
-            )  # fmt: skip
+            ))  # fmt: skip

@@ -31,8 +31,10 @@ __all__ = [
     "diff_fleet",
     "field_counts",
     "nearest",
+    "not_found",
     "severity_order",
     "unnamed_reason",
+    "unobserved",
     "unresolved_values",
 ]
 
@@ -97,17 +99,25 @@ def check_comparable(
         )
 
 
-def coverage_findings(specs: Sequence[NodePoolSpec], observed: Collection[str]) -> list[Finding]:
-    """One high COUNT finding per desired cluster nobody observed: its pools were not compared,
-    which must never pass quietly."""
+def unobserved(
+    specs: Iterable[NodePoolSpec], observed: Collection[str]
+) -> dict[str, list[NodePoolSpec]]:
+    """Each desired cluster nobody observed (sorted), with its pools that would be compared
+    there: those whose name is not known are compared nowhere, and ``assign_pools`` says so."""
     missing: dict[str, list[NodePoolSpec]] = defaultdict(list)
     for spec in specs:
         if spec.unknown_name is not None:
             continue  # not compared wherever its cluster is: assign_pools says so
         if spec.cluster is not None and spec.cluster not in observed:
             missing[spec.cluster].append(spec)
+    return dict(sorted(missing.items()))
+
+
+def coverage_findings(specs: Sequence[NodePoolSpec], observed: Collection[str]) -> list[Finding]:
+    """One high COUNT finding per desired cluster nobody observed: its pools were not compared,
+    which must never pass quietly."""
     out = []
-    for cluster, pools in sorted(missing.items()):
+    for cluster, pools in unobserved(specs, observed).items():
         names = sorted({p.name for p in pools})
         out.append(
             Finding(
@@ -125,6 +135,21 @@ def coverage_findings(specs: Sequence[NodePoolSpec], observed: Collection[str]) 
             )
         )
     return out
+
+
+def not_found(
+    cluster: str, pools: Sequence[NodePoolSpec], found: Collection[str]
+) -> dict[str, Any]:
+    """What a live watch says of a desired cluster it never found among those it watches
+    (``unobserved``): the ``cluster.not_compared`` details -- ``reason``, ``pools`` (the names
+    not compared) and ``source`` (the first pool's file), as ``coverage_findings`` says it."""
+    names = sorted({p.name for p in pools})
+    return {
+        "reason": f"no cluster watched is named {cluster!r}{_did_you_mean(cluster, found)}: "
+        f"its {len(names)} pools were not compared",
+        "pools": names,
+        "source": pools[0].source or None,
+    }
 
 
 @dataclass(frozen=True, slots=True)

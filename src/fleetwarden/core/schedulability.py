@@ -188,20 +188,24 @@ def pool_states(
     specs: Sequence[NodePoolSpec] = (),
     *,
     options: DiffOptions = DiffOptions(),
+    held: Sequence[NodePoolSpec] = (),
 ) -> list[PoolState]:
     """Nodes grouped into pools (as ``scan`` groups them), matched to their desired specs;
     desired pools without a node are included, nodes without a pool label form one group.
-    Control-plane nodes are kept: pods may schedule there when they carry no taint."""
-    index = PoolIndex(specs)
+    Control-plane nodes are kept: pods may schedule there when they carry no taint.
+    ``held``: the definitions of a pool name defined more than once in the cluster
+    (``fleet.assign_pools``): their nodes are that pool's, with no spec -- which definition
+    they follow cannot be told, so none of them is used (not the last one read)."""
+    index = PoolIndex(specs, held=held)
     members: dict[str, list[ObservedNode]] = {}
     spec_of: dict[str, NodePoolSpec | None] = {s.name: s for s in specs}
     every_node = replace(options, include_control_plane=True)
     for group, group_nodes_ in group_nodes(nodes, options=every_node).items():
         spec = index.spec_for(group)
-        name = spec.name if spec else (group or NO_POOL)
+        name = spec.name if spec else (index.held_for(group) or group or NO_POOL)
         members.setdefault(name, []).extend(group_nodes_)
         spec_of.setdefault(name, spec)
-    for s in specs:
+    for s in [*specs, *held]:
         members.setdefault(s.name, [])
     return [PoolState(name, tuple(ns), spec_of.get(name)) for name, ns in sorted(members.items())]
 

@@ -40,11 +40,13 @@ from fleetwarden.core import deprecations
 from fleetwarden.core.diffing import PoolIndex, diff_pool
 from fleetwarden.core.events import parse_time
 from fleetwarden.core.findings import Finding, Layer, Severity
+from fleetwarden.core.fleet import Assignment, assign_pools, defined_twice, defined_twice_reason
 from fleetwarden.core.nodes import POOL_LABELS, ObservedNode, pool_of
 from fleetwarden.core.ownership import ArgoApp, FluxKind, FluxRef, Owner, OwnershipMap
 from fleetwarden.core.pools import NodePoolSpec
 from fleetwarden.core.rules import DiffOptions
 from fleetwarden.core.schedulability import PlannedWorkload, check_schedulability, pool_states
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.versions import matches, parse_version
 
 __all__ = [
@@ -65,6 +67,8 @@ __all__ = [
     "classify_drift",
     "over_budget",
     "plan_upgrade",
+    "pool_not_compared",
+    "pools_of_cluster",
     "roll_node",
     "roll_progress",
     "run_findings",
@@ -244,12 +248,13 @@ def _schedulability_check(
     surge: int,
     unavailable: int,
     options: DiffOptions,
+    held: Sequence[NodePoolSpec] = (),
 ) -> Check:
     workloads = [w for app in apps for w in app.workloads]
     if not workloads:
         return Check("schedulability", notes=("no workload to place",))
     rolling = _during_roll(nodes, pool_nodes, surge, unavailable)
-    pools = pool_states(rolling, specs, options=options)
+    pools = pool_states(rolling, specs, options=options, held=held)
     result = check_schedulability(cluster, workloads, pools)
     blocking = tuple(
         f"{f.pool}: {f.message}" for f in result.findings if f.extra.get("wouldNotSchedule")
@@ -258,7 +263,12 @@ def _schedulability_check(
         f"{f.pool}: {f.message}" for f in result.findings if not f.extra.get("wouldNotSchedule")
     )
     where = f"with {unavailable} node(s) of the pool cordoned and {surge} surge node(s)"
-    return Check("schedulability", blocking, (where, *notes))
+    unused = tuple(
+        f"{name}: {defined_twice_reason(cluster, name, defined)}: its nodes are placed on as they "
+        "are; no definition's labels, taints or size is used"
+        for (_, name), defined in defined_twice(held).items()
+    )
+    return Check("schedulability", blocking, (where, *unused, *notes))
 
 
 def _probe(cluster: str, pool: str, layer: Layer, field_: str) -> Finding:
@@ -320,6 +330,24 @@ def _cluster_step(cluster: str, pool: str, ownership: OwnershipMap) -> Step:
     )
 
 
+def pools_of_cluster(specs: Iterable[NodePoolSpec], cluster: str) -> Assignment:
+    """The cluster's desired pools as an upgrade sees them: its definitions, and those naming
+    no cluster taken as its own, assigned as ``scan`` assigns them (``fleet.assign_pools``):
+    a pool name defined more than once there is ``held`` -- none of its definitions is used."""
+    mine = [
+        s if s.cluster else s.with_cluster(cluster) for s in specs if s.cluster in (None, cluster)
+    ]
+    return assign_pools(mine, [cluster])
+
+
+def pool_not_compared(assigned: Assignment, cluster: str, pool: str) -> list[Skip]:
+    """Why the upgraded pool has no desired spec to go by (``pools_of_cluster``): ``scan``'s
+    skips of its definitions when its name is defined more than once (one per file); [] when
+    it is compared."""
+    held = assigned.index(cluster).held_for(pool)
+    return [s for s in assigned.skips if held is not None and s.pool == held]
+
+
 def plan_upgrade(
     cluster: str,
     pool: str,
@@ -328,6 +356,7 @@ def plan_upgrade(
     nodes: Sequence[ObservedNode],
     spec: NodePoolSpec | None = None,
     specs: Sequence[NodePoolSpec] = (),
+    held: Sequence[NodePoolSpec] = (),
     apps: Sequence[AppObjects] = (),
     table: deprecations.DeprecationTable | None = None,
     ownership: OwnershipMap | None = None,
@@ -337,8 +366,11 @@ def plan_upgrade(
     options: DiffOptions = DiffOptions(),
 ) -> UpgradePlan:
     """The upgrade of ``pool`` in ``cluster`` to ``to_version``: its pre-flight checks and its
-    steps. ``nodes`` are the cluster's nodes now; ``apps`` the applications targeting it.
-    Raises ``ValueError`` for a target that is not a Kubernetes version."""
+    steps. ``nodes`` are the cluster's nodes now; ``apps`` the applications targeting it;
+    ``specs`` the cluster's pools the schedulability check uses, ``held`` the definitions of a
+    pool name defined more than once there (``fleet.assign_pools``): none of them is used, and
+    the check's notes say so. Raises ``ValueError`` for a target that is not a Kubernetes
+    version."""
     if parse_version(to_version) is None or deprecations.parse_minor(to_version) is None:
         raise ValueError(f"--to {to_version!r}: expected a Kubernetes version such as 1.30")
     target_minor = deprecations.parse_minor(to_version)
@@ -357,7 +389,7 @@ def plan_upgrade(
         _deprecation_check(apps, target_minor, table or deprecations.DeprecationTable(())),
         _schedulability_check(
             cluster, apps, nodes, pool_nodes, specs or ([spec] if spec else []),
-            surge=surge, unavailable=unavailable, options=options,
+            surge=surge, unavailable=unavailable, options=options, held=held,
         ),
     )  # fmt: skip
     steps = (

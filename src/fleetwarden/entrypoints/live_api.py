@@ -82,6 +82,7 @@ def routes(
             pipeline.nodes_of(cluster),
             pipeline.findings(),
             list(pipeline.events),
+            pipeline.pools_not_compared().get(cluster, []),
         )
         if doc["desired"] is None and not (doc["nodes"] or doc["layers"] or doc["skipped"]):
             return problem(404, f"no pool {name!r} in cluster {cluster!r}")

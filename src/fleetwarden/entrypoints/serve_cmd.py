@@ -54,7 +54,7 @@ def build_service(config: ServiceConfig) -> Service:
             ),
             *incidents_api.routes(svc.findings),
         ],
-        health=lambda: {"leader": svc.heals and svc.leading},
+        health=lambda: {"leader": svc.heals and svc.leading, **svc.desired_state()},
     )
     return svc
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from fleetwarden.app.watching import FleetWatcher
 from fleetwarden.core.findings import Finding, Severity
-from fleetwarden.core.fleet import assign_pools
+from fleetwarden.core.fleet import assign_pools, not_found
 from fleetwarden.core.nodes import ObservedNode, pool_of
 from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.skips import Skip
 
 __all__ = ["SEVERITY_RANK", "cluster_list", "drift_timeline", "fleet_grid", "pool_detail"]
 
@@ -50,8 +51,9 @@ def fleet_grid(
     """One row per cluster, one column per pool name seen anywhere: ``cells[i]`` is
     ``[worst severity or "ok", findings]``, or None where the cluster has no such pool.
     Findings without a pool (cluster-wide) are in the column ``"(cluster)"``. A pool of
-    ``not_compared`` (cluster -> pool names: defined twice there, a name not known) without a
-    finding is ``["notCompared", 0]``: nothing was compared, so it is not "ok"."""
+    ``not_compared`` (cluster -> pool names: defined twice there, a name not known, of a
+    cluster not found) without a finding is ``["notCompared", 0]``: nothing was compared, so
+    it is not "ok"; a row all of whose pools are so is ``worst: "notCompared"``."""
     unseen = {(c, p) for c, pools in (not_compared or {}).items() for p in pools}
     by_cell: dict[tuple[str, str], list[Finding]] = defaultdict(list)
     for f in findings:
@@ -72,9 +74,12 @@ def fleet_grid(
             found = by_cell.get((cluster, pool), [])
             none = "notCompared" if (cluster, pool) in unseen else "ok"
             cells.append([_worst(found) or none, len(found)])
+        # a cluster none of whose pools was compared (one the service has no access to) is
+        # not "ok" either
+        none = "notCompared" if have and all((cluster, p) in unseen for p in have) else "ok"
         rows.append({"cluster": cluster, "worst": _worst(
             f for p in have for f in by_cell.get((cluster, p), [])
-        ) or "ok", "cells": cells})  # fmt: skip
+        ) or none, "cells": cells})  # fmt: skip
     return {"pools": columns, "rows": rows}
 
 
@@ -103,13 +108,18 @@ def pool_detail(
     nodes: Sequence[ObservedNode] | None,
     findings: Sequence[Finding],
     events: Iterable[Mapping[str, Any]],
+    not_compared: Iterable[Skip] | None = None,
 ) -> dict[str, Any]:
     """What an SRE looks at for one pool: desired facts and where each came from, the pool's
     nodes, its findings by layer (with actor and timeline), and its recent finding events.
-    A pool not compared (defined twice in its cluster, a name not known: ``assign_pools``)
-    has ``desired`` None and ``skipped``: scan's ``skipped[]`` entries that say why."""
+    A pool not compared (defined twice in its cluster, a name not known: ``assign_pools``; of
+    a cluster the service has no access to: ``not_compared``, the cluster's entries of
+    ``Serving.pools_not_compared``, which gives those too) has ``desired`` None and
+    ``skipped``: scan's ``skipped[]`` entries that say why."""
     mine_specs = [s for s in specs if s.cluster == cluster]
-    skipped = [s for s in assign_pools(mine_specs, [cluster]).skips if s.pool == pool]
+    if not_compared is None:
+        not_compared = assign_pools(mine_specs, [cluster]).skips
+    skipped = [s for s in not_compared if s.pool == pool]
     spec = next((s for s in mine_specs if s.name == pool), None) if not skipped else None
     mine = [f for f in findings if f.cluster == cluster and (f.pool or "(cluster)") == pool]
     members = [n for n in nodes or () if pool_of(n) == pool]
@@ -227,7 +237,8 @@ def cluster_list(
 ) -> list[dict[str, Any]]:
     """One row per cluster known to the service, by name, with its current finding count:
     live ones (health, version, node count, cached workload objects, synced), those known
-    only from node dumps or from events, and -- with sharding (``owners``: which replica
+    only from node dumps or from events, the desired clusters the service has no access to
+    (``source: "not found"``, ``notCompared``: why), and -- with sharding (``owners``: which replica
     watches each cluster) -- those another replica watches, each with its ``owner``."""
     per_cluster = Counter(f.cluster for f in findings)
     rows: dict[str, dict[str, Any]] = {}
@@ -249,6 +260,9 @@ def cluster_list(
         rows.setdefault(name, _cluster_row(name, "node dump", nodes=len(nodes)))
     for name in per_cluster:  # findings of a cluster no longer watched (e.g. from events)
         rows.setdefault(name, _cluster_row(name, "events"))
+    for name, pools in fleet.unfound().items():  # desired, no access: never compared
+        reason = not_found(name, pools, fleet.found)["reason"]
+        rows.setdefault(name, _cluster_row(name, "not found", notCompared=reason))
     out = [{**rows[name], "findings": per_cluster.get(name, 0)} for name in sorted(rows)]
     if owners:  # a cluster another replica watches (sharding): known here by name only
         out += [

@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from fleetwarden.core.fleet import severity_order
+from fleetwarden.core.fleet import not_found, severity_order
 from fleetwarden.core.lifecycle import SkipEvent
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.presenting.rendering import (
@@ -44,7 +44,7 @@ class JsonLines:
 
     async def __aexit__(self, *exc: object) -> None:
         if self.fleet is not None:  # clusters whose pools were never compared, said last
-            for event in self.fleet.not_compared():
+            for event in [*self.fleet.not_compared(), *self.fleet.missing()]:
                 self.emit(event)
         self.stream.flush()
 
@@ -55,7 +55,8 @@ class JsonLines:
 
 class LiveView:
     """``watch``'s live table: the current findings and the last 12 events, redrawn on
-    each event. The title names the clusters whose nodes were never listed and the pools not
+    each event. The title names the clusters whose nodes were never listed, the desired
+    clusters no cluster watched is named as (a line each under the table), and the pools not
     compared (defined twice, a name not known: ``CLUSTER/POOL``; a cluster not known: ``POOL``),
     one ``not compared (FILE): why`` line each under the table, and the desired files not read
     (``could not read FILE: why``), as ``scan`` says them: events scroll away, these stay."""
@@ -77,7 +78,7 @@ class LiveView:
 
     async def __aexit__(self, *exc: object) -> None:
         if self.fleet is not None:  # clusters whose pools were never compared, said last
-            for event in self.fleet.not_compared():
+            for event in [*self.fleet.not_compared(), *self.fleet.missing()]:
                 self.emit(event)
         self.live.__exit__(None, None, None)
 
@@ -100,6 +101,14 @@ class LiveView:
             unseen = [w.cluster for w in waiting if not w.synced.is_set()]
             if unseen:
                 title += f" (not compared yet: {', '.join(sorted(unseen))}, nodes never listed)"
+            missing = self.fleet.unfound()  # desired clusters never found: scan's finding
+            if missing:
+                names = ", ".join(missing)
+                title += f" (not compared yet: {names}, no cluster watched has that name)"
+            for cluster, defined in missing.items():
+                said = not_found(cluster, defined, self.fleet.found)
+                where = said["source"] or "<desired>"
+                skipped.append(line((f"not compared ({where}): {said['reason']}", "yellow")))
             held = self.fleet.pools_not_compared()
             pools = sorted({f"{c}/{s.pool}" for c, skips in held.items() for s in skips}) + pools
             skipped += [

@@ -57,10 +57,13 @@ from fleetwarden.app.stamping import timeline_seconds
 from fleetwarden.app.watching import Event
 from fleetwarden.core.desired_apps import DesiredApps
 from fleetwarden.core.findings import Severity
+from fleetwarden.core.fleet import cluster_unknown
+from fleetwarden.core.lifecycle import SkipEvent
 from fleetwarden.core.nodes import ObservedNode
 from fleetwarden.core.notifying import SinkPolicy
 from fleetwarden.core.policy import Mode, Policy
 from fleetwarden.core.pools import NodePoolSpec
+from fleetwarden.core.skips import Skip
 from fleetwarden.core.tracking import FindingEvent
 from fleetwarden.formats.errors import FormatError
 from fleetwarden.formats.events import Reply
@@ -132,6 +135,7 @@ class Service(Serving):
         lease_clients: Sequence[KubeApi] = (),
         heals: bool = True,
         audit_logs: Mapping[str, AuditLogTail] | None = None,
+        skipped: Sequence[Skip] = (),
     ) -> None:
         self.config, self.argocd = config, argocd
         # a gateway (role gateway, or role all's gateway process) never heals: never a leader
@@ -161,6 +165,7 @@ class Service(Serving):
             membership=membership,
             identity=identity,
             audit_logs=self.audit_logs,
+            skipped=skipped,
         )
         m.leader.set_function(lambda: 1.0 if self.heals and self.leading else 0.0)
         loader = None
@@ -172,7 +177,7 @@ class Service(Serving):
         self.workloads = FollowedApps(config, self.fleet, loader)
         self._background: set[asyncio.Task[None]] = set()
 
-    def emit(self, event: Event) -> None:
+    def emit(self, event: Event | SkipEvent) -> None:
         super().emit(event)
         if isinstance(event, FindingEvent) and (measured := timeline_seconds(event)) is not None:
             what, seconds = measured
@@ -383,6 +388,8 @@ def build_service(config: ServiceConfig) -> Service:
         lease_clients=clients,
         heals=not gateway_only,
         audit_logs={} if gateway_only else _audit_logs(config),
+        # compared in no cluster whatever the clusters: said as the service starts
+        skipped=[*loaded.skipped, *cluster_unknown(loaded.pools)],
     )
 
 

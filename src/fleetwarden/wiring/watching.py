@@ -56,11 +56,14 @@ def watch(
     duration: float | None,
     audit_logs: Sequence[str] = (),
     on_bad_audit_line: Callable[[str], None] | None = None,
-) -> None:
-    """Watch until ``duration`` (or an interrupt). Raises ``FormatError`` (an input, a
-    followed app's desired state), ``ValueError`` (nothing to compare, ``--argocd-server``),
-    ``CredentialError`` (a context's exec plugin); ``ValueError`` too when ``store`` is given
-    and not readable ("--store: " and the store's error)."""
+) -> int:
+    """Watch until ``duration`` (or an interrupt); then the exit code: 1 when a desired
+    cluster was never found among the clusters watched (said as ``cluster.not_compared``), as
+    ``scan`` exits 1 on its high "no nodes were given" finding; else 0. Raises
+    ``FormatError`` (an input, a followed app's desired state), ``ValueError`` (nothing to
+    compare, ``--argocd-server``), ``CredentialError`` (a context's exec plugin);
+    ``ValueError`` too when ``store`` is given and not readable ("--store: " and the store's
+    error)."""
     inputs = read_watch_inputs(
         kubeconfig, desired, contexts=contexts, config=config,
         argocd_secrets=argocd_secrets, argocd_context=argocd_context,
@@ -68,7 +71,7 @@ def watch(
         on_bad_audit_line=on_bad_audit_line,
     )  # fmt: skip
     try:
-        _watch(inputs, sink, config=config, argocd_server=argocd_server, store=store,
+        return _watch(inputs, sink, config=config, argocd_server=argocd_server, store=store,
                manifests=manifests, follow=follow, namespaces=namespaces,
                probe_interval=probe_interval, duration=duration,
                allow_empty=allow_empty)  # fmt: skip
@@ -90,7 +93,7 @@ def _watch(
     probe_interval: float,
     duration: float | None,
     allow_empty: bool = False,
-) -> None:
+) -> int:
     settings, endpoints, argocd = inputs.settings, inputs.endpoints, inputs.argocd
     followed = _followed(config, settings.raw, follow, namespaces)
     watch_settings = WatchSettings(
@@ -110,7 +113,7 @@ def _watch(
     # what scan would list in skipped[] whatever the clusters: files not read (or defining no
     # pool), pools whose cluster is not known -- compared in no cluster, so said first
     skipped = [*inputs.desired.skipped, *cluster_unknown(inputs.desired.pools)]
-    watched, unseen, idle = asyncio.run(_run(*args, runs=runs, skipped=skipped))
+    watched, unseen, idle, missing = asyncio.run(_run(*args, runs=runs, skipped=skipped))
     if watched and len(unseen) == watched:  # a watch that compared nothing is no pass
         said = "; ".join(
             f"{e.cluster} ({e.details.get('lastError') or e.details['health']})" for e in unseen
@@ -120,6 +123,9 @@ def _watch(
         # the clusters came from Argo CD (the contexts are checked before the watch starts):
         # none of them had a pool to compare -- as scan, nothing compared is no pass
         raise NothingToCompare(f"no pool was compared during the watch: {idle}")
+    # a desired cluster no context or Argo CD Secret named had no pool compared: scan gives it a
+    # high "no nodes were given" finding (exit 1 at the default --fail-on); the watch said it
+    return 1 if missing else 0
 
 
 @dataclass
@@ -215,10 +221,11 @@ async def _run(
     *,
     runs: _Runs | None = None,
     skipped: Sequence[Skip] = (),
-) -> tuple[int, list[LifecycleEvent], str | None]:
+) -> tuple[int, list[LifecycleEvent], str | None, list[str]]:
     """Watch until ``duration``; then how many clusters were watched, the
-    ``cluster.not_compared`` events of those whose nodes were never listed, and, when no cluster
-    added had a pool to compare, why (``_none_compared``). ``skipped``: the desired state
+    ``cluster.not_compared`` events of those whose nodes were never listed, when no cluster
+    added had a pool to compare, why (``_none_compared``), and the desired clusters never
+    found among those watched. ``skipped``: the desired state
     compared in no cluster, said (``SkipEvent``) before any cluster is added."""
     desired_apps, workload_settings = None, None
     if followed is not None:
@@ -276,7 +283,7 @@ async def _run(
             await audit.close()
         await clients.aclose()
     idle = None if fleet.comparing else _none_compared(fleet)
-    return len(fleet.running), fleet.not_compared(), idle
+    return len(fleet.running), fleet.not_compared(), idle, list(fleet.unfound())
 
 
 def _none_compared(fleet: FleetWatcher) -> str:

@@ -136,7 +136,8 @@ export function clustersView(clusters, filter) {
     ["cluster", "lifecycle", "version", "nodes", "workload objects", "findings", "source", ...(owners ? ["shard owner"] : [])],
     rows.map((c) => [
       navLink(c.cluster, { view: "findings", cluster: c.cluster }), [c.health, `h-${c.health}`], c.version,
-      c.nodes, c.workloadObjects, c.findings, c.source, ...(owners ? [c.owner] : []),
+      c.nodes, c.workloadObjects, c.findings, c.notCompared ? `${c.source}: ${c.notCompared}` : c.source,
+      ...(owners ? [c.owner] : []),
     ]),
     "clusters",
   );
