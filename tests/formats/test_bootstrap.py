@@ -802,17 +802,77 @@ def test_an_overridden_config_value_is_refused_only_where_the_kubelet_cannot_loa
             )
 
 
+def _parts(*configs: str) -> str:
+    """A MIME user data with one ``application/node.eks.aws`` part per text."""
+    head = "--//\nContent-Type: application/node.eks.aws\n\n"
+    return _MIME_HEAD + "".join(head + c for c in configs) + "--//--\n"
+
+
 def test_a_later_nodeconfig_replaces_an_earlier_config_value_and_its_flags_come_last():
-    """nodeadm merges NodeConfigs: flags appended in order, config values replaced by a later
-    non-empty one (a later ``maxPods: 0`` keeps the earlier, as mergo does)."""
+    """nodeadm merges the NodeConfigs of its parts: flags appended in order, config values
+    replaced by a later non-empty one (a later ``maxPods: 0`` keeps the earlier, as mergo does)."""
     first = _node_config(["--register-with-taints=a:NoSchedule"], {"maxPods": 30})
     second = _node_config(["--register-with-taints=b:NoSchedule"], {"maxPods": 40})
-    facts = bootstrap.from_nodeadm(first + "---\n" + second)
+    facts = bootstrap.from_nodeadm(_parts(first, second))
     assert facts.taints == [Taint("b", None, "NoSchedule")] and facts.max_pods == 40
     assert any("maxPods: 30" in i and "later" in i for i in facts.ignored)
     assert any("a:NoSchedule" in i and "keeps the last" in i for i in facts.ignored)
     empty = _node_config([], {"maxPods": 0})
-    assert bootstrap.from_nodeadm(first + "---\n" + empty).max_pods == 30
+    assert bootstrap.from_nodeadm(_parts(first, empty)).max_pods == 30
+
+
+# ---------------------------------------------------------------------------------------------
+# What nodeadm decodes of a part: its first YAML document, which must be a NodeConfig
+
+
+@pytest.mark.parametrize("read", [bootstrap.from_nodeadm, bootstrap.from_user_data])
+def test_only_the_first_yaml_document_of_a_part_is_read_and_the_rest_is_listed(read):
+    """nodeadm's decoder (sigs.k8s.io/yaml on go-yaml v2) reads one document: a second
+    NodeConfig in the same part was merged in, its taints and max-pods expected on the nodes."""
+    first = _node_config(["--register-with-taints=a:NoSchedule"], {"maxPods": 30})
+    second = _node_config(["--register-with-taints=b:NoSchedule"], {"maxPods": 40})
+    for later in (second, "not: [yaml"):  # later documents are not even parsed by nodeadm
+        facts = read(_parts(first + "---\n" + later))
+        assert facts.taints == [Taint("a", None, "NoSchedule")] and facts.max_pods == 30
+        assert any("documents after the first" in i for i in facts.ignored)
+    plain = bootstrap.from_user_data(first + "---\n" + second)  # no MIME: one text, likewise
+    assert plain.max_pods == 30 and any("after the first" in i for i in plain.ignored)
+
+
+_NOT_NODECONFIGS = {
+    "shell-script": "#!/bin/bash\n/usr/bin/nodeadm init --max-pods=20\n",
+    "empty": "# nothing here\n",
+    "list": "- --max-pods=20\n",
+    "no-kind": "apiVersion: node.eks.aws/v1alpha1\nspec:\n  kubelet:\n    flags: [--max-pods=20]\n",
+    "other-kind": "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfigs\nspec: {}\n",
+    "no-apiversion": "kind: NodeConfig\nspec:\n  kubelet:\n    config: {maxPods: 20}\n",
+    "other-version": "apiVersion: node.eks.aws/v1beta1\nkind: NodeConfig\nspec: {}\n",
+    "flags-not-a-list": _node_config([], {}).replace("flags: []", "flags: --max-pods=20"),
+    "flag-a-number": _node_config([], {}).replace("flags: []", "flags: [20]"),
+    "spec-a-string": "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: x\n",
+    "config-a-list": _node_config([], {}).replace("config: {}", "config: [maxPods]"),
+    "second-is-it": "kind: Other\n---\n" + _node_config(["--max-pods=20"], {}),
+}
+
+
+@pytest.mark.parametrize("config", _NOT_NODECONFIGS.values(), ids=_NOT_NODECONFIGS.keys())
+def test_a_nodeconfig_part_whose_first_document_is_no_nodeconfig_is_refused(config):
+    """nodeadm fails to decode a part of its type that holds no NodeConfig (a script, nothing,
+    another kind or version, a field of another type), drops every NodeConfig of the user data
+    and the node does not join: such a part was read as setting nothing (or its flags read)."""
+    for text in (_parts(config), _parts(_node_config(["--max-pods=30"], {}), config)):
+        with pytest.raises(bootstrap.NotNodeConfigError, match="nodeadm refuses it") as caught:
+            bootstrap.from_user_data(text)
+        assert "(application/node.eks.aws)" in str(caught.value)
+        assert "the node does not join" in str(caught.value)
+    with pytest.raises(bootstrap.NotNodeConfigError):
+        bootstrap.from_node_config(config)
+
+
+def test_a_flag_given_as_null_passes_nothing_and_is_no_error():
+    """Go decodes a null list item into "" (no flag): it was read as the flag "None"."""
+    text = _node_config([], {}).replace("flags: []", "flags: [null, --max-pods=20]")
+    assert bootstrap.from_node_config(text).max_pods == 20
 
 
 @settings(max_examples=200, deadline=None)
