@@ -114,6 +114,9 @@ class BootFacts:
     unresolved: list[str] = field(default_factory=list)  # texts holding variables
     ignored: list[str] = field(default_factory=list)  # flags found that do not take effect
     found: bool = False  # the text sets labels, taints or max-pods at all
+    # a --register-with-taints flag gives the taints (it beats any registerWithTaints the
+    # kubelet's configuration holds, a provisioner's own included), not a configuration
+    taints_flag: bool = False
 
     def merge(self, other: BootFacts) -> None:
         self.labels.update(other.labels)
@@ -123,6 +126,7 @@ class BootFacts:
         self.unresolved.extend(other.unresolved)
         self.ignored.extend(other.ignored)
         self.found = self.found or other.found
+        self.taints_flag = self.taints_flag or other.taints_flag
 
 
 # ------------------------------------------------------------------------------------------
@@ -223,6 +227,7 @@ def _node_labels_hit(
 
 
 def _taints_hit(out: BootFacts, hit: _Hit) -> None:
+    out.taints_flag = True
     if hit.value is None or _VARIABLE.search(hit.value):
         out.unresolved.append(hit.text)
         return
@@ -627,7 +632,7 @@ def _beside(config: BootFacts, script: BootFacts) -> BootFacts:
     reason, never one side silently dropped."""
     if not (config.found and script.found):
         return script if script.found else config
-    out = BootFacts(found=True)
+    out = BootFacts(found=True, taints_flag=config.taints_flag or script.taints_flag)
     out.unresolved = [*config.unresolved, *script.unresolved]
     out.ignored = [*config.ignored, *script.ignored]
     for key, value in {**config.labels, **script.labels}.items():
