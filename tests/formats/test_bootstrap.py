@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from fleetwarden.core.pools import Taint
 from fleetwarden.formats import bootstrap
+from fleetwarden.formats import shell as shell_text
 
 AL2_ARGS = (
     "--container-runtime containerd --kubelet-extra-args '--node-labels=node.kubernetes.io/"
@@ -1034,7 +1035,9 @@ def test_a_positional_parameter_or_command_substitution_is_unresolved_not_refuse
         'KUBELET_EXTRA_ARGS="--node-labels=a=b oops" /etc/eks/bootstrap.sh c',
         'export KUBELET_EXTRA_ARGS="--max-pods=20 oops"',
         "echo 'KUBELET_EXTRA_ARGS=--max-pods=20 oops' >> /etc/sysconfig/kubelet",
-        "echo Environment=KUBELET_EXTRA_ARGS=--max-pods=20\\ oops > /etc/x.conf",
+        "echo \"Environment='KUBELET_EXTRA_ARGS=--max-pods=20 oops'\" > /etc/x.conf",
+        'cat <<EOF > /etc/x.conf\nEnvironment="KUBELET_EXTRA_ARGS=--max-pods=20 oops"\nEOF',
+        "cat <<'EOF' > /etc/x.conf\nEnvironment=A=1 'KUBELET_EXTRA_ARGS=--max-pods=20 oops'\nEOF",
         'KUBELET_EXTRA_ARGS+=" --node-labels=a=b oops"',
     ],
 )
@@ -1055,6 +1058,11 @@ def test_a_stray_word_in_a_kubelet_extra_args_assignment_is_an_error(text):
         "echo 'KUBELET_EXTRA_ARGS=\"--node-labels=a=b c\"' >> /etc/x",  # quotes another layer reads
         "sed -i 's/KUBELET_EXTRA_ARGS=x y/z/' /etc/x",  # inside other text
         "OTHER_ARGS='--node-labels=a=b oops'",  # another variable: not the kubelet's
+        # systemd splits an unquoted Environment= value into assignments: "oops" is one of its
+        # own (invalid: systemd ignores it), never a word of $KUBELET_EXTRA_ARGS
+        "echo Environment=KUBELET_EXTRA_ARGS=--max-pods=20\\ oops > /etc/x.conf",
+        "cat <<EOF > /etc/x.conf\nEnvironment=KUBELET_EXTRA_ARGS=--max-pods=20 oops\nEOF",
+        "echo \"Environment='KUBELET_EXTRA_ARGS=--max-pods=20' oops\" > /etc/x.conf",
     ],
 )
 def test_a_kubelet_extra_args_assignment_that_may_be_right_is_not_refused(text):
@@ -1093,3 +1101,73 @@ def test_a_nodeconfig_in_a_part_of_another_type_is_not_nodeadms():
     part = _NODECONFIG_PART.replace("application/node.eks.aws", "text/plain")
     facts = bootstrap.from_user_data(_MIME_HEAD + part.replace("TAINTS", "[]") + "--//--\n")
     assert facts.max_pods is None and not facts.labels
+
+
+# ---------------------------------------------------------------------------------------------
+# Shell words: an unquoted ( or ) is an operator, never part of a flag's value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(kubelet --max-pods=20)",
+        "( /usr/bin/kubelet --max-pods=20 )",
+        "if true; then (kubelet --max-pods=20); fi",
+        "{ kubelet --max-pods=20; }",
+        "x=$(date) && (cd /tmp && kubelet --max-pods=20)",
+        "/etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=20'&",
+    ],
+)
+def test_a_flag_before_a_closing_parenthesis_is_read_without_it(text):
+    """``(kubelet --max-pods=20)`` runs the kubelet in a subshell with max-pods 20: the
+    parenthesis stuck to the value, and ``20)`` was refused as no integer."""
+    assert bootstrap.from_kubelet_flags(text).max_pods == 20
+
+
+def test_a_substitution_stays_one_word_and_leaves_the_value_unresolved():
+    """``$(...)`` is not an operator: its text stays in the word, which holds a variable."""
+    facts = bootstrap.from_kubelet_flags('kubelet --max-pods=$(echo "20 ) 30")')
+    assert facts.max_pods is None and facts.unresolved
+
+
+_PLAIN_WORDS = st.from_regex(r"[A-Za-z0-9_./:,=+-]{1,8}", fullmatch=True)
+_OPERATORS = st.sampled_from([";", "&&", "||", "|", "&", "(", ")", ">>", "<", ">"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_PLAIN_WORDS, _OPERATORS), max_size=12), st.data())
+def test_shell_words_end_at_operators_with_or_without_blanks(tokens, data):
+    """POSIX 2.3: an unquoted operator ends the word before it, blanks or not (a blank only
+    between two words, or two operators that would run together: ``;`` ``&&``)."""
+    text = ""
+    for i, token in enumerate(tokens):
+        kinds = {_kind(t) for t in tokens[max(i - 1, 0) : i + 1]}
+        needed = i and len(kinds) == 1 and kinds != {"()"}
+        text += " " if needed else data.draw(st.sampled_from(["", " "]))
+        text += token
+    assert shell_text.words(text) == tokens
+
+
+def _kind(token: str) -> str:
+    return "()" if token in "()" else "run" if token[0] in ";&|<>" else "word"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.characters(exclude_characters="\x00"), min_size=1), max_size=5))
+def test_a_quoted_word_is_one_word_whatever_it_holds(parts):
+    """What shlex.quote writes, the shell reads back as it was (quotes and escapes removed)."""
+    assert shell_text.words(" ".join(shlex.quote(p) for p in parts)) == parts
+
+
+@pytest.mark.parametrize(
+    ("value", "items"),
+    [
+        ("A=1 B=2", ["A=1", "B=2"]),
+        ("'A=1 2' B=3", ["A=1 2", "B=3"]),
+        ('"A=1 2"  "B=3"', ["A=1 2", "B=3"]),
+        ("A='1 2'", ["A='1", "2'"]),  # a quote inside an item is no quote (systemd.syntax)
+        ("'A=1", None),
+    ],
+)
+def test_systemd_environment_items_are_split_as_systemd_quotes_them(value, items):
+    assert shell_text.unit_words(value) == items

@@ -305,9 +305,15 @@ def _check_extra_args(text: str) -> None:
     assignment that is a shell word of its own, with a literal value: quotes, escapes or
     variables left in it are another layer's to expand, so nothing is refused there."""
     words = shell_text.words(text)
+    # a drop-in's Environment= line, as the file holds it (in a here-document or a file)
+    lines = [line.strip() for line in text.splitlines()]
+    for line in (line for line in lines if line.startswith(_ENVIRONMENT)):
+        _check_environment(line)
     for i, word in enumerate(words or ()):
         value, shown = None, ""
-        if (assigned := _EXTRA_ARGS_VARIABLE.fullmatch(word)) is not None:
+        if word.startswith(_ENVIRONMENT):  # written by a command (echo '...' >> drop-in)
+            _check_environment(word)
+        elif (assigned := _EXTRA_ARGS_VARIABLE.fullmatch(word)) is not None:
             value, shown = assigned[1], f"KUBELET_EXTRA_ARGS={assigned[1]!r}"
         elif (at := word.find(_EXTRA_ARGS)) >= 0 and _LEAD.match(word[:at]) is not None:
             rest = word[at + len(_EXTRA_ARGS) :]
@@ -316,14 +322,32 @@ def _check_extra_args(text: str) -> None:
             elif not rest and i + 1 < len(words or ()):
                 value = (words or [])[i + 1]
             shown = f"{_EXTRA_ARGS} {value!r}"
-        if value is None or _VARIABLE.search(value) or any(c in value for c in "'\"\\`$"):
-            continue
-        stray = _positional(value.split())
-        if stray is not None:
-            raise KubeletFlagError(
-                f"{shown}: {stray!r} is not a flag nor the value of one; the kubelet takes no "
-                f"positional argument and refuses to start (unknown command {stray})"
-            )
+        _check_value(value, shown)
+
+
+_ENVIRONMENT = "Environment="
+
+
+def _check_environment(setting: str) -> None:
+    """A systemd ``Environment=`` setting: its items split as systemd splits them (a quoted
+    item is one, stray words beside an unquoted assignment are assignments of their own, which
+    systemd ignores); a ``KUBELET_EXTRA_ARGS=`` item's value is what the unit's
+    ``$KUBELET_EXTRA_ARGS`` passes, split at blanks."""
+    for item in shell_text.unit_words(setting.removeprefix(_ENVIRONMENT)) or ():
+        name, equals, value = item.partition("=")
+        if equals and name == "KUBELET_EXTRA_ARGS":
+            _check_value(value, f"{_ENVIRONMENT}KUBELET_EXTRA_ARGS={value!r}")
+
+
+def _check_value(value: str | None, shown: str) -> None:
+    if value is None or _VARIABLE.search(value) or any(c in value for c in "'\"\\`$"):
+        return
+    stray = _positional(value.split())
+    if stray is not None:
+        raise KubeletFlagError(
+            f"{shown}: {stray!r} is not a flag nor the value of one; the kubelet takes no "
+            f"positional argument and refuses to start (unknown command {stray})"
+        )
 
 
 def _positional(words: list[str]) -> str | None:
