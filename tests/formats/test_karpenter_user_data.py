@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetwarden.core.pools import FieldStatus, Taint
 from fleetwarden.formats.desired import SourceFile, read_desired
+from fleetwarden.formats.errors import FormatError
 
 _POOL = """\
 apiVersion: API
@@ -164,3 +166,32 @@ def test_flag_taints_against_node_pool_taints(pool_taints, flag_taints, api):
         return
     assert "taints" not in pool.unresolved_fields
     assert set(pool.taints) == {*flag_taints, *uncovered}
+
+
+def _plain(user_data: str, family: str = "AL2023"):
+    head = _POOL.split("  userData: |")[0]
+    text = (
+        head.replace("API", "karpenter.sh/v1")
+        .replace("REF", _REFS["karpenter.sh/v1"])
+        .replace("TAINTS", "[]")
+        .replace("FAMILY", family)
+        + "  userData: |\n"
+        + "".join(f"    {line}\n" for line in user_data.splitlines())
+    )
+    return read_desired([SourceFile("np.yaml", text.encode(), direct=True)])
+
+
+def test_plain_al2023_user_data_that_unmarshals_into_a_map_is_a_nodeconfig_part():
+    """Karpenter makes user data that is no MIME message a NodeConfig part where it unmarshals
+    into a map (parseUserData), else a shell script: a mapping that is no NodeConfig is a part
+    nodeadm refuses -- it was read as a script that sets nothing."""
+    for user_data in ("spec:\n  kubelet:\n    flags: [--max-pods=20]", "echo greeting: hello"):
+        with pytest.raises(FormatError, match="nodeadm refuses it") as caught:
+            _plain(user_data)
+        assert caught.value.field == "EC2NodeClass/default: spec.userData"
+    config = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
+    (pool,) = _plain(config + "    flags: [--max-pods=20]").pools
+    assert pool.allocatable["pods"] == "20"
+    for script in ("#!/bin/bash\necho hello", "#!/bin/bash\nkubelet --max-pods=20"):
+        (pool,) = _plain(script).pools  # a YAML string: a shell script part
+    (pool,) = _plain("echo greeting: hello", family="Custom").pools  # passed on as it is

@@ -22,6 +22,8 @@ configuration. So:
   NodePool taint the flag does not cover leaves the taints unresolved, saying why. One the
   flag gives another value (same key and effect) is ignored: the Node keeps the flag's.
 
+User data that is not a MIME message is one part to Karpenter: a NodeConfig part where it
+unmarshals into a map (nodeadm then refuses one that is no NodeConfig), else a shell script.
 Other families (and ``Custom``, whose user data Karpenter passes on as it is) are read as the
 user data says. Pure: the node class's text in, facts and notes out.
 """
@@ -31,6 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from fleetwarden.core.pools import Taint
 from fleetwarden.formats import bootstrap
@@ -78,6 +82,8 @@ def read(
         return None
     where = f"{at}.userData"
     text = str(expect_str(doc, raw, where, allow_none=False))
+    if al2023:
+        text = _as_karpenter_passes_it(text)
     try:
         facts = bootstrap.from_user_data(text)
     except bootstrap.KubeletFlagError as exc:
@@ -112,3 +118,26 @@ def read(
                 "Karpenter release is not in the files",
             )
     return out
+
+
+def _as_karpenter_passes_it(text: str) -> str:
+    """AL2023 user data as Karpenter hands it to nodeadm (``Nodeadm.parseUserData``): a MIME
+    message as it is; else one part, ``application/node.eks.aws`` where the text unmarshals into
+    a map (sigs.k8s.io/yaml: its first document is a mapping, or empty), a shell script where it
+    does not. So a mapping that is no NodeConfig (``echo a: b`` in a script without ``#!``'s
+    MIME) is a NodeConfig part nodeadm refuses, and is refused here as nodeadm refuses it."""
+    if text.strip().startswith(("MIME-Version:", "Content-Type:")) or not text.strip():
+        return text
+    try:
+        first = next(yaml.safe_load_all(text), None)
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
+        return text  # a shell script part: read as plain user data
+    if first is not None and not isinstance(first, Mapping):
+        return text
+    return (
+        'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
+        f"--//\nContent-Type: {_NODEADM_TYPE}\n\n{text}\n--//--\n"
+    )
+
+
+_NODEADM_TYPE = "application/node.eks.aws"
