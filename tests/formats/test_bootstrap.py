@@ -811,15 +811,17 @@ def _parts(*configs: str) -> str:
 
 def test_a_later_nodeconfig_replaces_an_earlier_config_value_and_its_flags_come_last():
     """nodeadm merges the NodeConfigs of its parts: flags appended in order, config values
-    replaced by a later non-empty one (a later ``maxPods: 0`` keeps the earlier, as mergo does)."""
+    replaced by a later one, an empty list too (mergo WithOverride on the decoded maps)."""
     first = _node_config(["--register-with-taints=a:NoSchedule"], {"maxPods": 30})
     second = _node_config(["--register-with-taints=b:NoSchedule"], {"maxPods": 40})
     facts = bootstrap.from_nodeadm(_parts(first, second))
     assert facts.taints == [Taint("b", None, "NoSchedule")] and facts.max_pods == 40
     assert any("maxPods: 30" in i and "later" in i for i in facts.ignored)
     assert any("a:NoSchedule" in i and "keeps the last" in i for i in facts.ignored)
-    empty = _node_config([], {"maxPods": 0})
-    assert bootstrap.from_nodeadm(_parts(first, empty)).max_pods == 30
+    tainted = _node_config([], {"registerWithTaints": [{"key": "c", "effect": "NoSchedule"}]})
+    for empty in ([], None):
+        later = _node_config([], {"registerWithTaints": empty})
+        assert bootstrap.from_nodeadm(_parts(tainted, later)).taints == []  # kept before
 
 
 # ---------------------------------------------------------------------------------------------

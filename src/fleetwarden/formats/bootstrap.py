@@ -401,12 +401,14 @@ def from_node_config(text: str) -> BootFacts:
 def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
     """NodeConfigs as nodeadm merges them and hands them to the kubelet: every ``kubelet.flags``
     in order, as one command line (mergeKubeletFlags appends them), and ``kubelet.config``
-    merged key by key, a later NodeConfig's value replacing an earlier one unless it is empty
-    (mergo.WithOverride keeps the earlier for 0, "", [], {} and null: nodeadm/internal/api
-    merge.go, util/merge.go). nodeadm writes the flags after its own (the user's win) and the
-    configuration to a drop-in file; the kubelet lets a command-line flag override the
-    configuration: ``--register-with-taints`` / ``--max-pods`` replace ``registerWithTaints``
-    / ``maxPods`` (kubeletConfigFlagPrecedence), which are then listed as ignored."""
+    merged key by key, a later NodeConfig's value replacing an earlier one -- an empty list,
+    0, "" or null too; only two mappings merge (mergeInlineDocument: util.Merge, mergo
+    WithOverride on the decoded maps, whose map branch sets a later element whatever it is:
+    nodeadm/internal/api merge.go, util/merge.go, vendored dario.cat/mergo merge.go). nodeadm
+    writes the flags after its own (the user's win) and the configuration to a drop-in file;
+    the kubelet lets a command-line flag override the configuration: ``--register-with-taints``
+    / ``--max-pods`` replace ``registerWithTaints`` / ``maxPods`` (kubeletConfigFlagPrecedence),
+    which are then listed as ignored."""
     flags: list[str] = []
     merged: dict[str, Any] = {}
     replaced: list[str] = []
@@ -422,8 +424,9 @@ def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
         if not isinstance(config_, Mapping):
             continue
         for key, value in config_.items():
-            if key in merged and value in (0, "", [], {}, None):  # False == 0: empty too
-                continue
+            earlier = merged.get(key)
+            if isinstance(earlier, Mapping) and isinstance(value, Mapping):
+                value = {**earlier, **value}  # deep below this: no field read here is a map
             if key in _CONFIG_FLAGS and key in merged and merged[key] != value:
                 replaced.append(
                     f"{key}: {merged[key]!r}: replaced by a later NodeConfig's {value!r} "
