@@ -195,3 +195,25 @@ def test_plain_al2023_user_data_that_unmarshals_into_a_map_is_a_nodeconfig_part(
     for script in ("#!/bin/bash\necho hello", "#!/bin/bash\nkubelet --max-pods=20"):
         (pool,) = _plain(script).pools  # a YAML string: a shell script part
     (pool,) = _plain("echo greeting: hello", family="Custom").pools  # passed on as it is
+
+
+def test_the_users_max_pods_config_is_replaced_by_karpenters_and_a_flag_beats_both():
+    """Karpenter's NodeConfig always sets maxPods (the class's kubelet.maxPods, else the instance
+    type's pod count) and comes last: the user's maxPods never applies (it was expected, over
+    the class's); a --max-pods flag beats every configuration."""
+    for class_kubelet in ("", "  kubelet: {maxPods: 30}\n"):
+        text = _POOL.replace("  userData: |", class_kubelet + "  userData: |")
+        for kubelet, pods in (("config: {maxPods: 50}", None), ("flags: [--max-pods=20]", "20")):
+            body = (
+                text.replace("API", "karpenter.sh/v1")
+                .replace("REF", _REFS["karpenter.sh/v1"])
+                .replace("TAINTS", "[]")
+                .replace("FAMILY", "AL2023")
+                .replace("KUBELET", kubelet)
+            )
+            (pool,) = read_desired([SourceFile("np.yaml", body.encode(), direct=True)]).pools
+            expected = pods or ("30" if class_kubelet else None)
+            assert pool.allocatable.get("pods") == expected
+            if pods is None:
+                notes = [a for a in pool.account if a.path.endswith("spec.userData")]
+                assert any("maxPods 50: replaced" in a.detail for a in notes)

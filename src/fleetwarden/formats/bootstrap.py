@@ -117,6 +117,7 @@ class BootFacts:
     # a --register-with-taints flag gives the taints (it beats any registerWithTaints the
     # kubelet's configuration holds, a provisioner's own included), not a configuration
     taints_flag: bool = False
+    max_pods_flag: bool = False  # likewise for --max-pods and maxPods
 
     def merge(self, other: BootFacts) -> None:
         self.labels.update(other.labels)
@@ -127,6 +128,7 @@ class BootFacts:
         self.ignored.extend(other.ignored)
         self.found = self.found or other.found
         self.taints_flag = self.taints_flag or other.taints_flag
+        self.max_pods_flag = self.max_pods_flag or other.max_pods_flag
 
 
 # ------------------------------------------------------------------------------------------
@@ -241,6 +243,7 @@ def _taints_hit(out: BootFacts, hit: _Hit) -> None:
 
 
 def _max_pods_hit(out: BootFacts, hit: _Hit) -> None:
+    out.max_pods_flag = True
     if hit.value is None or _VARIABLE.search(hit.value):
         out.unresolved.append(hit.text)
         return
@@ -659,7 +662,11 @@ def _beside(config: BootFacts, script: BootFacts) -> BootFacts:
     reason, never one side silently dropped."""
     if not (config.found and script.found):
         return script if script.found else config
-    out = BootFacts(found=True, taints_flag=config.taints_flag or script.taints_flag)
+    out = BootFacts(
+        found=True,
+        taints_flag=config.taints_flag or script.taints_flag,
+        max_pods_flag=config.max_pods_flag or script.max_pods_flag,
+    )
     out.unresolved = [*config.unresolved, *script.unresolved]
     out.ignored = [*config.ignored, *script.ignored]
     for key, value in {**config.labels, **script.labels}.items():

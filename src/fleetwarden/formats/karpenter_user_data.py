@@ -10,7 +10,9 @@ and passes ``kubelet.flags`` on the kubelet's command line, where a flag beats t
 configuration. So:
 
 - ``registerWithTaints`` in the user's NodeConfig never reaches the kubelet: Karpenter's
-  replaces it (listed as ignored);
+  replaces it (listed as ignored); so does ``maxPods``, which Karpenter always sets (the
+  class's ``kubelet.maxPods``, else the instance type's pod count: ``resolver.go``), unless a
+  ``--max-pods`` flag there beats both;
 - a ``--register-with-taints`` flag in the user's data (a NodeConfig's ``kubelet.flags``)
   replaces Karpenter's ``registerWithTaints``: the kubelet registers the flag's taints only.
   Karpenter before v1.5 then copies the NodeClaim's taints onto the Node at registration,
@@ -47,6 +49,10 @@ __all__ = ["Read", "read"]
 _REPLACED = (
     "replaced by the registerWithTaints of the NodeConfig Karpenter appends after the user "
     "data's parts (nodeadm merges them in order, the later value wins): never registered"
+)
+_PODS_REPLACED = (
+    "replaced by the maxPods of the NodeConfig Karpenter appends (it always sets one: the "
+    "EC2NodeClass's kubelet.maxPods, else the instance type's pod count): never applied"
 )
 _FLAG = (
     "the userData passes --register-with-taints, which replaces the registerWithTaints Karpenter "
@@ -91,6 +97,13 @@ def read(
     out = Read(facts)
     if not al2023:
         return out
+    if not facts.max_pods_flag:
+        config = [u for u in facts.unresolved if u.startswith("maxPods")]
+        if facts.max_pods is not None or config:
+            shown = facts.max_pods if facts.max_pods is not None else " ".join(config)
+            view.ignored(where, f"maxPods {shown}: {_PODS_REPLACED}")
+        facts.max_pods = None
+        facts.unresolved = [u for u in facts.unresolved if u not in config]
     if not facts.taints_flag:
         config = [u for u in facts.unresolved if u.startswith("registerWithTaints")]
         if facts.taints or config:
