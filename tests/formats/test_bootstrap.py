@@ -544,7 +544,8 @@ _PART_TAINTS = st.lists(
 def test_taints_of_either_part_are_never_silently_dropped(config, script, script_first, crlf):
     """Whatever each part sets: the one that sets taints is read; two that disagree leave
     the taints unresolved, saying why."""
-    taints = "[" + ", ".join(f"{{key: {k}, effect: {e}}}" for k, e in config) + "]"
+    # keys quoted: a bare "no" or "on" is YAML 1.1's boolean, which the kubelet refuses
+    taints = "[" + ", ".join(f"{{key: {json.dumps(k)}, effect: {e}}}" for k, e in config) + "]"
     flags = "--register-with-taints=" + ",".join(f"{k}:{e}" for k, e in script)
     config_part = _NODECONFIG_PART.replace("TAINTS", taints)
     script_part = _SCRIPT_PART.replace("FLAGS", flags if script else "--node-labels=x=y")
