@@ -277,7 +277,8 @@ def test_karpenter_mime_user_data_reads_the_taints_of_a_script_part_beside_a_nod
     text = head + "  userData: |\n" + "".join(f"    {line}\n" for line in _MIME.splitlines())
     (pool,) = _pools("np.yaml", text)
     assert Taint("gpu", "true", "NoSchedule") in pool.taints
-    assert pool.allocatable["pods"] == "30"
+    # Karpenter's own NodeConfig, appended last, always sets maxPods: the part's 30 never applies
+    assert "pods" not in pool.allocatable
 
 
 def test_terraform_nodeadm_parts_a_script_part_beside_the_nodeconfig_is_unresolved_not_lost():
@@ -426,6 +427,60 @@ def test_eksctl_al2023_override_bootstrap_command_that_is_not_yaml_is_an_error()
     error = _refused("c.yaml", text)
     assert error.field == "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand"
     assert "not YAML" in error.reason and "eksctl refuses it" in error.reason
+
+
+def _eksctl_al2023(override: str) -> str:
+    return (
+        _EKSCTL.split("    overrideBootstrapCommand")[0]
+        + "    amiFamily: AmazonLinux2023\n    overrideBootstrapCommand: |\n"
+        + "".join(f"      {line}\n" for line in override.splitlines())
+    )
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "#!/bin/bash\n/usr/bin/nodeadm init --kubelet-extra-args '--max-pods=20'",
+        "- --max-pods=20",
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
+        "    flags: --max-pods=20",
+    ],
+    ids=["shell-script", "list", "flags-not-a-list"],
+)
+def test_eksctl_al2023_override_bootstrap_command_that_is_no_nodeconfig_is_refused(override):
+    """A shell script is valid YAML (a string) but does not unmarshal into the NodeConfig
+    eksctl hands nodeadm: eksctl refuses it ("unmarshalling ... into nodeadm.NodeConfig"); it
+    was read as a NodeConfig setting nothing, and the pool compared."""
+    error = _refused("c.yaml", _eksctl_al2023(override))
+    assert error.field == "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand"
+    assert "eksctl refuses it" in error.reason and "nodeadm.NodeConfig" in error.reason
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "spec:\n  kubelet:\n    flags: [--max-pods=20]",
+        "apiVersion: node.eks.aws/v1alpha1\nkind: Config\nspec: {}",
+        "# a comment only",
+    ],
+    ids=["no-kind", "other-kind", "empty"],
+)
+def test_eksctl_al2023_override_bootstrap_command_nodeadm_refuses_is_refused(override):
+    """eksctl unmarshals any mapping (kind and apiVersion unchecked) and writes it into the
+    user data as a NodeConfig part; nodeadm refuses one that is not a NodeConfig of
+    node.eks.aws/v1alpha1 and the node does not join."""
+    error = _refused("c.yaml", _eksctl_al2023(override))
+    assert error.field == "ClusterConfig/c1: nodeGroups[0].overrideBootstrapCommand"
+    assert "nodeadm refuses" in error.reason and "does not join" in error.reason
+
+
+def test_eksctl_al2023_override_bootstrap_command_reads_its_first_document_only():
+    config = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
+    text = _eksctl_al2023(
+        config + "    flags: [--max-pods=20]\n---\n" + config + "    flags: [--max-pods=30]"
+    )
+    (pool,) = _pools("c.yaml", text)
+    assert pool.allocatable["pods"] == "20"
 
 
 def test_terraform_nodeadm_part_that_is_not_yaml_is_an_error_naming_the_attribute():

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from fleetwarden.core.pools import Taint
 from fleetwarden.formats import bootstrap
+from fleetwarden.formats import shell as shell_text
 
 AL2_ARGS = (
     "--container-runtime containerd --kubelet-extra-args '--node-labels=node.kubernetes.io/"
@@ -543,7 +544,8 @@ _PART_TAINTS = st.lists(
 def test_taints_of_either_part_are_never_silently_dropped(config, script, script_first, crlf):
     """Whatever each part sets: the one that sets taints is read; two that disagree leave
     the taints unresolved, saying why."""
-    taints = "[" + ", ".join(f"{{key: {k}, effect: {e}}}" for k, e in config) + "]"
+    # keys quoted: a bare "no" or "on" is YAML 1.1's boolean, which the kubelet refuses
+    taints = "[" + ", ".join(f"{{key: {json.dumps(k)}, effect: {e}}}" for k, e in config) + "]"
     flags = "--register-with-taints=" + ",".join(f"{k}:{e}" for k, e in script)
     config_part = _NODECONFIG_PART.replace("TAINTS", taints)
     script_part = _SCRIPT_PART.replace("FLAGS", flags if script else "--node-labels=x=y")
@@ -802,17 +804,79 @@ def test_an_overridden_config_value_is_refused_only_where_the_kubelet_cannot_loa
             )
 
 
+def _parts(*configs: str) -> str:
+    """A MIME user data with one ``application/node.eks.aws`` part per text."""
+    head = "--//\nContent-Type: application/node.eks.aws\n\n"
+    return _MIME_HEAD + "".join(head + c for c in configs) + "--//--\n"
+
+
 def test_a_later_nodeconfig_replaces_an_earlier_config_value_and_its_flags_come_last():
-    """nodeadm merges NodeConfigs: flags appended in order, config values replaced by a later
-    non-empty one (a later ``maxPods: 0`` keeps the earlier, as mergo does)."""
+    """nodeadm merges the NodeConfigs of its parts: flags appended in order, config values
+    replaced by a later one, an empty list too (mergo WithOverride on the decoded maps)."""
     first = _node_config(["--register-with-taints=a:NoSchedule"], {"maxPods": 30})
     second = _node_config(["--register-with-taints=b:NoSchedule"], {"maxPods": 40})
-    facts = bootstrap.from_nodeadm(first + "---\n" + second)
+    facts = bootstrap.from_nodeadm(_parts(first, second))
     assert facts.taints == [Taint("b", None, "NoSchedule")] and facts.max_pods == 40
     assert any("maxPods: 30" in i and "later" in i for i in facts.ignored)
     assert any("a:NoSchedule" in i and "keeps the last" in i for i in facts.ignored)
-    empty = _node_config([], {"maxPods": 0})
-    assert bootstrap.from_nodeadm(first + "---\n" + empty).max_pods == 30
+    tainted = _node_config([], {"registerWithTaints": [{"key": "c", "effect": "NoSchedule"}]})
+    for empty in ([], None):
+        later = _node_config([], {"registerWithTaints": empty})
+        assert bootstrap.from_nodeadm(_parts(tainted, later)).taints == []  # kept before
+
+
+# ---------------------------------------------------------------------------------------------
+# What nodeadm decodes of a part: its first YAML document, which must be a NodeConfig
+
+
+@pytest.mark.parametrize("read", [bootstrap.from_nodeadm, bootstrap.from_user_data])
+def test_only_the_first_yaml_document_of_a_part_is_read_and_the_rest_is_listed(read):
+    """nodeadm's decoder (sigs.k8s.io/yaml on go-yaml v2) reads one document: a second
+    NodeConfig in the same part was merged in, its taints and max-pods expected on the nodes."""
+    first = _node_config(["--register-with-taints=a:NoSchedule"], {"maxPods": 30})
+    second = _node_config(["--register-with-taints=b:NoSchedule"], {"maxPods": 40})
+    for later in (second, "not: [yaml"):  # later documents are not even parsed by nodeadm
+        facts = read(_parts(first + "---\n" + later))
+        assert facts.taints == [Taint("a", None, "NoSchedule")] and facts.max_pods == 30
+        assert any("documents after the first" in i for i in facts.ignored)
+    plain = bootstrap.from_user_data(first + "---\n" + second)  # no MIME: one text, likewise
+    assert plain.max_pods == 30 and any("after the first" in i for i in plain.ignored)
+
+
+_NOT_NODECONFIGS = {
+    "shell-script": "#!/bin/bash\n/usr/bin/nodeadm init --max-pods=20\n",
+    "empty": "# nothing here\n",
+    "list": "- --max-pods=20\n",
+    "no-kind": "apiVersion: node.eks.aws/v1alpha1\nspec:\n  kubelet:\n    flags: [--max-pods=20]\n",
+    "other-kind": "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfigs\nspec: {}\n",
+    "no-apiversion": "kind: NodeConfig\nspec:\n  kubelet:\n    config: {maxPods: 20}\n",
+    "other-version": "apiVersion: node.eks.aws/v1beta1\nkind: NodeConfig\nspec: {}\n",
+    "flags-not-a-list": _node_config([], {}).replace("flags: []", "flags: --max-pods=20"),
+    "flag-a-number": _node_config([], {}).replace("flags: []", "flags: [20]"),
+    "spec-a-string": "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: x\n",
+    "config-a-list": _node_config([], {}).replace("config: {}", "config: [maxPods]"),
+    "second-is-it": "kind: Other\n---\n" + _node_config(["--max-pods=20"], {}),
+}
+
+
+@pytest.mark.parametrize("config", _NOT_NODECONFIGS.values(), ids=_NOT_NODECONFIGS.keys())
+def test_a_nodeconfig_part_whose_first_document_is_no_nodeconfig_is_refused(config):
+    """nodeadm fails to decode a part of its type that holds no NodeConfig (a script, nothing,
+    another kind or version, a field of another type), drops every NodeConfig of the user data
+    and the node does not join: such a part was read as setting nothing (or its flags read)."""
+    for text in (_parts(config), _parts(_node_config(["--max-pods=30"], {}), config)):
+        with pytest.raises(bootstrap.NotNodeConfigError, match="nodeadm refuses it") as caught:
+            bootstrap.from_user_data(text)
+        assert "(application/node.eks.aws)" in str(caught.value)
+        assert "the node does not join" in str(caught.value)
+    with pytest.raises(bootstrap.NotNodeConfigError):
+        bootstrap.from_node_config(config)
+
+
+def test_a_flag_given_as_null_passes_nothing_and_is_no_error():
+    """Go decodes a null list item into "" (no flag): it was read as the flag "None"."""
+    text = _node_config([], {}).replace("flags: []", "flags: [null, --max-pods=20]")
+    assert bootstrap.from_node_config(text).max_pods == 20
 
 
 @settings(max_examples=200, deadline=None)
@@ -974,7 +1038,9 @@ def test_a_positional_parameter_or_command_substitution_is_unresolved_not_refuse
         'KUBELET_EXTRA_ARGS="--node-labels=a=b oops" /etc/eks/bootstrap.sh c',
         'export KUBELET_EXTRA_ARGS="--max-pods=20 oops"',
         "echo 'KUBELET_EXTRA_ARGS=--max-pods=20 oops' >> /etc/sysconfig/kubelet",
-        "echo Environment=KUBELET_EXTRA_ARGS=--max-pods=20\\ oops > /etc/x.conf",
+        "echo \"Environment='KUBELET_EXTRA_ARGS=--max-pods=20 oops'\" > /etc/x.conf",
+        'cat <<EOF > /etc/x.conf\nEnvironment="KUBELET_EXTRA_ARGS=--max-pods=20 oops"\nEOF',
+        "cat <<'EOF' > /etc/x.conf\nEnvironment=A=1 'KUBELET_EXTRA_ARGS=--max-pods=20 oops'\nEOF",
         'KUBELET_EXTRA_ARGS+=" --node-labels=a=b oops"',
     ],
 )
@@ -995,6 +1061,11 @@ def test_a_stray_word_in_a_kubelet_extra_args_assignment_is_an_error(text):
         "echo 'KUBELET_EXTRA_ARGS=\"--node-labels=a=b c\"' >> /etc/x",  # quotes another layer reads
         "sed -i 's/KUBELET_EXTRA_ARGS=x y/z/' /etc/x",  # inside other text
         "OTHER_ARGS='--node-labels=a=b oops'",  # another variable: not the kubelet's
+        # systemd splits an unquoted Environment= value into assignments: "oops" is one of its
+        # own (invalid: systemd ignores it), never a word of $KUBELET_EXTRA_ARGS
+        "echo Environment=KUBELET_EXTRA_ARGS=--max-pods=20\\ oops > /etc/x.conf",
+        "cat <<EOF > /etc/x.conf\nEnvironment=KUBELET_EXTRA_ARGS=--max-pods=20 oops\nEOF",
+        "echo \"Environment='KUBELET_EXTRA_ARGS=--max-pods=20' oops\" > /etc/x.conf",
     ],
 )
 def test_a_kubelet_extra_args_assignment_that_may_be_right_is_not_refused(text):
@@ -1033,3 +1104,73 @@ def test_a_nodeconfig_in_a_part_of_another_type_is_not_nodeadms():
     part = _NODECONFIG_PART.replace("application/node.eks.aws", "text/plain")
     facts = bootstrap.from_user_data(_MIME_HEAD + part.replace("TAINTS", "[]") + "--//--\n")
     assert facts.max_pods is None and not facts.labels
+
+
+# ---------------------------------------------------------------------------------------------
+# Shell words: an unquoted ( or ) is an operator, never part of a flag's value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(kubelet --max-pods=20)",
+        "( /usr/bin/kubelet --max-pods=20 )",
+        "if true; then (kubelet --max-pods=20); fi",
+        "{ kubelet --max-pods=20; }",
+        "x=$(date) && (cd /tmp && kubelet --max-pods=20)",
+        "/etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=20'&",
+    ],
+)
+def test_a_flag_before_a_closing_parenthesis_is_read_without_it(text):
+    """``(kubelet --max-pods=20)`` runs the kubelet in a subshell with max-pods 20: the
+    parenthesis stuck to the value, and ``20)`` was refused as no integer."""
+    assert bootstrap.from_kubelet_flags(text).max_pods == 20
+
+
+def test_a_substitution_stays_one_word_and_leaves_the_value_unresolved():
+    """``$(...)`` is not an operator: its text stays in the word, which holds a variable."""
+    facts = bootstrap.from_kubelet_flags('kubelet --max-pods=$(echo "20 ) 30")')
+    assert facts.max_pods is None and facts.unresolved
+
+
+_PLAIN_WORDS = st.from_regex(r"[A-Za-z0-9_./:,=+-]{1,8}", fullmatch=True)
+_OPERATORS = st.sampled_from([";", "&&", "||", "|", "&", "(", ")", ">>", "<", ">"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_PLAIN_WORDS, _OPERATORS), max_size=12), st.data())
+def test_shell_words_end_at_operators_with_or_without_blanks(tokens, data):
+    """POSIX 2.3: an unquoted operator ends the word before it, blanks or not (a blank only
+    between two words, or two operators that would run together: ``;`` ``&&``)."""
+    text = ""
+    for i, token in enumerate(tokens):
+        kinds = {_kind(t) for t in tokens[max(i - 1, 0) : i + 1]}
+        needed = i and len(kinds) == 1 and kinds != {"()"}
+        text += " " if needed else data.draw(st.sampled_from(["", " "]))
+        text += token
+    assert shell_text.words(text) == tokens
+
+
+def _kind(token: str) -> str:
+    return "()" if token in "()" else "run" if token[0] in ";&|<>" else "word"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.characters(exclude_characters="\x00"), min_size=1), max_size=5))
+def test_a_quoted_word_is_one_word_whatever_it_holds(parts):
+    """What shlex.quote writes, the shell reads back as it was (quotes and escapes removed)."""
+    assert shell_text.words(" ".join(shlex.quote(p) for p in parts)) == parts
+
+
+@pytest.mark.parametrize(
+    ("value", "items"),
+    [
+        ("A=1 B=2", ["A=1", "B=2"]),
+        ("'A=1 2' B=3", ["A=1 2", "B=3"]),
+        ('"A=1 2"  "B=3"', ["A=1 2", "B=3"]),
+        ("A='1 2'", ["A='1", "2'"]),  # a quote inside an item is no quote (systemd.syntax)
+        ("'A=1", None),
+    ],
+)
+def test_systemd_environment_items_are_split_as_systemd_quotes_them(value, items):
+    assert shell_text.unit_words(value) == items

@@ -52,11 +52,28 @@ class Provisioner(StrEnum):
     GENERIC = "generic"
 
 
-@dataclass(frozen=True, slots=True, order=True)
+@dataclass(frozen=True, slots=True)
 class Taint:
     key: str
     value: str | None
     effect: str
+
+    def _order(self) -> tuple[str, bool, str, str]:
+        # no value sorts first; None and a string never compared (two taints of one key, one
+        # with a value and one without, made sorted() raise TypeError)
+        return (self.key, self.value is not None, self.value or "", self.effect)
+
+    def __lt__(self, other: Taint) -> bool:
+        return self._order() < other._order()
+
+    def __le__(self, other: Taint) -> bool:
+        return self._order() <= other._order()
+
+    def __gt__(self, other: Taint) -> bool:
+        return self._order() > other._order()
+
+    def __ge__(self, other: Taint) -> bool:
+        return self._order() >= other._order()
 
     @property
     def field_name(self) -> str:

@@ -9,8 +9,10 @@ otherwise drop without a trace:
 - nodeadm ``NodeConfig`` documents (AL2023: ``spec.kubelet.flags``, ``spec.kubelet.config``
   ``registerWithTaints`` / ``maxPods``), alone or inside a MIME multi-part user data, which is
   read part by part: kubelet flags in the shell script parts beside a NodeConfig count too, and
-  what both set to different values is unresolved, with the reason (``_beside``). One nodeadm
-  reads that is not YAML is refused (``NodeConfigYAMLError``: nodeadm does not start the node);
+  what both set to different values is unresolved, with the reason (``_beside``). Of a part
+  nodeadm reads, only the first YAML document counts (``formats.node_configs``); one that is
+  not YAML, or not a NodeConfig, is refused (``NodeConfigYAMLError``, ``NotNodeConfigError``:
+  nodeadm does not start the node);
   plain text laid out as one that is not YAML leaves what it sets unresolved (``_node_configs``);
 - Bottlerocket TOML (``[settings.kubernetes.node-labels]``, ``[settings.kubernetes.node-taints]``
   with ``"key" = "value:Effect"`` or a list of them, ``settings.kubernetes.max-pods``).
@@ -46,10 +48,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from fleetwarden.core.pools import EFFECTS, Taint
-from fleetwarden.formats import kubelet_values, mime
+from fleetwarden.formats import kubelet_values, mime, node_configs
 from fleetwarden.formats import shell as shell_text
 from fleetwarden.formats.kubelet_values import (  # the values' rules, re-exported for readers
     DROPPED_TAINT,
@@ -65,6 +65,7 @@ from fleetwarden.formats.kubelet_values import (  # the values' rules, re-export
     qualified_name,
     register_with_taints,
 )
+from fleetwarden.formats.node_configs import NodeConfigYAMLError, NotNodeConfigError
 
 __all__ = [
     "DROPPED_TAINT",
@@ -73,10 +74,12 @@ __all__ = [
     "BootFacts",
     "KubeletFlagError",
     "NodeConfigYAMLError",
+    "NotNodeConfigError",
     "flags_given",
     "from_bottlerocket_toml",
     "from_kubelet_extra_args",
     "from_kubelet_flags",
+    "from_node_config",
     "from_nodeadm",
     "from_user_data",
     "kubelet_config",
@@ -101,15 +104,6 @@ _FLAG = re.compile(r"--(node-labels|register-with-taints|max-pods)(?==|\Z)")
 _LEAD = re.compile(r"(?:(?:[A-Za-z_][A-Za-z0-9_]*\+?|--[a-z][a-z0-9-]*)=['\"]?)*\Z")
 
 
-class NodeConfigYAMLError(KubeletFlagError):
-    """A NodeConfig nodeadm reads that is not YAML: nodeadm refuses the user data and the node
-    does not join. ``problem`` says what and where, for a reader whose tool refuses it first."""
-
-    def __init__(self, message: str, problem: str) -> None:
-        super().__init__(message)
-        self.problem = problem
-
-
 @dataclass(slots=True)
 class BootFacts:
     """What the kubelet will register, as far as literal text says."""
@@ -120,6 +114,10 @@ class BootFacts:
     unresolved: list[str] = field(default_factory=list)  # texts holding variables
     ignored: list[str] = field(default_factory=list)  # flags found that do not take effect
     found: bool = False  # the text sets labels, taints or max-pods at all
+    # a --register-with-taints flag gives the taints (it beats any registerWithTaints the
+    # kubelet's configuration holds, a provisioner's own included), not a configuration
+    taints_flag: bool = False
+    max_pods_flag: bool = False  # likewise for --max-pods and maxPods
 
     def merge(self, other: BootFacts) -> None:
         self.labels.update(other.labels)
@@ -129,6 +127,8 @@ class BootFacts:
         self.unresolved.extend(other.unresolved)
         self.ignored.extend(other.ignored)
         self.found = self.found or other.found
+        self.taints_flag = self.taints_flag or other.taints_flag
+        self.max_pods_flag = self.max_pods_flag or other.max_pods_flag
 
 
 # ------------------------------------------------------------------------------------------
@@ -229,6 +229,7 @@ def _node_labels_hit(
 
 
 def _taints_hit(out: BootFacts, hit: _Hit) -> None:
+    out.taints_flag = True
     if hit.value is None or _VARIABLE.search(hit.value):
         out.unresolved.append(hit.text)
         return
@@ -242,6 +243,7 @@ def _taints_hit(out: BootFacts, hit: _Hit) -> None:
 
 
 def _max_pods_hit(out: BootFacts, hit: _Hit) -> None:
+    out.max_pods_flag = True
     if hit.value is None or _VARIABLE.search(hit.value):
         out.unresolved.append(hit.text)
         return
@@ -306,9 +308,15 @@ def _check_extra_args(text: str) -> None:
     assignment that is a shell word of its own, with a literal value: quotes, escapes or
     variables left in it are another layer's to expand, so nothing is refused there."""
     words = shell_text.words(text)
+    # a drop-in's Environment= line, as the file holds it (in a here-document or a file)
+    lines = [line.strip() for line in text.splitlines()]
+    for line in (line for line in lines if line.startswith(_ENVIRONMENT)):
+        _check_environment(line)
     for i, word in enumerate(words or ()):
         value, shown = None, ""
-        if (assigned := _EXTRA_ARGS_VARIABLE.fullmatch(word)) is not None:
+        if word.startswith(_ENVIRONMENT):  # written by a command (echo '...' >> drop-in)
+            _check_environment(word)
+        elif (assigned := _EXTRA_ARGS_VARIABLE.fullmatch(word)) is not None:
             value, shown = assigned[1], f"KUBELET_EXTRA_ARGS={assigned[1]!r}"
         elif (at := word.find(_EXTRA_ARGS)) >= 0 and _LEAD.match(word[:at]) is not None:
             rest = word[at + len(_EXTRA_ARGS) :]
@@ -317,14 +325,32 @@ def _check_extra_args(text: str) -> None:
             elif not rest and i + 1 < len(words or ()):
                 value = (words or [])[i + 1]
             shown = f"{_EXTRA_ARGS} {value!r}"
-        if value is None or _VARIABLE.search(value) or any(c in value for c in "'\"\\`$"):
-            continue
-        stray = _positional(value.split())
-        if stray is not None:
-            raise KubeletFlagError(
-                f"{shown}: {stray!r} is not a flag nor the value of one; the kubelet takes no "
-                f"positional argument and refuses to start (unknown command {stray})"
-            )
+        _check_value(value, shown)
+
+
+_ENVIRONMENT = "Environment="
+
+
+def _check_environment(setting: str) -> None:
+    """A systemd ``Environment=`` setting: its items split as systemd splits them (a quoted
+    item is one, stray words beside an unquoted assignment are assignments of their own, which
+    systemd ignores); a ``KUBELET_EXTRA_ARGS=`` item's value is what the unit's
+    ``$KUBELET_EXTRA_ARGS`` passes, split at blanks."""
+    for item in shell_text.unit_words(setting.removeprefix(_ENVIRONMENT)) or ():
+        name, equals, value = item.partition("=")
+        if equals and name == "KUBELET_EXTRA_ARGS":
+            _check_value(value, f"{_ENVIRONMENT}KUBELET_EXTRA_ARGS={value!r}")
+
+
+def _check_value(value: str | None, shown: str) -> None:
+    if value is None or _VARIABLE.search(value) or any(c in value for c in "'\"\\`$"):
+        return
+    stray = _positional(value.split())
+    if stray is not None:
+        raise KubeletFlagError(
+            f"{shown}: {stray!r} is not a flag nor the value of one; the kubelet takes no "
+            f"positional argument and refuses to start (unknown command {stray})"
+        )
 
 
 def _positional(words: list[str]) -> str | None:
@@ -345,9 +371,10 @@ def _positional(words: list[str]) -> str | None:
 
 
 def from_nodeadm(text: str) -> BootFacts:
-    """Every nodeadm ``NodeConfig`` in a text nodeadm reads as one: plain YAML (JSON) or a
-    MIME message's ``application/node.eks.aws`` parts. One that is not YAML is refused, as
-    nodeadm refuses it (see ``_node_configs``)."""
+    """The nodeadm ``NodeConfig``s of a text nodeadm reads as one: plain YAML (JSON) or a
+    MIME message's ``application/node.eks.aws`` parts, the first YAML document of each. One
+    that is not YAML, or whose first document is no NodeConfig, is refused, as nodeadm refuses
+    it (see ``_node_configs``)."""
     out = BootFacts()
     configs: list[Mapping[str, Any]] = []
     split = mime.parts(text)
@@ -358,20 +385,33 @@ def from_nodeadm(text: str) -> BootFacts:
             continue
         ours = part.content_type == _NODEADM_TYPE or (len(split) == 1 and not part.content_type)
         where = f"MIME part {i} ({part.content_type})" if part.content_type else ""
-        configs.extend(_node_configs(out, part.body, nodeadm=ours, where=where))
+        declared = part.content_type == _NODEADM_TYPE
+        configs.extend(_node_configs(out, part.body, nodeadm=ours, declared=declared, where=where))
     out.merge(_from_node_configs(configs))
+    return out
+
+
+def from_node_config(text: str) -> BootFacts:
+    """A text that is one NodeConfig, not a MIME message: eksctl's AL2023
+    ``overrideBootstrapCommand``, which eksctl unmarshals (its first YAML document) into the
+    NodeConfig it hands nodeadm. ``NodeConfigYAMLError`` where it is not YAML,
+    ``NotNodeConfigError`` where that document is no NodeConfig (empty included)."""
+    out = BootFacts()
+    out.merge(_from_node_configs(_node_configs(out, text, nodeadm=True, declared=True)))
     return out
 
 
 def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
     """NodeConfigs as nodeadm merges them and hands them to the kubelet: every ``kubelet.flags``
     in order, as one command line (mergeKubeletFlags appends them), and ``kubelet.config``
-    merged key by key, a later NodeConfig's value replacing an earlier one unless it is empty
-    (mergo.WithOverride keeps the earlier for 0, "", [], {} and null: nodeadm/internal/api
-    merge.go, util/merge.go). nodeadm writes the flags after its own (the user's win) and the
-    configuration to a drop-in file; the kubelet lets a command-line flag override the
-    configuration: ``--register-with-taints`` / ``--max-pods`` replace ``registerWithTaints``
-    / ``maxPods`` (kubeletConfigFlagPrecedence), which are then listed as ignored."""
+    merged key by key, a later NodeConfig's value replacing an earlier one -- an empty list,
+    0, "" or null too; only two mappings merge (mergeInlineDocument: util.Merge, mergo
+    WithOverride on the decoded maps, whose map branch sets a later element whatever it is:
+    nodeadm/internal/api merge.go, util/merge.go, vendored dario.cat/mergo merge.go). nodeadm
+    writes the flags after its own (the user's win) and the configuration to a drop-in file;
+    the kubelet lets a command-line flag override the configuration: ``--register-with-taints``
+    / ``--max-pods`` replace ``registerWithTaints`` / ``maxPods`` (kubeletConfigFlagPrecedence),
+    which are then listed as ignored."""
     flags: list[str] = []
     merged: dict[str, Any] = {}
     replaced: list[str] = []
@@ -382,13 +422,14 @@ def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
             continue
         given = kubelet.get("flags")
         if isinstance(given, list):
-            flags.extend(str(f) for f in given)
+            flags.extend(f for f in given if isinstance(f, str))  # null: Go's "" (no flag)
         config_ = kubelet.get("config")
         if not isinstance(config_, Mapping):
             continue
         for key, value in config_.items():
-            if key in merged and value in (0, "", [], {}, None):  # False == 0: empty too
-                continue
+            earlier = merged.get(key)
+            if isinstance(earlier, Mapping) and isinstance(value, Mapping):
+                value = {**earlier, **value}  # deep below this: no field read here is a map
             if key in _CONFIG_FLAGS and key in merged and merged[key] != value:
                 replaced.append(
                     f"{key}: {merged[key]!r}: replaced by a later NodeConfig's {value!r} "
@@ -498,87 +539,19 @@ def _config_taint(out: BootFacts, item: Any, where: str) -> Taint | None:
 
 
 _NODEADM_TYPE = "application/node.eks.aws"  # nodeadm's nodeConfigMediaType
-# a text laid out as a NodeConfig document: it starts as YAML or JSON does (a top-level key,
-# "---", "{"), and "kind: NodeConfig" is a top-level key -- not a script that writes one
-_YAML_START = re.compile(r"""(?:---|\{|["']?[A-Za-z_][\w.-]*["']?:(?:\s|$))""")
-_NODECONFIG_KIND = re.compile(
-    r"""^kind:[ \t]*(["']?)NodeConfig\1[ \t]*(?:#.*)?$"""  # YAML
-    r'|"kind"\s*:\s*"NodeConfig"',  # JSON
-    re.M,
-)
-
-
-def _laid_out_as_node_config(body: str) -> bool:
-    lines = (line for line in body.splitlines() if line.strip() and not line.startswith("#"))
-    first = next(lines, "")
-    return _YAML_START.match(first) is not None and _NODECONFIG_KIND.search(body) is not None
-
-
-# what every YAML parser refuses (nodeadm's sigs.k8s.io/yaml too): the text is no YAML. A
-# ConstructorError (an unknown tag, a complex key), a ValueError (a date PyYAML reads and Go
-# leaves a string) or a RecursionError is PyYAML's own limit, not known to be nodeadm's.
-_NOT_YAML = (yaml.reader.ReaderError, yaml.scanner.ScannerError, yaml.parser.ParserError)
 
 
 def _node_configs(
-    out: BootFacts, body: str, *, nodeadm: bool, where: str = ""
+    out: BootFacts, body: str, *, nodeadm: bool, declared: bool = False, where: str = ""
 ) -> list[Mapping[str, Any]]:
-    """The NodeConfig documents of a part's body. ``nodeadm``: the part is one nodeadm decodes
-    (``application/node.eks.aws``, or a text the caller knows nodeadm reads), so one that is
-    not YAML is a ``KubeletFlagError``: nodeadm returns the decoding error, tolerates it only
-    by dropping every NodeConfig of the user data (ParseMultipart stops at the first part that
-    fails: the provisioner's own part goes too), then finds none ("no config in chain") and
-    does not start the node (nodeadm/internal/configprovider mime.go, chain.go;
-    cli.ResolveConfig). A body nodeadm may not read (no declared type) that is laid out as a
-    NodeConfig and does not parse, or one PyYAML alone cannot read, leaves labels, taints and
-    max-pods unresolved, saying why: never "sets nothing"."""
-    if not body.strip():
-        return []
-    if not nodeadm and not _laid_out_as_node_config(body):
-        if "NodeConfig" not in body:
-            return []
-        try:  # a script may mention a NodeConfig: only a YAML text holds one
-            docs = list(yaml.safe_load_all(body))
-        except (yaml.YAMLError, ValueError, TypeError, RecursionError):
-            return []
-        return [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "NodeConfig"]
-    try:
-        docs = list(yaml.safe_load_all(body))
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as exc:
-        problem = _yaml_problem(exc)
-        shown = f"nodeadm NodeConfig{' in ' + where if where else ''}"
-        if nodeadm and isinstance(exc, _NOT_YAML):
-            raise NodeConfigYAMLError(
-                f"{shown}: not YAML ({problem}): nodeadm refuses the user data, applies no "
-                "NodeConfig and the node does not join",
-                problem,
-            ) from None
-        what = (
-            f"not YAML ({problem})"
-            if isinstance(exc, _NOT_YAML)
-            else f"not read by fleetwarden's YAML parser ({problem})"
-        )
-        why = (
-            f"{shown}: {what}"
-            if nodeadm
-            else f"a text laid out as a NodeConfig, {what}: nodeadm, if it reads it, does not "
-            "start the node; taken for a script, it sets nothing"
-        )
+    """The NodeConfig of a part's body as nodeadm reads it (``node_configs.read``), its notes
+    taken into ``out``: a body whose settings cannot be told leaves them unresolved, saying why."""
+    found = node_configs.read(body, nodeadm=nodeadm, declared=declared, where=where)
+    out.ignored.extend(found.ignored)
+    if found.unreadable is not None:
         out.found = True
-        out.unresolved.extend(f"{flag} ({why}: not read)" for flag in _FLAGS)
-        return []
-    return [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "NodeConfig"]
-
-
-def _yaml_problem(exc: BaseException) -> str:
-    """A YAML error, briefly: what and where (lines of the part's body, from 1)."""
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        return f"{exc.problem or exc.context}{at}"
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        out.unresolved.extend(f"{flag} ({found.unreadable}: not read)" for flag in _FLAGS)
+    return found.configs
 
 
 def from_bottlerocket_toml(text: str) -> BootFacts:
@@ -652,7 +625,11 @@ def from_user_data(text: str) -> BootFacts:
         unread = len(out.unresolved)
         # a part of another declared type is never nodeadm's, whatever it holds
         theirs = part.content_type is not None and not ours
-        found = [] if theirs else _node_configs(out, part.body, nodeadm=ours, where=where)
+        found = (
+            []
+            if theirs
+            else _node_configs(out, part.body, nodeadm=ours, declared=ours, where=where)
+        )
         if found or ours:  # its flags are nodeadm's to pass on: not read again as a script's
             configs.extend(found)
         elif len(out.unresolved) == unread and _MENTIONS_FLAG.search(part.body):
@@ -685,7 +662,11 @@ def _beside(config: BootFacts, script: BootFacts) -> BootFacts:
     reason, never one side silently dropped."""
     if not (config.found and script.found):
         return script if script.found else config
-    out = BootFacts(found=True)
+    out = BootFacts(
+        found=True,
+        taints_flag=config.taints_flag or script.taints_flag,
+        max_pods_flag=config.max_pods_flag or script.max_pods_flag,
+    )
     out.unresolved = [*config.unresolved, *script.unresolved]
     out.ignored = [*config.ignored, *script.ignored]
     for key, value in {**config.labels, **script.labels}.items():

@@ -640,18 +640,12 @@ class _Group:
                 for t in texts
             )
             # on AL2023 eksctl unmarshals overrideBootstrapCommand into the NodeConfig it
-            # hands nodeadm (nodebootstrap/al2023.go stringToNodeConfig): text that is not
-            # YAML is refused there, not run as a script
+            # hands nodeadm (nodebootstrap/al2023.go stringToNodeConfig): it is never a script
             nodeadm = key == "overrideBootstrapCommand" and self.ami_family == "AmazonLinux2023"
             try:
-                facts = (bootstrap.from_nodeadm if nodeadm else bootstrap.from_user_data)(text)
+                facts = (bootstrap.from_node_config if nodeadm else bootstrap.from_user_data)(text)
             except bootstrap.KubeletFlagError as exc:
-                reason = (
-                    f"not YAML ({exc.problem}): eksctl refuses it (on AmazonLinux2023 it reads "
-                    "overrideBootstrapCommand as the nodeadm NodeConfig)"
-                    if isinstance(exc, bootstrap.NodeConfigYAMLError)
-                    else str(exc)
-                )
+                reason = strict.override_refusal(exc) if nodeadm else str(exc)
                 raise FormatError(
                     self.doc.path, reason, field=self.doc.where(f"{self.where}.{key}")
                 ) from None

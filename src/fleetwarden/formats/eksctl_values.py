@@ -26,6 +26,7 @@ __all__ = [
     "count",
     "family",
     "flag",
+    "override_refusal",
     "placeholder",
     "text",
     "version",
@@ -241,3 +242,28 @@ def check_labels(doc: Document, labels: dict[str, str], where: str) -> None:
             "in those namespaces)",
             field=doc.where(f"{where}.{disallowed[0]}"),
         )
+
+
+_UNMARSHALLING = 'unmarshalling "overrideBootstrapCommand" into "nodeadm.NodeConfig"'
+
+
+def override_refusal(exc: bootstrap.KubeletFlagError) -> str:
+    """Why an AmazonLinux2023 ``overrideBootstrapCommand`` is refused, and by which tool. eksctl
+    unmarshals its first YAML document into the nodeadm NodeConfig type (``stringToNodeConfig``,
+    sigs.k8s.io/yaml: kind and apiVersion unchecked, unknown fields dropped) and refuses text
+    that is not YAML or does not unmarshal (a shell script is a YAML string); what does, it
+    writes into the user data as a NodeConfig part, which nodeadm refuses unless its kind and
+    apiVersion are a NodeConfig's -- and the node does not join."""
+    if isinstance(exc, bootstrap.NodeConfigYAMLError):
+        return f"not YAML ({exc.problem}): eksctl refuses it ({_UNMARSHALLING})"
+    if isinstance(exc, bootstrap.NotNodeConfigError) and not exc.decodes:
+        return (
+            f"{exc.problem}: eksctl refuses it ({_UNMARSHALLING}: on AmazonLinux2023 "
+            "overrideBootstrapCommand is a nodeadm NodeConfig, not a script)"
+        )
+    if isinstance(exc, bootstrap.NotNodeConfigError):
+        return (
+            f"{exc.problem}: eksctl writes it into the user data as a NodeConfig part, which "
+            "nodeadm refuses: it applies no NodeConfig and the node does not join"
+        )
+    return str(exc)

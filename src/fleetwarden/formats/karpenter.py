@@ -60,7 +60,7 @@ from fleetwarden.core.pools import (
     normalise_effect,
 )
 from fleetwarden.core.quantities import parse_quantity
-from fleetwarden.formats import bootstrap, karpenter_labels
+from fleetwarden.formats import bootstrap, karpenter_labels, karpenter_user_data
 from fleetwarden.formats.accounting import Ledger, Path, View, dotted
 from fleetwarden.formats.documents import (
     Document,
@@ -209,7 +209,9 @@ class _Pool:
         self.unresolved: list[Unresolved] = []
         self.labels: dict[str, str] = {}
         self.taints: list[Taint] = []
+        self.pool_taints: dict[Taint, tuple[str, str]] = {}  # NodePool taints the nodes may lack
         self.max_pods: int | None = None
+        self.api = doc.api_version  # the NodePool's (the node class's document is read later)
 
     def spec(self) -> NodePoolSpec:
         doc, view = self.doc, self.view
@@ -248,8 +250,6 @@ class _Pool:
             # a label key holds dots (team.example.com/owner): one path step, never split
             view.compared((*_p(meta_path), "labels", str(k)), f"labels.{k}", text)
         taints = _taints(doc, tmpl_spec.get("taints"), f"{spec_path}.taints")
-        for taint in taints:
-            view.compared(_p(spec_path, "taints"), taint.field_name, _show_taint(taint))
         self.taints.extend(taints)
         startup = _taints(doc, tmpl_spec.get("startupTaints"), f"{spec_path}.startupTaints")
         if startup:
@@ -268,6 +268,16 @@ class _Pool:
         # prunes it), so it is left to close() as unaccounted and never overrides the class's
         count = self._replicas(spec)
         family, alternatives, disk = self._node_class(tmpl_spec, spec_path, spec)
+        for taint in taints:  # after the node class: its user data may replace them
+            status, why = self.pool_taints.get(taint, ("", ""))
+            if status == "unresolved":
+                view.unresolved(_p(spec_path, "taints"), why, "taints")
+                if Unresolved("taints", why) not in self.unresolved:
+                    self.unresolved.append(Unresolved("taints", why))
+            elif status:
+                view.ignored(_p(spec_path, "taints"), f"{_show_taint(taint)}: {why}")
+            else:
+                view.compared(_p(spec_path, "taints"), taint.field_name, _show_taint(taint))
         view.close(doc.body.get("spec") or {}, _POOL_IGNORED, at="spec")
         allocatable = {"pods": str(self.max_pods)} if self.max_pods is not None else {}
         return NodePoolSpec(
@@ -457,7 +467,7 @@ class _Pool:
             self.unresolved.append(Unresolved("diskSizeGiB", why))
             return family, (), None
         disk = self._aws_disk(view, spec, at, family, custom=custom)
-        self._user_data(view, spec, at)
+        self._user_data(view, spec, at, al2023=family == "amazonlinux2023" and not custom)
         self._kubelet_in_class(view, spec, at)
         return family, (), disk
 
@@ -527,16 +537,14 @@ class _Pool:
             )
         return chosen
 
-    def _user_data(self, view: View, spec: Mapping[str, Any], at: str) -> None:
-        raw = spec.get("userData")
-        if raw is None:
+    def _user_data(self, view: View, spec: Mapping[str, Any], at: str, al2023: bool) -> None:
+        read = karpenter_user_data.read(
+            self.doc, view, spec, at, pool_taints=self.taints, al2023=al2023, pool_api=self.api
+        )
+        if read is None:
             return
-        text = str(expect_str(self.doc, raw, f"{at}.userData", allow_none=False))
-        try:
-            facts = bootstrap.from_user_data(text)
-        except bootstrap.KubeletFlagError as exc:
-            where = self.doc.where(f"{at}.userData")
-            raise FormatError(self.doc.path, str(exc), field=where) from None
+        facts, self.pool_taints = read.facts, read.pool_taints
+        self.taints = [t for t in self.taints if t not in self.pool_taints]
         for key, value in facts.labels.items():
             self.labels[key] = value
             view.compared(f"{at}.userData", f"labels.{key}", f"{key}={value}")
