@@ -79,7 +79,7 @@ def node_pool_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[N
     cluster = r.cluster(obj, "cluster")
     target = ctx.scope.cluster_of(obj.raw("cluster"))
     zones = _resource_zones(r, obj, target)
-    return [_pool(r, obj, label, cluster, zones)]
+    return [_pool(r, obj, label, cluster, zones, channel=_channel(r, target))]
 
 
 def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[NodePoolSpec]:
@@ -102,7 +102,7 @@ def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[Nod
             obj = r.obj(block, (*base, "node_pool", i), _POOL_IGNORED)
             cluster = r.text(root, "name", "cluster")
             zones = _resource_zones(r, obj, body, root=root)
-            pools.append(_pool(r, obj, f"node_pool-{i}", cluster, zones))
+            pools.append(_pool(r, obj, f"node_pool-{i}", cluster, zones, channel=_channel(r, body)))
     dynamic = False
     for i, (lbl, dyn) in enumerate(blocks(body, "dynamic", 1)):
         content = dyn.get("content") if lbl == "node_pool" else None
@@ -116,7 +116,8 @@ def cluster_pools(ctx: Context, label: str, body: Mapping[Any, Any]) -> list[Nod
             obj = r.obj(content[0], (*at, "content", 0), _POOL_IGNORED)
             cluster = r.text(root, "name", "cluster")
             zones = _resource_zones(r, obj, body, root=root)
-            pools.append(_pool(r, obj, f"dynamic-node_pool-{i}", cluster, zones))
+            name = f"dynamic-node_pool-{i}"
+            pools.append(_pool(r, obj, name, cluster, zones, channel=_channel(r, body)))
     removed = ctx.scope.resolved(body.get("remove_default_node_pool"))
     if pools or dynamic or removed is True or removed == "true":  # Terraform converts "true"
         return pools
@@ -253,6 +254,7 @@ def _pool(
     *,
     default_pool: bool = False,
     shape: _Shape = _RESOURCE,
+    channel: Any = None,
 ) -> NodePoolSpec:
     """A GKE pool (resource, ``node_pool`` block, a cluster's default-pool, the gke-node-pool
     sub-module, or the gke-standard-cluster sub-module's default-pool)."""
@@ -328,14 +330,7 @@ def _pool(
     if shape.version is not None:
         version = shape.version(r, obj)
     else:
-        version_attr = "node_version" if default_pool else "version"
-        version = r.text(obj, version_attr, "kubernetesVersion")
-        if not obj.has(version_attr):
-            r.unstated(
-                "kubernetesVersion",
-                version_attr,
-                "not stated: the cluster's version (not compared)",
-            )
+        version = _resource_version(r, obj, channel, default_pool=default_pool)
     return r.spec(
         Provisioner.GCP,
         name=name,
@@ -352,6 +347,58 @@ def _pool(
         os_family=family,
         allocatable={"pods": str(pods)} if pods is not None else {},
     )
+
+
+def _resource_version(r: Reader, obj: Obj, channel: Any, *, default_pool: bool) -> str | None:
+    """A pool's ``version`` (a default-pool's ``node_version``) counts only without auto-upgrade:
+    with it GKE moves the nodes past the stated version. ``management.auto_upgrade`` defaults to
+    true (the provider's ``Default: true`` on ``google_container_node_pool``; GKE's default where
+    ``management`` is not sent, and always for a cluster's default-pool, which has no
+    ``management``); a cluster on a release channel (``release_channel.channel`` other than
+    UNSPECIFIED) cannot turn it off. ``channel`` is the cluster's resolved channel, if stated."""
+    attr = "node_version" if default_pool else "version"
+    at: Path = ("management", 0, "auto_upgrade")
+    upgrade: bool | None = True
+    if not default_pool and obj.has(at):
+        upgrade = r.flag(obj, at, "kubernetesVersion", note=False)
+        if upgrade is None:  # not known: neither compared nor ignored
+            r.unresolve(obj, at, "kubernetesVersion", source_text(obj.raw(at)))
+            r.ignore(obj, attr, "auto_upgrade is not resolved: whether it applies is not known")
+            return None
+    why = "auto-upgraded with the cluster (management.auto_upgrade, default true): not compared"
+    if default_pool:
+        why = "auto-upgraded with the cluster (GKE's default for the default-pool): not compared"
+    if upgrade is False:
+        if isinstance(channel, Expr):
+            r.unresolve(obj, at, "kubernetesVersion", f"release_channel {channel.text}")
+            r.ignore(obj, attr, "the cluster's release channel is not resolved")
+            return None
+        if isinstance(channel, str) and channel != "UNSPECIFIED":
+            obj.view.ignored(at, f"the cluster's release channel {channel} forces auto-upgrade")
+            why = f"auto-upgraded: the cluster's release channel {channel} forces it; not compared"
+        else:
+            r.compared(obj, at, "kubernetesVersion", False)
+            version = r.text(obj, attr, "kubernetesVersion")
+            if not obj.has(attr):
+                r.unstated(
+                    "kubernetesVersion", attr, "not stated: the cluster's version (not compared)"
+                )
+            return version
+    elif obj.has(at):
+        obj.view.ignored(at, "true: the version follows the cluster")
+    if obj.has(attr):
+        r.ignore(obj, attr, why)
+    else:
+        r.unstated("kubernetesVersion", attr, why)
+    return None
+
+
+def _channel(r: Reader, cluster: Mapping[Any, Any] | None) -> Any:
+    """The cluster's ``release_channel.channel`` (resolved, or an ``Expr``), None if not stated."""
+    block = cluster.get("release_channel") if cluster is not None else None
+    if not isinstance(block, list) or not block or not isinstance(block[0], Mapping):
+        return None
+    return r.scope.resolved(block[0].get("channel"))
 
 
 def _autoscaling(

@@ -72,7 +72,7 @@ _CONFIG_IGNORED: dict[str, str] = {
 _POOL_IGNORED: dict[str, str] = {
     **META_IGNORED,
     "project": f"GCP project: {_NOT_ON_NODE}",
-    "management": f"auto-repair / auto-upgrade: {_NOT_ON_NODE}",
+    "management": f"auto-repair: {_NOT_ON_NODE}; auto_upgrade read: whether the version counts",
     "upgrade_settings": f"surge upgrade settings: {_NOT_ON_NODE}",
     "network_config": f"networking: {_NOT_ON_NODE}",
     "placement_policy": f"VM placement: {_NOT_ON_NODE}",
