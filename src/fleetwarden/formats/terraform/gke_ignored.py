@@ -78,7 +78,7 @@ _POOL_IGNORED: dict[str, str] = {
     "placement_policy": f"VM placement: {_NOT_ON_NODE}",
     "queued_provisioning": f"provisioning mode: {_NOT_ON_NODE}",
     "autoscaling[*].location_policy": f"how the autoscaler spreads nodes: {_NOT_ON_NODE}",
-    "location": "the cluster's region or zone: read for the number of zones",
+    "location": "the cluster's region or zone: the zones are counted from the cluster's",
     "node_locations": "zones: read for the number of zones",
     **{f"node_config[*].{k}": v for k, v in _CONFIG_IGNORED.items()},
 }
