@@ -537,3 +537,19 @@ def test_terraform_nodeadm_part_without_a_type_is_not_nodeadms():
     broken = text.replace("flags: []", "flags: [--node-labels=team=a")
     (pool,) = _pools("infra/main.tf", broken)  # not nodeadm's: no refusal
     assert "team" not in pool.labels
+
+
+@pytest.mark.parametrize(("family", "pods"), [("AmazonLinux2", "110"), ("AmazonLinux2023", None)])
+def test_eksctl_kubelet_extra_config_max_pods_zero(family, pods):
+    """kubeletExtraConfig maxPods 0: on AmazonLinux2 it is merged into the kubelet's
+    configuration file, whose decoding defaults it to 110; on AmazonLinux2023 eksctl puts it in
+    the NodeConfig's kubelet.config, a drop-in the kubelet merges undefaulted: unresolved."""
+    text = (
+        _EKSCTL.split("    overrideBootstrapCommand")[0]
+        + f"    amiFamily: {family}\n"
+        + "    kubeletExtraConfig:\n"
+        + "      maxPods: 0\n"
+    )
+    (pool,) = _pools("c.yaml", text)
+    assert pool.allocatable.get("pods") == pods
+    assert ("allocatable.pods" in pool.unresolved_fields) is (pods is None)

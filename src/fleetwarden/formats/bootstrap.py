@@ -439,7 +439,7 @@ def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
     line = " ".join(flags)
     out = from_kubelet_flags(line, shell=False)  # nodeadm hands them on as they are
     out.ignored.extend(replaced)
-    kubelet_config(out, merged, flags=flags_given(line))
+    kubelet_config(out, merged, flags=flags_given(line), drop_in=True)
     return out
 
 
@@ -454,7 +454,11 @@ def flags_given(line: str) -> frozenset[str]:
 
 
 def kubelet_config(
-    out: BootFacts, config: Mapping[str, Any], *, flags: Collection[str] = ()
+    out: BootFacts,
+    config: Mapping[str, Any],
+    *,
+    flags: Collection[str] = (),
+    drop_in: bool = False,
 ) -> None:
     """A KubeletConfiguration fragment: ``registerWithTaints`` and ``maxPods``.
     ``KubeletFlagError`` for a value the kubelet refuses to load (a type its strict decoding
@@ -462,7 +466,11 @@ def kubelet_config(
     exact effect, a bad key or value, a key and effect twice: ValidateNodeSpec). ``flags``: the
     kubelet flags the command line also gives (``register-with-taints``, ``max-pods``); a field
     such a flag overrides is listed as ignored, and refused only where the kubelet cannot load
-    it (its type): what it says is neither registered nor validated."""
+    it (its type): what it says is neither registered nor validated. ``maxPods: 0``: the
+    kubelet's default, 110, where the fragment is (merged into) its configuration file, whose
+    decoding defaults a 0 (SetDefaults_KubeletConfiguration); unresolved where it is a drop-in
+    (``drop_in``: nodeadm writes a NodeConfig's ``kubelet.config`` as one), which the kubelet
+    merges over its configuration undefaulted."""
     taints = config.get("registerWithTaints")
     if taints is not None:
         out.found = True
@@ -513,8 +521,26 @@ def kubelet_config(
         raise KubeletFlagError(
             f"kubelet configuration maxPods: {pods} is negative (the kubelet refuses to start)"
         )
+    elif pods == 0 and drop_in:
+        out.unresolved.append(f"maxPods: 0: {_ZERO_DROP_IN}")
+    elif pods == 0:
+        out.max_pods = _KUBELET_MAX_PODS
+        out.ignored.append(f"maxPods: 0: {_ZERO_DEFAULTED}")
     else:
         out.max_pods = pods
+
+
+_KUBELET_MAX_PODS = 110
+_ZERO_DEFAULTED = (
+    f"the kubelet defaults a 0 in its configuration file to {_KUBELET_MAX_PODS} "
+    "(SetDefaults_KubeletConfiguration), which is expected"
+)
+_ZERO_DROP_IN = (
+    "nodeadm writes kubelet.config as a drop-in (config.json.d/40-nodeadm.conf), which the "
+    "kubelet decodes without defaults and merges over the configuration nodeadm computes, so "
+    f"the kubelet may run with 0 rather than its default {_KUBELET_MAX_PODS} or nodeadm's "
+    "pod count: not asserted"
+)
 
 
 def _config_taint(out: BootFacts, item: Any, where: str) -> Taint | None:
