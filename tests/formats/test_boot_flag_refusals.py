@@ -553,3 +553,25 @@ def test_eksctl_kubelet_extra_config_max_pods_zero(family, pods):
     (pool,) = _pools("c.yaml", text)
     assert pool.allocatable.get("pods") == pods
     assert ("allocatable.pods" in pool.unresolved_fields) is (pods is None)
+
+
+@pytest.mark.parametrize("content", ["", "  \n", "# nothing yet\n"])
+def test_terraform_empty_nodeadm_part_is_an_error_naming_the_part(content):
+    """An empty cloudinit_pre_nodeadm part of type application/node.eks.aws: nodeadm's decoder
+    finds no kind in it, drops every NodeConfig of the user data and the node does not join.
+    It was accepted as setting nothing."""
+    body = "".join(f"            {line}\n" for line in content.splitlines())
+    group = (
+        '      ami_type = "AL2023_x86_64_STANDARD"\n'
+        "      cloudinit_pre_nodeadm = [{\n"
+        '        content_type = "text/x-shellscript"\n'
+        '        content      = "echo hi"\n'
+        "      }, {\n"
+        '        content_type = "application/node.eks.aws"\n'
+        f"        content      = <<-EOT\n{body}          EOT\n"
+        "      }]"
+    )
+    text = _terraform(group).replace('      ami_type = "AL2_x86_64"\n', "")
+    error = _refused("infra/main.tf", text)
+    assert error.field is not None and error.field.endswith("cloudinit_pre_nodeadm")
+    assert "cloudinit_pre_nodeadm[1]" in error.reason and "empty" in error.reason

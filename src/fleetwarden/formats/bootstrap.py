@@ -370,23 +370,26 @@ def _positional(words: list[str]) -> str | None:
     return None
 
 
-def from_nodeadm(text: str) -> BootFacts:
+def from_nodeadm(text: str, *, part: str = "") -> BootFacts:
     """The nodeadm ``NodeConfig``s of a text nodeadm reads as one: plain YAML (JSON) or a
     MIME message's ``application/node.eks.aws`` parts, the first YAML document of each. One
     that is not YAML, or whose first document is no NodeConfig, is refused, as nodeadm refuses
-    it (see ``_node_configs``)."""
+    it (see ``_node_configs``). ``part``: the text is the body of the ``application/node.eks.aws``
+    part so named (terraform-aws-eks ``cloudinit_pre_nodeadm[0]``), so an empty one is refused
+    too (nodeadm's decoder finds no kind in it)."""
     out = BootFacts()
     configs: list[Mapping[str, Any]] = []
     split = mime.parts(text)
-    for i, part in enumerate(split, 1):
-        if part.body is None:
+    for i, one in enumerate(split, 1):
+        if one.body is None:
             out.found = True
             out.unresolved.extend(f"{flag} ({_UNREADABLE})" for flag in _FLAGS)
             continue
-        ours = part.content_type == _NODEADM_TYPE or (len(split) == 1 and not part.content_type)
-        where = f"MIME part {i} ({part.content_type})" if part.content_type else ""
-        declared = part.content_type == _NODEADM_TYPE
-        configs.extend(_node_configs(out, part.body, nodeadm=ours, declared=declared, where=where))
+        named = bool(part) and len(split) == 1 and not one.content_type
+        ours = one.content_type == _NODEADM_TYPE or (len(split) == 1 and not one.content_type)
+        where = f"MIME part {i} ({one.content_type})" if one.content_type else part
+        declared = one.content_type == _NODEADM_TYPE or named
+        configs.extend(_node_configs(out, one.body, nodeadm=ours, declared=declared, where=where))
     out.merge(_from_node_configs(configs))
     return out
 
