@@ -575,3 +575,38 @@ def test_terraform_empty_nodeadm_part_is_an_error_naming_the_part(content):
     error = _refused("infra/main.tf", text)
     assert error.field is not None and error.field.endswith("cloudinit_pre_nodeadm")
     assert "cloudinit_pre_nodeadm[1]" in error.reason and "empty" in error.reason
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nSpec:\n  Kubelet:\n"
+        "    FLAGS: [--max-pods=20]",
+        "APIVersion: node.eks.aws/v1alpha1\nKind: NodeConfig\nspec:\n  kubelet:\n"
+        "    flags: [--max-pods=20]",
+        # the Kelvin sign folds to k in Go's encoding/json
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  \u212aubelet:\n"
+        "    flags: [--max-pods=20]",
+    ],
+    ids=["field-case", "type-meta-case", "kelvin"],
+)
+def test_eksctl_al2023_override_bootstrap_command_field_names_match_as_go_json_does(override):
+    """eksctl unmarshals overrideBootstrapCommand into nodeadm's NodeConfig type with
+    sigs.k8s.io/yaml (encoding/json: a field name matches case-insensitively) and marshals it
+    again for nodeadm (createMimeMessage), so the node gets ``Spec:`` as ``spec``: its
+    --max-pods was not read (and ``Kind:`` was refused as no NodeConfig)."""
+    (pool,) = _pools("c.yaml", _eksctl_al2023(override))
+    assert pool.allocatable["pods"] == "20"
+
+
+def test_eksctl_al2023_override_bootstrap_command_field_named_twice_merges_as_go_json_does():
+    """Keys are decoded sorted (sigs.k8s.io/yaml goes through a map): ``Spec`` before ``spec``,
+    the second decoded into the first, so both kubelet settings reach the node; a null for the
+    kubelet struct has no effect."""
+    override = (
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
+        "    flags: [--node-labels=team=a]\nSpec:\n  kubelet:\n    config: {maxPods: 30}\n"
+        "  Kubelet: null"
+    )
+    (pool,) = _pools("c.yaml", _eksctl_al2023(override))
+    assert pool.allocatable["pods"] == "30" and pool.labels.get("team") == "a"

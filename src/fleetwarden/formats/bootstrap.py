@@ -398,9 +398,12 @@ def from_node_config(text: str) -> BootFacts:
     """A text that is one NodeConfig, not a MIME message: eksctl's AL2023
     ``overrideBootstrapCommand``, which eksctl unmarshals (its first YAML document) into the
     NodeConfig it hands nodeadm. ``NodeConfigYAMLError`` where it is not YAML,
-    ``NotNodeConfigError`` where that document is no NodeConfig (empty included)."""
+    ``NotNodeConfigError`` where that document is no NodeConfig (empty included). eksctl
+    marshals the NodeConfig again for nodeadm, so its field names are matched as Go's
+    encoding/json matches them (``Spec:`` is ``spec``), not as nodeadm's own decoder would."""
     out = BootFacts()
-    out.merge(_from_node_configs(_node_configs(out, text, nodeadm=True, declared=True)))
+    configs = _node_configs(out, text, nodeadm=True, declared=True, go_json=True)
+    out.merge(_from_node_configs(configs))
     return out
 
 
@@ -571,11 +574,19 @@ _NODEADM_TYPE = "application/node.eks.aws"  # nodeadm's nodeConfigMediaType
 
 
 def _node_configs(
-    out: BootFacts, body: str, *, nodeadm: bool, declared: bool = False, where: str = ""
+    out: BootFacts,
+    body: str,
+    *,
+    nodeadm: bool,
+    declared: bool = False,
+    where: str = "",
+    go_json: bool = False,
 ) -> list[Mapping[str, Any]]:
     """The NodeConfig of a part's body as nodeadm reads it (``node_configs.read``), its notes
     taken into ``out``: a body whose settings cannot be told leaves them unresolved, saying why."""
-    found = node_configs.read(body, nodeadm=nodeadm, declared=declared, where=where)
+    found = node_configs.read(
+        body, nodeadm=nodeadm, declared=declared, where=where, go_json=go_json
+    )
     out.ignored.extend(found.ignored)
     if found.unreadable is not None:
         out.found = True
