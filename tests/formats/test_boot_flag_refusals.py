@@ -537,3 +537,76 @@ def test_terraform_nodeadm_part_without_a_type_is_not_nodeadms():
     broken = text.replace("flags: []", "flags: [--node-labels=team=a")
     (pool,) = _pools("infra/main.tf", broken)  # not nodeadm's: no refusal
     assert "team" not in pool.labels
+
+
+@pytest.mark.parametrize(("family", "pods"), [("AmazonLinux2", "110"), ("AmazonLinux2023", None)])
+def test_eksctl_kubelet_extra_config_max_pods_zero(family, pods):
+    """kubeletExtraConfig maxPods 0: on AmazonLinux2 it is merged into the kubelet's
+    configuration file, whose decoding defaults it to 110; on AmazonLinux2023 eksctl puts it in
+    the NodeConfig's kubelet.config, a drop-in the kubelet merges undefaulted: unresolved."""
+    text = (
+        _EKSCTL.split("    overrideBootstrapCommand")[0]
+        + f"    amiFamily: {family}\n"
+        + "    kubeletExtraConfig:\n"
+        + "      maxPods: 0\n"
+    )
+    (pool,) = _pools("c.yaml", text)
+    assert pool.allocatable.get("pods") == pods
+    assert ("allocatable.pods" in pool.unresolved_fields) is (pods is None)
+
+
+@pytest.mark.parametrize("content", ["", "  \n", "# nothing yet\n"])
+def test_terraform_empty_nodeadm_part_is_an_error_naming_the_part(content):
+    """An empty cloudinit_pre_nodeadm part of type application/node.eks.aws: nodeadm's decoder
+    finds no kind in it, drops every NodeConfig of the user data and the node does not join.
+    It was accepted as setting nothing."""
+    body = "".join(f"            {line}\n" for line in content.splitlines())
+    group = (
+        '      ami_type = "AL2023_x86_64_STANDARD"\n'
+        "      cloudinit_pre_nodeadm = [{\n"
+        '        content_type = "text/x-shellscript"\n'
+        '        content      = "echo hi"\n'
+        "      }, {\n"
+        '        content_type = "application/node.eks.aws"\n'
+        f"        content      = <<-EOT\n{body}          EOT\n"
+        "      }]"
+    )
+    text = _terraform(group).replace('      ami_type = "AL2_x86_64"\n', "")
+    error = _refused("infra/main.tf", text)
+    assert error.field is not None and error.field.endswith("cloudinit_pre_nodeadm")
+    assert "cloudinit_pre_nodeadm[1]" in error.reason and "empty" in error.reason
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nSpec:\n  Kubelet:\n"
+        "    FLAGS: [--max-pods=20]",
+        "APIVersion: node.eks.aws/v1alpha1\nKind: NodeConfig\nspec:\n  kubelet:\n"
+        "    flags: [--max-pods=20]",
+        # the Kelvin sign folds to k in Go's encoding/json
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  \u212aubelet:\n"
+        "    flags: [--max-pods=20]",
+    ],
+    ids=["field-case", "type-meta-case", "kelvin"],
+)
+def test_eksctl_al2023_override_bootstrap_command_field_names_match_as_go_json_does(override):
+    """eksctl unmarshals overrideBootstrapCommand into nodeadm's NodeConfig type with
+    sigs.k8s.io/yaml (encoding/json: a field name matches case-insensitively) and marshals it
+    again for nodeadm (createMimeMessage), so the node gets ``Spec:`` as ``spec``: its
+    --max-pods was not read (and ``Kind:`` was refused as no NodeConfig)."""
+    (pool,) = _pools("c.yaml", _eksctl_al2023(override))
+    assert pool.allocatable["pods"] == "20"
+
+
+def test_eksctl_al2023_override_bootstrap_command_field_named_twice_merges_as_go_json_does():
+    """Keys are decoded sorted (sigs.k8s.io/yaml goes through a map): ``Spec`` before ``spec``,
+    the second decoded into the first, so both kubelet settings reach the node; a null for the
+    kubelet struct has no effect."""
+    override = (
+        "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
+        "    flags: [--node-labels=team=a]\nSpec:\n  kubelet:\n    config: {maxPods: 30}\n"
+        "  Kubelet: null"
+    )
+    (pool,) = _pools("c.yaml", _eksctl_al2023(override))
+    assert pool.allocatable["pods"] == "30" and pool.labels.get("team") == "a"

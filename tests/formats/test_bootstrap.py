@@ -891,7 +891,8 @@ def test_a_nodeconfig_registers_the_flags_value_where_given_else_the_configs(
     flag_taints, config_taints, flag_pods, config_pods, mime
 ):
     """Whatever a NodeConfig sets where: the flag's taints and max-pods when the flag is given,
-    the configuration's otherwise, never both combined; the one overridden is listed."""
+    the configuration's otherwise (a maxPods 0 there unresolved), never both combined; the one
+    overridden is listed."""
     flags, config = [], {}
     if flag_taints is not None:
         flags.append(
@@ -913,7 +914,10 @@ def test_a_nodeconfig_registers_the_flags_value_where_given_else_the_configs(
     facts = bootstrap.from_user_data(text)
     taints = flag_taints if flag_taints is not None else (config_taints or [])
     assert facts.taints == [Taint(k, v or None, e) for k, v, e in taints]
-    assert facts.max_pods == (flag_pods if flag_pods is not None else config_pods)
+    if flag_pods is None and config_pods == 0:  # a drop-in's 0: not defaulted, unresolved
+        assert facts.max_pods is None and facts.unresolved[0].startswith("maxPods: 0")
+    else:
+        assert facts.max_pods == (flag_pods if flag_pods is not None else config_pods)
     overridden = (flag_taints is not None and config_taints is not None) + (
         flag_pods is not None and config_pods is not None
     )
@@ -1174,3 +1178,19 @@ def test_a_quoted_word_is_one_word_whatever_it_holds(parts):
 )
 def test_systemd_environment_items_are_split_as_systemd_quotes_them(value, items):
     assert shell_text.unit_words(value) == items
+
+
+def test_max_pods_zero_is_the_kubelets_default_in_a_file_and_unresolved_in_a_drop_in():
+    """The kubelet's configuration-file decoding defaults maxPods 0 to 110
+    (SetDefaults_KubeletConfiguration); nodeadm writes a NodeConfig's kubelet.config as a
+    drop-in, merged undefaulted: there 0 is unresolved, saying why. It was expected as 0."""
+    facts = bootstrap.from_nodeadm(_node_config([], {"maxPods": 0}))
+    assert facts.max_pods is None
+    assert any(u.startswith("maxPods: 0: nodeadm writes") for u in facts.unresolved)
+    assert bootstrap.unresolved_fact(facts.unresolved[0]) == "allocatable.pods"
+    config = bootstrap.BootFacts()
+    bootstrap.kubelet_config(config, {"maxPods": 0})
+    assert config.max_pods == 110
+    assert any(i.startswith("maxPods: 0: the kubelet defaults") for i in config.ignored)
+    flagged = bootstrap.from_nodeadm(_node_config(["--max-pods=20"], {"maxPods": 0}))
+    assert flagged.max_pods == 20 and not flagged.unresolved  # the flag still wins

@@ -217,3 +217,30 @@ def test_the_users_max_pods_config_is_replaced_by_karpenters_and_a_flag_beats_bo
             if pods is None:
                 notes = [a for a in pool.account if a.path.endswith("spec.userData")]
                 assert any("maxPods 50: replaced" in a.detail for a in notes)
+
+
+def test_v1beta1_user_max_pods_flag_beats_the_node_pools_kubelet_max_pods_on_al2023():
+    """On AL2023 Karpenter writes a v1beta1 NodePool's kubelet.maxPods into its NodeConfig's
+    kubelet configuration; a --max-pods flag in the userData beats it (flags beat the
+    configuration): the flag's value is expected, the NodePool's listed as ignored. On AL2
+    Karpenter's own --max-pods goes to bootstrap.sh after the user's parts: the NodePool's wins."""
+    text = _POOL.replace(
+        "      taints: TAINTS\n", "      taints: []\n      kubelet: {maxPods: 30}\n"
+    )
+    body = text.replace("API", "karpenter.sh/v1beta1").replace("REF", _REFS["karpenter.sh/v1beta1"])
+    al2023 = body.replace("FAMILY", "AL2023").replace("KUBELET", "flags: [--max-pods=20]")
+    (pool,) = read_desired([SourceFile("np.yaml", al2023.encode(), direct=True)]).pools
+    assert pool.allocatable["pods"] == "20"
+    (note,) = [a for a in pool.account if a.path.endswith("kubelet.maxPods")]
+    assert note.status == FieldStatus.IGNORED and "--max-pods=20" in note.detail
+    al2 = (
+        body.replace("FAMILY", "AL2")
+        .replace("{alias: al2023@latest}", "{alias: al2@latest}")
+        .split("  userData: |")[0]
+        + "  userData: |\n    #!/bin/bash\n"
+        + "    /etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=20'\n"
+    )
+    (pool,) = read_desired([SourceFile("np.yaml", al2.encode(), direct=True)]).pools
+    assert pool.allocatable["pods"] == "30"
+    notes = [a for a in pool.account if a.path.endswith("spec.userData")]
+    assert any("max-pods 20: Karpenter passes" in a.detail for a in notes)

@@ -87,6 +87,10 @@ class Ledger:
             return
         self._entries[key] = entry
 
+    def drop(self, key: tuple[str, ...]) -> None:
+        """Forget one note (``View.superseded``: a value the node never gets after all)."""
+        self._entries.pop(key, None)
+
     def default(self, fact: str, attr: str, value: Any, origin: str) -> None:
         """A value the provisioner applies because the source states none."""
         origin = origin if origin.startswith("default:") else f"default: {origin}"
@@ -182,6 +186,13 @@ class View:
             path,
             FieldAccount(self._show(path), FieldStatus.IGNORED, reason, origin=self.origin(path)),
         )
+
+    def superseded(self, attr: Attr, fact: str, reason: str) -> None:
+        """``attr`` was compared as feeding ``fact``, but a later source replaces it on the node:
+        its compared note becomes an ignored one, saying why."""
+        path = _path(attr)
+        self.ledger.drop((self.label, dotted(path), fact))
+        self.ignored(path, reason)
 
     def default(self, fact: str, attr: Attr, value: Any, origin: str) -> None:
         """``Ledger.default`` for an attribute of this object (named with its label)."""

@@ -370,23 +370,26 @@ def _positional(words: list[str]) -> str | None:
     return None
 
 
-def from_nodeadm(text: str) -> BootFacts:
+def from_nodeadm(text: str, *, part: str = "") -> BootFacts:
     """The nodeadm ``NodeConfig``s of a text nodeadm reads as one: plain YAML (JSON) or a
     MIME message's ``application/node.eks.aws`` parts, the first YAML document of each. One
     that is not YAML, or whose first document is no NodeConfig, is refused, as nodeadm refuses
-    it (see ``_node_configs``)."""
+    it (see ``_node_configs``). ``part``: the text is the body of the ``application/node.eks.aws``
+    part so named (terraform-aws-eks ``cloudinit_pre_nodeadm[0]``), so an empty one is refused
+    too (nodeadm's decoder finds no kind in it)."""
     out = BootFacts()
     configs: list[Mapping[str, Any]] = []
     split = mime.parts(text)
-    for i, part in enumerate(split, 1):
-        if part.body is None:
+    for i, one in enumerate(split, 1):
+        if one.body is None:
             out.found = True
             out.unresolved.extend(f"{flag} ({_UNREADABLE})" for flag in _FLAGS)
             continue
-        ours = part.content_type == _NODEADM_TYPE or (len(split) == 1 and not part.content_type)
-        where = f"MIME part {i} ({part.content_type})" if part.content_type else ""
-        declared = part.content_type == _NODEADM_TYPE
-        configs.extend(_node_configs(out, part.body, nodeadm=ours, declared=declared, where=where))
+        named = bool(part) and len(split) == 1 and not one.content_type
+        ours = one.content_type == _NODEADM_TYPE or (len(split) == 1 and not one.content_type)
+        where = f"MIME part {i} ({one.content_type})" if one.content_type else part
+        declared = one.content_type == _NODEADM_TYPE or named
+        configs.extend(_node_configs(out, one.body, nodeadm=ours, declared=declared, where=where))
     out.merge(_from_node_configs(configs))
     return out
 
@@ -395,9 +398,12 @@ def from_node_config(text: str) -> BootFacts:
     """A text that is one NodeConfig, not a MIME message: eksctl's AL2023
     ``overrideBootstrapCommand``, which eksctl unmarshals (its first YAML document) into the
     NodeConfig it hands nodeadm. ``NodeConfigYAMLError`` where it is not YAML,
-    ``NotNodeConfigError`` where that document is no NodeConfig (empty included)."""
+    ``NotNodeConfigError`` where that document is no NodeConfig (empty included). eksctl
+    marshals the NodeConfig again for nodeadm, so its field names are matched as Go's
+    encoding/json matches them (``Spec:`` is ``spec``), not as nodeadm's own decoder would."""
     out = BootFacts()
-    out.merge(_from_node_configs(_node_configs(out, text, nodeadm=True, declared=True)))
+    configs = _node_configs(out, text, nodeadm=True, declared=True, go_json=True)
+    out.merge(_from_node_configs(configs))
     return out
 
 
@@ -439,7 +445,7 @@ def _from_node_configs(configs: Iterable[Mapping[str, Any]]) -> BootFacts:
     line = " ".join(flags)
     out = from_kubelet_flags(line, shell=False)  # nodeadm hands them on as they are
     out.ignored.extend(replaced)
-    kubelet_config(out, merged, flags=flags_given(line))
+    kubelet_config(out, merged, flags=flags_given(line), drop_in=True)
     return out
 
 
@@ -454,7 +460,11 @@ def flags_given(line: str) -> frozenset[str]:
 
 
 def kubelet_config(
-    out: BootFacts, config: Mapping[str, Any], *, flags: Collection[str] = ()
+    out: BootFacts,
+    config: Mapping[str, Any],
+    *,
+    flags: Collection[str] = (),
+    drop_in: bool = False,
 ) -> None:
     """A KubeletConfiguration fragment: ``registerWithTaints`` and ``maxPods``.
     ``KubeletFlagError`` for a value the kubelet refuses to load (a type its strict decoding
@@ -462,7 +472,11 @@ def kubelet_config(
     exact effect, a bad key or value, a key and effect twice: ValidateNodeSpec). ``flags``: the
     kubelet flags the command line also gives (``register-with-taints``, ``max-pods``); a field
     such a flag overrides is listed as ignored, and refused only where the kubelet cannot load
-    it (its type): what it says is neither registered nor validated."""
+    it (its type): what it says is neither registered nor validated. ``maxPods: 0``: the
+    kubelet's default, 110, where the fragment is (merged into) its configuration file, whose
+    decoding defaults a 0 (SetDefaults_KubeletConfiguration); unresolved where it is a drop-in
+    (``drop_in``: nodeadm writes a NodeConfig's ``kubelet.config`` as one), which the kubelet
+    merges over its configuration undefaulted."""
     taints = config.get("registerWithTaints")
     if taints is not None:
         out.found = True
@@ -513,8 +527,26 @@ def kubelet_config(
         raise KubeletFlagError(
             f"kubelet configuration maxPods: {pods} is negative (the kubelet refuses to start)"
         )
+    elif pods == 0 and drop_in:
+        out.unresolved.append(f"maxPods: 0: {_ZERO_DROP_IN}")
+    elif pods == 0:
+        out.max_pods = _KUBELET_MAX_PODS
+        out.ignored.append(f"maxPods: 0: {_ZERO_DEFAULTED}")
     else:
         out.max_pods = pods
+
+
+_KUBELET_MAX_PODS = 110
+_ZERO_DEFAULTED = (
+    f"the kubelet defaults a 0 in its configuration file to {_KUBELET_MAX_PODS} "
+    "(SetDefaults_KubeletConfiguration), which is expected"
+)
+_ZERO_DROP_IN = (
+    "nodeadm writes kubelet.config as a drop-in (config.json.d/40-nodeadm.conf), which the "
+    "kubelet decodes without defaults and merges over the configuration nodeadm computes, so "
+    f"the kubelet may run with 0 rather than its default {_KUBELET_MAX_PODS} or nodeadm's "
+    "pod count: not asserted"
+)
 
 
 def _config_taint(out: BootFacts, item: Any, where: str) -> Taint | None:
@@ -542,11 +574,19 @@ _NODEADM_TYPE = "application/node.eks.aws"  # nodeadm's nodeConfigMediaType
 
 
 def _node_configs(
-    out: BootFacts, body: str, *, nodeadm: bool, declared: bool = False, where: str = ""
+    out: BootFacts,
+    body: str,
+    *,
+    nodeadm: bool,
+    declared: bool = False,
+    where: str = "",
+    go_json: bool = False,
 ) -> list[Mapping[str, Any]]:
     """The NodeConfig of a part's body as nodeadm reads it (``node_configs.read``), its notes
     taken into ``out``: a body whose settings cannot be told leaves them unresolved, saying why."""
-    found = node_configs.read(body, nodeadm=nodeadm, declared=declared, where=where)
+    found = node_configs.read(
+        body, nodeadm=nodeadm, declared=declared, where=where, go_json=go_json
+    )
     out.ignored.extend(found.ignored)
     if found.unreadable is not None:
         out.found = True

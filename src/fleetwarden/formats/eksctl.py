@@ -536,7 +536,9 @@ class _Group:
             if ng.get("overrideBootstrapCommand") and self.ami_family != "AmazonLinux2023":
                 given = set()  # the user's command passes what it passes (read above)
             try:
-                bootstrap.kubelet_config(config, kubelet, flags=given)
+                bootstrap.kubelet_config(  # AL2023: the NodeConfig's kubelet.config
+                    config, kubelet, flags=given, drop_in=self.ami_family == "AmazonLinux2023"
+                )
             except bootstrap.KubeletFlagError as exc:
                 raise FormatError(
                     doc.path, str(exc), field=doc.where(f"{where}.kubeletExtraConfig")
@@ -552,7 +554,8 @@ class _Group:
                 max_pods = config.max_pods
                 view.compared("kubeletExtraConfig.maxPods", "allocatable.pods", max_pods)
             for note in config.ignored:
-                view.ignored("kubeletExtraConfig.registerWithTaints", note)
+                key = "maxPods" if note.startswith("maxPods") else "registerWithTaints"
+                view.ignored(("kubeletExtraConfig", key), note)
             for key in kubelet:
                 if key not in ("registerWithTaints", "maxPods"):
                     view.ignored(("kubeletExtraConfig", str(key)), _KUBELET_IGNORED)

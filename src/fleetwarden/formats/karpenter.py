@@ -211,6 +211,7 @@ class _Pool:
         self.taints: list[Taint] = []
         self.pool_taints: dict[Taint, tuple[str, str]] = {}  # NodePool taints the nodes may lack
         self.max_pods: int | None = None
+        self.pool_pods_at: Path | None = None  # the NodePool's kubelet maxPods (v1beta1)
         self.api = doc.api_version  # the NodePool's (the node class's document is read later)
 
     def spec(self) -> NodePoolSpec:
@@ -341,7 +342,8 @@ class _Pool:
                 pods = expect_int(self.doc, value, f"{where}.maxPods")
                 if pods is not None:
                     self.max_pods = pods
-                    self.view.compared((*path, "maxPods"), "allocatable.pods", pods)
+                    self.pool_pods_at = (*path, "maxPods")
+                    self.view.compared(self.pool_pods_at, "allocatable.pods", pods)
                     continue
             self.view.ignored((*path, str(key)), _KUBELET)
 
@@ -551,9 +553,9 @@ class _Pool:
         for taint in facts.taints:
             self.taints.append(taint)
             view.compared(f"{at}.userData", taint.field_name, _show_taint(taint))
-        if facts.max_pods is not None and self.max_pods is None:
-            self.max_pods = facts.max_pods
-            view.compared(f"{at}.userData", "allocatable.pods", facts.max_pods)
+        if facts.max_pods is not None:  # v1beta1: the NodePool's kubelet.maxPods read first
+            pool_pods = (self.view, self.pool_pods_at, self.max_pods)
+            self.max_pods = karpenter_user_data.max_pods(view, facts, at, pool_pods, al2023)
         for expression in facts.unresolved:
             fact = bootstrap.unresolved_fact(expression)
             view.unresolved(f"{at}.userData", expression, fact)

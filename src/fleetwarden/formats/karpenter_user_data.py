@@ -40,11 +40,11 @@ import yaml
 
 from fleetwarden.core.pools import Taint
 from fleetwarden.formats import bootstrap
-from fleetwarden.formats.accounting import View
+from fleetwarden.formats.accounting import Path, View
 from fleetwarden.formats.documents import Document, expect_str
 from fleetwarden.formats.errors import FormatError
 
-__all__ = ["Read", "read"]
+__all__ = ["Read", "max_pods", "read"]
 
 _REPLACED = (
     "replaced by the registerWithTaints of the NodeConfig Karpenter appends after the user "
@@ -131,6 +131,43 @@ def read(
                 "Karpenter release is not in the files",
             )
     return out
+
+
+def max_pods(
+    view: View,
+    facts: bootstrap.BootFacts,
+    at: str,
+    pool_pods: tuple[View, Path | None, int | None],
+    al2023: bool,
+) -> int | None:
+    """The pods the nodes get, given the user data's max-pods (``facts.max_pods``, not None)
+    and ``pool_pods``: the NodePool's view, path and ``kubelet.maxPods`` (v1beta1, read
+    first). On AL2023 Karpenter writes the NodePool's into its NodeConfig's kubelet
+    configuration, which a user's ``--max-pods`` flag beats (a user's config maxPods is gone by
+    now: ``read``); on AL2 Karpenter passes its own ``--max-pods`` to its bootstrap.sh call,
+    which runs after the user data's parts (``eksbootstrap.go``)."""
+    pods = facts.max_pods
+    pool_view, pool_at, pool = pool_pods
+    if pool is None:
+        view.compared(f"{at}.userData", "allocatable.pods", pods)
+        return pods
+    if al2023 and facts.max_pods_flag and pool_at is not None:
+        pool_view.superseded(
+            pool_at,
+            "allocatable.pods",
+            f"the EC2NodeClass's userData passes --max-pods={pods}, which beats the maxPods "
+            "Karpenter writes into its NodeConfig's kubelet configuration (the kubelet's flags "
+            "beat its configuration)",
+        )
+        view.compared(f"{at}.userData", "allocatable.pods", pods)
+        return pods
+    view.ignored(
+        f"{at}.userData",
+        f"max-pods {pods}: Karpenter passes the NodePool's kubelet.maxPods ({pool}) as "
+        "--max-pods to its bootstrap.sh call, which runs after the user data's parts: "
+        "never applied",
+    )
+    return pool
 
 
 def _as_karpenter_passes_it(text: str) -> str:

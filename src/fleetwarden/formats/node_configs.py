@@ -18,7 +18,7 @@ import yaml
 
 from fleetwarden.formats.kubelet_values import KubeletFlagError
 
-__all__ = ["Found", "NodeConfigYAMLError", "NotNodeConfigError", "read"]
+__all__ = ["Found", "NodeConfigYAMLError", "NotNodeConfigError", "as_unmarshalled", "read"]
 
 
 class NotNodeConfigError(KubeletFlagError):
@@ -76,7 +76,9 @@ def _laid_out(body: str) -> bool:
 _NOT_YAML = (yaml.reader.ReaderError, yaml.scanner.ScannerError, yaml.parser.ParserError)
 
 
-def read(body: str, *, nodeadm: bool, declared: bool = False, where: str = "") -> Found:
+def read(
+    body: str, *, nodeadm: bool, declared: bool = False, where: str = "", go_json: bool = False
+) -> Found:
     """The NodeConfig a part's body holds for nodeadm: its first YAML document, the only one
     nodeadm decodes (sigs.k8s.io/yaml's YAMLToJSON reads one document: go-yaml v2 Unmarshal);
     later ones are listed as ignored (``Found.ignored``). ``nodeadm``: the part is one nodeadm
@@ -89,7 +91,10 @@ def read(body: str, *, nodeadm: bool, declared: bool = False, where: str = "") -
     in chain") and does not start the node (nodeadm/internal/configprovider mime.go, chain.go;
     cli.ResolveConfig). A body nodeadm may not read (no declared type) that is laid out as a
     NodeConfig and does not parse, or one PyYAML alone cannot read, leaves labels, taints and
-    max-pods unresolved, saying why (``Found.unreadable``): never "sets nothing"."""
+    max-pods unresolved, saying why (``Found.unreadable``): never "sets nothing". ``go_json``:
+    the text is unmarshalled into the NodeConfig type and marshalled again before nodeadm reads
+    it (eksctl), so its field names are matched as Go's encoding/json matches them
+    (``as_unmarshalled``)."""
     out = Found()
     shown = f"nodeadm NodeConfig{' in ' + where if where else ''}"
     if not nodeadm and not _laid_out(body):
@@ -127,6 +132,8 @@ def read(body: str, *, nodeadm: bool, declared: bool = False, where: str = "") -
         return _first_node_config(out, first, later, shown)
     if first is None and not declared:
         return out
+    if go_json:
+        first = as_unmarshalled(first)
     _check_node_config(first, shown)
     _later_documents(out, later, shown)
     out.configs.append(first)
@@ -165,6 +172,84 @@ def _later_documents(out: Found, later: list[Any] | None, shown: str) -> None:
             f"{shown}: the YAML documents after the first (nodeadm decodes only the first "
             "document of a part or user data)"
         )
+
+
+# the NodeConfig type's JSON field names down to what is read here: a dict is a struct
+# (its fields merge when named twice), "map" a map (its keys merge), None any other value
+_FIELDS: dict[str, Any] = {
+    "kind": None,
+    "apiVersion": None,
+    "metadata": None,
+    "spec": {
+        "cluster": None,
+        "containerd": None,
+        "instance": None,
+        "featureGates": "map",
+        "kubelet": {"config": "map", "flags": None},
+    },
+}
+
+
+_NULLABLE = frozenset({"featureGates", "config", "flags"})  # maps and slices
+
+
+def as_unmarshalled(document: Any, fields: Any = None) -> Any:
+    """A NodeConfig document as the NodeConfig type holds it after sigs.k8s.io/yaml's Unmarshal
+    (eksctl's stringToNodeConfig) and Marshal: a key names a field exactly or, failing that,
+    case-insensitively (Go's encoding/json; ``_go_fold``), else it is dropped (no such field).
+    Keys are decoded in sorted order (YAMLToJSON goes through a map, which json.Marshal sorts);
+    a field named twice takes the later value, a struct or map merging into the earlier one.
+    A value not a mapping where the type wants a struct is left for the type check."""
+    fields = _FIELDS if fields is None else fields
+    if not isinstance(document, Mapping):
+        return document
+    if fields == "map":
+        return dict(document)
+    out: dict[str, Any] = {}
+    for key in sorted(document, key=str):
+        name = _field(str(key), fields)
+        if name is None:
+            continue
+        if document[key] is None and name not in _NULLABLE:
+            continue  # null into a struct or a string: no effect (a map or slice: nil)
+        value = as_unmarshalled(document[key], fields[name]) if fields[name] else document[key]
+        out[name] = _merged(out.get(name), value, fields[name])
+    return out
+
+
+def _merged(earlier: Any, value: Any, fields: Any) -> Any:
+    """A field named twice: Go decodes the later value into the earlier one -- a struct's
+    fields and a map's keys merge (json.Unmarshal reuses them), anything else is replaced."""
+    if not (fields and isinstance(earlier, Mapping) and isinstance(value, Mapping)):
+        return value
+    if fields == "map":
+        return {**earlier, **value}
+    out = dict(earlier)
+    for name, item in value.items():
+        out[name] = _merged(out.get(name), item, fields[name])
+    return out
+
+
+def _field(key: str, fields: Mapping[str, Any]) -> str | None:
+    if key in fields:
+        return key
+    folded = _go_fold(key)
+    return next((f for f in fields if _go_fold(f) == folded), None)
+
+
+def _go_fold(name: str) -> str:
+    """Go's encoding/json name folding (fold.go foldName): ASCII letters upper-cased, another
+    rune r as unicode.ToUpper(unicode.ToLower(r)) -- so the Kelvin sign is K and long s is S."""
+    out = []
+    for char in name:
+        if char.isascii():
+            out.append(char.upper())
+            continue
+        lower = char.lower()
+        lower = lower if len(lower) == 1 else char
+        upper = lower.upper()
+        out.append(upper if len(upper) == 1 else lower)
+    return "".join(out)
 
 
 _NODEADM_VERSION = "node.eks.aws/v1alpha1"  # the only one nodeadm's scheme knows (bridge/scheme.go)

@@ -396,7 +396,7 @@ def _kubelet_config(
     config: Mapping[str, Any], *, flags: frozenset[str] = frozenset()
 ) -> bootstrap.BootFacts:
     facts = bootstrap.BootFacts()
-    bootstrap.kubelet_config(facts, config, flags=flags)
+    bootstrap.kubelet_config(facts, config, flags=flags, drop_in=True)  # nodeadm writes one
     return facts
 
 

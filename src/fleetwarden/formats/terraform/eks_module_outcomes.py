@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from fleetwarden.core.integers import ascii_int
@@ -85,8 +86,11 @@ class _Boot:
         """``cloudinit_pre_nodeadm``: each NodeConfig part read as nodeadm reads it; the other
         parts (shell scripts) read as the module's other shell user data, never asserted."""
         configs, scripts = _nodeadm_parts(parts)
-        for config in configs or [""]:  # read even if none: the attribute is accounted for
-            self.read(r, use, bootstrap.from_nodeadm, config)
+        if not configs:  # read even if none: the attribute is accounted for
+            self.read(r, use, bootstrap.from_nodeadm, "")
+        for i, config in configs:  # each a part nodeadm decodes: an empty one is refused
+            named = partial(bootstrap.from_nodeadm, part=f"{use[1][-1]}[{i}]")
+            self.read(r, use, named, config)
         opaque = bootstrap.read_opaque(bootstrap.from_user_data, scripts)
         if first_unknown(parts) is not None:  # a part not resolved: it may set any
             opaque.found = True
@@ -108,21 +112,24 @@ def _content(value: Any) -> str:
     return "\n".join(c for c in found if isinstance(c, str))
 
 
-def _nodeadm_parts(value: Any) -> tuple[list[str], str]:
-    """``cloudinit_pre_nodeadm`` parts as (the NodeConfig parts' text, the other parts' text):
+def _nodeadm_parts(value: Any) -> tuple[list[tuple[int, str]], str]:
+    """``cloudinit_pre_nodeadm`` parts as (the NodeConfig parts' index and text, the other
+    parts' text):
     nodeadm reads a part of type ``application/node.eks.aws`` only; the others are cloud-init's
     (shell scripts). One without a type is ``text/plain`` (the cloudinit provider's default),
     which nodeadm never reads even if it holds a NodeConfig: read with the others, so what it
     seems to set is not asserted."""
     parts = value if isinstance(value, list) else [value]
-    configs: list[str] = []
+    configs: list[tuple[int, str]] = []
     others: list[str] = []
-    for part in parts:
+    for i, part in enumerate(parts):
         if not isinstance(part, dict) or not isinstance(part.get("content"), str):
             continue
         kind, content = part.get("content_type"), part["content"]
-        nodeadm = isinstance(kind, str) and "node.eks.aws" in kind
-        (configs if nodeadm else others).append(content)
+        if isinstance(kind, str) and "node.eks.aws" in kind:
+            configs.append((i, content))
+        else:
+            others.append(content)
     return configs, "\n".join(others)
 
 
