@@ -282,12 +282,14 @@ def test_table_output_honours_columns_when_piped(tmp_path, realdata):
 @pytest.fixture()
 def scan_tree(tmp_path: Path, realdata: Path) -> Path:
     desired = yaml.safe_load(EKSCTL)
-    desired["managedNodeGroups"][0]["labels"] = {"team": BOGUS, "tier": MARKUP}
+    # eksctl refuses a label value that is no label value, so the odd text is the nodes'
+    desired["managedNodeGroups"][0]["labels"] = {"team": "a", "tier": "b", "app": "c", "env": "d"}
     (tmp_path / "desired").mkdir()
     (tmp_path / "desired" / "eksctl.yaml").write_text(yaml.safe_dump(desired))
     nodes = json.loads((realdata / "nodes" / "honeycomb-eks-nodelist-arm64.json").read_text())
+    odd = {"team": ESC, "tier": f"{BOLD}\r{EMOJI}", "app": BOGUS, "env": MARKUP}
     for item in nodes["items"]:
-        item["metadata"]["labels"].update({"team": ESC, "tier": f"{BOLD}\r{EMOJI}"})
+        item["metadata"]["labels"].update(odd)
     (tmp_path / "duckboat.json").write_text(json.dumps(nodes))
     return tmp_path
 

@@ -20,10 +20,14 @@ from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from fleetwarden.ports.kube import Conflict, NotFound
 from tests.cli.test_pool_defined_twice import EKSCTL, GROUP, SECOND
-from tests.e2e.test_argocd_orphans_live import NS, cluster_secret  # NS: where it writes
+from tests.e2e.test_argocd_orphans_live import cluster_secret
 from tests.e2e.test_watch_live import _clean
 
 pytestmark = pytest.mark.live
+
+# the namespace these watches read Argo CD cluster Secrets from: their own (another test file
+# deletes its namespace when it ends, and a namespace being deleted takes no new Secret)
+NS = "fw-watch-argocd"
 
 REMOTE = "remote-twice"
 
@@ -43,6 +47,7 @@ async def _register(kubeconfig: Path, mgmt: str, target: str) -> None:
     by_name = {e.name: e for e in load_kubeconfig(kubeconfig)}
     ep = by_name[target]
     body = cluster_secret(REMOTE, ep.server, ep.credentials.token or "", ep.ca_pem)
+    body["metadata"]["namespace"] = NS
     async with KubeClient(by_name[mgmt]) as api, KubeClient(ep) as remote:
         await _clean(remote)
         with contextlib.suppress(Conflict):

@@ -23,8 +23,7 @@ import pytest
 from fleetwarden.adapters.kube.client import KubeClient
 from fleetwarden.adapters.kube.config import load_kubeconfig
 from tests.cli.test_pool_defined_twice import EKSCTL, GROUP
-from tests.e2e.test_argocd_orphans_live import NS  # where the Secrets are written
-from tests.e2e.test_watch_argocd_nothing_compared_live import REMOTE, _register
+from tests.e2e.test_watch_argocd_nothing_compared_live import NS, REMOTE, _register
 from tests.e2e.test_watch_live import _clean
 
 pytestmark = pytest.mark.live
