@@ -38,6 +38,7 @@ from fleetwarden.core.describing import describe_type
 from fleetwarden.formats.errors import FormatError
 
 __all__ = [
+    "GENERATORS",
     "GROUP",
     "app_project_from_object",
     "application_from_object",
@@ -46,7 +47,7 @@ __all__ = [
 
 GROUP = "argoproj.io"
 # ApplicationSetGenerator's fields (applicationset_types.go); other keys are not generators
-_GENERATORS = (
+GENERATORS = (
     "list",
     "clusters",
     "git",
@@ -158,7 +159,7 @@ def application_set_from_object(obj: Mapping[str, Any]) -> ApplicationSet:
     for i, generator in enumerate(generators):
         at = f"spec.generators[{i}]"
         generator = _mapping(where, generator, at, required=True)
-        for kind in (k for k in _GENERATORS if k in generator):
+        for kind in (k for k in GENERATORS if k in generator):
             if kind not in ("list", "clusters"):
                 unreadable.append(f"{at}.{kind}")
                 continue

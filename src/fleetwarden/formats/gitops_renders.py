@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetwarden.core.skips import Skip
+from fleetwarden.formats.argocd_apps import GENERATORS as _GENERATORS  # the generator kinds
 from fleetwarden.formats.documents import Document, SourceFile, decode_text, parse_yaml_documents
 from fleetwarden.formats.errors import FormatError
 
@@ -66,18 +67,6 @@ _FLUX_CHANGES = frozenset(
         "postBuild",
         "components",
     }
-)
-# ApplicationSetGenerator's fields (applicationset_types.go)
-_GENERATORS = (
-    "list",
-    "clusters",
-    "git",
-    "scmProvider",
-    "clusterDecisionResource",
-    "pullRequest",
-    "matrix",
-    "merge",
-    "plugin",
 )
 _ACTION = re.compile(r"\{\{(.*?)\}\}", re.S)
 _GO_FIELD = re.compile(r"\s*\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*")
